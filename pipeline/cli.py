@@ -1,0 +1,50 @@
+"""The ``llpipe`` command: one sub-command per module, each module owning its own arguments.
+
+Every command module exposes ``configure(parser)`` to declare its arguments and ``run(args) -> int`` to do the work.
+Command modules keep heavy imports (the SageMaker SDK, numpy) inside functions so ``llpipe --help`` stays fast.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+
+# name -> (module, one-line help)
+COMMANDS: dict[str, tuple[str, str]] = {
+    "run": ("pipeline.local.run_command", "run the pipeline locally (default: the bundled example data set)"),
+    "executions": ("pipeline.executions_command", "list recent executions (local, or --sagemaker)"),
+    "execution": ("pipeline.local.execution_command", "show one local execution: steps, timings, logs"),
+    "convert": ("pipeline.convert", "convert CSV/Parquet files to RecordIO-protobuf shards"),
+    "linear-learner": ("pipeline.local.linear_learner.cli", "train or transform with the local Linear Learner"),
+    "definition": ("pipeline.sagemaker_commands.definition", "print or write the pipeline definition JSON"),
+    "upsert": ("pipeline.sagemaker_commands.upsert", "upload code bundles, create or update the pipeline"),
+    "start": ("pipeline.sagemaker_commands.start", "start an execution on SageMaker, optionally wait"),
+    "schedule": ("pipeline.sagemaker_commands.schedule", "schedule executions with EventBridge Scheduler"),
+    "models": ("pipeline.models_command", "list, describe, approve or reject registered model versions"),
+}
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The full argument parser; every command module adds its own arguments."""
+    parser = argparse.ArgumentParser(
+        prog="llpipe",
+        description="Distributed Linear Learner training as a SageMaker Pipelines DAG, runnable locally.",
+    )
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
+    for name, (module_name, help_text) in COMMANDS.items():
+        module = importlib.import_module(module_name)
+        command_parser = sub.add_parser(name, help=help_text, description=(module.__doc__ or help_text).strip())
+        module.configure(command_parser)
+        command_parser.set_defaults(handler=module.run)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Entry point of the ``llpipe`` console script; returns the process exit code."""
+    args = build_parser().parse_args(argv)
+    try:
+        return int(args.handler(args) or 0)
+    except KeyboardInterrupt:
+        print("interrupted", file=sys.stderr)
+        return 130
