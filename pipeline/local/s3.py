@@ -1,0 +1,62 @@
+"""The local stand-in for S3: ``s3://bucket/key`` is ``<root>/bucket/key`` on disk.
+
+Every local component (jobs, registry, runner) maps URIs through ``LocalS3`` so the layout is decided in one place.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from urllib.parse import urlparse
+
+
+def split_uri(uri: str) -> tuple[str, str]:
+    """``s3://bucket/a/b`` -> ``("bucket", "a/b")``; anything that is not an s3:// URI is a ValueError."""
+    parsed = urlparse(uri)
+    if parsed.scheme != "s3" or not parsed.netloc:
+        raise ValueError(f"not an S3 URI: {uri!r} (expected s3://bucket/key)")
+    return parsed.netloc, parsed.path.lstrip("/")
+
+
+@dataclass(frozen=True)
+class LocalS3:
+    """A folder that holds one sub-folder per bucket."""
+
+    root: Path
+
+    def path(self, uri: str) -> Path:
+        """The local path of an object or prefix."""
+        bucket, key = split_uri(uri)
+        path = (self.root / bucket / key).resolve()
+        if not path.is_relative_to(self.root.resolve()):
+            raise ValueError(f"S3 key escapes the local S3 folder: {uri!r}")
+        return path
+
+    def uri(self, path: Path) -> str:
+        """The s3:// URI of a path inside the folder."""
+        relative = path.resolve().relative_to(self.root.resolve())
+        bucket, *key = relative.parts
+        return f"s3://{bucket}/{'/'.join(key)}"
+
+    def list_objects(self, uri: str) -> list[str]:
+        """Every object whose key starts with the URI's key, as S3 lists a prefix: sorted by key."""
+        bucket, prefix = split_uri(uri)
+        base = self.root / bucket
+        if not base.is_dir():
+            return []
+        found = []
+        for path in base.rglob("*"):
+            if path.is_file():
+                key = path.relative_to(base).as_posix()
+                if key.startswith(prefix):
+                    found.append(f"s3://{bucket}/{key}")
+        return sorted(found)
+
+    def put_bytes(self, uri: str, data: bytes) -> Path:
+        """Write one object atomically (temporary name, then rename)."""
+        path = self.path(uri)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_name(f".{path.name}.tmp")
+        tmp.write_bytes(data)
+        tmp.replace(path)
+        return path
