@@ -1,0 +1,245 @@
+"""Run a local Linear Learner training job the way SageMaker does: one container root and one process per instance.
+
+``train`` lays out ``work_dir/algo-N/`` like ``/opt/ml`` (config files, the host's share of every channel, model/,
+output/), starts ``python -m pipeline.local.linear_learner.train --root ROOT`` for every host, runs the parameter
+server that synchronises their gradients, streams their logs, and fails fast with the failing host's error.
+``transform`` is batch transform: it reads only the ``model.tar.gz`` artifact.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import queue
+import secrets
+import shutil
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from pipeline.local.sharding import DISTRIBUTIONS, objects_for_instance
+
+CONTENT_TYPES = ("application/x-recordio-protobuf", "text/csv")
+AUTHKEY_ENV = "LLPIPE_LL_AUTHKEY"
+EXIT_ABORTED = 3  # an instance stopped because another one failed (not the root cause)
+
+
+@dataclass(frozen=True)
+class Channel:
+    """One input channel: its local files (all of them, before sharding), distribution and content type."""
+
+    files: list[Path] = field(default_factory=list)
+    distribution: str = "FullyReplicated"
+    content_type: str = "application/x-recordio-protobuf"
+
+
+@dataclass(frozen=True)
+class TrainingResult:
+    """Where the model artifact was written and the final metrics keyed by the service's names."""
+
+    model_path: Path
+    metrics: dict[str, float]
+
+
+class TrainingError(RuntimeError):
+    """The training job failed; the message names the failing host (algo-N) and its error."""
+
+
+def host_name(index: int) -> str:
+    """SageMaker's host name for instance ``index`` (0-based)."""
+    return f"algo-{index + 1}"
+
+
+def train(hyperparameters: Mapping[str, str], channels: Mapping[str, Channel], output_dir: Path, *,
+          instance_count: int = 1, work_dir: Path | None = None,
+          on_log: Callable[[str], None] | None = None) -> TrainingResult:
+    """Train on ``instance_count`` local processes and write ``output_dir/model.tar.gz`` and ``metrics.json``."""
+    if instance_count < 1:
+        raise TrainingError(f"instance_count must be at least 1, got {instance_count}")
+    _check_channels(channels)
+    output_dir = Path(output_dir)
+    log = on_log or (lambda line: None)
+    temporary = None
+    if work_dir is None:
+        temporary = tempfile.TemporaryDirectory(prefix="linear-learner-")
+        work_dir = Path(temporary.name)
+    try:
+        roots = [_lay_out_root(Path(work_dir), index, instance_count, hyperparameters, channels)
+                 for index in range(instance_count)]
+        _run_instances(roots, log)
+        return _collect(roots[0], output_dir)
+    finally:
+        if temporary is not None:
+            temporary.cleanup()
+
+
+def _check_channels(channels: Mapping[str, Channel]) -> None:
+    for name, channel in channels.items():
+        if channel.distribution not in DISTRIBUTIONS:
+            raise TrainingError(f"channel {name!r}: unknown distribution {channel.distribution!r}; "
+                                f"expected one of {DISTRIBUTIONS}")
+        if channel.content_type not in CONTENT_TYPES:
+            raise TrainingError(f"channel {name!r}: content type {channel.content_type!r} is not supported; "
+                                f"expected one of {CONTENT_TYPES}")
+
+
+def _lay_out_root(work_dir: Path, index: int, count: int, hyperparameters: Mapping[str, str],
+                  channels: Mapping[str, Channel]) -> Path:
+    """Create ``work_dir/algo-N`` in SageMaker's /opt/ml layout with this host's files of every channel."""
+    host = host_name(index)
+    root = work_dir / host
+    if root.exists():
+        shutil.rmtree(root)
+    config = root / "input" / "config"
+    config.mkdir(parents=True)
+    (root / "model").mkdir()
+    (root / "output" / "data").mkdir(parents=True)
+    (config / "hyperparameters.json").write_text(json.dumps({k: str(v) for k, v in hyperparameters.items()}))
+    (config / "resourceconfig.json").write_text(json.dumps({
+        "current_host": host, "hosts": [host_name(i) for i in range(count)], "network_interface_name": "lo"}))
+    data_config = {}
+    for name, channel in channels.items():
+        data_config[name] = {"ContentType": channel.content_type, "TrainingInputMode": "File",
+                             "S3DistributionType": channel.distribution, "RecordWrapperType": "None"}
+        channel_dir = root / "input" / "data" / name
+        channel_dir.mkdir(parents=True)
+        files = objects_for_instance([Path(f) for f in channel.files], channel.distribution, index, count)
+        for position, source in enumerate(files):
+            # a position prefix keeps the sharded order and tells apart equal names from different folders
+            _link_or_copy(source, channel_dir / f"{position:06d}-{source.name}")
+    (config / "inputdataconfig.json").write_text(json.dumps(data_config))
+    return root
+
+
+def _link_or_copy(source: Path, target: Path) -> None:
+    if not source.is_file():
+        raise TrainingError(f"input file {source} does not exist")
+    try:
+        os.link(source, target)
+    except OSError:
+        shutil.copyfile(source, target)
+
+
+def _run_instances(roots: list[Path], log: Callable[[str], None]) -> None:
+    """Start one process per root, stream their logs and raise ``TrainingError`` as soon as one fails."""
+    from pipeline.local.linear_learner.collective import ParameterServer
+
+    server = None
+    env = dict(os.environ)
+    extra_args: list[str] = []
+    if len(roots) > 1:
+        authkey = secrets.token_bytes(16)
+        server = ParameterServer(len(roots), authkey)
+        server.start()
+        host, port = server.address
+        extra_args = ["--coordinator", f"{host}:{port}"]
+        env[AUTHKEY_ENV] = authkey.hex()
+    lines: queue.Queue[tuple[str, str]] = queue.Queue()
+    processes = []
+    readers = []
+    try:
+        for index, root in enumerate(roots):
+            process = subprocess.Popen(
+                [sys.executable, "-m", "pipeline.local.linear_learner.train", "--root", str(root), *extra_args],
+                stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env)
+            processes.append(process)
+            reader = threading.Thread(target=_pump, args=(process, host_name(index), lines), daemon=True)
+            reader.start()
+            readers.append(reader)
+        failure = _wait(processes, roots, lines, log)
+        if failure is not None:
+            raise TrainingError(failure)
+    finally:
+        for process in processes:
+            if process.poll() is None:
+                process.kill()
+        if server is not None:
+            server.stop()
+        for process in processes:
+            process.wait()
+        for reader in readers:
+            reader.join(timeout=5)
+        _drain(lines, log)
+
+
+def _pump(process: subprocess.Popen, host: str, lines: queue.Queue) -> None:
+    assert process.stdout is not None
+    for line in process.stdout:
+        lines.put((host, line.rstrip("\n")))
+
+
+def _drain(lines: queue.Queue, log: Callable[[str], None]) -> None:
+    while True:
+        try:
+            host, line = lines.get_nowait()
+        except queue.Empty:
+            return
+        log(f"[{host}] {line}")
+
+
+def _wait(processes: list[subprocess.Popen], roots: list[Path], lines: queue.Queue,
+          log: Callable[[str], None]) -> str | None:
+    """Wait for all processes; return the failure message of the root-cause host, or None on success."""
+    while True:
+        try:
+            host, line = lines.get(timeout=0.05)
+            log(f"[{host}] {line}")
+            continue
+        except queue.Empty:
+            pass
+        codes = [p.poll() for p in processes]
+        failed = [i for i, code in enumerate(codes) if code not in (None, 0)]
+        if failed:
+            time.sleep(0.3)  # let the instances aborted by this failure exit too, then pick the root cause
+            codes = [p.poll() for p in processes]
+            failed = [i for i, code in enumerate(codes) if code not in (None, 0)]
+            root_causes = [i for i in failed if codes[i] != EXIT_ABORTED] or failed
+            index = root_causes[0]
+            return f"{host_name(index)} failed (exit code {codes[index]}): {_failure_text(roots[index])}"
+        if all(code == 0 for code in codes):
+            return None
+
+
+def _failure_text(root: Path) -> str:
+    failure = root / "output" / "failure"
+    if failure.is_file():
+        return failure.read_text().strip() or "no failure message"
+    return "the process ended without writing output/failure"
+
+
+def _collect(root: Path, output_dir: Path) -> TrainingResult:
+    """Copy algo-1's artifact and metrics into ``output_dir`` (temporary names, then rename)."""
+    artifact = root / "model" / "model.tar.gz"
+    metrics_file = root / "output" / "metrics.json"
+    if not artifact.is_file():
+        raise TrainingError(f"algo-1 finished without writing {artifact}")
+    metrics = json.loads(metrics_file.read_text()) if metrics_file.is_file() else {}
+    output_dir.mkdir(parents=True, exist_ok=True)
+    model_path = output_dir / "model.tar.gz"
+    _atomic_copy(artifact, model_path)
+    metrics_path = output_dir / "metrics.json"
+    temporary = metrics_path.with_name(metrics_path.name + ".tmp")
+    temporary.write_text(json.dumps(metrics, indent=2, sort_keys=True))
+    temporary.replace(metrics_path)
+    return TrainingResult(model_path=model_path, metrics={k: float(v) for k, v in metrics.items()})
+
+
+def _atomic_copy(source: Path, target: Path) -> None:
+    temporary = target.with_name(target.name + ".tmp")
+    shutil.copyfile(source, temporary)
+    temporary.replace(target)
+
+
+def transform(model_path: Path, input_files: Sequence[Path], output_dir: Path, *,
+              content_type: str = "application/x-recordio-protobuf") -> list[Path]:
+    """Batch transform: for each input file F write ``output_dir/F.name + ".out"`` (jsonlines, in record order)."""
+    from pipeline.local.linear_learner.inference import transform_files
+
+    if content_type not in CONTENT_TYPES:
+        raise ValueError(f"content type {content_type!r} is not supported; expected one of {CONTENT_TYPES}")
+    return transform_files(Path(model_path), [Path(f) for f in input_files], Path(output_dir), content_type)
