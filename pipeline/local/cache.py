@@ -1,0 +1,90 @@
+"""Step caching with SageMaker's semantics.
+
+A step whose ``CacheConfig`` is enabled reuses the latest successful run of the same step of the same pipeline, ended
+within ``ExpireAfter`` (an ISO 8601 duration; none means no expiry), whose cache-key attributes, once resolved, are
+equal. The attributes are the ones SageMaker documents per step type; outputs are not part of the key, so a hit
+returns the earlier run's properties (its output locations) unchanged.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+from datetime import datetime, timedelta, timezone
+from typing import Any
+
+from pipeline.local.executions import ExecutionStore, StepRecord
+
+CACHE_KEY_ATTRIBUTES: dict[str, tuple[str, ...]] = {
+    "Processing": ("AppSpecification", "Environment", "ProcessingInputs"),
+    "Training": (
+        "AlgorithmSpecification",
+        "CheckpointConfig",
+        "DebugHookConfig",
+        "DebugRuleConfigurations",
+        "Environment",
+        "HyperParameters",
+        "InputDataConfig",
+    ),
+    "Transform": ("DataProcessing", "Environment", "ModelName", "TransformInput"),
+}
+_DURATION = re.compile(
+    r"^P(?:(?P<years>\d+)Y)?(?:(?P<months>\d+)M)?(?:(?P<weeks>\d+)W)?(?:(?P<days>\d+)D)?"
+    r"(?:T(?:(?P<hours>\d+)H)?(?:(?P<minutes>\d+)M)?(?:(?P<seconds>\d+(?:\.\d+)?)S)?)?$"
+)
+
+
+def parse_duration(text: str) -> timedelta:
+    """An ISO 8601 duration such as ``P30D`` or ``PT1H30M``; a year is 365 days and a month 30, as an upper bound."""
+    match = _DURATION.match(text or "")
+    if not match or text in ("P", "PT") or text.endswith("T"):
+        raise ValueError(f"ExpireAfter {text!r} is not an ISO 8601 duration (for example P30D or PT12H)")
+    parts = {name: float(value) for name, value in match.groupdict().items() if value}
+    days = parts.get("years", 0) * 365 + parts.get("months", 0) * 30 + parts.get("weeks", 0) * 7
+    return timedelta(
+        days=days + parts.get("days", 0),
+        hours=parts.get("hours", 0),
+        minutes=parts.get("minutes", 0),
+        seconds=parts.get("seconds", 0),
+    )
+
+
+def cache_key(step_type: str, arguments: dict[str, Any]) -> str | None:
+    """The hash of a step's resolved cache-key attributes, or None when the step type is never cached."""
+    attributes = CACHE_KEY_ATTRIBUTES.get(step_type)
+    if attributes is None:
+        return None
+    selected = {name: arguments.get(name) for name in attributes}
+    canonical = json.dumps([step_type, selected], sort_keys=True, separators=(",", ":"), default=str)
+    return hashlib.sha256(canonical.encode()).hexdigest()
+
+
+def caching_enabled(step: dict[str, Any]) -> bool:
+    """Whether the step definition turns caching on."""
+    config = step.get("CacheConfig") or {}
+    return bool(config.get("Enabled"))
+
+
+def find_hit(
+    store: ExecutionStore,
+    pipeline_name: str,
+    step: dict[str, Any],
+    key: str,
+    current_execution: str,
+    at: datetime | None = None,
+) -> tuple[str, StepRecord] | None:
+    """The latest successful earlier run of this step with the same key and still within ExpireAfter."""
+    expire_after = (step.get("CacheConfig") or {}).get("ExpireAfter")
+    limit = parse_duration(expire_after) if expire_after else None
+    at = at or datetime.now(timezone.utc)
+    for record in store.list():
+        if record.id == current_execution or record.pipeline_name != pipeline_name:
+            continue
+        previous = record.steps.get(step["Name"])
+        if previous is None or previous.status != "Succeeded" or previous.cache_key != key or not previous.end_time:
+            continue
+        if limit is not None and at - datetime.fromisoformat(previous.end_time) > limit:
+            continue
+        return previous.cache_hit_source or record.id, previous
+    return None

@@ -1,0 +1,147 @@
+"""Execution records: one folder per execution under ``<workdir>/executions/<id>/``.
+
+``execution.json`` holds the id, pipeline name, status, times, parameters, failure reason and every step's status,
+times, properties, cache-hit source and log files (what ListPipelineExecutionSteps reports on SageMaker);
+``definition.json`` the definition that ran; ``steps/<name>/arguments.json`` each step's resolved request;
+``steps/<name>/logs/`` the stdout/stderr of every instance. Files are rewritten atomically after every change.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import secrets
+import threading
+from dataclasses import asdict, dataclass, field
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+EXECUTION_FILE = "execution.json"
+
+
+def now() -> str:
+    """The current UTC time as ISO 8601, the format every record uses."""
+    return datetime.now(timezone.utc).isoformat(timespec="microseconds")
+
+
+def new_execution_id() -> str:
+    """A 12-character lower-case id, like SageMaker's pipeline execution ids."""
+    return secrets.token_hex(6)
+
+
+@dataclass
+class StepRecord:
+    """One step of one execution."""
+
+    name: str
+    type: str
+    status: str = "Pending"
+    start_time: str | None = None
+    end_time: str | None = None
+    failure_reason: str | None = None
+    properties: dict[str, Any] = field(default_factory=dict)
+    cache_key: str | None = None
+    cache_hit_source: str | None = None
+    logs: list[str] = field(default_factory=list)
+    detail: str = ""
+
+
+@dataclass
+class ExecutionRecord:
+    """One execution; ``save`` writes it to its folder."""
+
+    id: str
+    pipeline_name: str
+    folder: Path
+    status: str = "Executing"
+    start_time: str = field(default_factory=now)
+    end_time: str | None = None
+    parameters: dict[str, Any] = field(default_factory=dict)
+    failure_reason: str | None = None
+    steps: dict[str, StepRecord] = field(default_factory=dict)
+    _lock: threading.Lock = field(default_factory=threading.Lock, repr=False, compare=False)
+
+    def to_json(self) -> dict[str, Any]:
+        """The record as the JSON object stored in ``execution.json``."""
+        return {
+            "id": self.id,
+            "pipeline_name": self.pipeline_name,
+            "status": self.status,
+            "start_time": self.start_time,
+            "end_time": self.end_time,
+            "parameters": self.parameters,
+            "failure_reason": self.failure_reason,
+            "steps": [asdict(step) for step in self.steps.values()],
+        }
+
+    def step_folder(self, name: str) -> Path:
+        """Where a step keeps its resolved arguments, logs and scratch space."""
+        folder = self.folder / "steps" / name
+        folder.mkdir(parents=True, exist_ok=True)
+        return folder
+
+    def save(self) -> None:
+        """Rewrite ``execution.json`` atomically (threads of concurrent steps share one record)."""
+        with self._lock:
+            write_json_atomically(self.folder / EXECUTION_FILE, self.to_json())
+
+
+def write_json_atomically(path: Path, document: Any) -> None:
+    """Write JSON under a temporary name, then rename, so readers never see half a file."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    temporary = path.with_name(f".{path.name}.{os.getpid()}.{threading.get_ident()}.tmp")
+    temporary.write_text(json.dumps(document, indent=2, default=str) + "\n")
+    temporary.replace(path)
+
+
+def record_from_json(document: dict[str, Any], folder: Path) -> ExecutionRecord:
+    """The inverse of ``ExecutionRecord.to_json``."""
+    steps = {step["name"]: StepRecord(**step) for step in document.get("steps", [])}
+    return ExecutionRecord(
+        id=document["id"],
+        pipeline_name=document["pipeline_name"],
+        folder=folder,
+        status=document["status"],
+        start_time=document["start_time"],
+        end_time=document.get("end_time"),
+        parameters=document.get("parameters", {}),
+        failure_reason=document.get("failure_reason"),
+        steps=steps,
+    )
+
+
+@dataclass(frozen=True)
+class ExecutionStore:
+    """The folder of execution records."""
+
+    root: Path
+
+    def create(self, pipeline_name: str, definition: dict[str, Any], parameters: dict[str, Any]) -> ExecutionRecord:
+        """A new execution record with its definition saved."""
+        execution_id = new_execution_id()
+        folder = self.root / execution_id
+        folder.mkdir(parents=True)
+        write_json_atomically(folder / "definition.json", definition)
+        record = ExecutionRecord(id=execution_id, pipeline_name=pipeline_name, folder=folder, parameters=parameters)
+        record.save()
+        return record
+
+    def load(self, execution_id: str) -> ExecutionRecord:
+        """One execution by id; ``KeyError`` naming it when there is none."""
+        path = self.root / execution_id / EXECUTION_FILE
+        if not path.is_file():
+            raise KeyError(f"no execution {execution_id!r} under {self.root}")
+        return record_from_json(json.loads(path.read_text()), path.parent)
+
+    def list(self) -> list[ExecutionRecord]:
+        """Every execution, newest first."""
+        if not self.root.is_dir():
+            return []
+        records = []
+        for path in self.root.glob(f"*/{EXECUTION_FILE}"):
+            try:
+                records.append(record_from_json(json.loads(path.read_text()), path.parent))
+            except (json.JSONDecodeError, KeyError, TypeError):
+                continue  # a record being written by another process or from an older layout
+        return sorted(records, key=lambda record: record.start_time, reverse=True)
