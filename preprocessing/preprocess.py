@@ -1,0 +1,1038 @@
+"""The Preprocess processing job: split, shuffle, shard and convert a raw table to RecordIO-protobuf.
+
+Runs as a plain script on each processing instance (numpy, pandas and the standard library only; pyarrow is
+imported lazily for Parquet input):
+
+    python preprocess.py --input-dir D --output-dir O --label-column NAME --predictor-type T [options]
+
+Output, under ``--output-dir`` (default ``/opt/ml/processing/output``), in four fixed sub-folders, one
+ProcessingOutput each: ``train/``, ``validation/``, ``test/`` hold RecordIO-protobuf shards named
+``<split>-<host>-<nnnnn>.pbr`` (unique per host) with dense Float32 features in ``features["values"]`` and the label in
+``label["values"]``; ``summary/`` holds ``summary-<host>.json`` from every host and, on a single host, the merged
+``summary.json``. With several hosts the next step merges the parts with :func:`load_summary` / :func:`merge_summaries`.
+
+Rules that keep the result independent of how many instances ran and how the input files were divided:
+- Split: each row goes to train/validation/test by a seeded 64-bit hash of its converted content (its float32 features
+  and label) or, with ``--id-column``, of its id text. No host-dependent state enters the decision.
+- Categorical columns (``--categorical-columns``) are feature-hashed: value ``v`` of column ``c`` sets one of
+  ``--hash-buckets`` indicator features, bucket ``blake2b-64("c=v") mod buckets``; a stable hash (not Python's salted
+  ``hash()``), so every host maps a value identically without seeing a vocabulary. Values are hashed as their text.
+- Labels: the mapping never depends on the data a host saw. ``--label-values V0,V1[,...]`` maps ``Vi`` to ``i``
+  (matched as text, or numerically when both sides are numbers). Without it binary labels must already be 0/1,
+  multiclass labels integers 0..K-1, regression labels finite numbers. Anything else is an error naming file and row.
+- Missing values (``--missing``): ``error`` (default) fails on the first empty, NaN or non-finite feature or label
+  (values beyond float32's range count as non-finite); ``zero`` imputes 0 for numeric features and an all-zero block
+  for categorical ones (a missing label is still an error); ``drop`` drops such rows and counts them. NaN or inf never
+  reaches a RecordIO file.
+- Shuffle: rows are dealt in a seeded random order to the host's shards and spilled to a work folder; each shard is
+  then shuffled (in memory up to ``--shuffle-memory-mb``, otherwise through random buckets on disk), so memory stays
+  bounded by the chunk and shuffle buffers, never by the data set.
+Row numbers in messages count data rows from 1, after the header (blank CSV lines are not rows).
+Nothing half-written is left behind: files are built in ``O/.preprocess-work-<host>/`` and renamed into place when
+complete; on failure everything this host wrote is removed.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import math
+import os
+import shutil
+import sys
+import time
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+try:
+    from preprocessing.recordio import write_dense
+except ImportError:  # flat code bundle: preprocess.py and recordio.py side by side
+    from recordio import write_dense
+
+SPLITS = ("train", "validation", "test")
+PREDICTOR_TYPES = ("binary_classifier", "multiclass_classifier", "regressor")
+MISSING_POLICIES = ("error", "zero", "drop")
+CSV_SUFFIXES = (".csv", ".csv.gz")
+PARQUET_SUFFIXES = (".parquet", ".pq")
+SUMMARY_FORMAT = "llpipe-preprocess-summary/1"
+SHARD_SUFFIX = ".pbr"
+
+_SPLIT_CODES = {name: code for code, name in enumerate(SPLITS)}
+_M1 = np.uint64(0xBF58476D1CE4E5B9)
+_M2 = np.uint64(0x94D049BB133111EB)
+
+
+class PreprocessError(Exception):
+    """A problem with the input or the arguments that the user must fix; printed as one line, exit status 1."""
+
+
+# ---------------------------------------------------------------------------------------------------------------------
+# Hosts and input files
+
+
+@dataclass(frozen=True)
+class Host:
+    """Which processing instance this is: its name and 0-based index among ``count`` instances."""
+
+    name: str
+    index: int
+    hosts: tuple[str, ...]
+
+    @property
+    def count(self) -> int:
+        return len(self.hosts)
+
+
+def read_resource_config(path: Path) -> Host:
+    """This host from SageMaker's resourceconfig.json (``current_host``, ``hosts``); absent file = one host algo-1."""
+    if not path.exists():
+        return Host("algo-1", 0, ("algo-1",))
+    try:
+        config = json.loads(path.read_text())
+        name, hosts = config["current_host"], tuple(config["hosts"])
+    except (OSError, ValueError, KeyError, TypeError) as error:
+        raise PreprocessError(f"{path}: not a resource config with current_host and hosts ({error})") from error
+    if name not in hosts:
+        raise PreprocessError(f"{path}: current_host {name!r} is not among hosts {list(hosts)}")
+    if len(set(hosts)) != len(hosts):
+        raise PreprocessError(f"{path}: duplicate host names in {list(hosts)}")
+    return Host(name, hosts.index(name), hosts)
+
+
+def list_input_files(input_dir: Path, host: Host) -> list[Path]:
+    """Every CSV (optionally gzip) or Parquet file under ``input_dir``, sorted; hidden and ``_``-files are skipped."""
+    if not input_dir.is_dir():
+        raise PreprocessError(f"input dir {input_dir} does not exist or is not a folder")
+    files = sorted(
+        path
+        for path in input_dir.rglob("*")
+        if path.is_file()
+        and not path.name.startswith((".", "_"))
+        and path.name.lower().endswith(CSV_SUFFIXES + PARQUET_SUFFIXES)
+    )
+    if not files:
+        if host.count > 1:
+            raise PreprocessError(
+                f"host {host.name} ({host.index + 1} of {host.count}) received no CSV or Parquet files under "
+                f"{input_dir}: there are more processing instances than input objects (with ShardedByS3Key each "
+                "instance needs at least one object); use fewer instances or split the input into more files"
+            )
+        raise PreprocessError(f"no CSV (.csv, .csv.gz) or Parquet (.parquet, .pq) files under {input_dir}")
+    return files
+
+
+def _is_parquet(path: Path) -> bool:
+    return path.name.lower().endswith(PARQUET_SUFFIXES)
+
+
+def read_header(path: Path) -> list[str]:
+    """The column names of one input file."""
+    try:
+        if _is_parquet(path):
+            import pyarrow.parquet as pq
+
+            return list(pq.ParquetFile(path).schema_arrow.names)
+        return [str(name) for name in pd.read_csv(path, nrows=0).columns]
+    except pd.errors.EmptyDataError as error:
+        raise PreprocessError(f"{path}: empty file, expected a header row") from error
+    except (OSError, ValueError, UnicodeDecodeError, pd.errors.ParserError) as error:
+        raise PreprocessError(f"{path}: unreadable ({type(error).__name__}: {error})") from error
+
+
+# ---------------------------------------------------------------------------------------------------------------------
+# Schema: which columns are features, label and id, and how they become float32 columns
+
+
+@dataclass(frozen=True)
+class Schema:
+    """The columns read from every file and the feature layout they produce (identical on every host)."""
+
+    label_column: str
+    id_column: str | None
+    numeric_columns: tuple[str, ...]
+    categorical_columns: tuple[str, ...]
+    hash_buckets: int
+    feature_columns: tuple[str, ...]  # in output order: numeric ones as one feature, categorical ones as a block
+    label_as_text: bool  # with --label-values, labels are matched as the text in the file
+    all_columns: frozenset[str] | None  # without --feature-columns every file must have exactly these columns
+
+    @property
+    def feature_names(self) -> list[str]:
+        names: list[str] = []
+        for column in self.feature_columns:
+            if column in self.categorical_columns:
+                names.extend(f"{column}#{bucket}" for bucket in range(self.hash_buckets))
+            else:
+                names.append(column)
+        return names
+
+    @property
+    def feature_dim(self) -> int:
+        return len(self.numeric_columns) + len(self.categorical_columns) * self.hash_buckets
+
+    @property
+    def text_columns(self) -> list[str]:
+        """Columns read as text: categorical features and the id."""
+        return list(self.categorical_columns) + ([self.id_column] if self.id_column else [])
+
+    @property
+    def used_columns(self) -> list[str]:
+        return [self.label_column, *self.feature_columns] + ([self.id_column] if self.id_column else [])
+
+
+def _split_list(text: str | None) -> list[str]:
+    return [item.strip() for item in text.split(",") if item.strip()] if text else []
+
+
+def resolve_schema(args: argparse.Namespace, path: Path, header: Sequence[str]) -> Schema:
+    """The schema from the arguments and the header of the first input file."""
+    check_header(path, header, [args.label_column] + ([args.id_column] if args.id_column else []))
+    categorical = _split_list(args.categorical_columns)
+    excluded = {args.label_column, args.id_column}
+    features = _split_list(args.feature_columns) or [column for column in header if column not in excluded]
+    clash = excluded.intersection(features)
+    if clash:
+        raise PreprocessError(f"feature columns must not include the label or id column: {sorted(clash)}")
+    unknown = [column for column in categorical if column not in features]
+    if unknown:
+        raise PreprocessError(f"--categorical-columns {unknown} are not feature columns {features}")
+    if not features:
+        raise PreprocessError(f"{path}: no feature columns besides the label {args.label_column!r}")
+    return Schema(
+        label_column=args.label_column,
+        id_column=args.id_column,
+        numeric_columns=tuple(column for column in features if column not in categorical),
+        categorical_columns=tuple(categorical),
+        hash_buckets=args.hash_buckets,
+        feature_columns=tuple(features),
+        label_as_text=bool(args.label_values),
+        all_columns=None if args.feature_columns else frozenset(header),
+    )
+
+
+def check_header(path: Path, header: Sequence[str], required: Sequence[str]) -> None:
+    missing = [column for column in required if column not in header]
+    if missing:
+        raise PreprocessError(f"{path}: missing column(s) {missing}; the header has {list(header)}")
+
+
+def stable_hash64(text: str, key: bytes = b"") -> int:
+    """A 64-bit hash of ``text`` that is the same in every process and Python version (unlike ``hash()``)."""
+    return int.from_bytes(hashlib.blake2b(text.encode("utf-8"), digest_size=8, key=key).digest(), "little")
+
+
+# ---------------------------------------------------------------------------------------------------------------------
+# Labels
+
+
+@dataclass(frozen=True)
+class LabelSpec:
+    """How label values become Linear Learner labels, fixed by the arguments only (never by the data a host saw)."""
+
+    predictor_type: str
+    values: tuple[str, ...] | None  # --label-values: values[i] -> i
+    num_classes: int | None  # --num-classes, multiclass only
+
+    def mapping(self) -> dict[str, int] | None:
+        return {value: index for index, value in enumerate(self.values)} if self.values else None
+
+    def numeric_mapping(self) -> dict[float, int]:
+        """``--label-values`` that are numbers, so a numeric label column matches "1" against 1.0."""
+        result: dict[float, int] = {}
+        for index, value in enumerate(self.values or ()):
+            try:
+                result.setdefault(float(value), index)
+            except ValueError:
+                continue
+        return result
+
+
+def make_label_spec(args: argparse.Namespace) -> LabelSpec:
+    values = tuple(_split_list(args.label_values)) or None
+    if values is not None:
+        if len(set(values)) != len(values):
+            raise PreprocessError(f"--label-values has duplicates: {list(values)}")
+        if args.predictor_type == "regressor":
+            raise PreprocessError("--label-values applies to classifiers only, not to regressor")
+        if args.predictor_type == "binary_classifier" and len(values) != 2:
+            raise PreprocessError(f"binary_classifier needs 2 --label-values (NEGATIVE,POSITIVE), got {values}")
+        if args.predictor_type == "multiclass_classifier" and len(values) < 3:
+            raise PreprocessError(f"multiclass_classifier needs >= 3 --label-values (num_classes >= 3), got {values}")
+    if args.num_classes is not None:
+        if args.predictor_type != "multiclass_classifier":
+            raise PreprocessError("--num-classes applies to multiclass_classifier only")
+        if args.num_classes < 3:
+            raise PreprocessError(f"--num-classes must be at least 3 (Linear Learner's range), got {args.num_classes}")
+        if values is not None and len(values) != args.num_classes:
+            raise PreprocessError(f"--num-classes {args.num_classes} but {len(values)} --label-values")
+    return LabelSpec(args.predictor_type, values, args.num_classes)
+
+
+def encode_labels(raw: pd.Series, spec: LabelSpec, where: RowLocator) -> tuple[np.ndarray, np.ndarray]:
+    """Labels as float32 plus a mask of missing ones; an impossible value is an error naming file and row."""
+    missing = raw.isna().to_numpy()
+    if spec.values is not None:
+        text = raw.astype(str).str.strip()
+        index = text.map(spec.mapping()).astype("float64")
+        unmatched = index.isna().to_numpy() & ~missing
+        numeric = spec.numeric_mapping()
+        if unmatched.any() and numeric:
+            as_number = pd.to_numeric(text[unmatched], errors="coerce")
+            index[unmatched] = as_number.map(numeric).astype("float64").to_numpy()
+            unmatched = index.isna().to_numpy() & ~missing
+        if unmatched.any():
+            row = int(np.flatnonzero(unmatched)[0])
+            raise PreprocessError(
+                f"{where.at(row)}: label {raw.iloc[row]!r} is not one of --label-values {list(spec.values)}"
+            )
+        return index.to_numpy(dtype=np.float32, na_value=np.nan), missing
+
+    numbers = _to_float64(raw, where, f"label column {raw.name!r}")
+    with np.errstate(over="ignore", invalid="ignore"):
+        labels = numbers.astype(np.float32)
+    missing = missing | ~np.isfinite(labels)
+    present = ~missing
+    if spec.predictor_type == "binary_classifier":
+        bad = present & (labels != 0) & (labels != 1)
+        expected = "0 or 1 for binary_classifier (pass --label-values NEGATIVE,POSITIVE to map other values)"
+    elif spec.predictor_type == "multiclass_classifier":
+        bad = present & ((labels < 0) | (labels != np.floor(labels)))
+        if spec.num_classes is not None:
+            bad |= present & (labels >= spec.num_classes)
+        limit = f"0..{spec.num_classes - 1}" if spec.num_classes else "0..K-1"
+        expected = f"an integer class in {limit} for multiclass_classifier (or pass --label-values)"
+    else:
+        bad = np.zeros_like(present)
+        expected = ""
+    if bad.any():
+        row = int(np.flatnonzero(bad)[0])
+        raise PreprocessError(f"{where.at(row)}: label {raw.iloc[row]!r} is not {expected}")
+    return labels, missing
+
+
+# ---------------------------------------------------------------------------------------------------------------------
+# Reading and converting chunks
+
+
+@dataclass(frozen=True)
+class RowLocator:
+    """Turns a row index within a chunk into 'file row N' for messages."""
+
+    path: Path
+    first_row: int  # 1-based data row number of the chunk's first row
+
+    def at(self, index: int) -> str:
+        return f"{self.path} row {self.first_row + index}"
+
+
+def iter_chunks(path: Path, schema: Schema, chunk_rows: int) -> Iterator[tuple[RowLocator, pd.DataFrame]]:
+    """The used columns of one file, ``chunk_rows`` rows at a time; read errors name the file."""
+    header = read_header(path)
+    check_header(path, header, schema.used_columns)
+    if schema.all_columns is not None and set(header) != schema.all_columns:
+        raise PreprocessError(
+            f"{path}: columns {sorted(header)} differ from the first file's {sorted(schema.all_columns)} "
+            "(list the features with --feature-columns to ignore extra columns)"
+        )
+    first_row = 1
+    try:
+        if _is_parquet(path):
+            import pyarrow.parquet as pq
+
+            batches = pq.ParquetFile(path).iter_batches(batch_size=chunk_rows, columns=schema.used_columns)
+            chunks: Iterator[pd.DataFrame] = (batch.to_pandas() for batch in batches)
+        else:
+            text = {column: str for column in schema.text_columns}
+            if schema.label_as_text:
+                text[schema.label_column] = str
+            chunks = pd.read_csv(path, usecols=schema.used_columns, dtype=text, chunksize=chunk_rows)
+        for chunk in chunks:
+            yield RowLocator(path, first_row), chunk
+            first_row += len(chunk)
+    except (OSError, ValueError, UnicodeDecodeError, pd.errors.ParserError) as error:
+        raise PreprocessError(
+            f"{path}: unreadable after data row {first_row - 1} ({type(error).__name__}: {error})"
+        ) from error
+
+
+def _to_float64(column: pd.Series, where: RowLocator, what: str) -> np.ndarray:
+    """A column as float64 (NaN for missing); text that is not a number is an error naming file, row and column."""
+    if pd.api.types.is_numeric_dtype(column.dtype) or pd.api.types.is_bool_dtype(column.dtype):
+        return column.to_numpy(dtype=np.float64, na_value=np.nan)
+    numbers = pd.to_numeric(column, errors="coerce")
+    bad = numbers.isna().to_numpy() & column.notna().to_numpy()
+    if bad.any():
+        row = int(np.flatnonzero(bad)[0])
+        raise PreprocessError(
+            f"{where.at(row)}: {what} has non-numeric value {column.iloc[row]!r} "
+            "(declare categorical columns with --categorical-columns)"
+        )
+    return numbers.to_numpy(dtype=np.float64, na_value=np.nan)
+
+
+@dataclass
+class Converted:
+    """One chunk as Linear Learner input: float32 features, float32 labels and split keys."""
+
+    features: np.ndarray
+    labels: np.ndarray
+    split: np.ndarray  # uint8 split code per row
+    dropped: int
+
+
+def convert_chunk(
+    frame: pd.DataFrame,
+    where: RowLocator,
+    schema: Schema,
+    labels: LabelSpec,
+    missing_policy: str,
+    seed: int,
+    fractions: tuple[float, float, float],
+) -> Converted:
+    """Features, labels and the split of every row of one chunk, applying the missing-value policy."""
+    n = len(frame)
+    features = np.zeros((n, schema.feature_dim), dtype=np.float32)
+    missing_feature = np.zeros(n, dtype=bool)
+    first_missing_column = np.full(n, -1, dtype=np.int64)
+    offset = 0
+    for position, column in enumerate(schema.feature_columns):
+        if column in schema.categorical_columns:
+            absent = _hash_categorical(frame[column], column, schema.hash_buckets, features, offset)
+            offset += schema.hash_buckets
+        else:
+            values = _to_float64(frame[column], where, f"column {column!r}")
+            with np.errstate(over="ignore", invalid="ignore"):
+                features[:, offset] = values
+            absent = ~np.isfinite(features[:, offset])
+            features[absent, offset] = 0.0
+            offset += 1
+        first_missing_column[absent & ~missing_feature] = position
+        missing_feature |= absent
+
+    label_values, missing_label = encode_labels(frame[schema.label_column], labels, where)
+    bad = missing_feature | missing_label
+    if bad.any():
+        if missing_policy == "error" or (missing_policy == "zero" and missing_label.any()):
+            row = int(np.flatnonzero(missing_label if missing_policy == "zero" else bad)[0])
+            if missing_label[row]:
+                what = f"label column {schema.label_column!r} value {frame[schema.label_column].iloc[row]!r}"
+            else:
+                name = schema.feature_columns[first_missing_column[row]]
+                what = f"column {name!r} value {frame[name].iloc[row]!r}"
+            hint = "--missing drop" if missing_policy == "zero" else "--missing zero or --missing drop"
+            raise PreprocessError(f"{where.at(row)}: {what} is missing or not a finite float32 (use {hint})")
+    keep = ~bad if missing_policy == "drop" else np.ones(n, dtype=bool)
+    features, label_values = features[keep], label_values[keep]
+    if schema.id_column:
+        ids = frame[schema.id_column][keep]
+        if ids.isna().any():
+            row = int(np.flatnonzero(frame[schema.id_column].isna().to_numpy() & keep)[0])
+            raise PreprocessError(f"{where.at(row)}: id column {schema.id_column!r} is empty")
+        hashes = _hash_texts(ids, seed)
+    else:
+        hashes = row_hashes(features, label_values, seed)
+    return Converted(features, label_values, assign_splits(hashes, fractions), int(n - keep.sum()))
+
+
+def _hash_categorical(column: pd.Series, name: str, buckets: int, features: np.ndarray, offset: int) -> np.ndarray:
+    """Set one indicator per row in ``features[:, offset:offset+buckets]``; return the mask of missing values."""
+    codes, uniques = pd.factorize(column.astype("object"), use_na_sentinel=True)
+    bucket_of_unique = np.array(
+        [stable_hash64(f"{name}={str(value).strip()}") % buckets for value in uniques], dtype=np.int64
+    )
+    present = codes >= 0
+    rows = np.flatnonzero(present)
+    features[rows, offset + bucket_of_unique[codes[present]]] = 1.0
+    return ~present
+
+
+def _hash_texts(values: pd.Series, seed: int) -> np.ndarray:
+    key = seed.to_bytes(8, "little", signed=True)
+    codes, uniques = pd.factorize(values.astype(str).str.strip())
+    hashed = np.array([stable_hash64(str(value), key) for value in uniques], dtype=np.uint64)
+    return _mix(hashed[codes])
+
+
+def _mix(h: np.ndarray) -> np.ndarray:
+    """SplitMix64's finaliser, element-wise on uint64 (wrapping arithmetic)."""
+    h = h ^ (h >> np.uint64(30))
+    h = h * _M1
+    h = h ^ (h >> np.uint64(27))
+    h = h * _M2
+    return h ^ (h >> np.uint64(31))
+
+
+def row_hashes(features: np.ndarray, labels: np.ndarray, seed: int) -> np.ndarray:
+    """A seeded 64-bit hash of each row's float32 features and label, independent of host, file and position."""
+    n = features.shape[0]
+    table = np.empty((n, features.shape[1] + 1 + (features.shape[1] + 1) % 2), dtype=np.float32)
+    table[:, : features.shape[1]] = features
+    table[:, features.shape[1]] = labels
+    table[:, features.shape[1] + 1 :] = 0.0
+    table += np.float32(0.0)  # -0.0 -> 0.0, so equal numbers hash equally
+    words = table.view(np.uint64)
+    h = _mix(np.full(n, np.uint64(seed & 0xFFFFFFFFFFFFFFFF), dtype=np.uint64))
+    for column in range(words.shape[1]):
+        h = _mix(h ^ words[:, column])
+    return h
+
+
+def assign_splits(hashes: np.ndarray, fractions: tuple[float, float, float]) -> np.ndarray:
+    """Split code per row from the top 53 bits of its hash: a uniform number compared with the fractions."""
+    uniform = (hashes >> np.uint64(11)).astype(np.float64) * 2.0**-53
+    train, validation, _ = fractions
+    return np.where(uniform < train, 0, np.where(uniform < train + validation, 1, 2)).astype(np.uint8)
+
+
+# ---------------------------------------------------------------------------------------------------------------------
+# Spilling rows to shards and writing shuffled RecordIO files
+
+
+@dataclass
+class SplitStats:
+    """What one host wrote for one split: rows and label counts or label moments."""
+
+    rows: int = 0
+    label_counts: dict[int, int] = field(default_factory=dict)
+    label_sum: float = 0.0
+    label_sum_sq: float = 0.0
+    label_min: float = math.inf
+    label_max: float = -math.inf
+    files: list[str] = field(default_factory=list)
+
+    def add(self, labels: np.ndarray, classification: bool) -> None:
+        self.rows += len(labels)
+        if not len(labels):
+            return
+        if classification:
+            for label, count in zip(*np.unique(labels.astype(np.int64), return_counts=True), strict=True):
+                self.label_counts[int(label)] = self.label_counts.get(int(label), 0) + int(count)
+        as_double = labels.astype(np.float64)
+        self.label_sum += float(as_double.sum())
+        self.label_sum_sq += float((as_double * as_double).sum())
+        self.label_min = min(self.label_min, float(as_double.min()))
+        self.label_max = max(self.label_max, float(as_double.max()))
+
+
+class ShardSpiller:
+    """Deals each split's rows in a seeded random order to this host's shards, as raw float32 spill files."""
+
+    def __init__(self, work_dir: Path, feature_dim: int, shard_counts: dict[str, int], seed: int, host: Host):
+        self.work_dir = work_dir
+        self.width = feature_dim + 1  # label in the last column
+        self.shard_counts = shard_counts
+        self.rngs = {split: np.random.default_rng([seed, host.index, code]) for split, code in _SPLIT_CODES.items()}
+        self.dealt = dict.fromkeys(SPLITS, 0)
+        self.files = {
+            split: [open(self.spill_path(split, shard), "wb") for shard in range(count)]  # noqa: SIM115
+            for split, count in shard_counts.items()
+        }
+
+    def spill_path(self, split: str, shard: int) -> Path:
+        return self.work_dir / f"{split}-{shard:05d}.f32"
+
+    def add(self, split: str, features: np.ndarray, labels: np.ndarray) -> None:
+        n = len(labels)
+        if not n:
+            return
+        rows = np.empty((n, self.width), dtype=np.float32)
+        rows[:, :-1] = features
+        rows[:, -1] = labels
+        rows = rows[self.rngs[split].permutation(n)]
+        count = self.shard_counts[split]
+        shard_of_row = (self.dealt[split] + np.arange(n)) % count
+        self.dealt[split] += n
+        for shard in range(count):
+            self.files[split][shard].write(rows[shard_of_row == shard].tobytes())
+
+    def close(self) -> None:
+        for handles in self.files.values():
+            for handle in handles:
+                handle.close()
+
+
+def write_shuffled_shard(
+    spill: Path, target: Path, width: int, memory_bytes: int, rng: np.random.Generator, bucket_dir: Path
+) -> int:
+    """Shuffle a spill file's rows into a RecordIO file; beyond ``memory_bytes`` through random buckets on disk.
+
+    Rows dealt to random buckets, each bucket shuffled in memory and the buckets concatenated, is a uniformly random
+    permutation, so both paths shuffle equally well.
+    """
+    row_bytes = width * 4
+    rows = spill.stat().st_size // row_bytes
+    buckets = max(1, math.ceil(rows * row_bytes / memory_bytes))
+    with open(target, "wb") as out:
+        if buckets == 1:
+            _write_block(out, np.fromfile(spill, dtype=np.float32).reshape(-1, width), rng)
+            return rows
+        paths = [bucket_dir / f"bucket-{index:05d}.f32" for index in range(buckets)]
+        handles = [open(path, "wb") for path in paths]  # noqa: SIM115
+        try:
+            block_rows = max(1, memory_bytes // row_bytes)
+            with open(spill, "rb") as source:
+                while block := source.read(block_rows * row_bytes):
+                    block_array = np.frombuffer(block, dtype=np.float32).reshape(-1, width)
+                    bucket_of_row = rng.integers(0, buckets, size=len(block_array))
+                    for index, handle in enumerate(handles):
+                        handle.write(block_array[bucket_of_row == index].tobytes())
+        finally:
+            for handle in handles:
+                handle.close()
+        for path in paths:
+            _write_block(out, np.fromfile(path, dtype=np.float32).reshape(-1, width), rng)
+            path.unlink()
+    return rows
+
+
+def _write_block(out: Any, rows: np.ndarray, rng: np.random.Generator) -> None:
+    if len(rows):
+        rows = rows[rng.permutation(len(rows))]
+        write_dense(out, np.ascontiguousarray(rows[:, :-1]), np.ascontiguousarray(rows[:, -1]))
+
+
+# ---------------------------------------------------------------------------------------------------------------------
+# Summaries
+
+
+def build_summary(
+    args: argparse.Namespace,
+    host: Host,
+    schema: Schema,
+    labels: LabelSpec,
+    stats: dict[str, SplitStats],
+    input_files: list[str],
+    rows_read: int,
+    rows_dropped: int,
+    fractions: tuple[float, float, float],
+) -> dict[str, Any]:
+    """This host's summary part."""
+    classification = labels.predictor_type != "regressor"
+    return {
+        "format": SUMMARY_FORMAT,
+        "host": host.name,
+        "hosts": list(host.hosts),
+        "predictor_type": labels.predictor_type,
+        "label_column": schema.label_column,
+        "id_column": schema.id_column,
+        "feature_dim": schema.feature_dim,
+        "feature_names": schema.feature_names,
+        "categorical": {
+            "columns": list(schema.categorical_columns),
+            "hash_buckets": schema.hash_buckets,
+            "hash": "blake2b(digest_size=8, little-endian) of 'column=value' mod hash_buckets",
+        },
+        "label_values": list(labels.values) if labels.values else None,
+        "label_mapping": _label_mapping(labels, stats) if classification else None,
+        "num_classes": _num_classes(labels, stats) if labels.predictor_type == "multiclass_classifier" else None,
+        "missing_policy": args.missing,
+        "seed": args.seed,
+        "fractions": dict(zip(SPLITS, fractions, strict=True)),
+        "rows": {split: stats[split].rows for split in SPLITS},
+        "rows_read": rows_read,
+        "rows_dropped": rows_dropped,
+        "label_counts": (
+            {split: {str(k): v for k, v in sorted(stats[split].label_counts.items())} for split in SPLITS}
+            if classification
+            else None
+        ),
+        "label_stats": {split: _label_stats(stats[split]) for split in SPLITS},
+        "files": {split: stats[split].files for split in SPLITS},
+        "input_files": input_files,
+    }
+
+
+def _label_stats(stats: SplitStats) -> dict[str, float | int | None]:
+    return {
+        "count": stats.rows,
+        "sum": stats.label_sum,
+        "sum_sq": stats.label_sum_sq,
+        "min": stats.label_min if stats.rows else None,
+        "max": stats.label_max if stats.rows else None,
+    }
+
+
+def _num_classes(labels: LabelSpec, stats: dict[str, SplitStats]) -> int:
+    if labels.values:
+        return len(labels.values)
+    if labels.num_classes:
+        return labels.num_classes
+    seen = [label for split in SPLITS for label in stats[split].label_counts]
+    return max(seen) + 1 if seen else 0
+
+
+def _label_mapping(labels: LabelSpec, stats: dict[str, SplitStats]) -> dict[str, int]:
+    """Original label text -> index; identity when labels are already numeric."""
+    if labels.values:
+        return labels.mapping() or {}
+    count = 2 if labels.predictor_type == "binary_classifier" else _num_classes(labels, stats)
+    return {str(index): index for index in range(count)}
+
+
+_MUST_AGREE = (
+    "format",
+    "hosts",
+    "predictor_type",
+    "label_column",
+    "id_column",
+    "feature_dim",
+    "feature_names",
+    "categorical",
+    "label_values",
+    "missing_policy",
+    "seed",
+    "fractions",
+)
+
+
+def merge_summaries(parts: Sequence[dict[str, Any]]) -> dict[str, Any]:
+    """One summary from every host's part.
+
+    Rule: the parts must come from exactly the hosts they name, once each, and agree on everything that defines the
+    data layout (feature_dim, feature names, categorical hashing, predictor type, label values, seed, fractions,
+    missing policy); no input file may appear in two parts (that would duplicate rows, e.g. FullyReplicated input).
+    Rows, label counts and label moments are summed, min/max combined, file lists concatenated in sorted order;
+    multiclass num_classes without declared label values is the largest over the parts.
+    """
+    if not parts:
+        raise ValueError("no summary parts to merge")
+    first = parts[0]
+    for part in parts[1:]:
+        for key in _MUST_AGREE:
+            if part.get(key) != first.get(key):
+                raise ValueError(
+                    f"summary parts disagree on {key}: {first.get('host')} has {first.get(key)!r}, "
+                    f"{part.get('host')} has {part.get(key)!r}"
+                )
+    hosts = [part["host"] for part in parts]
+    if sorted(hosts) != sorted(first["hosts"]):
+        missing = sorted(set(first["hosts"]) - set(hosts))
+        extra = sorted({h for h in hosts if hosts.count(h) > 1} | (set(hosts) - set(first["hosts"])))
+        raise ValueError(f"summary parts cover hosts {sorted(hosts)}; missing {missing}, duplicated or unknown {extra}")
+    seen_by: dict[str, str] = {}
+    for part in parts:
+        for name in part["input_files"]:
+            if name in seen_by:
+                raise ValueError(
+                    f"input file {name} was processed by both {seen_by[name]} and {part['host']}: "
+                    "each input object must reach one host (use ShardedByS3Key)"
+                )
+            seen_by[name] = part["host"]
+
+    merged = {key: first[key] for key in _MUST_AGREE}
+    merged["parts"] = sorted(hosts)
+    merged["rows"] = {split: sum(part["rows"][split] for part in parts) for split in SPLITS}
+    merged["rows_read"] = sum(part["rows_read"] for part in parts)
+    merged["rows_dropped"] = sum(part["rows_dropped"] for part in parts)
+    merged["files"] = {split: sorted(name for part in parts for name in part["files"][split]) for split in SPLITS}
+    merged["input_files"] = sorted(seen_by)
+    merged["label_stats"] = {
+        split: _merge_label_stats([part["label_stats"][split] for part in parts]) for split in SPLITS
+    }
+    if first["label_counts"] is None:
+        merged["label_counts"] = None
+    else:
+        merged["label_counts"] = {}
+        for split in SPLITS:
+            counts: dict[int, int] = {}
+            for part in parts:
+                for label, count in part["label_counts"][split].items():
+                    counts[int(label)] = counts.get(int(label), 0) + count
+            merged["label_counts"][split] = {str(label): counts[label] for label in sorted(counts)}
+    merged["num_classes"] = None
+    if first["predictor_type"] == "multiclass_classifier":
+        merged["num_classes"] = max(part["num_classes"] for part in parts)
+    merged["label_mapping"] = first["label_mapping"]
+    if first["predictor_type"] == "multiclass_classifier" and not first["label_values"]:
+        merged["label_mapping"] = {str(index): index for index in range(merged["num_classes"])}
+    return merged
+
+
+def _merge_label_stats(parts: list[dict[str, Any]]) -> dict[str, Any]:
+    count = sum(part["count"] for part in parts)
+    total = sum(part["sum"] for part in parts)
+    total_sq = sum(part["sum_sq"] for part in parts)
+    mins = [part["min"] for part in parts if part["min"] is not None]
+    maxes = [part["max"] for part in parts if part["max"] is not None]
+    mean = total / count if count else None
+    variance = max(total_sq / count - mean * mean, 0.0) if count else None
+    return {
+        "count": count,
+        "sum": total,
+        "sum_sq": total_sq,
+        "min": min(mins) if mins else None,
+        "max": max(maxes) if maxes else None,
+        "mean": mean,
+        "std": math.sqrt(variance) if variance is not None else None,
+    }
+
+
+def load_summary(summary_dir: Path) -> dict[str, Any]:
+    """The merged summary of a Preprocess output: ``summary.json`` if present, else the merge of every part."""
+    merged = summary_dir / "summary.json"
+    if merged.exists():
+        return json.loads(merged.read_text())
+    parts = sorted(summary_dir.glob("summary-*.json"))
+    if not parts:
+        raise FileNotFoundError(f"no summary.json or summary-<host>.json under {summary_dir}")
+    return merge_summaries([json.loads(path.read_text()) for path in parts])
+
+
+# ---------------------------------------------------------------------------------------------------------------------
+# The job
+
+
+def parse_feature_dim(text: str) -> int | None:
+    if text == "auto":
+        return None
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected an integer or 'auto', got {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"feature dim must be positive, got {value}")
+    return value
+
+
+def _positive_int(text: str) -> int:
+    value = int(text)
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text}")
+    return value
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="preprocess.py",
+        description=(__doc__ or "").split("\n\n")[0],
+        formatter_class=argparse.ArgumentDefaultsHelpFormatter,
+    )
+    parser.add_argument("--input-dir", type=Path, default=Path("/opt/ml/processing/input/data"))
+    parser.add_argument(
+        "--output-dir",
+        type=Path,
+        default=Path("/opt/ml/processing/output"),
+        help="root of the train/, validation/, test/ and summary/ sub-folders (one ProcessingOutput each)",
+    )
+    parser.add_argument(
+        "--resource-config",
+        type=Path,
+        default=Path("/opt/ml/config/resourceconfig.json"),
+        help="SageMaker's host list; absent means a single host algo-1",
+    )
+    parser.add_argument("--label-column", required=True)
+    parser.add_argument("--predictor-type", required=True, choices=PREDICTOR_TYPES)
+    parser.add_argument("--feature-columns", help="comma-separated feature columns (default: all but label and id)")
+    parser.add_argument("--id-column", help="split by a hash of this column instead of the row content; not a feature")
+    parser.add_argument("--categorical-columns", help="comma-separated feature columns to feature-hash")
+    parser.add_argument("--hash-buckets", type=_positive_int, default=16, help="features per categorical column")
+    parser.add_argument("--label-values", help="comma-separated label values mapped to 0, 1, ... in this order")
+    parser.add_argument("--num-classes", type=int, help="multiclass: labels must be below this")
+    parser.add_argument(
+        "--feature-dim",
+        type=parse_feature_dim,
+        default=None,
+        metavar="N|auto",
+        help="fail unless the data has exactly N features (default auto)",
+    )
+    parser.add_argument(
+        "--train-shards",
+        type=_positive_int,
+        default=1,
+        help="minimum number of train files overall; each host writes ceil(N / hosts)",
+    )
+    parser.add_argument("--validation-fraction", type=float, default=0.15)
+    parser.add_argument("--test-fraction", type=float, default=0.15)
+    parser.add_argument("--seed", type=int, default=0, help="seeds the split hash and the shuffles")
+    parser.add_argument(
+        "--missing",
+        choices=MISSING_POLICIES,
+        default="error",
+        help="missing/NaN/inf values: fail, impute zero (features only), or drop the row",
+    )
+    parser.add_argument("--chunk-rows", type=_positive_int, default=100_000, help="rows read at a time")
+    parser.add_argument(
+        "--shuffle-memory-mb",
+        type=float,
+        default=512.0,
+        help="largest shard shuffled in memory; larger ones go through buckets on disk",
+    )
+    return parser
+
+
+def _fractions(args: argparse.Namespace) -> tuple[float, float, float]:
+    validation, test = args.validation_fraction, args.test_fraction
+    if not (0 <= validation < 1 and 0 <= test < 1 and validation + test < 1):
+        raise PreprocessError(
+            f"--validation-fraction {validation} and --test-fraction {test} must be in [0, 1) and leave a train share"
+        )
+    return (1.0 - validation - test, validation, test)
+
+
+class OutputTransaction:
+    """Builds files in a private work folder and renames them into place; on failure removes all of them."""
+
+    def __init__(self, output_dir: Path, host: Host):
+        self.output_dir = output_dir
+        self.host = host
+        self.work_dir = output_dir / f".preprocess-work-{host.name}"
+        self.committed: list[Path] = []
+
+    def begin(self) -> None:
+        for sub in (*SPLITS, "summary"):
+            folder = self.output_dir / sub
+            folder.mkdir(parents=True, exist_ok=True)
+            clash = sorted(p.name for p in folder.glob(f"*-{self.host.name}[-.]*"))
+            if sub == "summary" and self.host.count == 1 and (folder / "summary.json").exists():
+                clash.append("summary.json")
+            if clash:
+                raise PreprocessError(
+                    f"{folder} already holds output of host {self.host.name}: {clash[:3]}; use an empty output dir"
+                )
+        shutil.rmtree(self.work_dir, ignore_errors=True)
+        self.work_dir.mkdir(parents=True)
+
+    def commit(self, built: Path, sub: str) -> str:
+        """Move one complete file into ``<output>/<sub>/``; returns its path relative to the output dir."""
+        target = self.output_dir / sub / built.name
+        os.replace(built, target)
+        self.committed.append(target)
+        return f"{sub}/{built.name}"
+
+    def cleanup(self, failed: bool) -> None:
+        shutil.rmtree(self.work_dir, ignore_errors=True)
+        if failed:
+            for path in self.committed:
+                path.unlink(missing_ok=True)
+
+
+def preprocess(args: argparse.Namespace) -> dict[str, Any]:
+    """Run the job for this host; returns its summary part. Raises PreprocessError on bad input."""
+    started = time.monotonic()
+    host = read_resource_config(args.resource_config)
+    fractions = _fractions(args)
+    labels = make_label_spec(args)
+    files = list_input_files(args.input_dir, host)
+    schema = resolve_schema(args, files[0], read_header(files[0]))
+    if args.feature_dim is not None and args.feature_dim != schema.feature_dim:
+        raise PreprocessError(
+            f"the data has {schema.feature_dim} features ({len(schema.numeric_columns)} numeric + "
+            f"{len(schema.categorical_columns)} categorical x {schema.hash_buckets} buckets) but --feature-dim is "
+            f"{args.feature_dim}; first file {files[0]}"
+        )
+    train_shards = math.ceil(args.train_shards / host.count)
+    shard_counts = {"train": train_shards, "validation": 1, "test": 1}
+    transaction = OutputTransaction(args.output_dir, host)
+    transaction.begin()
+    failed = True
+    try:
+        summary = _convert_all(args, host, schema, labels, files, fractions, shard_counts, transaction)
+        failed = False
+    finally:
+        transaction.cleanup(failed)
+    rows = summary["rows"]
+    print(
+        f"[{host.name}] done in {time.monotonic() - started:.1f}s: {summary['rows_read']} rows read from "
+        f"{len(files)} file(s), {summary['rows_dropped']} dropped; train {rows['train']} rows in "
+        f"{len(summary['files']['train'])} file(s), validation {rows['validation']}, test {rows['test']}; "
+        f"feature_dim {schema.feature_dim}",
+        flush=True,
+    )
+    return summary
+
+
+def _convert_all(
+    args: argparse.Namespace,
+    host: Host,
+    schema: Schema,
+    labels: LabelSpec,
+    files: list[Path],
+    fractions: tuple[float, float, float],
+    shard_counts: dict[str, int],
+    transaction: OutputTransaction,
+) -> dict[str, Any]:
+    classification = labels.predictor_type != "regressor"
+    stats = {split: SplitStats() for split in SPLITS}
+    rows_read = rows_dropped = 0
+    spiller = ShardSpiller(transaction.work_dir, schema.feature_dim, shard_counts, args.seed, host)
+    try:
+        for path in files:
+            file_rows = 0
+            for where, frame in iter_chunks(path, schema, args.chunk_rows):
+                converted = convert_chunk(frame, where, schema, labels, args.missing, args.seed, fractions)
+                rows_read += len(frame)
+                file_rows += len(frame)
+                rows_dropped += converted.dropped
+                for split, code in _SPLIT_CODES.items():
+                    chosen = converted.split == code
+                    split_labels = converted.labels[chosen]
+                    stats[split].add(split_labels, classification)
+                    spiller.add(split, converted.features[chosen], split_labels)
+            print(f"[{host.name}] read {path} ({file_rows} rows)", flush=True)
+    finally:
+        spiller.close()
+
+    kept = sum(stats[split].rows for split in SPLITS)
+    where = f"{len(files)} input file(s) of host {host.name}"
+    if rows_read == 0:
+        raise PreprocessError(f"no data rows in {where} (only headers)")
+    if kept == 0:
+        raise PreprocessError(f"all {rows_read} rows of {where} were dropped by --missing drop")
+    if stats["train"].rows < shard_counts["train"]:
+        raise PreprocessError(
+            f"the train split of {where} has {stats['train'].rows} rows, fewer than the {shard_counts['train']} "
+            f"train shards this host must write (--train-shards {args.train_shards} over {host.count} host(s))"
+        )
+    if host.count == 1:
+        for split, fraction in zip(SPLITS[1:], fractions[1:], strict=True):
+            if fraction > 0 and stats[split].rows == 0:
+                raise PreprocessError(f"the {split} split is empty ({kept} rows, --{split}-fraction {fraction})")
+
+    memory_bytes = max(1, int(args.shuffle_memory_mb * 1024 * 1024))
+    width = schema.feature_dim + 1
+    built: list[tuple[Path, str]] = []
+    for split, code in _SPLIT_CODES.items():
+        rng = np.random.default_rng([args.seed, host.index, code, 1])
+        for shard in range(shard_counts[split]):
+            spill = spiller.spill_path(split, shard)
+            if spill.stat().st_size == 0:
+                continue  # a host with no rows for validation/test writes no file for it
+            target = transaction.work_dir / f"{split}-{host.name}-{shard:05d}{SHARD_SUFFIX}"
+            write_shuffled_shard(spill, target, width, memory_bytes, rng, transaction.work_dir)
+            spill.unlink()
+            built.append((target, split))
+
+    input_names = [path.relative_to(args.input_dir).as_posix() for path in files]
+    for target, split in built:
+        stats[split].files.append(transaction.commit(target, split))
+    summary = build_summary(args, host, schema, labels, stats, input_names, rows_read, rows_dropped, fractions)
+    _write_json(transaction, f"summary-{host.name}.json", summary)
+    if host.count == 1:
+        _write_json(transaction, "summary.json", merge_summaries([summary]))
+    return summary
+
+
+def _write_json(transaction: OutputTransaction, name: str, content: dict[str, Any]) -> None:
+    built = transaction.work_dir / name
+    built.write_text(json.dumps(content, indent=2, sort_keys=True) + "\n")
+    transaction.commit(built, "summary")
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        preprocess(args)
+    except PreprocessError as error:
+        print(f"preprocess: error: {error}", file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
