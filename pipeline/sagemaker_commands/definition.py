@@ -1,12 +1,49 @@
-"""Placeholder until this command lands (the owner replaces this whole file)."""
+"""Print or write the pipeline definition JSON, built offline (no AWS account or network needed)."""
+
+from __future__ import annotations
 
 import argparse
+import sys
+from pathlib import Path
+
+from pipeline.config import ConfigError, add_config_arguments, config_from_args
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
-    """No arguments yet."""
+    """``--output FILE`` (default: standard output) plus the shared configuration flags."""
+    parser.add_argument("--output", "-o", type=Path, metavar="FILE", help="write the JSON here instead of stdout")
+    add_config_arguments(parser)
 
 
 def run(args: argparse.Namespace) -> int:
-    """Not built yet."""
-    raise SystemExit("this command is not built yet")
+    """Build the definition; write it atomically to --output, or print it."""
+    try:
+        config = config_from_args(args)
+    except ConfigError as error:
+        print(f"llpipe definition: {error}", file=sys.stderr)
+        return 2
+    from pipeline.definition import build_definition
+
+    try:
+        built = build_definition(config)
+    except FileNotFoundError as error:
+        print(f"llpipe definition: {error}", file=sys.stderr)
+        return 1
+    if args.output is None:
+        sys.stdout.write(built.definition_json)
+        return 0
+    output: Path = args.output
+    temporary = output.with_name(f".{output.name}.tmp")
+    try:
+        output.parent.mkdir(parents=True, exist_ok=True)
+        temporary.write_text(built.definition_json, encoding="utf-8")
+        temporary.replace(output)
+    except OSError as error:
+        temporary.unlink(missing_ok=True)
+        print(f"llpipe definition: cannot write {output}: {error.strerror}", file=sys.stderr)
+        return 1
+    print(
+        f"wrote {output} ({len(built.definition_json)} bytes, {len(built.uploads)} code objects to upload)",
+        file=sys.stderr,
+    )
+    return 0

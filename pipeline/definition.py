@@ -1,0 +1,565 @@
+"""The Linear Learner pipeline, defined once with the SageMaker Python SDK v3 and built offline.
+
+Preprocess -> Train -> CreateModel -> Transform -> Evaluate -> QualityGate -> Register | QualityGateFailed.
+:func:`build_definition` gives the definition JSON (byte-identical on every build) and the code bundles ``upsert``
+must upload first; the local backend interprets the same JSON. :func:`get_pipeline` gives the SDK ``Pipeline``.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from pipeline.code_bundles import REPOSITORY_ROOT, CodeBundle, repository_bundle
+from pipeline.config import PipelineConfig, load_config
+from pipeline.offline import offline_sdk, offline_session
+
+STEP_NAMES = (
+    "Preprocess",
+    "Train",
+    "CreateModel",
+    "Transform",
+    "Evaluate",
+    "QualityGate",
+    "Register",
+    "QualityGateFailed",
+)
+RECORDIO = "application/x-recordio-protobuf"
+CODE_DIR = "/opt/ml/processing/input/code"
+PREPROCESS_INPUT_DIR = "/opt/ml/processing/input/data"
+PREPROCESS_OUTPUT_DIR = "/opt/ml/processing/output"
+PREPROCESS_OUTPUTS = ("train", "validation", "test", "summary")
+EVALUATE_PREDICTIONS_DIR = "/opt/ml/processing/input/predictions"
+EVALUATE_TEST_DIR = "/opt/ml/processing/input/test"
+EVALUATE_OUTPUT_DIR = "/opt/ml/processing/output/evaluation"
+CACHE_EXPIRY = "P30D"  # ISO 8601: reuse a successful step with identical inputs for 30 days
+TRAINING_MAX_RUNTIME_SECONDS = 24 * 3600  # explicit: the SDK v3 default is one hour
+PROCESSING_MAX_RUNTIME_SECONDS = 12 * 3600
+INFERENCE_INSTANCE_TYPES = ["ml.m5.large", "ml.m5.xlarge", "ml.c5.large", "ml.c5.xlarge"]
+INFERENCE_CONTENT_TYPES = [RECORDIO, "text/csv", "application/json"]
+INFERENCE_RESPONSE_TYPES = ["application/json", "application/jsonlines", RECORDIO]
+
+
+@dataclass(frozen=True)
+class BuiltDefinition:
+    """The pipeline definition JSON and every object ``upsert`` must upload first (S3 URI -> bytes)."""
+
+    definition_json: str
+    uploads: dict[str, bytes]
+
+
+@dataclass(frozen=True)
+class Bundles:
+    """The code of the two processing jobs."""
+
+    preprocess: CodeBundle
+    evaluate: CodeBundle
+
+    @classmethod
+    def from_repository(cls, root: Path = REPOSITORY_ROOT) -> Bundles:
+        return cls(preprocess=repository_bundle("preprocess", root), evaluate=repository_bundle("evaluate", root))
+
+
+def build_definition(config: PipelineConfig, bundles: Bundles | None = None) -> BuiltDefinition:
+    """Build the definition offline; the JSON has sorted keys and 2-space indents, so builds are byte-identical."""
+    bundles = bundles or Bundles.from_repository()
+    with offline_sdk(config.region):
+        pipeline = _build_pipeline(config, bundles, offline_session(config.region, config.bucket))
+        definition = json.loads(pipeline.definition())
+    uploads = {
+        **bundles.preprocess.uploads(config.pipeline_prefix),
+        **bundles.evaluate.uploads(config.pipeline_prefix),
+    }
+    return BuiltDefinition(
+        definition_json=json.dumps(definition, indent=2, sort_keys=True) + "\n",
+        uploads=dict(sorted(uploads.items())),
+    )
+
+
+def get_pipeline(**config: Any) -> Any:
+    """The SDK v3 ``Pipeline`` for notebooks (``from pipeline import get_pipeline``), configured like the CLI.
+
+    Keyword arguments are :class:`PipelineConfig` fields; environment and defaults fill the rest. The code bundles
+    are not uploaded by ``Pipeline.upsert()``: deploy with ``llpipe upsert`` or ``pipeline.sagemaker_ops.upsert``.
+    """
+    resolved = load_config(config)
+    with offline_sdk(resolved.region):
+        return _build_pipeline(resolved, Bundles.from_repository(), offline_session(resolved.region, resolved.bucket))
+
+
+@dataclass(frozen=True)
+class Parameters:
+    """The pipeline parameters: every one has a default, so scheduled executions need no input."""
+
+    input_data_url: Any
+    processing_instance_count: Any
+    processing_instance_type: Any
+    training_instance_count: Any
+    training_instance_type: Any
+    transform_instance_type: Any
+    evaluation_instance_type: Any
+    predictor_type: Any
+    label_column: Any
+    feature_dim: Any
+    epochs: Any
+    mini_batch_size: Any
+    num_models: Any
+    learning_rate: Any
+    wd: Any
+    l1: Any
+    loss: Any
+    metric_threshold: Any
+    model_approval_status: Any
+
+    @classmethod
+    def create(cls, config: PipelineConfig) -> Parameters:
+        from sagemaker.core.workflow.parameters import ParameterFloat, ParameterInteger, ParameterString
+
+        return cls(
+            input_data_url=ParameterString("InputDataUrl", f"{config.pipeline_prefix}/input/"),
+            processing_instance_count=ParameterInteger("ProcessingInstanceCount", 2),
+            processing_instance_type=ParameterString("ProcessingInstanceType", "ml.m5.xlarge"),
+            training_instance_count=ParameterInteger("TrainingInstanceCount", 2),
+            training_instance_type=ParameterString("TrainingInstanceType", "ml.m5.xlarge"),
+            transform_instance_type=ParameterString("TransformInstanceType", "ml.m5.large"),
+            evaluation_instance_type=ParameterString("EvaluationInstanceType", "ml.m5.large"),
+            predictor_type=ParameterString(
+                "PredictorType",
+                "binary_classifier",
+                enum_values=["binary_classifier", "multiclass_classifier", "regressor"],
+            ),
+            label_column=ParameterString("LabelColumn", "label"),
+            feature_dim=ParameterString("FeatureDim", "auto"),
+            epochs=ParameterInteger("Epochs", 15),
+            mini_batch_size=ParameterInteger("MiniBatchSize", 1000),
+            num_models=ParameterString("NumModels", "auto"),
+            learning_rate=ParameterString("LearningRate", "auto"),
+            wd=ParameterString("Wd", "auto"),
+            l1=ParameterString("L1", "auto"),
+            loss=ParameterString("Loss", "auto"),
+            metric_threshold=ParameterFloat("MetricThreshold", 0.6),
+            model_approval_status=ParameterString(
+                "ModelApprovalStatus",
+                "PendingManualApproval",
+                enum_values=["PendingManualApproval", "Approved", "Rejected"],
+            ),
+        )
+
+    def all(self) -> list[Any]:
+        return [getattr(self, name) for name in self.__dataclass_fields__]
+
+
+def _build_pipeline(config: PipelineConfig, bundles: Bundles, session: Any) -> Any:
+    """Assemble parameters and steps into the SDK ``Pipeline`` (inside :func:`offline_sdk`)."""
+    from sagemaker.core.workflow.pipeline_definition_config import PipelineDefinitionConfig
+    from sagemaker.mlops.workflow import Pipeline
+
+    params = Parameters.create(config)
+    preprocess = _preprocess_step(config, params, bundles.preprocess, session)
+    train = _train_step(config, params, preprocess, session)
+    create_model = _create_model_step(config, train, session)
+    transform = _transform_step(config, params, preprocess, create_model, session)
+    evaluate, report = _evaluate_step(config, params, bundles.evaluate, preprocess, transform, session)
+    register = _register_step(config, params, train, evaluate, session)
+    gate = _quality_gate_step(params, evaluate, report, register)
+    return Pipeline(
+        name=config.pipeline_name,
+        parameters=params.all(),
+        steps=[preprocess, train, create_model, transform, evaluate, gate],
+        sagemaker_session=session,
+        pipeline_experiment_config=None,
+        pipeline_definition_config=PipelineDefinitionConfig(use_custom_job_prefix=True),
+    )
+
+
+def _execution_uri(config: PipelineConfig, *parts: str) -> Any:
+    """``s3://<bucket>/<pipeline-name>/<ExecutionId>/<parts...>``: no execution overwrites another's outputs."""
+    from sagemaker.core.workflow.execution_variables import ExecutionVariables
+    from sagemaker.core.workflow.functions import Join
+
+    return Join(on="/", values=[config.pipeline_prefix, ExecutionVariables.PIPELINE_EXECUTION_ID, *parts])
+
+
+def _job_step_options() -> dict[str, Any]:
+    """Caching and retries shared by every job step: capacity and throttling errors are retried with backoff."""
+    from sagemaker.mlops.workflow import CacheConfig
+    from sagemaker.mlops.workflow.retry import (
+        SageMakerJobExceptionTypeEnum,
+        SageMakerJobStepRetryPolicy,
+        StepExceptionTypeEnum,
+        StepRetryPolicy,
+    )
+
+    return {
+        "cache_config": CacheConfig(enable_caching=True, expire_after=CACHE_EXPIRY),
+        "retry_policies": [
+            StepRetryPolicy(
+                exception_types=[StepExceptionTypeEnum.SERVICE_FAULT, StepExceptionTypeEnum.THROTTLING],
+                interval_seconds=10,
+                backoff_rate=2.0,
+                max_attempts=5,
+            ),
+            SageMakerJobStepRetryPolicy(
+                exception_types=[
+                    SageMakerJobExceptionTypeEnum.CAPACITY_ERROR,
+                    SageMakerJobExceptionTypeEnum.RESOURCE_LIMIT,
+                    SageMakerJobExceptionTypeEnum.INTERNAL_ERROR,
+                ],
+                interval_seconds=60,
+                backoff_rate=2.0,
+                max_attempts=3,
+            ),
+        ],
+    }
+
+
+def _model_step_retries() -> list[Any]:
+    """Model steps accept only service-level retries (SageMakerJobStepRetryPolicy is rejected there)."""
+    from sagemaker.mlops.workflow.retry import StepExceptionTypeEnum, StepRetryPolicy
+
+    return [
+        StepRetryPolicy(
+            exception_types=[StepExceptionTypeEnum.SERVICE_FAULT, StepExceptionTypeEnum.THROTTLING],
+            interval_seconds=10,
+            backoff_rate=2.0,
+            max_attempts=5,
+        )
+    ]
+
+
+def _sklearn_image(config: PipelineConfig) -> str:
+    from sagemaker.core import image_uris
+
+    return image_uris.retrieve("sklearn", config.region, version=config.sklearn_image_version)
+
+
+def _linear_learner_image(config: PipelineConfig) -> str:
+    from sagemaker.core import image_uris
+
+    return image_uris.retrieve("linear-learner", config.region, version=config.linear_learner_image_version)
+
+
+def _network_config(config: PipelineConfig) -> Any:
+    """VPC for processing jobs (they need no inter-instance traffic encryption beyond the default)."""
+    from sagemaker.core.network import NetworkConfig
+
+    if not config.subnets:
+        return None
+    return NetworkConfig(subnets=list(config.subnets), security_group_ids=list(config.security_group_ids))
+
+
+def _processor(config: PipelineConfig, entry_point: str, name: str, count: Any, instance_type: Any, session: Any):
+    """A plain Processor running ``python3 <code dir>/<entry point>`` on the scikit-learn image."""
+    from sagemaker.core.processing import Processor
+
+    return Processor(
+        role=config.role_arn,
+        image_uri=_sklearn_image(config),
+        entrypoint=["python3", f"{CODE_DIR}/{entry_point}"],
+        instance_count=count,
+        instance_type=instance_type,
+        volume_kms_key=config.kms_key_id,
+        output_kms_key=config.kms_key_id,
+        max_runtime_in_seconds=PROCESSING_MAX_RUNTIME_SECONDS,
+        base_job_name=f"{config.base_job_prefix}-{name}",
+        sagemaker_session=session,
+        env={"PYTHONUNBUFFERED": "1"},
+        tags=config.all_tags or None,
+        network_config=_network_config(config),
+    )
+
+
+def _s3_input(name: str, s3_uri: Any, local_path: str, distribution: str = "FullyReplicated") -> Any:
+    from sagemaker.core.shapes import ProcessingInput, ProcessingS3Input
+
+    return ProcessingInput(
+        input_name=name,
+        s3_input=ProcessingS3Input(
+            s3_uri=s3_uri,
+            local_path=local_path,
+            s3_data_type="S3Prefix",
+            s3_input_mode="File",
+            s3_data_distribution_type=distribution,
+        ),
+    )
+
+
+def _s3_output(name: str, local_path: str, s3_uri: Any) -> Any:
+    from sagemaker.core.shapes import ProcessingOutput, ProcessingS3Output
+
+    return ProcessingOutput(
+        output_name=name,
+        s3_output=ProcessingS3Output(s3_uri=s3_uri, local_path=local_path, s3_upload_mode="EndOfJob"),
+    )
+
+
+def _preprocess_step(config: PipelineConfig, params: Parameters, bundle: CodeBundle, session: Any) -> Any:
+    from sagemaker.mlops.workflow import ProcessingStep
+
+    processor = _processor(
+        config,
+        bundle.entry_point,
+        "preprocess",
+        params.processing_instance_count,
+        params.processing_instance_type,
+        session,
+    )
+    step_args = processor.run(
+        inputs=[
+            _s3_input("data", params.input_data_url, PREPROCESS_INPUT_DIR, distribution="ShardedByS3Key"),
+            _s3_input("code", bundle.s3_prefix(config.pipeline_prefix), CODE_DIR),
+        ],
+        outputs=[
+            _s3_output(name, f"{PREPROCESS_OUTPUT_DIR}/{name}", _execution_uri(config, "preprocess", name))
+            for name in PREPROCESS_OUTPUTS
+        ],
+        arguments=[
+            "--input-dir",
+            PREPROCESS_INPUT_DIR,
+            "--output-dir",
+            PREPROCESS_OUTPUT_DIR,
+            "--label-column",
+            params.label_column,
+            "--predictor-type",
+            params.predictor_type,
+            "--feature-dim",
+            params.feature_dim,
+            "--train-shards",
+            params.training_instance_count.to_string(),
+            "--resource-config",
+            "default",
+        ],
+        wait=False,
+        logs=False,
+    )
+    return ProcessingStep(name="Preprocess", step_args=step_args, **_job_step_options())
+
+
+def _preprocess_output(preprocess: Any, name: str) -> Any:
+    return preprocess.properties.ProcessingOutputConfig.Outputs[name].S3Output.S3Uri
+
+
+def _train_step(config: PipelineConfig, params: Parameters, preprocess: Any, session: Any) -> Any:
+    from sagemaker.core.shapes import Channel, DataSource, S3DataSource, StoppingCondition
+    from sagemaker.mlops.workflow import TrainingStep
+    from sagemaker.train import ModelTrainer
+    from sagemaker.train.configs import Compute, Networking, OutputDataConfig
+
+    def channel(name: str, distribution: str) -> Channel:
+        return Channel(
+            channel_name=name,
+            content_type=RECORDIO,
+            input_mode="File",
+            data_source=DataSource(
+                s3_data_source=S3DataSource(
+                    s3_data_type="S3Prefix",
+                    s3_uri=_preprocess_output(preprocess, name),
+                    s3_data_distribution_type=distribution,
+                )
+            ),
+        )
+
+    compute: dict[str, Any] = {
+        "instance_type": params.training_instance_type,
+        "instance_count": params.training_instance_count,
+        "volume_size_in_gb": 30,
+    }
+    if config.kms_key_id:
+        compute["volume_kms_key_id"] = config.kms_key_id
+    networking: dict[str, Any] = {
+        "enable_network_isolation": config.enable_network_isolation,
+        "enable_inter_container_traffic_encryption": config.encrypt_inter_container_traffic,
+    }
+    if config.subnets:
+        networking.update(subnets=list(config.subnets), security_group_ids=list(config.security_group_ids))
+    output: dict[str, Any] = {"s3_output_path": _execution_uri(config, "train")}
+    if config.kms_key_id:
+        output["kms_key_id"] = config.kms_key_id
+
+    trainer = ModelTrainer(
+        sagemaker_session=session,
+        role=config.role_arn,
+        base_job_name=f"{config.base_job_prefix}-train",
+        training_image=_linear_learner_image(config),
+        training_input_mode="File",
+        compute=Compute(**compute),
+        networking=Networking(**networking),
+        stopping_condition=StoppingCondition(max_runtime_in_seconds=TRAINING_MAX_RUNTIME_SECONDS),
+        output_data_config=OutputDataConfig(**output),
+        hyperparameters={
+            # SDK v3 passes Integer/Float parameters raw: the service wants strings
+            "predictor_type": params.predictor_type,
+            "feature_dim": params.feature_dim,
+            "epochs": params.epochs.to_string(),
+            "mini_batch_size": params.mini_batch_size.to_string(),
+            "num_models": params.num_models,
+            "learning_rate": params.learning_rate,
+            "wd": params.wd,
+            "l1": params.l1,
+            "loss": params.loss,
+        },
+        tags=_trainer_tags(config),
+    )
+    step_args = trainer.train(
+        input_data_config=[
+            channel("train", "ShardedByS3Key"),
+            channel("validation", "FullyReplicated"),
+            channel("test", "FullyReplicated"),
+        ],
+        wait=False,
+        logs=False,
+    )
+    return TrainingStep(name="Train", step_args=step_args, **_job_step_options())
+
+
+def _trainer_tags(config: PipelineConfig) -> Any:
+    from sagemaker.core.shapes import Tag
+
+    return [Tag(key=tag["Key"], value=tag["Value"]) for tag in config.all_tags] or None
+
+
+def _model_builder(config: PipelineConfig, train: Any, session: Any) -> Any:
+    """A ModelBuilder for the trained Linear Learner artifact, on the same image (the algorithm serves itself)."""
+    import logging
+
+    from sagemaker.serve import ModelBuilder
+
+    return ModelBuilder(
+        image_uri=_linear_learner_image(config),
+        s3_model_data_url=train.properties.ModelArtifacts.S3ModelArtifacts,
+        role_arn=config.role_arn,
+        sagemaker_session=session,
+        log_level=logging.WARNING,
+    )
+
+
+def _create_model_step(config: PipelineConfig, train: Any, session: Any) -> Any:
+    from sagemaker.mlops.workflow import ModelStep
+
+    # with use_custom_job_prefix the name is a prefix: SageMaker appends a unique suffix per execution
+    step_args = _model_builder(config, train, session).build(model_name=f"{config.base_job_prefix}-model")
+    return ModelStep(name="CreateModel", step_args=step_args, retry_policies=_model_step_retries())
+
+
+def _transform_step(config: PipelineConfig, params: Parameters, preprocess: Any, create_model: Any, session: Any):
+    from sagemaker.core.transformer import Transformer
+    from sagemaker.mlops.workflow import TransformStep
+
+    transformer = Transformer(
+        model_name=create_model.properties.ModelName,
+        instance_count=1,
+        instance_type=params.transform_instance_type,
+        strategy="MultiRecord",
+        max_payload=6,
+        assemble_with="Line",
+        accept="application/jsonlines",
+        output_path=_execution_uri(config, "transform"),
+        output_kms_key=config.kms_key_id,
+        volume_kms_key=config.kms_key_id,
+        base_transform_job_name=f"{config.base_job_prefix}-transform",
+        tags=config.all_tags or None,
+        sagemaker_session=session,
+    )
+    step_args = transformer.transform(
+        data=_preprocess_output(preprocess, "test"),
+        data_type="S3Prefix",
+        content_type=RECORDIO,
+        split_type="RecordIO",
+        wait=False,
+        logs=False,
+    )
+    return TransformStep(name="Transform", step_args=step_args, **_job_step_options())
+
+
+def _evaluate_step(
+    config: PipelineConfig, params: Parameters, bundle: CodeBundle, preprocess: Any, transform: Any, session: Any
+) -> tuple[Any, Any]:
+    from sagemaker.core.workflow.properties import PropertyFile
+    from sagemaker.mlops.workflow import ProcessingStep
+
+    processor = _processor(config, bundle.entry_point, "evaluate", 1, params.evaluation_instance_type, session)
+    step_args = processor.run(
+        inputs=[
+            _s3_input("predictions", transform.properties.TransformOutput.S3OutputPath, EVALUATE_PREDICTIONS_DIR),
+            _s3_input("test", _preprocess_output(preprocess, "test"), EVALUATE_TEST_DIR),
+            _s3_input("code", bundle.s3_prefix(config.pipeline_prefix), CODE_DIR),
+        ],
+        outputs=[_s3_output("evaluation", EVALUATE_OUTPUT_DIR, _execution_uri(config, "evaluate", "evaluation"))],
+        arguments=[
+            "--predictions-dir",
+            EVALUATE_PREDICTIONS_DIR,
+            "--test-dir",
+            EVALUATE_TEST_DIR,
+            "--output-dir",
+            EVALUATE_OUTPUT_DIR,
+            "--predictor-type",
+            params.predictor_type,
+        ],
+        wait=False,
+        logs=False,
+    )
+    report = PropertyFile(name="EvaluationReport", output_name="evaluation", path="evaluation.json")
+    step = ProcessingStep(name="Evaluate", step_args=step_args, property_files=[report], **_job_step_options())
+    return step, report
+
+
+def _register_step(config: PipelineConfig, params: Parameters, train: Any, evaluate: Any, session: Any) -> Any:
+    from sagemaker.core.model_metrics import MetricsSource, ModelMetrics
+    from sagemaker.core.workflow.functions import Join
+    from sagemaker.mlops.workflow import ModelStep
+
+    report_uri = Join(
+        on="/",
+        values=[evaluate.properties.ProcessingOutputConfig.Outputs["evaluation"].S3Output.S3Uri, "evaluation.json"],
+    )
+    step_args = _model_builder(config, train, session).register(
+        model_package_group_name=config.model_package_group,
+        content_types=INFERENCE_CONTENT_TYPES,
+        response_types=INFERENCE_RESPONSE_TYPES,
+        inference_instances=INFERENCE_INSTANCE_TYPES,
+        transform_instances=INFERENCE_INSTANCE_TYPES,
+        model_metrics=ModelMetrics(
+            model_statistics=MetricsSource(s3_uri=report_uri, content_type="application/json"),
+        ),
+        approval_status=params.model_approval_status,
+    )
+    return ModelStep(name="Register", step_args=step_args, retry_policies=_model_step_retries())
+
+
+def _quality_gate_step(params: Parameters, evaluate: Any, report: Any, register: Any) -> Any:
+    """Register when the report's gate value (higher is better) reaches MetricThreshold, else fail with the reason."""
+    from sagemaker.core.workflow.conditions import ConditionGreaterThanOrEqualTo
+    from sagemaker.core.workflow.functions import Join, JsonGet
+    from sagemaker.mlops.workflow import ConditionStep, FailStep
+
+    def gate(field: str) -> Any:
+        return JsonGet(step_name=evaluate.name, property_file=report, json_path=f"gate.{field}")
+
+    failed = FailStep(
+        name="QualityGateFailed",
+        error_message=Join(
+            on=" ",
+            values=[
+                "Quality gate failed:",
+                gate("metric"),
+                "=",
+                gate("value"),
+                "is below MetricThreshold",
+                params.metric_threshold,
+            ],
+        ),
+    )
+    return ConditionStep(
+        name="QualityGate",
+        conditions=[ConditionGreaterThanOrEqualTo(left=gate("value"), right=params.metric_threshold)],
+        if_steps=[register],
+        else_steps=[failed],
+    )
+
+
+def parameter_defaults(definition: Mapping[str, Any]) -> dict[str, Any]:
+    """Parameter name -> default value, from a definition dict."""
+    return {p["Name"]: p.get("DefaultValue") for p in definition.get("Parameters", [])}
