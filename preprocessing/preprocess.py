@@ -289,7 +289,7 @@ def encode_labels(raw: pd.Series, spec: LabelSpec, where: RowLocator) -> tuple[n
         if unmatched.any():
             row = int(np.flatnonzero(unmatched)[0])
             raise PreprocessError(
-                f"{where.at(row)}: label {raw.iloc[row]!r} is not one of --label-values {list(spec.values)}"
+                f"{where.at(row)}: label {_show(raw.iloc[row])} is not one of --label-values {list(spec.values)}"
             )
         return index.to_numpy(dtype=np.float32, na_value=np.nan), missing
 
@@ -312,7 +312,7 @@ def encode_labels(raw: pd.Series, spec: LabelSpec, where: RowLocator) -> tuple[n
         expected = ""
     if bad.any():
         row = int(np.flatnonzero(bad)[0])
-        raise PreprocessError(f"{where.at(row)}: label {raw.iloc[row]!r} is not {expected}")
+        raise PreprocessError(f"{where.at(row)}: label {_show(raw.iloc[row])} is not {expected}")
     return labels, missing
 
 
@@ -351,14 +351,19 @@ def iter_chunks(path: Path, schema: Schema, chunk_rows: int) -> Iterator[tuple[R
             text = {column: str for column in schema.text_columns}
             if schema.label_as_text:
                 text[schema.label_column] = str
-            chunks = pd.read_csv(path, usecols=schema.used_columns, dtype=text, chunksize=chunk_rows)
+            # All columns are parsed (no usecols): with usecols pandas silently ignores a row's extra fields.
+            chunks = pd.read_csv(path, dtype=text, chunksize=chunk_rows)
         for chunk in chunks:
             yield RowLocator(path, first_row), chunk
             first_row += len(chunk)
     except (OSError, ValueError, UnicodeDecodeError, pd.errors.ParserError) as error:
-        raise PreprocessError(
-            f"{path}: unreadable after data row {first_row - 1} ({type(error).__name__}: {error})"
-        ) from error
+        after = f" after data row {first_row - 1}" if first_row > 1 else ""
+        raise PreprocessError(f"{path}: unreadable{after} ({type(error).__name__}: {error})") from error
+
+
+def _show(value: Any) -> str:
+    """A cell value for a message: numpy scalars shown as plain Python values."""
+    return repr(value.item() if isinstance(value, np.generic) else value)
 
 
 def _to_float64(column: pd.Series, where: RowLocator, what: str) -> np.ndarray:
@@ -370,7 +375,7 @@ def _to_float64(column: pd.Series, where: RowLocator, what: str) -> np.ndarray:
     if bad.any():
         row = int(np.flatnonzero(bad)[0])
         raise PreprocessError(
-            f"{where.at(row)}: {what} has non-numeric value {column.iloc[row]!r} "
+            f"{where.at(row)}: {what} has non-numeric value {_show(column.iloc[row])} "
             "(declare categorical columns with --categorical-columns)"
         )
     return numbers.to_numpy(dtype=np.float64, na_value=np.nan)
@@ -421,10 +426,10 @@ def convert_chunk(
         if missing_policy == "error" or (missing_policy == "zero" and missing_label.any()):
             row = int(np.flatnonzero(missing_label if missing_policy == "zero" else bad)[0])
             if missing_label[row]:
-                what = f"label column {schema.label_column!r} value {frame[schema.label_column].iloc[row]!r}"
+                what = f"label column {schema.label_column!r} value {_show(frame[schema.label_column].iloc[row])}"
             else:
                 name = schema.feature_columns[first_missing_column[row]]
-                what = f"column {name!r} value {frame[name].iloc[row]!r}"
+                what = f"column {name!r} value {_show(frame[name].iloc[row])}"
             hint = "--missing drop" if missing_policy == "zero" else "--missing zero or --missing drop"
             raise PreprocessError(f"{where.at(row)}: {what} is missing or not a finite float32 (use {hint})")
     keep = ~bad if missing_policy == "drop" else np.ones(n, dtype=bool)
@@ -546,10 +551,9 @@ class ShardSpiller:
         rows[:, -1] = labels
         rows = rows[self.rngs[split].permutation(n)]
         count = self.shard_counts[split]
-        shard_of_row = (self.dealt[split] + np.arange(n)) % count
+        for shard in range(count):  # round-robin continued from the previous chunk: shards differ by one row at most
+            self.files[split][shard].write(rows[(shard - self.dealt[split]) % count :: count].tobytes())
         self.dealt[split] += n
-        for shard in range(count):
-            self.files[split][shard].write(rows[shard_of_row == shard].tobytes())
 
     def close(self) -> None:
         for handles in self.files.values():
@@ -1029,7 +1033,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         preprocess(args)
     except PreprocessError as error:
-        print(f"preprocess: error: {error}", file=sys.stderr)
+        print(f"preprocess: error: {' '.join(str(error).split())}", file=sys.stderr)
         return 1
     return 0
 

@@ -1,0 +1,384 @@
+"""The Preprocess job, run as a script on real files: one host versus three hosts, label handling, bad input."""
+
+from __future__ import annotations
+
+import gzip
+import json
+import re
+import shutil
+import subprocess
+import sys
+from collections import Counter
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+from sklearn.datasets import load_breast_cancer, load_diabetes, load_iris
+
+from pipeline.local.sharding import objects_for_instance
+from preprocessing.preprocess import load_summary, main, merge_summaries
+from preprocessing.recordio import read
+
+SCRIPT = Path(__file__).resolve().parents[1] / "preprocessing" / "preprocess.py"
+SPLITS = ("train", "validation", "test")
+HOSTS = ("algo-1", "algo-2", "algo-3")
+BUCKETS = 8
+CANCER_ARGS = [
+    "--label-column", "diagnosis", "--predictor-type", "binary_classifier", "--label-values", "malignant,benign",
+    "--categorical-columns", "size band", "--hash-buckets", str(BUCKETS), "--train-shards", "4",
+    "--chunk-rows", "50", "--seed", "7",
+]  # fmt: skip
+
+
+def run_job(*args: str | Path) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, str(SCRIPT), *map(str, args)], capture_output=True, text=True, timeout=120, check=False
+    )
+
+
+def start_job(*args: str | Path) -> subprocess.Popen[str]:
+    return subprocess.Popen(
+        [sys.executable, str(SCRIPT), *map(str, args)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+    )
+
+
+def write_resource_config(path: Path, host: str, hosts: tuple[str, ...]) -> Path:
+    path.write_text(json.dumps({"current_host": host, "hosts": list(hosts), "network_interface_name": "eth0"}))
+    return path
+
+
+def cancer_frame() -> pd.DataFrame:
+    """Breast cancer with string labels and one categorical column, sorted by label so the job must shuffle."""
+    frame = load_breast_cancer(as_frame=True).frame
+    frame = frame.rename(columns={"target": "diagnosis"})
+    frame["diagnosis"] = frame["diagnosis"].map({0: "malignant", 1: "benign"})
+    frame["size band"] = pd.cut(frame["mean radius"], [0, 12, 16, 100], labels=["small", "medium", "large"]).astype(str)
+    return frame.sort_values("diagnosis", kind="stable").reset_index(drop=True)
+
+
+def write_parts(frame: pd.DataFrame, folder: Path) -> list[str]:
+    """Six input files in three formats: CSV, gzip CSV and Parquet."""
+    folder.mkdir(parents=True)
+    names = []
+    for index, rows in enumerate(np.array_split(np.arange(len(frame)), 6)):
+        part = frame.iloc[rows]
+        name = f"part-{index}" + (".csv", ".csv.gz", ".parquet")[index % 3]
+        if name.endswith(".parquet"):
+            part.to_parquet(folder / name, index=False)
+        else:
+            part.to_csv(folder / name, index=False)
+        names.append(name)
+    return names
+
+
+def read_output(output_dirs: list[Path]) -> tuple[dict[str, list[tuple[np.ndarray, np.ndarray]]], list[str]]:
+    """Every shard of every output dir, decoded, per split; plus every relative file name written."""
+    shards: dict[str, list[tuple[np.ndarray, np.ndarray]]] = {split: [] for split in SPLITS}
+    names = []
+    for output in output_dirs:
+        assert not list(output.glob(".preprocess-work-*")), "the work folder is removed"
+        for split in SPLITS:
+            for path in sorted((output / split).iterdir()):
+                names.append(f"{split}/{path.name}")
+                with open(path, "rb") as handle:
+                    features, labels = read(handle)
+                shards[split].append((features, labels))
+        names.extend(f"summary/{path.name}" for path in (output / "summary").iterdir())
+    return shards, names
+
+
+def row_multiset(shards: list[tuple[np.ndarray, np.ndarray]]) -> Counter[bytes]:
+    return Counter(
+        np.hstack([features, labels[:, None]]).astype(np.float32)[row].tobytes()
+        for features, labels in shards
+        for row in range(len(labels))
+    )
+
+
+def is_sorted(labels: np.ndarray) -> bool:
+    steps = np.diff(labels)
+    return bool((steps >= 0).all() or (steps <= 0).all())
+
+
+@pytest.fixture(scope="module")
+def cancer_runs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, object]:
+    """The same six files preprocessed by one host, and by three hosts each given its ShardedByS3Key share."""
+    root = tmp_path_factory.mktemp("cancer")
+    frame = cancer_frame()
+    names = write_parts(frame, root / "input")
+    single = run_job(
+        "--input-dir", root / "input", "--output-dir", root / "one", "--resource-config", root / "absent.json",
+        *CANCER_ARGS,
+    )  # fmt: skip
+    assert single.returncode == 0, single.stderr
+    jobs, outputs = [], []
+    for index, host in enumerate(HOSTS):
+        share = root / host / "input"
+        share.mkdir(parents=True)
+        for name in objects_for_instance(names, "ShardedByS3Key", index, len(HOSTS)):
+            shutil.copy(root / "input" / name, share / name)
+        outputs.append(root / host / "output")
+        config = write_resource_config(root / host / "resourceconfig.json", host, HOSTS)
+        jobs.append(
+            start_job(
+                "--input-dir",
+                share,
+                "--output-dir",
+                outputs[-1],
+                "--resource-config",
+                config,
+                *CANCER_ARGS,
+                "--feature-dim",
+                str(30 + BUCKETS),
+                "--shuffle-memory-mb",
+                "0.002",  # forces the on-disk buckets
+            )  # fmt: skip
+        )
+    for job in jobs:
+        _, stderr = job.communicate(timeout=120)
+        assert job.returncode == 0, stderr
+    return {"frame": frame, "one": root / "one", "three": outputs}
+
+
+def test_one_and_three_hosts_write_the_same_rows_per_split(cancer_runs: dict) -> None:
+    one, one_names = read_output([cancer_runs["one"]])
+    three, three_names = read_output(cancer_runs["three"])
+    assert len(three_names) == len(set(three_names)), "no file name collides between hosts"
+    assert len(three["train"]) == 3 * 2 and len(one["train"]) == 4, "at least --train-shards 4 train files"
+    for split in SPLITS:
+        assert row_multiset(one[split]) == row_multiset(three[split]), split
+        assert sum(len(labels) for _, labels in one[split]) > 40
+    # Every input row comes out exactly once, its numeric features and label unchanged.
+    frame = cancer_runs["frame"]
+    numeric = frame.drop(columns=["diagnosis", "size band"]).to_numpy(np.float32)
+    labels = (frame["diagnosis"] == "benign").to_numpy(np.float32)
+    expected = Counter(np.hstack([numeric, labels[:, None]])[row].tobytes() for row in range(len(frame)))
+    written = Counter(
+        np.hstack([x[:, :30], y[:, None]])[row].tobytes()
+        for split in SPLITS
+        for x, y in one[split]
+        for row in range(len(y))
+    )
+    assert written == expected
+
+
+def test_records_decode_with_the_summary_feature_dim_and_are_shuffled(cancer_runs: dict) -> None:
+    for outputs in ([cancer_runs["one"]], cancer_runs["three"]):
+        summary = merge_summaries(
+            [json.loads(p.read_text()) for output in outputs for p in (output / "summary").glob("summary-*.json")]
+        )
+        assert summary["feature_dim"] == 30 + BUCKETS
+        assert summary["feature_names"][-BUCKETS:] == [f"size band#{b}" for b in range(BUCKETS)]
+        shards, _ = read_output(outputs)
+        for split in SPLITS:
+            for features, labels in shards[split]:
+                assert features.shape == (len(labels), summary["feature_dim"])
+                assert np.isfinite(features).all() and set(np.unique(labels)) <= {0.0, 1.0}
+                # the categorical column sets exactly one indicator in its block
+                assert (features[:, 30:].sum(axis=1) == 1).all()
+                assert not is_sorted(labels), f"a {split} shard is sorted by label"
+            assert not is_sorted(np.concatenate([labels for _, labels in shards[split]]))
+            assert summary["rows"][split] == sum(len(labels) for _, labels in shards[split])
+
+
+def test_summaries_merge_to_the_single_host_summary(cancer_runs: dict) -> None:
+    single = load_summary(cancer_runs["one"] / "summary")
+    outputs = zip(HOSTS, cancer_runs["three"], strict=True)
+    parts = [json.loads((out / "summary" / f"summary-{host}.json").read_text()) for host, out in outputs]
+    merged = merge_summaries(parts)
+    assert not any((out / "summary" / "summary.json").exists() for out in cancer_runs["three"])
+    for key in ("rows", "label_counts", "feature_dim", "feature_names", "label_mapping", "input_files", "rows_read"):
+        assert merged[key] == single[key], key
+    assert single["label_mapping"] == {"malignant": 0, "benign": 1}
+    totals = Counter()
+    for split in SPLITS:
+        totals.update({int(k): v for k, v in single["label_counts"][split].items()})
+    assert totals == {0: 212, 1: 357}
+    assert sum(single["rows"].values()) == 569 and single["predictor_type"] == "binary_classifier"
+    assert sorted(single["input_files"]) == [f"part-{i}" + (".csv", ".csv.gz", ".parquet")[i % 3] for i in range(6)]
+    assert 0.6 < single["rows"]["train"] / 569 < 0.8
+
+    with pytest.raises(ValueError, match="missing \\['algo-3'\\]"):
+        merge_summaries(parts[:2])
+    with pytest.raises(ValueError, match="disagree on feature_dim"):
+        merge_summaries([parts[0], parts[1], {**parts[2], "feature_dim": 99}])
+    with pytest.raises(ValueError, match="processed by both algo-1 and algo-2"):
+        merge_summaries([parts[0], {**parts[1], "input_files": parts[0]["input_files"]}, parts[2]])
+
+
+def test_multiclass_and_regression_labels(tmp_path: Path) -> None:
+    iris = load_iris(as_frame=True).frame  # integer classes 0..2, sorted by class
+    (tmp_path / "iris").mkdir()
+    iris.to_csv(tmp_path / "iris" / "iris.csv", index=False)
+    result = run_job(
+        "--input-dir", tmp_path / "iris", "--output-dir", tmp_path / "iris-out", "--label-column", "target",
+        "--predictor-type", "multiclass_classifier", "--resource-config", tmp_path / "none.json",
+    )  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    summary = load_summary(tmp_path / "iris-out" / "summary")
+    assert summary["num_classes"] == 3 and summary["label_mapping"] == {"0": 0, "1": 1, "2": 2}
+    counts = Counter()
+    for split in SPLITS:
+        counts.update({int(k): v for k, v in summary["label_counts"][split].items()})
+        with open(tmp_path / "iris-out" / split / f"{split}-algo-1-00000.pbr", "rb") as handle:
+            features, labels = read(handle)
+        assert features.shape[1] == 4 and set(np.unique(labels)) <= {0.0, 1.0, 2.0} and not is_sorted(labels)
+    assert counts == {0: 50, 1: 50, 2: 50}
+
+    diabetes = load_diabetes(as_frame=True).frame
+    (tmp_path / "diabetes").mkdir()
+    diabetes.to_parquet(tmp_path / "diabetes" / "diabetes.parquet", index=False)
+    result = run_job(
+        "--input-dir", tmp_path / "diabetes", "--output-dir", tmp_path / "diabetes-out", "--label-column", "target",
+        "--predictor-type", "regressor", "--resource-config", tmp_path / "none.json", "--train-shards", "2",
+    )  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    summary = load_summary(tmp_path / "diabetes-out" / "summary")
+    assert summary["label_mapping"] is None and summary["label_counts"] is None and summary["feature_dim"] == 10
+    labels = np.concatenate(
+        [read(open(path, "rb"))[1] for split in SPLITS for path in (tmp_path / "diabetes-out" / split).iterdir()]
+    )
+    assert sorted(labels.tolist()) == sorted(diabetes["target"].astype(np.float32).tolist())
+    total = sum(summary["label_stats"][split]["sum"] for split in SPLITS)
+    assert total == pytest.approx(diabetes["target"].sum())
+
+
+def test_id_column_alone_decides_the_split(tmp_path: Path) -> None:
+    frame = load_iris(as_frame=True).frame.reset_index(names="row_id")
+    shifted = frame.assign(**{"sepal length (cm)": frame["sepal length (cm)"] + 100.0}).iloc[::-1]
+    splits = []
+    for name, data, files in (("a", frame, 1), ("b", shifted, 3)):
+        (tmp_path / name).mkdir()
+        for index, rows in enumerate(np.array_split(np.arange(len(data)), files)):
+            data.iloc[rows].to_csv(tmp_path / name / f"part-{index}.csv", index=False)
+        result = run_job(
+            "--input-dir", tmp_path / name, "--output-dir", tmp_path / f"{name}-out", "--label-column", "target",
+            "--predictor-type", "multiclass_classifier", "--id-column", "row_id", "--resource-config", tmp_path / "x",
+        )  # fmt: skip
+        assert result.returncode == 0, result.stderr
+        shards, _ = read_output([tmp_path / f"{name}-out"])
+        assert all(x.shape[1] == 4 for split in SPLITS for x, _ in shards[split]), "the id is not a feature"
+        # petal length/width identify an iris row together with sepal width, whatever the shift of sepal length
+        splits.append(
+            {split: sorted(map(tuple, np.vstack([x for x, _ in shards[split]])[:, 1:].tolist())) for split in SPLITS}
+        )
+    assert splits[0] == splits[1]
+
+
+def test_missing_values_zero_and_drop(tmp_path: Path) -> None:
+    (tmp_path / "in").mkdir()
+    rows = ["x,y,label"] + [f"{i},{i % 7},{i % 2}" for i in range(40)] + ["1,,0", "nan,2,1", "inf,3,0", "4,5,"]
+    (tmp_path / "in" / "data.csv").write_text("\n".join(rows) + "\n")
+    common = ["--input-dir", tmp_path / "in", "--label-column", "label", "--predictor-type", "binary_classifier"]
+    dropped = run_job(
+        *common, "--output-dir", tmp_path / "drop", "--missing", "drop", "--resource-config", tmp_path / "x"
+    )
+    assert dropped.returncode == 0, dropped.stderr
+    summary = load_summary(tmp_path / "drop" / "summary")
+    assert summary["rows_dropped"] == 4 and sum(summary["rows"].values()) == 40
+    zero = run_job(*common, "--output-dir", tmp_path / "zero", "--missing", "zero", "--resource-config", tmp_path / "x")
+    assert zero.returncode == 1 and "data.csv row 44: label column 'label'" in zero.stderr  # a label is never imputed
+    assert not [p for p in (tmp_path / "zero").rglob("*") if p.is_file()]
+    (tmp_path / "in" / "data.csv").write_text("\n".join(rows[:-1]) + "\n")
+    zero = run_job(
+        *common, "--output-dir", tmp_path / "zero2", "--missing", "zero", "--resource-config", tmp_path / "x"
+    )
+    assert zero.returncode == 0, zero.stderr
+    shards, _ = read_output([tmp_path / "zero2"])
+    features = np.vstack([x for split in SPLITS for x, _ in shards[split]])
+    assert len(features) == 43 and np.isfinite(features).all()
+    assert {(1.0, 0.0), (0.0, 2.0), (0.0, 3.0)} <= set(map(tuple, features.tolist()))
+
+
+def _csv(folder: Path, name: str, text: str) -> None:
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / name).write_text(text)
+
+
+GOOD = "a,b,label\n" + "".join(f"{i},{i * 2},{i % 2}\n" for i in range(12))
+BINARY = ["--label-column", "label", "--predictor-type", "binary_classifier"]
+
+
+@pytest.mark.parametrize(
+    ("files", "extra", "message"),
+    [
+        ({}, BINARY, r"no CSV \(\.csv, \.csv\.gz\) or Parquet .* files under"),
+        ({"d.csv": "a,b,target\n1,2,0\n"}, BINARY, r"d\.csv: missing column\(s\) \['label'\]"),
+        ({"d.csv": ""}, BINARY, r"d\.csv: empty file, expected a header row"),
+        ({"d.csv": "a,b,label\n"}, BINARY, r"no data rows in 1 input file\(s\)"),
+        ({"d.csv": GOOD + "1,2,0,9\n"}, BINARY, r"d\.csv: unreadable .*Expected 3 fields in line 14, saw 4"),
+        ({"d.parquet": "not parquet"}, BINARY, r"d\.parquet: unreadable"),
+        ({"d.csv.gz": "not gzip"}, BINARY, r"d\.csv\.gz: unreadable"),
+        (
+            {"d.csv": GOOD + "7,seven,1\n"},
+            [*BINARY, "--chunk-rows", "5"],
+            r"d\.csv row 13: column 'b' has non-numeric value 'seven'",
+        ),
+        ({"d.csv": GOOD + "7,,1\n"}, BINARY, r"d\.csv row 13: column 'b' value .* is missing or not a finite float32"),
+        ({"d.csv": GOOD + "7,1e39,1\n"}, BINARY, r"d\.csv row 13: column 'b' value 1e\+39 is missing or not a finite"),
+        (
+            {"d.csv": "a,b,label\n1,,0\n2,,1\n"},
+            [*BINARY, "--missing", "drop"],
+            r"all 2 rows .* dropped by --missing drop",
+        ),
+        ({"d.csv": GOOD}, [*BINARY, "--train-shards", "50"], r"has \d+ rows, fewer than the 50 train shards"),
+        ({"d.csv": GOOD}, [*BINARY, "--feature-dim", "3"], r"the data has 2 features .* but --feature-dim is 3"),
+        ({"d.csv": GOOD + "7,1,2\n"}, BINARY, r"d\.csv row 13: label 2(\.0)? is not 0 or 1 for binary_classifier"),
+        (
+            {"d.csv": GOOD + "7,1,yes\n"},
+            [*BINARY[:2], "--predictor-type", "regressor"],
+            r"d\.csv row 13: label column 'label' has non-numeric value 'yes'",
+        ),
+        (
+            {"d.csv": GOOD + "7,1,1.5\n"},
+            ["--label-column", "label", "--predictor-type", "multiclass_classifier"],
+            r"d\.csv row 13: label 1\.5 is not an integer class",
+        ),
+        (
+            {"d.csv": GOOD},
+            [*BINARY, "--label-values", "no,yes"],
+            r"d\.csv row 1: label '0' is not one of --label-values",
+        ),
+        (
+            {"d.csv": GOOD, "e.csv": "a,b,c,label\n1,2,3,0\n"},
+            BINARY,
+            r"e\.csv: columns \['a', 'b', 'c', 'label'\] differ",
+        ),
+    ],
+)
+def test_bad_input_fails_naming_file_and_row(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], files: dict[str, str], extra: list[str], message: str
+) -> None:
+    for name, text in files.items():
+        _csv(tmp_path / "in", name, text)
+    (tmp_path / "in").mkdir(exist_ok=True)
+    output = tmp_path / "out"
+    code = main(["--input-dir", str(tmp_path / "in"), "--output-dir", str(output), "--resource-config",
+                 str(tmp_path / "absent.json"), *extra])  # fmt: skip
+    stderr = capsys.readouterr().err
+    assert code == 1
+    assert stderr.startswith("preprocess: error: ") and stderr.count("\n") == 1, stderr
+    assert re.search(message, stderr), stderr
+    left = [p for p in output.rglob("*") if p.is_file()] if output.exists() else []
+    assert not left, "nothing is left behind"
+
+
+def test_a_host_without_input_files_says_so(tmp_path: Path) -> None:
+    _csv(tmp_path / "in", "d.csv", GOOD)
+    config = write_resource_config(tmp_path / "rc.json", "algo-3", HOSTS)
+    shutil.move(tmp_path / "in" / "d.csv", tmp_path / "d.csv")  # algo-3's share of a 1-object input is empty
+    result = run_job(
+        "--input-dir", tmp_path / "in", "--output-dir", tmp_path / "out", "--resource-config", config, *BINARY
+    )
+    assert result.returncode == 1
+    assert "host algo-3 (3 of 3) received no CSV or Parquet files" in result.stderr
+    assert "more processing instances than input objects" in result.stderr
+
+
+def test_gzip_csv_is_read(tmp_path: Path) -> None:
+    (tmp_path / "in").mkdir()
+    (tmp_path / "in" / "d.csv.gz").write_bytes(gzip.compress(GOOD.encode()))
+    assert main(["--input-dir", str(tmp_path / "in"), "--output-dir", str(tmp_path / "out"), "--resource-config",
+                 str(tmp_path / "x"), *BINARY, "--validation-fraction", "0", "--test-fraction", "0"]) == 0  # fmt: skip
+    assert load_summary(tmp_path / "out" / "summary")["rows"] == {"train": 12, "validation": 0, "test": 0}
