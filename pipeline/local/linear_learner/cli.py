@@ -1,12 +1,101 @@
-"""Placeholder until this command lands (the owner replaces this whole file)."""
+"""Train or batch-transform with the local Linear Learner (SageMaker's container contract, several instances).
+
+  llpipe linear-learner train --train DIR [--validation DIR] [--test DIR] --hyperparameters JSON_OR_FILE
+                              --output DIR [--instance-count N] [--content-type TYPE]
+  llpipe linear-learner transform --model model.tar.gz --input DIR --output DIR [--content-type TYPE]
+"""
+
+from __future__ import annotations
 
 import argparse
+import json
+import sys
+from pathlib import Path
+
+CONTENT_TYPES = ("application/x-recordio-protobuf", "text/csv")
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
-    """No arguments yet."""
+    """Declare the ``train`` and ``transform`` sub-commands."""
+    parser.formatter_class = argparse.RawDescriptionHelpFormatter
+    sub = parser.add_subparsers(dest="action", metavar="ACTION", required=True)
+    train = sub.add_parser("train", help="train a model (one process per instance)")
+    train.add_argument("--train", type=Path, required=True, help="folder of train files (ShardedByS3Key)")
+    train.add_argument("--validation", type=Path, help="folder of validation files (FullyReplicated)")
+    train.add_argument("--test", type=Path, help="folder of test files (FullyReplicated)")
+    train.add_argument("--hyperparameters", required=True,
+                       help='a JSON object (e.g. \'{"predictor_type": "binary_classifier"}\') or a JSON file')
+    train.add_argument("--output", type=Path, required=True, help="folder for model.tar.gz and metrics.json")
+    train.add_argument("--instance-count", type=int, default=1, help="number of instances (default 1)")
+    train.add_argument("--content-type", choices=CONTENT_TYPES, default=CONTENT_TYPES[0])
+    train.add_argument("--train-distribution", choices=("ShardedByS3Key", "FullyReplicated"),
+                       default="ShardedByS3Key", help="how train files are divided between instances")
+    train.add_argument("--work-dir", type=Path, help="keep the instances' /opt/ml roots here (default: temporary)")
+    train.add_argument("--quiet", action="store_true", help="print only the summary, not the instances' logs")
+    transform = sub.add_parser("transform", help="batch transform files with a model.tar.gz")
+    transform.add_argument("--model", type=Path, required=True, help="the model.tar.gz artifact")
+    transform.add_argument("--input", type=Path, required=True, help="folder (or one file) to score")
+    transform.add_argument("--output", type=Path, required=True, help="folder for the <file>.out jsonlines")
+    transform.add_argument("--content-type", choices=CONTENT_TYPES, default=CONTENT_TYPES[0])
+
+
+def _hyperparameters(text: str) -> dict[str, str]:
+    path = Path(text)
+    source = path.read_text() if not text.lstrip().startswith("{") and path.is_file() else text
+    try:
+        value = json.loads(source)
+    except json.JSONDecodeError as error:
+        raise ValueError(f"--hyperparameters is neither a JSON object nor a JSON file: {error}") from None
+    if not isinstance(value, dict):
+        raise ValueError("--hyperparameters must be a JSON object of name -> value")
+    return {str(k): str(v) for k, v in value.items()}
+
+
+def _files(folder: Path) -> list[Path]:
+    if folder.is_file():
+        return [folder]
+    if not folder.is_dir():
+        raise ValueError(f"{folder} is not a folder or a file")
+    return sorted(p for p in folder.rglob("*") if p.is_file() and not p.name.startswith("."))
 
 
 def run(args: argparse.Namespace) -> int:
-    """Not built yet."""
-    raise SystemExit("this command is not built yet")
+    """Run the chosen action; user errors are one line on stderr and exit code 2 (training failures 1)."""
+    from pipeline.local.linear_learner.launcher import Channel, TrainingError, train, transform
+
+    try:
+        if args.action == "transform":
+            outputs = transform(args.model, _files(args.input), args.output, content_type=args.content_type)
+            print(f"wrote {len(outputs)} prediction file(s) to {args.output}")
+            return 0
+        hyperparameters = _hyperparameters(args.hyperparameters)
+        channels = {"train": Channel(_files(args.train), args.train_distribution, args.content_type)}
+        for name in ("validation", "test"):
+            folder = getattr(args, name)
+            if folder is not None:
+                channels[name] = Channel(_files(folder), "FullyReplicated", args.content_type)
+        on_log = None if args.quiet else (lambda line: print(line, flush=True))
+        result = train(hyperparameters, channels, args.output, instance_count=args.instance_count,
+                       work_dir=args.work_dir, on_log=on_log)
+    except TrainingError as error:
+        print(f"training failed: {error}", file=sys.stderr)
+        return 1
+    except (ValueError, OSError) as error:
+        print(f"error: {error}", file=sys.stderr)
+        return 2
+    _print_summary(result.model_path, result.metrics)
+    return 0
+
+
+def _print_summary(model_path: Path, metrics: dict[str, float]) -> None:
+    from rich.console import Console
+    from rich.table import Table
+
+    table = Table(title="Linear Learner final metrics")
+    table.add_column("metric")
+    table.add_column("value", justify="right")
+    for name, value in sorted(metrics.items()):
+        table.add_row(name, f"{value:.6g}")
+    console = Console()
+    console.print(table)
+    console.print(f"model: {model_path}")

@@ -1,0 +1,54 @@
+"""Batch transform: score files with a model artifact and write one jsonlines object per record, in order."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from pathlib import Path
+
+import numpy as np
+
+from pipeline.local.linear_learner.artifact import load_model
+from pipeline.local.linear_learner.data import DataError, read_features_and_labels
+from pipeline.local.linear_learner.model import LinearModel
+
+
+def prediction_lines(model: LinearModel, features) -> list[str]:
+    """The service's response objects: binary {score, predicted_label}, multiclass {score: [..], ..}, {score}."""
+    score, label = model.predict(features)
+    if model.predictor_type == "regressor":
+        return [json.dumps({"score": float(s)}) for s in score]
+    if model.predictor_type == "multiclass_classifier":
+        return [json.dumps({"score": [float(p) for p in row], "predicted_label": int(k)})
+                for row, k in zip(score, label, strict=True)]
+    return [json.dumps({"score": float(s), "predicted_label": int(k)}) for s, k in zip(score, label, strict=True)]
+
+
+def transform_files(model_path: Path, input_files: Sequence[Path], output_dir: Path, content_type: str) -> list[Path]:
+    """Write ``output_dir/<name>.out`` for every input; all outputs appear only if every file succeeds."""
+    model = load_model(model_path)
+    output_dir.mkdir(parents=True, exist_ok=True)
+    written: list[tuple[Path, Path]] = []
+    try:
+        for path in input_files:
+            features, _ = read_features_and_labels(path, content_type, labels_in_csv=False)
+            if features.shape[1] != model.feature_dim:
+                raise DataError(f"{path}: records have {features.shape[1]} features; the model expects "
+                                f"{model.feature_dim}")
+            target = output_dir / (path.name + ".out")
+            temporary = target.with_name(target.name + ".tmp")
+            lines = prediction_lines(model, features) if features.shape[0] else []
+            temporary.write_text("".join(line + "\n" for line in lines))
+            written.append((temporary, target))
+    except BaseException:
+        for temporary, _ in written:
+            temporary.unlink(missing_ok=True)
+        raise
+    for temporary, target in written:
+        temporary.replace(target)
+    return [target for _, target in written]
+
+
+def scores_array(lines: Sequence[str]) -> np.ndarray:
+    """The ``score`` values of jsonlines predictions as an array (for checks and evaluation)."""
+    return np.array([json.loads(line)["score"] for line in lines], dtype=np.float64)

@@ -1,0 +1,475 @@
+"""Training: scaler pass, ``num_models`` parallel linear models trained with one matrix product per mini-batch,
+synchronous gradient aggregation across instances, early stopping, model selection and threshold calibration.
+
+All models share one parameter matrix ``P`` of shape (feature_dim + 1, num_models * K): rows are the feature weights
+on the normalised scale plus the bias row, columns are model m's class k at ``m * K + k``. Normalisation is never
+applied to the data; it is folded into the product (X - mean) / scale @ W = X @ (W / scale) - (mean / scale) @ W,
+so sparse data stays sparse and nothing is copied.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import numpy as np
+import scipy.sparse as sp
+
+from pipeline.local.linear_learner.hyperparameters import Hyperparameters
+from pipeline.local.linear_learner.losses import (
+    OBJECTIVE_NAMES,
+    REGRESSION_DEGREE,
+    LossParameters,
+    binary_loss,
+    regression_loss,
+    softmax_loss,
+)
+from pipeline.local.linear_learner.metrics import (
+    binary_metrics,
+    calibrate_thresholds,
+    multiclass_metrics,
+    regression_metrics,
+)
+from pipeline.local.linear_learner.model import LinearModel
+
+SEED = 1234  # Linear Learner has no seed hyperparameter; a fixed seed makes runs reproducible
+EVALUATION_CHUNK = 8192
+ADAM_EPSILON = 1e-8
+
+
+class Collective:
+    """What the trainer needs from the instance group (see ``collective.py``)."""
+
+    rank: int
+    size: int
+
+    def allreduce(self, vector: np.ndarray) -> np.ndarray: ...
+
+
+@dataclass(frozen=True)
+class Dataset:
+    """A channel's records: features (dense float32 ndarray or scipy CSR) and labels (float32)."""
+
+    features: np.ndarray | sp.csr_matrix
+    labels: np.ndarray
+
+    @property
+    def rows(self) -> int:
+        return int(self.features.shape[0])
+
+
+@dataclass(frozen=True)
+class Scaler:
+    """Feature and label normalisation found by the scaler pass."""
+
+    feature_mean: np.ndarray  # (d,) zeros when not unbiasing
+    feature_scale: np.ndarray  # (d,) ones when not normalising
+    label_mean: float = 0.0
+    label_scale: float = 1.0
+
+
+@dataclass(frozen=True)
+class ModelSettings:
+    """Per-model optimisation settings: model 0 uses the given values, the others neighbouring ones."""
+
+    learning_rate: np.ndarray  # (M,)
+    wd: np.ndarray
+    l1: np.ndarray
+    positive_weight: np.ndarray  # (M,) binary classifiers only; ones otherwise
+
+
+@dataclass(frozen=True)
+class FitResult:
+    """The selected model (on algo-1 only; None elsewhere) and the final metrics keyed "<channel>:<name>"."""
+
+    model: LinearModel | None
+    metrics: dict[str, float]
+    epochs: int
+
+
+Log = Callable[[str], None]
+
+
+def model_settings(hp: Hyperparameters, positive_balance: float) -> ModelSettings:
+    """Neighbouring settings around the given (or auto) learning rate, wd, l1 and positive weight."""
+    models = hp.num_models
+    rng = np.random.default_rng(SEED)
+    spread = np.zeros(models)
+    if models > 1:
+        spread[1:] = rng.uniform(-1.0, 1.0, models - 1)
+
+    def around(name: str, base: float, auto_low: float, auto_high: float) -> np.ndarray:
+        if name in hp.explicit:
+            values = base * 10.0 ** (0.5 * spread)  # within a factor of ~3 of the given value; 0 stays 0
+        else:
+            values = 10.0 ** rng.uniform(auto_low, auto_high, models)
+        values[0] = base
+        return values
+
+    learning_rate = around("learning_rate", hp.learning_rate, math.log10(hp.learning_rate) - 1.5,
+                           math.log10(hp.learning_rate) + 0.3)
+    wd = around("wd", hp.wd, -7.0, -2.0)
+    l1 = around("l1", hp.l1, -7.0, -3.0)
+    if "l1" not in hp.explicit:
+        l1[::2] = 0.0  # half of the auto models without l1
+    weight = hp.positive_example_weight_mult
+    if weight == "balanced":
+        positive_weight = np.full(models, positive_balance)
+    elif weight == "auto":
+        positive_weight = np.where(np.arange(models) % 2 == 0, 1.0, positive_balance)
+    else:
+        positive_weight = np.full(models, float(weight))
+    return ModelSettings(learning_rate, wd, l1, positive_weight)
+
+
+class Optimizer:
+    """adam, sgd (with momentum) or rmsprop on the whole parameter matrix, with wd, proximal l1 and lr schedule."""
+
+    def __init__(self, hp: Hyperparameters, settings: ModelSettings, shape: tuple[int, int], classes: int) -> None:
+        self.kind = hp.optimizer
+        self.hp = hp
+        rows, _ = shape
+        row_lr = np.ones(rows, dtype=np.float32)
+        row_lr[-1] = hp.bias_lr_mult if hp.use_bias else 0.0
+        row_wd = np.ones(rows, dtype=np.float32)
+        row_wd[-1] = hp.bias_wd_mult
+        self.row_lr = row_lr[:, None]
+        self.column_lr = np.repeat(settings.learning_rate, classes).astype(np.float32)
+        self.wd = (row_wd[:, None] * np.repeat(settings.wd, classes)[None, :]).astype(np.float32)
+        l1 = np.repeat(settings.l1, classes)[None, :] * np.ones((rows, 1))
+        l1[-1] = 0.0
+        self.l1 = l1.astype(np.float32)
+        self.has_l1 = bool(np.any(self.l1 > 0))
+        self.has_wd = bool(np.any(self.wd > 0))
+        self.first = np.zeros(shape, dtype=np.float32)
+        self.second = np.zeros(shape, dtype=np.float32) if self.kind in ("adam", "rmsprop") else None
+        self.steps = 0
+        self._update_lr()
+
+    def _update_lr(self) -> None:
+        self.lr = (self.row_lr * self.column_lr[None, :]).astype(np.float32)
+
+    def step(self, params: np.ndarray, gradient: np.ndarray) -> None:
+        """One update of ``params`` in place from the mean gradient."""
+        hp = self.hp
+        self.steps += 1
+        if self.has_wd:
+            gradient = gradient + self.wd * params
+        if self.kind == "adam":
+            self.first *= hp.beta_1
+            self.first += (1.0 - hp.beta_1) * gradient
+            self.second *= hp.beta_2
+            self.second += (1.0 - hp.beta_2) * gradient * gradient
+            correction = math.sqrt(1.0 - hp.beta_2 ** self.steps) / (1.0 - hp.beta_1 ** self.steps)
+            params -= (self.lr * np.float32(correction)) * self.first / (np.sqrt(self.second) + ADAM_EPSILON)
+        elif self.kind == "rmsprop":
+            self.second *= 0.9
+            self.second += 0.1 * gradient * gradient
+            params -= self.lr * gradient / (np.sqrt(self.second) + ADAM_EPSILON)
+        else:  # sgd
+            if hp.momentum > 0:
+                self.first *= hp.momentum
+                self.first -= self.lr * gradient
+                params += self.first
+            else:
+                params -= self.lr * gradient
+        if self.has_l1:
+            shrink = self.lr * self.l1
+            np.copyto(params, np.sign(params) * np.maximum(np.abs(params) - shrink, 0.0))
+        if hp.use_lr_scheduler and self.steps % hp.lr_scheduler_step == 0:
+            self.column_lr = np.maximum(self.column_lr * hp.lr_scheduler_factor,
+                                        np.float32(hp.lr_scheduler_minimum_lr)).astype(np.float32)
+            self._update_lr()
+
+
+def fit_scaler(hp: Hyperparameters, train: Dataset, collective: Collective) -> tuple[Scaler, np.ndarray]:
+    """Mean/std of features (and label for regression) over ``num_point_for_scaler`` records shared by all hosts.
+
+    Also returns the label histogram of the whole train channel (class counts; for binary [negatives, positives]).
+    """
+    features = train.features
+    d = features.shape[1]
+    take = min(train.rows, math.ceil(hp.num_point_for_scaler / collective.size))
+    sample = features[:take]
+    labels = train.labels[:take].astype(np.float64)
+    if sp.issparse(sample):
+        sums = np.asarray(sample.sum(axis=0), dtype=np.float64).ravel()
+        squares = np.asarray(sample.multiply(sample).sum(axis=0), dtype=np.float64).ravel()
+    else:
+        sums = sample.sum(axis=0, dtype=np.float64)
+        squares = np.einsum("ij,ij->j", sample, sample, dtype=np.float64)
+    classes = hp.num_classes if hp.predictor_type == "multiclass_classifier" else 2
+    histogram = np.zeros(classes)
+    if hp.predictor_type != "regressor":
+        histogram = np.bincount(train.labels.astype(np.int64), minlength=classes)[:classes].astype(np.float64)
+    vector = np.concatenate([[take, d], sums, squares, [labels.sum(), (labels ** 2).sum()], histogram])
+    total = collective.allreduce(vector)
+    count = total[0]
+    if total[1] != d * collective.size:
+        raise ValueError("the instances' train shards have different feature counts")
+    mean = total[2:2 + d] / count
+    variance = np.maximum(total[2 + d:2 + 2 * d] / count - mean ** 2, 0.0)
+    scale = np.sqrt(variance)
+    scale[scale < 1e-12] = 1.0
+    auto_unbias = hp.use_bias and hp.normalize_data and not sp.issparse(features)
+    unbias = hp.unbias_data if hp.unbias_data is not None else auto_unbias
+    feature_mean = mean if unbias else np.zeros(d)
+    feature_scale = scale if hp.normalize_data else np.ones(d)
+    label_sum, label_squares = total[2 + 2 * d], total[3 + 2 * d]
+    label_mean = label_sum / count
+    label_std = math.sqrt(max(label_squares / count - label_mean ** 2, 0.0))
+    scaler = Scaler(
+        feature_mean=feature_mean,
+        feature_scale=feature_scale,
+        label_mean=label_mean if hp.unbias_label else 0.0,
+        label_scale=label_std if hp.normalize_label and label_std > 1e-12 else 1.0,
+    )
+    return scaler, total[4 + 2 * d:]
+
+
+class ParallelModels:
+    """The parameter matrix of all models and how to score a batch with it."""
+
+    def __init__(self, hp: Hyperparameters, scaler: Scaler, dim: int) -> None:
+        self.hp = hp
+        self.classes = hp.num_classes if hp.predictor_type == "multiclass_classifier" else 1
+        self.columns = hp.num_models * self.classes
+        rng = np.random.default_rng(SEED)
+        if hp.init_method == "uniform":
+            weights = rng.uniform(-hp.init_scale, hp.init_scale, (dim, self.columns))
+        else:
+            weights = rng.normal(0.0, hp.init_sigma, (dim, self.columns))
+        bias = np.full((1, self.columns), hp.init_bias if hp.use_bias else 0.0)
+        self.params = np.vstack([weights, bias]).astype(np.float32)
+        self.inverse_scale = (1.0 / scaler.feature_scale).astype(np.float32)
+        self.shift = (scaler.feature_mean / scaler.feature_scale).astype(np.float32)
+
+    def effective(self, params: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
+        """Weights and bias that act on raw features: W / scale and b - (mean / scale) @ W."""
+        params = self.params if params is None else params
+        weights = params[:-1]
+        return weights * self.inverse_scale[:, None], params[-1] - self.shift @ weights
+
+    def gradient(self, features, score_gradient: np.ndarray) -> np.ndarray:
+        """Gradient of the summed loss with respect to ``params`` given d(loss)/d(scores)."""
+        raw = features.T @ score_gradient
+        column_sums = score_gradient.sum(axis=0)
+        weights_gradient = np.asarray(raw, dtype=np.float32) * self.inverse_scale[:, None]
+        weights_gradient -= np.outer(self.shift, column_sums)
+        return np.vstack([weights_gradient, column_sums[None, :]])
+
+
+class Objective:
+    """The training loss for all models on a batch; returns per-model loss sums and the score gradient."""
+
+    def __init__(self, hp: Hyperparameters, scaler: Scaler, settings: ModelSettings, class_weights: np.ndarray | None):
+        self.hp = hp
+        self.scaler = scaler
+        scale = scaler.label_scale
+        self.params = LossParameters(hp.loss, margin=hp.margin, insensitivity=hp.loss_insensitivity / scale,
+                                     quantile=hp.quantile, huber_delta=hp.huber_delta / scale)
+        self.positive_weight = settings.positive_weight.astype(np.float32)
+        self.weighted = bool(np.any(self.positive_weight != 1.0))
+        self.class_weights = class_weights
+        # losses are computed on the normalised label scale; this factor reports them on the raw scale
+        self.report_factor = scale ** REGRESSION_DEGREE[hp.loss] if hp.predictor_type == "regressor" else 1.0
+        self.name = OBJECTIVE_NAMES[hp.loss] + "_objective"
+
+    def prepare_labels(self, labels: np.ndarray) -> np.ndarray:
+        """Labels as the loss wants them: class ids, or a (n, 1) column (normalised for regression)."""
+        if self.hp.predictor_type == "multiclass_classifier":
+            return labels.astype(np.int64)
+        column = labels.astype(np.float32)[:, None]
+        if self.hp.predictor_type == "regressor":
+            column = (column - np.float32(self.scaler.label_mean)) / np.float32(self.scaler.label_scale)
+        return column
+
+    def __call__(self, scores: np.ndarray, labels: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        predictor = self.hp.predictor_type
+        if predictor == "binary_classifier":
+            weights = 1.0 + (self.positive_weight[None, :] - 1.0) * labels if self.weighted else None
+            return binary_loss(self.params, scores, labels, weights)
+        if predictor == "multiclass_classifier":
+            weights = self.class_weights[labels] if self.class_weights is not None else None
+            return softmax_loss(scores, labels, self.hp.num_classes, weights)
+        return regression_loss(self.params, scores, labels)
+
+
+def _batches(data: Dataset, batch_size: int, prepared_labels: np.ndarray):
+    for start in range(0, data.rows, batch_size):
+        end = min(start + batch_size, data.rows)
+        yield data.features[start:end], prepared_labels[start:end]
+
+
+def _score(models: ParallelModels, features, params: np.ndarray | None = None) -> np.ndarray:
+    weights, bias = models.effective(params)
+    return np.asarray(features @ weights, dtype=np.float32) + bias
+
+
+def _evaluation_losses(models: ParallelModels, objective: Objective, data: Dataset, labels: np.ndarray,
+                       params: np.ndarray | None = None) -> np.ndarray:
+    """Mean loss of every model on ``data`` (raw label scale), in chunks to bound memory."""
+    total = np.zeros(models.hp.num_models)
+    for start in range(0, data.rows, EVALUATION_CHUNK):
+        end = min(start + EVALUATION_CHUNK, data.rows)
+        sums, _ = objective(_score(models, data.features[start:end], params), labels[start:end])
+        total += sums
+    return total / max(data.rows, 1) * objective.report_factor
+
+
+def fit(hp: Hyperparameters, train: Dataset, validation: Dataset | None, collective: Collective, log: Log,
+        host: str = "algo-1") -> FitResult:
+    """Train ``hp.num_models`` models on this host's shard with gradients summed over all hosts every step."""
+    scaler, histogram = fit_scaler(hp, train, collective)
+    dim = train.features.shape[1]
+    positive_balance = histogram[0] / histogram[1] if hp.predictor_type == "binary_classifier" and histogram[1] else 1.0
+    class_weights = None
+    if hp.predictor_type == "multiclass_classifier" and hp.balance_multiclass_weights:
+        present = np.maximum(histogram, 1.0)
+        class_weights = (histogram.sum() / (hp.num_classes * present)).astype(np.float32)
+    settings = model_settings(hp, positive_balance)
+    models = ParallelModels(hp, scaler, dim)
+    objective = Objective(hp, scaler, settings, class_weights)
+    optimizer = Optimizer(hp, settings, models.params.shape, models.classes)
+    train_labels = objective.prepare_labels(train.labels)
+    leader = collective.rank == 0
+    if validation is not None and leader:
+        validation_labels = objective.prepare_labels(validation.labels)
+    best_params = models.params.copy()
+    best_loss = np.full(hp.num_models, np.inf)
+    best_metric = math.inf
+    epochs_without_improvement = 0
+    epoch_loss = np.zeros(hp.num_models)
+    last_epoch_loss = np.full(hp.num_models, np.nan)
+    epochs_run = 0
+    size = models.params.size
+    for epoch in range(hp.epochs):
+        started = time.perf_counter()
+        epoch_loss = np.zeros(hp.num_models)
+        epoch_records = 0.0
+        local_records = 0
+        batches = _batches(train, hp.mini_batch_size, train_labels)
+        while True:
+            batch = next(batches, None)
+            if batch is None:
+                # this shard is exhausted: contribute zero-weight gradients until every shard is
+                vector = np.zeros(size + hp.num_models + 1)
+            else:
+                features, labels = batch
+                loss_sums, score_gradient = objective(_score(models, features), labels)
+                gradient = models.gradient(features, score_gradient)
+                vector = np.concatenate([gradient.ravel(), loss_sums, [features.shape[0]]])
+                local_records += features.shape[0]
+            total = collective.allreduce(vector)
+            records = total[-1]
+            if records == 0:
+                break
+            epoch_records += records
+            epoch_loss += total[size:size + hp.num_models]
+            mean_gradient = (total[:size] / records).astype(np.float32).reshape(models.params.shape)
+            optimizer.step(models.params, mean_gradient)
+        elapsed = time.perf_counter() - started
+        epochs_run = epoch + 1
+        last_epoch_loss = epoch_loss / max(epoch_records, 1.0) * objective.report_factor
+        log(f"#quality_metric: host={host}, epoch={epoch}, train {objective.name} <loss>={np.min(last_epoch_loss)}")
+        log(f"#throughput_metric: host={host}, train throughput={local_records / max(elapsed, 1e-9):.2f} "
+            "records/second")
+        log(f"#progress_metric: host={host}, completed {100.0 * epochs_run / hp.epochs:.1f} % of epochs")
+        stop = 0.0
+        if leader:
+            if validation is not None:
+                losses = _evaluation_losses(models, objective, validation, validation_labels)
+                log(f"#quality_metric: host={host}, epoch={epoch}, validation {objective.name} "
+                    f"<loss>={np.min(losses)}")
+            else:
+                losses = last_epoch_loss
+            improved = losses < best_loss
+            best_loss = np.where(improved, losses, best_loss)
+            best_params[:, np.repeat(improved, models.classes)] = models.params[:, np.repeat(improved, models.classes)]
+            metric = float(np.min(losses))
+            log(f"#early_stopping_criteria_metric: host={host}, epoch={epoch}, criteria={objective.name}, "
+                f"value={metric}")
+            if math.isfinite(best_metric) and (best_metric - metric) / max(abs(best_metric), 1e-12) \
+                    <= hp.early_stopping_tolerance:
+                epochs_without_improvement += 1
+            else:
+                epochs_without_improvement = 0
+            best_metric = min(best_metric, metric)
+            if epochs_without_improvement >= hp.early_stopping_patience:
+                log(f"Early stop condition met. Stopping training at epoch {epoch}.")
+                stop = 1.0
+        if collective.size > 1:
+            stop = float(collective.allreduce(np.array([stop]))[0])
+        if stop:
+            break
+    if not leader:
+        return FitResult(model=None, metrics={}, epochs=epochs_run)
+    selection_data = validation if validation is not None else train
+    selection_labels = validation_labels if validation is not None else train_labels
+    model, index = select_model(hp, models, objective, best_params, best_loss, selection_data, selection_labels,
+                                scaler)
+    log(f"Selected model #{index} (learning_rate={settings.learning_rate[index]:.6g}, wd={settings.wd[index]:.6g}, "
+        f"l1={settings.l1[index]:.6g}, positive_example_weight_mult={settings.positive_weight[index]:.6g})")
+    metrics = {"train:objective_loss": float(last_epoch_loss[index])}
+    return FitResult(model=model, metrics=metrics, epochs=epochs_run)
+
+
+def select_model(hp: Hyperparameters, models: ParallelModels, objective: Objective, best_params: np.ndarray,
+                 best_loss: np.ndarray, data: Dataset, labels: np.ndarray, scaler: Scaler) -> tuple[LinearModel, int]:
+    """Pick the best of the models' best snapshots; for binary classifiers calibrate the threshold first."""
+    threshold = 0.5 if hp.loss == "logistic" else 0.0
+    if hp.predictor_type == "binary_classifier" and hp.selection_criteria != "loss_function":
+        count = data.rows if hp.num_calibration_samples is None else min(hp.num_calibration_samples, data.rows)
+        scores = _score(models, data.features[:count], best_params).astype(np.float64)
+        if hp.loss == "logistic":
+            scores = 1.0 / (1.0 + np.exp(-scores))
+        thresholds, values = calibrate_thresholds(
+            data.labels[:count], scores, hp.selection_criteria, beta=hp.f_beta, target_precision=hp.target_precision,
+            target_recall=hp.target_recall, default_threshold=threshold)
+        # best criterion value; among equals the lower loss
+        order = np.lexsort((best_loss, -values))
+        index = int(order[0])
+        threshold = float(thresholds[index])
+    else:
+        index = int(np.argmin(best_loss))
+    return to_linear_model(hp, models, best_params, index, scaler, threshold), index
+
+
+def to_linear_model(hp: Hyperparameters, models: ParallelModels, params: np.ndarray, index: int, scaler: Scaler,
+                    threshold: float) -> LinearModel:
+    """Fold the normalisation (features and label) into model ``index``'s raw-scale weights and bias."""
+    columns = slice(index * models.classes, (index + 1) * models.classes)
+    weights, bias = models.effective(params[:, columns].astype(np.float64))
+    weights = weights.astype(np.float64) * scaler.label_scale
+    bias = bias.astype(np.float64) * scaler.label_scale + scaler.label_mean
+    return LinearModel(predictor_type=hp.predictor_type, loss=hp.loss, weights=weights.astype(np.float32),
+                       bias=bias.astype(np.float32), threshold=threshold)
+
+
+def evaluate(hp: Hyperparameters, model: LinearModel, data: Dataset) -> list[tuple[str, str, float]]:
+    """Final metrics of ``model`` on ``data`` as (name logged by the service, short key, value)."""
+    raw = LossParameters(hp.loss, margin=hp.margin, insensitivity=hp.loss_insensitivity, quantile=hp.quantile,
+                         huber_delta=hp.huber_delta)
+    scores = model.linear_scores(data.features)
+    labels = data.labels.astype(np.float64)
+    objective_name = OBJECTIVE_NAMES[hp.loss] + "_objective"
+    if hp.predictor_type == "binary_classifier":
+        loss, _ = binary_loss(raw, scores, labels[:, None], None)
+        score, predicted = model.predict(data.features)
+        values = binary_metrics(labels, predicted, score, hp.f_beta)
+        names = {"binary_f_beta": f"binary_f_{hp.f_beta:.3f}"}
+    elif hp.predictor_type == "multiclass_classifier":
+        loss, _ = softmax_loss(scores, labels.astype(np.int64), hp.num_classes, None)
+        probabilities, _ = model.predict(data.features)
+        values = multiclass_metrics(labels, probabilities, hp.accuracy_top_k, hp.f_beta)
+        names = {"multiclass_top_k_accuracy": f"multiclass_top_{hp.accuracy_top_k}_accuracy",
+                 "macro_f_beta": f"macro_f_{hp.f_beta:.3f}"}
+    else:
+        loss, _ = regression_loss(raw, scores, labels[:, None])
+        values = regression_metrics(labels, scores[:, 0])
+        names = {}
+    results = [(objective_name, "objective_loss", float(loss[0]) / max(data.rows, 1))]
+    results += [(names.get(key, key), key, value) for key, value in values.items()]
+    return results
