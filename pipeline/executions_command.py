@@ -1,12 +1,100 @@
-"""Placeholder until this command lands (the owner replaces this whole file)."""
+"""List recent pipeline executions: the local ones in the work dir, or with ``--sagemaker`` the ones on SageMaker."""
+
+from __future__ import annotations
 
 import argparse
+import json
+import sys
+from datetime import datetime
+from pathlib import Path
+from typing import Any
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
-    """No arguments yet."""
+    """Where to look, how many, and how to print."""
+    from pipeline.config import add_config_arguments
+
+    parser.add_argument("--sagemaker", action="store_true", help="list the pipeline's executions on SageMaker")
+    parser.add_argument("--workdir", type=Path, default=Path(".llpipe"), help="local work dir (.llpipe)")
+    parser.add_argument("--max-results", type=int, default=20, metavar="N", help="at most N executions (20)")
+    parser.add_argument("--json", action="store_true", help="print JSON instead of a table")
+    add_config_arguments(parser)
 
 
 def run(args: argparse.Namespace) -> int:
-    """Not built yet."""
-    raise SystemExit("this command is not built yet")
+    """Print the executions, newest first."""
+    if args.max_results < 1:
+        print("llpipe executions: --max-results must be at least 1", file=sys.stderr)
+        return 2
+    rows = _sagemaker_rows(args) if args.sagemaker else _local_rows(args.workdir.resolve(), args.max_results)
+    if rows is None:
+        return 2
+    if args.json:
+        print(json.dumps(rows, indent=2, default=str))
+        return 0
+    from rich.console import Console
+    from rich.table import Table
+
+    table = Table(title="Executions (newest first)", title_justify="left")
+    for column in ("id", "status", "start", "end", "failure reason"):
+        table.add_column(column, overflow="fold")
+    for row in rows:
+        table.add_row(
+            row["id"], row["status"], _time(row["start_time"]), _time(row["end_time"]), row["failure_reason"] or ""
+        )
+    Console().print(table)
+    if not rows:
+        where = "on SageMaker" if args.sagemaker else f"in {args.workdir}"
+        print(f"no executions {where}; start one with `llpipe run`", file=sys.stderr)
+    return 0
+
+
+def _local_rows(workdir: Path, max_results: int) -> list[dict[str, Any]]:
+    from pipeline.local.executions import ExecutionStore
+
+    return [
+        {
+            "id": record.id,
+            "status": record.status,
+            "start_time": record.start_time,
+            "end_time": record.end_time,
+            "failure_reason": record.failure_reason,
+            "steps": {name: step.status for name, step in record.steps.items()},
+        }
+        for record in ExecutionStore(workdir / "executions").list()[:max_results]
+    ]
+
+
+def _sagemaker_rows(args: argparse.Namespace) -> list[dict[str, Any]] | None:
+    from pipeline.config import ConfigError, config_from_args
+    from pipeline.sagemaker_ops import list_executions
+
+    try:
+        summaries = list_executions(config_from_args(args), args.max_results)
+    except ConfigError as error:
+        print(f"llpipe executions: {error}", file=sys.stderr)
+        return None
+    rows = []
+    for summary in summaries:
+        arn = summary.get("PipelineExecutionArn", "")
+        rows.append(
+            {
+                "id": arn.rsplit("/", 1)[-1],
+                "arn": arn,
+                "status": summary.get("PipelineExecutionStatus", ""),
+                "start_time": summary.get("StartTime"),
+                "end_time": summary.get("LastModifiedTime")
+                if summary.get("PipelineExecutionStatus") != "Executing"
+                else None,
+                "failure_reason": summary.get("PipelineExecutionFailureReason"),
+            }
+        )
+    return rows
+
+
+def _time(value: Any) -> str:
+    if value is None:
+        return "-"
+    if isinstance(value, datetime):
+        return value.strftime("%Y-%m-%d %H:%M:%S")
+    return str(value).replace("T", " ")[:19]

@@ -1,12 +1,52 @@
-"""Placeholder until this command lands (the owner replaces this whole file)."""
+"""Show one local execution: its parameters, every step's status, times, cache hits, failure reasons and logs."""
+
+from __future__ import annotations
 
 import argparse
+import json
+import sys
+from pathlib import Path
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
-    """No arguments yet."""
+    """``show ID`` with the work dir, ``--json`` and ``--logs``."""
+    sub = parser.add_subparsers(dest="action", metavar="ACTION", required=True)
+    show = sub.add_parser("show", help="show one execution's steps, timings, failure reasons and log files")
+    show.add_argument("execution_id", metavar="ID", help="the execution id (see `llpipe executions`)")
+    show.add_argument("--workdir", type=Path, default=Path(".llpipe"), help="the run's work dir (.llpipe)")
+    show.add_argument("--json", action="store_true", help="print the execution record as JSON")
+    show.add_argument("--logs", action="store_true", help="also print every instance's log")
 
 
 def run(args: argparse.Namespace) -> int:
-    """Not built yet."""
-    raise SystemExit("this command is not built yet")
+    """Print the record; exit 2 when the id is unknown."""
+    from rich.console import Console
+
+    from pipeline.local.executions import ExecutionStore
+    from pipeline.local.progress import step_table
+
+    store = ExecutionStore(args.workdir.resolve() / "executions")
+    try:
+        record = store.load(args.execution_id)
+    except KeyError as error:
+        print(f"llpipe execution show: {error.args[0]}", file=sys.stderr)
+        return 2
+    if args.json:
+        print(json.dumps(record.to_json(), indent=2, default=str))
+        return 0
+    console = Console()
+    console.print(f"[bold]Execution {record.id}[/bold] of {record.pipeline_name}: {record.status}")
+    console.print(f"Started {record.start_time}, ended {record.end_time or '-'}")
+    console.print("Parameters: " + ", ".join(f"{name}={value}" for name, value in record.parameters.items()))
+    console.print(step_table(record))
+    if record.failure_reason:
+        console.print(f"[red]Failure:[/red] {record.failure_reason}")
+    for step in record.steps.values():
+        if step.cache_hit_source:
+            console.print(f"{step.name}: cache hit, outputs of execution {step.cache_hit_source}")
+        for log in step.logs:
+            console.print(f"{step.name} log: {log}")
+            if args.logs and Path(log).is_file():
+                console.print(Path(log).read_text(errors="replace"), markup=False, highlight=False)
+    console.print(f"Record folder: {record.folder}")
+    return 0

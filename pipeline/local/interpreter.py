@@ -257,6 +257,11 @@ class Interpreter:
         record.save()
         self.on_change(record, step)
 
+    def _progress(self, record: ExecutionRecord, step: StepRecord, text: str) -> None:
+        """A running job's progress line: shown live, saved with the next status change (not on every line)."""
+        step.detail = text
+        self.on_change(record, step)
+
     def _run_step(self, spec: StepSpec, record: ExecutionRecord, context: expressions.Context) -> None:
         step = record.steps[spec.name]
         try:
@@ -305,9 +310,10 @@ class Interpreter:
             pipeline_name=self.pipeline_name,
             record=step,
             folder=folder,
-            report=lambda text: self._change(record, step, detail=text),
+            report=lambda text: self._progress(record, step, text),
         )
         properties = self.runners[spec.type](job)
+        step.detail = ""  # the last progress line of a finished job says nothing more
         return {**properties, **self._property_files(spec, properties)}
 
     @staticmethod

@@ -1,12 +1,79 @@
-"""Placeholder until this command lands (the owner replaces this whole file)."""
+"""Run the whole pipeline on this machine by interpreting its SageMaker definition JSON.
+
+With no data option it runs the bundled example (scikit-learn's breast cancer data set, 2 processing and 2 training
+instances). With ``--data FILE_OR_DIR --label-column C --predictor-type T`` it runs on your own CSV/Parquet files.
+Pipeline parameters are overridden with ``--param Name=Value`` (checked before anything runs). Everything lands in
+the work dir (default ``.llpipe``): ``s3/`` (the local S3 folder), ``registry.db``, ``executions/<id>/``.
+Exit code 0 only when the execution succeeded.
+"""
+
+from __future__ import annotations
 
 import argparse
+import json
+import sys
+from pathlib import Path
+
+PREDICTOR_TYPES = ("binary_classifier", "multiclass_classifier", "regressor")
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
-    """No arguments yet."""
+    """The data, parameter, work dir and output options, plus the shared configuration flags."""
+    from pipeline.config import add_config_arguments
+
+    data = parser.add_argument_group("data (default: the bundled breast cancer example)")
+    data.add_argument("--data", type=Path, metavar="FILE_OR_DIR", help="CSV or Parquet file, or a folder of them")
+    data.add_argument("--label-column", metavar="C", help="the label column of --data")
+    data.add_argument("--predictor-type", choices=PREDICTOR_TYPES, help="what to train on --data")
+    parser.add_argument(
+        "--param", action="append", default=[], metavar="Name=Value", help="pipeline parameter override (repeat)"
+    )
+    parser.add_argument("--workdir", type=Path, default=Path(".llpipe"), help="where everything lands (.llpipe)")
+    parser.add_argument("--no-cache", action="store_true", help="run every step even if a cached run matches")
+    output = parser.add_mutually_exclusive_group()
+    output.add_argument("--quiet", action="store_true", help="no live table and no summary; only errors")
+    output.add_argument("--json", action="store_true", help="print one JSON object with the outcome at the end")
+    add_config_arguments(parser)
 
 
 def run(args: argparse.Namespace) -> int:
-    """Not built yet."""
-    raise SystemExit("this command is not built yet")
+    """Execute the pipeline locally; 0 when the execution succeeded, 1 when it failed, 2 on a usage error."""
+    from rich.console import Console
+
+    from pipeline.config import ConfigError, config_from_args
+    from pipeline.local.conditions import ConditionError
+    from pipeline.local.expressions import ExpressionError
+    from pipeline.local.interpreter import DefinitionError
+    from pipeline.local.parameters import ParameterError, parse_overrides
+    from pipeline.local.runner import DataError, build_local_run, example_data, user_data
+    from pipeline.local.summary import print_summary, summarise
+
+    workdir = args.workdir.resolve()
+    try:
+        if args.data is None and (args.label_column or args.predictor_type):
+            raise DataError("--label-column and --predictor-type describe --data; pass --data FILE_OR_DIR too")
+        if args.data is not None and not (args.label_column and args.predictor_type):
+            raise DataError("--data needs --label-column and --predictor-type")
+        overrides = parse_overrides(args.param)
+        config = config_from_args(args)
+        local_run = build_local_run(config, workdir, use_cache=not args.no_cache)
+        source = user_data(args.data, args.label_column, args.predictor_type) if args.data else example_data(workdir)
+        if args.quiet or args.json:
+            record = local_run.execute(source, overrides)
+        else:
+            from pipeline.local.progress import LiveSteps
+
+            with LiveSteps(Console(stderr=False)) as live:
+                local_run.on_change = live.update
+                record = local_run.execute(source, overrides)
+    except (ConfigError, DataError, ParameterError, DefinitionError, ExpressionError, ConditionError) as error:
+        print(f"llpipe run: {error}", file=sys.stderr)
+        return 2
+    summary = summarise(record, local_run.s3)
+    if args.json:
+        print(json.dumps(summary, indent=2, default=str))
+    elif not args.quiet:
+        print_summary(summary, Console())
+    elif record.status != "Succeeded":
+        print(f"llpipe run: execution {record.id} failed: {record.failure_reason}", file=sys.stderr)
+    return 0 if record.status == "Succeeded" else 1

@@ -1,0 +1,32 @@
+"""The bundled example: scikit-learn's breast cancer data set (569 rows, 30 features, binary label).
+
+It is written as several CSV parts so that two processing instances each get files under ``ShardedByS3Key``,
+with a header row, snake_case column names and the label in a column named ``label`` (1 = benign).
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+EXAMPLE_LABEL_COLUMN = "label"
+EXAMPLE_PREDICTOR_TYPE = "binary_classifier"
+EXAMPLE_PARTS = 4
+
+
+def write_example_data(folder: Path, parts: int = EXAMPLE_PARTS) -> list[Path]:
+    """Write ``part-00000.csv`` ... into ``folder`` (rows dealt round-robin, so every part mixes both classes)."""
+    from sklearn.datasets import load_breast_cancer
+
+    data = load_breast_cancer(as_frame=True)
+    frame = data.frame.rename(columns=lambda name: re.sub(r"\W+", "_", name.strip()).lower())
+    frame = frame.rename(columns={"target": EXAMPLE_LABEL_COLUMN})
+    folder.mkdir(parents=True, exist_ok=True)
+    written = []
+    for part in range(parts):
+        path = folder / f"part-{part:05d}.csv"
+        temporary = path.with_name(f".{path.name}.tmp")
+        frame.iloc[part::parts].to_csv(temporary, index=False)
+        temporary.replace(path)
+        written.append(path)
+    return written

@@ -1,0 +1,54 @@
+"""A local CreateModel: records the model (image, artifact) under ``<workdir>/models/<ModelName>.json``.
+
+The local model name is the requested one plus a hash of the resolved request, so one artifact keeps one name
+across executions and a Transform step whose model did not change can hit the cache.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from pipeline.local.executions import write_json_atomically
+from pipeline.local.interpreter import Job, StepFailed
+from pipeline.local.s3 import LocalS3
+
+
+@dataclass(frozen=True)
+class ModelJobs:
+    """Runs Model (CreateModel) steps; Transform steps read the models it records."""
+
+    s3: LocalS3
+    models: Path
+    region: str
+    account: str
+
+    def __call__(self, job: Job) -> dict[str, Any]:
+        request = job.arguments
+        container = request.get("PrimaryContainer") or (request.get("Containers") or [None])[0]
+        if not container:
+            raise StepFailed("CreateModel request has no PrimaryContainer")
+        model_data = container.get("ModelDataUrl")
+        if model_data and not self.s3.path(model_data).is_file():
+            raise StepFailed(f"ModelDataUrl {model_data} does not exist in the local S3 folder")
+        digest = hashlib.sha256(json.dumps(request, sort_keys=True, default=str).encode()).hexdigest()[:12]
+        name = f"{request.get('ModelName') or 'model'}-{digest}"[:63]
+        described = {
+            **request,
+            "ModelName": name,
+            "ModelArn": f"arn:aws:sagemaker:{self.region}:{self.account}:model/{name.lower()}",
+            "PrimaryContainer": container,
+        }
+        write_json_atomically(self.models / f"{name}.json", described)
+        return described
+
+
+def load_model(models: Path, name: str) -> dict[str, Any]:
+    """A model recorded by a CreateModel step; ``StepFailed`` naming it when there is none."""
+    path = models / f"{name}.json"
+    if not path.is_file():
+        raise StepFailed(f"model {name!r} does not exist (no CreateModel step created it locally)")
+    return json.loads(path.read_text())

@@ -1,0 +1,168 @@
+"""A local processing job with SageMaker's container contract, one subprocess per instance.
+
+Each instance gets a sandbox standing in for the container's file system: ``/opt/ml/...`` in the entrypoint, the
+arguments and the inputs' and outputs' ``LocalPath`` is ``<sandbox>/algo-N/opt/ml/...``; the inputs are the
+instance's share of each S3 prefix (``ShardedByS3Key`` or ``FullyReplicated``), including the ``code`` input the
+entrypoint runs from; ``/opt/ml/config/resourceconfig.json`` names the host and its peers. Python entrypoints run
+with this interpreter. The outputs are uploaded to the local S3 folder only when every instance succeeded.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from pipeline.local.executions import write_json_atomically
+from pipeline.local.interpreter import Job, StepFailed
+from pipeline.local.jobs.storage import download, upload_folder
+from pipeline.local.s3 import LocalS3
+
+CONTAINER_ROOT = "/opt/ml"
+RESOURCE_CONFIG = "/opt/ml/config/resourceconfig.json"
+PYTHON_COMMANDS = ("python", "python3")
+
+
+def host_name(index: int) -> str:
+    """SageMaker's host name of instance ``index`` (0-based)."""
+    return f"algo-{index + 1}"
+
+
+def remap(value: str, root: Path) -> str:
+    """``/opt/ml/x`` (alone or as ``--flag=/opt/ml/x``) -> ``<root>/opt/ml/x``; anything else unchanged."""
+    flag, separator, path = value.partition("=")
+    if separator and not flag.startswith("/"):
+        return f"{flag}={remap(path, root)}"
+    if value == CONTAINER_ROOT or value.startswith(CONTAINER_ROOT + "/"):
+        return str(root / value.lstrip("/"))
+    return value
+
+
+@dataclass(frozen=True)
+class ProcessingJobs:
+    """Runs Processing steps against one local S3 folder."""
+
+    s3: LocalS3
+
+    def __call__(self, job: Job) -> dict[str, Any]:
+        arguments = job.arguments
+        count = int(arguments["ProcessingResources"]["ClusterConfig"]["InstanceCount"])
+        if count < 1:
+            raise StepFailed(f"InstanceCount must be at least 1, got {count}")
+        app = arguments["AppSpecification"]
+        entrypoint = [str(part) for part in app.get("ContainerEntrypoint") or []]
+        if not entrypoint or Path(entrypoint[0]).name not in PYTHON_COMMANDS:
+            raise StepFailed(
+                f"image {app.get('ImageUri')}: the local backend runs Python entrypoints only, got {entrypoint or None}"
+            )
+        container_arguments = [str(argument) for argument in app.get("ContainerArguments") or []]
+        environment = {str(k): str(v) for k, v in (arguments.get("Environment") or {}).items()}
+        sandbox = job.folder / "sandbox"
+        shutil.rmtree(sandbox, ignore_errors=True)
+        logs = job.folder / "logs"
+        logs.mkdir(parents=True, exist_ok=True)
+        try:
+            roots = [self._prepare_instance(sandbox, index, count, arguments) for index in range(count)]
+            job.report(f"{count} instance(s) running")
+            self._run(job, roots, entrypoint, container_arguments, environment, logs)
+            for output in arguments.get("ProcessingOutputConfig", {}).get("Outputs", []):
+                s3_output = output.get("S3Output")
+                if s3_output is None:
+                    raise StepFailed(f"output {output.get('OutputName')}: only S3Output is supported locally")
+                for root in roots:
+                    upload_folder(self.s3, Path(remap(s3_output["LocalPath"], root)), s3_output["S3Uri"])
+        finally:
+            shutil.rmtree(sandbox, ignore_errors=True)
+        return {
+            **arguments,
+            "ProcessingJobName": job.job_name,
+            "ProcessingJobArn": f"arn:aws:sagemaker:local:000000000000:processing-job/{job.job_name.lower()}",
+            "ProcessingJobStatus": "Completed",
+        }
+
+    def _prepare_instance(self, sandbox: Path, index: int, count: int, arguments: dict[str, Any]) -> Path:
+        root = sandbox / host_name(index)
+        hosts = [host_name(i) for i in range(count)]
+        write_json_atomically(Path(remap(RESOURCE_CONFIG, root)), {"current_host": hosts[index], "hosts": hosts})
+        for item in arguments.get("ProcessingInputs", []):
+            name = item.get("InputName")
+            s3_input = item.get("S3Input")
+            if s3_input is None:
+                raise StepFailed(f"input {name}: only S3Input is supported locally (got {sorted(item)})")
+            if s3_input.get("S3DataType", "S3Prefix") != "S3Prefix":
+                raise StepFailed(f"input {name}: S3DataType {s3_input['S3DataType']} is not supported locally")
+            if s3_input.get("S3CompressionType", "None") != "None":
+                raise StepFailed(f"input {name}: S3CompressionType {s3_input['S3CompressionType']} is not supported")
+            download(
+                self.s3,
+                s3_input["S3Uri"],
+                Path(remap(s3_input["LocalPath"], root)),
+                s3_input.get("S3DataDistributionType", "FullyReplicated"),
+                index,
+                count,
+                f"input {name}",
+            )
+        for output in arguments.get("ProcessingOutputConfig", {}).get("Outputs", []):
+            local_path = (output.get("S3Output") or {}).get("LocalPath")
+            if local_path:
+                Path(remap(local_path, root)).mkdir(parents=True, exist_ok=True)
+        return root
+
+    def _run(
+        self,
+        job: Job,
+        roots: list[Path],
+        entrypoint: list[str],
+        container_arguments: list[str],
+        environment: dict[str, str],
+        logs: Path,
+    ) -> None:
+        processes = []
+        started = time.monotonic()
+        try:
+            for index, root in enumerate(roots):
+                command = [sys.executable, *[remap(part, root) for part in entrypoint[1:] + container_arguments]]
+                log_path = logs / f"{host_name(index)}.log"
+                job.add_log(log_path)
+                with log_path.open("w") as log:
+                    processes.append(
+                        subprocess.Popen(
+                            command,
+                            stdout=log,
+                            stderr=subprocess.STDOUT,
+                            cwd=root,
+                            env={**os.environ, **environment, "PYTHONUNBUFFERED": "1"},
+                        )
+                    )
+            while any(process.poll() is None for process in processes):
+                failed = [i for i, process in enumerate(processes) if process.returncode not in (None, 0)]
+                if failed:
+                    break  # one instance failed: the job has failed, stop the others
+                job.report(f"{len(roots)} instance(s) running, {time.monotonic() - started:.0f}s")
+                time.sleep(0.05)
+        finally:
+            for process in processes:
+                if process.poll() is None:
+                    process.kill()
+                process.wait()
+        failed = [i for i, process in enumerate(processes) if process.returncode != 0]
+        if failed:
+            index = failed[0]
+            code = processes[index].returncode
+            reason = last_error(logs / f"{host_name(index)}.log")
+            raise StepFailed(f"{host_name(index)} exited with code {code}: {reason}")
+
+
+def last_error(log_path: Path, lines: int = 1) -> str:
+    """The last non-empty line(s) of an instance's log: where a Python error states its message."""
+    try:
+        text = log_path.read_text(errors="replace")
+    except OSError:
+        return "no log"
+    tail = [line.strip() for line in text.splitlines() if line.strip()][-lines:]
+    return " | ".join(tail) or "no output"

@@ -1,0 +1,77 @@
+"""The live step table: one row per step with its status, elapsed time and latest progress line (rich)."""
+
+from __future__ import annotations
+
+import threading
+from datetime import datetime, timezone
+from typing import Any
+
+from pipeline.local.executions import ExecutionRecord, StepRecord
+
+STATUS_STYLES = {
+    "Pending": "dim",
+    "Executing": "yellow",
+    "Succeeded": "green",
+    "Failed": "red",
+    "Skipped": "dim",
+}
+
+
+def elapsed(step: StepRecord, at: datetime | None = None) -> str:
+    """``12.3s`` since the step started (until it ended), or empty before it starts."""
+    if not step.start_time:
+        return ""
+    start = datetime.fromisoformat(step.start_time)
+    end = datetime.fromisoformat(step.end_time) if step.end_time else (at or datetime.now(timezone.utc))
+    return f"{(end - start).total_seconds():.1f}s"
+
+
+def step_table(record: ExecutionRecord | None, title: str = "") -> Any:
+    """A rich Table of the record's steps."""
+    from rich.table import Table
+
+    table = Table(title=title, title_justify="left", expand=False)
+    for column, options in (
+        ("step", {}),
+        ("type", {}),
+        ("status", {}),
+        ("time", {"justify": "right"}),
+        ("detail", {"overflow": "fold", "max_width": 70}),
+    ):
+        table.add_column(column, **options)
+    if record is None:
+        return table
+    for step in list(record.steps.values()):
+        status = "Succeeded (cached)" if step.cache_hit_source else step.status
+        detail = step.failure_reason if step.status == "Failed" else step.detail
+        style = STATUS_STYLES.get(step.status, "")
+        table.add_row(step.name, step.type, f"[{style}]{status}[/{style}]", elapsed(step), detail or "")
+    return table
+
+
+class LiveSteps:
+    """Keeps a rich Live display of the latest record; ``update`` is safe to call from job threads."""
+
+    def __init__(self, console: Any) -> None:
+        from rich.live import Live
+
+        self.lock = threading.Lock()
+        self.record: ExecutionRecord | None = None
+        self.live = Live(console=console, refresh_per_second=4, get_renderable=self.render, transient=False)
+
+    def render(self) -> Any:
+        with self.lock:
+            record = self.record
+        title = f"Execution {record.id}" if record else "Starting"
+        return step_table(record, title)
+
+    def update(self, record: ExecutionRecord, step: StepRecord) -> None:
+        with self.lock:
+            self.record = record
+
+    def __enter__(self) -> LiveSteps:
+        self.live.__enter__()
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.live.__exit__(*exc)

@@ -1,0 +1,155 @@
+"""One local execution from start to end: build the definition, stage its code and data, interpret it, summarise.
+
+The work dir holds everything: ``s3/`` (the local S3 folder), ``registry.db``, ``models/`` and
+``executions/<id>/``. Data is staged under ``s3://<bucket>/<pipeline>/input/<name>-<fingerprint>/`` so an unchanged
+data set keeps its URI and cached steps stay valid.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from pipeline.local.executions import ExecutionRecord, ExecutionStore, StepRecord
+from pipeline.local.interpreter import Interpreter, load_definition
+from pipeline.local.jobs import local_runners
+from pipeline.local.jobs.storage import link_or_copy
+from pipeline.local.s3 import LocalS3
+
+DATA_SUFFIXES = (".csv", ".csv.gz", ".parquet")
+DEFAULT_WORKDIR = Path(".llpipe")
+
+
+class DataError(ValueError):
+    """The data given to ``llpipe run --data`` cannot be used."""
+
+
+@dataclass(frozen=True)
+class DataSource:
+    """The input of one run: files to stage, and the parameters they imply."""
+
+    name: str
+    files: list[Path]
+    base: Path
+    parameters: dict[str, str]
+
+
+def data_files(path: Path) -> tuple[Path, list[Path]]:
+    """The CSV/Parquet files of a file or folder (recursively, sorted) and the folder they are relative to."""
+    if path.is_file():
+        return path.parent, [path]
+    if not path.is_dir():
+        raise DataError(f"--data {path}: no such file or folder")
+    files = sorted(p for p in path.rglob("*") if p.is_file() and p.name.lower().endswith(DATA_SUFFIXES))
+    files = [p for p in files if not any(part.startswith((".", "_")) for part in p.relative_to(path).parts)]
+    if not files:
+        raise DataError(f"--data {path}: no {', '.join(DATA_SUFFIXES)} files in this folder")
+    return path, files
+
+
+def user_data(path: Path, label_column: str, predictor_type: str) -> DataSource:
+    """The user's own data; with a single file, one processing instance (a second would get no object)."""
+    base, files = data_files(path)
+    parameters = {"LabelColumn": label_column, "PredictorType": predictor_type}
+    if len(files) == 1:
+        parameters["ProcessingInstanceCount"] = "1"
+    return DataSource(path.name.split(".")[0] or "data", files, base, parameters)
+
+
+def example_data(workdir: Path) -> DataSource:
+    """The bundled breast cancer example, written once into the work dir."""
+    from pipeline.example_data import EXAMPLE_LABEL_COLUMN, EXAMPLE_PREDICTOR_TYPE, write_example_data
+
+    folder = workdir / "example-data"
+    files = write_example_data(folder)
+    parameters = {"LabelColumn": EXAMPLE_LABEL_COLUMN, "PredictorType": EXAMPLE_PREDICTOR_TYPE}
+    return DataSource("breast-cancer", files, folder, parameters)
+
+
+def fingerprint(files: list[Path], base: Path) -> str:
+    """A short hash of the files' relative names, sizes and contents' modification times (cheap on big data)."""
+    digest = hashlib.sha256()
+    for path in files:
+        stat = path.stat()
+        digest.update(f"{path.relative_to(base).as_posix()}\0{stat.st_size}\0{stat.st_mtime_ns}\0".encode())
+    return digest.hexdigest()[:12]
+
+
+def stage_data(s3: LocalS3, source: DataSource, prefix: str) -> str:
+    """Link the data into the local S3 folder; returns its S3 prefix URI (ending in ``/``)."""
+    uri = f"{prefix}/input/{source.name}-{fingerprint(source.files, source.base)}/"
+    for path in source.files:
+        target = s3.path(uri + path.relative_to(source.base).as_posix())
+        if not target.exists():
+            temporary = target.with_name(f".{target.name}.staging")
+            temporary.unlink(missing_ok=True)
+            link_or_copy(path, temporary)
+            temporary.replace(target)
+    return uri
+
+
+def merge_parameters(implied: Mapping[str, str], overrides: Mapping[str, str]) -> dict[str, str]:
+    """The data's parameters, then ``--param`` overrides; a ``--param`` contradicting a data flag is an error."""
+    for name, value in overrides.items():
+        if name in ("LabelColumn", "PredictorType") and name in implied and implied[name] != value:
+            raise DataError(f"--param {name}={value} contradicts the data option that sets it to {implied[name]}")
+    return {**implied, **overrides}
+
+
+@dataclass
+class LocalRun:
+    """Everything one local execution needs; ``execute`` runs it and returns the record."""
+
+    config: Any  # pipeline.config.PipelineConfig
+    workdir: Path
+    definition_json: str
+    uploads: dict[str, bytes]
+    use_cache: bool = True
+    max_parallel: int = 2
+    on_change: Callable[[ExecutionRecord, StepRecord], None] | None = None
+
+    @property
+    def s3(self) -> LocalS3:
+        return LocalS3(self.workdir / "s3")
+
+    @property
+    def store(self) -> ExecutionStore:
+        return ExecutionStore(self.workdir / "executions")
+
+    def interpreter(self) -> Interpreter:
+        account = self.config.role_arn.split(":")[4]
+        return Interpreter(
+            runners=local_runners(self.workdir, region=self.config.region, account=account),
+            store=self.store,
+            read_json=lambda uri: json.loads(self.s3.path(uri).read_text()),
+            pipeline_name=self.config.pipeline_name,
+            max_parallel=self.max_parallel,
+            use_cache=self.use_cache,
+            on_change=self.on_change or (lambda record, step: None),
+        )
+
+    def execute(self, source: DataSource, overrides: Mapping[str, str]) -> ExecutionRecord:
+        """Validate, stage code and data, then interpret the definition; errors before staging leave nothing."""
+        definition = load_definition(self.definition_json)
+        interpreter = self.interpreter()
+        parameters = merge_parameters(source.parameters, overrides)
+        interpreter.prepare(definition, parameters)
+        s3 = self.s3
+        for uri, body in self.uploads.items():
+            if not s3.path(uri).is_file() or s3.path(uri).read_bytes() != body:
+                s3.put_bytes(uri, body)
+        if "InputDataUrl" not in overrides:
+            parameters["InputDataUrl"] = stage_data(s3, source, self.config.pipeline_prefix)
+        return interpreter.run(definition, parameters)
+
+
+def build_local_run(config: Any, workdir: Path, **options: Any) -> LocalRun:
+    """Build the definition offline for ``config`` and wrap it in a ``LocalRun``."""
+    from pipeline.definition import build_definition
+
+    built = build_definition(config)
+    return LocalRun(config, workdir, built.definition_json, built.uploads, **options)

@@ -1,0 +1,137 @@
+"""The end-of-run summary: status, steps, the report's metrics, the gate's decision, the registered model package
+or the failure reason, and where the model, the report and the plots are; as a dict (``--json``) or for a terminal.
+
+It reads the pipeline's conventions from the record: the ``Train`` step's artifact, the ``Evaluate`` step's
+``evaluation.json`` (SageMaker model-quality sections plus ``gate``), the ``QualityGate`` outcome and the
+``Register`` step's model package.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from pipeline.local.executions import ExecutionRecord
+from pipeline.local.s3 import LocalS3
+
+METRICS_SECTIONS = ("binary_classification_metrics", "multiclass_classification_metrics", "regression_metrics")
+
+
+def flat_metrics(report: dict[str, Any]) -> dict[str, Any]:
+    """``{"auc": 0.99, ...}``: every metric of the report's model-quality section that has a scalar ``value``."""
+    for section in METRICS_SECTIONS:
+        if section in report:
+            return {
+                name: entry["value"]
+                for name, entry in report[section].items()
+                if isinstance(entry, dict) and isinstance(entry.get("value"), (int, float, str))
+            }
+    return {}
+
+
+def _report_uri(record: ExecutionRecord) -> str | None:
+    files = record.steps.get("Evaluate")
+    return (files.properties.get("PropertyFiles") or {}).get("EvaluationReport") if files else None
+
+
+def summarise(record: ExecutionRecord, s3: LocalS3, render_plots: bool = True) -> dict[str, Any]:
+    """The summary of a finished execution as one JSON-ready dict."""
+    summary: dict[str, Any] = {
+        "execution_id": record.id,
+        "status": record.status,
+        "steps": {name: step.status for name, step in record.steps.items()},
+        "cache_hits": sorted(name for name, step in record.steps.items() if step.cache_hit_source),
+        "metrics": {},
+        "gate": None,
+        "model_package": None,
+        "failure_reason": record.failure_reason,
+        "paths": {"execution": str(record.folder), "model": None, "report": None, "plots": []},
+    }
+    train = record.steps.get("Train")
+    artifact = (train.properties.get("ModelArtifacts") or {}).get("S3ModelArtifacts") if train else None
+    if artifact and s3.path(artifact).is_file():
+        summary["paths"]["model"] = str(s3.path(artifact))
+    report_uri = _report_uri(record)
+    if report_uri and s3.path(report_uri).is_file():
+        report_path = s3.path(report_uri)
+        report = json.loads(report_path.read_text())
+        summary["paths"]["report"] = str(report_path)
+        summary["metrics"] = flat_metrics(report)
+        gate = report.get("gate") or {}
+        threshold = record.parameters.get("MetricThreshold")
+        decision = record.steps.get("QualityGate")
+        passed = decision.properties.get("Outcome") if decision and decision.status == "Succeeded" else None
+        summary["gate"] = {
+            "metric": gate.get("metric"),
+            "value": gate.get("value"),
+            "threshold": threshold,
+            "passed": passed,
+        }
+        if render_plots:
+            summary["paths"]["plots"] = _plots(report_path, record.folder / "plots")
+    register = record.steps.get("Register")
+    if register and register.status == "Succeeded":
+        properties = register.properties
+        summary["model_package"] = {
+            "group": properties.get("ModelPackageGroupName"),
+            "version": properties.get("ModelPackageVersion"),
+            "arn": properties.get("ModelPackageArn"),
+            "approval_status": properties.get("ModelApprovalStatus"),
+        }
+    return summary
+
+
+def _plots(report_path: Path, folder: Path) -> list[str]:
+    """PNG plots of the report (pipeline.plots); an execution's plots are rendered once."""
+    try:
+        from pipeline.plots import render_plots
+    except ImportError:  # the plotting module is optional for a run: the report stays the source of truth
+        return []
+
+    existing = sorted(folder.glob("*.png")) if folder.is_dir() else []
+    return [str(path) for path in (existing or render_plots(report_path, folder))]
+
+
+def print_summary(summary: dict[str, Any], console: Any) -> None:
+    """The human-readable summary on a rich console."""
+    from rich.table import Table
+
+    succeeded = summary["status"] == "Succeeded"
+    colour = "green" if succeeded else "red"
+    console.print(f"\n[bold]Execution {summary['execution_id']}[/bold]: [{colour}]{summary['status']}[/{colour}]")
+    if summary["cache_hits"]:
+        console.print(f"Cache hits: {', '.join(summary['cache_hits'])}")
+    if summary["metrics"]:
+        table = Table(title="Model quality on the test split", title_justify="left")
+        table.add_column("metric")
+        table.add_column("value", justify="right")
+        for name, value in summary["metrics"].items():
+            table.add_row(name, f"{value:.4f}" if isinstance(value, float) else str(value))
+        console.print(table)
+    gate = summary["gate"]
+    if gate:
+        verdict = {True: "[green]passed[/green]", False: "[red]failed[/red]", None: "not evaluated"}[gate["passed"]]
+        console.print(
+            f"Quality gate: {gate['metric']} = {_number(gate['value'])} vs threshold "
+            f"{_number(gate['threshold'])}: {verdict}"
+        )
+    package = summary["model_package"]
+    if package:
+        console.print(
+            f"Registered: {package['group']} version {package['version']} ({package['approval_status']})"
+            f"\n  {package['arn']}"
+        )
+    elif not succeeded:
+        console.print(f"[red]Failure:[/red] {summary['failure_reason']}")
+    paths = summary["paths"]
+    for label in ("model", "report"):
+        if paths[label]:
+            console.print(f"{label.capitalize()}: {paths[label]}")
+    if paths["plots"]:
+        console.print(f"Plots: {', '.join(paths['plots'])}")
+    console.print(f"Record: {paths['execution']}  (llpipe execution show {summary['execution_id']})")
+
+
+def _number(value: Any) -> str:
+    return f"{value:.4f}" if isinstance(value, float) else str(value)
