@@ -321,7 +321,19 @@ def _evaluation_losses(models: ParallelModels, objective: Objective, data: Datas
 
 def fit(hp: Hyperparameters, train: Dataset, validation: Dataset | None, collective: Collective, log: Log,
         host: str = "algo-1") -> FitResult:
-    """Train ``hp.num_models`` models on this host's shard with gradients summed over all hosts every step."""
+    """Train ``hp.num_models`` models on this host's shard with gradients summed over all hosts every step.
+
+    BLAS runs single-threaded: the per-batch products are small, and threads only add synchronisation cost
+    (several times slower on a busy machine); parallelism comes from instances.
+    """
+    from threadpoolctl import threadpool_limits
+
+    with threadpool_limits(limits=1, user_api="blas"):
+        return _fit(hp, train, validation, collective, log, host)
+
+
+def _fit(hp: Hyperparameters, train: Dataset, validation: Dataset | None, collective: Collective, log: Log,
+         host: str) -> FitResult:
     scaler, histogram = fit_scaler(hp, train, collective)
     dim = train.features.shape[1]
     positive_balance = histogram[0] / histogram[1] if hp.predictor_type == "binary_classifier" and histogram[1] else 1.0
