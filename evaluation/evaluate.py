@@ -1,0 +1,508 @@
+"""The Evaluate processing job: scores batch-transform predictions against the test labels.
+
+Reads, for every RecordIO-protobuf test shard ``F`` under the test dir, the batch-transform output ``F.out`` (jsonlines,
+one object per record, in order), checks the counts match file by file, and writes ``evaluation.json``: SageMaker's
+model-quality statistics (``binary_classification_metrics``, ``multiclass_classification_metrics`` or
+``regression_metrics``, every metric ``{"value", "standard_deviation"}``) plus a ``gate`` section
+``{"metric", "value"}`` (higher is always better) that the pipeline's Condition step compares with its threshold.
+
+Runs in a SageMaker processing container: numpy, pandas, scikit-learn and the standard library only; every path
+comes in as an argument.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import os
+import sys
+import tempfile
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from sklearn.metrics import precision_recall_curve, roc_auc_score, roc_curve
+
+try:
+    from preprocessing.recordio import read as read_recordio
+except ImportError:  # flat code bundle: recordio.py sits next to this file
+    from recordio import read as read_recordio
+
+PREDICTOR_TYPES = ("binary_classifier", "multiclass_classifier", "regressor")
+# The gate metric per predictor type; each is "higher is better" so one Condition (>=) serves all three.
+GATE_METRICS = {"binary_classifier": "auc", "multiclass_classifier": "accuracy", "regressor": "r2"}
+METRICS_SECTIONS = {
+    "binary_classifier": "binary_classification_metrics",
+    "multiclass_classifier": "multiclass_classification_metrics",
+    "regressor": "regression_metrics",
+}
+REPORT_NAME = "evaluation.json"
+# Model Monitor reports a standard deviation only from 200 records up; below that it writes the string "NaN".
+MIN_RECORDS_FOR_STANDARD_DEVIATION = 200
+DEFAULT_BOOTSTRAP_ROUNDS = 30
+DEFAULT_SEED = 0
+MAX_CURVE_POINTS = 201
+MAX_PREDICTION_SAMPLE = 1000
+F_BETAS = {"f0_5": 0.5, "f1": 1.0, "f2": 2.0}
+
+
+class EvaluationError(Exception):
+    """Bad input: the message names the file, the record and what was expected."""
+
+
+@dataclass(frozen=True)
+class Scored:
+    """All test records in shard order: labels, scores (probabilities or regression values), predicted labels."""
+
+    labels: np.ndarray
+    scores: np.ndarray  # (n,) binary probability or regression value; (n, k) multiclass probabilities
+    predicted_labels: np.ndarray | None  # None for regression
+    file_count: int
+
+
+# ---------------------------------------------------------------------------------------------------------- reading
+
+
+def find_test_shards(test_dir: Path) -> list[Path]:
+    """Every test shard under ``test_dir`` (recursively, hidden files skipped), by relative name."""
+    if not test_dir.is_dir():
+        raise EvaluationError(f"test dir {test_dir} does not exist or is not a directory")
+    shards = sorted(
+        path
+        for path in test_dir.rglob("*")
+        if path.is_file() and not any(part.startswith(".") for part in path.relative_to(test_dir).parts)
+    )
+    if not shards:
+        raise EvaluationError(f"test dir {test_dir} holds no test shards")
+    return shards
+
+
+def read_labels(shard: Path) -> np.ndarray:
+    """The labels of one RecordIO-protobuf test shard, float64."""
+    try:
+        with shard.open("rb") as fileobj:
+            _, labels = read_recordio(fileobj)
+    except Exception as error:  # the codec's own message says which record and why
+        raise EvaluationError(f"test shard {shard}: cannot read RecordIO-protobuf: {error}") from error
+    if labels is None:
+        raise EvaluationError(f"test shard {shard}: records carry no labels; evaluation needs labelled test data")
+    labels = np.asarray(labels, dtype=np.float64).reshape(-1)
+    bad = np.flatnonzero(~np.isfinite(labels))
+    if bad.size:
+        raise EvaluationError(
+            f"test shard {shard}: record {bad[0]}: label is {labels[bad[0]]}, expected a finite number"
+        )
+    return labels
+
+
+def read_prediction_lines(out_file: Path) -> Iterator[tuple[int, dict[str, Any]]]:
+    """(line number, JSON object) for each non-blank line of a batch-transform ``.out`` file."""
+    with out_file.open("r", encoding="utf-8") as lines:
+        for line_number, line in enumerate(lines, start=1):
+            if not line.strip():
+                continue
+            try:
+                record = json.loads(line)
+            except json.JSONDecodeError as error:
+                raise EvaluationError(f"{out_file}: line {line_number}: not valid JSON ({error.msg})") from error
+            if not isinstance(record, dict) or "score" not in record:
+                raise EvaluationError(f"{out_file}: line {line_number}: expected an object with a 'score' field")
+            yield line_number, record
+
+
+def _number(value: Any, out_file: Path, line_number: int, field: str) -> float:
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+        raise EvaluationError(f"{out_file}: line {line_number}: '{field}' is {value!r}, expected a finite number")
+    return float(value)
+
+
+def _class_index(value: Any, classes: int, out_file: Path, line_number: int) -> int:
+    number = _number(value, out_file, line_number, "predicted_label")
+    if number != int(number) or not 0 <= number < classes:
+        raise EvaluationError(
+            f"{out_file}: line {line_number}: 'predicted_label' is {value!r}, expected an integer in [0, {classes})"
+        )
+    return int(number)
+
+
+def read_predictions(out_file: Path, predictor_type: str) -> tuple[np.ndarray, np.ndarray | None]:
+    """Scores and predicted labels of one ``.out`` file, validated against the predictor type's output format."""
+    scores: list[Any] = []
+    predicted: list[int] = []
+    classes: int | None = None
+    for line_number, record in read_prediction_lines(out_file):
+        score = record["score"]
+        if predictor_type == "regressor":
+            scores.append(_number(score, out_file, line_number, "score"))
+            continue
+        if "predicted_label" not in record:
+            raise EvaluationError(f"{out_file}: line {line_number}: expected a 'predicted_label' field")
+        if predictor_type == "binary_classifier":
+            probability = _number(score, out_file, line_number, "score")
+            if not 0.0 <= probability <= 1.0:
+                raise EvaluationError(f"{out_file}: line {line_number}: 'score' is {score!r}, expected a probability")
+            scores.append(probability)
+            predicted.append(_class_index(record["predicted_label"], 2, out_file, line_number))
+        else:
+            if not isinstance(score, list) or len(score) < 2:
+                raise EvaluationError(
+                    f"{out_file}: line {line_number}: 'score' is {score!r}, expected a list of class probabilities"
+                )
+            if classes is None:
+                classes = len(score)
+            elif len(score) != classes:
+                raise EvaluationError(
+                    f"{out_file}: line {line_number}: 'score' has {len(score)} classes, earlier lines have {classes}"
+                )
+            scores.append([_number(value, out_file, line_number, "score") for value in score])
+            predicted.append(_class_index(record["predicted_label"], classes, out_file, line_number))
+    if predictor_type == "regressor":
+        return np.asarray(scores, dtype=np.float64), None
+    return np.asarray(scores, dtype=np.float64), np.asarray(predicted, dtype=np.int64)
+
+
+def load_scored(predictions_dir: Path, test_dir: Path, predictor_type: str) -> Scored:
+    """Pairs every test shard with its ``.out`` file and checks they describe the same records, file by file."""
+    if not predictions_dir.is_dir():
+        raise EvaluationError(f"predictions dir {predictions_dir} does not exist or is not a directory")
+    shards = find_test_shards(test_dir)
+    expected_outputs = {shard.relative_to(test_dir).as_posix() + ".out" for shard in shards}
+    unexpected = sorted(
+        path.relative_to(predictions_dir).as_posix()
+        for path in predictions_dir.rglob("*.out")
+        if path.is_file() and path.relative_to(predictions_dir).as_posix() not in expected_outputs
+    )
+    if unexpected:
+        raise EvaluationError(
+            f"predictions dir {predictions_dir}: {unexpected[0]} has no matching test shard under {test_dir}"
+        )
+    labels, scores, predicted = [], [], []
+    for shard in shards:
+        relative = shard.relative_to(test_dir).as_posix()
+        out_file = predictions_dir / (relative + ".out")
+        if not out_file.is_file():
+            raise EvaluationError(f"missing predictions for test shard {relative}: expected {out_file}")
+        shard_labels = read_labels(shard)
+        shard_scores, shard_predicted = read_predictions(out_file, predictor_type)
+        if len(shard_scores) != len(shard_labels):
+            raise EvaluationError(
+                f"{out_file} holds {len(shard_scores)} predictions but test shard {relative} holds "
+                f"{len(shard_labels)} records: the counts must match"
+            )
+        if predictor_type != "regressor" and shard_scores.size:
+            classes = 2 if predictor_type == "binary_classifier" else shard_scores.shape[1]
+            check_class_labels(shard_labels, classes, shard)
+        labels.append(shard_labels)
+        scores.append(shard_scores)
+        if shard_predicted is not None:
+            predicted.append(shard_predicted)
+    all_labels = np.concatenate(labels)
+    if all_labels.size == 0:
+        raise EvaluationError(f"test dir {test_dir}: the test shards hold no records")
+    non_empty_scores = [block for block in scores if block.size]
+    if predictor_type == "multiclass_classifier":
+        widths = {block.shape[1] for block in non_empty_scores}
+        if len(widths) > 1:
+            raise EvaluationError(f"{predictions_dir}: .out files disagree on the number of classes: {sorted(widths)}")
+    all_scores = np.concatenate(non_empty_scores)
+    all_predicted = np.concatenate(predicted) if predictor_type != "regressor" else None
+    return Scored(all_labels, all_scores, all_predicted, len(shards))
+
+
+def check_class_labels(labels: np.ndarray, classes: int, shard: Path) -> None:
+    """Classifier labels must be class indices the predictions can name."""
+    bad = np.flatnonzero((labels != np.round(labels)) | (labels < 0) | (labels >= classes))
+    if bad.size:
+        raise EvaluationError(
+            f"test shard {shard}: record {bad[0]}: label {labels[bad[0]]} is not a class index in [0, {classes})"
+        )
+
+
+# ---------------------------------------------------------------------------------------------------------- metrics
+
+
+def _ratio(numerator: float, denominator: float) -> float:
+    """numerator / denominator, 0 when the denominator is 0 (scikit-learn's zero_division=0)."""
+    return float(numerator) / float(denominator) if denominator else 0.0
+
+
+def _f_beta(precision: float, recall: float, beta: float) -> float:
+    return _ratio((1 + beta**2) * precision * recall, beta**2 * precision + recall)
+
+
+def confusion(labels: np.ndarray, predicted: np.ndarray, classes: int) -> np.ndarray:
+    """Confusion counts: rows are the true class, columns the predicted class."""
+    flat = labels.astype(np.int64) * classes + predicted.astype(np.int64)
+    return np.bincount(flat, minlength=classes * classes).reshape(classes, classes)
+
+
+def binary_scalars(labels: np.ndarray, scores: np.ndarray, predicted: np.ndarray) -> dict[str, float]:
+    """Every scalar binary metric; the best constant classifier always predicts the positive class."""
+    (tn, fp), (fn, tp) = confusion(labels, predicted, 2)
+    n = tn + fp + fn + tp
+    positives, negatives = tp + fn, tn + fp
+    precision, recall = _ratio(tp, tp + fp), _ratio(tp, positives)
+    constant_precision, constant_recall = _ratio(positives, n), 1.0 if positives else 0.0
+    values = {
+        "recall": recall,
+        "precision": precision,
+        "accuracy": _ratio(tp + tn, n),
+        "recall_best_constant_classifier": constant_recall,
+        "precision_best_constant_classifier": constant_precision,
+        "accuracy_best_constant_classifier": _ratio(positives, n),
+        "true_positive_rate": recall,
+        "true_negative_rate": _ratio(tn, negatives),
+        "false_positive_rate": _ratio(fp, negatives),
+        "false_negative_rate": _ratio(fn, positives),
+        "auc": float(roc_auc_score(labels, scores)) if positives and negatives else math.nan,
+    }
+    for name, beta in F_BETAS.items():
+        values[name] = _f_beta(precision, recall, beta)
+    for name, beta in F_BETAS.items():
+        values[f"{name}_best_constant_classifier"] = _f_beta(constant_precision, constant_recall, beta)
+    return values
+
+
+def _weighted_scalars(matrix: np.ndarray, prefix: str = "") -> dict[str, float]:
+    """Accuracy and support-weighted recall, precision and F-scores from a confusion matrix."""
+    n = matrix.sum()
+    support = matrix.sum(axis=1)
+    predicted_counts = matrix.sum(axis=0)
+    correct = np.diag(matrix)
+    recall = np.divide(correct, support, out=np.zeros(len(correct)), where=support > 0)
+    precision = np.divide(correct, predicted_counts, out=np.zeros(len(correct)), where=predicted_counts > 0)
+    weights = support / n
+    values = {
+        f"accuracy{prefix}": _ratio(correct.sum(), n),
+        f"weighted_recall{prefix}": float(weights @ recall),
+        f"weighted_precision{prefix}": float(weights @ precision),
+    }
+    for name, beta in F_BETAS.items():
+        denominator = beta**2 * precision + recall
+        f_scores = np.divide(
+            (1 + beta**2) * precision * recall, denominator, out=np.zeros(len(correct)), where=denominator > 0
+        )
+        values[f"weighted_{name}{prefix}"] = float(weights @ f_scores)
+    return values
+
+
+def multiclass_scalars(labels: np.ndarray, predicted: np.ndarray, classes: int) -> dict[str, float]:
+    """Every scalar multiclass metric; the best constant classifier always predicts the most frequent class."""
+    matrix = confusion(labels, predicted, classes)
+    majority = int(np.argmax(matrix.sum(axis=1)))
+    constant = np.zeros_like(matrix)
+    constant[:, majority] = matrix.sum(axis=1)
+    return {**_weighted_scalars(matrix), **_weighted_scalars(constant, "_best_constant_classifier")}
+
+
+def regression_scalars(labels: np.ndarray, predictions: np.ndarray) -> dict[str, float]:
+    """mae, mse, rmse and r2 (r2 as scikit-learn: 1 for a perfect fit of constant labels, else 0 then)."""
+    residuals = labels - predictions
+    mse = float(np.mean(residuals**2))
+    residual_sum = float(np.sum(residuals**2))
+    total_sum = float(np.sum((labels - labels.mean()) ** 2))
+    if total_sum > 0:
+        r2 = 1.0 - residual_sum / total_sum
+    else:
+        r2 = 1.0 if residual_sum == 0 else 0.0
+    return {"mae": float(np.mean(np.abs(residuals))), "mse": mse, "rmse": math.sqrt(mse), "r2": r2}
+
+
+def bootstrap_standard_deviations(
+    scalars: Callable[[np.ndarray], dict[str, float]], n: int, rounds: int, seed: int
+) -> dict[str, float]:
+    """Standard deviation of every metric over ``rounds`` resamples (with replacement) of the n records.
+
+    NaN when there are fewer than 200 records, as Model Monitor does, or when rounds < 2.
+    """
+    if n < MIN_RECORDS_FOR_STANDARD_DEVIATION or rounds < 2:
+        return {name: math.nan for name in scalars(np.arange(n))}
+    generator = np.random.default_rng(seed)
+    samples = [scalars(generator.integers(0, n, size=n)) for _ in range(rounds)]
+    deviations = {}
+    for name in samples[0]:
+        values = np.array([sample[name] for sample in samples], dtype=np.float64)
+        values = values[np.isfinite(values)]
+        deviations[name] = float(np.std(values, ddof=1)) if values.size >= 2 else math.nan
+    return deviations
+
+
+def _thin(*curves: np.ndarray, limit: int = MAX_CURVE_POINTS) -> list[list[float]]:
+    """At most ``limit`` points of a curve, evenly spaced along it, first and last point kept."""
+    length = len(curves[0])
+    keep = np.unique(np.linspace(0, length - 1, min(length, limit)).round().astype(np.int64))
+    return [[float(value) for value in curve[keep]] for curve in curves]
+
+
+def _with_deviation(values: dict[str, float], deviations: dict[str, float]) -> dict[str, dict[str, float]]:
+    return {name: {"value": values[name], "standard_deviation": deviations[name]} for name in values}
+
+
+def _confusion_dict(matrix: np.ndarray) -> dict[str, dict[str, int]]:
+    """Model Monitor's layout: {true class: {predicted class: count}}."""
+    return {
+        str(actual): {str(guess): int(matrix[actual, guess]) for guess in range(matrix.shape[1])}
+        for actual in range(matrix.shape[0])
+    }
+
+
+def binary_report(scored: Scored, rounds: int, seed: int) -> dict[str, Any]:
+    labels, scores, predicted = scored.labels.astype(np.int64), scored.scores, scored.predicted_labels
+    assert predicted is not None
+    present = set(np.unique(labels).tolist())
+    if present != {0, 1}:
+        raise EvaluationError(
+            f"the test labels hold only class {present.pop()}: AUC (the gate metric) needs both classes 0 and 1"
+        )
+    values = binary_scalars(labels, scores, predicted)
+    deviations = bootstrap_standard_deviations(
+        lambda rows: binary_scalars(labels[rows], scores[rows], predicted[rows]), len(labels), rounds, seed
+    )
+    metrics = _with_deviation(values, deviations)
+    false_positive_rates, true_positive_rates, _ = roc_curve(labels, scores)
+    precisions, recalls, _ = precision_recall_curve(labels, scores)
+    ordered: dict[str, Any] = {"confusion_matrix": _confusion_dict(confusion(labels, predicted, 2))}
+    for name in list(metrics)[:10]:  # Model Monitor's order: the rates, then the curves, then auc and F-scores
+        ordered[name] = metrics[name]
+    fpr, tpr = _thin(false_positive_rates, true_positive_rates)
+    ordered["receiver_operating_characteristic_curve"] = {"false_positive_rates": fpr, "true_positive_rates": tpr}
+    pr_precisions, pr_recalls = _thin(precisions[::-1], recalls[::-1])  # ascending recall
+    ordered["precision_recall_curve"] = {"precisions": pr_precisions, "recalls": pr_recalls}
+    for name in list(metrics)[10:]:
+        ordered[name] = metrics[name]
+    return ordered
+
+
+def multiclass_report(scored: Scored, rounds: int, seed: int) -> dict[str, Any]:
+    labels, predicted = scored.labels.astype(np.int64), scored.predicted_labels
+    assert predicted is not None
+    classes = scored.scores.shape[1]
+    values = multiclass_scalars(labels, predicted, classes)
+    deviations = bootstrap_standard_deviations(
+        lambda rows: multiclass_scalars(labels[rows], predicted[rows], classes), len(labels), rounds, seed
+    )
+    return {
+        "confusion_matrix": _confusion_dict(confusion(labels, predicted, classes)),
+        **_with_deviation(values, deviations),
+    }
+
+
+def regression_report(scored: Scored, rounds: int, seed: int) -> dict[str, Any]:
+    labels, predictions = scored.labels, scored.scores
+    values = regression_scalars(labels, predictions)
+    deviations = bootstrap_standard_deviations(
+        lambda rows: regression_scalars(labels[rows], predictions[rows]), len(labels), rounds, seed
+    )
+    return _with_deviation(values, deviations)
+
+
+def prediction_sample(scored: Scored, seed: int) -> dict[str, Any]:
+    """A fixed-seed sample of (label, prediction) pairs so a regression report can be plotted on its own."""
+    n = len(scored.labels)
+    rows = np.arange(n)
+    if n > MAX_PREDICTION_SAMPLE:
+        rows = np.sort(np.random.default_rng(seed).choice(n, size=MAX_PREDICTION_SAMPLE, replace=False))
+    return {
+        "item_count": n,
+        "labels": [float(value) for value in scored.labels[rows]],
+        "predictions": [float(value) for value in scored.scores[rows]],
+    }
+
+
+def build_report(scored: Scored, predictor_type: str, rounds: int, seed: int) -> dict[str, Any]:
+    """The whole evaluation.json document."""
+    builders = {"binary_classifier": binary_report, "multiclass_classifier": multiclass_report}
+    metrics = builders.get(predictor_type, regression_report)(scored, rounds, seed)
+    gate_metric = GATE_METRICS[predictor_type]
+    report: dict[str, Any] = {
+        "version": 0.0,
+        "dataset": {"item_count": len(scored.labels), "file_count": scored.file_count},
+        METRICS_SECTIONS[predictor_type]: metrics,
+        "gate": {"metric": gate_metric, "value": metrics[gate_metric]["value"]},
+    }
+    if predictor_type == "regressor":
+        report["prediction_sample"] = prediction_sample(scored, seed)
+    return report
+
+
+# ---------------------------------------------------------------------------------------------------------- output
+
+
+def _json_safe(value: Any) -> Any:
+    """NaN becomes the string "NaN", as Model Monitor writes it; strict JSON otherwise."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return "NaN"
+    if isinstance(value, dict):
+        return {key: _json_safe(item) for key, item in value.items()}
+    if isinstance(value, list):
+        return [_json_safe(item) for item in value]
+    return value
+
+
+def write_report(report: dict[str, Any], output_dir: Path) -> Path:
+    """Writes ``evaluation.json`` under a temporary name, then renames it: readers never see a partial report."""
+    output_dir.mkdir(parents=True, exist_ok=True)
+    target = output_dir / REPORT_NAME
+    handle, temporary = tempfile.mkstemp(dir=output_dir, prefix=f".{REPORT_NAME}.", suffix=".tmp")
+    try:
+        with os.fdopen(handle, "w", encoding="utf-8") as stream:
+            json.dump(_json_safe(report), stream, indent=2, allow_nan=False)
+            stream.write("\n")
+        os.chmod(temporary, 0o644)  # mkstemp creates 0600; the report is meant to be read by others
+        os.replace(temporary, target)
+    except BaseException:
+        Path(temporary).unlink(missing_ok=True)
+        raise
+    return target
+
+
+def evaluate(
+    predictions_dir: Path,
+    test_dir: Path,
+    output_dir: Path,
+    predictor_type: str,
+    bootstrap_rounds: int = DEFAULT_BOOTSTRAP_ROUNDS,
+    seed: int = DEFAULT_SEED,
+) -> dict[str, Any]:
+    """Reads predictions and labels, writes the report, returns it (NaN still as float)."""
+    if predictor_type not in PREDICTOR_TYPES:
+        raise EvaluationError(f"predictor type {predictor_type!r} is not one of {', '.join(PREDICTOR_TYPES)}")
+    scored = load_scored(predictions_dir, test_dir, predictor_type)
+    report = build_report(scored, predictor_type, bootstrap_rounds, seed)
+    write_report(report, output_dir)
+    return report
+
+
+def parse_args(argv: list[str] | None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--predictions-dir", type=Path, default=Path("/opt/ml/processing/input/predictions"))
+    parser.add_argument("--test-dir", type=Path, default=Path("/opt/ml/processing/input/test"))
+    parser.add_argument("--output-dir", type=Path, default=Path("/opt/ml/processing/output/evaluation"))
+    parser.add_argument("--predictor-type", required=True, choices=PREDICTOR_TYPES)
+    parser.add_argument("--bootstrap-rounds", type=int, default=DEFAULT_BOOTSTRAP_ROUNDS)
+    parser.add_argument("--seed", type=int, default=DEFAULT_SEED)
+    return parser.parse_args(argv)
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse_args(argv)
+    try:
+        report = evaluate(
+            args.predictions_dir, args.test_dir, args.output_dir, args.predictor_type, args.bootstrap_rounds, args.seed
+        )
+    except EvaluationError as error:
+        print(f"evaluate: error: {error}", file=sys.stderr)
+        return 1
+    gate = report["gate"]
+    print(
+        f"evaluate: {report['dataset']['item_count']} records from {report['dataset']['file_count']} test shards; "
+        f"gate {gate['metric']} = {gate['value']:.6g}; wrote {args.output_dir / REPORT_NAME}"
+    )
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
