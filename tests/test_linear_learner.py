@@ -1,0 +1,299 @@
+"""The local Linear Learner in-process: hyperparameter validation, quality against scikit-learn on its bundled data
+sets, threshold calibration, and the MXNet artifact format checked by an independent parser."""
+
+from __future__ import annotations
+
+import io
+import json
+import struct
+import tarfile
+import warnings
+import zipfile
+
+import numpy as np
+import pytest
+from sklearn.datasets import load_breast_cancer, load_diabetes, load_digits, load_iris, load_wine, make_regression
+from sklearn.linear_model import LogisticRegression, LogisticRegressionCV, RidgeCV
+from sklearn.metrics import roc_auc_score
+from sklearn.model_selection import train_test_split
+from sklearn.pipeline import make_pipeline
+from sklearn.preprocessing import StandardScaler
+
+from pipeline.local.linear_learner.artifact import load_model, save_model
+from pipeline.local.linear_learner.collective import LocalCollective
+from pipeline.local.linear_learner.hyperparameters import HyperparameterError, parse_hyperparameters
+from pipeline.local.linear_learner.metrics import calibrate_thresholds, roc_auc
+from pipeline.local.linear_learner.trainer import Dataset, evaluate, fit
+
+
+def split(X, y, *, stratify: bool):
+    """train / validation / test = 60 / 15 / 25 %, fixed seed."""
+    X, y = X.astype(np.float32), y.astype(np.float32)
+    X_rest, X_test, y_rest, y_test = train_test_split(X, y, test_size=0.25, random_state=0,
+                                                      stratify=y if stratify else None)
+    X_train, X_val, y_train, y_val = train_test_split(X_rest, y_rest, test_size=0.2, random_state=0,
+                                                      stratify=y_rest if stratify else None)
+    return Dataset(X_train, y_train), Dataset(X_val, y_val), Dataset(X_test, y_test)
+
+
+def train_and_score(hyperparameters: dict[str, str], train: Dataset, validation: Dataset | None, test: Dataset):
+    hp = parse_hyperparameters(hyperparameters)
+    lines: list[str] = []
+    result = fit(hp, train, validation, LocalCollective(), lines.append)
+    assert result.model is not None
+    return result, {key: value for _, key, value in evaluate(hp, result.model, test)}, lines
+
+
+def sklearn_fit(estimator, train: Dataset, validation: Dataset):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return estimator.fit(np.vstack([train.features, validation.features]),
+                             np.concatenate([train.labels, validation.labels]))
+
+
+# ---------------------------------------------------------------- hyperparameters
+
+def test_defaults_and_auto_resolution_match_the_service_log():
+    hp = parse_hyperparameters({"predictor_type": "binary_classifier"})
+    assert (hp.optimizer, hp.learning_rate, hp.wd, hp.l1) == ("adam", 0.1, 1e-4, 0.0)
+    assert (hp.lr_scheduler_step, hp.lr_scheduler_factor, hp.lr_scheduler_minimum_lr) == (100, 0.99, 1e-5)
+    assert (hp.num_models, hp.mini_batch_size, hp.epochs, hp.loss) == (32, 1000, 15, "logistic")
+    assert hp.selection_criteria == "accuracy" and hp.normalize_data and not hp.normalize_label
+    regressor = parse_hyperparameters({"predictor_type": "regressor"})
+    assert regressor.loss == "squared_loss" and regressor.normalize_label and regressor.unbias_label
+
+
+def test_strings_are_coerced_as_the_service_does():
+    hp = parse_hyperparameters({"predictor_type": "multiclass_classifier", "num_classes": "5", "use_bias": "True",
+                                "epochs": "7", "learning_rate": "0.05", "normalize_data": "False",
+                                "positive_example_weight_mult": "balanced", "feature_dim": "12", "l1": "auto",
+                                "binary_classifier_model_selection_criteria": "f1"})
+    assert hp.num_classes == 5 and hp.use_bias is True and hp.epochs == 7 and hp.learning_rate == 0.05
+    assert hp.normalize_data is False and hp.positive_example_weight_mult == "balanced" and hp.feature_dim == 12
+    assert hp.selection_criteria == "f_beta" and hp.f_beta == 1.0
+    assert hp.explicit >= {"learning_rate", "epochs"} and "wd" not in hp.explicit
+
+
+@pytest.mark.parametrize(("given", "expected"), [
+    ({"predictor_type": "binary_classifier", "epochs": "0"}, "'epochs' has the invalid value '0': allowed is a"),
+    ({"predictor_type": "binary_classifier", "epochs": "ten"}, "'epochs' has the invalid value 'ten'"),
+    ({"predictor_type": "binary_classifier", "learning_rate": "-1"}, "allowed is auto or a positive number"),
+    ({"predictor_type": "binary_classifier", "optimizer": "lbfgs"}, "allowed is one of auto, sgd, adam, rmsprop"),
+    ({"predictor_type": "binary_classifier", "loss": "squared_loss"},
+     "'loss' has the invalid value 'squared_loss': allowed is auto or one of logistic, hinge_loss"),
+    ({"predictor_type": "ranker"}, "'predictor_type' has the invalid value 'ranker'"),
+    ({"predictor_type": "multiclass_classifier"}, "'num_classes' is required"),
+    ({"predictor_type": "multiclass_classifier", "num_classes": "2"}, "allowed is an integer from 3 to 1,000,000"),
+    ({"predictor_type": "binary_classifier", "use_bias": "yes"}, "'use_bias' has the invalid value 'yes'"),
+    ({"predictor_type": "binary_classifier", "quantile": "1.5"}, "'quantile' has the invalid value '1.5'"),
+    ({"predictor_type": "binary_classifier", "wd": "nan"}, "'wd' has the invalid value 'nan'"),
+    ({"predictor_type": "binary_classifier", "learning_rat": "0.1"}, "Unknown hyperparameter(s) 'learning_rat'"),
+    ({"epochs": "3"}, "'predictor_type' is required"),
+])
+def test_invalid_hyperparameters_name_the_parameter_value_and_what_is_allowed(given, expected):
+    with pytest.raises(HyperparameterError) as error:
+        parse_hyperparameters(given)
+    assert expected in str(error.value)
+
+
+# ---------------------------------------------------------------- quality against scikit-learn
+
+def test_binary_classifier_matches_logistic_regression_cv_on_breast_cancer():
+    train, validation, test = split(*load_breast_cancer(return_X_y=True), stratify=True)
+    result, metrics, lines = train_and_score(
+        {"predictor_type": "binary_classifier", "mini_batch_size": "32", "epochs": "15"}, train, validation, test)
+    baseline = sklearn_fit(make_pipeline(StandardScaler(), LogisticRegressionCV(max_iter=5000)), train, validation)
+    baseline_auc = roc_auc_score(test.labels, baseline.predict_proba(test.features)[:, 1])
+    assert metrics["roc_auc_score"] >= baseline_auc - 0.01
+    assert metrics["binary_classification_accuracy"] > 0.93
+    assert any("#quality_metric: host=algo-1, epoch=0, validation binary_classification_cross_entropy_objective "
+               "<loss>=" in line for line in lines)
+    assert any(line.startswith("#throughput_metric: host=algo-1, train throughput=") for line in lines)
+
+
+@pytest.mark.parametrize(("loader", "hyperparameters"), [
+    (load_iris, {"mini_batch_size": "8", "epochs": "40"}),
+    (load_wine, {"mini_batch_size": "16", "epochs": "20"}),
+    (load_digits, {"mini_batch_size": "64", "epochs": "15", "balance_multiclass_weights": "true"}),
+])
+def test_multiclass_classifier_matches_multinomial_logistic_regression(loader, hyperparameters):
+    X, y = loader(return_X_y=True)
+    train, validation, test = split(X, y, stratify=True)
+    classes = str(len(np.unique(y)))
+    _, metrics, _ = train_and_score({"predictor_type": "multiclass_classifier", "num_classes": classes,
+                                     **hyperparameters}, train, validation, test)
+    baseline = sklearn_fit(make_pipeline(StandardScaler(), LogisticRegression(max_iter=5000)), train, validation)
+    assert metrics["multiclass_accuracy"] >= baseline.score(test.features, test.labels) - 0.01
+    assert metrics["multiclass_top_k_accuracy"] >= metrics["multiclass_accuracy"]
+
+
+@pytest.mark.parametrize("data", ["diabetes", "make_regression"])
+def test_regressor_rmse_within_3_percent_of_ridge_cv(data):
+    if data == "diabetes":
+        X, y = load_diabetes(return_X_y=True)
+    else:
+        X, y = make_regression(n_samples=2000, n_features=20, noise=10.0, random_state=0)
+    train, validation, test = split(X, y, stratify=False)
+    _, metrics, _ = train_and_score({"predictor_type": "regressor", "mini_batch_size": "32", "epochs": "15"},
+                                    train, validation, test)
+    baseline = sklearn_fit(RidgeCV(alphas=np.logspace(-3, 3, 13)), train, validation)
+    baseline_rmse = float(np.sqrt(np.mean((baseline.predict(test.features) - test.labels) ** 2)))
+    assert metrics["rmse"] <= baseline_rmse * 1.03
+
+
+@pytest.mark.parametrize("loss", ["absolute_loss", "huber_loss", "eps_insensitive_squared_loss",
+                                  "eps_insensitive_absolute_loss", "quantile_loss"])
+def test_other_regression_losses_train_to_a_useful_model(loss):
+    train, validation, test = split(*load_diabetes(return_X_y=True), stratify=False)
+    _, metrics, _ = train_and_score({"predictor_type": "regressor", "loss": loss, "mini_batch_size": "32",
+                                     "epochs": "15", "huber_delta": "10"}, train, validation, test)
+    baseline = sklearn_fit(RidgeCV(alphas=np.logspace(-3, 3, 13)), train, validation)
+    baseline_rmse = float(np.sqrt(np.mean((baseline.predict(test.features) - test.labels) ** 2)))
+    assert metrics["rmse"] <= baseline_rmse * 1.10
+
+
+def test_quantile_loss_moves_predictions_towards_the_quantile():
+    X, y = make_regression(n_samples=1500, n_features=5, noise=20.0, random_state=1)
+    train, validation, test = split(X, y, stratify=False)
+    covered = {}
+    for q in ("0.1", "0.9"):
+        hp = parse_hyperparameters({"predictor_type": "regressor", "loss": "quantile_loss", "quantile": q,
+                                    "mini_batch_size": "32", "epochs": "10"})
+        model = fit(hp, train, validation, LocalCollective(), lambda line: None).model
+        covered[q] = float(np.mean(test.labels > model.predict(test.features)[0]))
+    assert covered["0.1"] > 0.75 and covered["0.9"] < 0.25
+
+
+def test_hinge_loss_sgd_and_rmsprop_and_balanced_weights_train():
+    train, validation, test = split(*load_breast_cancer(return_X_y=True), stratify=True)
+    for extra in ({"loss": "hinge_loss"}, {"optimizer": "sgd", "momentum": "0.9", "learning_rate": "0.01"},
+                  {"optimizer": "rmsprop"}, {"positive_example_weight_mult": "balanced", "l1": "0.001"}):
+        _, metrics, _ = train_and_score({"predictor_type": "binary_classifier", "mini_batch_size": "32",
+                                         "epochs": "8", "num_models": "4", **extra}, train, validation, test)
+        assert metrics["roc_auc_score"] > 0.98, extra
+
+
+def test_training_is_reproducible_and_num_models_one_uses_the_given_settings():
+    train, validation, _ = split(*load_breast_cancer(return_X_y=True), stratify=True)
+    hyperparameters = {"predictor_type": "binary_classifier", "mini_batch_size": "50", "epochs": "3",
+                       "num_models": "1", "learning_rate": "0.02"}
+    first = fit(parse_hyperparameters(hyperparameters), train, validation, LocalCollective(), lambda line: None)
+    lines: list[str] = []
+    second = fit(parse_hyperparameters(hyperparameters), train, validation, LocalCollective(), lines.append)
+    np.testing.assert_array_equal(first.model.weights, second.model.weights)
+    assert any("Selected model #0 (learning_rate=0.02," in line for line in lines)
+
+
+def test_training_without_validation_selects_on_train_and_early_stops():
+    train, _, test = split(*load_breast_cancer(return_X_y=True), stratify=True)
+    result, metrics, lines = train_and_score(
+        {"predictor_type": "binary_classifier", "mini_batch_size": "32", "epochs": "50",
+         "early_stopping_patience": "1", "early_stopping_tolerance": "0.5"}, train, None, test)
+    assert result.epochs < 50 and any("Early stop condition met" in line for line in lines)
+    assert metrics["roc_auc_score"] > 0.97
+
+
+# ---------------------------------------------------------------- metrics and calibration
+
+def test_roc_auc_matches_scikit_learn_with_ties():
+    rng = np.random.default_rng(0)
+    labels = rng.integers(0, 2, 500)
+    scores = np.round(rng.random(500) + labels * 0.3, 1)  # many ties
+    assert roc_auc(labels, scores) == pytest.approx(roc_auc_score(labels, scores))
+
+
+@pytest.mark.parametrize("criteria", ["accuracy", "f_beta", "precision_at_target_recall",
+                                      "recall_at_target_precision"])
+def test_calibrated_threshold_is_the_best_by_brute_force(criteria):
+    rng = np.random.default_rng(1)
+    labels = rng.integers(0, 2, 300).astype(float)
+    scores = np.column_stack([rng.random(300) * 0.6 + labels * 0.4, rng.random(300)])
+    thresholds, values = calibrate_thresholds(labels, scores, criteria, beta=1.0, target_precision=0.8,
+                                              target_recall=0.8, default_threshold=0.5)
+
+    def value(column, threshold):
+        predicted = scores[:, column] > threshold
+        tp = np.sum(predicted & (labels == 1))
+        precision = tp / max(predicted.sum(), 1) if predicted.sum() else 1.0
+        recall = tp / labels.sum()
+        if criteria == "accuracy":
+            return np.mean(predicted == (labels == 1))
+        if criteria == "f_beta":
+            return 2 * precision * recall / (precision + recall) if precision + recall else 0.0
+        if criteria == "precision_at_target_recall":
+            return precision if recall >= 0.8 else recall - 1
+        return recall if precision >= 0.8 else precision - 1
+
+    for column in range(2):
+        candidates = np.concatenate([[-1.0], np.unique(scores[:, column])])
+        best = max(value(column, t) for t in candidates)
+        assert values[column] == pytest.approx(best)
+        assert value(column, thresholds[column]) == pytest.approx(best)
+
+
+# ---------------------------------------------------------------- artifact
+
+def parse_mxnet_params(data: bytes) -> dict[str, np.ndarray]:
+    """An independent reader of MXNet's NDArray list format (ndarray.cc: NDArray::Save / MXNDArraySave)."""
+    offset = 0
+
+    def read(fmt):
+        nonlocal offset
+        values = struct.unpack_from("<" + fmt, data, offset)
+        offset += struct.calcsize("<" + fmt)
+        return values
+
+    header, reserved, count = read("QQQ")
+    assert (header, reserved) == (0x112, 0)
+    arrays = []
+    for _ in range(count):
+        magic, storage_type = read("Ii")
+        assert magic == 0xF993FAC9 and storage_type == 0  # NDARRAY_V2_MAGIC, kDefaultStorage
+        (ndim,) = read("i")
+        shape = read(f"{ndim}q")
+        device_type, device_id = read("ii")
+        assert (device_type, device_id) == (1, 0)  # cpu(0)
+        (type_flag,) = read("i")
+        assert type_flag == 0  # mshadow::kFloat32
+        size = int(np.prod(shape))
+        arrays.append(np.frombuffer(data, dtype="<f4", count=size, offset=offset).reshape(shape))
+        offset += 4 * size
+    (name_count,) = read("Q")
+    names = []
+    for _ in range(name_count):
+        (length,) = read("Q")
+        names.append(data[offset:offset + length].decode())
+        offset += length
+    assert offset == len(data)
+    return dict(zip(names, arrays, strict=True))
+
+
+def test_artifact_layout_params_format_and_folded_normalisation(tmp_path):
+    X, y = load_wine(return_X_y=True)
+    train, validation, test = split(X, y, stratify=True)
+    hp = parse_hyperparameters({"predictor_type": "multiclass_classifier", "num_classes": "3",
+                                "mini_batch_size": "16", "epochs": "5"})
+    model = fit(hp, train, validation, LocalCollective(), lambda line: None).model
+    path = tmp_path / "model.tar.gz"
+    save_model(model, path)
+    with tarfile.open(path) as tar:
+        assert tar.getnames() == ["model_algo-1"]
+        inner = tar.extractfile("model_algo-1").read()
+    with zipfile.ZipFile(io.BytesIO(inner)) as archive:
+        assert sorted(archive.namelist()) == ["additional-params.json", "manifest.json", "mx-mod-0000.params",
+                                              "mx-mod-symbol.json"]
+        params = parse_mxnet_params(archive.read("mx-mod-0000.params"))
+        symbol = json.loads(archive.read("mx-mod-symbol.json"))
+        additional = json.loads(archive.read("additional-params.json"))
+    assert params["arg:fc0_weight"].shape == (3, 13) and params["arg:fc0_bias"].shape == (3,)
+    nodes = symbol["nodes"]
+    assert [n["name"] for n in nodes] == ["data", "fc0_weight", "fc0_bias", "fc0", "output"]
+    assert nodes[3]["op"] == "FullyConnected" and nodes[3]["attrs"]["num_hidden"] == "3"
+    assert nodes[3]["inputs"] == [[0, 0, 0], [1, 0, 0], [2, 0, 0]] and symbol["heads"] == [[4, 0, 0]]
+    assert symbol["arg_nodes"] == [0, 1, 2] and len(symbol["node_row_ptr"]) == len(nodes) + 1
+    assert additional["predictor_type"] == "multiclass_classifier" and additional["num_classes"] == 3
+    # raw features straight through the stored weights give the trained model's predictions (wine is unscaled)
+    logits = test.features.astype(np.float64) @ params["arg:fc0_weight"].T + params["arg:fc0_bias"]
+    np.testing.assert_array_equal(np.argmax(logits, axis=1), model.predict(test.features)[1])
+    loaded = load_model(path)
+    np.testing.assert_allclose(loaded.predict(test.features)[0], model.predict(test.features)[0], rtol=1e-6)
