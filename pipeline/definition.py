@@ -32,6 +32,7 @@ CODE_DIR = "/opt/ml/processing/input/code"
 PREPROCESS_INPUT_DIR = "/opt/ml/processing/input/data"
 PREPROCESS_OUTPUT_DIR = "/opt/ml/processing/output"
 PREPROCESS_OUTPUTS = ("train", "validation", "test", "summary")
+RESOURCE_CONFIG = "/opt/ml/config/resourceconfig.json"  # the host list SageMaker gives each processing instance
 EVALUATE_PREDICTIONS_DIR = "/opt/ml/processing/input/predictions"
 EVALUATE_TEST_DIR = "/opt/ml/processing/input/test"
 EVALUATE_OUTPUT_DIR = "/opt/ml/processing/output/evaluation"
@@ -243,12 +244,15 @@ def _linear_learner_image(config: PipelineConfig) -> str:
 
 
 def _network_config(config: PipelineConfig) -> Any:
-    """VPC for processing jobs (they need no inter-instance traffic encryption beyond the default)."""
+    """Processing jobs get the same VPC, isolation and encryption settings as training (they need no network)."""
     from sagemaker.core.network import NetworkConfig
 
-    if not config.subnets:
-        return None
-    return NetworkConfig(subnets=list(config.subnets), security_group_ids=list(config.security_group_ids))
+    return NetworkConfig(
+        enable_network_isolation=config.enable_network_isolation,
+        encrypt_inter_container_traffic=config.encrypt_inter_container_traffic,
+        subnets=list(config.subnets) or None,
+        security_group_ids=list(config.security_group_ids) or None,
+    )
 
 
 def _processor(config: PipelineConfig, entry_point: str, name: str, count: Any, instance_type: Any, session: Any):
@@ -330,7 +334,7 @@ def _preprocess_step(config: PipelineConfig, params: Parameters, bundle: CodeBun
             "--train-shards",
             params.training_instance_count.to_string(),
             "--resource-config",
-            "default",
+            RESOURCE_CONFIG,
         ],
         wait=False,
         logs=False,
@@ -426,12 +430,17 @@ def _model_builder(config: PipelineConfig, train: Any, session: Any) -> Any:
     import logging
 
     from sagemaker.serve import ModelBuilder
+    from sagemaker.train.configs import Networking
 
+    networking: dict[str, Any] = {"enable_network_isolation": config.enable_network_isolation}
+    if config.subnets:
+        networking.update(subnets=list(config.subnets), security_group_ids=list(config.security_group_ids))
     return ModelBuilder(
         image_uri=_linear_learner_image(config),
         s3_model_data_url=train.properties.ModelArtifacts.S3ModelArtifacts,
         role_arn=config.role_arn,
         sagemaker_session=session,
+        network=Networking(**networking),
         log_level=logging.WARNING,
     )
 

@@ -49,10 +49,12 @@ def offline_sdk(region: str) -> Iterator[None]:
     overrides = dict(BUILD_ENVIRONMENT)
     if not (os.environ.get("AWS_REGION") or os.environ.get("AWS_DEFAULT_REGION")):
         overrides["AWS_DEFAULT_REGION"] = region
-    with _environment(overrides), _quiet_loggers(), warnings.catch_warnings():
-        # "Running within a PipelineSession, there will be No Wait, No Logs...": expected, we build a definition
-        warnings.filterwarnings("ignore", category=UserWarning, module=r"sagemaker\.")
-        with _memoised_config_validation():
+    with _environment(overrides), warnings.catch_warnings():
+        # "Running within a PipelineSession, there will be No Wait, No Logs...", deprecation shims the SDK imports
+        # itself: expected while building a definition, and nothing the user can act on
+        warnings.filterwarnings("ignore", module=r"sagemaker(\.|$)")
+        warnings.filterwarnings("ignore", message=r"The '\w+' parameter is deprecated", category=DeprecationWarning)
+        with _quiet_loggers(), _memoised_config_validation():
             yield
 
 
@@ -130,6 +132,7 @@ def _memoised_config_validation() -> Iterator[None]:
 def offline_session(region: str, bucket: str) -> Any:
     """A PipelineSession that needs no network: call inside :func:`offline_sdk`."""
     import boto3
+    import botocore.session
     from sagemaker.core.workflow.pipeline_context import PipelineSession
 
     class OfflinePipelineSession(PipelineSession):
@@ -144,6 +147,10 @@ def offline_session(region: str, bucket: str) -> Any:
         def upload_string_as_file_body(self, body: str, bucket: str, key: str, kms_key: str | None = None) -> str:
             raise RuntimeError(f"the pipeline definition must not upload s3://{bucket}/{key}")
 
-    # explicit dummy-free session: no credentials are needed because no request is ever signed
-    boto_session = boto3.Session(region_name=region)
+    # a session of our own (its region is ours; no credentials are needed because no request is ever signed),
+    # sharing botocore's service-model loader with boto3's default session so the models are parsed once
+    core = botocore.session.get_session()
+    if boto3.DEFAULT_SESSION is not None:
+        core.register_component("data_loader", boto3.DEFAULT_SESSION._session.get_component("data_loader"))
+    boto_session = boto3.Session(botocore_session=core, region_name=region)
     return OfflinePipelineSession(boto_session=boto_session, default_bucket=bucket, sagemaker_config=SDK_CONFIG)

@@ -1,0 +1,490 @@
+"""The pipeline definition: built offline and deterministic, and every step's Arguments accepted by botocore's own
+SageMaker request shapes once parameters and property references are substituted."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+from typing import Any
+
+import botocore.session
+import pytest
+from botocore.exceptions import ParamValidationError
+from botocore.validate import validate_parameters
+
+from pipeline.code_bundles import REPOSITORY_ROOT, build_bundle, repository_bundle
+from pipeline.config import PipelineConfig
+from pipeline.definition import STEP_NAMES, BuiltDefinition, build_definition
+
+EXECUTION_ID = "a1b2c3d4e5f6"
+OPERATION_BY_STEP_TYPE = {
+    "Processing": "CreateProcessingJob",
+    "Training": "CreateTrainingJob",
+    "Model": "CreateModel",
+    "Transform": "CreateTransformJob",
+    "RegisterModel": "CreateModelPackage",
+}
+# the job name SageMaker generates when the definition leaves it out
+GENERATED_NAME = {"CreateTrainingJob": "TrainingJobName", "CreateModelPackage": None}
+
+SECURE = PipelineConfig(
+    region="eu-west-1",
+    role_arn="arn:aws:iam::123456789012:role/service-role/PipelineRole",
+    bucket="secure-bucket",
+    pipeline_name="secure-pipeline",
+    model_package_group="secure-models",
+    kms_key_id="arn:aws:kms:eu-west-1:123456789012:key/1234abcd-12ab-34cd-56ef-1234567890ab",
+    subnets=("subnet-0aaa", "subnet-0bbb"),
+    security_group_ids=("sg-0ccc",),
+    enable_network_isolation=True,
+    encrypt_inter_container_traffic=True,
+    tags=(("cost-center", "ml"),),
+    project_name="churn",
+    project_id="p-abc123",
+)
+
+
+@pytest.fixture(scope="module")
+def built() -> BuiltDefinition:
+    return build_definition(PipelineConfig())
+
+
+@pytest.fixture(scope="module")
+def definition(built: BuiltDefinition) -> dict[str, Any]:
+    return json.loads(built.definition_json)
+
+
+@pytest.fixture(scope="module")
+def secure_definition() -> dict[str, Any]:
+    return json.loads(build_definition(SECURE).definition_json)
+
+
+def all_steps(definition: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    """Every step by name, including those nested in the condition's branches."""
+    found: dict[str, dict[str, Any]] = {}
+
+    def visit(steps: list[dict[str, Any]]) -> None:
+        for step in steps:
+            found[step["Name"]] = step
+            if step["Type"] == "Condition":
+                visit(step["Arguments"]["IfSteps"])
+                visit(step["Arguments"]["ElseSteps"])
+
+    visit(definition["Steps"])
+    return found
+
+
+# ---------------------------------------------------------------- offline, deterministic
+
+NETWORK_GUARD = textwrap.dedent(
+    """
+    import hashlib, socket, sys
+
+    def refuse(*args, **kwargs):
+        raise AssertionError(f"network call attempted: {args!r}")
+
+    socket.socket.connect = refuse
+    socket.socket.connect_ex = refuse
+    socket.create_connection = refuse
+    socket.getaddrinfo = refuse
+
+    from pipeline.config import load_config
+    from pipeline.definition import build_definition
+
+    config = load_config(env={})
+    first = build_definition(config)
+    second = build_definition(config)
+    assert first.definition_json == second.definition_json, "two builds differ"
+    assert first.uploads == second.uploads
+    print(hashlib.sha256(first.definition_json.encode()).hexdigest())
+    """
+)
+
+
+def test_builds_with_networking_disabled_and_no_credentials_twice_byte_identical(built: BuiltDefinition) -> None:
+    # a fresh interpreter: the SDK import itself also runs under the guard, with no AWS variable at all
+    home = Path(os.environ.get("TMPDIR", "/tmp")) / "llpipe-no-aws-home"
+    home.mkdir(exist_ok=True)
+    env = {"PATH": os.environ["PATH"], "HOME": str(home), "PYTHONPATH": str(REPOSITORY_ROOT)}
+    result = subprocess.run(
+        [sys.executable, "-c", NETWORK_GUARD], env=env, capture_output=True, text=True, timeout=120, cwd=home
+    )
+    assert result.returncode == 0, result.stderr
+    # same bytes as this process built, whatever this process's environment holds
+    assert result.stdout.strip() == hashlib.sha256(built.definition_json.encode()).hexdigest()
+    assert result.stderr == "", f"the SDK was not silent: {result.stderr}"
+
+
+def environment() -> dict[str, str]:
+    return {name: value for name, value in os.environ.items() if name != "PYTEST_CURRENT_TEST"}
+
+
+ENVIRONMENT_BEFORE_BUILDS = environment()
+
+
+def test_environment_is_restored_after_a_build(built: BuiltDefinition, secure_definition: dict) -> None:
+    assert environment() == ENVIRONMENT_BEFORE_BUILDS
+
+
+def test_json_is_canonical(built: BuiltDefinition, definition: dict[str, Any]) -> None:
+    assert built.definition_json == json.dumps(definition, indent=2, sort_keys=True) + "\n"
+
+
+# ---------------------------------------------------------------- botocore request shapes
+
+
+def resolve(value: Any, defaults: dict[str, Any]) -> Any:
+    """Substitute parameters by their defaults and property references by realistic placeholders."""
+    if isinstance(value, list):
+        return [resolve(item, defaults) for item in value]
+    if not isinstance(value, dict):
+        return value
+    if set(value) == {"Get"}:
+        path: str = value["Get"]
+        if path.startswith("Parameters."):
+            return defaults[path.removeprefix("Parameters.")]
+        if path == "Execution.PipelineExecutionId":
+            return EXECUTION_ID
+        assert path.startswith("Steps."), path
+        if path.endswith(".ModelName"):
+            return "llpipe-model-placeholder"
+        if path.endswith("S3ModelArtifacts"):
+            return "s3://placeholder-bucket/train/output/model.tar.gz"
+        if path.endswith(("S3Uri", "S3OutputPath")):
+            return "s3://placeholder-bucket/placeholder/prefix"
+        raise AssertionError(f"no placeholder for {path}")
+    if set(value) == {"Std:Join"}:
+        parts = resolve(value["Std:Join"]["Values"], defaults)
+        return value["Std:Join"]["On"].join(str(part) for part in parts)
+    if set(value) == {"Std:JsonGet"}:
+        return "0.75"
+    return {key: resolve(item, defaults) for key, item in value.items()}
+
+
+@pytest.fixture(scope="module")
+def sagemaker_model() -> Any:
+    return botocore.session.get_session().get_service_model("sagemaker")
+
+
+@pytest.mark.parametrize("step_name", ["Preprocess", "Train", "CreateModel", "Transform", "Evaluate", "Register"])
+def test_step_arguments_validate_against_botocore(
+    definition: dict[str, Any], secure_definition: dict[str, Any], sagemaker_model: Any, step_name: str
+) -> None:
+    for current in (definition, secure_definition):
+        defaults = {p["Name"]: p["DefaultValue"] for p in current["Parameters"]}
+        step = all_steps(current)[step_name]
+        operation = OPERATION_BY_STEP_TYPE[step["Type"]]
+        request = resolve(step["Arguments"], defaults)
+        if operation == "CreateTrainingJob":
+            request["TrainingJobName"] = "llpipe-train-placeholder"
+        validate_parameters(request, sagemaker_model.operation_model(operation).input_shape)
+
+
+def test_validation_would_catch_a_raw_integer_hyperparameter(definition: dict[str, Any], sagemaker_model: Any) -> None:
+    # the check above is only worth something if it rejects what SDK v3 does by default with ParameterInteger
+    defaults = {p["Name"]: p["DefaultValue"] for p in definition["Parameters"]}
+    request = resolve(all_steps(definition)["Train"]["Arguments"], defaults)
+    request["TrainingJobName"] = "x"
+    request["HyperParameters"]["epochs"] = defaults["Epochs"]
+    with pytest.raises(ParamValidationError, match="HyperParameters.epochs"):
+        validate_parameters(request, sagemaker_model.operation_model("CreateTrainingJob").input_shape)
+
+
+# ---------------------------------------------------------------- the DAG's contract
+
+
+def test_steps_and_parameters_are_named_as_documented(definition: dict[str, Any]) -> None:
+    assert sorted(all_steps(definition)) == sorted(STEP_NAMES)
+    parameters = {p["Name"]: p for p in definition["Parameters"]}
+    assert set(parameters) == {
+        "InputDataUrl",
+        "ProcessingInstanceCount",
+        "ProcessingInstanceType",
+        "TrainingInstanceCount",
+        "TrainingInstanceType",
+        "TransformInstanceType",
+        "EvaluationInstanceType",
+        "PredictorType",
+        "LabelColumn",
+        "FeatureDim",
+        "Epochs",
+        "MiniBatchSize",
+        "NumModels",
+        "LearningRate",
+        "Wd",
+        "L1",
+        "Loss",
+        "MetricThreshold",
+        "ModelApprovalStatus",
+    }
+    assert all("DefaultValue" in p for p in parameters.values()), "scheduled runs need every default"
+    assert parameters["TrainingInstanceCount"]["DefaultValue"] == 2
+    assert parameters["ProcessingInstanceCount"]["DefaultValue"] == 2
+    assert parameters["FeatureDim"]["DefaultValue"] == "auto"
+    assert parameters["PredictorType"]["DefaultValue"] == "binary_classifier"
+    assert parameters["ModelApprovalStatus"]["DefaultValue"] == "PendingManualApproval"
+
+
+def test_preprocess_shards_its_input_and_writes_four_outputs_per_execution(definition: dict[str, Any]) -> None:
+    args = all_steps(definition)["Preprocess"]["Arguments"]
+    inputs = {i["InputName"]: i["S3Input"] for i in args["ProcessingInputs"]}
+    assert inputs["data"]["S3DataDistributionType"] == "ShardedByS3Key"
+    assert inputs["data"]["S3Uri"] == {"Get": "Parameters.InputDataUrl"}
+    assert args["ProcessingResources"]["ClusterConfig"]["InstanceCount"] == {
+        "Get": "Parameters.ProcessingInstanceCount"
+    }
+    defaults = {p["Name"]: p["DefaultValue"] for p in definition["Parameters"]}
+    outputs = {o["OutputName"]: resolve(o["S3Output"], defaults) for o in args["ProcessingOutputConfig"]["Outputs"]}
+    assert outputs == {
+        name: {
+            "LocalPath": f"/opt/ml/processing/output/{name}",
+            "S3UploadMode": "EndOfJob",
+            "S3Uri": f"s3://llpipe-local/linear-learner-pipeline/{EXECUTION_ID}/preprocess/{name}",
+        }
+        for name in ("train", "validation", "test", "summary")
+    }
+    assert resolve(args["AppSpecification"], defaults)["ContainerArguments"] == [
+        "--input-dir",
+        "/opt/ml/processing/input/data",
+        "--output-dir",
+        "/opt/ml/processing/output",
+        "--label-column",
+        "label",
+        "--predictor-type",
+        "binary_classifier",
+        "--feature-dim",
+        "auto",
+        "--train-shards",
+        "2",
+        "--resource-config",
+        "/opt/ml/config/resourceconfig.json",
+    ]
+
+
+def test_processing_code_is_mounted_from_its_content_hashed_bundle(built: BuiltDefinition, definition: dict) -> None:
+    steps = all_steps(definition)
+    for step_name, bundle_name, entry in (
+        ("Preprocess", "preprocess", "preprocess.py"),
+        ("Evaluate", "evaluate", "evaluate.py"),
+    ):
+        args = steps[step_name]["Arguments"]
+        bundle = repository_bundle(bundle_name)
+        code = next(i["S3Input"] for i in args["ProcessingInputs"] if i["InputName"] == "code")
+        assert code["S3Uri"] == f"s3://llpipe-local/linear-learner-pipeline/code/{bundle.digest}/"
+        assert code["LocalPath"] == "/opt/ml/processing/input/code"
+        assert args["AppSpecification"]["ContainerEntrypoint"] == ["python3", f"/opt/ml/processing/input/code/{entry}"]
+        for name, content in bundle.files:
+            assert built.uploads[code["S3Uri"] + name] == content
+    assert len(built.uploads) == 4  # preprocess.py + recordio.py, evaluate.py + recordio.py
+
+
+def test_training_channels_hyperparameters_and_stopping_condition(definition: dict[str, Any]) -> None:
+    args = all_steps(definition)["Train"]["Arguments"]
+    channels = {c["ChannelName"]: c for c in args["InputDataConfig"]}
+    assert {name: c["DataSource"]["S3DataSource"]["S3DataDistributionType"] for name, c in channels.items()} == {
+        "train": "ShardedByS3Key",
+        "validation": "FullyReplicated",
+        "test": "FullyReplicated",
+    }
+    assert {c["ContentType"] for c in channels.values()} == {"application/x-recordio-protobuf"}
+    assert channels["train"]["DataSource"]["S3DataSource"]["S3Uri"] == {
+        "Get": "Steps.Preprocess.ProcessingOutputConfig.Outputs['train'].S3Output.S3Uri"
+    }
+    assert args["ResourceConfig"]["InstanceCount"] == {"Get": "Parameters.TrainingInstanceCount"}
+    assert "linear-learner" in args["AlgorithmSpecification"]["TrainingImage"]
+    assert args["StoppingCondition"]["MaxRuntimeInSeconds"] == 24 * 3600
+    defaults = {p["Name"]: p["DefaultValue"] for p in definition["Parameters"]}
+    assert resolve(args["HyperParameters"], defaults) == {
+        "predictor_type": "binary_classifier",
+        "feature_dim": "auto",
+        "epochs": "15",
+        "mini_batch_size": "1000",
+        "num_models": "auto",
+        "learning_rate": "auto",
+        "wd": "auto",
+        "l1": "auto",
+        "loss": "auto",
+    }
+    assert resolve(args["OutputDataConfig"]["S3OutputPath"], defaults).endswith(f"/{EXECUTION_ID}/train")
+
+
+def test_feature_dim_reaches_preprocess_and_training_from_one_parameter(definition: dict[str, Any]) -> None:
+    steps = all_steps(definition)
+    preprocess_args = steps["Preprocess"]["Arguments"]["AppSpecification"]["ContainerArguments"]
+    feature_dim = preprocess_args[preprocess_args.index("--feature-dim") + 1]
+    assert (
+        feature_dim == steps["Train"]["Arguments"]["HyperParameters"]["feature_dim"] == {"Get": "Parameters.FeatureDim"}
+    )
+
+
+def test_transform_scores_the_test_shards_as_jsonlines(definition: dict[str, Any]) -> None:
+    args = all_steps(definition)["Transform"]["Arguments"]
+    assert args["ModelName"] == {"Get": "Steps.CreateModel.ModelName"}
+    assert args["TransformInput"]["SplitType"] == "RecordIO"
+    assert args["TransformInput"]["ContentType"] == "application/x-recordio-protobuf"
+    assert args["TransformInput"]["DataSource"]["S3DataSource"]["S3Uri"] == {
+        "Get": "Steps.Preprocess.ProcessingOutputConfig.Outputs['test'].S3Output.S3Uri"
+    }
+    assert args["TransformOutput"]["Accept"] == "application/jsonlines"
+    assert args["TransformOutput"]["AssembleWith"] == "Line"
+    create_model = all_steps(definition)["CreateModel"]["Arguments"]
+    assert create_model["PrimaryContainer"]["ModelDataUrl"] == {"Get": "Steps.Train.ModelArtifacts.S3ModelArtifacts"}
+
+
+def test_evaluate_reads_predictions_and_test_shards_and_publishes_its_report(definition: dict[str, Any]) -> None:
+    step = all_steps(definition)["Evaluate"]
+    inputs = {i["InputName"]: i["S3Input"] for i in step["Arguments"]["ProcessingInputs"]}
+    assert inputs["predictions"]["S3Uri"] == {"Get": "Steps.Transform.TransformOutput.S3OutputPath"}
+    assert inputs["predictions"]["LocalPath"] == "/opt/ml/processing/input/predictions"
+    assert inputs["test"]["LocalPath"] == "/opt/ml/processing/input/test"
+    (output,) = step["Arguments"]["ProcessingOutputConfig"]["Outputs"]
+    assert output["OutputName"] == "evaluation"
+    assert output["S3Output"]["LocalPath"] == "/opt/ml/processing/output/evaluation"
+    assert step["PropertyFiles"] == [
+        {"FilePath": "evaluation.json", "OutputName": "evaluation", "PropertyFileName": "EvaluationReport"}
+    ]
+
+
+def test_quality_gate_registers_or_fails_with_metric_value_and_threshold(definition: dict[str, Any]) -> None:
+    gate = all_steps(definition)["QualityGate"]["Arguments"]
+    report = {"Get": "Steps.Evaluate.PropertyFiles.EvaluationReport"}
+    (condition,) = gate["Conditions"]
+    assert condition == {
+        "Type": "GreaterThanOrEqualTo",
+        "LeftValue": {"Std:JsonGet": {"Path": "gate.value", "PropertyFile": report}},
+        "RightValue": {"Get": "Parameters.MetricThreshold"},
+    }
+    assert [s["Name"] for s in gate["IfSteps"]] == ["Register"]
+    (failed,) = gate["ElseSteps"]
+    assert failed["Name"] == "QualityGateFailed" and failed["Type"] == "Fail"
+    message = failed["Arguments"]["ErrorMessage"]["Std:Join"]["Values"]
+    assert {"Std:JsonGet": {"Path": "gate.metric", "PropertyFile": report}} in message
+    assert {"Std:JsonGet": {"Path": "gate.value", "PropertyFile": report}} in message
+    assert {"Get": "Parameters.MetricThreshold"} in message
+    register = gate["IfSteps"][0]["Arguments"]
+    assert register["ModelPackageGroupName"] == "linear-learner-models"
+    assert register["ModelApprovalStatus"] == {"Get": "Parameters.ModelApprovalStatus"}
+    assert register["ModelMetrics"]["ModelQuality"]["Statistics"]["S3Uri"] == {
+        "Std:Join": {
+            "On": "/",
+            "Values": [
+                {"Get": "Steps.Evaluate.ProcessingOutputConfig.Outputs['evaluation'].S3Output.S3Uri"},
+                "evaluation.json",
+            ],
+        }
+    }
+
+
+def test_job_steps_are_cached_and_retried(definition: dict[str, Any]) -> None:
+    steps = all_steps(definition)
+    for name in ("Preprocess", "Train", "Transform", "Evaluate"):
+        assert steps[name]["CacheConfig"] == {"Enabled": True, "ExpireAfter": "P30D"}
+        kinds = {kind for policy in steps[name]["RetryPolicies"] for kind in policy["ExceptionType"]}
+        assert {"SageMaker.CAPACITY_ERROR", "Step.THROTTLING"} <= kinds
+    for name in ("CreateModel", "Register"):
+        kinds = {kind for policy in steps[name]["RetryPolicies"] for kind in policy["ExceptionType"]}
+        assert kinds == {"Step.SERVICE_FAULT", "Step.THROTTLING"}
+
+
+def test_security_options_reach_every_job(secure_definition: dict[str, Any]) -> None:
+    steps = all_steps(secure_definition)
+    key = SECURE.kms_key_id
+    vpc = {"SecurityGroupIds": ["sg-0ccc"], "Subnets": ["subnet-0aaa", "subnet-0bbb"]}
+    expected_tags = [
+        {"Key": "cost-center", "Value": "ml"},
+        {"Key": "sagemaker:project-id", "Value": "p-abc123"},
+        {"Key": "sagemaker:project-name", "Value": "churn"},
+    ]
+    train = steps["Train"]["Arguments"]
+    assert train["EnableNetworkIsolation"] is True
+    assert train["EnableInterContainerTrafficEncryption"] is True
+    assert train["VpcConfig"] == vpc
+    assert train["OutputDataConfig"]["KmsKeyId"] == key
+    assert train["ResourceConfig"]["VolumeKmsKeyId"] == key
+    assert train["Tags"] == expected_tags
+    for name in ("Preprocess", "Evaluate"):
+        args = steps[name]["Arguments"]
+        assert args["ProcessingOutputConfig"]["KmsKeyId"] == key
+        assert args["ProcessingResources"]["ClusterConfig"]["VolumeKmsKeyId"] == key
+        assert args["NetworkConfig"]["VpcConfig"] == vpc
+        assert args["Tags"] == expected_tags
+        assert args["RoleArn"] == SECURE.role_arn
+    transform = steps["Transform"]["Arguments"]
+    assert transform["TransformOutput"]["KmsKeyId"] == key
+    assert transform["TransformResources"]["VolumeKmsKeyId"] == key
+    assert transform["Tags"] == expected_tags
+    assert steps["CreateModel"]["Arguments"]["VpcConfig"] == vpc
+    assert steps["CreateModel"]["Arguments"]["EnableNetworkIsolation"] is True
+    assert steps["Register"]["Arguments"]["ModelPackageGroupName"] == "secure-models"
+    uri = steps["Preprocess"]["Arguments"]["ProcessingOutputConfig"]["Outputs"][0]["S3Output"]["S3Uri"]
+    assert uri["Std:Join"]["Values"][0] == "s3://secure-bucket/secure-pipeline"
+
+
+# ---------------------------------------------------------------- code bundles
+
+
+def test_bundle_digest_follows_content_and_names(tmp_path: Path) -> None:
+    (tmp_path / "entry.py").write_text("print('a')\n")
+    (tmp_path / "lib.py").write_text("X = 1\n")
+    first = build_bundle([tmp_path / "entry.py", tmp_path / "lib.py"])
+    assert first.entry_point == "entry.py"
+    assert first.digest == build_bundle([tmp_path / "entry.py", tmp_path / "lib.py"]).digest
+    assert first.uploads("s3://b/p") == {
+        f"s3://b/p/code/{first.digest}/entry.py": b"print('a')\n",
+        f"s3://b/p/code/{first.digest}/lib.py": b"X = 1\n",
+    }
+    (tmp_path / "lib.py").write_text("X = 2\n")
+    assert build_bundle([tmp_path / "entry.py", tmp_path / "lib.py"]).digest != first.digest
+    (tmp_path / "renamed.py").write_text("X = 1\n")
+    (tmp_path / "lib.py").write_text("X = 1\n")
+    assert build_bundle([tmp_path / "entry.py", tmp_path / "renamed.py"]).digest != first.digest
+
+
+def test_bundle_errors_name_the_file(tmp_path: Path) -> None:
+    with pytest.raises(FileNotFoundError, match="missing.py"):
+        build_bundle([tmp_path / "missing.py"])
+    (tmp_path / "a").mkdir()
+    (tmp_path / "b").mkdir()
+    (tmp_path / "a" / "same.py").write_text("")
+    (tmp_path / "b" / "same.py").write_text("")
+    with pytest.raises(ValueError, match="same.py"):
+        build_bundle([tmp_path / "a" / "same.py", tmp_path / "b" / "same.py"])
+
+
+def test_flat_preprocess_bundle_runs_and_rejects_a_feature_dim_mismatch(
+    built: BuiltDefinition, definition: dict[str, Any], tmp_path: Path
+) -> None:
+    """The bundle as uploaded is self-contained, and a FeatureDim that disagrees with the data fails Preprocess."""
+    args = all_steps(definition)["Preprocess"]["Arguments"]
+    prefix = next(i["S3Input"]["S3Uri"] for i in args["ProcessingInputs"] if i["InputName"] == "code")
+    code = tmp_path / "code"
+    code.mkdir()
+    for uri, content in built.uploads.items():
+        if uri.startswith(prefix):
+            (code / uri.removeprefix(prefix)).write_bytes(content)
+    data = tmp_path / "processing" / "input" / "data"
+    data.mkdir(parents=True)
+    rows = "\n".join(f"{i % 2},{i},{i * 2},{i * 3}" for i in range(60))
+    (data / "part.csv").write_text("label,a,b,c\n" + rows + "\n")
+    defaults = {p["Name"]: p["DefaultValue"] for p in definition["Parameters"]}
+    defaults["FeatureDim"] = "5"  # the data has 3 features
+    container_args = [
+        str(tmp_path / a.removeprefix("/opt/ml/")) if a.startswith("/opt/ml/") else a
+        for a in resolve(args["AppSpecification"]["ContainerArguments"], defaults)
+    ]
+    run = [sys.executable, str(code / "preprocess.py"), *container_args]
+    env = {"PATH": os.environ["PATH"]}  # no PYTHONPATH: recordio must come from the bundle
+    failed = subprocess.run(run, capture_output=True, text=True, env=env, cwd=tmp_path, timeout=120)
+    assert failed.returncode != 0
+    assert "5" in failed.stderr and "3" in failed.stderr and "feature" in failed.stderr.lower()
+    assert not list((tmp_path / "processing" / "output" / "train").glob("*"))
+    container_args[container_args.index("--feature-dim") + 1] = "3"
+    run = [sys.executable, str(code / "preprocess.py"), *container_args]
+    passed = subprocess.run(run, capture_output=True, text=True, env=env, cwd=tmp_path, timeout=120)
+    assert passed.returncode == 0, passed.stderr
+    assert list((tmp_path / "processing" / "output" / "train").iterdir())
