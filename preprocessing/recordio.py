@@ -600,6 +600,7 @@ class _Columns:
     labels: np.ndarray  # float32, the first label value (0 when none)
     label_counts: np.ndarray
     has_label: np.ndarray
+    dense: np.ndarray | None = None  # the feature matrix itself, when decoded as a view of equal-layout records
 
 
 def _byte_at(data: np.ndarray, positions: np.ndarray) -> np.ndarray:
@@ -767,7 +768,7 @@ def _numbers(raw: np.ndarray, lengths: np.ndarray, kind: int) -> tuple[np.ndarra
     width = 4 if kind == _TAG_FLOAT32 else 8
     if bool((lengths % width).any()):
         raise _WireError(f"a packed field's length is not a multiple of {width}")
-    values = raw.view("<f4" if width == 4 else "<f8").astype(np.float32)
+    values = raw.view("<f4" if width == 4 else "<f8").astype(np.float32, copy=False)
     return values, lengths // width
 
 
@@ -798,28 +799,61 @@ def _extract(data: np.ndarray, regions: _Regions) -> _Columns:
     return _Columns(values, value_counts, keys, key_counts, shapes, labels, label_counts, np.asarray(regions.has_label))
 
 
-def _same_template(data: np.ndarray, starts: np.ndarray, length: int, first: _Regions) -> bool:
-    """True if every record equals the first outside its value bytes, so all share its layout."""
+def _decode_uniform(data: np.ndarray, starts: np.ndarray, length: int) -> _Columns | None:
+    """Equal-length dense records: parse the first, check every other matches it outside its numbers, then read the
+    numbers of all records through strided views (no per-record work). None if the records do not qualify."""
+    n = starts.size
     stride = int(starts[1] - starts[0])
-    rows = np.lib.stride_tricks.as_strided(
-        data[int(starts[0]) :], shape=(starts.size, length), strides=(stride, 1), writeable=False
+    first = _canonical_regions(data, starts[:1], np.array([length], dtype=np.int64))
+    if first is None or first.kind == _TAG_INT32 or first.keys_length[0] or first.label_kind == _TAG_INT32:
+        return None
+    width = 4 if first.kind == _TAG_FLOAT32 else 8
+    label_width = 4 if first.label_kind == _TAG_FLOAT32 else 8
+    values_at, values_length = int(first.values_start[0]), int(first.values_length[0])
+    label_at, label_length = int(first.label_start[0]), int(first.label_length[0])
+    if values_length % width or (first.has_label[0] and label_length != label_width):
+        return None
+    frame = int(starts[0]) - 8
+    keep = np.ones(stride, dtype=bool)  # template bytes: all but the frame header (already checked) and numbers
+    keep[:8] = False
+    keep[values_at - frame : values_at - frame + values_length] = False
+    keep[label_at - frame : label_at - frame + label_length] = False
+    mask = np.where(keep, 0xFF, 0).astype(np.uint8).view("<u4")
+    columns = np.flatnonzero(mask)
+    words = np.ndarray((n, stride // 4), dtype="<u4", buffer=data, offset=frame, strides=(stride, 4))
+    template = words[:, columns] & mask[columns]
+    if not bool((template == template[0]).all()):
+        return None
+    n_values = values_length // width
+    dtype = np.dtype("<f4" if width == 4 else "<f8")
+    if width == 4 and values_at % 4 == 0:
+        matrix = np.ndarray((n, n_values), dtype=dtype, buffer=data, offset=values_at, strides=(stride, 4))
+    else:
+        rows = np.ndarray((n,), dtype=f"V{values_length}", buffer=data, offset=values_at, strides=(stride,))
+        matrix = rows.copy().view(dtype).reshape(n, n_values).astype(np.float32, copy=False)
+    labels = np.zeros(n, dtype=np.float32)
+    if first.has_label[0]:
+        label_dtype = "<f4" if label_width == 4 else "<f8"
+        labels = np.ndarray((n,), dtype=label_dtype, buffer=data, offset=label_at, strides=(stride,))
+        labels = labels.astype(np.float32)
+    shape = -1
+    if first.has_shape[0]:
+        dims, after, valid = _varint_at(data, first.shape_start, width=10)
+        if not (valid[0] and after[0] == first.shape_start[0] + first.shape_length[0]):
+            return None
+        shape = int(dims[0])
+    no_keys = np.zeros(n, dtype=np.int64)
+    return _Columns(
+        values=np.empty(0, dtype=np.float32),
+        value_counts=np.full(n, n_values, dtype=np.int64),
+        keys=np.empty(0, dtype=np.int64),
+        key_counts=no_keys,
+        shapes=np.full(n, shape, dtype=np.int64),
+        labels=labels,
+        label_counts=np.full(n, 1 if first.has_label[0] else 0, dtype=np.int64),
+        has_label=np.full(n, bool(first.has_label[0])),
+        dense=matrix,
     )
-    base = int(starts[0])
-    holes = sorted(
-        (int(start[0]) - base, int(start[0]) - base + int(size[0]))
-        for start, size in (
-            (first.values_start, first.values_length),
-            (first.keys_start, first.keys_length),
-            (first.label_start, first.label_length),
-        )
-        if int(size[0])
-    )
-    position = 0
-    for hole_start, hole_end in [*holes, (length, length)]:
-        if hole_start > position and not bool((rows[:, position:hole_start] == rows[0, position:hole_start]).all()):
-            return False
-        position = hole_end
-    return True
 
 
 def _decode(data: np.ndarray, starts: np.ndarray, lengths: np.ndarray) -> _Columns:
@@ -827,13 +861,10 @@ def _decode(data: np.ndarray, starts: np.ndarray, lengths: np.ndarray) -> _Colum
     n = starts.size
     if n > 1 and bool((lengths == lengths[0]).all()):
         stride = int(starts[1] - starts[0])
-        if stride >= lengths[0] and bool((np.diff(starts) == stride).all()):
-            first = _canonical_regions(data, starts[:1], lengths[:1])
-            if first is not None and _same_template(data, starts, int(lengths[0]), first):
-                try:
-                    return _extract(data, first.shifted(starts - starts[0]))
-                except _WireError:
-                    pass
+        if stride >= lengths[0] + 8 and stride % 4 == 0 and bool((np.diff(starts) == stride).all()):
+            uniform = _decode_uniform(data, starts, int(lengths[0]))
+            if uniform is not None:
+                return uniform
     regions = _canonical_regions(data, starts, lengths)
     if regions is not None:
         try:
@@ -1102,6 +1133,8 @@ class _Assembler:
             indptr = np.concatenate([[0], np.cumsum(c.value_counts)])
             matrix = scipy.sparse.csr_matrix((c.values, c.keys, indptr), shape=(n, self.n_features))
             return matrix, labels
+        if c.dense is not None:
+            return c.dense, labels
         return c.values.reshape(n, self.n_features), labels
 
 
