@@ -173,6 +173,15 @@ class Schema:
         return names
 
     @property
+    def feature_offsets(self) -> dict[str, int]:
+        """Index of each feature column's first feature."""
+        offsets, offset = {}, 0
+        for column in self.feature_columns:
+            offsets[column] = offset
+            offset += self.hash_buckets if column in self.categorical_columns else 1
+        return offsets
+
+    @property
     def feature_dim(self) -> int:
         return len(self.numeric_columns) + len(self.categorical_columns) * self.hash_buckets
 
@@ -402,23 +411,23 @@ def convert_chunk(
 ) -> Converted:
     """Features, labels and the split of every row of one chunk, applying the missing-value policy."""
     n = len(frame)
-    features = np.zeros((n, schema.feature_dim), dtype=np.float32)
-    missing_feature = np.zeros(n, dtype=bool)
-    first_missing_column = np.full(n, -1, dtype=np.int64)
-    offset = 0
-    for position, column in enumerate(schema.feature_columns):
-        if column in schema.categorical_columns:
-            absent = _hash_categorical(frame[column], column, schema.hash_buckets, features, offset)
-            offset += schema.hash_buckets
-        else:
-            values = _to_float64(frame[column], where, f"column {column!r}")
-            with np.errstate(over="ignore", invalid="ignore"):
-                features[:, offset] = values
-            absent = ~np.isfinite(features[:, offset])
-            features[absent, offset] = 0.0
-            offset += 1
-        first_missing_column[absent & ~missing_feature] = position
-        missing_feature |= absent
+    numeric = _numeric_block(frame, schema.numeric_columns, where)
+    absent_numeric = ~np.isfinite(numeric)
+    numeric[absent_numeric] = 0.0
+    if schema.categorical_columns:
+        features = np.zeros((n, schema.feature_dim), dtype=np.float32)
+        absent = np.zeros((n, len(schema.feature_columns)), dtype=bool)
+        offsets = schema.feature_offsets
+        numeric_positions = [schema.feature_columns.index(column) for column in schema.numeric_columns]
+        features[:, [offsets[column] for column in schema.numeric_columns]] = numeric
+        absent[:, numeric_positions] = absent_numeric
+        for column in schema.categorical_columns:
+            absent[:, schema.feature_columns.index(column)] = _hash_categorical(
+                frame[column], column, schema.hash_buckets, features, offsets[column]
+            )
+    else:
+        features, absent = numeric, absent_numeric  # numeric columns are the feature columns, in order
+    missing_feature = absent.any(axis=1)
 
     label_values, missing_label = encode_labels(frame[schema.label_column], labels, where)
     bad = missing_feature | missing_label
@@ -428,7 +437,7 @@ def convert_chunk(
             if missing_label[row]:
                 what = f"label column {schema.label_column!r} value {_show(frame[schema.label_column].iloc[row])}"
             else:
-                name = schema.feature_columns[first_missing_column[row]]
+                name = schema.feature_columns[int(absent[row].argmax())]
                 what = f"column {name!r} value {_show(frame[name].iloc[row])}"
             hint = "--missing drop" if missing_policy == "zero" else "--missing zero or --missing drop"
             raise PreprocessError(f"{where.at(row)}: {what} is missing or not a finite float32 (use {hint})")
@@ -443,6 +452,19 @@ def convert_chunk(
     else:
         hashes = row_hashes(features, label_values, seed)
     return Converted(features, label_values, assign_splits(hashes, fractions), int(n - keep.sum()))
+
+
+def _numeric_block(frame: pd.DataFrame, columns: Sequence[str], where: RowLocator) -> np.ndarray:
+    """The numeric feature columns as a C-ordered float32 matrix; non-finite values (and float32 overflow) kept."""
+    with np.errstate(over="ignore", invalid="ignore"):
+        block = frame[list(columns)]
+        if all(pd.api.types.is_numeric_dtype(dtype) for dtype in block.dtypes):
+            values = block.to_numpy(dtype=np.float32, na_value=np.nan)
+        else:
+            values = np.empty((len(frame), len(columns)), dtype=np.float32)
+            for index, column in enumerate(columns):
+                values[:, index] = _to_float64(frame[column], where, f"column {column!r}")
+        return np.ascontiguousarray(values)
 
 
 def _hash_categorical(column: pd.Series, name: str, buckets: int, features: np.ndarray, offset: int) -> np.ndarray:
@@ -475,16 +497,15 @@ def _mix(h: np.ndarray) -> np.ndarray:
 
 def row_hashes(features: np.ndarray, labels: np.ndarray, seed: int) -> np.ndarray:
     """A seeded 64-bit hash of each row's float32 features and label, independent of host, file and position."""
-    n = features.shape[0]
-    table = np.empty((n, features.shape[1] + 1 + (features.shape[1] + 1) % 2), dtype=np.float32)
-    table[:, : features.shape[1]] = features
-    table[:, features.shape[1]] = labels
-    table[:, features.shape[1] + 1 :] = 0.0
+    n, width = features.shape
+    table = np.zeros((n, width + 1 + (width + 1) % 2), dtype=np.float32)  # even width: pairs of floats per uint64
+    table[:, :width] = features
+    table[:, width] = labels
     table += np.float32(0.0)  # -0.0 -> 0.0, so equal numbers hash equally
-    words = table.view(np.uint64)
+    words = np.ascontiguousarray(table.view(np.uint64).T)  # one contiguous row of words per column pair
     h = _mix(np.full(n, np.uint64(seed & 0xFFFFFFFFFFFFFFFF), dtype=np.uint64))
-    for column in range(words.shape[1]):
-        h = _mix(h ^ words[:, column])
+    for column in words:
+        h = _mix(h ^ column)
     return h
 
 
