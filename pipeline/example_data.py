@@ -15,7 +15,9 @@ EXAMPLE_PARTS = 4
 
 
 def write_example_data(folder: Path, parts: int = EXAMPLE_PARTS) -> list[Path]:
-    """Write ``part-00000.csv`` ... into ``folder`` (rows dealt round-robin, so every part mixes both classes)."""
+    """Write ``part-00000.csv`` ... into ``folder`` (rows dealt round-robin, so every part mixes both classes).
+
+    Files that already hold the same bytes are left alone, so re-runs see the same data and hit the step cache."""
     from sklearn.datasets import load_breast_cancer
 
     data = load_breast_cancer(as_frame=True)
@@ -25,8 +27,10 @@ def write_example_data(folder: Path, parts: int = EXAMPLE_PARTS) -> list[Path]:
     written = []
     for part in range(parts):
         path = folder / f"part-{part:05d}.csv"
-        temporary = path.with_name(f".{path.name}.tmp")
-        frame.iloc[part::parts].to_csv(temporary, index=False)
-        temporary.replace(path)
+        text = frame.iloc[part::parts].to_csv(index=False)
+        if not path.is_file() or path.read_text() != text:  # unchanged files keep their identity (and the cache)
+            temporary = path.with_name(f".{path.name}.tmp")
+            temporary.write_text(text)
+            temporary.replace(path)
         written.append(path)
     return written

@@ -1,0 +1,145 @@
+"""The real DAG, run locally end to end on real data: the definition built by pipeline.definition, interpreted by
+the local backend, with the real preprocessing, Linear Learner, batch transform, evaluation and registry.
+
+Kept fast with small data sets (breast cancer, iris, diabetes from scikit-learn), few epochs and few parallel models.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from pipeline import cli
+from pipeline.config import load_config
+from pipeline.local.executions import ExecutionStore
+from pipeline.local.registry import LocalRegistry
+from pipeline.local.runner import LocalRun, build_local_run, example_data, user_data
+
+FAST = {"Epochs": "3", "NumModels": "2", "MiniBatchSize": "50"}
+
+
+@pytest.fixture(scope="module")
+def built(tmp_path_factory: pytest.TempPathFactory) -> LocalRun:
+    """The definition is built once (the SDK takes seconds); each test runs it in its own work dir."""
+    return build_local_run(load_config(env={}), tmp_path_factory.mktemp("unused"))
+
+
+def local_run(built: LocalRun, workdir: Path) -> LocalRun:
+    return LocalRun(built.config, workdir, built.definition_json, built.uploads)
+
+
+def write_parts(frame, folder: Path, parts: int = 2) -> Path:
+    folder.mkdir(parents=True)
+    for part in range(parts):
+        frame.iloc[part::parts].to_csv(folder / f"part-{part}.csv", index=False)
+    return folder
+
+
+def registered(workdir: Path) -> list:
+    db = workdir / "registry.db"
+    return LocalRegistry(db).list_packages() if db.exists() else []
+
+
+def test_binary_with_three_training_instances_registers_then_hits_the_cache_then_fails_on_a_bad_shard(
+    built: LocalRun, tmp_path: Path
+) -> None:
+    run = local_run(built, tmp_path)
+    record = run.execute(example_data(tmp_path), {**FAST, "TrainingInstanceCount": "3"})
+    assert record.status == "Succeeded", record.failure_reason
+    assert all(step.status == "Succeeded" for name, step in record.steps.items() if name != "QualityGateFailed")
+    assert record.steps["QualityGateFailed"].status == "Skipped"
+    train_logs = sorted(Path(log).name for log in record.steps["Train"].logs)
+    assert train_logs == ["algo-1.log", "algo-2.log", "algo-3.log"]
+    assert sorted(Path(log).name for log in record.steps["Preprocess"].logs) == ["algo-1.log", "algo-2.log"]
+    metrics = {m["MetricName"]: m["Value"] for m in record.steps["Train"].properties["FinalMetricDataList"]}
+    assert "validation:roc_auc_score" in metrics or "validation:binary_classification_accuracy" in metrics
+    report = json.loads(
+        run.s3.path(record.steps["Evaluate"].properties["PropertyFiles"]["EvaluationReport"]).read_text()
+    )
+    assert report["gate"]["metric"] == "auc" and report["gate"]["value"] > 0.9
+    [package] = registered(tmp_path)
+    assert (package.group, package.version, package.approval_status) == (
+        "linear-learner-models",
+        1,
+        "PendingManualApproval",
+    )
+    assert package.model_data_url == record.steps["Train"].properties["ModelArtifacts"]["S3ModelArtifacts"]
+    assert package.model_data_url.endswith(f"/train/pipelines-{record.id}-Train/output/model.tar.gz")
+    assert package.source_execution.endswith(f"/execution/{record.id}")
+
+    again = run.execute(example_data(tmp_path), {**FAST, "TrainingInstanceCount": "3"})
+    assert again.status == "Succeeded"
+    cached = {name for name, step in again.steps.items() if step.cache_hit_source == record.id}
+    assert cached == {"Preprocess", "Train", "Transform", "Evaluate"}
+    assert [p.version for p in registered(tmp_path)] == [1, 2]
+
+    # Inject a failure into one training instance: corrupt the train shard that ShardedByS3Key deals to algo-2,
+    # then change only a training hyperparameter so Preprocess comes from the cache and Train runs again.
+    train_uri = record.steps["Preprocess"].properties["ProcessingOutputConfig"]["Outputs"][0]["S3Output"]["S3Uri"]
+    shards = run.s3.list_objects(train_uri.rstrip("/") + "/")
+    victim = run.s3.path(shards[1])
+    victim.write_bytes(victim.read_bytes()[:-7])
+    broken = run.execute(example_data(tmp_path), {**FAST, "TrainingInstanceCount": "3", "Epochs": "2"})
+    assert broken.status == "Failed"
+    assert broken.steps["Preprocess"].cache_hit_source == record.id
+    assert broken.steps["Train"].status == "Failed"
+    assert broken.steps["Train"].failure_reason.startswith("algo-2 failed")
+    assert victim.name in broken.steps["Train"].failure_reason
+    assert broken.failure_reason.startswith("step Train failed: algo-2 failed")
+    assert {broken.steps[name].status for name in ("CreateModel", "Transform", "Evaluate", "Register")} == {"Skipped"}
+    assert [p.version for p in registered(tmp_path)] == [1, 2]
+
+
+def test_regression_with_one_training_instance(built: LocalRun, tmp_path: Path) -> None:
+    from sklearn.datasets import load_diabetes
+
+    data = write_parts(load_diabetes(as_frame=True).frame, tmp_path / "diabetes")
+    record = local_run(built, tmp_path / "work").execute(
+        user_data(data, "target", "regressor"), {**FAST, "TrainingInstanceCount": "1", "MetricThreshold": "0.1"}
+    )
+    assert record.status == "Succeeded", record.failure_reason
+    assert [Path(log).name for log in record.steps["Train"].logs] == ["algo-1.log"]
+    [package] = registered(tmp_path / "work")
+    assert package.metrics["gate"]["metric"] == "r2"
+
+
+def test_multiclass(built: LocalRun, tmp_path: Path) -> None:
+    from sklearn.datasets import load_iris
+
+    data = write_parts(load_iris(as_frame=True).frame, tmp_path / "iris")
+    record = local_run(built, tmp_path / "work").execute(
+        user_data(data, "target", "multiclass_classifier"),
+        {**FAST, "TrainingInstanceCount": "2", "NumClasses": "3", "MetricThreshold": "0.5"},
+    )
+    assert record.status == "Succeeded", record.failure_reason
+    [package] = registered(tmp_path / "work")
+    assert package.metrics["gate"]["metric"] == "accuracy"
+
+
+def test_impossible_threshold_ends_in_the_fail_step_with_a_non_zero_exit(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    argv = ["run", "--workdir", str(tmp_path), "--json", "--param", "MetricThreshold=1.5"]
+    argv += [f"--param={name}={value}" for name, value in FAST.items()]
+    assert cli.main(argv) == 1
+    outcome = json.loads(capsys.readouterr().out)
+    assert outcome["status"] == "Failed"
+    assert outcome["steps"]["QualityGateFailed"] == "Failed"
+    assert outcome["steps"]["Register"] == "Skipped"
+    assert outcome["failure_reason"].startswith("step QualityGateFailed failed: Quality gate failed: auc = ")
+    assert outcome["failure_reason"].endswith("is below MetricThreshold 1.5")
+    assert outcome["gate"]["metric"] == "auc" and outcome["gate"]["passed"] is False
+    assert outcome["model_package"] is None
+    assert outcome["metrics"]["auc"] == outcome["gate"]["value"]
+    assert Path(outcome["paths"]["model"]).is_file() and Path(outcome["paths"]["report"]).is_file()
+    assert registered(tmp_path) == []
+    [record] = ExecutionStore(tmp_path / "executions").list()
+    assert record.id == outcome["execution_id"] and record.status == "Failed"
+
+
+def test_bad_override_is_rejected_before_anything_runs(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert cli.main(["run", "--workdir", str(tmp_path), "--param", "Epochs=many"]) == 2
+    assert "parameter Epochs is Integer: 'many'" in capsys.readouterr().err
+    assert not (tmp_path / "executions").exists() and not (tmp_path / "s3").exists()
