@@ -146,11 +146,15 @@ class ProcessingJobs:
                 job.report(f"{len(roots)} instance(s) running, {time.monotonic() - started:.0f}s")
                 time.sleep(0.05)
         finally:
-            for process in processes:
+            killed = set()
+            for index, process in enumerate(processes):
                 if process.poll() is None:
                     process.kill()
+                    killed.add(index)
                 process.wait()
-        failed = [i for i, process in enumerate(processes) if process.returncode != 0]
+        # the root cause is an instance that ended by itself, not one stopped here because another one failed
+        failed = [i for i, process in enumerate(processes) if process.returncode != 0 and i not in killed]
+        failed = failed or [i for i, process in enumerate(processes) if process.returncode != 0]
         if failed:
             index = failed[0]
             code = processes[index].returncode

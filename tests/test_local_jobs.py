@@ -1,0 +1,236 @@
+"""Local jobs keep SageMaker's container contracts: real subprocesses run a real code bundle from the local S3 folder,
+each instance sees its ShardedByS3Key share, its resourceconfig.json and remapped /opt/ml paths; outputs appear in S3
+only when every instance succeeded; unsupported images and empty inputs are errors naming them."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from pipeline.local.executions import ExecutionStore
+from pipeline.local.interpreter import Interpreter
+from pipeline.local.jobs import local_runners
+from pipeline.local.s3 import LocalS3
+
+SCRIPT = """
+import argparse, json, os, pathlib, sys
+parser = argparse.ArgumentParser()
+parser.add_argument("--data-dir")
+parser.add_argument("--output-dir")
+parser.add_argument("--resource-config")
+parser.add_argument("--fail-on")
+args = parser.parse_args()
+host = json.loads(pathlib.Path(args.resource_config).read_text())
+print("hello from", host["current_host"], flush=True)
+if host["current_host"] == args.fail_on:
+    raise SystemExit("ValueError: boom on " + host["current_host"])
+seen = sorted(p.relative_to(args.data_dir).as_posix() for p in pathlib.Path(args.data_dir).rglob("*") if p.is_file())
+out = pathlib.Path(args.output_dir) / (host["current_host"] + ".json")
+out.write_text(json.dumps({"host": host, "seen": seen, "env": os.environ.get("GREETING"), "argv": sys.argv}))
+"""
+
+
+def processing_definition(instances: int = 3, fail_on: str = "none", entrypoint: str = "python3") -> dict[str, Any]:
+    return {
+        "Version": "2020-12-01",
+        "Parameters": [{"Name": "Instances", "Type": "Integer", "DefaultValue": instances}],
+        "Steps": [
+            {
+                "Name": "Job",
+                "Type": "Processing",
+                "Arguments": {
+                    "ProcessingResources": {"ClusterConfig": {"InstanceCount": {"Get": "Parameters.Instances"}}},
+                    "AppSpecification": {
+                        "ImageUri": "sklearn-image",
+                        "ContainerEntrypoint": [entrypoint, "/opt/ml/processing/input/code/job.py"],
+                        "ContainerArguments": [
+                            "--data-dir",
+                            "/opt/ml/processing/input/data",
+                            "--output-dir=/opt/ml/processing/output",
+                            "--fail-on",
+                            fail_on,
+                            "--resource-config",
+                            "/opt/ml/config/resourceconfig.json",
+                        ],
+                    },
+                    "Environment": {"GREETING": "hi"},
+                    "ProcessingInputs": [
+                        {
+                            "InputName": "data",
+                            "S3Input": {
+                                "S3Uri": "s3://bkt/data/",
+                                "LocalPath": "/opt/ml/processing/input/data",
+                                "S3DataType": "S3Prefix",
+                                "S3DataDistributionType": "ShardedByS3Key",
+                            },
+                        },
+                        {
+                            "InputName": "code",
+                            "S3Input": {
+                                "S3Uri": "s3://bkt/code/",
+                                "LocalPath": "/opt/ml/processing/input/code",
+                                "S3DataType": "S3Prefix",
+                                "S3DataDistributionType": "FullyReplicated",
+                            },
+                        },
+                    ],
+                    "ProcessingOutputConfig": {
+                        "Outputs": [
+                            {
+                                "OutputName": "result",
+                                "S3Output": {
+                                    "S3Uri": {
+                                        "Std:Join": {
+                                            "On": "/",
+                                            "Values": ["s3://bkt/out", {"Get": "Execution.PipelineExecutionId"}],
+                                        }
+                                    },
+                                    "LocalPath": "/opt/ml/processing/output",
+                                },
+                            }
+                        ]
+                    },
+                },
+            }
+        ],
+    }
+
+
+@pytest.fixture
+def workdir(tmp_path: Path) -> Path:
+    s3 = LocalS3(tmp_path / "s3")
+    s3.put_bytes("s3://bkt/code/job.py", SCRIPT.encode())
+    for name in ("a.csv", "b.csv", "c.csv", "d.csv", "nested/e.csv"):
+        s3.put_bytes(f"s3://bkt/data/{name}", b"x\n")
+    return tmp_path
+
+
+def run(workdir: Path, definition: dict[str, Any]):
+    s3 = LocalS3(workdir / "s3")
+    interpreter = Interpreter(
+        runners=local_runners(workdir, region="us-east-1", account="111122223333"),
+        store=ExecutionStore(workdir / "executions"),
+        read_json=lambda uri: json.loads(s3.path(uri).read_text()),
+        pipeline_name="jobs-test",
+    )
+    return interpreter.run(definition, {}), s3
+
+
+def test_processing_instances_get_their_share_host_config_and_remapped_paths(workdir: Path) -> None:
+    record, s3 = run(workdir, processing_definition())
+    assert record.status == "Succeeded", record.failure_reason
+    outputs = {Path(uri).name: json.loads(s3.path(uri).read_text()) for uri in s3.list_objects("s3://bkt/out/")}
+    assert sorted(outputs) == ["algo-1.json", "algo-2.json", "algo-3.json"]
+    # sorted keys a, b, c, d, nested/e dealt round-robin over 3 hosts; sub-folders kept below the local path
+    assert outputs["algo-1.json"]["seen"] == ["a.csv", "d.csv"]
+    assert outputs["algo-2.json"]["seen"] == ["b.csv", "nested/e.csv"]
+    assert outputs["algo-3.json"]["seen"] == ["c.csv"]
+    assert outputs["algo-2.json"]["host"] == {"current_host": "algo-2", "hosts": ["algo-1", "algo-2", "algo-3"]}
+    assert outputs["algo-1.json"]["env"] == "hi"
+    argv = outputs["algo-3.json"]["argv"]
+    sandbox = record.folder / "steps" / "Job" / "sandbox" / "algo-3" / "opt" / "ml"
+    assert argv[0] == str(sandbox / "processing/input/code/job.py")
+    assert argv[2] == str(sandbox / "processing/input/data")
+    assert argv[3] == f"--output-dir={sandbox / 'processing/output'}"
+    assert all(uri.startswith(f"s3://bkt/out/{record.id}/") for uri in s3.list_objects("s3://bkt/out/"))
+    logs = [Path(log) for log in record.steps["Job"].logs]
+    assert [log.name for log in logs] == ["algo-1.log", "algo-2.log", "algo-3.log"]
+    assert logs[1].read_text().strip() == "hello from algo-2"
+    assert not sandbox.exists()  # the sandbox goes once outputs are uploaded
+
+
+def test_a_failing_instance_fails_the_job_with_its_error_and_uploads_nothing(workdir: Path) -> None:
+    record, s3 = run(workdir, processing_definition(fail_on="algo-2"))
+    assert record.status == "Failed"
+    assert record.steps["Job"].failure_reason == "algo-2 exited with code 1: ValueError: boom on algo-2"
+    assert s3.list_objects("s3://bkt/out/") == []
+    assert "boom on algo-2" in (record.folder / "steps" / "Job" / "logs" / "algo-2.log").read_text()
+
+
+def test_more_instances_than_objects_leave_an_instance_without_data(workdir: Path) -> None:
+    record, s3 = run(workdir, processing_definition(instances=6))
+    assert record.status == "Succeeded", record.failure_reason
+    seen = json.loads(s3.path(s3.list_objects("s3://bkt/out/")[-1]).read_text())
+    assert seen["host"]["current_host"] == "algo-6" and seen["seen"] == []
+
+
+def test_non_python_entrypoints_and_empty_inputs_are_errors_naming_them(workdir: Path) -> None:
+    record, _ = run(workdir, processing_definition(entrypoint="/bin/bash"))
+    assert "runs Python entrypoints only" in record.steps["Job"].failure_reason
+    assert "/bin/bash" in record.steps["Job"].failure_reason
+    definition = processing_definition()
+    definition["Steps"][0]["Arguments"]["ProcessingInputs"][0]["S3Input"]["S3Uri"] = "s3://bkt/nothing-here/"
+    record, _ = run(workdir, definition)
+    assert record.steps["Job"].failure_reason == "input data: no S3 objects found under s3://bkt/nothing-here/"
+
+
+def test_training_with_another_image_is_an_error_naming_it(workdir: Path) -> None:
+    definition = {
+        "Version": "2020-12-01",
+        "Parameters": [],
+        "Steps": [
+            {
+                "Name": "Train",
+                "Type": "Training",
+                "Arguments": {
+                    "AlgorithmSpecification": {"TrainingImage": "123.dkr.ecr.us-east-1.amazonaws.com/xgboost:1"},
+                    "ResourceConfig": {"InstanceCount": 1},
+                    "InputDataConfig": [],
+                    "OutputDataConfig": {"S3OutputPath": "s3://bkt/model"},
+                },
+            }
+        ],
+    }
+    record, _ = run(workdir, definition)
+    assert record.status == "Failed"
+    assert (
+        "'123.dkr.ecr.us-east-1.amazonaws.com/xgboost:1' is not Linear Learner" in record.steps["Train"].failure_reason
+    )
+
+
+def test_create_model_needs_an_existing_artifact(workdir: Path) -> None:
+    definition = {
+        "Version": "2020-12-01",
+        "Parameters": [],
+        "Steps": [
+            {
+                "Name": "CreateModel",
+                "Type": "Model",
+                "Arguments": {
+                    "ModelName": "m",
+                    "PrimaryContainer": {"Image": "linear-learner:1", "ModelDataUrl": "s3://bkt/missing/model.tar.gz"},
+                },
+            }
+        ],
+    }
+    record, _ = run(workdir, definition)
+    assert record.steps["CreateModel"].failure_reason == (
+        "ModelDataUrl s3://bkt/missing/model.tar.gz does not exist in the local S3 folder"
+    )
+
+
+def test_executions_and_execution_show_read_the_records(workdir: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from pipeline import cli
+
+    succeeded, _ = run(workdir, processing_definition())
+    failed, _ = run(workdir, processing_definition(fail_on="algo-1"))
+    assert cli.main(["executions", "--workdir", str(workdir), "--json"]) == 0
+    listed = json.loads(capsys.readouterr().out)
+    assert [(row["id"], row["status"]) for row in listed] == [(failed.id, "Failed"), (succeeded.id, "Succeeded")]
+    assert listed[0]["failure_reason"] == "step Job failed: algo-1 exited with code 1: ValueError: boom on algo-1"
+    assert cli.main(["executions", "--workdir", str(workdir), "--max-results", "1"]) == 0
+    table = capsys.readouterr().out
+    assert failed.id in table and succeeded.id not in table
+
+    assert cli.main(["execution", "show", failed.id, "--workdir", str(workdir), "--json"]) == 0
+    shown = json.loads(capsys.readouterr().out)
+    assert shown["status"] == "Failed" and shown["parameters"] == {"Instances": 3}
+    [step] = shown["steps"]
+    assert step["status"] == "Failed" and len(step["logs"]) == 3 and step["start_time"] and step["end_time"]
+    assert cli.main(["execution", "show", failed.id, "--workdir", str(workdir), "--logs"]) == 0
+    assert "boom on algo-1" in capsys.readouterr().out
+    assert cli.main(["execution", "show", "nope", "--workdir", str(workdir)]) == 2
+    assert "no execution 'nope'" in capsys.readouterr().err
