@@ -1,0 +1,226 @@
+"""PNG plots of an ``evaluation.json`` model-quality report, for people who would rather look than read.
+
+Binary classifiers get the ROC curve, the precision-recall curve and the confusion matrix; multiclass classifiers the
+confusion matrix; regressors predicted-versus-actual and residual plots, drawn from the report's
+``prediction_sample`` or from (labels, predictions) arrays handed in. Figures are drawn with matplotlib's Agg canvas
+directly (no pyplot global state) and written under a temporary name, then renamed.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+SECTIONS = ("binary_classification_metrics", "multiclass_classification_metrics", "regression_metrics")
+
+
+class PlotError(ValueError):
+    """The report cannot be plotted; the message names the file and what is missing."""
+
+
+def render_plots(
+    report_path: Path,
+    output_dir: Path,
+    predictions: tuple[Sequence[float], Sequence[float]] | None = None,
+) -> list[Path]:
+    """Renders every plot the report supports into ``output_dir``; returns the PNG paths in a stable order.
+
+    ``predictions`` is an optional (labels, predictions) pair for regression plots; without it the report's
+    ``prediction_sample`` is used, and a regression report with neither yields no plots.
+    """
+    report = _read_report(Path(report_path))
+    output_dir = Path(output_dir)
+    output_dir.mkdir(parents=True, exist_ok=True)
+    if "binary_classification_metrics" in report:
+        metrics = report["binary_classification_metrics"]
+        return [
+            _save(_roc_figure(metrics, report_path), output_dir / "roc_curve.png"),
+            _save(_precision_recall_figure(metrics, report_path), output_dir / "precision_recall_curve.png"),
+            _save(_confusion_figure(metrics, "binary classifier", report_path), output_dir / "confusion_matrix.png"),
+        ]
+    if "multiclass_classification_metrics" in report:
+        metrics = report["multiclass_classification_metrics"]
+        figure = _confusion_figure(metrics, "multiclass classifier", report_path)
+        return [_save(figure, output_dir / "confusion_matrix.png")]
+    labels, predicted, total = _regression_pairs(report, predictions, report_path)
+    if labels is None or predicted is None:
+        return []
+    metrics = report["regression_metrics"]
+    figure = _predicted_vs_actual_figure(labels, predicted, total, metrics)
+    return [
+        _save(figure, output_dir / "predicted_vs_actual.png"),
+        _save(_residuals_figure(labels, predicted), output_dir / "residuals.png"),
+    ]
+
+
+def _read_report(path: Path) -> dict[str, Any]:
+    try:
+        report = json.loads(path.read_text(encoding="utf-8"))
+    except OSError as error:
+        raise PlotError(f"cannot read report {path}: {error.strerror}") from error
+    except json.JSONDecodeError as error:
+        raise PlotError(f"report {path} is not valid JSON: {error}") from error
+    if not isinstance(report, dict) or not any(section in report for section in SECTIONS):
+        raise PlotError(f"report {path} holds none of {', '.join(SECTIONS)}")
+    return report
+
+
+def _figure(width: float = 5.0, height: float = 4.5) -> Any:
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from matplotlib.figure import Figure
+
+    figure = Figure(figsize=(width, height), dpi=100, layout="constrained")
+    FigureCanvasAgg(figure)
+    return figure
+
+
+def _save(figure: Any, target: Path) -> Path:
+    temporary = target.with_name(f".{target.name}.tmp")
+    try:
+        figure.savefig(temporary, format="png", metadata={"Software": None})
+        os.replace(temporary, target)
+    finally:
+        temporary.unlink(missing_ok=True)
+    return target
+
+
+def _value(metrics: dict[str, Any], name: str) -> float | None:
+    metric = metrics.get(name)
+    value = metric.get("value") if isinstance(metric, dict) else None
+    return float(value) if isinstance(value, (int, float)) else None
+
+
+def _curve(metrics: dict[str, Any], name: str, x: str, y: str, report_path: Path) -> tuple[list[float], list[float]]:
+    curve = metrics.get(name)
+    if not isinstance(curve, dict) or not isinstance(curve.get(x), list) or not isinstance(curve.get(y), list):
+        raise PlotError(f"report {report_path}: {name} with lists {x} and {y} is missing")
+    return curve[x], curve[y]
+
+
+def _roc_figure(metrics: dict[str, Any], report_path: Path) -> Any:
+    false_positive_rates, true_positive_rates = _curve(
+        metrics, "receiver_operating_characteristic_curve", "false_positive_rates", "true_positive_rates", report_path
+    )
+    figure = _figure()
+    axes = figure.add_subplot()
+    auc = _value(metrics, "auc")
+    axes.plot(false_positive_rates, true_positive_rates, color="tab:blue", lw=2, label=f"model (AUC {auc:.3f})")
+    axes.plot([0, 1], [0, 1], color="grey", ls="--", lw=1, label="chance")
+    false_positive_rate, true_positive_rate = _value(metrics, "false_positive_rate"), _value(metrics, "recall")
+    if false_positive_rate is not None and true_positive_rate is not None:
+        axes.plot(false_positive_rate, true_positive_rate, "o", color="tab:red", label="decision threshold")
+    axes.set(xlim=(0, 1), ylim=(0, 1.01), xlabel="false positive rate", ylabel="true positive rate", title="ROC curve")
+    axes.legend(loc="lower right")
+    axes.grid(alpha=0.3)
+    return figure
+
+
+def _precision_recall_figure(metrics: dict[str, Any], report_path: Path) -> Any:
+    precisions, recalls = _curve(metrics, "precision_recall_curve", "precisions", "recalls", report_path)
+    figure = _figure()
+    axes = figure.add_subplot()
+    axes.step(recalls, precisions, where="post", color="tab:blue", lw=2, label="model")
+    prevalence = _value(metrics, "precision_best_constant_classifier")
+    if prevalence is not None:
+        axes.axhline(prevalence, color="grey", ls="--", lw=1, label=f"always positive ({prevalence:.3f})")
+    precision, recall = _value(metrics, "precision"), _value(metrics, "recall")
+    if precision is not None and recall is not None:
+        axes.plot(recall, precision, "o", color="tab:red", label="decision threshold")
+    axes.set(xlim=(0, 1), ylim=(0, 1.01), xlabel="recall", ylabel="precision", title="Precision-recall curve")
+    axes.legend(loc="lower left")
+    axes.grid(alpha=0.3)
+    return figure
+
+
+def _confusion_figure(metrics: dict[str, Any], kind: str, report_path: Path) -> Any:
+    table = metrics.get("confusion_matrix")
+    if not isinstance(table, dict) or not table:
+        raise PlotError(f"report {report_path}: confusion_matrix is missing")
+    classes = sorted({*table, *(guess for row in table.values() for guess in row)}, key=_class_order)
+    counts = np.array([[table.get(actual, {}).get(guess, 0) for guess in classes] for actual in classes], dtype=float)
+    row_totals = counts.sum(axis=1, keepdims=True)
+    shares = np.divide(counts, row_totals, out=np.zeros_like(counts), where=row_totals > 0)
+    size = max(4.0, 0.6 * len(classes) + 2.5)
+    figure = _figure(size + 1.0, size)
+    axes = figure.add_subplot()
+    image = axes.imshow(shares, cmap="Blues", vmin=0, vmax=1)
+    figure.colorbar(image, ax=axes, label="share of the true class")
+    if len(classes) <= 20:
+        for row, column in np.ndindex(counts.shape):
+            colour = "white" if shares[row, column] > 0.5 else "black"
+            axes.text(column, row, f"{int(counts[row, column])}", ha="center", va="center", color=colour)
+    accuracy = _value(metrics, "accuracy")
+    axes.set(
+        xticks=range(len(classes)),
+        yticks=range(len(classes)),
+        xticklabels=classes,
+        yticklabels=classes,
+        xlabel="predicted class",
+        ylabel="true class",
+        title=f"Confusion matrix ({kind})" + (f", accuracy {accuracy:.3f}" if accuracy is not None else ""),
+    )
+    return figure
+
+
+def _class_order(name: str) -> tuple[int, float | str]:
+    try:
+        return (0, float(name))
+    except ValueError:
+        return (1, name)
+
+
+def _regression_pairs(
+    report: dict[str, Any], predictions: tuple[Sequence[float], Sequence[float]] | None, report_path: Path
+) -> tuple[np.ndarray | None, np.ndarray | None, int]:
+    """(labels, predictions, records they were drawn from), or Nones when there is nothing to plot."""
+    if predictions is not None:
+        labels, predicted = (np.asarray(values, dtype=float).reshape(-1) for values in predictions)
+        source, total = "the predictions given", labels.size
+    elif isinstance(report.get("prediction_sample"), dict):
+        sample = report["prediction_sample"]
+        labels = np.asarray(sample.get("labels", []), dtype=float)
+        predicted = np.asarray(sample.get("predictions", []), dtype=float)
+        source, total = f"report {report_path}: prediction_sample", int(sample.get("item_count", labels.size))
+    else:
+        return None, None, 0
+    if labels.shape != predicted.shape or labels.size == 0:
+        raise PlotError(f"{source}: labels ({labels.size}) and predictions ({predicted.size}) must be non-empty pairs")
+    return labels, predicted, total
+
+
+def _predicted_vs_actual_figure(labels: np.ndarray, predicted: np.ndarray, total: int, metrics: dict[str, Any]) -> Any:
+    figure = _figure()
+    axes = figure.add_subplot()
+    shown = f"{labels.size:,} records" + (f" (sample of {total:,})" if total > labels.size else "")
+    axes.scatter(labels, predicted, s=8, alpha=0.5, color="tab:blue", edgecolors="none", label=shown)
+    low, high = float(min(labels.min(), predicted.min())), float(max(labels.max(), predicted.max()))
+    axes.plot([low, high], [low, high], color="grey", ls="--", lw=1, label="perfect prediction")
+    r2, rmse = _value(metrics, "r2"), _value(metrics, "rmse")
+    summary = ", ".join(f"{name} {value:.3f}" for name, value in (("R²", r2), ("RMSE", rmse)) if value is not None)
+    axes.set(xlabel="actual", ylabel="predicted", title=f"Predicted vs actual ({summary})" if summary else None)
+    axes.legend(loc="upper left")
+    axes.grid(alpha=0.3)
+    return figure
+
+
+def _residuals_figure(labels: np.ndarray, predicted: np.ndarray) -> Any:
+    residuals = labels - predicted
+    figure = _figure(9.0, 4.0)
+    scatter, histogram = figure.subplots(1, 2)
+    scatter.scatter(predicted, residuals, s=8, alpha=0.5, color="tab:blue", edgecolors="none")
+    scatter.axhline(0, color="grey", ls="--", lw=1)
+    scatter.set(xlabel="predicted", ylabel="residual (actual - predicted)", title="Residuals")
+    scatter.grid(alpha=0.3)
+    low, high = float(residuals.min()), float(residuals.max())
+    if high - low <= 1e-9 * max(1.0, abs(low), abs(high)):  # (near) constant residuals: one bar, not an error
+        low, high = low - 0.5, high + 0.5
+    edges = np.linspace(low, high, min(50, max(10, residuals.size // 20)) + 1)
+    histogram.hist(residuals, bins=edges, color="tab:blue", alpha=0.8)
+    histogram.axvline(0, color="grey", ls="--", lw=1)
+    histogram.set(xlabel="residual", ylabel="records", title="Residual distribution")
+    return figure
