@@ -1,12 +1,107 @@
-"""Placeholder until this command lands (the owner replaces this whole file)."""
+"""Start an execution on SageMaker with parameter overrides; with --wait, watch its steps until it finishes.
+
+Exit codes with --wait: 0 succeeded, 1 a step failed, 3 the quality gate failed (QualityGateFailed ran),
+4 stopped; 2 for bad arguments.
+"""
+
+from __future__ import annotations
 
 import argparse
+import sys
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+from pipeline.config import ConfigError, PipelineConfig, add_config_arguments, config_from_args
+
+if TYPE_CHECKING:
+    from rich.console import Console
+
+    from pipeline.sagemaker_ops import ExecutionState
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
-    """No arguments yet."""
+    """``--param Name=Value`` (repeat), ``--wait``, ``--poll-seconds``, shared configuration."""
+    parser.add_argument(
+        "--param", action="append", default=[], metavar="NAME=VALUE", help="override a pipeline parameter (repeat)"
+    )
+    parser.add_argument("--display-name", help="execution display name")
+    parser.add_argument("--wait", action="store_true", help="watch the steps until the execution finishes")
+    parser.add_argument("--poll-seconds", type=float, default=30.0, help="seconds between polls with --wait (30)")
+    add_config_arguments(parser)
+
+
+def parse_params(pairs: list[str]) -> dict[str, str]:
+    """``Name=Value`` strings to a mapping; a missing ``=`` or a repeated name is an error."""
+    parameters: dict[str, str] = {}
+    for pair in pairs:
+        name, separator, value = pair.partition("=")
+        if not separator or not name:
+            raise ValueError(f"--param {pair!r}: expected NAME=VALUE")
+        if name in parameters:
+            raise ValueError(f"--param {name} given twice")
+        parameters[name] = value
+    return parameters
 
 
 def run(args: argparse.Namespace) -> int:
-    """Not built yet."""
-    raise SystemExit("this command is not built yet")
+    """Start; print the ARN; with --wait, a live step table and the exit code of the final status."""
+    from pipeline.sagemaker_ops import AwsError, ParameterError, outcome, start
+
+    try:
+        config = config_from_args(args)
+        arn = start(config, parse_params(args.param), display_name=args.display_name)
+    except (ConfigError, ParameterError, ValueError) as error:
+        print(f"llpipe start: {error}", file=sys.stderr)
+        return 2
+    except AwsError as error:
+        print(f"llpipe start: {error}", file=sys.stderr)
+        return 1
+    print(f"started {arn}")
+    if not args.wait:
+        return 0
+    try:
+        state = watch(config, arn, args.poll_seconds)
+    except AwsError as error:
+        print(f"llpipe start: {error}", file=sys.stderr)
+        return 1
+    code, summary = outcome(state)
+    print(summary, file=sys.stderr if code else sys.stdout)
+    return code
+
+
+def watch(
+    config: PipelineConfig,
+    arn: str,
+    poll_seconds: float,
+    console: Console | None = None,
+    session: Any = None,
+    sleep: Callable[[float], None] | None = None,
+) -> ExecutionState:
+    """Poll the execution with a live rich table of its steps; returns the final state."""
+    import time
+
+    from rich.console import Console
+    from rich.live import Live
+    from rich.table import Table
+
+    from pipeline.sagemaker_ops import step_rows, wait_for_execution
+
+    console = console or Console()
+
+    def table(state: ExecutionState) -> Table:
+        view = Table(title=f"{arn.rsplit('/', 1)[-1]}: {state.status}", title_justify="left")
+        for column in ("step", "status", "started", "duration", "detail"):
+            view.add_column(column, overflow="fold")
+        for row in step_rows(state):
+            view.add_row(*row)
+        return view
+
+    with Live(console=console, auto_refresh=False, transient=False) as live:
+        return wait_for_execution(
+            config,
+            arn,
+            session=session,
+            poll_seconds=poll_seconds,
+            on_poll=lambda state: live.update(table(state), refresh=True),
+            sleep=sleep or time.sleep,
+        )

@@ -1,0 +1,369 @@
+"""The calls to AWS: upsert the pipeline, start and watch executions, schedule them, list them.
+
+Each function takes a boto3 ``Session`` (default: one for the configured region) and sends the same requests the
+SageMaker SDK v3 sends for ``Pipeline.upsert`` / ``start`` / ``put_triggers`` / ``delete_triggers``, with boto3
+directly so that each request is explicit and the SDK is not imported for them.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import time
+import uuid
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from typing import Any
+from urllib.parse import urlparse
+
+from pipeline.config import PipelineConfig
+
+INLINE_DEFINITION_LIMIT = 100 * 1024  # larger definitions go through S3 (PipelineDefinitionS3Location), as the SDK does
+TERMINAL_STATUSES = ("Succeeded", "Failed", "Stopped")
+EXIT_SUCCEEDED, EXIT_FAILED, EXIT_QUALITY_GATE, EXIT_STOPPED = 0, 1, 3, 4
+_ALREADY_EXISTS_CODES = ("ValidationException", "ResourceInUse")
+_ALREADY_EXISTS_MESSAGES = ("already exists", "must be unique within an AWS account", "Cannot create already existing")
+
+
+class AwsError(RuntimeError):
+    """An AWS call failed: the message says which call, for what, and why (one line, no traceback)."""
+
+
+def aws_session(config: PipelineConfig) -> Any:
+    """A boto3 session for the configured region (credentials from the usual chain)."""
+    import boto3
+
+    return boto3.Session(region_name=config.region)
+
+
+@contextmanager
+def _aws_call(what: str) -> Iterator[None]:
+    """Turn botocore's errors into one-line :class:`AwsError` messages naming the operation."""
+    from botocore.exceptions import BotoCoreError, ClientError, NoCredentialsError
+
+    try:
+        yield
+    except NoCredentialsError:
+        raise AwsError(f"{what}: no AWS credentials found (configure a profile, SSO or environment keys)") from None
+    except ClientError as error:
+        info = error.response.get("Error", {})
+        raise AwsError(f"{what}: {info.get('Code', 'error')}: {info.get('Message', error)}") from None
+    except BotoCoreError as error:
+        raise AwsError(f"{what}: {error}") from None
+
+
+# ---------------------------------------------------------------- upsert
+
+
+@dataclass(frozen=True)
+class UpsertResult:
+    """What ``upsert`` did."""
+
+    pipeline_arn: str
+    created: bool
+    uploaded: tuple[str, ...]
+
+
+def upsert(config: PipelineConfig, built: Any, session: Any = None, description: str | None = None) -> UpsertResult:
+    """Upload the code bundles, then CreatePipeline, or UpdatePipeline + tags when the pipeline exists."""
+    session = session or aws_session(config)
+    s3 = session.client("s3")
+    sagemaker = session.client("sagemaker")
+    uploaded = tuple(_upload(s3, uri, content, config.kms_key_id) for uri, content in built.uploads.items())
+    request: dict[str, Any] = {"PipelineName": config.pipeline_name, "RoleArn": config.role_arn}
+    request.update(_definition_argument(s3, config, built.definition_json))
+    if description:
+        request["PipelineDescription"] = description
+    tags = config.all_tags
+    create = {**request, "ClientRequestToken": uuid.uuid4().hex, **({"Tags": tags} if tags else {})}
+    from botocore.exceptions import ClientError
+
+    with _aws_call(f"CreatePipeline {config.pipeline_name}"):
+        try:
+            response = sagemaker.create_pipeline(**create)
+            return UpsertResult(response["PipelineArn"], created=True, uploaded=uploaded)
+        except ClientError as error:
+            if not _already_exists(error):
+                raise
+    with _aws_call(f"UpdatePipeline {config.pipeline_name}"):
+        arn = sagemaker.update_pipeline(**request)["PipelineArn"]
+    if tags:
+        with _aws_call(f"tagging {arn}"):
+            existing = sagemaker.list_tags(ResourceArn=arn)["Tags"]
+            merged = tags + [tag for tag in existing if tag["Key"] not in {t["Key"] for t in tags}]
+            sagemaker.add_tags(ResourceArn=arn, Tags=merged)
+    return UpsertResult(arn, created=False, uploaded=uploaded)
+
+
+def _already_exists(error: Any) -> bool:
+    info = error.response.get("Error", {})
+    message = info.get("Message", "")
+    return info.get("Code") in _ALREADY_EXISTS_CODES and any(text in message for text in _ALREADY_EXISTS_MESSAGES)
+
+
+def _upload(s3: Any, uri: str, content: bytes, kms_key_id: str | None) -> str:
+    """PutObject one code file (SSE-KMS with the configured key, if any)."""
+    parsed = urlparse(uri)
+    request: dict[str, Any] = {"Bucket": parsed.netloc, "Key": parsed.path.lstrip("/"), "Body": content}
+    if kms_key_id:
+        request.update(ServerSideEncryption="aws:kms", SSEKMSKeyId=kms_key_id)
+    with _aws_call(f"uploading {uri}"):
+        s3.put_object(**request)
+    return uri
+
+
+def _definition_argument(s3: Any, config: PipelineConfig, definition_json: str) -> dict[str, Any]:
+    """Inline below 100 KB; above, upload to s3://<bucket>/<pipeline>/definitions/<sha256>.json and point at it."""
+    body = definition_json.encode("utf-8")
+    if len(body) < INLINE_DEFINITION_LIMIT:
+        return {"PipelineDefinition": definition_json}
+    key = f"{config.pipeline_name}/definitions/{hashlib.sha256(body).hexdigest()}.json"
+    _upload(s3, f"s3://{config.bucket}/{key}", body, config.kms_key_id)
+    return {"PipelineDefinitionS3Location": {"Bucket": config.bucket, "ObjectKey": key}}
+
+
+# ---------------------------------------------------------------- start
+
+
+class ParameterError(ValueError):
+    """A ``--param`` the deployed pipeline does not declare, or a value of the wrong type."""
+
+
+def deployed_parameters(config: PipelineConfig, session: Any = None) -> dict[str, dict[str, Any]]:
+    """The parameters of the pipeline as deployed (DescribePipeline): name -> declaration."""
+    session = session or aws_session(config)
+    with _aws_call(f"DescribePipeline {config.pipeline_name}"):
+        response = session.client("sagemaker").describe_pipeline(PipelineName=config.pipeline_name)
+    definition = json.loads(response["PipelineDefinition"])
+    return {parameter["Name"]: parameter for parameter in definition.get("Parameters", [])}
+
+
+def check_parameters(overrides: Mapping[str, str], declared: Mapping[str, Mapping[str, Any]]) -> None:
+    """Reject unknown names and values that do not parse as the declared type or enum, before any execution."""
+    for name, value in overrides.items():
+        if name not in declared:
+            raise ParameterError(f"unknown parameter {name!r}; the pipeline declares {', '.join(sorted(declared))}")
+        kind = declared[name].get("Type", "String")
+        try:
+            if kind == "Integer":
+                int(value)
+            elif kind == "Float":
+                float(value)
+            elif kind == "Boolean" and value.lower() not in ("true", "false"):
+                raise ValueError(value)
+        except ValueError:
+            raise ParameterError(f"parameter {name}={value!r}: expected a {kind.lower()}") from None
+        allowed = declared[name].get("EnumValues")
+        if allowed and value not in allowed:
+            raise ParameterError(f"parameter {name}={value!r}: expected one of {', '.join(allowed)}")
+
+
+def start(
+    config: PipelineConfig,
+    parameters: Mapping[str, str] | None = None,
+    session: Any = None,
+    display_name: str | None = None,
+) -> str:
+    """StartPipelineExecution with parameter overrides (checked against the deployed definition first)."""
+    session = session or aws_session(config)
+    request: dict[str, Any] = {"PipelineName": config.pipeline_name}
+    if parameters:
+        check_parameters(parameters, deployed_parameters(config, session))
+        request["PipelineParameters"] = [{"Name": name, "Value": str(value)} for name, value in parameters.items()]
+    if display_name:
+        request["PipelineExecutionDisplayName"] = display_name
+    with _aws_call(f"StartPipelineExecution {config.pipeline_name}"):
+        return session.client("sagemaker").start_pipeline_execution(**request)["PipelineExecutionArn"]
+
+
+@dataclass
+class ExecutionState:
+    """One poll of an execution: its description and its steps (oldest first)."""
+
+    arn: str
+    status: str
+    failure_reason: str | None = None
+    steps: list[dict[str, Any]] = field(default_factory=list)
+
+    @property
+    def finished(self) -> bool:
+        return self.status in TERMINAL_STATUSES
+
+
+def poll_execution(sagemaker: Any, arn: str) -> ExecutionState:
+    """DescribePipelineExecution + every page of ListPipelineExecutionSteps."""
+    with _aws_call(f"DescribePipelineExecution {arn}"):
+        described = sagemaker.describe_pipeline_execution(PipelineExecutionArn=arn)
+    steps: list[dict[str, Any]] = []
+    request: dict[str, Any] = {"PipelineExecutionArn": arn, "SortOrder": "Ascending"}
+    with _aws_call(f"ListPipelineExecutionSteps {arn}"):
+        while True:
+            page = sagemaker.list_pipeline_execution_steps(**request)
+            steps.extend(page.get("PipelineExecutionSteps", []))
+            if not page.get("NextToken"):
+                break
+            request["NextToken"] = page["NextToken"]
+    return ExecutionState(arn, described["PipelineExecutionStatus"], described.get("FailureReason"), steps)
+
+
+def wait_for_execution(
+    config: PipelineConfig,
+    arn: str,
+    session: Any = None,
+    poll_seconds: float = 30.0,
+    on_poll: Callable[[ExecutionState], None] = lambda state: None,
+    sleep: Callable[[float], None] = time.sleep,
+) -> ExecutionState:
+    """Poll until the execution reaches Succeeded, Failed or Stopped; ``on_poll`` sees every state."""
+    sagemaker = (session or aws_session(config)).client("sagemaker")
+    while True:
+        state = poll_execution(sagemaker, arn)
+        on_poll(state)
+        if state.finished:
+            return state
+        sleep(poll_seconds)
+
+
+def outcome(state: ExecutionState) -> tuple[int, str]:
+    """Exit code and one-line summary of a finished execution: 0 Succeeded, 3 quality gate, 1 Failed, 4 Stopped."""
+    if state.status == "Succeeded":
+        return EXIT_SUCCEEDED, "execution succeeded"
+    if state.status == "Stopped":
+        return EXIT_STOPPED, "execution was stopped"
+    for step in state.steps:
+        fail = step.get("Metadata", {}).get("Fail")
+        if fail is not None:
+            message = fail.get("ErrorMessage") or step.get("FailureReason") or "no message"
+            return EXIT_QUALITY_GATE, f"step {step['StepName']} failed the execution: {message}"
+    failed = [step for step in state.steps if step.get("StepStatus") == "Failed"]
+    reasons = [f"step {s['StepName']}: {s.get('FailureReason', 'no reason given')}" for s in failed]
+    reason = "; ".join(reasons) or state.failure_reason or "no reason given"
+    return EXIT_FAILED, f"execution {state.status.lower()}: {reason}"
+
+
+def step_rows(state: ExecutionState) -> list[tuple[str, str, str, str, str]]:
+    """Table rows: step, status, started, duration, detail (job, cache hit, condition outcome or failure)."""
+    rows = []
+    now = datetime.now(timezone.utc)
+    for step in state.steps:
+        started = step.get("StartTime")
+        ended = step.get("EndTime") or (now if started else None)
+        duration = f"{(ended - started).total_seconds():.0f}s" if started and ended else ""
+        rows.append(
+            (
+                step["StepName"],
+                step.get("StepStatus", ""),
+                started.strftime("%H:%M:%S") if started else "",
+                duration,
+                _step_detail(step),
+            )
+        )
+    return rows
+
+
+def _step_detail(step: dict[str, Any]) -> str:
+    if step.get("FailureReason"):
+        return step["FailureReason"]
+    if step.get("CacheHitResult"):
+        return f"cache hit from {step['CacheHitResult'].get('SourcePipelineExecutionArn', '?').rsplit('/', 1)[-1]}"
+    metadata = step.get("Metadata", {})
+    if "Condition" in metadata:
+        return f"outcome {metadata['Condition'].get('Outcome')}"
+    for kind, value in metadata.items():
+        if isinstance(value, dict) and "Arn" in value:
+            return f"{kind} {value['Arn'].rsplit('/', 1)[-1]}"
+    return ""
+
+
+# ---------------------------------------------------------------- executions
+
+
+def list_executions(config: PipelineConfig, max_results: int = 10, session: Any = None) -> list[dict[str, Any]]:
+    """The newest executions (ListPipelineExecutions summaries, newest first)."""
+    session = session or aws_session(config)
+    with _aws_call(f"ListPipelineExecutions {config.pipeline_name}"):
+        response = session.client("sagemaker").list_pipeline_executions(
+            PipelineName=config.pipeline_name,
+            SortBy="CreationTime",
+            SortOrder="Descending",
+            MaxResults=max_results,
+        )
+    return list(response.get("PipelineExecutionSummaries", []))
+
+
+# ---------------------------------------------------------------- schedule
+
+
+def schedule_expression(cron: str | None = None, rate: str | None = None) -> str:
+    """``cron(...)`` or ``rate(...)`` from a bare expression or one already wrapped."""
+    if (cron is None) == (rate is None):
+        raise ValueError("give exactly one of a cron or a rate expression")
+    kind, expression = ("cron", cron) if cron is not None else ("rate", rate)
+    expression = expression.strip()
+    if expression.startswith(f"{kind}(") and expression.endswith(")"):
+        expression = expression[len(kind) + 1 : -1].strip()
+    if not expression:
+        raise ValueError(f"empty {kind} expression")
+    if kind == "cron" and len(expression.split()) != 6:
+        raise ValueError(f"cron({expression}): EventBridge cron needs 6 fields: minutes hours day month weekday year")
+    if kind == "rate" and not _valid_rate(expression):
+        raise ValueError(f"rate({expression}): expected e.g. '1 day', '12 hours' or '30 minutes'")
+    return f"{kind}({expression})"
+
+
+def _valid_rate(expression: str) -> bool:
+    parts = expression.split()
+    if len(parts) != 2 or not parts[0].isdigit() or int(parts[0]) < 1:
+        return False
+    unit = parts[1]
+    singular = int(parts[0]) == 1
+    return unit in (("minute", "hour", "day") if singular else ("minutes", "hours", "days"))
+
+
+def put_schedule(
+    config: PipelineConfig,
+    expression: str,
+    role_arn: str | None = None,
+    session: Any = None,
+    now: datetime | None = None,
+    enabled: bool = True,
+) -> str:
+    """Create or update the EventBridge Scheduler schedule named after the pipeline (the SDK's put_triggers)."""
+    session = session or aws_session(config)
+    with _aws_call(f"DescribePipeline {config.pipeline_name}"):
+        pipeline_arn = session.client("sagemaker").describe_pipeline(PipelineName=config.pipeline_name)["PipelineArn"]
+    request = {
+        "Name": config.pipeline_name,
+        "ScheduleExpression": expression,
+        "FlexibleTimeWindow": {"Mode": "OFF"},
+        "Target": {"Arn": pipeline_arn, "SageMakerPipelineParameters": {}, "RoleArn": role_arn or config.role_arn},
+        "State": "ENABLED" if enabled else "DISABLED",
+        "StartDate": now or datetime.now(timezone.utc),
+    }
+    scheduler = session.client("scheduler")
+    from botocore.exceptions import ClientError
+
+    with _aws_call(f"schedule {config.pipeline_name}"):
+        try:
+            return scheduler.update_schedule(**request)["ScheduleArn"]
+        except ClientError as error:
+            if error.response.get("Error", {}).get("Code") != "ResourceNotFoundException":
+                raise
+        return scheduler.create_schedule(**request)["ScheduleArn"]
+
+
+def delete_schedule(config: PipelineConfig, session: Any = None) -> bool:
+    """Delete the pipeline's schedule; False when there was none."""
+    from botocore.exceptions import ClientError
+
+    scheduler = (session or aws_session(config)).client("scheduler")
+    with _aws_call(f"DeleteSchedule {config.pipeline_name}"):
+        try:
+            scheduler.delete_schedule(Name=config.pipeline_name)
+        except ClientError as error:
+            if error.response.get("Error", {}).get("Code") == "ResourceNotFoundException":
+                return False
+            raise
+    return True
