@@ -91,6 +91,11 @@ class ParameterServer:
         """Close every connection so blocked instances fail fast, and stop the thread."""
         self._stopped.set()
         self._close_all()
+        if self._thread.is_alive() and any(conn is None for conn in self._connections):
+            try:  # wake a thread still waiting in accept() for instances that never connected
+                Client(self.address, authkey=self._authkey).close()
+            except OSError:
+                pass
         try:
             self._listener.close()
         except OSError:

@@ -68,13 +68,12 @@ def run(root: Path, coordinator: str | None) -> None:
                               "application/x-recordio-protobuf or text/csv")
         channel["ContentType"] = content_type
 
-    from pipeline.local.linear_learner.collective import ClientCollective, LocalCollective
-    from pipeline.local.linear_learner.data import DataError, channel_files, read_channel
-
-    train_files = channel_files(root / "input" / "data" / "train")
-    if not train_files:
+    if not any(p.is_file() for p in (root / "input" / "data" / "train").rglob("*")):
         raise ClientError(f"{host} has no files in the train channel: more instances ({len(hosts)}) than shards "
                           "of the ShardedByS3Key train data; use at most as many instances as train files")
+
+    from pipeline.local.linear_learner.collective import ClientCollective, LocalCollective
+    from pipeline.local.linear_learner.data import DataError, channel_files, read_channel
 
     def load(name: str):
         files = channel_files(root / "input" / "data" / name)
