@@ -45,7 +45,7 @@ import time
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
 import numpy as np
 import pandas as pd
@@ -392,10 +392,9 @@ def _to_float64(column: pd.Series, where: RowLocator, what: str) -> np.ndarray:
 
 @dataclass
 class Converted:
-    """One chunk as Linear Learner input: float32 features, float32 labels and split keys."""
+    """One chunk as Linear Learner input rows and the split of each row."""
 
-    features: np.ndarray
-    labels: np.ndarray
+    rows: np.ndarray  # C-ordered float32 (n, feature_dim + 1): the features, then the label
     split: np.ndarray  # uint8 split code per row
     dropped: int
 
@@ -413,9 +412,11 @@ def convert_chunk(
     n = len(frame)
     numeric = _numeric_block(frame, schema.numeric_columns, where)
     absent_numeric = ~np.isfinite(numeric)
-    numeric[absent_numeric] = 0.0
+    if absent_numeric.any():
+        numeric = numeric.copy(order="F")  # to_numpy may return pandas' own read-only block
+        numeric[absent_numeric] = 0.0
     if schema.categorical_columns:
-        features = np.zeros((n, schema.feature_dim), dtype=np.float32)
+        features = np.zeros((n, schema.feature_dim), dtype=np.float32, order="F")
         absent = np.zeros((n, len(schema.feature_columns)), dtype=bool)
         offsets = schema.feature_offsets
         numeric_positions = [schema.feature_columns.index(column) for column in schema.numeric_columns]
@@ -442,7 +443,8 @@ def convert_chunk(
             hint = "--missing drop" if missing_policy == "zero" else "--missing zero or --missing drop"
             raise PreprocessError(f"{where.at(row)}: {what} is missing or not a finite float32 (use {hint})")
     keep = ~bad if missing_policy == "drop" else np.ones(n, dtype=bool)
-    features, label_values = features[keep], label_values[keep]
+    if not keep.all():
+        features, label_values = features[keep], label_values[keep]
     if schema.id_column:
         ids = frame[schema.id_column][keep]
         if ids.isna().any():
@@ -451,7 +453,10 @@ def convert_chunk(
         hashes = _hash_texts(ids, seed)
     else:
         hashes = row_hashes(features, label_values, seed)
-    return Converted(features, label_values, assign_splits(hashes, fractions), int(n - keep.sum()))
+    rows = np.empty((len(label_values), schema.feature_dim + 1), dtype=np.float32)
+    rows[:, :-1] = features
+    rows[:, -1] = label_values
+    return Converted(rows, assign_splits(hashes, fractions), int(n - keep.sum()))
 
 
 def _numeric_block(frame: pd.DataFrame, columns: Sequence[str], where: RowLocator) -> np.ndarray:
@@ -461,10 +466,10 @@ def _numeric_block(frame: pd.DataFrame, columns: Sequence[str], where: RowLocato
         if all(pd.api.types.is_numeric_dtype(dtype) for dtype in block.dtypes):
             values = block.to_numpy(dtype=np.float32, na_value=np.nan)
         else:
-            values = np.empty((len(frame), len(columns)), dtype=np.float32)
+            values = np.empty((len(frame), len(columns)), dtype=np.float32, order="F")
             for index, column in enumerate(columns):
                 values[:, index] = _to_float64(frame[column], where, f"column {column!r}")
-        return np.ascontiguousarray(values)
+        return values  # column-major as pandas stores it: row_hashes reads it column by column
 
 
 def _hash_categorical(column: pd.Series, name: str, buckets: int, features: np.ndarray, offset: int) -> np.ndarray:
@@ -497,15 +502,10 @@ def _mix(h: np.ndarray) -> np.ndarray:
 
 def row_hashes(features: np.ndarray, labels: np.ndarray, seed: int) -> np.ndarray:
     """A seeded 64-bit hash of each row's float32 features and label, independent of host, file and position."""
-    n, width = features.shape
-    table = np.zeros((n, width + 1 + (width + 1) % 2), dtype=np.float32)  # even width: pairs of floats per uint64
-    table[:, :width] = features
-    table[:, width] = labels
-    table += np.float32(0.0)  # -0.0 -> 0.0, so equal numbers hash equally
-    words = np.ascontiguousarray(table.view(np.uint64).T)  # one contiguous row of words per column pair
-    h = _mix(np.full(n, np.uint64(seed & 0xFFFFFFFFFFFFFFFF), dtype=np.uint64))
-    for column in words:
-        h = _mix(h ^ column)
+    h = _mix(np.full(len(labels), np.uint64(seed & 0xFFFFFFFFFFFFFFFF), dtype=np.uint64))
+    for column in (*features.T, labels):
+        bits = (column + np.float32(0.0)).view(np.uint32)  # + 0.0 turns -0.0 into 0.0, so equal numbers hash equally
+        h = _mix(h ^ bits)
     return h
 
 
@@ -546,80 +546,90 @@ class SplitStats:
         self.label_max = max(self.label_max, float(as_double.max()))
 
 
-class ShardSpiller:
-    """Deals each split's rows in a seeded random order to this host's shards, as raw float32 spill files."""
+class ShardBuffer:
+    """This host's shards: each split's rows dealt in a seeded random order, round-robin, to its shards.
 
-    def __init__(self, work_dir: Path, feature_dim: int, shard_counts: dict[str, int], seed: int, host: Host):
+    Rows stay in memory while they fit in ``memory_bytes``; beyond that everything goes to raw float32 spill files in
+    the work folder, so memory stays bounded whatever the size of the data set.
+    """
+
+    def __init__(self, work_dir: Path, width: int, shard_counts: dict[str, int], seed: int, host: Host, memory: int):
         self.work_dir = work_dir
-        self.width = feature_dim + 1  # label in the last column
+        self.width = width  # features + label
+        self.memory_bytes = memory
         self.shard_counts = shard_counts
         self.rngs = {split: np.random.default_rng([seed, host.index, code]) for split, code in _SPLIT_CODES.items()}
         self.dealt = dict.fromkeys(SPLITS, 0)
-        self.files = {
-            split: [open(self.spill_path(split, shard), "wb") for shard in range(count)]  # noqa: SIM115
-            for split, count in shard_counts.items()
+        self.pending: dict[tuple[str, int], list[np.ndarray]] = {
+            (split, shard): [] for split, count in shard_counts.items() for shard in range(count)
         }
+        self.pending_bytes = 0
+        self.spill_files: dict[tuple[str, int], BinaryIO] | None = None  # set once rows no longer fit in memory
 
     def spill_path(self, split: str, shard: int) -> Path:
-        return self.work_dir / f"{split}-{shard:05d}.f32"
+        return self.work_dir / f"spill-{split}-{shard:05d}.f32"
 
-    def add(self, split: str, features: np.ndarray, labels: np.ndarray) -> None:
-        n = len(labels)
-        if not n:
-            return
-        rows = np.empty((n, self.width), dtype=np.float32)
-        rows[:, :-1] = features
-        rows[:, -1] = labels
-        rows = rows[self.rngs[split].permutation(n)]
+    def add(self, split: str, rows: np.ndarray, chosen: np.ndarray) -> None:
+        """Deal ``rows[chosen]`` (features then label) in a random order to the split's shards."""
+        shuffled = chosen[self.rngs[split].permutation(len(chosen))]
         count = self.shard_counts[split]
         for shard in range(count):  # round-robin continued from the previous chunk: shards differ by one row at most
-            self.files[split][shard].write(rows[(shard - self.dealt[split]) % count :: count].tobytes())
-        self.dealt[split] += n
+            piece = rows[shuffled[(shard - self.dealt[split]) % count :: count]]
+            if self.spill_files is not None:
+                self.spill_files[split, shard].write(piece.data)
+            else:
+                self.pending[split, shard].append(piece)
+                self.pending_bytes += piece.nbytes
+        self.dealt[split] += len(chosen)
+        if self.spill_files is None and self.pending_bytes > self.memory_bytes:
+            self.spill_files = {key: open(self.spill_path(*key), "wb") for key in self.pending}  # noqa: SIM115
+            for key, pieces in self.pending.items():
+                for piece in pieces:
+                    self.spill_files[key].write(piece.data)
+                pieces.clear()
+            self.pending_bytes = 0
 
     def close(self) -> None:
-        for handles in self.files.values():
-            for handle in handles:
-                handle.close()
+        for handle in (self.spill_files or {}).values():
+            handle.close()
 
+    def shuffled_blocks(self, split: str, shard: int, rng: np.random.Generator) -> Iterator[np.ndarray]:
+        """The shard's rows in a uniformly random order, in blocks of at most about ``memory_bytes``.
 
-def write_shuffled_shard(
-    spill: Path, target: Path, width: int, memory_bytes: int, rng: np.random.Generator, bucket_dir: Path
-) -> int:
-    """Shuffle a spill file's rows into a RecordIO file; beyond ``memory_bytes`` through random buckets on disk.
+        Spilled rows are dealt to random buckets on disk first; shuffling each bucket and concatenating the buckets
+        is a uniformly random permutation, like shuffling in memory.
+        """
+        if self.spill_files is None:
+            pieces = self.pending.pop((split, shard))
+            rows = np.concatenate(pieces) if pieces else np.empty((0, self.width), dtype=np.float32)
+            pieces.clear()
+            yield rows[rng.permutation(len(rows))]
+            return
+        spill = self.spill_path(split, shard)
+        buckets = max(1, math.ceil(spill.stat().st_size / self.memory_bytes))
+        paths = [spill] if buckets == 1 else self._deal_to_buckets(spill, buckets, rng)
+        for path in paths:
+            rows = np.fromfile(path, dtype=np.float32).reshape(-1, self.width)
+            path.unlink()
+            yield rows[rng.permutation(len(rows))]
 
-    Rows dealt to random buckets, each bucket shuffled in memory and the buckets concatenated, is a uniformly random
-    permutation, so both paths shuffle equally well.
-    """
-    row_bytes = width * 4
-    rows = spill.stat().st_size // row_bytes
-    buckets = max(1, math.ceil(rows * row_bytes / memory_bytes))
-    with open(target, "wb") as out:
-        if buckets == 1:
-            _write_block(out, np.fromfile(spill, dtype=np.float32).reshape(-1, width), rng)
-            return rows
-        paths = [bucket_dir / f"bucket-{index:05d}.f32" for index in range(buckets)]
+    def _deal_to_buckets(self, spill: Path, buckets: int, rng: np.random.Generator) -> list[Path]:
+        """Move a spill file's rows to ``buckets`` files, each row to a random one."""
+        paths = [self.work_dir / f"bucket-{index:05d}.f32" for index in range(buckets)]
         handles = [open(path, "wb") for path in paths]  # noqa: SIM115
+        row_bytes = self.width * 4
         try:
-            block_rows = max(1, memory_bytes // row_bytes)
             with open(spill, "rb") as source:
-                while block := source.read(block_rows * row_bytes):
-                    block_array = np.frombuffer(block, dtype=np.float32).reshape(-1, width)
-                    bucket_of_row = rng.integers(0, buckets, size=len(block_array))
+                while block := source.read(max(1, self.memory_bytes // row_bytes) * row_bytes):
+                    rows = np.frombuffer(block, dtype=np.float32).reshape(-1, self.width)
+                    bucket_of_row = rng.integers(0, buckets, size=len(rows))
                     for index, handle in enumerate(handles):
-                        handle.write(block_array[bucket_of_row == index].tobytes())
+                        handle.write(rows[bucket_of_row == index].data)
         finally:
             for handle in handles:
                 handle.close()
-        for path in paths:
-            _write_block(out, np.fromfile(path, dtype=np.float32).reshape(-1, width), rng)
-            path.unlink()
-    return rows
-
-
-def _write_block(out: Any, rows: np.ndarray, rng: np.random.Generator) -> None:
-    if len(rows):
-        rows = rows[rng.permutation(len(rows))]
-        write_dense(out, np.ascontiguousarray(rows[:, :-1]), np.ascontiguousarray(rows[:, -1]))
+        spill.unlink()
+        return paths
 
 
 # ---------------------------------------------------------------------------------------------------------------------
@@ -985,7 +995,8 @@ def _convert_all(
     classification = labels.predictor_type != "regressor"
     stats = {split: SplitStats() for split in SPLITS}
     rows_read = rows_dropped = 0
-    spiller = ShardSpiller(transaction.work_dir, schema.feature_dim, shard_counts, args.seed, host)
+    memory_bytes = max(1, int(args.shuffle_memory_mb * 1024 * 1024))
+    shards = ShardBuffer(transaction.work_dir, schema.feature_dim + 1, shard_counts, args.seed, host, memory_bytes)
     try:
         for path in files:
             file_rows = 0
@@ -995,13 +1006,12 @@ def _convert_all(
                 file_rows += len(frame)
                 rows_dropped += converted.dropped
                 for split, code in _SPLIT_CODES.items():
-                    chosen = converted.split == code
-                    split_labels = converted.labels[chosen]
-                    stats[split].add(split_labels, classification)
-                    spiller.add(split, converted.features[chosen], split_labels)
+                    chosen = np.flatnonzero(converted.split == code)
+                    stats[split].add(converted.rows[chosen, -1], classification)
+                    shards.add(split, converted.rows, chosen)
             print(f"[{host.name}] read {path} ({file_rows} rows)", flush=True)
     finally:
-        spiller.close()
+        shards.close()
 
     kept = sum(stats[split].rows for split in SPLITS)
     where = f"{len(files)} input file(s) of host {host.name}"
@@ -1019,18 +1029,17 @@ def _convert_all(
             if fraction > 0 and stats[split].rows == 0:
                 raise PreprocessError(f"the {split} split is empty ({kept} rows, --{split}-fraction {fraction})")
 
-    memory_bytes = max(1, int(args.shuffle_memory_mb * 1024 * 1024))
-    width = schema.feature_dim + 1
     built: list[tuple[Path, str]] = []
     for split, code in _SPLIT_CODES.items():
         rng = np.random.default_rng([args.seed, host.index, code, 1])
         for shard in range(shard_counts[split]):
-            spill = spiller.spill_path(split, shard)
-            if spill.stat().st_size == 0:
+            if stats[split].rows == 0:
                 continue  # a host with no rows for validation/test writes no file for it
             target = transaction.work_dir / f"{split}-{host.name}-{shard:05d}{SHARD_SUFFIX}"
-            write_shuffled_shard(spill, target, width, memory_bytes, rng, transaction.work_dir)
-            spill.unlink()
+            with open(target, "wb") as out:
+                for block in shards.shuffled_blocks(split, shard, rng):
+                    if len(block):
+                        write_dense(out, block[:, :-1], block[:, -1])
             built.append((target, split))
 
     input_names = [path.relative_to(args.input_dir).as_posix() for path in files]
