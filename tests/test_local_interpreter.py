@@ -357,6 +357,8 @@ def test_parse_overrides() -> None:
     assert parse_overrides(["A=1", "B=x=y"]) == {"A": "1", "B": "x=y"}
     with pytest.raises(ParameterError, match="Name=Value"):
         parse_overrides(["A"])
+    with pytest.raises(ParameterError, match="--param A given twice"):
+        parse_overrides(["A=1", "A=2"])
 
 
 def test_cached_steps_reuse_the_previous_run_until_a_key_attribute_changes(tmp_path: Path, jobs: ReportJobs) -> None:

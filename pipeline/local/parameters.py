@@ -17,12 +17,14 @@ class ParameterError(ValueError):
 
 
 def parse_overrides(pairs: Iterable[str]) -> dict[str, str]:
-    """``["A=1", "B=x=y"]`` -> ``{"A": "1", "B": "x=y"}``; an item without ``=`` is an error."""
+    """``["A=1", "B=x=y"]`` -> ``{"A": "1", "B": "x=y"}``; an item without ``=`` or a repeated name is an error."""
     overrides: dict[str, str] = {}
     for pair in pairs:
         name, separator, value = pair.partition("=")
         if not separator or not name.strip():
             raise ParameterError(f"--param expects Name=Value, got {pair!r}")
+        if name.strip() in overrides:
+            raise ParameterError(f"--param {name.strip()} given twice")
         overrides[name.strip()] = value
     return overrides
 
