@@ -74,6 +74,12 @@ def test_strings_are_coerced_as_the_service_does():
     assert hp.explicit >= {"learning_rate", "epochs"} and "wd" not in hp.explicit
 
 
+def test_automatic_model_tuning_turns_parallel_models_off():
+    hp = parse_hyperparameters({"predictor_type": "regressor", "num_models": "8",
+                                "_tuning_objective_metric": "validation:rmse"})
+    assert hp.num_models == 1
+
+
 @pytest.mark.parametrize(("given", "expected"), [
     ({"predictor_type": "binary_classifier", "epochs": "0"}, "'epochs' has the invalid value '0': allowed is a"),
     ({"predictor_type": "binary_classifier", "epochs": "ten"}, "'epochs' has the invalid value 'ten'"),
@@ -102,7 +108,8 @@ def test_binary_classifier_matches_logistic_regression_cv_on_breast_cancer():
     train, validation, test = split(*load_breast_cancer(return_X_y=True), stratify=True)
     result, metrics, lines = train_and_score(
         {"predictor_type": "binary_classifier", "mini_batch_size": "32", "epochs": "15"}, train, validation, test)
-    baseline = sklearn_fit(make_pipeline(StandardScaler(), LogisticRegressionCV(max_iter=5000)), train, validation)
+    baseline = sklearn_fit(make_pipeline(StandardScaler(), LogisticRegressionCV(Cs=5, cv=3, max_iter=5000)),
+                           train, validation)
     baseline_auc = roc_auc_score(test.labels, baseline.predict_proba(test.features)[:, 1])
     assert metrics["roc_auc_score"] >= baseline_auc - 0.01
     assert metrics["binary_classification_accuracy"] > 0.93
@@ -182,6 +189,16 @@ def test_training_is_reproducible_and_num_models_one_uses_the_given_settings():
     second = fit(parse_hyperparameters(hyperparameters), train, validation, LocalCollective(), lines.append)
     np.testing.assert_array_equal(first.model.weights, second.model.weights)
     assert any("Selected model #0 (learning_rate=0.02," in line for line in lines)
+
+
+def test_early_stopping_follows_an_explicit_binary_selection_criterion():
+    train, validation, test = split(*load_breast_cancer(return_X_y=True), stratify=True)
+    _, metrics, lines = train_and_score(
+        {"predictor_type": "binary_classifier", "mini_batch_size": "32", "epochs": "4", "num_models": "4",
+         "binary_classifier_model_selection_criteria": "recall_at_target_precision", "target_precision": "0.95"},
+        train, validation, test)
+    assert any("criteria=recall_at_target_precision, value=-" in line for line in lines)
+    assert metrics["precision"] > 0.9
 
 
 def test_training_without_validation_selects_on_train_and_early_stops():

@@ -238,6 +238,8 @@ def parse_hyperparameters(raw: Mapping[str, Any]) -> Hyperparameters:
     if "predictor_type" not in values:
         raise HyperparameterError("Hyperparameter 'predictor_type' is required: allowed is one of "
                                   + ", ".join(PREDICTOR_TYPES))
+    if "_tuning_objective_metric" in raw:
+        values["num_models"] = 1  # the service turns its internal tuning off under automatic model tuning
     return _resolve(values, frozenset(name for name in raw if name in SPECS))
 
 

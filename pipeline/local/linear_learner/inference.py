@@ -6,8 +6,6 @@ import json
 from collections.abc import Sequence
 from pathlib import Path
 
-import numpy as np
-
 from pipeline.local.linear_learner.artifact import load_model
 from pipeline.local.linear_learner.data import DataError, read_features_and_labels
 from pipeline.local.linear_learner.model import LinearModel
@@ -48,7 +46,3 @@ def transform_files(model_path: Path, input_files: Sequence[Path], output_dir: P
         temporary.replace(target)
     return [target for _, target in written]
 
-
-def scores_array(lines: Sequence[str]) -> np.ndarray:
-    """The ``score`` values of jsonlines predictions as an array (for checks and evaluation)."""
-    return np.array([json.loads(line)["score"] for line in lines], dtype=np.float64)

@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
+from scipy.special import expit
 
 
 @dataclass(frozen=True)
@@ -40,5 +41,5 @@ class LinearModel:
             exp = np.exp(z)
             probabilities = exp / exp.sum(axis=1, keepdims=True)
             return probabilities, np.argmax(probabilities, axis=1)
-        score = 1.0 / (1.0 + np.exp(-z[:, 0])) if self.loss == "logistic" else z[:, 0]
+        score = expit(z[:, 0]) if self.loss == "logistic" else z[:, 0]
         return score, (score > self.threshold).astype(np.int64)

@@ -1,6 +1,11 @@
 """Training: scaler pass, ``num_models`` parallel linear models trained with one matrix product per mini-batch,
 synchronous gradient aggregation across instances, early stopping, model selection and threshold calibration.
 
+Several instances: every host trains on its own shard and, every step, the hosts' gradient sums (weighted by
+their batch sizes) are added up and divided by the total record count, so N hosts with batch b behave like one host
+with batch N * b. Uneven shards: a host whose shard is exhausted keeps joining each step with a zero gradient and
+zero records until every host is done; the epoch ends when a step has no records anywhere.
+
 All models share one parameter matrix ``P`` of shape (feature_dim + 1, num_models * K): rows are the feature weights
 on the normalised scale plus the bias row, columns are model m's class k at ``m * K + k``. Normalisation is never
 applied to the data; it is folded into the product (X - mean) / scale @ W = X @ (W / scale) - (mean / scale) @ W,
@@ -16,6 +21,7 @@ from dataclasses import dataclass
 
 import numpy as np
 import scipy.sparse as sp
+from scipy.special import expit
 
 from pipeline.local.linear_learner.hyperparameters import Hyperparameters
 from pipeline.local.linear_learner.losses import (
@@ -400,8 +406,13 @@ def _fit(hp: Hyperparameters, train: Dataset, validation: Dataset | None, collec
             improved = losses < best_loss
             best_loss = np.where(improved, losses, best_loss)
             best_params[:, np.repeat(improved, models.classes)] = models.params[:, np.repeat(improved, models.classes)]
-            metric = float(np.min(losses))
-            log(f"#early_stopping_criteria_metric: host={host}, epoch={epoch}, criteria={objective.name}, "
+            criteria, metric = objective.name, float(np.min(losses))
+            if validation is not None and _stops_on_binary_criteria(hp):
+                # the documented rule: with a selection criterion given, early stopping follows it (higher is
+                # better, so it is tracked negated)
+                values = _criteria_values(hp, models, models.params, validation)[1]
+                criteria, metric = hp.selection_criteria, -float(np.max(values))
+            log(f"#early_stopping_criteria_metric: host={host}, epoch={epoch}, criteria={criteria}, "
                 f"value={metric}")
             if math.isfinite(best_metric) and (best_metric - metric) / max(abs(best_metric), 1e-12) \
                     <= hp.early_stopping_tolerance:
@@ -433,13 +444,7 @@ def select_model(hp: Hyperparameters, models: ParallelModels, objective: Objecti
     """Pick the best of the models' best snapshots; for binary classifiers calibrate the threshold first."""
     threshold = 0.5 if hp.loss == "logistic" else 0.0
     if hp.predictor_type == "binary_classifier" and hp.selection_criteria != "loss_function":
-        count = data.rows if hp.num_calibration_samples is None else min(hp.num_calibration_samples, data.rows)
-        scores = _score(models, data.features[:count], best_params).astype(np.float64)
-        if hp.loss == "logistic":
-            scores = 1.0 / (1.0 + np.exp(-scores))
-        thresholds, values = calibrate_thresholds(
-            data.labels[:count], scores, hp.selection_criteria, beta=hp.f_beta, target_precision=hp.target_precision,
-            target_recall=hp.target_recall, default_threshold=threshold)
+        thresholds, values = _criteria_values(hp, models, best_params, data)
         # best criterion value; among equals the lower loss
         order = np.lexsort((best_loss, -values))
         index = int(order[0])
@@ -447,6 +452,24 @@ def select_model(hp: Hyperparameters, models: ParallelModels, objective: Objecti
     else:
         index = int(np.argmin(best_loss))
     return to_linear_model(hp, models, best_params, index, scaler, threshold), index
+
+
+def _stops_on_binary_criteria(hp: Hyperparameters) -> bool:
+    return (hp.predictor_type == "binary_classifier" and hp.selection_criteria != "loss_function"
+            and "binary_classifier_model_selection_criteria" in hp.explicit)
+
+
+def _criteria_values(hp: Hyperparameters, models: ParallelModels, params: np.ndarray,
+                     data: Dataset) -> tuple[np.ndarray, np.ndarray]:
+    """Calibrated threshold and selection-criterion value of every model on the calibration sample of ``data``."""
+    count = data.rows if hp.num_calibration_samples is None else min(hp.num_calibration_samples, data.rows)
+    scores = _score(models, data.features[:count], params).astype(np.float64)
+    default_threshold = 0.5 if hp.loss == "logistic" else 0.0
+    if hp.loss == "logistic":
+        scores = expit(scores)
+    return calibrate_thresholds(data.labels[:count], scores, hp.selection_criteria, beta=hp.f_beta,
+                                target_precision=hp.target_precision, target_recall=hp.target_recall,
+                                default_threshold=default_threshold)
 
 
 def to_linear_model(hp: Hyperparameters, models: ParallelModels, params: np.ndarray, index: int, scaler: Scaler,
