@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-from sklearn.metrics import precision_recall_curve, roc_auc_score, roc_curve
+from sklearn.metrics import precision_recall_curve, roc_curve
 
 try:
     from preprocessing.recordio import read as read_recordio
@@ -233,15 +233,39 @@ def _f_beta(precision: float, recall: float, beta: float) -> float:
     return _ratio((1 + beta**2) * precision * recall, beta**2 * precision + recall)
 
 
-def confusion(labels: np.ndarray, predicted: np.ndarray, classes: int) -> np.ndarray:
-    """Confusion counts: rows are the true class, columns the predicted class."""
+def confusion(labels: np.ndarray, predicted: np.ndarray, classes: int, weights: np.ndarray | None = None) -> np.ndarray:
+    """Confusion counts (weighted by ``weights`` when given): rows are the true class, columns the predicted class."""
     flat = labels.astype(np.int64) * classes + predicted.astype(np.int64)
-    return np.bincount(flat, minlength=classes * classes).reshape(classes, classes)
+    return np.bincount(flat, weights=weights, minlength=classes * classes).reshape(classes, classes)
 
 
-def binary_scalars(labels: np.ndarray, scores: np.ndarray, predicted: np.ndarray) -> dict[str, float]:
-    """Every scalar binary metric; the best constant classifier always predicts the positive class."""
-    (tn, fp), (fn, tp) = confusion(labels, predicted, 2)
+@dataclass(frozen=True)
+class RankedScores:
+    """Scores sorted once and tied scores grouped, so the AUC under any record weights costs one pass, no sort."""
+
+    group_of_record: np.ndarray  # per record: its score group, groups numbered by descending score
+    groups: int
+
+    @classmethod
+    def of(cls, scores: np.ndarray) -> RankedScores:
+        unique, group_of_record = np.unique(-scores, return_inverse=True)
+        return cls(group_of_record.reshape(-1), len(unique))
+
+    def auc(self, labels: np.ndarray, weights: np.ndarray | None = None) -> float:
+        """P(positive scored above negative) + P(tie) / 2; NaN when a class is absent."""
+        weights = np.ones(len(labels)) if weights is None else weights
+        positive = np.bincount(self.group_of_record, weights=weights * labels, minlength=self.groups)
+        negative = np.bincount(self.group_of_record, weights=weights * (1 - labels), minlength=self.groups)
+        total_positive, total_negative = positive.sum(), negative.sum()
+        if total_positive == 0 or total_negative == 0:
+            return math.nan
+        positives_above = np.cumsum(positive) - positive
+        return float(negative @ (positives_above + 0.5 * positive) / (total_positive * total_negative))
+
+
+def binary_scalars(matrix: np.ndarray, auc: float) -> dict[str, float]:
+    """Every scalar binary metric from a 2x2 confusion matrix; the best constant classifier predicts positive."""
+    (tn, fp), (fn, tp) = matrix
     n = tn + fp + fn + tp
     positives, negatives = tp + fn, tn + fp
     precision, recall = _ratio(tp, tp + fp), _ratio(tp, positives)
@@ -257,7 +281,7 @@ def binary_scalars(labels: np.ndarray, scores: np.ndarray, predicted: np.ndarray
         "true_negative_rate": _ratio(tn, negatives),
         "false_positive_rate": _ratio(fp, negatives),
         "false_negative_rate": _ratio(fn, positives),
-        "auc": float(roc_auc_score(labels, scores)) if positives and negatives else math.nan,
+        "auc": auc,
     }
     for name, beta in F_BETAS.items():
         values[name] = _f_beta(precision, recall, beta)
@@ -289,39 +313,47 @@ def _weighted_scalars(matrix: np.ndarray, prefix: str = "") -> dict[str, float]:
     return values
 
 
-def multiclass_scalars(labels: np.ndarray, predicted: np.ndarray, classes: int) -> dict[str, float]:
+def multiclass_scalars(matrix: np.ndarray) -> dict[str, float]:
     """Every scalar multiclass metric; the best constant classifier always predicts the most frequent class."""
-    matrix = confusion(labels, predicted, classes)
-    majority = int(np.argmax(matrix.sum(axis=1)))
+    support = matrix.sum(axis=1)
     constant = np.zeros_like(matrix)
-    constant[:, majority] = matrix.sum(axis=1)
+    constant[:, int(np.argmax(support))] = support
     return {**_weighted_scalars(matrix), **_weighted_scalars(constant, "_best_constant_classifier")}
 
 
-def regression_scalars(labels: np.ndarray, predictions: np.ndarray) -> dict[str, float]:
+def regression_scalars(
+    labels: np.ndarray, predictions: np.ndarray, weights: np.ndarray | None = None
+) -> dict[str, float]:
     """mae, mse, rmse and r2 (r2 as scikit-learn: 1 for a perfect fit of constant labels, else 0 then)."""
+    weights = np.ones(len(labels)) if weights is None else weights
+    total_weight = weights.sum()
     residuals = labels - predictions
-    mse = float(np.mean(residuals**2))
-    residual_sum = float(np.sum(residuals**2))
-    total_sum = float(np.sum((labels - labels.mean()) ** 2))
+    residual_sum = float(weights @ residuals**2)
+    mean_label = float(weights @ labels) / total_weight
+    total_sum = float(weights @ (labels - mean_label) ** 2)
     if total_sum > 0:
         r2 = 1.0 - residual_sum / total_sum
     else:
         r2 = 1.0 if residual_sum == 0 else 0.0
-    return {"mae": float(np.mean(np.abs(residuals))), "mse": mse, "rmse": math.sqrt(mse), "r2": r2}
+    mse = residual_sum / total_weight
+    return {"mae": float(weights @ np.abs(residuals)) / total_weight, "mse": mse, "rmse": math.sqrt(mse), "r2": r2}
 
 
 def bootstrap_standard_deviations(
-    scalars: Callable[[np.ndarray], dict[str, float]], n: int, rounds: int, seed: int
+    scalars: Callable[[np.ndarray | None], dict[str, float]], n: int, rounds: int, seed: int
 ) -> dict[str, float]:
-    """Standard deviation of every metric over ``rounds`` resamples (with replacement) of the n records.
+    """Standard deviation of every metric over ``rounds`` bootstrap resamples of the n records.
 
-    NaN when there are fewer than 200 records, as Model Monitor does, or when rounds < 2.
+    A resample with replacement is handed to ``scalars`` as record weights (how often each record was drawn),
+    which is the same resample without copying the data. NaN when there are fewer than 200 records, as Model
+    Monitor does, or when rounds < 2.
     """
     if n < MIN_RECORDS_FOR_STANDARD_DEVIATION or rounds < 2:
-        return {name: math.nan for name in scalars(np.arange(n))}
+        return {name: math.nan for name in scalars(None)}
     generator = np.random.default_rng(seed)
-    samples = [scalars(generator.integers(0, n, size=n)) for _ in range(rounds)]
+    samples = [
+        scalars(np.bincount(generator.integers(0, n, size=n), minlength=n).astype(np.float64)) for _ in range(rounds)
+    ]
     deviations = {}
     for name in samples[0]:
         values = np.array([sample[name] for sample in samples], dtype=np.float64)
@@ -357,9 +389,13 @@ def binary_report(scored: Scored, rounds: int, seed: int) -> dict[str, Any]:
         raise EvaluationError(
             f"the test labels hold only class {present.pop()}: AUC (the gate metric) needs both classes 0 and 1"
         )
-    values = binary_scalars(labels, scores, predicted)
+    ranked = RankedScores.of(scores)
+    values = binary_scalars(confusion(labels, predicted, 2), ranked.auc(labels))
     deviations = bootstrap_standard_deviations(
-        lambda rows: binary_scalars(labels[rows], scores[rows], predicted[rows]), len(labels), rounds, seed
+        lambda weights: binary_scalars(confusion(labels, predicted, 2, weights), ranked.auc(labels, weights)),
+        len(labels),
+        rounds,
+        seed,
     )
     metrics = _with_deviation(values, deviations)
     false_positive_rates, true_positive_rates, _ = roc_curve(labels, scores)
@@ -380,9 +416,9 @@ def multiclass_report(scored: Scored, rounds: int, seed: int) -> dict[str, Any]:
     labels, predicted = scored.labels.astype(np.int64), scored.predicted_labels
     assert predicted is not None
     classes = scored.scores.shape[1]
-    values = multiclass_scalars(labels, predicted, classes)
+    values = multiclass_scalars(confusion(labels, predicted, classes))
     deviations = bootstrap_standard_deviations(
-        lambda rows: multiclass_scalars(labels[rows], predicted[rows], classes), len(labels), rounds, seed
+        lambda weights: multiclass_scalars(confusion(labels, predicted, classes, weights)), len(labels), rounds, seed
     )
     return {
         "confusion_matrix": _confusion_dict(confusion(labels, predicted, classes)),
@@ -394,7 +430,7 @@ def regression_report(scored: Scored, rounds: int, seed: int) -> dict[str, Any]:
     labels, predictions = scored.labels, scored.scores
     values = regression_scalars(labels, predictions)
     deviations = bootstrap_standard_deviations(
-        lambda rows: regression_scalars(labels[rows], predictions[rows]), len(labels), rounds, seed
+        lambda weights: regression_scalars(labels, predictions, weights), len(labels), rounds, seed
     )
     return _with_deviation(values, deviations)
 

@@ -16,7 +16,7 @@ import numpy as np
 import pytest
 from sklearn import metrics as skm
 
-from evaluation.evaluate import main
+from evaluation.evaluate import RankedScores, binary_scalars, confusion, main, regression_scalars
 from preprocessing.recordio import write_dense
 
 REPO = Path(__file__).resolve().parents[1]
@@ -306,3 +306,18 @@ def test_runs_from_a_flat_code_bundle(tmp_path: Path, binary_inputs: tuple[Path,
     assert result.returncode == 0, result.stderr
     assert "gate auc = " in result.stdout
     assert json.loads((output_dir / "evaluation.json").read_text())["gate"]["metric"] == "auc"
+
+
+def test_bootstrap_weights_are_resamples() -> None:
+    """A bootstrap round weights each record by how often it was drawn; metrics under those weights are the
+    resample's metrics, which scikit-learn computes from the copied rows."""
+    labels, scores, predicted = binary_case(500, seed=9)
+    rows = np.random.default_rng(0).integers(0, len(labels), size=len(labels))
+    weights = np.bincount(rows, minlength=len(labels)).astype(float)
+    ranked = RankedScores.of(scores)
+    assert ranked.auc(labels, weights) == pytest.approx(skm.roc_auc_score(labels[rows], scores[rows]), abs=1e-12)
+    resampled = binary_scalars(confusion(labels, predicted, 2, weights), math.nan)
+    assert resampled["f1"] == pytest.approx(skm.f1_score(labels[rows], predicted[rows]), abs=1e-12)
+    values = regression_scalars(labels.astype(float), scores, weights)
+    assert values["r2"] == pytest.approx(skm.r2_score(labels[rows], scores[rows]), abs=1e-12)
+    assert values["mae"] == pytest.approx(skm.mean_absolute_error(labels[rows], scores[rows]), abs=1e-12)
