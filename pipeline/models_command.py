@@ -236,7 +236,7 @@ def _print_list(views: list[dict[str, Any]], as_json: bool, with_gate: bool) -> 
         gate = [_gate_text(view.get("gate"))] if with_gate else []
         created = view["created_time"][:19].replace("T", " ")
         table.add_row(str(view["group"]), str(view["version"]), view["approval_status"], created, *gate, view["arn"])
-    Console(width=200).print(table)
+    Console(width=None if sys.stdout.isatty() else 200).print(table)
 
 
 def _print_package(view: dict[str, Any], as_json: bool, headline: str | None = None) -> None:
