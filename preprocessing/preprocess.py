@@ -6,17 +6,20 @@ imported lazily for Parquet input):
     python preprocess.py --input-dir D --output-dir O --label-column NAME --predictor-type T [options]
 
 Output, under ``--output-dir`` (default ``/opt/ml/processing/output``), in four fixed sub-folders, one
-ProcessingOutput each: ``train/``, ``validation/``, ``test/`` hold RecordIO-protobuf shards named
-``<split>-<host>-<nnnnn>.pbr`` (unique per host) with dense Float32 features in ``features["values"]`` and the label in
-``label["values"]``; ``summary/`` holds ``summary-<host>.json`` from every host and, on a single host, the merged
-``summary.json``. With several hosts the next step merges the parts with :func:`load_summary` / :func:`merge_summaries`.
+ProcessingOutput each (source ``/opt/ml/processing/output/<sub-folder>``):
+- ``train/``, ``validation/``, ``test/``: RecordIO-protobuf shards named ``<split>-<host>-<nnnnn>.pbr`` (unique per
+  host), dense Float32 features in ``features["values"]``, the label in ``label["values"]``. Each host writes
+  ceil(``--train-shards`` / hosts) train files and one validation and one test file (none for an empty split).
+- ``summary/``: ``summary-<host>.json`` from every host and, on a single host, the merged ``summary.json``. With
+  several hosts the next step reads the folder with :func:`load_summary`, which applies :func:`merge_summaries`.
 
 Rules that keep the result independent of how many instances ran and how the input files were divided:
 - Split: each row goes to train/validation/test by a seeded 64-bit hash of its converted content (its float32 features
   and label) or, with ``--id-column``, of its id text. No host-dependent state enters the decision.
 - Categorical columns (``--categorical-columns``) are feature-hashed: value ``v`` of column ``c`` sets one of
   ``--hash-buckets`` indicator features, bucket ``blake2b-64("c=v") mod buckets``; a stable hash (not Python's salted
-  ``hash()``), so every host maps a value identically without seeing a vocabulary. Values are hashed as their text.
+  ``hash()``), so every host maps a value identically without seeing a vocabulary. Values are hashed as their text
+  (CSV: as written; Parquet: Arrow's cast to string); a missing value sets no indicator.
 - Labels: the mapping never depends on the data a host saw. ``--label-values V0,V1[,...]`` maps ``Vi`` to ``i``
   (matched as text, or numerically when both sides are numbers). Without it binary labels must already be 0/1,
   multiclass labels integers 0..K-1, regression labels finite numbers. Anything else is an error naming file and row.
@@ -24,9 +27,12 @@ Rules that keep the result independent of how many instances ran and how the inp
   (values beyond float32's range count as non-finite); ``zero`` imputes 0 for numeric features and an all-zero block
   for categorical ones (a missing label is still an error); ``drop`` drops such rows and counts them. NaN or inf never
   reaches a RecordIO file.
-- Shuffle: rows are dealt in a seeded random order to the host's shards and spilled to a work folder; each shard is
-  then shuffled (in memory up to ``--shuffle-memory-mb``, otherwise through random buckets on disk), so memory stays
-  bounded by the chunk and shuffle buffers, never by the data set.
+- Shuffle: rows are dealt in a seeded random order, round-robin, to the host's shards, kept in memory up to
+  ``--shuffle-memory-mb`` and spilled to the work folder beyond; each shard is then shuffled (in memory, or through
+  random buckets on disk), so memory stays bounded by the chunk and shuffle buffers, never by the data set.
+- Input: every ``.csv``, ``.csv.gz``, ``.parquet`` or ``.pq`` file under ``--input-dir`` (recursively; names starting
+  with ``.`` or ``_`` skipped), each with a header. Without ``--feature-columns`` every file must have the same columns.
+  Feature order is the first file's header order; hosts that saw files with another order are caught by the merge.
 Row numbers in messages count data rows from 1, after the header (blank CSV lines are not rows).
 Nothing half-written is left behind: files are built in ``O/.preprocess-work-<host>/`` and renamed into place when
 complete; on failure everything this host wrote is removed.
@@ -351,23 +357,32 @@ def iter_chunks(path: Path, schema: Schema, chunk_rows: int) -> Iterator[tuple[R
         )
     first_row = 1
     try:
+        text = schema.text_columns + ([schema.label_column] if schema.label_as_text else [])
         if _is_parquet(path):
-            import pyarrow.parquet as pq
-
-            batches = pq.ParquetFile(path).iter_batches(batch_size=chunk_rows, columns=schema.used_columns)
-            chunks: Iterator[pd.DataFrame] = (batch.to_pandas() for batch in batches)
+            chunks = _parquet_chunks(path, schema.used_columns, text, chunk_rows)
         else:
-            text = {column: str for column in schema.text_columns}
-            if schema.label_as_text:
-                text[schema.label_column] = str
             # All columns are parsed (no usecols): with usecols pandas silently ignores a row's extra fields.
-            chunks = pd.read_csv(path, dtype=text, chunksize=chunk_rows)
+            chunks = pd.read_csv(path, dtype=dict.fromkeys(text, str), chunksize=chunk_rows)
         for chunk in chunks:
             yield RowLocator(path, first_row), chunk
             first_row += len(chunk)
     except (OSError, ValueError, UnicodeDecodeError, pd.errors.ParserError) as error:
         after = f" after data row {first_row - 1}" if first_row > 1 else ""
         raise PreprocessError(f"{path}: unreadable{after} ({type(error).__name__}: {error})") from error
+
+
+def _parquet_chunks(path: Path, columns: list[str], text: list[str], chunk_rows: int) -> Iterator[pd.DataFrame]:
+    """Parquet record batches as DataFrames; ``text`` columns cast to strings by Arrow, the same in every batch
+    (pandas would make an integer column float in a batch with nulls, so 5 would read "5.0" there)."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    for batch in pq.ParquetFile(path).iter_batches(batch_size=chunk_rows, columns=columns):
+        frame = batch.to_pandas()
+        for column in text:
+            values = batch.column(batch.schema.get_field_index(column)).cast(pa.string())
+            frame[column] = values.to_numpy(zero_copy_only=False)
+        yield frame
 
 
 def _show(value: Any) -> str:
@@ -460,7 +475,7 @@ def convert_chunk(
 
 
 def _numeric_block(frame: pd.DataFrame, columns: Sequence[str], where: RowLocator) -> np.ndarray:
-    """The numeric feature columns as a C-ordered float32 matrix; non-finite values (and float32 overflow) kept."""
+    """The numeric feature columns as a float32 matrix; non-finite values (and float32 overflow) kept as such."""
     with np.errstate(over="ignore", invalid="ignore"):
         block = frame[list(columns)]
         if all(pd.api.types.is_numeric_dtype(dtype) for dtype in block.dtypes):

@@ -382,3 +382,21 @@ def test_gzip_csv_is_read(tmp_path: Path) -> None:
     assert main(["--input-dir", str(tmp_path / "in"), "--output-dir", str(tmp_path / "out"), "--resource-config",
                  str(tmp_path / "x"), *BINARY, "--validation-fraction", "0", "--test-fraction", "0"]) == 0  # fmt: skip
     assert load_summary(tmp_path / "out" / "summary")["rows"] == {"train": 12, "validation": 0, "test": 0}
+
+
+def test_parquet_categories_hash_alike_in_every_batch(tmp_path: Path) -> None:
+    # pandas reads an integer column as float in a batch with nulls; Arrow's string cast keeps 5 as "5" everywhere.
+    frame = pd.DataFrame(
+        {"x": np.arange(8.0), "code": pd.array([5, 5, None, 5, 7, 5, 7, 5], dtype="Int64"), "label": [0, 1] * 4}
+    )
+    (tmp_path / "in").mkdir()
+    frame.to_parquet(tmp_path / "in" / "d.parquet", index=False)
+    args = ["--input-dir", tmp_path / "in", "--output-dir", tmp_path / "out", "--resource-config", tmp_path / "x"]
+    args += [*BINARY, "--categorical-columns", "code", "--hash-buckets", "4", "--missing", "zero", "--chunk-rows", "2"]
+    assert main([*map(str, args), "--validation-fraction", "0", "--test-fraction", "0"]) == 0
+    with open(tmp_path / "out" / "train" / "train-algo-1-00000.pbr", "rb") as handle:
+        features, _ = read(handle)
+    block_of = {int(row[0]): tuple(row[1:]) for row in features.tolist()}
+    assert {block_of[i] for i in (0, 1, 3, 5, 7)} == {block_of[0]} and sum(block_of[0]) == 1
+    assert block_of[4] == block_of[6] and sum(block_of[4]) == 1
+    assert block_of[2] == (0.0, 0.0, 0.0, 0.0), "a missing category sets no indicator under --missing zero"
