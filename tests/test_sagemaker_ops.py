@@ -1,0 +1,454 @@
+"""The AWS requests of upsert, start (--wait), schedule and executions, asserted exactly with botocore's Stubber."""
+
+from __future__ import annotations
+
+import io
+import json
+from datetime import datetime, timedelta, timezone
+from typing import Any
+
+import boto3
+import pytest
+from botocore.stub import ANY, Stubber
+from rich.console import Console
+
+from pipeline import sagemaker_ops
+from pipeline.cli import main
+from pipeline.config import PipelineConfig
+from pipeline.definition import BuiltDefinition, build_definition
+from pipeline.sagemaker_commands.start import watch
+
+ACCOUNT = "123456789012"
+CONFIG = PipelineConfig(
+    region="us-west-2",
+    role_arn=f"arn:aws:iam::{ACCOUNT}:role/PipelineRole",
+    bucket="artifacts-bucket",
+    pipeline_name="churn-pipeline",
+    tags=(("cost-center", "ml"),),
+)
+PIPELINE_ARN = f"arn:aws:sagemaker:us-west-2:{ACCOUNT}:pipeline/churn-pipeline"
+EXECUTION_ARN = f"{PIPELINE_ARN}/execution/abc123def456"
+T0 = datetime(2026, 1, 2, 3, 4, 5, tzinfo=timezone.utc)
+
+
+# one real session for every test: clients made from it share the parsed service models
+REAL_SESSION = boto3.Session(aws_access_key_id="testing", aws_secret_access_key="testing", region_name="us-west-2")
+
+
+class StubbedSession:
+    """A boto3-like session handing out one stubbed client per service (the AWS boundary, nothing else)."""
+
+    def __init__(self, *services: str) -> None:
+        self.clients = {name: REAL_SESSION.client(name) for name in services}
+        self.stubs = {name: Stubber(client) for name, client in self.clients.items()}
+        for stub in self.stubs.values():
+            stub.activate()
+
+    def client(self, name: str) -> Any:
+        return self.clients[name]
+
+    def verify(self) -> None:
+        for stub in self.stubs.values():
+            stub.assert_no_pending_responses()
+
+
+@pytest.fixture(scope="module")
+def built() -> BuiltDefinition:
+    return build_definition(CONFIG)
+
+
+def expect_uploads(session: StubbedSession, built: BuiltDefinition, **extra: Any) -> None:
+    for uri, content in built.uploads.items():
+        bucket, key = uri.removeprefix("s3://").split("/", 1)
+        session.stubs["s3"].add_response("put_object", {}, {"Bucket": bucket, "Key": key, "Body": content, **extra})
+
+
+# ---------------------------------------------------------------- upsert
+
+
+def test_upsert_creates_a_new_pipeline_after_uploading_the_code(built: BuiltDefinition) -> None:
+    session = StubbedSession("s3", "sagemaker")
+    expect_uploads(session, built)
+    assert all(uri.startswith("s3://artifacts-bucket/churn-pipeline/code/") for uri in built.uploads)
+    session.stubs["sagemaker"].add_response(
+        "create_pipeline",
+        {"PipelineArn": PIPELINE_ARN},
+        {
+            "PipelineName": "churn-pipeline",
+            "RoleArn": CONFIG.role_arn,
+            "PipelineDefinition": built.definition_json,
+            "PipelineDescription": "weekly churn model",
+            "ClientRequestToken": ANY,
+            "Tags": [{"Key": "cost-center", "Value": "ml"}],
+        },
+    )
+    result = sagemaker_ops.upsert(CONFIG, built, session=session, description="weekly churn model")
+    session.verify()
+    assert result == sagemaker_ops.UpsertResult(PIPELINE_ARN, created=True, uploaded=tuple(built.uploads))
+
+
+def test_upsert_updates_an_existing_pipeline_and_merges_its_tags(built: BuiltDefinition) -> None:
+    session = StubbedSession("s3", "sagemaker")
+    expect_uploads(session, built)
+    sagemaker = session.stubs["sagemaker"]
+    sagemaker.add_client_error(
+        "create_pipeline",
+        service_error_code="ValidationException",
+        service_message="Pipeline names must be unique within an AWS account and region. "
+        "Pipeline with name (churn-pipeline) already exists.",
+    )
+    sagemaker.add_response(
+        "update_pipeline",
+        {"PipelineArn": PIPELINE_ARN},
+        {"PipelineName": "churn-pipeline", "RoleArn": CONFIG.role_arn, "PipelineDefinition": built.definition_json},
+    )
+    sagemaker.add_response(
+        "list_tags",
+        {"Tags": [{"Key": "cost-center", "Value": "old"}, {"Key": "owner", "Value": "data-team"}]},
+        {"ResourceArn": PIPELINE_ARN},
+    )
+    sagemaker.add_response(
+        "add_tags",
+        {"Tags": []},
+        {
+            "ResourceArn": PIPELINE_ARN,
+            "Tags": [{"Key": "cost-center", "Value": "ml"}, {"Key": "owner", "Value": "data-team"}],
+        },
+    )
+    result = sagemaker_ops.upsert(CONFIG, built, session=session)
+    session.verify()
+    assert result.created is False and result.pipeline_arn == PIPELINE_ARN
+
+
+def test_upsert_encrypts_uploads_and_sends_large_definitions_through_s3(built: BuiltDefinition) -> None:
+    config = PipelineConfig(**{**CONFIG.__dict__, "kms_key_id": "alias/pipeline", "tags": ()})
+    large = BuiltDefinition(built.definition_json + " " * (100 * 1024), built.uploads)
+    session = StubbedSession("s3", "sagemaker")
+    expect_uploads(session, large, ServerSideEncryption="aws:kms", SSEKMSKeyId="alias/pipeline")
+    key_pattern = {}
+
+    def remember_key(params: dict[str, Any], **_: Any) -> None:
+        key_pattern["key"] = params["Key"]
+
+    session.stubs["s3"].add_response(
+        "put_object",
+        {},
+        {
+            "Bucket": "artifacts-bucket",
+            "Key": ANY,
+            "Body": large.definition_json.encode(),
+            "ServerSideEncryption": "aws:kms",
+            "SSEKMSKeyId": "alias/pipeline",
+        },
+    )
+    session.clients["s3"].meta.events.register("provide-client-params.s3.PutObject", remember_key)
+    session.stubs["sagemaker"].add_response(
+        "create_pipeline",
+        {"PipelineArn": PIPELINE_ARN},
+        {
+            "PipelineName": "churn-pipeline",
+            "RoleArn": CONFIG.role_arn,
+            "PipelineDefinitionS3Location": {"Bucket": "artifacts-bucket", "ObjectKey": ANY},
+            "ClientRequestToken": ANY,
+        },
+    )
+    sagemaker_ops.upsert(config, large, session=session)
+    session.verify()
+    assert key_pattern["key"].startswith("churn-pipeline/definitions/") and key_pattern["key"].endswith(".json")
+
+
+def test_upsert_reports_other_errors_in_one_line(built: BuiltDefinition) -> None:
+    session = StubbedSession("s3", "sagemaker")
+    expect_uploads(session, built)
+    session.stubs["sagemaker"].add_client_error(
+        "create_pipeline", service_error_code="AccessDeniedException", service_message="not allowed: CreatePipeline"
+    )
+    with pytest.raises(sagemaker_ops.AwsError, match="CreatePipeline churn-pipeline: AccessDeniedException"):
+        sagemaker_ops.upsert(CONFIG, built, session=session)
+
+
+# ---------------------------------------------------------------- start
+
+
+def describe_pipeline_response(built: BuiltDefinition) -> dict[str, Any]:
+    return {"PipelineArn": PIPELINE_ARN, "PipelineName": "churn-pipeline", "PipelineDefinition": built.definition_json}
+
+
+def test_start_sends_parameter_overrides_as_strings(built: BuiltDefinition) -> None:
+    session = StubbedSession("sagemaker")
+    stub = session.stubs["sagemaker"]
+    stub.add_response("describe_pipeline", describe_pipeline_response(built), {"PipelineName": "churn-pipeline"})
+    stub.add_response(
+        "start_pipeline_execution",
+        {"PipelineExecutionArn": EXECUTION_ARN},
+        {
+            "PipelineName": "churn-pipeline",
+            "PipelineParameters": [
+                {"Name": "TrainingInstanceCount", "Value": "4"},
+                {"Name": "MetricThreshold", "Value": "0.8"},
+                {"Name": "PredictorType", "Value": "regressor"},
+            ],
+        },
+    )
+    overrides = {"TrainingInstanceCount": "4", "MetricThreshold": "0.8", "PredictorType": "regressor"}
+    assert sagemaker_ops.start(CONFIG, overrides, session=session) == EXECUTION_ARN
+    session.verify()
+
+
+def test_start_without_overrides_sends_only_the_name() -> None:
+    session = StubbedSession("sagemaker")
+    session.stubs["sagemaker"].add_response(
+        "start_pipeline_execution", {"PipelineExecutionArn": EXECUTION_ARN}, {"PipelineName": "churn-pipeline"}
+    )
+    assert sagemaker_ops.start(CONFIG, {}, session=session) == EXECUTION_ARN
+    session.verify()
+
+
+@pytest.mark.parametrize(
+    ("overrides", "message"),
+    [
+        ({"TrainingInstances": "4"}, "unknown parameter 'TrainingInstances'"),
+        ({"TrainingInstanceCount": "four"}, "expected a integer"),
+        ({"MetricThreshold": "high"}, "expected a float"),
+        ({"PredictorType": "ranker"}, "expected one of binary_classifier"),
+    ],
+)
+def test_start_rejects_bad_overrides_before_starting(built: BuiltDefinition, overrides: dict, message: str) -> None:
+    session = StubbedSession("sagemaker")
+    session.stubs["sagemaker"].add_response(
+        "describe_pipeline", describe_pipeline_response(built), {"PipelineName": "churn-pipeline"}
+    )
+    with pytest.raises(sagemaker_ops.ParameterError, match=message):
+        sagemaker_ops.start(CONFIG, overrides, session=session)
+    session.verify()  # and no StartPipelineExecution was sent: the stub would have raised
+
+
+def step(name: str, status: str, **extra: Any) -> dict[str, Any]:
+    return {"StepName": name, "StepStatus": status, "StartTime": T0, **extra}
+
+
+FINAL_STATES = {
+    "Succeeded": (
+        "Succeeded",
+        None,
+        [
+            step("Preprocess", "Succeeded", EndTime=T0 + timedelta(minutes=4)),
+            step("Train", "Succeeded", CacheHitResult={"SourcePipelineExecutionArn": f"{PIPELINE_ARN}/execution/old1"}),
+            step("QualityGate", "Succeeded", Metadata={"Condition": {"Outcome": "True"}}),
+            step("Register", "Succeeded"),
+        ],
+        0,
+        "execution succeeded",
+    ),
+    "Failed": (
+        "Failed",
+        "Step failure: One or multiple steps failed.",
+        [
+            step("Preprocess", "Succeeded"),
+            step("Train", "Failed", FailureReason="ClientError: feature_dim 5 does not match the data (3)"),
+        ],
+        1,
+        "step Train: ClientError: feature_dim 5 does not match the data (3)",
+    ),
+    "QualityGate": (
+        "Failed",
+        "Step failure: One or multiple steps failed.",
+        [
+            step("Evaluate", "Succeeded"),
+            step("QualityGate", "Succeeded", Metadata={"Condition": {"Outcome": "False"}}),
+            step(
+                "QualityGateFailed",
+                "Failed",
+                Metadata={"Fail": {"ErrorMessage": "Quality gate failed: auc = 0.55 is below MetricThreshold 0.6"}},
+            ),
+        ],
+        3,
+        "Quality gate failed: auc = 0.55 is below MetricThreshold 0.6",
+    ),
+    "Stopped": ("Stopped", None, [step("Preprocess", "Stopped")], 4, "execution was stopped"),
+}
+
+
+def expect_poll(stub: Stubber, status: str, reason: str | None, steps: list[dict[str, Any]]) -> None:
+    described = {"PipelineArn": PIPELINE_ARN, "PipelineExecutionArn": EXECUTION_ARN, "PipelineExecutionStatus": status}
+    if reason:
+        described["FailureReason"] = reason
+    stub.add_response("describe_pipeline_execution", described, {"PipelineExecutionArn": EXECUTION_ARN})
+    stub.add_response(
+        "list_pipeline_execution_steps",
+        {"PipelineExecutionSteps": steps},
+        {"PipelineExecutionArn": EXECUTION_ARN, "SortOrder": "Ascending"},
+    )
+
+
+@pytest.mark.parametrize("final", list(FINAL_STATES))
+def test_start_wait_exit_code_follows_the_final_status(
+    final: str, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    status, reason, steps, expected_code, expected_message = FINAL_STATES[final]
+    session = StubbedSession("sagemaker")
+    stub = session.stubs["sagemaker"]
+    stub.add_response(
+        "start_pipeline_execution", {"PipelineExecutionArn": EXECUTION_ARN}, {"PipelineName": "churn-pipeline"}
+    )
+    expect_poll(stub, "Executing", None, [step("Preprocess", "Executing")])  # one poll before the end
+    expect_poll(stub, status, reason, steps)
+    monkeypatch.setattr(sagemaker_ops, "aws_session", lambda config: session)
+    code = main(
+        ["start", "--wait", "--poll-seconds", "0", "--region", "us-west-2", "--pipeline-name", "churn-pipeline"]
+    )
+    session.verify()
+    captured = capsys.readouterr()
+    assert code == expected_code
+    assert expected_message in (captured.err if code else captured.out)
+    assert f"started {EXECUTION_ARN}" in captured.out
+
+
+def test_live_table_lists_steps_with_cache_hits_and_outcomes() -> None:
+    session = StubbedSession("sagemaker")
+    status, reason, steps, _, _ = FINAL_STATES["Succeeded"]
+    expect_poll(session.stubs["sagemaker"], status, reason, steps)
+    output = io.StringIO()
+    state = watch(CONFIG, EXECUTION_ARN, 0, console=Console(file=output, width=200), session=session)
+    text = output.getvalue()
+    assert state.status == "Succeeded"
+    for expected in ("Preprocess", "240s", "cache hit from old1", "outcome True", "Register"):
+        assert expected in text
+
+
+def test_steps_are_read_across_pages() -> None:
+    session = StubbedSession("sagemaker")
+    stub = session.stubs["sagemaker"]
+    stub.add_response(
+        "describe_pipeline_execution",
+        {"PipelineExecutionArn": EXECUTION_ARN, "PipelineExecutionStatus": "Executing"},
+        {"PipelineExecutionArn": EXECUTION_ARN},
+    )
+    stub.add_response(
+        "list_pipeline_execution_steps",
+        {"PipelineExecutionSteps": [step("Preprocess", "Succeeded")], "NextToken": "page-2"},
+        {"PipelineExecutionArn": EXECUTION_ARN, "SortOrder": "Ascending"},
+    )
+    stub.add_response(
+        "list_pipeline_execution_steps",
+        {"PipelineExecutionSteps": [step("Train", "Executing")]},
+        {"PipelineExecutionArn": EXECUTION_ARN, "SortOrder": "Ascending", "NextToken": "page-2"},
+    )
+    state = sagemaker_ops.poll_execution(session.client("sagemaker"), EXECUTION_ARN)
+    session.verify()
+    assert [s["StepName"] for s in state.steps] == ["Preprocess", "Train"]
+
+
+# ---------------------------------------------------------------- executions, schedule
+
+
+def test_list_executions_asks_for_the_newest_first() -> None:
+    session = StubbedSession("sagemaker")
+    summaries = [
+        {"PipelineExecutionArn": EXECUTION_ARN, "PipelineExecutionStatus": "Succeeded", "StartTime": T0},
+        {"PipelineExecutionArn": f"{PIPELINE_ARN}/execution/older", "PipelineExecutionStatus": "Failed"},
+    ]
+    session.stubs["sagemaker"].add_response(
+        "list_pipeline_executions",
+        {"PipelineExecutionSummaries": summaries},
+        {"PipelineName": "churn-pipeline", "SortBy": "CreationTime", "SortOrder": "Descending", "MaxResults": 5},
+    )
+    assert sagemaker_ops.list_executions(CONFIG, 5, session=session) == summaries
+    session.verify()
+
+
+def expected_schedule(expression: str, role: str = CONFIG.role_arn, state: str = "ENABLED") -> dict[str, Any]:
+    return {
+        "Name": "churn-pipeline",
+        "ScheduleExpression": expression,
+        "FlexibleTimeWindow": {"Mode": "OFF"},
+        "Target": {"Arn": PIPELINE_ARN, "SageMakerPipelineParameters": {}, "RoleArn": role},
+        "State": state,
+        "StartDate": T0,
+    }
+
+
+def test_schedule_creates_the_schedule_when_none_exists(built: BuiltDefinition) -> None:
+    session = StubbedSession("sagemaker", "scheduler")
+    session.stubs["sagemaker"].add_response(
+        "describe_pipeline", describe_pipeline_response(built), {"PipelineName": "churn-pipeline"}
+    )
+    scheduler = session.stubs["scheduler"]
+    scheduler.add_client_error(
+        "update_schedule",
+        service_error_code="ResourceNotFoundException",
+        expected_params=expected_schedule("cron(0 3 * * ? *)"),
+    )
+    schedule_arn = f"arn:aws:scheduler:us-west-2:{ACCOUNT}:schedule/default/churn-pipeline"
+    scheduler.add_response("create_schedule", {"ScheduleArn": schedule_arn}, expected_schedule("cron(0 3 * * ? *)"))
+    expression = sagemaker_ops.schedule_expression(cron="0 3 * * ? *")
+    assert sagemaker_ops.put_schedule(CONFIG, expression, session=session, now=T0) == schedule_arn
+    session.verify()
+
+
+def test_schedule_updates_an_existing_schedule_with_another_role(built: BuiltDefinition) -> None:
+    session = StubbedSession("sagemaker", "scheduler")
+    session.stubs["sagemaker"].add_response(
+        "describe_pipeline", describe_pipeline_response(built), {"PipelineName": "churn-pipeline"}
+    )
+    role = f"arn:aws:iam::{ACCOUNT}:role/SchedulerRole"
+    session.stubs["scheduler"].add_response(
+        "update_schedule",
+        {"ScheduleArn": "arn:schedule"},
+        expected_schedule("rate(1 day)", role=role, state="DISABLED"),
+    )
+    expression = sagemaker_ops.schedule_expression(rate="rate(1 day)")
+    sagemaker_ops.put_schedule(CONFIG, expression, role_arn=role, session=session, now=T0, enabled=False)
+    session.verify()
+
+
+def test_schedule_delete_and_delete_of_nothing() -> None:
+    session = StubbedSession("scheduler")
+    stub = session.stubs["scheduler"]
+    stub.add_response("delete_schedule", {}, {"Name": "churn-pipeline"})
+    stub.add_client_error("delete_schedule", service_error_code="ResourceNotFoundException")
+    assert sagemaker_ops.delete_schedule(CONFIG, session=session) is True
+    assert sagemaker_ops.delete_schedule(CONFIG, session=session) is False
+    session.verify()
+
+
+@pytest.mark.parametrize(
+    ("cron", "rate", "expected"),
+    [
+        ("0 3 * * ? *", None, "cron(0 3 * * ? *)"),
+        ("cron(0 3 * * ? *)", None, "cron(0 3 * * ? *)"),
+        (None, "12 hours", "rate(12 hours)"),
+        (None, "1 day", "rate(1 day)"),
+    ],
+)
+def test_schedule_expressions(cron: str | None, rate: str | None, expected: str) -> None:
+    assert sagemaker_ops.schedule_expression(cron=cron, rate=rate) == expected
+
+
+@pytest.mark.parametrize(
+    ("cron", "rate"), [("0 3 * * *", None), (None, "1 days"), (None, "2 day"), (None, "0 hours"), (None, "soon")]
+)
+def test_bad_schedule_expressions_are_rejected(cron: str | None, rate: str | None) -> None:
+    with pytest.raises(ValueError):
+        sagemaker_ops.schedule_expression(cron=cron, rate=rate)
+
+
+def test_no_credentials_is_one_clear_line(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture) -> None:
+    for name in ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN", "AWS_PROFILE"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("AWS_SHARED_CREDENTIALS_FILE", "/nonexistent")
+    monkeypatch.setenv("AWS_CONFIG_FILE", "/nonexistent")
+    monkeypatch.setenv("AWS_EC2_METADATA_DISABLED", "true")
+    monkeypatch.delenv("AWS_CONTAINER_CREDENTIALS_RELATIVE_URI", raising=False)
+    monkeypatch.delenv("AWS_CONTAINER_CREDENTIALS_FULL_URI", raising=False)
+    assert main(["schedule", "--delete"]) == 1
+    assert "no AWS credentials found" in capsys.readouterr().err
+
+
+def test_definition_command_writes_the_built_json(tmp_path: Any) -> None:
+    output = tmp_path / "out" / "definition.json"
+    args = ["definition", "--output", str(output), "--region", "us-west-2", "--role-arn", CONFIG.role_arn]
+    args += ["--bucket", "artifacts-bucket", "--pipeline-name", "churn-pipeline", "--tag", "cost-center=ml"]
+    assert main(args) == 0
+    assert output.read_text() == build_definition(CONFIG).definition_json
+    assert json.loads(output.read_text())["Version"] == "2020-12-01"
