@@ -26,9 +26,17 @@ def run(args: argparse.Namespace) -> int:
     if args.max_results < 1:
         print("llpipe executions: --max-results must be at least 1", file=sys.stderr)
         return 2
-    rows = _sagemaker_rows(args) if args.sagemaker else _local_rows(args.workdir.resolve(), args.max_results)
-    if rows is None:
-        return 2
+    if args.sagemaker:
+        from pipeline.config import ConfigError
+        from pipeline.sagemaker_ops import AwsError
+
+        try:
+            rows = _sagemaker_rows(args)
+        except (ConfigError, AwsError) as error:
+            print(f"llpipe executions: {error}", file=sys.stderr)
+            return 2 if isinstance(error, ConfigError) else 1
+    else:
+        rows = _local_rows(args.workdir.resolve(), args.max_results)
     if args.json:
         print(json.dumps(rows, indent=2, default=str))
         return 0
@@ -65,15 +73,11 @@ def _local_rows(workdir: Path, max_results: int) -> list[dict[str, Any]]:
     ]
 
 
-def _sagemaker_rows(args: argparse.Namespace) -> list[dict[str, Any]] | None:
-    from pipeline.config import ConfigError, config_from_args
+def _sagemaker_rows(args: argparse.Namespace) -> list[dict[str, Any]]:
+    from pipeline.config import config_from_args
     from pipeline.sagemaker_ops import list_executions
 
-    try:
-        summaries = list_executions(config_from_args(args), args.max_results)
-    except ConfigError as error:
-        print(f"llpipe executions: {error}", file=sys.stderr)
-        return None
+    summaries = list_executions(config_from_args(args), args.max_results)[: args.max_results]
     rows = []
     for summary in summaries:
         arn = summary.get("PipelineExecutionArn", "")

@@ -84,10 +84,7 @@ def summarise(record: ExecutionRecord, s3: LocalS3, render_plots: bool = True) -
 
 def _plots(report_path: Path, folder: Path) -> list[str]:
     """PNG plots of the report (pipeline.plots); an execution's plots are rendered once."""
-    try:
-        from pipeline.plots import render_plots
-    except ImportError:  # the plotting module is optional for a run: the report stays the source of truth
-        return []
+    from pipeline.plots import render_plots
 
     existing = sorted(folder.glob("*.png")) if folder.is_dir() else []
     return [str(path) for path in (existing or render_plots(report_path, folder))]
@@ -127,10 +124,10 @@ def print_summary(summary: dict[str, Any], console: Any) -> None:
     paths = summary["paths"]
     for label in ("model", "report"):
         if paths[label]:
-            console.print(f"{label.capitalize()}: {paths[label]}")
+            console.print(f"{label.capitalize()}: {paths[label]}", soft_wrap=True)
     if paths["plots"]:
-        console.print(f"Plots: {', '.join(paths['plots'])}")
-    console.print(f"Record: {paths['execution']}  (llpipe execution show {summary['execution_id']})")
+        console.print(f"Plots: {', '.join(paths['plots'])}", soft_wrap=True)
+    console.print(f"Record: {paths['execution']}  (llpipe execution show {summary['execution_id']})", soft_wrap=True)
 
 
 def _number(value: Any) -> str:

@@ -1,0 +1,53 @@
+"""``llpipe executions --sagemaker`` lists the pipeline's executions through ListPipelineExecutions (moto at the AWS
+boundary), newest first, with the same columns as the local list."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from pipeline import cli
+
+ROLE = "arn:aws:iam::123456789012:role/pipeline"
+
+
+@pytest.fixture
+def aws(monkeypatch: pytest.MonkeyPatch):
+    from moto import mock_aws
+
+    for name, value in {
+        "AWS_ACCESS_KEY_ID": "testing",
+        "AWS_SECRET_ACCESS_KEY": "testing",
+        "AWS_DEFAULT_REGION": "eu-west-1",
+        "AWS_EC2_METADATA_DISABLED": "true",
+    }.items():
+        monkeypatch.setenv(name, value)
+    with mock_aws():
+        yield
+
+
+def test_sagemaker_executions_are_listed_newest_first(aws, capsys: pytest.CaptureFixture[str]) -> None:
+    import boto3
+
+    client = boto3.client("sagemaker", region_name="eu-west-1")
+    client.create_pipeline(
+        PipelineName="my-pipeline",
+        RoleArn=ROLE,
+        PipelineDefinition=json.dumps({"Version": "2020-12-01", "Parameters": [], "Steps": []}),
+    )
+    arns = [client.start_pipeline_execution(PipelineName="my-pipeline")["PipelineExecutionArn"] for _ in range(3)]
+    argv = ["executions", "--sagemaker", "--json", "--region", "eu-west-1", "--pipeline-name", "my-pipeline"]
+    assert cli.main([*argv, "--max-results", "2"]) == 0
+    rows = json.loads(capsys.readouterr().out)
+    assert len(rows) == 2
+    assert {row["arn"] for row in rows} <= set(arns)
+    assert all(row["id"] == row["arn"].rsplit("/", 1)[-1] and row["status"] for row in rows)
+
+
+def test_sagemaker_errors_are_one_line(aws, capsys: pytest.CaptureFixture[str]) -> None:
+    argv = ["executions", "--sagemaker", "--region", "eu-west-1", "--pipeline-name", "missing-pipeline"]
+    code = cli.main(argv)
+    error = capsys.readouterr().err
+    assert code == 1, error
+    assert "missing-pipeline" in error and "Traceback" not in error
