@@ -314,3 +314,57 @@ def test_artifact_layout_params_format_and_folded_normalisation(tmp_path):
     np.testing.assert_array_equal(np.argmax(logits, axis=1), model.predict(test.features)[1])
     loaded = load_model(path)
     np.testing.assert_allclose(loaded.predict(test.features)[0], model.predict(test.features)[0], rtol=1e-6)
+
+
+# ---------------------------------------------------------------- channel data
+
+def test_sparse_recordio_channel_trains_without_mean_shift(tmp_path):
+    import scipy.sparse as sp
+
+    from pipeline.local.linear_learner.data import read_channel
+    from preprocessing.recordio import write_sparse
+
+    train, validation, test = split(*load_breast_cancer(return_X_y=True), stratify=True)
+    path = tmp_path / "train.pbr"
+    with path.open("wb") as stream:
+        write_sparse(stream, sp.csr_matrix(train.features), train.labels)
+    sparse_train = read_channel("train", [path], "application/x-recordio-protobuf", feature_dim=30,
+                                predictor_type="binary_classifier", num_classes=1)
+    assert sp.issparse(sparse_train.features)
+    np.testing.assert_array_equal(sparse_train.features.toarray(), train.features)
+    _, metrics, _ = train_and_score({"predictor_type": "binary_classifier", "mini_batch_size": "32",
+                                     "epochs": "10", "num_models": "8"}, sparse_train, validation, test)
+    assert metrics["roc_auc_score"] > 0.98
+
+
+@pytest.mark.parametrize(("content", "options", "expected"), [
+    ("1,0.5,2\n2,0.1,3\n", {}, "record 1 (0-based) has label 2.0; expected 0 or 1 for a binary_classifier"),
+    ("1,0.5,2\n0,nan,3\n", {}, "row 2, column 2 is 'nan'; expected a finite number"),
+    ("1,0.5,2\n0,0.1\n", {}, "row 2, column 3 is ''; expected a finite number"),
+    ("1,0.5,2\n0,0.1,3\n", {"feature_dim": 3}, "records have 2 features; expected 3 (from feature_dim)"),
+    ("", {}, "the CSV file is empty"),
+    ("1.5,0.5,2\n", {"predictor_type": "multiclass_classifier", "num_classes": 3},
+     "label 1.5; expected an integer from 0 to 2"),
+])
+def test_bad_csv_channels_name_the_file_record_and_expectation(tmp_path, content, options, expected):
+    from pipeline.local.linear_learner.data import DataError, read_channel
+
+    path = tmp_path / "part.csv"
+    path.write_text(content)
+    settings = {"feature_dim": None, "predictor_type": "binary_classifier", "num_classes": 1, **options}
+    with pytest.raises(DataError) as error:
+        read_channel("train", [path], "text/csv", **settings)
+    assert str(error.value).startswith(str(path)) and expected in str(error.value)
+
+
+def test_truncated_recordio_names_the_file(tmp_path):
+    from pipeline.local.linear_learner.data import DataError, read_channel
+    from preprocessing.recordio import write_dense
+
+    path = tmp_path / "bad.pbr"
+    with path.open("wb") as stream:
+        write_dense(stream, np.ones((5, 3), dtype=np.float32), np.ones(5, dtype=np.float32))
+    path.write_bytes(path.read_bytes()[:-9])
+    with pytest.raises(DataError, match="bad.pbr"):
+        read_channel("train", [path], "application/x-recordio-protobuf", feature_dim=None,
+                     predictor_type="binary_classifier", num_classes=1)

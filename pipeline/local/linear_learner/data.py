@@ -114,4 +114,4 @@ def check_labels(path: Path, labels: np.ndarray, predictor_type: str, num_classe
         expected = "a finite number"
     if np.any(bad):
         index = int(np.flatnonzero(bad)[0])
-        raise DataError(f"{path}: record {index} has label {labels[index]!r}; expected {expected}")
+        raise DataError(f"{path}: record {index} (0-based) has label {float(labels[index])!r}; expected {expected}")

@@ -153,6 +153,8 @@ def _run_instances(roots: list[Path], log: Callable[[str], None]) -> None:
             readers.append(reader)
         failure = _wait(processes, roots, lines, log)
         if failure is not None:
+            if server is not None and server.error and f"exit code {EXIT_ABORTED})" in failure:
+                failure += f" (parameter server: {server.error})"
             raise TrainingError(failure)
     finally:
         for process in processes:

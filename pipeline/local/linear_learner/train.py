@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import os
 import sys
 import time
@@ -123,7 +124,8 @@ def run(root: Path, coordinator: str | None) -> None:
             continue
         for log_name, key, value in evaluate(hp, result.model, dataset):
             log(f"#{name}_score ({host}) : ({log_name!r}, {value})")
-            metrics[f"{name}:{key}"] = value
+            if math.isfinite(value):  # e.g. AUC is undefined when a channel holds one class only
+                metrics[f"{name}:{key}"] = value
     save_model(result.model, root / "model" / "model.tar.gz",
                extra={"epochs_run": result.epochs, "hyperparameters": hp.resolved()})
     output = root / "output" / "metrics.json"

@@ -362,6 +362,7 @@ def _fit(hp: Hyperparameters, train: Dataset, validation: Dataset | None, collec
     epoch_loss = np.zeros(hp.num_models)
     last_epoch_loss = np.full(hp.num_models, np.nan)
     epochs_run = 0
+    throughput = 0.0
     size = models.params.size
     for epoch in range(hp.epochs):
         started = time.perf_counter()
@@ -389,6 +390,7 @@ def _fit(hp: Hyperparameters, train: Dataset, validation: Dataset | None, collec
             mean_gradient = (total[:size] / records).astype(np.float32).reshape(models.params.shape)
             optimizer.step(models.params, mean_gradient)
         elapsed = time.perf_counter() - started
+        throughput = epoch_records / max(elapsed, 1e-9)  # all hosts together
         epochs_run = epoch + 1
         last_epoch_loss = epoch_loss / max(epoch_records, 1.0) * objective.report_factor
         log(f"#quality_metric: host={host}, epoch={epoch}, train {objective.name} <loss>={np.min(last_epoch_loss)}")
@@ -435,7 +437,7 @@ def _fit(hp: Hyperparameters, train: Dataset, validation: Dataset | None, collec
                                 scaler)
     log(f"Selected model #{index} (learning_rate={settings.learning_rate[index]:.6g}, wd={settings.wd[index]:.6g}, "
         f"l1={settings.l1[index]:.6g}, positive_example_weight_mult={settings.positive_weight[index]:.6g})")
-    metrics = {"train:objective_loss": float(last_epoch_loss[index])}
+    metrics = {"train:objective_loss": float(last_epoch_loss[index]), "train:throughput": throughput}
     return FitResult(model=model, metrics=metrics, epochs=epochs_run)
 
 
