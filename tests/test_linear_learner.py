@@ -72,6 +72,8 @@ def test_strings_are_coerced_as_the_service_does():
     assert hp.normalize_data is False and hp.positive_example_weight_mult == "balanced" and hp.feature_dim == 12
     assert hp.selection_criteria == "f_beta" and hp.f_beta == 1.0
     assert hp.explicit >= {"learning_rate", "epochs"} and "wd" not in hp.explicit
+    # num_classes is ignored (even when out of range) unless the predictor is multiclass
+    assert parse_hyperparameters({"predictor_type": "binary_classifier", "num_classes": "2"}).num_classes == 1
 
 
 def test_automatic_model_tuning_turns_parallel_models_off():

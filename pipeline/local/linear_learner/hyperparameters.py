@@ -226,7 +226,10 @@ def parse_hyperparameters(raw: Mapping[str, Any]) -> Hyperparameters:
             f"Unknown hyperparameter(s) {', '.join(repr(n) for n in unknown)}: allowed names are "
             + ", ".join(sorted(SPECS)))
     values: dict[str, Any] = {}
+    multiclass = str(raw.get("predictor_type", "")).strip() == "multiclass_classifier"
     for name, (default, parse) in SPECS.items():
+        if name == "num_classes" and not multiclass:
+            continue  # documented: ignored unless predictor_type is multiclass_classifier
         if name in raw:
             text = str(raw[name]).strip()
             try:

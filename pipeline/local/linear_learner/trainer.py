@@ -18,6 +18,7 @@ import math
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Protocol
 
 import numpy as np
 import scipy.sparse as sp
@@ -45,7 +46,7 @@ EVALUATION_CHUNK = 8192
 ADAM_EPSILON = 1e-8
 
 
-class Collective:
+class Collective(Protocol):
     """What the trainer needs from the instance group (see ``collective.py``)."""
 
     rank: int
