@@ -66,7 +66,7 @@ def test_defaults_and_auto_resolution_match_the_service_log():
 def test_strings_are_coerced_as_the_service_does():
     hp = parse_hyperparameters({"predictor_type": "multiclass_classifier", "num_classes": "5", "use_bias": "True",
                                 "epochs": "7", "learning_rate": "0.05", "normalize_data": "False",
-                                "positive_example_weight_mult": "balanced", "feature_dim": "12", "l1": "auto",
+                                "positive_example_weight_mult": "balanced", "feature_dim": "12", "wd": "auto",
                                 "binary_classifier_model_selection_criteria": "f1"})
     assert hp.num_classes == 5 and hp.use_bias is True and hp.epochs == 7 and hp.learning_rate == 0.05
     assert hp.normalize_data is False and hp.positive_example_weight_mult == "balanced" and hp.feature_dim == 12

@@ -161,7 +161,7 @@ SPECS: dict[str, tuple[str | None, Callable[[str], Any]]] = {
 
 @dataclass(frozen=True)
 class Hyperparameters:
-    """Validated hyperparameters with every ``auto`` resolved; ``explicit`` lists the names the user set."""
+    """Validated hyperparameters with every ``auto`` resolved; ``explicit`` lists the names set to a value."""
 
     predictor_type: str
     feature_dim: int | None  # None: taken from the data
@@ -243,7 +243,9 @@ def parse_hyperparameters(raw: Mapping[str, Any]) -> Hyperparameters:
                                   + ", ".join(PREDICTOR_TYPES))
     if "_tuning_objective_metric" in raw:
         values["num_models"] = 1  # the service turns its internal tuning off under automatic model tuning
-    return _resolve(values, frozenset(name for name in raw if name in SPECS))
+    # "auto" given explicitly is still auto (the pipeline always sends learning_rate, wd, l1)
+    explicit = frozenset(name for name in raw if name in SPECS and str(raw[name]).strip().lower() != "auto")
+    return _resolve(values, explicit)
 
 
 def _resolve(values: dict[str, Any], explicit: frozenset[str]) -> Hyperparameters:
