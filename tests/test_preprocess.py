@@ -225,6 +225,15 @@ def test_multiclass_and_regression_labels(tmp_path: Path) -> None:
             features, labels = read(handle)
         assert features.shape[1] == 4 and set(np.unique(labels)) <= {0.0, 1.0, 2.0} and not is_sorted(labels)
     assert counts == {0: 50, 1: 50, 2: 50}
+    # deterministic: the same input and arguments give the same bytes
+    again = [
+        "--input-dir", tmp_path / "iris", "--output-dir", tmp_path / "iris-again", "--label-column", "target",
+        "--predictor-type", "multiclass_classifier", "--resource-config", tmp_path / "none.json",
+    ]  # fmt: skip
+    assert main(list(map(str, again))) == 0
+    first = {p.relative_to(tmp_path / "iris-out"): p.read_bytes() for p in (tmp_path / "iris-out").rglob("*.*")}
+    second = {p.relative_to(tmp_path / "iris-again"): p.read_bytes() for p in (tmp_path / "iris-again").rglob("*.*")}
+    assert first == second and len(first) == 5
 
     diabetes = load_diabetes(as_frame=True).frame
     (tmp_path / "diabetes").mkdir()
@@ -266,25 +275,27 @@ def test_id_column_alone_decides_the_split(tmp_path: Path) -> None:
     assert splits[0] == splits[1]
 
 
-def test_missing_values_zero_and_drop(tmp_path: Path) -> None:
+def run_in_process(capsys: pytest.CaptureFixture[str], *args: str | Path) -> tuple[int, str]:
+    """main() in this process (faster than a subprocess): exit code and what it printed to stderr."""
+    code = main([str(arg) for arg in args])
+    return code, capsys.readouterr().err
+
+
+def test_missing_values_zero_and_drop(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     (tmp_path / "in").mkdir()
     rows = ["x,y,label"] + [f"{i},{i % 7},{i % 2}" for i in range(40)] + ["1,,0", "nan,2,1", "inf,3,0", "4,5,"]
     (tmp_path / "in" / "data.csv").write_text("\n".join(rows) + "\n")
-    common = ["--input-dir", tmp_path / "in", "--label-column", "label", "--predictor-type", "binary_classifier"]
-    dropped = run_job(
-        *common, "--output-dir", tmp_path / "drop", "--missing", "drop", "--resource-config", tmp_path / "x"
-    )
-    assert dropped.returncode == 0, dropped.stderr
+    common = ["--input-dir", tmp_path / "in", "--resource-config", tmp_path / "x", *BINARY]
+    code, stderr = run_in_process(capsys, *common, "--output-dir", tmp_path / "drop", "--missing", "drop")
+    assert code == 0, stderr
     summary = load_summary(tmp_path / "drop" / "summary")
     assert summary["rows_dropped"] == 4 and sum(summary["rows"].values()) == 40
-    zero = run_job(*common, "--output-dir", tmp_path / "zero", "--missing", "zero", "--resource-config", tmp_path / "x")
-    assert zero.returncode == 1 and "data.csv row 44: label column 'label'" in zero.stderr  # a label is never imputed
+    code, stderr = run_in_process(capsys, *common, "--output-dir", tmp_path / "zero", "--missing", "zero")
+    assert code == 1 and "data.csv row 44: label column 'label'" in stderr  # a label is never imputed
     assert not [p for p in (tmp_path / "zero").rglob("*") if p.is_file()]
     (tmp_path / "in" / "data.csv").write_text("\n".join(rows[:-1]) + "\n")
-    zero = run_job(
-        *common, "--output-dir", tmp_path / "zero2", "--missing", "zero", "--resource-config", tmp_path / "x"
-    )
-    assert zero.returncode == 0, zero.stderr
+    code, stderr = run_in_process(capsys, *common, "--output-dir", tmp_path / "zero2", "--missing", "zero")
+    assert code == 0, stderr
     shards, _ = read_output([tmp_path / "zero2"])
     features = np.vstack([x for split in SPLITS for x, _ in shards[split]])
     assert len(features) == 43 and np.isfinite(features).all()
