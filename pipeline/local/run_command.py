@@ -73,7 +73,7 @@ def run(args: argparse.Namespace) -> int:
     if args.json:
         print(json.dumps(summary, indent=2, default=str))
     elif not args.quiet:
-        print_summary(summary, Console())
+        print_summary(summary, Console(highlight=False))
     elif record.status != "Succeeded":
         print(f"llpipe run: execution {record.id} failed: {record.failure_reason}", file=sys.stderr)
     return 0 if record.status == "Succeeded" else 1

@@ -15,6 +15,7 @@ from typing import Any
 from pipeline.local.executions import ExecutionRecord
 from pipeline.local.s3 import LocalS3
 
+BASELINE_SUFFIX = "_best_constant_classifier"  # the report's baseline of each classification metric
 METRICS_SECTIONS = ("binary_classification_metrics", "multiclass_classification_metrics", "regression_metrics")
 
 
@@ -101,10 +102,20 @@ def print_summary(summary: dict[str, Any], console: Any) -> None:
         console.print(f"Cache hits: {', '.join(summary['cache_hits'])}")
     if summary["metrics"]:
         table = Table(title="Model quality on the test split", title_justify="left")
+        metrics = summary["metrics"]
+        baselines = any(name.endswith(BASELINE_SUFFIX) for name in metrics)
         table.add_column("metric")
         table.add_column("value", justify="right")
-        for name, value in summary["metrics"].items():
-            table.add_row(name, f"{value:.4f}" if isinstance(value, float) else str(value))
+        if baselines:
+            table.add_column("best constant classifier", justify="right")
+        for name, value in metrics.items():
+            if name.endswith(BASELINE_SUFFIX):
+                continue
+            row = [name, _number(value)]
+            if baselines:
+                baseline = metrics.get(name + BASELINE_SUFFIX)
+                row.append("" if baseline is None else _number(baseline))
+            table.add_row(*row)
         console.print(table)
     gate = summary["gate"]
     if gate:
