@@ -5,6 +5,8 @@ from the artifact alone, and the ``llpipe linear-learner`` command."""
 from __future__ import annotations
 
 import json
+import os
+import signal
 import subprocess
 import sys
 import time
@@ -132,6 +134,25 @@ def test_a_corrupt_shard_fails_the_job_naming_the_host_and_file(cancer, tmp_path
               instance_count=2)
     assert "algo-2 failed" in str(error.value) and "train-1.pbr" in str(error.value)
     assert time.monotonic() - started < 60  # algo-1, blocked in the scaler allreduce, did not hang the job
+
+
+def test_an_instance_killed_mid_training_fails_the_job_promptly_naming_it(cancer, tmp_path):
+    killed: list[int] = []
+
+    def kill_algo_2_at_epoch_2(line: str) -> None:
+        # log lines carry the instance's pid: "[algo-2] [date time INFO <pid>] #quality_metric: ..., epoch=2, ..."
+        if not killed and line.startswith("[algo-2]") and "epoch=2," in line:
+            pid = int(line.split("]")[1].split()[-1])
+            os.kill(pid, signal.SIGKILL)
+            killed.append(pid)
+
+    started = time.monotonic()
+    with pytest.raises(TrainingError) as error:
+        train({**BINARY, "epochs": "500", "mini_batch_size": "8"}, channels(cancer), tmp_path / "out",
+              instance_count=2, on_log=kill_algo_2_at_epoch_2)
+    assert killed and "algo-2 failed (exit code -9)" in str(error.value)
+    assert time.monotonic() - started < 60  # 500 epochs were not waited for; algo-1 did not hang
+    assert not (tmp_path / "out").exists()
 
 
 def test_a_crashed_peer_makes_the_others_fail_promptly():
