@@ -54,7 +54,7 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rows", type=int, default=1_000_000)
     parser.add_argument("--features", type=int, default=50)
-    parser.add_argument("--workdir", type=Path, default=Path(".llpipe-bench"))
+    parser.add_argument("--workdir", type=Path, default=Path(".llpipe/benchmark"))
     parser.add_argument("--param", action="append", default=[], metavar="Name=Value")
     args = parser.parse_args()
     workdir = args.workdir.resolve()

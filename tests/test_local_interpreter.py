@@ -168,6 +168,11 @@ def test_get_join_and_jsonget_resolve_against_parameters_execution_and_steps(tmp
     saved = json.loads((record.folder / "steps" / "Second" / "arguments.json").read_text())
     assert saved["AppSpecification"]["ContainerArguments"] == [f"0.25,2,false,{record.id},0.75"]
     assert record.parameters == {"Threshold": 0.25, "Instances": 2, "Bucket": "bkt", "Flag": False}
+    resolved = json.loads((record.folder / "resolved-definition.json").read_text())
+    assert resolved["Parameters"][0] == {"Name": "Threshold", "Type": "Float", "DefaultValue": 0.5, "Value": 0.25}
+    assert resolved["Steps"][1]["Arguments"]["AppSpecification"]["ContainerArguments"] == [
+        f"0.25,2,false,{record.id},0.75"
+    ]
 
 
 def test_property_paths_and_lists_indexed_by_name() -> None:
@@ -285,6 +290,8 @@ def test_fail_step_fails_the_execution_with_its_resolved_message(tmp_path: Path,
     }
     assert record.steps["GateFailed"].failure_reason == "gate 0.8 is below 0.95"
     assert record.failure_reason == "step GateFailed failed: gate 0.8 is below 0.95"
+    resolved = json.loads((record.folder / "resolved-definition.json").read_text())
+    assert resolved["Steps"][1]["Arguments"]["ElseSteps"][0]["Arguments"] == {"ErrorMessage": "gate 0.8 is below 0.95"}
     assert "Register" not in jobs.started
     assert "upstream step Register skipped" in record.steps["AfterRegister"].detail
     stored = ExecutionStore(tmp_path / "executions").load(record.id)

@@ -2,7 +2,8 @@
 
 ``execution.json`` holds the id, pipeline name, status, times, parameters, failure reason and every step's status,
 times, properties, cache-hit source and log files (what ListPipelineExecutionSteps reports on SageMaker);
-``definition.json`` the definition that ran; ``steps/<name>/arguments.json`` each step's resolved request;
+``definition.json`` the definition that ran; ``resolved-definition.json`` the same with parameter values and each
+step's request as it ran (``steps/<name>/arguments.json``);
 ``steps/<name>/logs/`` the stdout/stderr of every instance. Files are rewritten atomically after every change.
 """
 

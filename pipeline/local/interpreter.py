@@ -205,7 +205,24 @@ class Interpreter:
             record.failure_reason = f"step {failed[0].name} failed: {failed[0].failure_reason}"
         record.end_time = now()
         record.save()
+        write_json_atomically(record.folder / "resolved-definition.json", self._resolved(definition, record))
         return record
+
+    @staticmethod
+    def _resolved(definition: dict[str, Any], record: ExecutionRecord) -> dict[str, Any]:
+        """The definition with the parameter values and every step's request as it ran (steps not run unchanged)."""
+        resolved = json.loads(json.dumps(definition))
+        for parameter in resolved.get("Parameters", []):
+            parameter["Value"] = record.parameters.get(parameter["Name"])
+        found: list[tuple[dict, Any]] = []
+        _walk_steps(resolved.get("Steps", []), None, found)
+        for step, _ in found:
+            arguments = record.folder / "steps" / step["Name"] / "arguments.json"
+            if arguments.is_file():
+                step["Arguments"] = json.loads(arguments.read_text())
+            elif step.get("Type") == "Fail" and record.steps[step["Name"]].status == "Failed":
+                step["Arguments"] = {"ErrorMessage": record.steps[step["Name"]].failure_reason}
+        return resolved
 
     def _execute(self, checked: Plan, record: ExecutionRecord, context: expressions.Context) -> None:
         running: dict[Future, str] = {}
