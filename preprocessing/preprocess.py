@@ -489,7 +489,7 @@ def _numeric_block(frame: pd.DataFrame, columns: Sequence[str], where: RowLocato
 
 def _hash_categorical(column: pd.Series, name: str, buckets: int, features: np.ndarray, offset: int) -> np.ndarray:
     """Set one indicator per row in ``features[:, offset:offset+buckets]``; return the mask of missing values."""
-    codes, uniques = pd.factorize(column.astype("object"), use_na_sentinel=True)
+    codes, uniques = pd.factorize(column.astype("object"))  # missing -> code -1
     bucket_of_unique = np.array(
         [stable_hash64(f"{name}={str(value).strip()}") % buckets for value in uniques], dtype=np.int64
     )
@@ -552,8 +552,9 @@ class SplitStats:
         if not len(labels):
             return
         if classification:
-            for label, count in zip(*np.unique(labels.astype(np.int64), return_counts=True), strict=True):
-                self.label_counts[int(label)] = self.label_counts.get(int(label), 0) + int(count)
+            values, counts = np.unique(labels.astype(np.int64), return_counts=True)
+            for label, count in np.column_stack([values, counts]).tolist():
+                self.label_counts[label] = self.label_counts.get(label, 0) + count
         as_double = labels.astype(np.float64)
         self.label_sum += float(as_double.sum())
         self.label_sum_sq += float((as_double * as_double).sum())
@@ -683,7 +684,7 @@ def build_summary(
         "num_classes": _num_classes(labels, stats) if labels.predictor_type == "multiclass_classifier" else None,
         "missing_policy": args.missing,
         "seed": args.seed,
-        "fractions": dict(zip(SPLITS, fractions, strict=True)),
+        "fractions": {split: fractions[code] for split, code in _SPLIT_CODES.items()},
         "rows": {split: stats[split].rows for split in SPLITS},
         "rows_read": rows_read,
         "rows_dropped": rows_dropped,
@@ -1040,7 +1041,8 @@ def _convert_all(
             f"train shards this host must write (--train-shards {args.train_shards} over {host.count} host(s))"
         )
     if host.count == 1:
-        for split, fraction in zip(SPLITS[1:], fractions[1:], strict=True):
+        for split in ("validation", "test"):
+            fraction = fractions[_SPLIT_CODES[split]]
             if fraction > 0 and stats[split].rows == 0:
                 raise PreprocessError(f"the {split} split is empty ({kept} rows, --{split}-fraction {fraction})")
 
