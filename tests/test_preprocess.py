@@ -411,3 +411,22 @@ def test_parquet_categories_hash_alike_in_every_batch(tmp_path: Path) -> None:
     assert {block_of[i] for i in (0, 1, 3, 5, 7)} == {block_of[0]} and sum(block_of[0]) == 1
     assert block_of[4] == block_of[6] and sum(block_of[4]) == 1
     assert block_of[2] == (0.0, 0.0, 0.0, 0.0), "a missing category sets no indicator under --missing zero"
+
+
+def test_runs_from_a_flat_code_bundle(tmp_path: Path) -> None:
+    # In the container the job is preprocess.py + recordio.py in one folder, with no `preprocessing` package.
+    code = tmp_path / "code"
+    code.mkdir()
+    for name in ("preprocess.py", "recordio.py"):
+        shutil.copy(SCRIPT.parent / name, code / name)
+    _csv(tmp_path / "in", "d.csv", "a,b,label\n" + "".join(f"{i},{i % 5},{i % 2}\n" for i in range(36)))
+    argv = ["preprocess.py", "--input-dir", str(tmp_path / "in"), "--output-dir", str(tmp_path / "out"), *BINARY]
+    argv += ["--resource-config", str(tmp_path / "absent.json")]
+    runner = (
+        "import runpy, sys; sys.modules['preprocessing'] = None; "
+        f"sys.path.insert(0, {str(code)!r}); sys.argv = {argv!r}; "
+        f"runpy.run_path({str(code / 'preprocess.py')!r}, run_name='__main__')"
+    )
+    result = subprocess.run([sys.executable, "-c", runner], capture_output=True, text=True, timeout=60, check=False)
+    assert result.returncode == 0, result.stderr
+    assert sum(load_summary(tmp_path / "out" / "summary")["rows"].values()) == 36
