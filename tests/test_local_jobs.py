@@ -26,7 +26,7 @@ args = parser.parse_args()
 host = json.loads(pathlib.Path(args.resource_config).read_text())
 print("hello from", host["current_host"], flush=True)
 if host["current_host"] == args.fail_on:
-    raise SystemExit("ValueError: boom on " + host["current_host"])
+    raise SystemExit("ValueError: boom on " + host["current_host"] + " reading " + args.data_dir)
 seen = sorted(p.relative_to(args.data_dir).as_posix() for p in pathlib.Path(args.data_dir).rglob("*") if p.is_file())
 out = pathlib.Path(args.output_dir) / (host["current_host"] + ".json")
 out.write_text(json.dumps({"host": host, "seen": seen, "env": os.environ.get("GREETING"), "argv": sys.argv}))
@@ -145,7 +145,9 @@ def test_processing_instances_get_their_share_host_config_and_remapped_paths(wor
 def test_a_failing_instance_fails_the_job_with_its_error_and_uploads_nothing(workdir: Path) -> None:
     record, s3 = run(workdir, processing_definition(fail_on="algo-2"))
     assert record.status == "Failed"
-    assert record.steps["Job"].failure_reason == "algo-2 exited with code 1: ValueError: boom on algo-2"
+    assert record.steps["Job"].failure_reason == (
+        "algo-2 exited with code 1: ValueError: boom on algo-2 reading /opt/ml/processing/input/data"
+    )
     assert s3.list_objects("s3://bkt/out/") == []
     assert "boom on algo-2" in (record.folder / "steps" / "Job" / "logs" / "algo-2.log").read_text()
 
@@ -220,7 +222,9 @@ def test_executions_and_execution_show_read_the_records(workdir: Path, capsys: p
     assert cli.main(["executions", "--workdir", str(workdir), "--json"]) == 0
     listed = json.loads(capsys.readouterr().out)
     assert [(row["id"], row["status"]) for row in listed] == [(failed.id, "Failed"), (succeeded.id, "Succeeded")]
-    assert listed[0]["failure_reason"] == "step Job failed: algo-1 exited with code 1: ValueError: boom on algo-1"
+    assert listed[0]["failure_reason"] == (
+        "step Job failed: algo-1 exited with code 1: ValueError: boom on algo-1 reading /opt/ml/processing/input/data"
+    )
     assert cli.main(["executions", "--workdir", str(workdir), "--max-results", "1"]) == 0
     table = capsys.readouterr().out
     assert failed.id in table and succeeded.id not in table

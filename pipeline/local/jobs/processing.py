@@ -158,7 +158,8 @@ class ProcessingJobs:
         if failed:
             index = failed[0]
             code = processes[index].returncode
-            reason = last_error(logs / f"{host_name(index)}.log")
+            # the sandbox is gone once the job ends: name paths as the container saw them
+            reason = last_error(logs / f"{host_name(index)}.log").replace(str(roots[index] / "opt" / "ml"), "/opt/ml")
             raise StepFailed(f"{host_name(index)} exited with code {code}: {reason}")
 
 
