@@ -2,9 +2,9 @@
 
 The SDK reaches for AWS in four places while a pipeline is being defined, each closed here:
 
-* at import, modules create boto3 clients, which need a region: ``AWS_DEFAULT_REGION`` is set to the configured
-  region when neither ``AWS_REGION`` nor ``AWS_DEFAULT_REGION`` is set (boto3's default session keeps that region
-  for the SDK's own module-level clients; our AWS calls use sessions of their own);
+* at import, modules create boto3 clients, which need a region: ``AWS_DEFAULT_REGION`` (the variable botocore
+  reads) is set to the configured region when it is not set (boto3's default session keeps that region for the
+  SDK's own module-level clients; our AWS calls use sessions of their own);
 * ModelTrainer / ModelBuilder validate the role over IAM: ``SAGEMAKER_VALIDATE_ROLE=false`` while building (with a
   full role ARN nothing else is looked up);
 * botocore may probe the EC2 instance metadata service for credentials: ``AWS_EC2_METADATA_DISABLED=true`` while
@@ -46,9 +46,8 @@ NOISY_LOGGERS = ("sagemaker", "botocore", "boto3", "urllib3")
 @contextlib.contextmanager
 def offline_sdk(region: str) -> Iterator[None]:
     """Everything needed to import the SDK and build a pipeline with it offline; restored on exit."""
-    overrides = dict(BUILD_ENVIRONMENT)
-    if not (os.environ.get("AWS_REGION") or os.environ.get("AWS_DEFAULT_REGION")):
-        overrides["AWS_DEFAULT_REGION"] = region
+    # botocore reads AWS_DEFAULT_REGION (not AWS_REGION, which CodeBuild and Lambda also set)
+    overrides = {**BUILD_ENVIRONMENT, "AWS_DEFAULT_REGION": region}
     with _environment(overrides), warnings.catch_warnings():
         # "Running within a PipelineSession, there will be No Wait, No Logs...", deprecation shims the SDK imports
         # itself: expected while building a definition, and nothing the user can act on

@@ -1,0 +1,151 @@
+"""buildspec.yml runs for real: its commands, in phase order, against a moto server standing in for AWS.
+
+Only ``pip install`` lines are skipped (the package is installed in this virtualenv already); every other command
+runs verbatim in one ``sh -e`` script, as CodeBuild runs them, so a typo in any of them fails this test.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import boto3
+import pytest
+import yaml
+from moto.server import ThreadedMotoServer
+
+REPOSITORY = Path(__file__).resolve().parent.parent
+BIN = Path(sys.executable).parent
+PHASES = ("install", "pre_build", "build", "post_build")
+ROLE = "arn:aws:iam::123456789012:role/PipelineRole"
+
+
+def buildspec() -> dict[str, Any]:
+    return yaml.safe_load((REPOSITORY / "buildspec.yml").read_text())
+
+
+def script(spec: dict[str, Any]) -> str:
+    """Every command of every phase, in order, minus ``pip install`` lines."""
+    commands = [
+        command
+        for phase in PHASES
+        for command in spec.get("phases", {}).get(phase, {}).get("commands", [])
+        if "pip install" not in command
+    ]
+    return "\n".join(commands) + "\n"
+
+
+def run_buildspec(spec: dict[str, Any], workdir: Path, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
+    variables = {name: str(value) for name, value in spec.get("env", {}).get("variables", {}).items()}
+    return subprocess.run(
+        ["sh", "-e", "-c", script(spec)],
+        cwd=workdir,
+        env={**variables, **env},  # the CodeBuild project's environment overrides buildspec defaults
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+
+
+@pytest.fixture(scope="module")
+def moto_endpoint() -> Any:
+    server = ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
+    server.start()
+    host, port = server.get_host_and_port()
+    yield f"http://{host}:{port}"
+    server.stop()
+
+
+def client(name: str, endpoint: str) -> Any:
+    return boto3.client(
+        name,
+        endpoint_url=endpoint,
+        region_name="us-east-1",
+        aws_access_key_id="testing",
+        aws_secret_access_key="testing",
+    )
+
+
+def source_copy(tmp_path: Path) -> Path:
+    """What the build needs of the checkout (package sources, the test it runs, pyproject), so artifacts land in tmp."""
+    workdir = tmp_path / "src"
+    ignore = shutil.ignore_patterns("__pycache__", "*.egg-info", ".llpipe", "*.tmp")
+    for folder in ("pipeline", "preprocessing", "evaluation"):
+        shutil.copytree(REPOSITORY / folder, workdir / folder, ignore=ignore)
+    (workdir / "tests").mkdir()
+    shutil.copy2(REPOSITORY / "tests" / "test_config.py", workdir / "tests" / "test_config.py")
+    for name in ("pyproject.toml", "buildspec.yml"):
+        shutil.copy2(REPOSITORY / name, workdir / name)
+    return workdir
+
+
+def codebuild_environment(endpoint: str, workdir: Path, tmp_path: Path) -> dict[str, str]:
+    return {
+        "PATH": f"{BIN}{os.pathsep}{os.environ['PATH']}",
+        "PYTHONPATH": str(workdir),  # the checkout, as `pip install -e .` there would make it (not this repository)
+        "HOME": str(tmp_path),
+        "AWS_ENDPOINT_URL": endpoint,
+        "AWS_ACCESS_KEY_ID": "testing",
+        "AWS_SECRET_ACCESS_KEY": "testing",
+        "AWS_REGION": "us-east-1",
+        "ARTIFACT_BUCKET": "codebuild-artifacts",
+        "SAGEMAKER_PIPELINE_ROLE_ARN": ROLE,
+        "SAGEMAKER_PROJECT_NAME": "churn",
+        "SAGEMAKER_PROJECT_ID": "p-abc123",
+        "START_PIPELINE_EXECUTION": "true",
+        "CODEBUILD_RESOLVED_SOURCE_VERSION": "0123abcd",
+        # the suite is CI's own job; here one small test file proves the command runs
+        "PYTEST_ADDOPTS": "tests/test_config.py -p no:cacheprovider",
+    }
+
+
+def test_buildspec_lints_tests_writes_the_definition_upserts_and_starts(moto_endpoint: str, tmp_path: Path) -> None:
+    client("s3", moto_endpoint).create_bucket(Bucket="codebuild-artifacts")
+    workdir = source_copy(tmp_path)
+    result = run_buildspec(buildspec(), workdir, codebuild_environment(moto_endpoint, workdir, tmp_path))
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert " passed" in result.stdout and "failed" not in result.stdout  # the test command really ran
+
+    artifact = workdir / "pipeline-definition.json"
+    assert buildspec()["artifacts"]["files"] == ["pipeline-definition.json"]
+    definition = json.loads(artifact.read_text())
+    sagemaker = client("sagemaker", moto_endpoint)
+    deployed = sagemaker.describe_pipeline(PipelineName="churn-p-abc123")
+    assert deployed["PipelineDefinition"] == artifact.read_text()
+    assert deployed["RoleArn"] == ROLE
+    assert deployed["PipelineDescription"] == "Linear Learner pipeline deployed by CodeBuild 0123abcd"
+    register = next(s for s in definition["Steps"] if s["Name"] == "QualityGate")["Arguments"]["IfSteps"][0]
+    assert register["Arguments"]["ModelPackageGroupName"] == "churn-p-abc123"
+    tags = sagemaker.list_tags(ResourceArn=deployed["PipelineArn"])["Tags"]
+    assert {"Key": "sagemaker:project-name", "Value": "churn"} in tags
+
+    s3 = client("s3", moto_endpoint)
+    code = s3.list_objects_v2(Bucket="codebuild-artifacts", Prefix="churn-p-abc123/code/")
+    keys = sorted((item["Key"].rsplit("/", 1)[-1], item["Key"]) for item in code["Contents"])
+    assert [name for name, _ in keys] == ["evaluate.py", "preprocess.py", "recordio.py", "recordio.py"]
+    preprocess_key = dict(keys)["preprocess.py"]
+    uploaded = s3.get_object(Bucket="codebuild-artifacts", Key=preprocess_key)["Body"].read()
+    assert uploaded == (workdir / "preprocessing" / "preprocess.py").read_bytes()
+    assert f"s3://codebuild-artifacts/{preprocess_key.rsplit('/', 1)[0]}/" in artifact.read_text()
+    executions = sagemaker.list_pipeline_executions(PipelineName="churn-p-abc123")["PipelineExecutionSummaries"]
+    assert len(executions) == 1
+
+
+def test_a_typo_in_a_command_fails_the_build(tmp_path: Path) -> None:
+    spec = {"phases": {"build": {"commands": ["llpipe definition --help > /dev/null", "llpipe upsret"]}}}
+    result = run_buildspec(spec, tmp_path, {"PATH": f"{BIN}{os.pathsep}{os.environ['PATH']}"})
+    assert result.returncode != 0
+    assert "invalid choice: 'upsret'" in result.stderr
+
+
+def test_pip_install_lines_are_the_only_ones_skipped() -> None:
+    spec = buildspec()
+    all_commands = [c for phase in PHASES for c in spec["phases"].get(phase, {}).get("commands", [])]
+    kept = script(spec)
+    skipped = [c for c in all_commands if c not in kept]
+    assert skipped and all("pip install" in c for c in skipped)
