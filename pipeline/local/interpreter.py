@@ -14,6 +14,7 @@ import traceback
 from collections.abc import Callable, Mapping
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from pipeline.local import cache, conditions, expressions
@@ -65,7 +66,7 @@ class Job:
     execution_id: str
     pipeline_name: str
     record: StepRecord
-    folder: Any  # pathlib.Path of the step's folder in the execution record
+    folder: Path  # the step's folder in the execution record
     report: Callable[[str], None] = field(default=lambda text: None)
 
     @property
@@ -73,7 +74,7 @@ class Job:
         """The job name SageMaker Pipelines would give: ``pipelines-<execution id>-<step name>``, 63 chars max."""
         return f"pipelines-{self.execution_id}-{self.step.name}"[:63]
 
-    def add_log(self, path: Any) -> None:
+    def add_log(self, path: Path) -> None:
         """Declare a log file (stdout/stderr of an instance) so the record lists it."""
         self.record.logs.append(str(path))
 
