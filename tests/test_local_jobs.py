@@ -238,3 +238,35 @@ def test_executions_and_execution_show_read_the_records(workdir: Path, capsys: p
     assert "boom on algo-1" in capsys.readouterr().out
     assert cli.main(["execution", "show", "nope", "--workdir", str(workdir)]) == 2
     assert "no execution 'nope'" in capsys.readouterr().err
+
+
+def test_live_table_and_summary_render_what_the_run_knows(workdir: Path) -> None:
+    from rich.console import Console
+
+    from pipeline.local.progress import step_table
+    from pipeline.local.summary import print_summary
+
+    record, _ = run(workdir, processing_definition(fail_on="algo-3"))
+    console = Console(record=True, width=200)
+    console.print(step_table(record, "Execution"))
+    table = console.export_text()
+    assert "Job" in table and "Processing" in table and "Failed" in table
+    assert "algo-3 exited with code 1: ValueError: boom on algo-3" in table
+    summary = {
+        "execution_id": record.id,
+        "status": "Succeeded",
+        "cache_hits": ["Preprocess"],
+        "metrics": {"auc": 0.97, "accuracy": 0.9, "accuracy_best_constant_classifier": 0.6},
+        "gate": {"metric": "auc", "value": 0.97, "threshold": 0.6, "passed": True},
+        "model_package": {"group": "g", "version": 3, "arn": "arn:x", "approval_status": "PendingManualApproval"},
+        "failure_reason": None,
+        "paths": {"execution": "/e", "model": "/m.tar.gz", "report": "/r.json", "plots": ["/p.png"]},
+    }
+    print_summary(summary, console)
+    text = console.export_text()
+    assert f"Execution {record.id}: Succeeded" in text
+    assert "Cache hits: Preprocess" in text
+    assert "Quality gate: auc = 0.9700 vs threshold 0.6000: passed" in text
+    assert "Registered: g version 3 (PendingManualApproval)" in text
+    assert "accuracy" in text and "0.6000" in text  # the baseline column
+    assert "Model: /m.tar.gz" in text and "Plots: /p.png" in text
