@@ -149,3 +149,46 @@ def test_pip_install_lines_are_the_only_ones_skipped() -> None:
     kept = script(spec)
     skipped = [c for c in all_commands if c not in kept]
     assert skipped and all("pip install" in c for c in skipped)
+
+
+# ---------------------------------------------------------------- IAM documents next to the buildspec
+
+STEP_ACTIONS = {
+    "Processing": {"sagemaker:CreateProcessingJob", "sagemaker:DescribeProcessingJob", "sagemaker:StopProcessingJob"},
+    "Training": {"sagemaker:CreateTrainingJob", "sagemaker:DescribeTrainingJob", "sagemaker:StopTrainingJob"},
+    "Transform": {"sagemaker:CreateTransformJob", "sagemaker:DescribeTransformJob", "sagemaker:StopTransformJob"},
+    "Model": {"sagemaker:CreateModel", "sagemaker:DescribeModel"},
+    "RegisterModel": {"sagemaker:CreateModelPackage", "sagemaker:DescribeModelPackage"},
+}
+
+
+def allowed_actions(name: str) -> set[str]:
+    policy = json.loads((REPOSITORY / "iam" / name).read_text())
+    assert policy["Version"] == "2012-10-17"
+    actions: set[str] = set()
+    for statement in policy["Statement"]:
+        assert statement["Effect"] == "Allow" and statement["Resource"]
+        listed = statement["Action"]
+        actions.update([listed] if isinstance(listed, str) else listed)
+    return actions
+
+
+def test_pipeline_role_allows_every_job_the_definition_runs(tmp_path: Path) -> None:
+    from pipeline.config import PipelineConfig
+    from pipeline.definition import build_definition
+
+    definition = json.loads(build_definition(PipelineConfig()).definition_json)
+    types = {step["Type"] for step in definition["Steps"]}
+    types |= {s["Type"] for c in definition["Steps"] if c["Type"] == "Condition" for s in c["Arguments"]["IfSteps"]}
+    allowed = allowed_actions("pipeline-role-policy.json")
+    for step_type in types - {"Condition", "Fail"}:
+        assert STEP_ACTIONS[step_type] <= allowed, step_type
+    assert {"iam:PassRole", "s3:GetObject", "s3:PutObject", "ecr:BatchGetImage", "logs:PutLogEvents"} <= allowed
+    assert "sagemaker:StartPipelineExecution" in allowed  # the default scheduler role is the pipeline role
+
+
+def test_codebuild_role_allows_what_upsert_and_start_send() -> None:
+    # the operations tests/test_sagemaker_ops.py pins for upsert (create and update) and start
+    sent = {"s3:PutObject", "sagemaker:CreatePipeline", "sagemaker:UpdatePipeline", "sagemaker:ListTags"}
+    sent |= {"sagemaker:AddTags", "sagemaker:DescribePipeline", "sagemaker:StartPipelineExecution", "iam:PassRole"}
+    assert sent <= allowed_actions("codebuild-role-policy.json")
