@@ -25,7 +25,7 @@ from pipeline.local.s3 import LocalS3
 PARAMETERS = [
     {"Name": "Threshold", "Type": "Float", "DefaultValue": 0.5},
     {"Name": "Instances", "Type": "Integer", "DefaultValue": 2},
-    {"Name": "Bucket", "Type": "String", "DefaultValue": "bkt"},
+    {"Name": "Bucket", "Type": "String", "DefaultValue": "bkt", "EnumValues": ["bkt", "other"]},
     {"Name": "Flag", "Type": "Boolean", "DefaultValue": False},
 ]
 
@@ -349,6 +349,7 @@ def test_definitions_that_cannot_run_fail_before_anything_runs(
         ({"Instances": "2.5"}, "parameter Instances is Integer"),
         ({"Threshold": "high"}, "parameter Threshold is Float: 'high'"),
         ({"Flag": "yes"}, "parameter Flag is Boolean"),
+        ({"Bucket": "third"}, "parameter Bucket must be one of bkt, other, got 'third'"),
     ],
 )
 def test_bad_overrides_are_rejected_before_anything_runs(

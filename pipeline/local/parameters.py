@@ -1,7 +1,8 @@
 """Pipeline parameters: the definition's declared defaults plus ``Name=Value`` overrides, validated up front.
 
-An override for a parameter the definition does not declare, or a value that does not parse as the declared type
-(Integer, Float, Boolean, String), is a ``ParameterError`` raised before anything runs.
+An override for a parameter the definition does not declare, a value that does not parse as the declared type
+(Integer, Float, Boolean, String) or is not among its ``EnumValues`` is a ``ParameterError`` raised before
+anything runs.
 """
 
 from __future__ import annotations
@@ -48,6 +49,10 @@ def resolve_parameters(declared: list[dict[str, Any]], overrides: Mapping[str, A
             values[name] = convert(name, kind, parameter["DefaultValue"])
         else:
             raise ParameterError(f"parameter {name} has no default value; pass --param {name}=VALUE")
+        allowed = parameter.get("EnumValues")
+        if allowed and values[name] not in allowed:
+            choices = ", ".join(map(str, allowed))
+            raise ParameterError(f"parameter {name} must be one of {choices}, got {values[name]!r}")
     return values
 
 
