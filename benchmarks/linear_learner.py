@@ -5,7 +5,7 @@ number of epochs, in this run. Prints records/s of each and the time ratio (goal
 scikit-learn takes for one). The Linear Learner side is the in-process trainer of one instance (no data reading),
 with the default mini_batch_size 1000 and num_models 32.
 
-    python benchmarks/linear_learner.py [--rows 1000000] [--features 100] [--epochs 3]
+    python benchmarks/linear_learner.py [--rows 1000000] [--features 100] [--epochs 3] [--instances 1 2]
 """
 
 from __future__ import annotations
@@ -34,6 +34,9 @@ def main() -> None:
     parser.add_argument("--epochs", type=int, default=3)
     parser.add_argument("--num-models", type=int, default=32)
     parser.add_argument("--mini-batch-size", type=int, default=1000)
+    parser.add_argument("--instances", type=int, nargs="*", default=[],
+                        help="also train through the launcher with these instance counts (RecordIO shards, one "
+                             "process per instance) and print their combined train throughput")
     args = parser.parse_args()
 
     from sklearn.linear_model import SGDClassifier
@@ -77,6 +80,34 @@ def main() -> None:
     ratio = ll_seconds / sk_seconds
     print(f"time ratio (linear learner {args.num_models} models / sklearn 1 model): {ratio:.2f}x "
           f"(goal <= 2x: {'met' if ratio <= 2.0 else 'not met'})")
+    if args.instances:
+        launcher_throughput(X, y, args, hp_strings={
+            "predictor_type": "binary_classifier", "num_models": str(args.num_models), "epochs": str(args.epochs),
+            "mini_batch_size": str(args.mini_batch_size), "early_stopping_patience": str(args.epochs + 1)})
+
+
+def launcher_throughput(X: np.ndarray, y: np.ndarray, args: argparse.Namespace, hp_strings: dict[str, str]) -> None:
+    """Train through the launcher (real processes, RecordIO shards, parameter server) for each instance count."""
+    import tempfile
+    from pathlib import Path
+
+    from pipeline.local.linear_learner.launcher import Channel, train
+    from preprocessing.recordio import write_dense
+
+    with tempfile.TemporaryDirectory(prefix="ll-bench-") as folder:
+        shards = []
+        for index, rows in enumerate(np.array_split(np.arange(len(y)), max(args.instances))):
+            path = Path(folder) / f"train-{index}.pbr"
+            with path.open("wb") as stream:
+                write_dense(stream, X[rows], y[rows])
+            shards.append(path)
+        for count in args.instances:
+            started = time.perf_counter()
+            result = train(hp_strings, {"train": Channel(shards, "ShardedByS3Key")}, Path(folder) / f"out-{count}",
+                           instance_count=count)
+            seconds = time.perf_counter() - started
+            print(f"launcher, {count} instance(s): job {seconds:.2f} s (with process start and reading), last epoch "
+                  f"{result.metrics['train:throughput']:,.0f} records/s over all instances")
 
 
 if __name__ == "__main__":
