@@ -321,7 +321,9 @@ def _evaluation_losses(models: ParallelModels, objective: Objective, data: Datas
     total = np.zeros(models.hp.num_models)
     for start in range(0, data.rows, EVALUATION_CHUNK):
         end = min(start + EVALUATION_CHUNK, data.rows)
-        sums, _ = objective(_score(models, data.features[start:end], params), labels[start:end])
+        # float64 scores select the exact (uncapped) loss formulas
+        scores = _score(models, data.features[start:end], params).astype(np.float64)
+        sums, _ = objective(scores, labels[start:end])
         total += sums
     return total / max(data.rows, 1) * objective.report_factor
 
@@ -406,6 +408,7 @@ def _fit(hp: Hyperparameters, train: Dataset, validation: Dataset | None, collec
                     f"<loss>={np.min(losses)}")
             else:
                 losses = last_epoch_loss
+            losses = np.where(np.isfinite(losses), losses, np.inf)  # a diverged model never becomes the best
             improved = losses < best_loss
             best_loss = np.where(improved, losses, best_loss)
             best_params[:, np.repeat(improved, models.classes)] = models.params[:, np.repeat(improved, models.classes)]
@@ -433,17 +436,15 @@ def _fit(hp: Hyperparameters, train: Dataset, validation: Dataset | None, collec
     if not leader:
         return FitResult(model=None, metrics={}, epochs=epochs_run)
     selection_data = validation if validation is not None else train
-    selection_labels = validation_labels if validation is not None else train_labels
-    model, index = select_model(hp, models, objective, best_params, best_loss, selection_data, selection_labels,
-                                scaler)
+    model, index = select_model(hp, models, best_params, best_loss, selection_data, scaler)
     log(f"Selected model #{index} (learning_rate={settings.learning_rate[index]:.6g}, wd={settings.wd[index]:.6g}, "
         f"l1={settings.l1[index]:.6g}, positive_example_weight_mult={settings.positive_weight[index]:.6g})")
     metrics = {"train:objective_loss": float(last_epoch_loss[index]), "train:throughput": throughput}
     return FitResult(model=model, metrics=metrics, epochs=epochs_run)
 
 
-def select_model(hp: Hyperparameters, models: ParallelModels, objective: Objective, best_params: np.ndarray,
-                 best_loss: np.ndarray, data: Dataset, labels: np.ndarray, scaler: Scaler) -> tuple[LinearModel, int]:
+def select_model(hp: Hyperparameters, models: ParallelModels, best_params: np.ndarray, best_loss: np.ndarray,
+                 data: Dataset, scaler: Scaler) -> tuple[LinearModel, int]:
     """Pick the best of the models' best snapshots; for binary classifiers calibrate the threshold first."""
     threshold = 0.5 if hp.loss == "logistic" else 0.0
     if hp.predictor_type == "binary_classifier" and hp.selection_criteria != "loss_function":
