@@ -199,7 +199,17 @@ class Interpreter:
             },
             read_json=self.read_json,
         )
-        self._execute(checked, record, context)
+        try:
+            self._execute(checked, record, context)
+        except KeyboardInterrupt:  # Ctrl-C reaches the jobs' processes too: record the execution as stopped
+            for step in record.steps.values():
+                if step.status == "Executing":
+                    step.status, step.end_time = "Stopped", now()
+                elif step.status == "Pending":
+                    step.status, step.detail = "Skipped", "not reached: the execution was stopped"
+            record.status, record.failure_reason, record.end_time = "Stopped", "interrupted", now()
+            record.save()
+            raise
         failed = [step for step in record.steps.values() if step.status == "Failed"]
         record.status = "Failed" if failed else "Succeeded"
         if failed:

@@ -14,6 +14,7 @@ STATUS_STYLES = {
     "Succeeded": "green",
     "Failed": "red",
     "Skipped": "dim",
+    "Stopped": "red",
 }
 
 
