@@ -68,6 +68,7 @@ CSV_SUFFIXES = (".csv", ".csv.gz")
 PARQUET_SUFFIXES = (".parquet", ".pq")
 SUMMARY_FORMAT = "llpipe-preprocess-summary/1"
 SHARD_SUFFIX = ".pbr"
+PROGRESS_ROWS = 1_000_000  # a progress line each time this many more rows have been read
 
 _SPLIT_CODES = {name: code for code, name in enumerate(SPLITS)}
 _M1 = np.uint64(0xBF58476D1CE4E5B9)
@@ -1013,19 +1014,26 @@ def _convert_all(
     rows_read = rows_dropped = 0
     memory_bytes = max(1, int(args.shuffle_memory_mb * 1024 * 1024))
     shards = ShardBuffer(transaction.work_dir, schema.feature_dim + 1, shard_counts, args.seed, host, memory_bytes)
+    started = time.monotonic()
     try:
-        for path in files:
+        for number, path in enumerate(files, start=1):
             file_rows = 0
             for where, frame in iter_chunks(path, schema, args.chunk_rows):
                 converted = convert_chunk(frame, where, schema, labels, args.missing, args.seed, fractions)
                 rows_read += len(frame)
                 file_rows += len(frame)
+                if rows_read // PROGRESS_ROWS != (rows_read - len(frame)) // PROGRESS_ROWS:
+                    rate = rows_read / max(time.monotonic() - started, 1e-9)
+                    print(
+                        f"[{host.name}] {rows_read:,} rows read ({rate:,.0f} rows/s), file {number}/{len(files)}",
+                        flush=True,
+                    )
                 rows_dropped += converted.dropped
                 for split, code in _SPLIT_CODES.items():
                     chosen = np.flatnonzero(converted.split == code)
                     stats[split].add(converted.rows[chosen, -1], classification)
                     shards.add(split, converted.rows, chosen)
-            print(f"[{host.name}] read {path} ({file_rows} rows)", flush=True)
+            print(f"[{host.name}] read file {number}/{len(files)} {path} ({file_rows:,} rows)", flush=True)
     finally:
         shards.close()
 
