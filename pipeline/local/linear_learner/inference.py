@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
-import json
 from collections.abc import Sequence
 from pathlib import Path
+
+import numpy as np
 
 from pipeline.local.linear_learner.artifact import load_model
 from pipeline.local.linear_learner.data import DataError, read_features_and_labels
@@ -14,12 +15,15 @@ from pipeline.local.linear_learner.model import LinearModel
 def prediction_lines(model: LinearModel, features) -> list[str]:
     """The service's response objects: binary {score, predicted_label}, multiclass {score: [..], ..}, {score}."""
     score, label = model.predict(features)
+    # repr of a finite Python float is valid JSON and round-trips exactly; formatting beats json.dumps per record
+    if not np.all(np.isfinite(score)):
+        raise ValueError("the model produced a non-finite score; its weights or the input overflow float range")
     if model.predictor_type == "regressor":
-        return [json.dumps({"score": float(s)}) for s in score]
+        return [f'{{"score": {s!r}}}' for s in score.tolist()]
     if model.predictor_type == "multiclass_classifier":
-        return [json.dumps({"score": [float(p) for p in row], "predicted_label": int(k)})
-                for row, k in zip(score, label, strict=True)]
-    return [json.dumps({"score": float(s), "predicted_label": int(k)}) for s, k in zip(score, label, strict=True)]
+        return [f'{{"score": [{", ".join(map(repr, row))}], "predicted_label": {k}}}'
+                for row, k in zip(score.tolist(), label.tolist(), strict=True)]
+    return [f'{{"score": {s!r}, "predicted_label": {k}}}' for s, k in zip(score.tolist(), label.tolist(), strict=True)]
 
 
 def transform_files(model_path: Path, input_files: Sequence[Path], output_dir: Path, content_type: str) -> list[Path]:

@@ -27,8 +27,8 @@ class LinearModel:
         return int(self.weights.shape[1]) if self.predictor_type == "multiclass_classifier" else 2
 
     def linear_scores(self, features) -> np.ndarray:
-        """X @ W + b as float64 (n, K); ``features`` dense ndarray or scipy sparse."""
-        product = features @ self.weights.astype(np.float64)
+        """X @ W + b as float64 (n, K); ``features`` dense ndarray or scipy sparse (float32 product, no copy)."""
+        product = features @ self.weights
         return np.asarray(product, dtype=np.float64) + self.bias.astype(np.float64)
 
     def predict(self, features) -> tuple[np.ndarray, np.ndarray | None]:
