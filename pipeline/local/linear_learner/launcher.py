@@ -83,7 +83,7 @@ def _check_channels(channels: Mapping[str, Channel]) -> None:
         if channel.distribution not in DISTRIBUTIONS:
             raise TrainingError(f"channel {name!r}: unknown distribution {channel.distribution!r}; "
                                 f"expected one of {DISTRIBUTIONS}")
-        if channel.content_type not in CONTENT_TYPES:
+        if channel.content_type.split(";")[0].strip() not in CONTENT_TYPES:  # e.g. "text/csv;label_size=1"
             raise TrainingError(f"channel {name!r}: content type {channel.content_type!r} is not supported; "
                                 f"expected one of {CONTENT_TYPES}")
 
@@ -242,6 +242,7 @@ def transform(model_path: Path, input_files: Sequence[Path], output_dir: Path, *
     """Batch transform: for each input file F write ``output_dir/F.name + ".out"`` (jsonlines, in record order)."""
     from pipeline.local.linear_learner.inference import transform_files
 
+    content_type = content_type.split(";")[0].strip()
     if content_type not in CONTENT_TYPES:
         raise ValueError(f"content type {content_type!r} is not supported; expected one of {CONTENT_TYPES}")
     return transform_files(Path(model_path), [Path(f) for f in input_files], Path(output_dir), content_type)
