@@ -488,3 +488,25 @@ def test_flat_preprocess_bundle_runs_and_rejects_a_feature_dim_mismatch(
     passed = subprocess.run(run, capture_output=True, text=True, env=env, cwd=tmp_path, timeout=120)
     assert passed.returncode == 0, passed.stderr
     assert list((tmp_path / "processing" / "output" / "train").iterdir())
+
+
+def test_evaluate_bundle_imports_its_sibling_module_when_flat(built: BuiltDefinition, tmp_path: Path) -> None:
+    prefix = f"s3://llpipe-local/linear-learner-pipeline/code/{repository_bundle('evaluate').digest}/"
+    for uri, content in built.uploads.items():
+        if uri.startswith(prefix):
+            (tmp_path / uri.removeprefix(prefix)).write_bytes(content)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["evaluate.py", "recordio.py"]
+    env = {"PATH": os.environ["PATH"]}  # no PYTHONPATH: the package is not importable, the sibling is
+    result = subprocess.run(
+        [sys.executable, str(tmp_path / "evaluate.py"), "--help"], capture_output=True, text=True, env=env, cwd=tmp_path
+    )
+    assert result.returncode == 0, result.stderr
+    assert "--predictions-dir" in result.stdout
+
+
+def test_get_pipeline_gives_the_sdk_pipeline_of_the_same_definition(definition: dict[str, Any]) -> None:
+    from pipeline import get_pipeline
+
+    pipeline = get_pipeline(bucket="llpipe-local")
+    assert type(pipeline).__name__ == "Pipeline" and pipeline.name == "linear-learner-pipeline"
+    assert json.loads(pipeline.definition()) == definition
