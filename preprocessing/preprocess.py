@@ -116,13 +116,13 @@ def list_input_files(input_dir: Path, host: Host) -> list[Path]:
     """Every CSV (optionally gzip) or Parquet file under ``input_dir``, sorted; hidden and ``_``-files are skipped."""
     if not input_dir.is_dir():
         raise PreprocessError(f"input dir {input_dir} does not exist or is not a folder")
-    files = sorted(
-        path
-        for path in input_dir.rglob("*")
-        if path.is_file()
-        and not path.name.startswith((".", "_"))
-        and path.name.lower().endswith(CSV_SUFFIXES + PARQUET_SUFFIXES)
-    )
+    candidates = [path for path in input_dir.rglob("*") if path.is_file() and not path.name.startswith((".", "_"))]
+    files = sorted(path for path in candidates if path.name.lower().endswith(CSV_SUFFIXES + PARQUET_SUFFIXES))
+    ignored = sorted(set(candidates) - set(files))
+    if ignored:
+        print(
+            f"[{host.name}] ignoring {len(ignored)} file(s) that are not CSV or Parquet, e.g. {ignored[0]}", flush=True
+        )
     if not files:
         if host.count > 1:
             raise PreprocessError(
@@ -841,7 +841,7 @@ def load_summary(summary_dir: Path) -> dict[str, Any]:
 
 
 def parse_feature_dim(text: str) -> int | None:
-    if text == "auto":
+    if text.strip().lower() == "auto":
         return None
     try:
         value = int(text)

@@ -107,11 +107,14 @@ def cancer_runs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, object]:
     root = tmp_path_factory.mktemp("cancer")
     frame = cancer_frame()
     names = write_parts(frame, root / "input")
+    (root / "input" / "_SUCCESS").write_text("")  # markers and other files next to the data are skipped
+    (root / "input" / "README.txt").write_text("not data")
     single = run_job(
         "--input-dir", root / "input", "--output-dir", root / "one", "--resource-config", root / "absent.json",
-        *CANCER_ARGS,
+        *CANCER_ARGS, "--feature-dim", "auto",
     )  # fmt: skip
     assert single.returncode == 0, single.stderr
+    assert "ignoring 1 file(s) that are not CSV or Parquet" in single.stdout
     jobs, outputs = [], []
     for index, host in enumerate(HOSTS):
         share = root / host / "input"
