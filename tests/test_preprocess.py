@@ -10,6 +10,7 @@ import subprocess
 import sys
 from collections import Counter
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -101,10 +102,17 @@ def is_sorted(labels: np.ndarray) -> bool:
     return bool((steps >= 0).all() or (steps <= 0).all())
 
 
-@pytest.fixture(scope="module")
-def cancer_runs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, object]:
-    """The same six files preprocessed by one host, and by three hosts each given its ShardedByS3Key share."""
-    root = tmp_path_factory.mktemp("cancer")
+def test_one_host_and_three_hosts_agree(tmp_path: Path) -> None:
+    """The same six files preprocessed by one host, and by three hosts each given its ShardedByS3Key share.
+
+    One test (not a shared fixture) so that parallel test workers do not each pay for the four runs."""
+    runs = run_cancer(tmp_path)
+    check_same_rows_per_split(runs)
+    check_records_decode_and_are_shuffled(runs)
+    check_summaries_merge_to_the_single_host_summary(runs)
+
+
+def run_cancer(root: Path) -> dict[str, Any]:
     frame = cancer_frame()
     names = write_parts(frame, root / "input")
     (root / "input" / "_SUCCESS").write_text("")  # markers and other files next to the data are skipped
@@ -144,7 +152,7 @@ def cancer_runs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, object]:
     return {"frame": frame, "one": root / "one", "three": outputs}
 
 
-def test_one_and_three_hosts_write_the_same_rows_per_split(cancer_runs: dict) -> None:
+def check_same_rows_per_split(cancer_runs: dict[str, Any]) -> None:
     one, one_names = read_output([cancer_runs["one"]])
     three, three_names = read_output(cancer_runs["three"])
     assert len(three_names) == len(set(three_names)), "no file name collides between hosts"
@@ -166,7 +174,7 @@ def test_one_and_three_hosts_write_the_same_rows_per_split(cancer_runs: dict) ->
     assert written == expected
 
 
-def test_records_decode_with_the_summary_feature_dim_and_are_shuffled(cancer_runs: dict) -> None:
+def check_records_decode_and_are_shuffled(cancer_runs: dict[str, Any]) -> None:
     for outputs in ([cancer_runs["one"]], cancer_runs["three"]):
         summary = merge_summaries(
             [json.loads(p.read_text()) for output in outputs for p in (output / "summary").glob("summary-*.json")]
@@ -185,7 +193,7 @@ def test_records_decode_with_the_summary_feature_dim_and_are_shuffled(cancer_run
             assert summary["rows"][split] == sum(len(labels) for _, labels in shards[split])
 
 
-def test_summaries_merge_to_the_single_host_summary(cancer_runs: dict) -> None:
+def check_summaries_merge_to_the_single_host_summary(cancer_runs: dict[str, Any]) -> None:
     single = load_summary(cancer_runs["one"] / "summary")
     outputs = zip(HOSTS, cancer_runs["three"], strict=True)
     parts = [json.loads((out / "summary" / f"summary-{host}.json").read_text()) for host, out in outputs]
