@@ -31,6 +31,9 @@ INTERNAL_NAMES = ("_kvstore", "_num_gpus", "_num_kv_servers", "_log_level", "_tu
 
 AUTO_LEARNING_RATE = {"adam": 0.1, "sgd": 0.1, "rmsprop": 0.01}
 AUTO_NUM_MODELS = 32
+# records (from the start of the validation channel, or of train without one) used to calibrate the threshold of
+# every parallel model; sorting all of a large channel for 32 models would cost more than the training
+AUTO_CALIBRATION_SAMPLES = 100_000
 
 
 class HyperparameterError(ValueError):
@@ -194,7 +197,7 @@ class Hyperparameters:
     momentum: float
     normalize_data: bool
     normalize_label: bool
-    num_calibration_samples: int | None  # None: every validation record
+    num_calibration_samples: int
     num_models: int
     num_point_for_scaler: int
     optimizer: str
@@ -279,7 +282,7 @@ def _resolve(values: dict[str, Any], explicit: frozenset[str]) -> Hyperparameter
     unbias_label = (predictor == "regressor" and use_bias) if unbias_label == "auto" else (
         unbias_label and predictor == "regressor")
     feature_dim = None if values["feature_dim"] == "auto" else values["feature_dim"]
-    calibration = None if values["num_calibration_samples"] == "auto" else values["num_calibration_samples"]
+    calibration = auto("num_calibration_samples", AUTO_CALIBRATION_SAMPLES)
     return Hyperparameters(
         predictor_type=predictor,
         feature_dim=feature_dim,

@@ -466,7 +466,7 @@ def _stops_on_binary_criteria(hp: Hyperparameters) -> bool:
 def _criteria_values(hp: Hyperparameters, models: ParallelModels, params: np.ndarray,
                      data: Dataset) -> tuple[np.ndarray, np.ndarray]:
     """Calibrated threshold and selection-criterion value of every model on the calibration sample of ``data``."""
-    count = data.rows if hp.num_calibration_samples is None else min(hp.num_calibration_samples, data.rows)
+    count = min(hp.num_calibration_samples, data.rows)
     scores = _score(models, data.features[:count], params).astype(np.float64)
     default_threshold = 0.5 if hp.loss == "logistic" else 0.0
     if hp.loss == "logistic":
