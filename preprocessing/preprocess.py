@@ -748,7 +748,8 @@ def merge_summaries(parts: Sequence[dict[str, Any]]) -> dict[str, Any]:
 
     Rule: the parts must come from exactly the hosts they name, once each, and agree on everything that defines the
     data layout (feature_dim, feature names, categorical hashing, predictor type, label values, seed, fractions,
-    missing policy); no input file may appear in two parts (that would duplicate rows, e.g. FullyReplicated input).
+    missing policy); no input file may appear in two parts (that would duplicate rows, e.g. FullyReplicated input);
+    a split with a positive fraction must have rows somewhere.
     Rows, label counts and label moments are summed, min/max combined, file lists concatenated in sorted order;
     multiclass num_classes without declared label values is the largest over the parts.
     """
@@ -780,6 +781,9 @@ def merge_summaries(parts: Sequence[dict[str, Any]]) -> dict[str, Any]:
     merged = {key: first[key] for key in _MUST_AGREE}
     merged["parts"] = sorted(hosts)
     merged["rows"] = {split: sum(part["rows"][split] for part in parts) for split in SPLITS}
+    empty = [split for split in SPLITS if first["fractions"][split] > 0 and merged["rows"][split] == 0]
+    if empty:
+        raise ValueError(f"the {' and '.join(empty)} split(s) are empty over all hosts despite a positive fraction")
     merged["rows_read"] = sum(part["rows_read"] for part in parts)
     merged["rows_dropped"] = sum(part["rows_dropped"] for part in parts)
     merged["files"] = {split: sorted(name for part in parts for name in part["files"][split]) for split in SPLITS}

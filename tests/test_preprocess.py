@@ -214,6 +214,9 @@ def check_summaries_merge_to_the_single_host_summary(cancer_runs: dict[str, Any]
         merge_summaries(parts[:2])
     with pytest.raises(ValueError, match="disagree on feature_dim"):
         merge_summaries([parts[0], parts[1], {**parts[2], "feature_dim": 99}])
+    no_test = [{**part, "rows": {**part["rows"], "test": 0}} for part in parts]
+    with pytest.raises(ValueError, match="the test split\\(s\\) are empty over all hosts"):
+        merge_summaries(no_test)
     with pytest.raises(ValueError, match="processed by both algo-1 and algo-2"):
         merge_summaries([parts[0], {**parts[1], "input_files": parts[0]["input_files"]}, parts[2]])
 
