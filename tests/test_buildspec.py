@@ -104,10 +104,17 @@ def codebuild_environment(endpoint: str, workdir: Path, tmp_path: Path) -> dict[
     }
 
 
-def test_buildspec_lints_tests_writes_the_definition_upserts_and_starts(moto_endpoint: str, tmp_path: Path) -> None:
+@pytest.fixture(scope="module")
+def build(moto_endpoint: str, tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, subprocess.CompletedProcess]:
+    """One run of the whole buildspec: the checkout it ran in and its output."""
+    tmp_path = tmp_path_factory.mktemp("codebuild")
     client("s3", moto_endpoint).create_bucket(Bucket="codebuild-artifacts")
     workdir = source_copy(tmp_path)
-    result = run_buildspec(buildspec(), workdir, codebuild_environment(moto_endpoint, workdir, tmp_path))
+    return workdir, run_buildspec(buildspec(), workdir, codebuild_environment(moto_endpoint, workdir, tmp_path))
+
+
+def test_buildspec_lints_tests_writes_the_definition_upserts_and_starts(moto_endpoint: str, build: tuple) -> None:
+    workdir, result = build
     assert result.returncode == 0, result.stdout + result.stderr
     assert " passed" in result.stdout and "failed" not in result.stdout  # the test command really ran
 
@@ -173,11 +180,9 @@ def allowed_actions(name: str) -> set[str]:
     return actions
 
 
-def test_pipeline_role_allows_every_job_the_definition_runs(tmp_path: Path) -> None:
-    from pipeline.config import PipelineConfig
-    from pipeline.definition import build_definition
-
-    definition = json.loads(build_definition(PipelineConfig()).definition_json)
+def test_pipeline_role_allows_every_job_the_definition_runs(build: tuple) -> None:
+    workdir, _ = build
+    definition = json.loads((workdir / "pipeline-definition.json").read_text())
     types = {step["Type"] for step in definition["Steps"]}
     types |= {s["Type"] for c in definition["Steps"] if c["Type"] == "Condition" for s in c["Arguments"]["IfSteps"]}
     allowed = allowed_actions("pipeline-role-policy.json")

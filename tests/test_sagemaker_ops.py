@@ -445,10 +445,10 @@ def test_no_credentials_is_one_clear_line(monkeypatch: pytest.MonkeyPatch, capsy
     assert "no AWS credentials found" in capsys.readouterr().err
 
 
-def test_definition_command_writes_the_built_json(tmp_path: Any) -> None:
+def test_definition_command_writes_the_built_json(tmp_path: Any, built: BuiltDefinition) -> None:
     output = tmp_path / "out" / "definition.json"
     args = ["definition", "--output", str(output), "--region", "us-west-2", "--role-arn", CONFIG.role_arn]
     args += ["--bucket", "artifacts-bucket", "--pipeline-name", "churn-pipeline", "--tag", "cost-center=ml"]
     assert main(args) == 0
-    assert output.read_text() == build_definition(CONFIG).definition_json
+    assert output.read_text() == built.definition_json
     assert json.loads(output.read_text())["Version"] == "2020-12-01"
