@@ -360,45 +360,20 @@ def _fit(hp: Hyperparameters, train: Dataset, validation: Dataset | None, collec
         validation_labels = objective.prepare_labels(validation.labels)
     best_params = models.params.copy()
     best_loss = np.full(hp.num_models, np.inf)
-    best_metric = math.inf
-    epochs_without_improvement = 0
-    epoch_loss = np.zeros(hp.num_models)
+    stopping = EarlyStopping(hp.early_stopping_patience, hp.early_stopping_tolerance)
     last_epoch_loss = np.full(hp.num_models, np.nan)
     epochs_run = 0
     throughput = 0.0
-    size = models.params.size
     for epoch in range(hp.epochs):
         started = time.perf_counter()
-        epoch_loss = np.zeros(hp.num_models)
-        epoch_records = 0.0
-        local_records = 0
-        batches = _batches(train, hp.mini_batch_size, train_labels)
-        while True:
-            batch = next(batches, None)
-            if batch is None:
-                # this shard is exhausted: contribute zero-weight gradients until every shard is
-                vector = np.zeros(size + hp.num_models + 1)
-            else:
-                features, labels = batch
-                loss_sums, score_gradient = objective(_score(models, features), labels)
-                gradient = models.gradient(features, score_gradient)
-                vector = np.concatenate([gradient.ravel(), loss_sums, [features.shape[0]]])
-                local_records += features.shape[0]
-            total = collective.allreduce(vector)
-            records = total[-1]
-            if records == 0:
-                break
-            epoch_records += records
-            epoch_loss += total[size:size + hp.num_models]
-            mean_gradient = (total[:size] / records).astype(np.float32).reshape(models.params.shape)
-            optimizer.step(models.params, mean_gradient)
-        elapsed = time.perf_counter() - started
-        throughput = epoch_records / max(elapsed, 1e-9)  # all hosts together
+        loss_sums, records, local_records = _train_epoch(hp, models, objective, optimizer, train, train_labels,
+                                                         collective)
+        elapsed = max(time.perf_counter() - started, 1e-9)
+        throughput = records / elapsed  # all hosts together
         epochs_run = epoch + 1
-        last_epoch_loss = epoch_loss / max(epoch_records, 1.0) * objective.report_factor
+        last_epoch_loss = loss_sums / max(records, 1.0) * objective.report_factor
         log(f"#quality_metric: host={host}, epoch={epoch}, train {objective.name} <loss>={np.min(last_epoch_loss)}")
-        log(f"#throughput_metric: host={host}, train throughput={local_records / max(elapsed, 1e-9):.2f} "
-            "records/second")
+        log(f"#throughput_metric: host={host}, train throughput={local_records / elapsed:.2f} records/second")
         log(f"#progress_metric: host={host}, completed {100.0 * epochs_run / hp.epochs:.1f} % of epochs")
         stop = 0.0
         if leader:
@@ -409,9 +384,9 @@ def _fit(hp: Hyperparameters, train: Dataset, validation: Dataset | None, collec
             else:
                 losses = last_epoch_loss
             losses = np.where(np.isfinite(losses), losses, np.inf)  # a diverged model never becomes the best
-            improved = losses < best_loss
-            best_loss = np.where(improved, losses, best_loss)
-            best_params[:, np.repeat(improved, models.classes)] = models.params[:, np.repeat(improved, models.classes)]
+            improved = np.repeat(losses < best_loss, models.classes)
+            best_loss = np.minimum(losses, best_loss)
+            best_params[:, improved] = models.params[:, improved]
             criteria, metric = objective.name, float(np.min(losses))
             if validation is not None and _stops_on_binary_criteria(hp):
                 # the documented rule: with a selection criterion given, early stopping follows it (higher is
@@ -420,16 +395,10 @@ def _fit(hp: Hyperparameters, train: Dataset, validation: Dataset | None, collec
                 criteria, metric = hp.selection_criteria, -float(np.max(values))
             log(f"#early_stopping_criteria_metric: host={host}, epoch={epoch}, criteria={criteria}, "
                 f"value={metric}")
-            if math.isfinite(best_metric) and (best_metric - metric) / max(abs(best_metric), 1e-12) \
-                    <= hp.early_stopping_tolerance:
-                epochs_without_improvement += 1
-            else:
-                epochs_without_improvement = 0
-            best_metric = min(best_metric, metric)
-            if epochs_without_improvement >= hp.early_stopping_patience:
+            if stopping.should_stop(metric):
                 log(f"Early stop condition met. Stopping training at epoch {epoch}.")
                 stop = 1.0
-        if collective.size > 1:
+        if collective.size > 1:  # algo-1 decides; everyone learns it in the same round
             stop = float(collective.allreduce(np.array([stop]))[0])
         if stop:
             break
@@ -441,6 +410,54 @@ def _fit(hp: Hyperparameters, train: Dataset, validation: Dataset | None, collec
         f"l1={settings.l1[index]:.6g}, positive_example_weight_mult={settings.positive_weight[index]:.6g})")
     metrics = {"train:objective_loss": float(last_epoch_loss[index]), "train:throughput": throughput}
     return FitResult(model=model, metrics=metrics, epochs=epochs_run)
+
+
+class EarlyStopping:
+    """Stop after ``patience`` epochs whose relative improvement of the metric (lower is better) is <= tolerance."""
+
+    def __init__(self, patience: int, tolerance: float) -> None:
+        self.patience = patience
+        self.tolerance = tolerance
+        self.best = math.inf
+        self.epochs_without_improvement = 0
+
+    def should_stop(self, metric: float) -> bool:
+        """Record this epoch's metric; True when training should stop."""
+        if math.isfinite(self.best) and (self.best - metric) / max(abs(self.best), 1e-12) <= self.tolerance:
+            self.epochs_without_improvement += 1
+        else:
+            self.epochs_without_improvement = 0
+        self.best = min(self.best, metric)
+        return self.epochs_without_improvement >= self.patience
+
+
+def _train_epoch(hp: Hyperparameters, models: ParallelModels, objective: Objective, optimizer: Optimizer,
+                 train: Dataset, train_labels: np.ndarray, collective: Collective) -> tuple[np.ndarray, float, int]:
+    """One pass over this host's shard, one synchronised update per step; (loss sums, records, local records)."""
+    size = models.params.size
+    loss_sums = np.zeros(hp.num_models)
+    records_total = 0.0
+    local_records = 0
+    batches = _batches(train, hp.mini_batch_size, train_labels)
+    while True:
+        batch = next(batches, None)
+        if batch is None:
+            # this shard is exhausted: contribute zero-weight gradients until every shard is
+            vector = np.zeros(size + hp.num_models + 1)
+        else:
+            features, labels = batch
+            batch_losses, score_gradient = objective(_score(models, features), labels)
+            gradient = models.gradient(features, score_gradient)
+            vector = np.concatenate([gradient.ravel(), batch_losses, [features.shape[0]]])
+            local_records += features.shape[0]
+        total = collective.allreduce(vector)
+        records = total[-1]
+        if records == 0:
+            return loss_sums, records_total, local_records
+        records_total += records
+        loss_sums += total[size:size + hp.num_models]
+        mean_gradient = (total[:size] / records).astype(np.float32).reshape(models.params.shape)
+        optimizer.step(models.params, mean_gradient)
 
 
 def select_model(hp: Hyperparameters, models: ParallelModels, best_params: np.ndarray, best_loss: np.ndarray,
