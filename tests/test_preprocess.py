@@ -18,7 +18,7 @@ import pytest
 from sklearn.datasets import load_breast_cancer, load_diabetes, load_iris
 
 from pipeline.local.sharding import objects_for_instance
-from preprocessing.preprocess import load_summary, main, merge_summaries
+from preprocessing.preprocess import Host, OutputTransaction, PreprocessError, load_summary, main, merge_summaries
 from preprocessing.recordio import read
 
 SCRIPT = Path(__file__).resolve().parents[1] / "preprocessing" / "preprocess.py"
@@ -444,3 +444,21 @@ def test_runs_from_a_flat_code_bundle(tmp_path: Path) -> None:
     result = subprocess.run([sys.executable, "-c", runner], capture_output=True, text=True, timeout=60, check=False)
     assert result.returncode == 0, result.stderr
     assert sum(load_summary(tmp_path / "out" / "summary")["rows"].values()) == 36
+
+
+def test_a_failed_host_removes_the_files_it_already_moved_into_place(tmp_path: Path) -> None:
+    host = Host("algo-2", 1, HOSTS)
+    transaction = OutputTransaction(tmp_path / "out", host)
+    transaction.begin()
+    (tmp_path / "out" / "train" / "train-algo-1-00000.pbr").write_bytes(b"another host's file")
+    built = transaction.work_dir / "train-algo-2-00000.pbr"
+    built.write_bytes(b"complete")
+    assert transaction.commit(built, "train") == "train/train-algo-2-00000.pbr"
+    transaction.cleanup(failed=True)
+    assert sorted(p.name for p in (tmp_path / "out").rglob("*") if p.is_file()) == ["train-algo-1-00000.pbr"]
+    assert not transaction.work_dir.exists()
+    # and a host refuses to start over output it wrote before
+    transaction.begin()
+    (tmp_path / "out" / "test" / "test-algo-2-00000.pbr").write_bytes(b"old")
+    with pytest.raises(PreprocessError, match="already holds output of host algo-2"):
+        OutputTransaction(tmp_path / "out", host).begin()
