@@ -105,8 +105,8 @@ def test_two_instances_are_one_instance_with_a_double_batch(tmp_path):
     two = train({**common, "mini_batch_size": "20"}, {"train": Channel(shards, "ShardedByS3Key")},
                 tmp_path / "two", instance_count=2)
     model_one, model_two = load_model(one.model_path), load_model(two.model_path)
-    np.testing.assert_allclose(model_two.weights, model_one.weights, rtol=1e-3, atol=1e-4)
-    np.testing.assert_allclose(model_two.bias, model_one.bias, rtol=1e-3, atol=1e-4)
+    np.testing.assert_allclose(model_two.weights, model_one.weights, rtol=1e-5, atol=1e-5)
+    np.testing.assert_allclose(model_two.bias, model_one.bias, rtol=1e-5, atol=1e-5)
 
 
 def test_more_instances_than_shards_fails_the_job_clearly(cancer, tmp_path):
