@@ -1,6 +1,6 @@
 """Build with the SageMaker SDK v3 offline: no network call, no credentials, no log noise.
 
-The SDK reaches for AWS in four places while a pipeline is being defined, each closed here:
+The SDK reaches for AWS in five places while a pipeline is being defined, each closed here:
 
 * at import, modules create boto3 clients, which need a region: ``AWS_DEFAULT_REGION`` (the variable botocore
   reads) is set to the configured region when it is not set (boto3's default session keeps that region for the
@@ -13,7 +13,8 @@ The SDK reaches for AWS in four places while a pipeline is being defined, each c
   returns the configured bucket unchecked and refuses every upload (our code bundles are uploaded by ``upsert``);
 * telemetry: the session's SDK config opts out (``TelemetryOptOut``).
 
-Each variable is set only when the user has not set it, and put back as it was when the ``with`` block ends. The SDK
+Each variable is set only when the user has not set it (a user's explicit ``SAGEMAKER_VALIDATE_ROLE=true`` wins),
+and removed again when the ``with`` block ends. The SDK
 re-validates its config dict against a JSON schema on every lookup (seconds per build), so the validation is
 memoised for the duration of the block, then restored. Loggers the SDK makes chatty are quietened the same way.
 """
@@ -53,8 +54,10 @@ def offline_sdk(region: str) -> Iterator[None]:
         # itself: expected while building a definition, and nothing the user can act on
         warnings.filterwarnings("ignore", module=r"sagemaker(\.|$)")
         warnings.filterwarnings("ignore", message=r"The '\w+' parameter is deprecated", category=DeprecationWarning)
-        with _quiet_loggers(), _memoised_config_validation():
-            yield
+        with _quiet_loggers():
+            _import_sdk()
+            with _memoised_config_validation():
+                yield
 
 
 @contextlib.contextmanager
@@ -80,7 +83,6 @@ def _quiet_loggers() -> Iterator[None]:
     for name in NOISY_LOGGERS:
         logging.getLogger(name).setLevel(logging.ERROR)
     try:
-        _import_sdk()
         yield
     finally:
         for name, level in saved.items():
