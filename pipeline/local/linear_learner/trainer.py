@@ -103,13 +103,11 @@ def model_settings(hp: Hyperparameters, positive_balance: float) -> ModelSetting
     """Neighbouring settings around the given (or auto) learning rate, wd, l1 and positive weight."""
     models = hp.num_models
     rng = np.random.default_rng(SEED)
-    spread = np.zeros(models)
-    if models > 1:
-        spread[1:] = rng.uniform(-1.0, 1.0, models - 1)
 
     def around(name: str, base: float, auto_low: float, auto_high: float) -> np.ndarray:
         if name in hp.explicit:
-            values = base * 10.0 ** (0.5 * spread)  # within a factor of ~3 of the given value; 0 stays 0
+            # within a factor of ~3 of the given value, drawn independently per setting; 0 stays 0
+            values = base * 10.0 ** rng.uniform(-0.5, 0.5, models)
         else:
             values = 10.0 ** rng.uniform(auto_low, auto_high, models)
         values[0] = base
