@@ -446,6 +446,9 @@ def _model_builder(config: PipelineConfig, train: Any, session: Any) -> Any:
         role_arn=config.role_arn,
         sagemaker_session=session,
         network=Networking(**networking),
+        # no code dependencies: the default {"auto": False} is truthy and makes register() add script-mode
+        # variables (SAGEMAKER_PROGRAM="" ...) meant for framework containers
+        dependencies={},
         log_level=logging.WARNING,
     )
 

@@ -53,7 +53,6 @@ def offline_sdk(region: str) -> Iterator[None]:
         # "Running within a PipelineSession, there will be No Wait, No Logs...", deprecation shims the SDK imports
         # itself: expected while building a definition, and nothing the user can act on
         warnings.filterwarnings("ignore", module=r"sagemaker(\.|$)")
-        warnings.filterwarnings("ignore", message=r"The '\w+' parameter is deprecated", category=DeprecationWarning)
         with _quiet_loggers():
             _import_sdk()
             with _memoised_config_validation():

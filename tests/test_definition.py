@@ -368,6 +368,9 @@ def test_quality_gate_registers_or_fails_with_metric_value_and_threshold(definit
     assert {"Get": "Parameters.MetricThreshold"} in message
     register = gate["IfSteps"][0]["Arguments"]
     assert register["ModelPackageGroupName"] == "linear-learner-models"
+    (container,) = register["InferenceSpecification"]["Containers"]
+    assert container["Environment"] == {}  # no framework script-mode variables for a built-in algorithm
+    assert container["ModelDataUrl"] == {"Get": "Steps.Train.ModelArtifacts.S3ModelArtifacts"}
     assert register["ModelApprovalStatus"] == {"Get": "Parameters.ModelApprovalStatus"}
     assert register["ModelMetrics"]["ModelQuality"]["Statistics"]["S3Uri"] == {
         "Std:Join": {
