@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import functools
 import json
-from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -575,8 +574,3 @@ def _quality_gate_step(params: Parameters, evaluate: Any, report: Any, register:
         if_steps=[register],
         else_steps=[failed],
     )
-
-
-def parameter_defaults(definition: Mapping[str, Any]) -> dict[str, Any]:
-    """Parameter name -> default value, from a definition dict."""
-    return {p["Name"]: p.get("DefaultValue") for p in definition.get("Parameters", [])}
