@@ -69,54 +69,80 @@ def _varint_bytes(value: int) -> bytes:
             return bytes(out)
 
 
-def _varint_lengths(values: np.ndarray) -> np.ndarray:
+def _varint_width(values: np.ndarray) -> int:
+    """Bytes needed by the longest varint among non-negative ``values``."""
+    return len(_varint_bytes(int(values.max()))) if values.size else 1
+
+
+def _varint_lengths(values: np.ndarray, dtype: type = np.int64) -> np.ndarray:
     """Encoded byte length of each non-negative value (1..10)."""
-    v = values.astype(np.uint64, copy=False)
-    lengths = np.ones(v.shape, dtype=np.int64)
-    for shift in range(7, 64, 7):
-        lengths += v >= np.uint64(1 << shift)
+    lengths = np.ones(values.shape, dtype=dtype)
+    for j in range(1, _varint_width(values)):
+        lengths += values >= values.dtype.type(1 << (7 * j))
     return lengths
 
 
 def _varint_grid(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Varints of ``values`` as a [n, width] byte grid (row i valid up to lengths[i]) and their lengths."""
-    v = values.astype(np.uint64, copy=False)
-    lengths = _varint_lengths(v)
-    width = int(lengths.max()) if lengths.size else 1
-    grid = np.empty((v.size, width), dtype=np.uint8)
+    """Varints of non-negative ``values`` as a [n, width] byte grid (row i valid up to lengths[i]), and lengths."""
+    lengths = _varint_lengths(values, np.uint8)
+    width = _varint_width(values)
+    grid = np.empty((values.size, width), dtype=np.uint8)
     for j in range(width):
-        group = ((v >> np.uint64(7 * j)) & np.uint64(0x7F)).astype(np.uint8)
-        grid[:, j] = np.where(lengths > j + 1, group | 0x80, group)
+        group = ((values >> values.dtype.type(7 * j)) & values.dtype.type(0x7F)).astype(np.uint8)
+        if j + 1 < width:
+            group |= (lengths > j + 1).view(np.uint8) << 7
+        grid[:, j] = group
     return grid, lengths
 
 
-def _varints_flat(values: np.ndarray) -> np.ndarray:
-    """The concatenated varint encodings of ``values``, in order."""
+def _varints_flat(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The concatenated varint encodings of non-negative ``values``, in order, and each one's length."""
     grid, lengths = _varint_grid(values)
     if grid.shape[1] == 1:
-        return grid.reshape(-1)
-    return grid[np.arange(grid.shape[1]) < lengths[:, None]]
+        return grid.reshape(-1), lengths
+    return grid[np.arange(grid.shape[1], dtype=np.uint8) < lengths[:, None]], lengths
+
+
+def _decode_varint_regions(data: np.ndarray, lengths: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Decode regions of back-to-back varints (``data`` holds the regions in order, ``lengths`` their sizes).
+
+    Returns every value (uint64) and how many each region holds; _WireError if a varint crosses a region end.
+    """
+    if data.size == 0:
+        return np.empty(0, dtype=np.uint64), np.zeros(lengths.size, dtype=np.int64)
+    last = data < 0x80
+    region_ends = np.cumsum(lengths)
+    nonempty = lengths > 0
+    if not bool(last[region_ends[nonempty] - 1].all()):
+        raise _WireError("a varint runs past the end of its field")
+    if bool(last.all()):
+        values = data.astype(np.uint64)
+        return values, lengths.astype(np.int64)
+    ends = np.flatnonzero(last)
+    lengths_each = np.diff(ends, prepend=-1)  # varints are back to back: each ends where the next begins
+    width = int(lengths_each.max())
+    if width > 10:
+        raise _WireError("a varint is longer than 10 bytes")
+    if width <= 4:  # read the 4 bytes ending at each terminator as one little-endian word
+        padded = np.concatenate([np.zeros(3, dtype=np.uint8), data])
+        words = np.lib.stride_tricks.sliding_window_view(padded, 4)[ends].view("<u4").reshape(-1)
+        values = (words >> 24).astype(np.uint32)
+        for back in range(1, width):
+            group = (words >> np.uint32(24 - 8 * back)) & np.uint32(0x7F)
+            values = np.where(lengths_each > back, (values << np.uint32(7)) | group, values)
+        values = values.astype(np.uint64)
+    else:
+        values = data[ends].astype(np.uint64)
+        for back in range(1, width):
+            group = (data[np.maximum(ends - back, 0)] & 0x7F).astype(np.uint64)
+            values = np.where(lengths_each > back, (values << np.uint64(7)) | group, values)
+    counts = np.diff(np.searchsorted(ends, region_ends, side="left"), prepend=0)
+    return values, counts
 
 
 def _decode_varints(data: np.ndarray) -> np.ndarray:
-    """Decode a byte array holding whole varints back to back; raises _WireError if the last one is cut off."""
-    if data.size == 0:
-        return np.empty(0, dtype=np.uint64)
-    last = (data & 0x80) == 0
-    if not last[-1]:
-        raise _WireError("a varint runs past the end of its field")
-    ends = np.flatnonzero(last)
-    starts = np.empty_like(ends)
-    starts[0] = 0
-    starts[1:] = ends[:-1] + 1
-    lengths = ends - starts + 1
-    if int(lengths.max()) > 10:
-        raise _WireError("a varint is longer than 10 bytes")
-    if int(lengths.max()) == 1:
-        return data.astype(np.uint64)
-    position = np.arange(data.size, dtype=np.int64) - np.repeat(starts, lengths)
-    contributions = (data & 0x7F).astype(np.uint64) << (position * 7).astype(np.uint64)
-    return np.add.reduceat(contributions, starts)
+    """Decode a byte array holding whole varints back to back."""
+    return _decode_varint_regions(data, np.array([data.size], dtype=np.int64))[0]
 
 
 # ----------------------------------------------------------------------------------------------------------------
@@ -145,14 +171,16 @@ def _as_labels(y: Any, n_rows: int) -> np.ndarray | None:
     return np.ascontiguousarray(labels, dtype="<f4")
 
 
-def _check_finite(values: np.ndarray, first_row: int, what: str, row_of: np.ndarray | None = None) -> None:
-    """ValueError naming the first row holding NaN or infinity (row_of maps flat positions to rows if given)."""
+def _check_finite(values: np.ndarray, first_row: int, what: str, indptr: np.ndarray | None = None) -> None:
+    """ValueError naming the first row holding NaN or infinity (``indptr`` maps CSR values to rows)."""
+    if np.isfinite(np.add.reduce(values, axis=None)):  # one cheap pass; overflow falls through to the exact check
+        return
     finite = np.isfinite(values)
     if finite.all():
         return
     position = int(np.flatnonzero(~finite.reshape(-1))[0])
-    if row_of is not None:
-        row = int(row_of[position])
+    if indptr is not None:
+        row = int(np.searchsorted(indptr, position, side="right")) - 1
     elif values.ndim == 2:
         row, column = divmod(position, values.shape[1])
         raise ValueError(f"{what} has a non-finite value (NaN or infinity) at row {first_row + row}, column {column}")
@@ -269,15 +297,16 @@ def _assemble_rows(pieces: list[_Piece]) -> np.ndarray:
 def _sparse_frames(
     data: np.ndarray, indices: np.ndarray, counts: np.ndarray, n_cols: int, labels: np.ndarray | None
 ) -> np.ndarray:
-    """The RecordIO frames of a batch of CSR rows (data/indices of these rows only, counts = nnz per row)."""
+    """The RecordIO frames of a batch of CSR rows (data/indices of these rows only, counts = nnz per row).
+
+    Each record is [head | values | keys head | keys | tail]; the small parts are assembled per row from byte
+    grids, and the two bulk streams are laid into place with boolean masks built by np.repeat.
+    """
     n_rows = counts.size
     present = counts > 0
-    key_bytes = _varints_flat(indices)
-    if key_bytes.size:
-        row_of_key = np.repeat(np.arange(n_rows), counts)
-        key_lengths = np.bincount(row_of_key, weights=_varint_lengths(indices), minlength=n_rows).astype(np.int64)
-    else:
-        key_lengths = np.zeros(n_rows, dtype=np.int64)
+    key_bytes, key_byte_counts = _varints_flat(indices)
+    bounds = np.concatenate([[0], np.cumsum(counts)])
+    key_lengths = np.diff(np.concatenate([[0], np.cumsum(key_byte_counts, dtype=np.int64)])[bounds])
     value_lengths = 4 * counts
     shape_part = b"\x1a" + _varint_bytes(len(_varint_bytes(n_cols))) + _varint_bytes(n_cols)
     tensor = (
@@ -293,7 +322,7 @@ def _sparse_frames(
     frame_head = np.empty((n_rows, 8), dtype=np.uint8)
     frame_head.view("<u4")[:, 0] = MAGIC
     frame_head.view("<u4")[:, 1] = payload
-    pieces = [
+    head = [
         _Piece(np.full(n_rows, 8, dtype=np.int64), grid=frame_head),
         _constant(b"\x0a", n_rows),
         _varint_piece(entry),
@@ -303,17 +332,29 @@ def _sparse_frames(
         _varint_piece(tensor),
         _constant(b"\x0a", n_rows, present),
         _varint_piece(value_lengths, present),
-        _Piece(value_lengths, flat=data.view(np.uint8)),
-        _constant(b"\x12", n_rows, present),
-        _varint_piece(key_lengths, present),
-        _Piece(key_lengths, flat=key_bytes),
-        _constant(shape_part, n_rows),
     ]
+    keys_head = [_constant(b"\x12", n_rows, present), _varint_piece(key_lengths, present)]
+    tail = [_constant(shape_part, n_rows)]
     if labels is not None:
-        pieces.append(_constant(_LABEL_PREFIX, n_rows))
-        pieces.append(_Piece(np.full(n_rows, 4, dtype=np.int64), grid=labels.view(np.uint8).reshape(-1, 4)))
-    pieces.append(_Piece(-payload % 4))
-    return _assemble_rows(pieces)
+        tail.append(_constant(_LABEL_PREFIX, n_rows))
+        tail.append(_Piece(np.full(n_rows, 4, dtype=np.int64), grid=labels.view(np.uint8).reshape(-1, 4)))
+    tail.append(_Piece(-payload % 4))
+    small = _assemble_rows(head + keys_head + tail)
+    parts = np.stack(
+        [
+            sum(piece.lengths for piece in head),
+            value_lengths,
+            sum(piece.lengths for piece in keys_head),
+            key_lengths,
+            sum(piece.lengths for piece in tail),
+        ],
+        axis=1,
+    ).reshape(-1)
+    out = np.empty(int(parts.sum()), dtype=np.uint8)
+    out[np.repeat(np.tile(np.array([True, False, True, False, True]), n_rows), parts)] = small
+    out[np.repeat(np.tile(np.array([False, True, False, False, False]), n_rows), parts)] = data.view(np.uint8)
+    out[np.repeat(np.tile(np.array([False, False, False, True, False]), n_rows), parts)] = key_bytes
+    return out
 
 
 def write_sparse(fileobj: IO[bytes], X: Any, y: Any = None) -> int:
@@ -333,13 +374,13 @@ def write_sparse(fileobj: IO[bytes], X: Any, y: Any = None) -> int:
     labels = _as_labels(y, n_rows)
     indptr = csr.indptr.astype(np.int64)
     data = np.ascontiguousarray(csr.data, dtype="<f4")
-    indices = csr.indices.astype(np.uint64)
+    indices = csr.indices.astype(np.uint32 if n_cols <= 1 << 32 else np.uint64, copy=False)
     row_starts = _sparse_batches(indptr)
     for start, stop in zip(row_starts[:-1], row_starts[1:], strict=True):
         lo, hi = int(indptr[start]), int(indptr[stop])
         counts = np.diff(indptr[start : stop + 1])
         batch_data = data[lo:hi]
-        _check_finite(batch_data, start, "features", row_of=np.repeat(np.arange(stop - start), counts))
+        _check_finite(batch_data, start, "features", indptr=indptr[start : stop + 1] - lo)
         batch_labels = None
         if labels is not None:
             batch_labels = labels[start:stop]
@@ -732,39 +773,27 @@ def _canonical_regions(data: np.ndarray, starts: np.ndarray, lengths: np.ndarray
 
 
 def _gather(data: np.ndarray, starts: np.ndarray, lengths: np.ndarray) -> np.ndarray:
-    """The bytes of every region [start, start + length) back to back."""
+    """The bytes of every region [start, start + length) back to back (regions in increasing, disjoint order)."""
     total = int(lengths.sum())
     if total == 0:
         return np.empty(0, dtype=np.uint8)
     n = starts.size
     if n == 1:
         return data[int(starts[0]) : int(starts[0]) + total].copy()
-    length = int(lengths[0])
-    stride = int(starts[1] - starts[0])
-    if stride >= length and bool((lengths == length).all()) and bool((np.diff(starts) == stride).all()):
-        first = int(starts[0])
-        rows = np.lib.stride_tricks.as_strided(data[first:], shape=(n, length), strides=(stride, 1), writeable=False)
-        return rows.reshape(-1)
+    span = int(starts[-1] + lengths[-1] - starts[0])
+    if 8 * total >= span:  # dense regions: one boolean mask over the span beats an index per byte
+        gaps = starts - np.concatenate([starts[:1], starts[:-1] + lengths[:-1]])
+        mask = np.repeat(np.tile(np.array([False, True]), n), np.stack([gaps, lengths], axis=1).reshape(-1))
+        return data[int(starts[0]) : int(starts[0]) + span][mask]
     shift = starts - _exclusive_cumsum(lengths)
     return data[np.repeat(shift, lengths) + np.arange(total)]
-
-
-def _varints_per_region(raw: np.ndarray, lengths: np.ndarray) -> np.ndarray:
-    """How many varints each region of ``raw`` holds; _WireError if a varint crosses a region's end."""
-    last = (raw & 0x80) == 0
-    bounds = np.concatenate([[0], np.cumsum(lengths)])
-    nonempty = lengths > 0
-    if not bool(last[bounds[1:][nonempty] - 1].all()):
-        raise _WireError("a varint runs past the end of its field")
-    counted = np.concatenate([[0], np.cumsum(last)])
-    return counted[bounds[1:]] - counted[bounds[:-1]]
 
 
 def _numbers(raw: np.ndarray, lengths: np.ndarray, kind: int) -> tuple[np.ndarray, np.ndarray]:
     """Packed tensor values of each region as float32, and how many each region holds."""
     if kind == _TAG_INT32:
-        counts = _varints_per_region(raw, lengths)
-        return _decode_varints(raw).view(np.int64).astype(np.int32).astype(np.float32), counts
+        values, counts = _decode_varint_regions(raw, lengths)
+        return values.view(np.int64).astype(np.int32).astype(np.float32), counts
     width = 4 if kind == _TAG_FLOAT32 else 8
     if bool((lengths % width).any()):
         raise _WireError(f"a packed field's length is not a multiple of {width}")
@@ -776,9 +805,9 @@ def _extract(data: np.ndarray, regions: _Regions) -> _Columns:
     values, value_counts = _numbers(
         _gather(data, regions.values_start, regions.values_length), regions.values_length, regions.kind
     )
-    raw_keys = _gather(data, regions.keys_start, regions.keys_length)
-    keys = _decode_varints(raw_keys).astype(np.int64)
-    key_counts = _varints_per_region(raw_keys, regions.keys_length)
+    keys, key_counts = _decode_varint_regions(
+        _gather(data, regions.keys_start, regions.keys_length), regions.keys_length
+    )
     shapes = np.full(regions.has_shape.shape, -1, dtype=np.int64)
     if regions.has_shape.any():
         dims, after, valid = _varint_at(data, regions.shape_start[regions.has_shape], width=10)
@@ -1090,9 +1119,10 @@ class _Assembler:
             ),
         ]
         if self.sparse:
-            key_rows = np.repeat(np.arange(n), c.key_counts)
             bad_key = np.zeros(n, dtype=bool)
-            bad_key[key_rows[(c.keys < 0) | (c.keys >= c.shapes[key_rows])]] = True
+            if c.keys.size and int(c.keys.max()) >= int(c.shapes.min()):  # rows only looked up on failure
+                key_rows = np.repeat(np.arange(n), c.key_counts)
+                bad_key[key_rows[c.keys.astype(np.float64) >= c.shapes[key_rows]]] = True
             checks += [
                 (c.shapes < 0, lambda i: "sparse record has no shape; expected shape = [number of features]"),
                 (
@@ -1130,8 +1160,10 @@ class _Assembler:
         if self.sparse:
             import scipy.sparse  # lazily: only sparse data needs scipy
 
-            indptr = np.concatenate([[0], np.cumsum(c.value_counts)])
-            matrix = scipy.sparse.csr_matrix((c.values, c.keys, indptr), shape=(n, self.n_features))
+            index_type = np.int32 if max(self.n_features, c.values.size) < 1 << 31 else np.int64
+            indptr = np.concatenate([[0], np.cumsum(c.value_counts)]).astype(index_type)
+            indices = c.keys.astype(index_type)
+            matrix = scipy.sparse.csr_matrix((c.values, indices, indptr), shape=(n, self.n_features))
             return matrix, labels
         if c.dense is not None:
             return c.dense, labels
