@@ -61,6 +61,7 @@ class Bundles:
 
     @classmethod
     def from_repository(cls, root: Path = REPOSITORY_ROOT) -> Bundles:
+        """The bundles as the repository's files are now (a code change gives new digests, new S3 prefixes)."""
         return cls(preprocess=repository_bundle("preprocess", root), evaluate=repository_bundle("evaluate", root))
 
 
@@ -117,6 +118,7 @@ class Parameters:
 
     @classmethod
     def create(cls, config: PipelineConfig) -> Parameters:
+        """Declare the parameters (SDK objects; call inside :func:`offline_sdk`)."""
         from sagemaker.core.workflow.parameters import ParameterFloat, ParameterInteger, ParameterString
 
         return cls(
@@ -150,6 +152,7 @@ class Parameters:
         )
 
     def all(self) -> list[Any]:
+        """Every parameter, in declaration order (the order the definition lists them)."""
         return [getattr(self, name) for name in self.__dataclass_fields__]
 
 
@@ -171,7 +174,7 @@ def _build_pipeline(config: PipelineConfig, bundles: Bundles, session: Any) -> A
         parameters=params.all(),
         steps=[preprocess, train, create_model, transform, evaluate, gate],
         sagemaker_session=session,
-        pipeline_experiment_config=None,
+        pipeline_experiment_config=None,  # no Experiments trial per execution: lineage is in the model registry
         pipeline_definition_config=PipelineDefinitionConfig(use_custom_job_prefix=True),
     )
 
