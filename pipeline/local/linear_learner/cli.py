@@ -31,7 +31,9 @@ def configure(parser: argparse.ArgumentParser) -> None:
     train.add_argument("--train-distribution", choices=("ShardedByS3Key", "FullyReplicated"),
                        default="ShardedByS3Key", help="how train files are divided between instances")
     train.add_argument("--work-dir", type=Path, help="keep the instances' /opt/ml roots here (default: temporary)")
-    train.add_argument("--quiet", action="store_true", help="print only the summary, not the instances' logs")
+    output = train.add_mutually_exclusive_group()
+    output.add_argument("--verbose", action="store_true", help="stream every instance's log lines")
+    output.add_argument("--quiet", action="store_true", help="print only the summary (no progress bar)")
     transform = sub.add_parser("transform", help="batch transform files with a model.tar.gz")
     transform.add_argument("--model", type=Path, required=True, help="the model.tar.gz artifact")
     transform.add_argument("--input", type=Path, required=True, help="folder (or one file) to score")
@@ -74,9 +76,14 @@ def run(args: argparse.Namespace) -> int:
             folder = getattr(args, name)
             if folder is not None:
                 channels[name] = Channel(_files(folder), "FullyReplicated", args.content_type)
-        on_log = None if args.quiet else (lambda line: print(line, flush=True))
-        result = train(hyperparameters, channels, args.output, instance_count=args.instance_count,
-                       work_dir=args.work_dir, on_log=on_log)
+        if args.verbose or args.quiet:
+            on_log = None if args.quiet else (lambda line: print(line, flush=True))
+            result = train(hyperparameters, channels, args.output, instance_count=args.instance_count,
+                           work_dir=args.work_dir, on_log=on_log)
+        else:
+            with EpochProgress(args.instance_count) as progress:
+                result = train(hyperparameters, channels, args.output, instance_count=args.instance_count,
+                               work_dir=args.work_dir, on_log=progress.update)
     except TrainingError as error:
         print(f"training failed: {error}", file=sys.stderr)
         return 1
@@ -85,6 +92,35 @@ def run(args: argparse.Namespace) -> int:
         return 2
     _print_summary(result.model_path, result.metrics)
     return 0
+
+
+class EpochProgress:
+    """A rich progress bar over epochs, driven by algo-1's ``#progress_metric`` and ``#quality_metric`` lines."""
+
+    def __init__(self, instances: int) -> None:
+        from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
+
+        self._progress = Progress(TextColumn("[bold]training[/] on {task.fields[instances]} instance(s)"), BarColumn(),
+                                  TextColumn("{task.percentage:>5.1f} % of epochs"), TimeElapsedColumn(),
+                                  TextColumn("{task.fields[loss]}"), transient=False)
+        self._task = self._progress.add_task("train", total=100.0, instances=instances, loss="")
+
+    def __enter__(self) -> EpochProgress:
+        self._progress.start()
+        return self
+
+    def __exit__(self, exc_type: object, *exc_info: object) -> None:
+        if exc_type is None:  # finished (possibly stopped early): show the bar complete
+            self._progress.update(self._task, completed=100.0)
+        self._progress.stop()
+
+    def update(self, line: str) -> None:
+        """Advance on a log line of algo-1; other lines are ignored."""
+        if "#progress_metric: host=algo-1, completed " in line:
+            percent = float(line.split("completed ")[1].split(" %")[0])
+            self._progress.update(self._task, completed=percent)
+        elif "#quality_metric: host=algo-1" in line and " validation " in line:
+            self._progress.update(self._task, loss="validation loss " + line.rsplit("=", 1)[1][:8])
 
 
 def _print_summary(model_path: Path, metrics: dict[str, float]) -> None:
