@@ -864,60 +864,66 @@ def _positive_int(text: str) -> int:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
-        prog="preprocess.py",
-        description=(__doc__ or "").split("\n\n")[0],
-        formatter_class=argparse.ArgumentDefaultsHelpFormatter,
+    """The job's arguments; paths default to SageMaker's container layout."""
+    parser = argparse.ArgumentParser(prog="preprocess.py", description=(__doc__ or "").split("\n\n")[0])
+    parser.add_argument(
+        "--input-dir",
+        type=Path,
+        default=Path("/opt/ml/processing/input/data"),
+        help="folder of CSV/Parquet input files (default: %(default)s)",
     )
-    parser.add_argument("--input-dir", type=Path, default=Path("/opt/ml/processing/input/data"))
     parser.add_argument(
         "--output-dir",
         type=Path,
         default=Path("/opt/ml/processing/output"),
-        help="root of the train/, validation/, test/ and summary/ sub-folders (one ProcessingOutput each)",
+        help="root of the train/, validation/, test/ and summary/ sub-folders (default: %(default)s)",
     )
     parser.add_argument(
         "--resource-config",
         type=Path,
         default=Path("/opt/ml/config/resourceconfig.json"),
-        help="SageMaker's host list; absent means a single host algo-1",
+        help="SageMaker's host list; absent means a single host algo-1 (default: %(default)s)",
     )
-    parser.add_argument("--label-column", required=True)
-    parser.add_argument("--predictor-type", required=True, choices=PREDICTOR_TYPES)
+    parser.add_argument("--label-column", required=True, help="name of the label column")
+    parser.add_argument("--predictor-type", required=True, choices=PREDICTOR_TYPES, help="Linear Learner's")
     parser.add_argument("--feature-columns", help="comma-separated feature columns (default: all but label and id)")
     parser.add_argument("--id-column", help="split by a hash of this column instead of the row content; not a feature")
     parser.add_argument("--categorical-columns", help="comma-separated feature columns to feature-hash")
-    parser.add_argument("--hash-buckets", type=_positive_int, default=16, help="features per categorical column")
+    parser.add_argument(
+        "--hash-buckets", type=_positive_int, default=16, help="features per categorical column (default: %(default)s)"
+    )
     parser.add_argument("--label-values", help="comma-separated label values mapped to 0, 1, ... in this order")
     parser.add_argument("--num-classes", type=int, help="multiclass: labels must be below this")
     parser.add_argument(
         "--feature-dim",
         type=parse_feature_dim,
-        default=None,
+        default="auto",
         metavar="N|auto",
-        help="fail unless the data has exactly N features (default auto)",
+        help="fail unless the data has exactly N features (default: auto, any)",
     )
     parser.add_argument(
         "--train-shards",
         type=_positive_int,
         default=1,
-        help="minimum number of train files overall; each host writes ceil(N / hosts)",
+        help="minimum number of train files overall; each host writes ceil(N / hosts) (default: %(default)s)",
     )
-    parser.add_argument("--validation-fraction", type=float, default=0.15)
-    parser.add_argument("--test-fraction", type=float, default=0.15)
-    parser.add_argument("--seed", type=int, default=0, help="seeds the split hash and the shuffles")
+    parser.add_argument("--validation-fraction", type=float, default=0.15, help="(default: %(default)s)")
+    parser.add_argument("--test-fraction", type=float, default=0.15, help="(default: %(default)s)")
+    parser.add_argument("--seed", type=int, default=0, help="seeds the split hash and the shuffles (default: 0)")
     parser.add_argument(
         "--missing",
         choices=MISSING_POLICIES,
         default="error",
-        help="missing/NaN/inf values: fail, impute zero (features only), or drop the row",
+        help="empty/NaN/inf values: fail, impute zero (features only), or drop the row (default: %(default)s)",
     )
-    parser.add_argument("--chunk-rows", type=_positive_int, default=100_000, help="rows read at a time")
+    parser.add_argument(
+        "--chunk-rows", type=_positive_int, default=100_000, help="rows read at a time (default: %(default)s)"
+    )
     parser.add_argument(
         "--shuffle-memory-mb",
         type=float,
         default=512.0,
-        help="largest shard shuffled in memory; larger ones go through buckets on disk",
+        help="rows kept in memory before spilling to disk, and the largest block shuffled at once (default: 512)",
     )
     return parser
 
