@@ -244,8 +244,10 @@ def test_llpipe_linear_learner_train_and_transform_with_csv(tmp_path, capsys):
     hyperparameters = json.dumps({**BINARY, "mini_batch_size": "32"})
     code = llpipe(["linear-learner", "train", "--train", str(tmp_path / "train"), "--validation",
                    str(tmp_path / "validation"), "--hyperparameters", hyperparameters, "--output",
-                   str(tmp_path / "model"), "--content-type", "text/csv", "--quiet"])
+                   str(tmp_path / "model"), "--content-type", "text/csv"])
     assert code == 0
+    shown = capsys.readouterr().out
+    assert "100.0 % of epochs" in shown and "validation:roc_auc_score" in shown  # progress bar, then summary
     metrics = json.loads((tmp_path / "model" / "metrics.json").read_text())
     assert metrics["validation:roc_auc_score"] > 0.97
     assert llpipe(["linear-learner", "transform", "--model", str(tmp_path / "model" / "model.tar.gz"), "--input",
