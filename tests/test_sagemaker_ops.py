@@ -452,3 +452,42 @@ def test_definition_command_writes_the_built_json(tmp_path: Any, built: BuiltDef
     assert main(args) == 0
     assert output.read_text() == built.definition_json
     assert json.loads(output.read_text())["Version"] == "2020-12-01"
+
+
+def test_schedule_sends_what_the_sdk_put_triggers_sends(built: BuiltDefinition, monkeypatch: pytest.MonkeyPatch):
+    """Parity with SDK v3's Pipeline.put_triggers: the same DescribePipeline, then UpdateSchedule/CreateSchedule."""
+    from sagemaker.mlops.workflow.triggers import PipelineSchedule
+
+    from pipeline.definition import get_pipeline
+
+    sdk_pipeline = get_pipeline(**CONFIG.__dict__)
+    monkeypatch.setenv("SAGEMAKER_VALIDATE_ROLE", "false")  # the role is a full ARN: no IAM lookup either way
+    scheduler_client = sdk_pipeline._event_bridge_scheduler_helper.event_bridge_scheduler_client
+    sagemaker_client = sdk_pipeline.sagemaker_session.sagemaker_client
+    sent: dict[str, list[dict[str, Any]]] = {"sdk": [], "ours": []}
+    ours = StubbedSession("sagemaker", "scheduler")
+
+    def record(who: str) -> Any:
+        def handler(params: dict[str, Any], model: Any, **_: Any) -> None:
+            sent[who].append({"operation": model.name, **params})
+
+        return handler
+
+    for who, clients in (("sdk", (sagemaker_client, scheduler_client)), ("ours", ours.clients.values())):
+        for api_client in clients:
+            api_client.meta.events.register("provide-client-params.*.*", record(who))
+    for stubbed_sagemaker, stubbed_scheduler in (
+        (Stubber(sagemaker_client), Stubber(scheduler_client)),
+        (ours.stubs["sagemaker"], ours.stubs["scheduler"]),
+    ):
+        stubbed_sagemaker.add_response("describe_pipeline", describe_pipeline_response(built))
+        stubbed_scheduler.add_client_error("update_schedule", service_error_code="ResourceNotFoundException")
+        stubbed_scheduler.add_response("create_schedule", {"ScheduleArn": "arn:schedule"})
+        stubbed_sagemaker.activate()
+        stubbed_scheduler.activate()
+
+    sdk_pipeline.put_triggers([PipelineSchedule(cron="0 3 * * ? *", start_date=T0)], role_arn=CONFIG.role_arn)
+    sagemaker_ops.put_schedule(CONFIG, "cron(0 3 * * ? *)", session=ours, now=T0)
+    operations = [request["operation"] for request in sent["ours"]]
+    assert operations == ["DescribePipeline", "UpdateSchedule", "CreateSchedule"]
+    assert sent["ours"] == sent["sdk"]
