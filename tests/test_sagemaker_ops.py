@@ -454,7 +454,9 @@ def test_definition_command_writes_the_built_json(tmp_path: Any, built: BuiltDef
     assert json.loads(output.read_text())["Version"] == "2020-12-01"
 
 
-def test_schedule_sends_what_the_sdk_put_triggers_sends(built: BuiltDefinition, monkeypatch: pytest.MonkeyPatch):
+def test_schedule_sends_what_the_sdk_put_triggers_sends(
+    built: BuiltDefinition, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """Parity with SDK v3's Pipeline.put_triggers: the same DescribePipeline, then UpdateSchedule/CreateSchedule."""
     from sagemaker.mlops.workflow.triggers import PipelineSchedule
 
