@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 import io
 import json
 from datetime import datetime, timedelta, timezone
@@ -471,7 +472,7 @@ def test_schedule_sends_what_the_sdk_put_triggers_sends(
 
     def record(who: str) -> Any:
         def handler(params: dict[str, Any], model: Any, **_: Any) -> None:
-            sent[who].append({"operation": model.name, **params})
+            sent[who].append({"operation": model.name, **copy.deepcopy(params)})
 
         return handler
 
@@ -492,4 +493,47 @@ def test_schedule_sends_what_the_sdk_put_triggers_sends(
     sagemaker_ops.put_schedule(CONFIG, "cron(0 3 * * ? *)", session=ours, now=T0)
     operations = [request["operation"] for request in sent["ours"]]
     assert operations == ["DescribePipeline", "UpdateSchedule", "CreateSchedule"]
+    assert sent["ours"] == sent["sdk"]
+
+
+def test_upsert_of_an_existing_pipeline_sends_what_the_sdk_upsert_sends(
+    built: BuiltDefinition, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Parity with SDK v3's Pipeline.upsert on the update path (same calls, same arguments, same definition)."""
+    from pipeline.definition import get_pipeline
+
+    monkeypatch.setenv("SAGEMAKER_VALIDATE_ROLE", "false")
+    sdk_pipeline = get_pipeline(**CONFIG.__dict__)
+    sdk_client = sdk_pipeline.sagemaker_session.sagemaker_client
+    ours = StubbedSession("s3", "sagemaker")
+    expect_uploads(ours, built)
+    sent: dict[str, list[dict[str, Any]]] = {"sdk": [], "ours": []}
+
+    def record(who: str) -> Any:
+        def handler(params: dict[str, Any], model: Any, **_: Any) -> None:
+            request = {"operation": model.name, **copy.deepcopy(params)}  # the SDK mutates its tag list later
+            request.pop("ClientRequestToken", None)  # ours is explicit, botocore fills in the SDK's later
+            if "PipelineDefinition" in request:
+                request["PipelineDefinition"] = json.loads(request["PipelineDefinition"])
+            sent[who].append(request)
+
+        return handler
+
+    for who, api_client, stub in (
+        ("sdk", sdk_client, Stubber(sdk_client)),
+        ("ours", ours.clients["sagemaker"], ours.stubs["sagemaker"]),
+    ):
+        api_client.meta.events.register("provide-client-params.sagemaker.*", record(who))
+        stub.add_client_error(
+            "create_pipeline", service_error_code="ValidationException", service_message="Pipeline already exists."
+        )
+        stub.add_response("update_pipeline", {"PipelineArn": PIPELINE_ARN})
+        stub.add_response("list_tags", {"Tags": [{"Key": "owner", "Value": "data-team"}]})
+        stub.add_response("add_tags", {"Tags": []})
+        stub.activate()
+
+    sdk_pipeline.upsert(role_arn=CONFIG.role_arn, tags=CONFIG.all_tags)
+    sagemaker_ops.upsert(CONFIG, built, session=ours)
+    operations = [request["operation"] for request in sent["ours"]]
+    assert operations == ["CreatePipeline", "UpdatePipeline", "ListTags", "AddTags"]
     assert sent["ours"] == sent["sdk"]
