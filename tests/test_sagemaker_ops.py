@@ -58,6 +58,14 @@ def built() -> BuiltDefinition:
     return build_definition(CONFIG)
 
 
+@pytest.fixture(scope="module")
+def sdk_pipeline() -> Any:
+    """SDK v3's own Pipeline object for the same configuration, to compare requests with."""
+    from pipeline.definition import get_pipeline
+
+    return get_pipeline(**CONFIG.__dict__)
+
+
 def expect_uploads(session: StubbedSession, built: BuiltDefinition, **extra: Any) -> None:
     for uri, content in built.uploads.items():
         bucket, key = uri.removeprefix("s3://").split("/", 1)
@@ -456,14 +464,11 @@ def test_definition_command_writes_the_built_json(tmp_path: Any, built: BuiltDef
 
 
 def test_schedule_sends_what_the_sdk_put_triggers_sends(
-    built: BuiltDefinition, monkeypatch: pytest.MonkeyPatch
+    built: BuiltDefinition, sdk_pipeline: Any, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Parity with SDK v3's Pipeline.put_triggers: the same DescribePipeline, then UpdateSchedule/CreateSchedule."""
     from sagemaker.mlops.workflow.triggers import PipelineSchedule
 
-    from pipeline.definition import get_pipeline
-
-    sdk_pipeline = get_pipeline(**CONFIG.__dict__)
     monkeypatch.setenv("SAGEMAKER_VALIDATE_ROLE", "false")  # the role is a full ARN: no IAM lookup either way
     scheduler_client = sdk_pipeline._event_bridge_scheduler_helper.event_bridge_scheduler_client
     sagemaker_client = sdk_pipeline.sagemaker_session.sagemaker_client
@@ -479,17 +484,19 @@ def test_schedule_sends_what_the_sdk_put_triggers_sends(
     for who, clients in (("sdk", (sagemaker_client, scheduler_client)), ("ours", ours.clients.values())):
         for api_client in clients:
             api_client.meta.events.register("provide-client-params.*.*", record(who))
-    for stubbed_sagemaker, stubbed_scheduler in (
-        (Stubber(sagemaker_client), Stubber(scheduler_client)),
-        (ours.stubs["sagemaker"], ours.stubs["scheduler"]),
-    ):
+    sdk_stubs = (Stubber(sagemaker_client), Stubber(scheduler_client))
+    for stubbed_sagemaker, stubbed_scheduler in (sdk_stubs, (ours.stubs["sagemaker"], ours.stubs["scheduler"])):
         stubbed_sagemaker.add_response("describe_pipeline", describe_pipeline_response(built))
         stubbed_scheduler.add_client_error("update_schedule", service_error_code="ResourceNotFoundException")
         stubbed_scheduler.add_response("create_schedule", {"ScheduleArn": "arn:schedule"})
         stubbed_sagemaker.activate()
         stubbed_scheduler.activate()
 
-    sdk_pipeline.put_triggers([PipelineSchedule(cron="0 3 * * ? *", start_date=T0)], role_arn=CONFIG.role_arn)
+    try:
+        sdk_pipeline.put_triggers([PipelineSchedule(cron="0 3 * * ? *", start_date=T0)], role_arn=CONFIG.role_arn)
+    finally:
+        for stub in sdk_stubs:
+            stub.deactivate()  # the SDK pipeline is shared with the next test
     sagemaker_ops.put_schedule(CONFIG, "cron(0 3 * * ? *)", session=ours, now=T0)
     operations = [request["operation"] for request in sent["ours"]]
     assert operations == ["DescribePipeline", "UpdateSchedule", "CreateSchedule"]
@@ -497,13 +504,10 @@ def test_schedule_sends_what_the_sdk_put_triggers_sends(
 
 
 def test_upsert_of_an_existing_pipeline_sends_what_the_sdk_upsert_sends(
-    built: BuiltDefinition, monkeypatch: pytest.MonkeyPatch
+    built: BuiltDefinition, sdk_pipeline: Any, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Parity with SDK v3's Pipeline.upsert on the update path (same calls, same arguments, same definition)."""
-    from pipeline.definition import get_pipeline
-
     monkeypatch.setenv("SAGEMAKER_VALIDATE_ROLE", "false")
-    sdk_pipeline = get_pipeline(**CONFIG.__dict__)
     sdk_client = sdk_pipeline.sagemaker_session.sagemaker_client
     ours = StubbedSession("s3", "sagemaker")
     expect_uploads(ours, built)
@@ -519,8 +523,9 @@ def test_upsert_of_an_existing_pipeline_sends_what_the_sdk_upsert_sends(
 
         return handler
 
+    sdk_stub = Stubber(sdk_client)
     for who, api_client, stub in (
-        ("sdk", sdk_client, Stubber(sdk_client)),
+        ("sdk", sdk_client, sdk_stub),
         ("ours", ours.clients["sagemaker"], ours.stubs["sagemaker"]),
     ):
         api_client.meta.events.register("provide-client-params.sagemaker.*", record(who))
@@ -532,7 +537,10 @@ def test_upsert_of_an_existing_pipeline_sends_what_the_sdk_upsert_sends(
         stub.add_response("add_tags", {"Tags": []})
         stub.activate()
 
-    sdk_pipeline.upsert(role_arn=CONFIG.role_arn, tags=CONFIG.all_tags)
+    try:
+        sdk_pipeline.upsert(role_arn=CONFIG.role_arn, tags=CONFIG.all_tags)
+    finally:
+        sdk_stub.deactivate()
     sagemaker_ops.upsert(CONFIG, built, session=ours)
     operations = [request["operation"] for request in sent["ours"]]
     assert operations == ["CreatePipeline", "UpdatePipeline", "ListTags", "AddTags"]
