@@ -105,7 +105,9 @@ class Parameters:
     evaluation_instance_type: Any
     predictor_type: Any
     label_column: Any
+    label_values: Any
     feature_dim: Any
+    num_classes: Any
     epochs: Any
     mini_batch_size: Any
     num_models: Any
@@ -135,7 +137,11 @@ class Parameters:
                 enum_values=["binary_classifier", "multiclass_classifier", "regressor"],
             ),
             label_column=ParameterString("LabelColumn", "label"),
+            # "NEG,POS" or "A,B,C": label values mapped to 0..K-1; empty = labels already 0/1 or 0..K-1
+            label_values=ParameterString("LabelValues", ""),
             feature_dim=ParameterString("FeatureDim", "auto"),
+            # Linear Learner ignores num_classes unless predictor_type is multiclass_classifier
+            num_classes=ParameterInteger("NumClasses", 3),
             epochs=ParameterInteger("Epochs", 15),
             mini_batch_size=ParameterInteger("MiniBatchSize", 1000),
             num_models=ParameterString("NumModels", "auto"),
@@ -308,6 +314,7 @@ def _s3_output(name: str, local_path: str, s3_uri: Any) -> Any:
 
 
 def _preprocess_step(config: PipelineConfig, params: Parameters, bundle: CodeBundle, session: Any) -> Any:
+    from sagemaker.core.workflow.functions import Join
     from sagemaker.mlops.workflow import ProcessingStep
 
     processor = _processor(
@@ -338,6 +345,8 @@ def _preprocess_step(config: PipelineConfig, params: Parameters, bundle: CodeBun
             params.predictor_type,
             "--feature-dim",
             params.feature_dim,
+            # one argument with "=", so the empty default never becomes an empty container argument
+            Join(on="", values=["--label-values=", params.label_values]),
             "--train-shards",
             params.training_instance_count.to_string(),
             "--resource-config",
@@ -404,6 +413,7 @@ def _train_step(config: PipelineConfig, params: Parameters, preprocess: Any, ses
             # SDK v3 passes Integer/Float parameters raw: the service wants strings
             "predictor_type": params.predictor_type,
             "feature_dim": params.feature_dim,
+            "num_classes": params.num_classes.to_string(),
             "epochs": params.epochs.to_string(),
             "mini_batch_size": params.mini_batch_size.to_string(),
             "num_models": params.num_models,

@@ -211,7 +211,9 @@ def test_steps_and_parameters_are_named_as_documented(definition: dict[str, Any]
         "EvaluationInstanceType",
         "PredictorType",
         "LabelColumn",
+        "LabelValues",
         "FeatureDim",
+        "NumClasses",
         "Epochs",
         "MiniBatchSize",
         "NumModels",
@@ -226,6 +228,8 @@ def test_steps_and_parameters_are_named_as_documented(definition: dict[str, Any]
     assert parameters["TrainingInstanceCount"]["DefaultValue"] == 2
     assert parameters["ProcessingInstanceCount"]["DefaultValue"] == 2
     assert parameters["FeatureDim"]["DefaultValue"] == "auto"
+    assert parameters["LabelValues"]["DefaultValue"] == ""
+    assert parameters["NumClasses"] == {"Name": "NumClasses", "Type": "Integer", "DefaultValue": 3}
     assert parameters["PredictorType"]["DefaultValue"] == "binary_classifier"
     assert parameters["ModelApprovalStatus"]["DefaultValue"] == "PendingManualApproval"
 
@@ -259,6 +263,7 @@ def test_preprocess_shards_its_input_and_writes_four_outputs_per_execution(defin
         "binary_classifier",
         "--feature-dim",
         "auto",
+        "--label-values=",
         "--train-shards",
         "2",
         "--resource-config",
@@ -302,6 +307,7 @@ def test_training_channels_hyperparameters_and_stopping_condition(definition: di
     assert resolve(args["HyperParameters"], defaults) == {
         "predictor_type": "binary_classifier",
         "feature_dim": "auto",
+        "num_classes": "3",
         "epochs": "15",
         "mini_batch_size": "1000",
         "num_models": "auto",

@@ -105,10 +105,6 @@ def test_regression_with_one_training_instance(built: LocalRun, tmp_path: Path) 
     assert package.metrics["gate"]["metric"] == "r2"
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="the definition has no NumClasses parameter yet, and Linear Learner requires num_classes for multiclass",
-)
 def test_multiclass(built: LocalRun, tmp_path: Path) -> None:
     from sklearn.datasets import load_iris
 
