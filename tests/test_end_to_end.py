@@ -67,7 +67,12 @@ def test_binary_with_three_training_instances_registers_then_hits_the_cache_then
     )
     assert package.model_data_url == record.steps["Train"].properties["ModelArtifacts"]["S3ModelArtifacts"]
     assert package.model_data_url.endswith(f"/train/pipelines-{record.id}-Train/output/model.tar.gz")
-    assert package.source_execution.endswith(f"/execution/{record.id}")
+    assert package.source_execution == (
+        f"arn:aws:sagemaker:us-east-1:111122223333:pipeline/linear-learner-pipeline/execution/{record.id}"
+    )
+    assert (
+        record.steps["CreateModel"].properties["ModelArn"].startswith("arn:aws:sagemaker:us-east-1:111122223333:model/")
+    )
 
     again = run.execute(example_data(tmp_path), {**FAST, "TrainingInstanceCount": "3"})
     assert again.status == "Succeeded"

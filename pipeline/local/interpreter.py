@@ -67,12 +67,22 @@ class Job:
     pipeline_name: str
     record: StepRecord
     folder: Path  # the step's folder in the execution record
+    arn_prefix: str = "arn:aws:sagemaker:local:000000000000"
     report: Callable[[str], None] = field(default=lambda text: None)
 
     @property
     def job_name(self) -> str:
         """The job name SageMaker Pipelines would give: ``pipelines-<execution id>-<step name>``, 63 chars max."""
         return f"pipelines-{self.execution_id}-{self.step.name}"[:63]
+
+    def arn(self, resource: str) -> str:
+        """The ARN of a resource this job creates, e.g. ``arn("training-job/name")``."""
+        return f"{self.arn_prefix}:{resource}"
+
+    @property
+    def execution_arn(self) -> str:
+        """The ARN of the execution running this job (what SageMaker records as a package's GeneratedBy)."""
+        return self.arn(f"pipeline/{self.pipeline_name}/execution/{self.execution_id}")
 
     def add_log(self, path: Path) -> None:
         """Declare a log file (stdout/stderr of an instance) so the record lists it."""
@@ -172,6 +182,7 @@ class Interpreter:
     pipeline_name: str
     max_parallel: int = 2
     use_cache: bool = True
+    arn_prefix: str = "arn:aws:sagemaker:local:000000000000"  # arn:aws:sagemaker:<region>:<account>
     on_change: Callable[[ExecutionRecord, StepRecord], None] = field(default=lambda record, step: None)
 
     def prepare(self, definition: dict[str, Any], overrides: Mapping[str, Any]) -> tuple[Plan, dict[str, Any]]:
@@ -190,10 +201,9 @@ class Interpreter:
             parameters=parameters,
             execution={
                 "PipelineExecutionId": record.id,
-                "PipelineExecutionArn": f"arn:aws:sagemaker:local:000000000000:pipeline/{self.pipeline_name}"
-                f"/execution/{record.id}",
+                "PipelineExecutionArn": f"{self.arn_prefix}:pipeline/{self.pipeline_name}/execution/{record.id}",
                 "PipelineName": self.pipeline_name,
-                "PipelineArn": f"arn:aws:sagemaker:local:000000000000:pipeline/{self.pipeline_name}",
+                "PipelineArn": f"{self.arn_prefix}:pipeline/{self.pipeline_name}",
                 "StartDateTime": record.start_time,
                 "CurrentDateTime": record.start_time,
             },
@@ -338,6 +348,7 @@ class Interpreter:
             pipeline_name=self.pipeline_name,
             record=step,
             folder=folder,
+            arn_prefix=self.arn_prefix,
             report=lambda text: self._progress(record, step, text),
         )
         properties = self.runners[spec.type](job)

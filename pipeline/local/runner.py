@@ -129,6 +129,7 @@ class LocalRun:
             pipeline_name=self.config.pipeline_name,
             max_parallel=self.max_parallel,
             use_cache=self.use_cache,
+            arn_prefix=f"arn:aws:sagemaker:{self.config.region}:{account}",
             on_change=self.on_change or (lambda record, step: None),
         )
 

@@ -20,7 +20,7 @@ def local_runners(workdir: Path, *, region: str, account: str) -> dict[str, JobR
     return {
         "Processing": ProcessingJobs(s3),
         "Training": TrainingJobs(s3),
-        "Model": ModelJobs(s3, models, region=region, account=account),
+        "Model": ModelJobs(s3, models),
         "Transform": TransformJobs(s3, models),
         "RegisterModel": RegisterJobs(s3, workdir / "registry.db", region=region, account=account),
     }

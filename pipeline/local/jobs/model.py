@@ -23,8 +23,6 @@ class ModelJobs:
 
     s3: LocalS3
     models: Path
-    region: str
-    account: str
 
     def __call__(self, job: Job) -> dict[str, Any]:
         request = job.arguments
@@ -39,7 +37,7 @@ class ModelJobs:
         described = {
             **request,
             "ModelName": name,
-            "ModelArn": f"arn:aws:sagemaker:{self.region}:{self.account}:model/{name.lower()}",
+            "ModelArn": job.arn(f"model/{name.lower()}"),
             "PrimaryContainer": container,
         }
         write_json_atomically(self.models / f"{name}.json", described)

@@ -81,7 +81,7 @@ class ProcessingJobs:
         return {
             **arguments,
             "ProcessingJobName": job.job_name,
-            "ProcessingJobArn": f"arn:aws:sagemaker:local:000000000000:processing-job/{job.job_name.lower()}",
+            "ProcessingJobArn": job.arn(f"processing-job/{job.job_name.lower()}"),
             "ProcessingJobStatus": "Completed",
         }
 

@@ -28,9 +28,8 @@ class RegisterJobs:
         from pipeline.local.registry import LocalRegistry, RegistryError
 
         request = dict(job.arguments)
-        execution_arn = f"arn:aws:sagemaker:{self.region}:{self.account}:pipeline/{job.pipeline_name}/execution/"
         metadata = dict(request.get("MetadataProperties") or {})
-        metadata.setdefault("GeneratedBy", execution_arn + job.execution_id)
+        metadata.setdefault("GeneratedBy", job.execution_arn)
         request["MetadataProperties"] = metadata
         for container in (request.get("InferenceSpecification") or {}).get("Containers", []):
             model_data = container.get("ModelDataUrl")

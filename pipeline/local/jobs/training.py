@@ -75,7 +75,7 @@ class TrainingJobs:
         return {
             **arguments,
             "TrainingJobName": job_name,
-            "TrainingJobArn": f"arn:aws:sagemaker:local:000000000000:training-job/{job_name.lower()}",
+            "TrainingJobArn": job.arn(f"training-job/{job_name.lower()}"),
             "TrainingJobStatus": "Completed",
             "ModelArtifacts": {"S3ModelArtifacts": artifact},
             "FinalMetricDataList": [

@@ -67,6 +67,6 @@ class TransformJobs:
         return {
             **arguments,
             "TransformJobName": job.job_name,
-            "TransformJobArn": f"arn:aws:sagemaker:local:000000000000:transform-job/{job.job_name.lower()}",
+            "TransformJobArn": job.arn(f"transform-job/{job.job_name.lower()}"),
             "TransformJobStatus": "Completed",
         }
