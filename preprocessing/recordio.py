@@ -38,6 +38,7 @@ _LABEL_PREFIX = b"\x12\x12" + _VALUES_KEY + b"\x12\x08\x12\x06\x0a\x04"
 _WRITE_BATCH_BYTES = 32 << 20  # bytes of output built per numpy batch when writing
 _READ_BATCH_RECORDS = 1 << 18  # records decoded per batch by read()
 _FIRST_READ_BYTES = 1 << 20
+_DECODE_GROUP_BYTES = 8 << 20  # payload bytes of the records decoded together
 
 
 class RecordIOError(ValueError):
@@ -106,7 +107,8 @@ def _varints_flat(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 def _decode_varint_regions(data: np.ndarray, lengths: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Decode regions of back-to-back varints (``data`` holds the regions in order, ``lengths`` their sizes).
 
-    Returns every value (uint64) and how many each region holds; _WireError if a varint crosses a region end.
+    Returns every value (uint32 if all fit in 28 bits, else uint64) and how many each region holds; _WireError if a
+    varint crosses a region end.
     """
     if data.size == 0:
         return np.empty(0, dtype=np.uint64), np.zeros(lengths.size, dtype=np.int64)
@@ -116,26 +118,19 @@ def _decode_varint_regions(data: np.ndarray, lengths: np.ndarray) -> tuple[np.nd
     if not bool(last[region_ends[nonempty] - 1].all()):
         raise _WireError("a varint runs past the end of its field")
     if bool(last.all()):
-        values = data.astype(np.uint64)
-        return values, lengths.astype(np.int64)
+        return data.astype(np.uint32), lengths.astype(np.int64)
     ends = np.flatnonzero(last)
     lengths_each = np.diff(ends, prepend=-1)  # varints are back to back: each ends where the next begins
     width = int(lengths_each.max())
     if width > 10:
         raise _WireError("a varint is longer than 10 bytes")
-    if width <= 4:  # read the 4 bytes ending at each terminator as one little-endian word
-        padded = np.concatenate([np.zeros(3, dtype=np.uint8), data])
-        words = np.lib.stride_tricks.sliding_window_view(padded, 4)[ends].view("<u4").reshape(-1)
-        values = (words >> 24).astype(np.uint32)
-        for back in range(1, width):
-            group = (words >> np.uint32(24 - 8 * back)) & np.uint32(0x7F)
-            values = np.where(lengths_each > back, (values << np.uint32(7)) | group, values)
-        values = values.astype(np.uint64)
-    else:
-        values = data[ends].astype(np.uint64)
-        for back in range(1, width):
-            group = (data[np.maximum(ends - back, 0)] & 0x7F).astype(np.uint64)
-            values = np.where(lengths_each > back, (values << np.uint64(7)) | group, values)
+    lengths_each = lengths_each.astype(np.uint8)
+    value_type = np.uint32 if width <= 4 else np.uint64  # 4 varint bytes hold 28 bits
+    padded = np.concatenate([np.zeros(width, dtype=np.uint8), data])  # so ends - back never goes below 0
+    values = np.take(padded, ends + width).astype(value_type)
+    for back in range(1, width):
+        group = (np.take(padded, ends + (width - back)) & 0x7F).astype(value_type)
+        values = np.where(lengths_each > back, (values << value_type(7)) | group, values)
     counts = np.diff(np.searchsorted(ends, region_ends, side="left"), prepend=0)
     return values, counts
 
@@ -683,6 +678,15 @@ class _Regions:
     label_length: np.ndarray
     has_label: np.ndarray
 
+    def subset(self, start: int, stop: int) -> _Regions:
+        """The regions of records start..stop-1."""
+        return _Regions(
+            *(
+                value[start:stop] if isinstance(value, np.ndarray) else value
+                for value in (getattr(self, name) for name in _Regions.__dataclass_fields__)
+            )
+        )
+
     def shifted(self, shift: np.ndarray) -> _Regions:
         """The same layout repeated at other record starts."""
         return _Regions(
@@ -793,7 +797,7 @@ def _numbers(raw: np.ndarray, lengths: np.ndarray, kind: int) -> tuple[np.ndarra
     """Packed tensor values of each region as float32, and how many each region holds."""
     if kind == _TAG_INT32:
         values, counts = _decode_varint_regions(raw, lengths)
-        return values.view(np.int64).astype(np.int32).astype(np.float32), counts
+        return values.astype(np.uint64).view(np.int64).astype(np.int32).astype(np.float32), counts
     width = 4 if kind == _TAG_FLOAT32 else 8
     if bool((lengths % width).any()):
         raise _WireError(f"a packed field's length is not a multiple of {width}")
@@ -896,11 +900,27 @@ def _decode(data: np.ndarray, starts: np.ndarray, lengths: np.ndarray) -> _Colum
                 return uniform
     regions = _canonical_regions(data, starts, lengths)
     if regions is not None:
-        try:
-            return _extract(data, regions)
+        try:  # in groups of records, so temporaries stay small enough for the allocator to recycle
+            groups = np.flatnonzero(np.diff(_exclusive_cumsum(lengths) // _DECODE_GROUP_BYTES)) + 1
+            bounds = [0, *groups.tolist(), n]
+            return _concat_columns(
+                [_extract(data, regions.subset(a, b)) for a, b in zip(bounds[:-1], bounds[1:], strict=True)]
+            )
         except _WireError:
             pass
     return _decode_generic(data, starts, lengths)
+
+
+def _concat_columns(parts: list[_Columns]) -> _Columns:
+    if len(parts) == 1:
+        return parts[0]
+    return _Columns(
+        *(
+            np.concatenate([getattr(part, name) for part in parts])
+            for name in _Columns.__dataclass_fields__
+            if name != "dense"
+        )
+    )
 
 
 def _read_varint(data: bytes, position: int, end: int) -> tuple[int, int]:
@@ -955,7 +975,7 @@ def _repeated(data: bytes, wire: int, start: int, stop: int, packed_dtype: str |
     if wire == 2:
         raw = np.frombuffer(data, dtype=np.uint8, count=stop - start, offset=start)
         if packed_dtype is None:
-            return _decode_varints(raw).view(np.int64)
+            return _decode_varints(raw).astype(np.uint64).view(np.int64)
         width = np.dtype(packed_dtype).itemsize
         if raw.size % width:
             raise _WireError(f"a packed field's length {raw.size} is not a multiple of {width}")
@@ -1162,7 +1182,8 @@ class _Assembler:
 
             index_type = np.int32 if max(self.n_features, c.values.size) < 1 << 31 else np.int64
             indptr = np.concatenate([[0], np.cumsum(c.value_counts)]).astype(index_type)
-            indices = c.keys.astype(index_type)
+            indices = c.keys.view(np.int32) if c.keys.dtype == np.uint32 and index_type is np.int32 else c.keys
+            indices = indices.astype(index_type, copy=False)
             matrix = scipy.sparse.csr_matrix((c.values, indices, indptr), shape=(n, self.n_features))
             return matrix, labels
         if c.dense is not None:
