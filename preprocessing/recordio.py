@@ -35,7 +35,7 @@ _VALUES_KEY = b"\x0a\x06values"  # map entry field 1 (key), length 6, "values"
 _TAG_FLOAT32, _TAG_FLOAT64, _TAG_INT32 = 0x12, 0x1A, 0x3A
 # A float32 label record part: label map entry {key "values", value {float32_tensor {values: [y]}}}.
 _LABEL_PREFIX = b"\x12\x12" + _VALUES_KEY + b"\x12\x08\x12\x06\x0a\x04"
-_WRITE_BATCH_BYTES = 32 << 20  # bytes of output built per numpy batch when writing
+_WRITE_BATCH_BYTES = 4 << 20  # bytes of output built per numpy batch when writing (fits in cache)
 _READ_BATCH_RECORDS = 1 << 18  # records decoded per batch by read()
 _FIRST_READ_BYTES = 1 << 20
 _DECODE_GROUP_BYTES = 8 << 20  # payload bytes of the records decoded together
@@ -227,13 +227,16 @@ def write_dense(fileobj: IO[bytes], X: Any, y: Any = None) -> int:
     label_at = features_at + 4 * n_features + len(tail)
     template[features_at + 4 * n_features : label_at] = np.frombuffer(tail, dtype=np.uint8)
 
-    rows_per_batch = max(1, _WRITE_BATCH_BYTES // frame_length)
+    features_end = features_at + 4 * n_features
+    rows_per_batch = max(1, min(n_rows, _WRITE_BATCH_BYTES // frame_length))
+    buffer = np.empty((rows_per_batch, frame_length), dtype=np.uint8)  # reused: one allocation for all batches
+    buffer[:, :features_at] = template[:features_at]
+    buffer[:, features_end:] = template[features_end:]
     for start in range(0, n_rows, rows_per_batch):
         rows = matrix[start : start + rows_per_batch]
         _check_finite(rows, start, "features")
-        block = np.empty((rows.shape[0], frame_length), dtype=np.uint8)
-        block[:] = template
-        block[:, features_at : features_at + 4 * n_features] = rows.view(np.uint8)
+        block = buffer[: rows.shape[0]]
+        block[:, features_at:features_end] = rows.view(np.uint8)
         if labels is not None:
             batch_labels = labels[start : start + rows_per_batch]
             _check_finite(batch_labels, start, "labels")
