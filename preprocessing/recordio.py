@@ -13,7 +13,9 @@ Choices (documented here because callers depend on them):
   exactly like SDK v2 (the reader accepts split records).
 - Readers return float32 (Float64 and Int32 tensors are converted), a dense ndarray, or a scipy CSR matrix when the
   records are sparse (``keys`` present, or an empty row with a ``shape``); labels are ``label["values"]`` holding
-  one value per record, returned as float32, or None when no record has a label.
+  one value per record, returned as float32, or None when no record has a label. When every record has the same
+  layout (what write_dense produces) the dense X is a strided, read-only view of the bytes read, not a copy:
+  ``np.array(X)`` gives a contiguous, writable copy.
 - Corrupt input raises RecordIOError (a ValueError) naming the file, byte offset, record index and what was
   expected; nothing is ever skipped silently.
 """
@@ -21,6 +23,7 @@ Choices (documented here because callers depend on them):
 from __future__ import annotations
 
 import os
+import sys
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import IO, Any
@@ -36,7 +39,6 @@ _TAG_FLOAT32, _TAG_FLOAT64, _TAG_INT32 = 0x12, 0x1A, 0x3A
 # A float32 label record part: label map entry {key "values", value {float32_tensor {values: [y]}}}.
 _LABEL_PREFIX = b"\x12\x12" + _VALUES_KEY + b"\x12\x08\x12\x06\x0a\x04"
 _WRITE_BATCH_BYTES = 4 << 20  # bytes of output built per numpy batch when writing (fits in cache)
-_READ_BATCH_RECORDS = 1 << 18  # records decoded per batch by read()
 _FIRST_READ_BYTES = 1 << 20
 _DECODE_GROUP_BYTES = 8 << 20  # payload bytes of the records decoded together
 
@@ -495,6 +497,7 @@ class _RecordReader:
         except (AttributeError, OSError, ValueError):
             self._offset = 0
         self._buffer = b""
+        self._pos = 0  # bytes of _buffer already handed out (always at a frame boundary)
         self._index = 0
         self._eof = False
         self._read_all = read_all
@@ -509,20 +512,25 @@ class _RecordReader:
             average = 4 * frames.end / frames.heads.size
             size = min(int(average * (wanted_records - frames.heads.size) * 1.1) + (64 << 10), 256 << 20)
         else:
-            size = min(max(_FIRST_READ_BYTES, 2 * len(self._buffer)), 256 << 20)
+            size = min(max(_FIRST_READ_BYTES, 2 * self._remaining), 256 << 20)
         chunk = self._file.read(size)
         if isinstance(chunk, str):
             raise TypeError("RecordIO files must be opened in binary mode ('rb')")
         if not chunk:
             self._eof = True
-        self._buffer = self._buffer + chunk if self._buffer else bytes(chunk)
+        self._buffer = self._buffer[self._pos :] + chunk if self._remaining else bytes(chunk)
+        self._pos = 0
         if self._read_all:
             self._eof = True  # read(-1) returned everything
+
+    @property
+    def _remaining(self) -> int:
+        return len(self._buffer) - self._pos
 
     def next_batch(self, max_records: int) -> _Batch | None:
         """The next up-to-max_records records, or None at the end; raises RecordIOError on corrupt framing."""
         while True:
-            words = np.frombuffer(self._buffer, dtype="<u4", count=len(self._buffer) // 4)
+            words = np.frombuffer(self._buffer, dtype="<u4", count=self._remaining // 4, offset=self._pos)
             frames = _scan_frames(words)
             self._check_flags(frames)
             record_ends = np.flatnonzero((frames.flags == 0) | (frames.flags == 3))
@@ -539,7 +547,7 @@ class _RecordReader:
             if self._eof or corrupt_at is not None:
                 if record_ends.size:
                     break
-                if self._buffer:
+                if self._remaining:
                     raise self.error(self._truncation(words, frames), self._offset, self._index)
                 return None
             self._read_more(frames, max_records)
@@ -547,13 +555,13 @@ class _RecordReader:
         return self._take(frames, last_frame + 1, record_ends[:max_records])
 
     def _truncation(self, words: np.ndarray, frames: _Frames) -> str:
-        if len(self._buffer) < 8:
-            return f"truncated record header: {len(self._buffer)} byte(s) left where an 8-byte header was expected"
+        if self._remaining < 8:
+            return f"truncated record header: {self._remaining} byte(s) left where an 8-byte header was expected"
         if frames.heads.size:  # complete frames of a split record whose end is missing
             return "truncated split record: the file ends before its final part (continuation flag 3)"
         length = int(words[1]) & _LENGTH_MASK
         needed = 8 + length + (-length % 4)
-        return f"truncated record: the header announces {needed} bytes, only {len(self._buffer)} remain"
+        return f"truncated record: the header announces {needed} bytes, only {self._remaining} remain"
 
     def _check_flags(self, frames: _Frames) -> None:
         bad = np.flatnonzero(frames.flags > 3)
@@ -570,12 +578,12 @@ class _RecordReader:
         lengths = frames.lengths[:n_frames]
         flags = frames.flags[:n_frames]
         consumed = 4 * int(heads[-1] + 2 + (lengths[-1] + 3) // 4)
-        data = np.frombuffer(self._buffer, dtype=np.uint8, count=consumed)
+        data = np.frombuffer(self._buffer, dtype=np.uint8, count=consumed, offset=self._pos)
         if bool((flags == 0).all()):
             batch = _Batch(data, 4 * heads + 8, lengths, self._offset + 4 * heads, self._index)
         else:
             batch = self._merge_split_records(data, heads, lengths, flags)
-        self._buffer = self._buffer[consumed:]
+        self._pos += consumed
         self._offset += consumed
         self._index += record_ends.size
         return batch
@@ -1210,20 +1218,12 @@ def iter_batches(fileobj: IO[bytes], batch_size: int) -> Iterator[tuple[Any, np.
 def read(fileobj: IO[bytes]) -> tuple[Any, np.ndarray | None]:
     """Read a whole RecordIO-protobuf file: (dense float32 X or CSR matrix, float32 y or None)."""
     reader = _RecordReader(fileobj, read_all=True)
-    assembler = _Assembler(reader)
-    batches = []
-    while (batch := reader.next_batch(_READ_BATCH_RECORDS)) is not None:
-        batches.append(assembler.arrays(batch))
-    if not batches:
+    batch = reader.next_batch(sys.maxsize)  # everything is read at once: all records form one batch
+    if batch is None:
         return np.empty((0, 0), dtype=np.float32), None
-    if len(batches) == 1:
-        return batches[0]
-    labels = None if batches[0][1] is None else np.concatenate([y for _, y in batches])
-    if assembler.sparse:
-        import scipy.sparse
-
-        return scipy.sparse.vstack([x for x, _ in batches], format="csr"), labels
-    return np.concatenate([x for x, _ in batches]), labels
+    arrays = _Assembler(reader).arrays(batch)
+    reader.next_batch(sys.maxsize)  # all that can be left is a corrupt or truncated tail, which raises
+    return arrays
 
 
 def read_file(path: str | os.PathLike[str]) -> tuple[Any, np.ndarray | None]:
