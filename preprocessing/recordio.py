@@ -305,8 +305,9 @@ def _sparse_frames(
     n_rows = counts.size
     present = counts > 0
     key_bytes, key_byte_counts = _varints_flat(indices)
-    bounds = np.concatenate([[0], np.cumsum(counts)])
-    key_lengths = np.diff(np.concatenate([[0], np.cumsum(key_byte_counts, dtype=np.int64)])[bounds])
+    key_lengths = np.zeros(n_rows, dtype=np.int64)
+    if key_bytes.size:  # bytes of keys per row; reduceat over the non-empty rows only (it mishandles empty ones)
+        key_lengths[present] = np.add.reduceat(key_byte_counts, _exclusive_cumsum(counts)[present], dtype=np.int64)
     value_lengths = 4 * counts
     shape_part = b"\x1a" + _varint_bytes(len(_varint_bytes(n_cols))) + _varint_bytes(n_cols)
     tensor = (
