@@ -352,7 +352,12 @@ def _sparse_frames(
         axis=1,
     ).reshape(-1)
     out = np.empty(int(parts.sum()), dtype=np.uint8)  # frames are padded, so its length is a multiple of 4
-    out[np.repeat(np.tile(np.array([True, False, True, False, True]), n_rows), parts)] = small
+    # the few small bytes go by index (an index per byte is cheap for them), the bulk streams by masks
+    segments = parts.reshape(-1, 5)
+    segment_starts = _exclusive_cumsum(parts).reshape(-1, 5)
+    small_lengths = segments[:, 0::2].reshape(-1)
+    shift = segment_starts[:, 0::2].reshape(-1) - _exclusive_cumsum(small_lengths)
+    out[np.repeat(shift, small_lengths) + np.arange(small.size)] = small
     out[np.repeat(np.tile(np.array([False, False, False, True, False]), n_rows), parts)] = key_bytes
     head_lengths = parts[0::5]
     if (head_lengths % 4).any():
