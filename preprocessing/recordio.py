@@ -387,7 +387,10 @@ def write_sparse(fileobj: IO[bytes], X: Any, y: Any = None) -> int:
     labels = _as_labels(y, n_rows)
     indptr = csr.indptr.astype(np.int64)
     data = np.ascontiguousarray(csr.data, dtype="<f4")
-    indices = csr.indices.astype(np.uint32 if n_cols <= 1 << 32 else np.uint64, copy=False)
+    if csr.indices.dtype == np.int32:  # column indices are never negative: reinterpret, no copy
+        indices = csr.indices.view(np.uint32)
+    else:
+        indices = csr.indices.astype(np.uint32 if n_cols <= 1 << 32 else np.uint64)
     row_starts = _sparse_batches(indptr)
     for start, stop in zip(row_starts[:-1], row_starts[1:], strict=True):
         lo, hi = int(indptr[start]), int(indptr[stop])
