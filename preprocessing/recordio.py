@@ -392,17 +392,42 @@ def write_sparse(fileobj: IO[bytes], X: Any, y: Any = None) -> int:
     else:
         indices = csr.indices.astype(np.uint32 if n_cols <= 1 << 32 else np.uint64)
     row_starts = _sparse_batches(indptr)
-    for start, stop in zip(row_starts[:-1], row_starts[1:], strict=True):
+
+    def encode(start: int, stop: int) -> np.ndarray:
         lo, hi = int(indptr[start]), int(indptr[stop])
-        counts = np.diff(indptr[start : stop + 1])
         batch_data = data[lo:hi]
         _check_finite(batch_data, start, "features", indptr=indptr[start : stop + 1] - lo)
         batch_labels = None
         if labels is not None:
             batch_labels = labels[start:stop]
             _check_finite(batch_labels, start, "labels")
-        fileobj.write(_sparse_frames(batch_data, indices[lo:hi], counts, n_cols, batch_labels).data)
+        return _sparse_frames(batch_data, indices[lo:hi], np.diff(indptr[start : stop + 1]), n_cols, batch_labels)
+
+    for frames in _in_order_threaded(encode, list(zip(row_starts[:-1], row_starts[1:], strict=True))):
+        fileobj.write(frames.data)
     return n_rows
+
+
+def _in_order_threaded(work: Any, batches: list[tuple[int, int]]) -> Iterator[np.ndarray]:
+    """``work(*batch)`` for every batch, in order, on up to two threads (numpy releases the GIL in the bulk copies).
+
+    At most two batches beyond the one being written are in flight, so memory stays bounded by a few batches; an
+    error in any batch is raised in order, and nothing after it is written.
+    """
+    if len(batches) < 2 or (os.cpu_count() or 1) < 2:
+        yield from (work(*batch) for batch in batches)
+        return
+    from collections import deque
+    from concurrent.futures import ThreadPoolExecutor
+
+    with ThreadPoolExecutor(max_workers=2) as pool:
+        pending: deque = deque()
+        for batch in batches:
+            pending.append(pool.submit(work, *batch))
+            if len(pending) > 2:
+                yield pending.popleft().result()
+        while pending:
+            yield pending.popleft().result()
 
 
 def _sparse_batches(indptr: np.ndarray, max_entries: int = 1 << 21, max_rows: int = 1 << 16) -> list[int]:
