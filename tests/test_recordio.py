@@ -489,3 +489,20 @@ def test_writer_rejects_bad_arrays() -> None:
     S = scipy.sparse.csr_matrix(np.array([[0, 1], [np.nan, 0]], dtype=np.float32))
     with pytest.raises(ValueError, match="row 1"):
         recordio.write_sparse(out, S)
+
+
+def test_threaded_batches_come_back_in_order_and_stop_at_the_first_error() -> None:
+    from preprocessing.recordio import _in_order_threaded
+
+    def work(start: int, stop: int) -> np.ndarray:
+        if start == 30:
+            raise ValueError(f"row {start}: bad")
+        return np.arange(start, stop)
+
+    batches = [(i, i + 10) for i in range(0, 30, 10)]
+    assert np.array_equal(np.concatenate(list(_in_order_threaded(work, batches))), np.arange(30))
+    seen = []
+    with pytest.raises(ValueError, match="row 30"):
+        for out in _in_order_threaded(work, [*batches, (30, 40), (40, 50)]):
+            seen.append(out)
+    assert np.array_equal(np.concatenate(seen), np.arange(30)), "nothing after the failing batch is yielded"
