@@ -44,11 +44,15 @@ def run(args: argparse.Namespace) -> int:
     from rich.table import Table
 
     table = Table(title="Executions (newest first)", title_justify="left")
-    for column in ("id", "status", "start", "end", "failure reason"):
-        table.add_column(column, overflow="fold")
+    for column in ("id", "status", "started (UTC)", "duration", "failure reason"):
+        table.add_column(column, overflow="fold", no_wrap=column != "failure reason")
     for row in rows:
         table.add_row(
-            row["id"], row["status"], _time(row["start_time"]), _time(row["end_time"]), row["failure_reason"] or ""
+            row["id"],
+            row["status"],
+            _time(row["start_time"]),
+            _duration(row["start_time"], row["end_time"]),
+            row["failure_reason"] or "",
         )
     Console().print(table)
     if not rows:
@@ -102,3 +106,12 @@ def _time(value: Any) -> str:
     if isinstance(value, datetime):
         return value.strftime("%Y-%m-%d %H:%M:%S")
     return str(value).replace("T", " ")[:19]
+
+
+def _duration(start: Any, end: Any) -> str:
+    """Wall time between two timestamps (datetimes or ISO strings) as 12.3s or 4m05s; "-" while running."""
+    if start is None or end is None:
+        return "-"
+    start, end = (v if isinstance(v, datetime) else datetime.fromisoformat(str(v)) for v in (start, end))
+    seconds = (end - start).total_seconds()
+    return f"{seconds:.1f}s" if seconds < 60 else f"{int(seconds // 60)}m{int(seconds % 60):02d}s"
