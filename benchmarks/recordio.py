@@ -14,7 +14,6 @@ import argparse
 import importlib.util
 import io
 import struct
-import subprocess
 import sys
 import tempfile
 import time
@@ -28,26 +27,16 @@ import scipy.sparse
 
 from preprocessing import recordio
 
-PROTO = Path(__file__).resolve().parent.parent / "tests" / "recordio.proto"
+ORACLE = Path(__file__).resolve().parent.parent / "tests" / "protobuf_oracle.py"
 
 
-def compile_protobuf(workdir: str) -> ModuleType:
-    """The aialgs.data messages compiled from tests/recordio.proto."""
-    subprocess.run(
-        [sys.executable, "-m", "grpc_tools.protoc", f"-I{PROTO.parent}", f"--python_out={workdir}", PROTO.name],
-        check=True,
-    )
-    spec = importlib.util.spec_from_file_location("recordio_pb2", Path(workdir) / "recordio_pb2.py")
+def load_oracle() -> ModuleType:
+    """tests/protobuf_oracle.py: the protobuf compilation and SDK v2-style writers the tests check the codec with."""
+    spec = importlib.util.spec_from_file_location("protobuf_oracle", ORACLE)
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module
-
-
-def _frame(out: io.BytesIO, payload: bytes) -> None:
-    out.write(struct.pack("<II", recordio.MAGIC, len(payload)))
-    out.write(payload)
-    out.write(b"\0" * (-len(payload) % 4))
 
 
 def _payloads(data: bytes) -> list[bytes]:
@@ -57,31 +46,6 @@ def _payloads(data: bytes) -> list[bytes]:
         payloads.append(data[position + 8 : position + 8 + length])
         position += 8 + length + (-length % 4)
     return payloads
-
-
-def reference_write_dense(pb: ModuleType, X: np.ndarray, y: np.ndarray) -> bytes:
-    out = io.BytesIO()
-    record = pb.Record()
-    for i, row in enumerate(X):
-        record.Clear()
-        record.features["values"].float32_tensor.values.extend(row)
-        record.label["values"].float32_tensor.values.extend([y[i]])
-        _frame(out, record.SerializeToString())
-    return out.getvalue()
-
-
-def reference_write_sparse(pb: ModuleType, X: scipy.sparse.csr_matrix, y: np.ndarray) -> bytes:
-    out = io.BytesIO()
-    record = pb.Record()
-    for i in range(X.shape[0]):
-        record.Clear()
-        row = X.getrow(i)
-        record.features["values"].float32_tensor.values.extend(row.data)
-        record.features["values"].float32_tensor.keys.extend(row.indices.astype(np.uint64))
-        record.label["values"].float32_tensor.values.extend([y[i]])
-        record.features["values"].float32_tensor.shape.extend([X.shape[1]])
-        _frame(out, record.SerializeToString())
-    return out.getvalue()
 
 
 def reference_read_dense(pb: ModuleType, data: bytes) -> tuple[np.ndarray, np.ndarray]:
@@ -161,7 +125,8 @@ def main() -> int:
     args = parser.parse_args()
 
     with tempfile.TemporaryDirectory() as workdir:
-        pb = compile_protobuf(workdir)
+        oracle = load_oracle()
+        pb = oracle.compile_record_protobuf(Path(workdir))
     rng = np.random.default_rng(0)
     X = rng.standard_normal((args.dense_rows, args.dense_features), dtype=np.float32)
     y = rng.integers(0, 2, args.dense_rows).astype(np.float32)
@@ -175,8 +140,8 @@ def main() -> int:
     print(f"{'case':<15} {'codec rows/s':>14} {'codec MB/s':>10} {'ref rows/s':>14} {'ref MB/s':>10} {'ratio':>9}")
     ratios = {}
     for name, matrix, labels, writer, ref_write, ref_read in (
-        ("dense", X, y, recordio.write_dense, reference_write_dense, reference_read_dense),
-        ("sparse", S, y_sparse, recordio.write_sparse, reference_write_sparse, reference_read_sparse),
+        ("dense", X, y, recordio.write_dense, oracle.v2_dense, reference_read_dense),
+        ("sparse", S, y_sparse, recordio.write_sparse, oracle.v2_sparse, reference_read_sparse),
     ):
         codec_seconds, data = timed(lambda: codec_write(writer, matrix, labels), args.repeat)  # noqa: B023
         reference_seconds, reference_data = timed(lambda: ref_write(pb, matrix, labels), 1)  # noqa: B023

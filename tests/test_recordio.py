@@ -1,7 +1,8 @@
 """The RecordIO-protobuf codec against an independent oracle: the protobuf runtime on tests/recordio.proto.
 
-The oracle writers below follow SDK v2's ``write_numpy_to_dense_tensor`` / ``write_spmatrix_to_sparse_tensor``
-(one protobuf message per row) and dmlc's RecordIO writer (records split around the magic number).
+The oracle writers follow SDK v2's ``write_numpy_to_dense_tensor`` / ``write_spmatrix_to_sparse_tensor`` (one
+protobuf message per row, in tests/protobuf_oracle.py) and dmlc's RecordIO writer (records split around the magic
+number, below).
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ import scipy.sparse
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
+from protobuf_oracle import frame, v2_dense, v2_sparse
 
 from preprocessing import recordio
 from preprocessing.recordio import MAGIC, RecordIOError
@@ -27,38 +29,6 @@ MAGIC_AS_FLOAT32 = np.array([MAGIC], dtype="<u4").view("<f4")[0]
 
 # ---------------------------------------------------------------------------------------------------------------
 # oracle: per-row protobuf writers and a plain frame reader
-
-
-def frame(payload: bytes, flag: int = 0) -> bytes:
-    return MAGIC_BYTES + struct.pack("<I", (flag << 29) | len(payload)) + payload + b"\0" * (-len(payload) % 4)
-
-
-def v2_dense(pb: ModuleType, X: np.ndarray, y: np.ndarray | None = None) -> bytes:
-    out = io.BytesIO()
-    record = pb.Record()
-    for i, row in enumerate(X):
-        record.Clear()
-        record.features["values"].float32_tensor.values.extend(row)
-        if y is not None:
-            record.label["values"].float32_tensor.values.extend([y[i]])
-        out.write(frame(record.SerializeToString()))
-    return out.getvalue()
-
-
-def v2_sparse(pb: ModuleType, X: scipy.sparse.spmatrix, y: np.ndarray | None = None) -> bytes:
-    out = io.BytesIO()
-    record = pb.Record()
-    csr = X.tocsr()
-    for i in range(csr.shape[0]):
-        record.Clear()
-        row = csr.getrow(i)
-        record.features["values"].float32_tensor.values.extend(row.data)
-        record.features["values"].float32_tensor.keys.extend(row.indices.astype(np.uint64))
-        if y is not None:
-            record.label["values"].float32_tensor.values.extend([y[i]])
-        record.features["values"].float32_tensor.shape.extend([csr.shape[1]])
-        out.write(frame(record.SerializeToString()))
-    return out.getvalue()
 
 
 def dmlc_split_frames(payload: bytes) -> bytes:
