@@ -14,6 +14,7 @@ from pipeline.config import load_config
 from pipeline.data_version import files_version, local_s3_version
 from pipeline.example_data import write_example_data
 from pipeline.local.executions import ExecutionRecord
+from pipeline.local.progress import step_table
 from pipeline.local.runner import LocalRun, build_local_run, example_data, user_data
 from pipeline.local.summary import print_summary, summarise
 
@@ -59,6 +60,12 @@ def check_three_runs(run: LocalRun, execute, change) -> tuple[ExecutionRecord, E
     assert second.parameters["DataVersion"] != first.parameters["DataVersion"]
     preprocess_arguments = arguments(second, "Preprocess")["AppSpecification"]["ContainerArguments"]
     assert f"--data-version={second.parameters['DataVersion']}" in preprocess_arguments
+    outputs = second.steps["Preprocess"].properties["ProcessingOutputConfig"]["Outputs"]
+    [summary_uri] = [output["S3Output"]["S3Uri"] for output in outputs if output["OutputName"] == "summary"]
+    parts = run.s3.list_objects(summary_uri.rstrip("/") + "/")
+    assert parts and {json.loads(run.s3.path(part).read_text())["data_version"] for part in parts} == {
+        second.parameters["DataVersion"]
+    }  # Preprocess records the version it processed
     channels = arguments(second, "Train")["InputDataConfig"]
     uris = [channel["DataSource"]["S3DataSource"]["S3Uri"] for channel in channels]
     assert all(f"/{second.id}/preprocess/" in uri for uri in uris)  # the new Preprocess output: a new Train key
@@ -74,6 +81,11 @@ def check_three_runs(run: LocalRun, execute, change) -> tuple[ExecutionRecord, E
     assert third_summary["metrics"] == second_summary["metrics"]
     assert third_summary["cache_hits"] == dict.fromkeys(["Preprocess", "Train", "Transform", "Evaluate"], second.id)
     console = Console(record=True, width=200)
+    console.print(step_table(third, "live table"))
+    table = console.export_text()
+    for name in CACHEABLE:
+        [row] = [line for line in table.splitlines() if line.startswith(f"│ {name} ")]
+        assert "Succeeded (cached)" in row and f"cache hit from execution {second.id}" in row
     print_summary(third_summary, console)
     assert f"Cache hits: Preprocess, Train, Transform, Evaluate reused from execution {second.id}" in (
         console.export_text()
