@@ -205,3 +205,16 @@ def test_codebuild_role_allows_what_upsert_and_start_send() -> None:
     sent |= {"sagemaker:AddTags", "sagemaker:DescribePipeline", "sagemaker:StartPipelineExecution", "iam:PassRole"}
     sent |= {"s3:ListBucket"}  # start lists the objects under InputDataUrl for DataVersion
     assert sent <= allowed_actions("codebuild-role-policy.json")
+
+
+def test_scheduler_roles_allow_the_action_of_the_schedules_universal_target() -> None:
+    from pipeline.sagemaker_ops import START_PIPELINE_EXECUTION_TARGET
+
+    service, action = START_PIPELINE_EXECUTION_TARGET.split(":")[-2:]
+    needed = f"{service}:{action[0].upper()}{action[1:]}"
+    assert needed == "sagemaker:StartPipelineExecution"
+    policy = json.loads((REPOSITORY / "iam" / "scheduler-role-policy.json").read_text())
+    [statement] = policy["Statement"]
+    assert statement["Resource"] == "arn:aws:sagemaker:${AWS_REGION}:${AWS_ACCOUNT_ID}:pipeline/${PIPELINE_NAME}"
+    for name in ("scheduler-role-policy.json", "pipeline-role-policy.json"):  # a dedicated role, or the default
+        assert needed in allowed_actions(name)
