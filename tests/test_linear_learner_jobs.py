@@ -14,6 +14,7 @@ import warnings
 
 import numpy as np
 import pytest
+from mxnet_oracle import check_service_layout
 from sklearn.datasets import load_breast_cancer, load_diabetes, load_iris
 from sklearn.linear_model import LogisticRegressionCV
 from sklearn.metrics import roc_auc_score
@@ -76,6 +77,12 @@ def test_one_two_and_four_instances_reach_the_same_quality(cancer, tmp_path, ins
                    work_dir=tmp_path / "work", on_log=lines.append)
     assert result.model_path == tmp_path / "out" / "model.tar.gz" and result.model_path.is_file()
     assert json.loads((tmp_path / "out" / "metrics.json").read_text()) == pytest.approx(result.metrics)
+    # the artifact is the service's; what the run needs beyond it lies beside it
+    check_service_layout(result.model_path.read_bytes())
+    training = json.loads((tmp_path / "out" / "training.json").read_text())
+    assert training == {"epochs_run": result.epochs_run, "hyperparameters": result.hyperparameters}
+    assert 1 <= result.epochs_run <= int(BINARY.get("epochs", "15"))
+    assert result.hyperparameters["predictor_type"] == "binary_classifier"
     assert result.metrics["test:roc_auc_score"] >= cancer["baseline_auc"] - 0.01
     assert result.metrics["validation:objective_loss"] < 0.2
     for index in range(instances):

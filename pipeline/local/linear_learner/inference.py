@@ -34,8 +34,8 @@ def transform_files(model_path: Path, input_files: Sequence[Path], output_dir: P
         for path in input_files:
             features, _ = read_features_and_labels(path, content_type, labels_in_csv=False)
             if features.shape[1] != model.feature_dim:
-                raise DataError(f"{path}: records have {features.shape[1]} features; the model {model_path} "
-                                f"expects {model.feature_dim}")
+                raise DataError(f"{path}: records have {features.shape[1]} features; the model expects "
+                                f"{model.feature_dim} ({model_path})")
             target = output_dir / (path.name + ".out")
             temporary = target.with_name(target.name + ".tmp")
             lines = prediction_lines(model, features) if features.shape[0] else []
