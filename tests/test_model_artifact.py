@@ -230,14 +230,41 @@ def test_written_artifact_is_the_services_layout_and_scores_as_trained(predictor
 def test_normalisation_is_folded_into_the_weights():
     """wine's features span 0.1 .. 1680: scoring the raw features with the stored weights matches the trainer."""
     model, features = _train("multiclass_classifier")
-    params = parse_mxnet_params(json_free_params(artifact_bytes(model)))
+    params = parse_mxnet_params(artifact_member(artifact_bytes(model), "mx-mod-0000.params"))
     logits = features.astype(np.float64) @ params["arg:fc0_weight"] + params["arg:fc0_bias"]
     assert features.max() > 1000
     np.testing.assert_array_equal(np.argmax(logits, axis=1), model.predict(features)[1])
 
 
-def json_free_params(data: bytes) -> bytes:
+@pytest.mark.parametrize(("predictor_type", "loss", "used"), [
+    ("binary_classifier", "hinge_loss", {"margin": 1.0}),
+    ("regressor", "quantile_loss", {"quantile": 0.5}),
+    ("regressor", "eps_insensitive_squared_loss", {"loss_insensitivity": 0.01,
+                                                   "eps_insensitive_loss_type": "eps_insensitive_squared_loss"}),
+])
+def test_other_losses_round_trip_with_their_metrics_params(predictor_type, loss, used):
+    features, labels = (load_breast_cancer if predictor_type == "binary_classifier" else load_diabetes)(
+        return_X_y=True)
+    features, labels = features.astype(np.float32), labels.astype(np.float32)
+    hp = parse_hyperparameters({"predictor_type": predictor_type, "loss": loss, "epochs": "2", "num_models": "2",
+                                "mini_batch_size": "64"})
+    model = fit(hp, Dataset(features, labels), None, LocalCollective(), lambda line: None).model
+    data = artifact_bytes(model)
+    loaded = read_model_bytes(data)
+    additional = json.loads(artifact_member(data, "additional-params.json"))
+    assert additional["loss_type"] == loss
+    assert {key: additional["metrics_params"][key] for key in used} == used
+    assert all(value is None for key, value in additional["metrics_params"].items()
+               if key in ("quantile", "huber_delta", "margin", "loss_insensitivity", "eps_insensitive_loss_type")
+               and key not in used)
+    for got, expected in zip(loaded.predict(features), model.predict(features), strict=True):
+        np.testing.assert_array_equal(got, expected)
+    if loss == "hinge_loss":  # the score is the margin, split at the calibrated threshold
+        assert loaded.threshold == model.threshold
+
+
+def artifact_member(data: bytes, name: str) -> bytes:
     with tarfile.open(fileobj=io.BytesIO(gzip.decompress(data))) as tar:
         inner = tar.extractfile("model_algo-1").read()
     with zipfile.ZipFile(io.BytesIO(inner)) as archive:
-        return archive.read("mx-mod-0000.params")
+        return archive.read(name)

@@ -140,6 +140,23 @@ def symbol_graph(predictor_type: str, feature_dim: int, outputs: int) -> dict[st
     }
 
 
+def symbol_json(graph: dict[str, Any]) -> bytes:
+    """MXNet's layout of a symbol file: one field per line, lists of numbers (inputs, heads) inline."""
+    inline = json.dumps
+    nodes = []
+    for node in graph["nodes"]:
+        fields = [f'      "op": {inline(node["op"])}', f'      "name": {inline(node["name"])}']
+        if "attrs" in node:
+            attrs = ",\n".join(f"        {inline(k)}: {inline(v)}" for k, v in node["attrs"].items())
+            fields.append(f'      "attrs": {{\n{attrs}\n      }}')
+        fields.append(f'      "inputs": {inline(node["inputs"])}')
+        nodes.append("    {\n" + ",\n".join(fields) + "\n    }")
+    lines = ["{", '  "nodes": [', ",\n".join(nodes), "  ],"]
+    lines += [f'  "{key}": {inline(graph[key])},' for key in ("arg_nodes", "node_row_ptr", "heads")]
+    lines += [f'  "attrs": {inline(graph["attrs"])}', "}"]
+    return "\n".join(lines).encode()
+
+
 def additional_params(model: LinearModel) -> dict[str, Any]:
     """``additional-params.json`` in the service's key order (threshold, loss_type, predictor_type, metrics_params)."""
     threshold = float32_double(model.threshold)
@@ -155,7 +172,7 @@ def artifact_bytes(model: LinearModel) -> bytes:
     members = {
         MANIFEST: MANIFEST_BYTES,
         ADDITIONAL_PARAMS: json.dumps(additional_params(model)).encode(),
-        SYMBOL: json.dumps(symbol_graph(model.predictor_type, model.feature_dim, outputs), indent=2).encode(),
+        SYMBOL: symbol_json(symbol_graph(model.predictor_type, model.feature_dim, outputs)),
         PARAMS: encode_ndarray_list({
             WEIGHT: model.weights,
             BIAS: np.asarray(model.bias, dtype=np.float32).reshape(1, outputs),
