@@ -268,3 +268,19 @@ def artifact_member(data: bytes, name: str) -> bytes:
         inner = tar.extractfile("model_algo-1").read()
     with zipfile.ZipFile(io.BytesIO(inner)) as archive:
         return archive.read(name)
+
+
+def test_the_reader_is_container_code_python_3_9_and_numpy_only():
+    """The Evaluate job (scikit-learn image, Python 3.9) imports it: no 3.10+ syntax, no package beyond numpy."""
+    import ast
+    import sys
+
+    source = (Path(__file__).parents[1] / "evaluation" / "linear_learner_model.py").read_text()
+    tree = ast.parse(source, feature_version=(3, 9))
+    imported = {alias.name.split(".")[0] for node in ast.walk(tree) if isinstance(node, ast.Import)
+                for alias in node.names}
+    imported |= {node.module.split(".")[0] for node in ast.walk(tree)
+                 if isinstance(node, ast.ImportFrom) and node.module}
+    assert imported - set(sys.stdlib_module_names) == {"numpy"}
+    calls = [node for node in ast.walk(tree) if isinstance(node, ast.Call) and getattr(node.func, "id", "") == "zip"]
+    assert all(not any(k.arg == "strict" for k in call.keywords) for call in calls)
