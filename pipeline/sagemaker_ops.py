@@ -380,7 +380,7 @@ def schedule_request(
             "after the first reuse the first one's cached results"
         )
     pipeline_id = hashlib.sha256(config.pipeline_name.encode()).hexdigest()[:16]
-    start_request = {
+    invocation = {
         "PipelineName": config.pipeline_name,
         "PipelineParameters": [
             *({"Name": name, "Value": str(value)} for name, value in (parameters or {}).items()),
@@ -396,7 +396,7 @@ def schedule_request(
         "Target": {
             "Arn": START_PIPELINE_EXECUTION_TARGET,
             "RoleArn": role_arn or config.role_arn,
-            "Input": json.dumps(start_request),
+            "Input": json.dumps(invocation),
         },
         "State": "ENABLED" if enabled else "DISABLED",
         "StartDate": now or datetime.now(timezone.utc),
