@@ -598,7 +598,12 @@ def test_schedule_dry_run_prints_the_exact_request_without_calling_aws(
     def no_aws(config: Any) -> Any:
         raise AssertionError("--dry-run called AWS")
 
+    def build_definition(config: PipelineConfig) -> BuiltDefinition:  # the same build, made once for the module
+        assert (config.pipeline_name, config.bucket, config.region) == ("churn-pipeline", CONFIG.bucket, CONFIG.region)
+        return built
+
     monkeypatch.setattr(sagemaker_ops, "aws_session", no_aws)
+    monkeypatch.setattr("pipeline.definition.build_definition", build_definition)
     argv = ["schedule", "--dry-run", "--rate", "12 hours", "--param", "Epochs=5", "--disabled"]
     argv += ["--region", "us-west-2", "--role-arn", CONFIG.role_arn, "--bucket", "artifacts-bucket"]
     argv += ["--pipeline-name", "churn-pipeline", "--tag", "cost-center=ml"]
