@@ -16,7 +16,9 @@ from typing import Any
 
 import numpy as np
 
-SECTIONS = ("binary_classification_metrics", "multiclass_classification_metrics", "regression_metrics")
+from pipeline.names import METRICS_SECTIONS
+
+SECTIONS = tuple(METRICS_SECTIONS.values())
 
 
 class PlotError(ValueError):

@@ -18,6 +18,8 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
+from pipeline.names import StepStatus
+
 EXECUTION_FILE = "execution.json"
 
 
@@ -37,7 +39,7 @@ class StepRecord:
 
     name: str
     type: str
-    status: str = "Pending"
+    status: str = StepStatus.PENDING
     start_time: str | None = None
     end_time: str | None = None
     failure_reason: str | None = None
@@ -55,7 +57,7 @@ class ExecutionRecord:
     id: str
     pipeline_name: str
     folder: Path
-    status: str = "Executing"
+    status: str = StepStatus.EXECUTING
     start_time: str = field(default_factory=now)
     end_time: str | None = None
     parameters: dict[str, Any] = field(default_factory=dict)

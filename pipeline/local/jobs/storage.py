@@ -6,9 +6,9 @@ import os
 import shutil
 from pathlib import Path
 
-from pipeline.local.interpreter import StepFailed
+from pipeline.local.jobs.contract import StepFailed
 from pipeline.local.s3 import LocalS3, split_uri
-from pipeline.local.sharding import objects_for_instance
+from pipeline.sharding import objects_for_instance
 
 
 def list_prefix(s3: LocalS3, uri: str, what: str) -> list[str]:

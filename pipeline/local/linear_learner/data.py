@@ -10,9 +10,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from pipeline.local.linear_learner.trainer import Dataset
-
-RECORDIO = "application/x-recordio-protobuf"
-CSV = "text/csv"
+from pipeline.names import CSV
 
 
 class DataError(ValueError):

@@ -12,7 +12,8 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-PREDICTOR_TYPES = ("binary_classifier", "multiclass_classifier", "regressor")
+from pipeline.names import PREDICTOR_TYPES
+
 LOSSES_BY_PREDICTOR = {
     "binary_classifier": ("logistic", "hinge_loss"),
     "multiclass_classifier": ("softmax_loss",),

@@ -22,9 +22,10 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from pipeline.local.sharding import DISTRIBUTIONS, objects_for_instance
+from pipeline.errors import TrainingError
+from pipeline.names import RECORDIO, TRAINING_CONTENT_TYPES
+from pipeline.sharding import DISTRIBUTIONS, objects_for_instance
 
-CONTENT_TYPES = ("application/x-recordio-protobuf", "text/csv")
 AUTHKEY_ENV = "LLPIPE_LL_AUTHKEY"
 EXIT_ABORTED = 3  # an instance stopped because another one failed (not the root cause)
 
@@ -35,7 +36,7 @@ class Channel:
 
     files: list[Path] = field(default_factory=list)
     distribution: str = "FullyReplicated"
-    content_type: str = "application/x-recordio-protobuf"
+    content_type: str = RECORDIO
 
 
 @dataclass(frozen=True)
@@ -44,10 +45,6 @@ class TrainingResult:
 
     model_path: Path
     metrics: dict[str, float]
-
-
-class TrainingError(RuntimeError):
-    """The training job failed; the message names the failing host (algo-N) and its error."""
 
 
 def host_name(index: int) -> str:
@@ -83,9 +80,9 @@ def _check_channels(channels: Mapping[str, Channel]) -> None:
         if channel.distribution not in DISTRIBUTIONS:
             raise TrainingError(f"channel {name!r}: unknown distribution {channel.distribution!r}; "
                                 f"expected one of {DISTRIBUTIONS}")
-        if channel.content_type.split(";")[0].strip() not in CONTENT_TYPES:  # e.g. "text/csv;label_size=1"
+        if channel.content_type.split(";")[0].strip() not in TRAINING_CONTENT_TYPES:  # e.g. "text/csv;label_size=1"
             raise TrainingError(f"channel {name!r}: content type {channel.content_type!r} is not supported; "
-                                f"expected one of {CONTENT_TYPES}")
+                                f"expected one of {TRAINING_CONTENT_TYPES}")
 
 
 def _lay_out_root(work_dir: Path, index: int, count: int, hyperparameters: Mapping[str, str],
@@ -238,11 +235,11 @@ def _atomic_copy(source: Path, target: Path) -> None:
 
 
 def transform(model_path: Path, input_files: Sequence[Path], output_dir: Path, *,
-              content_type: str = "application/x-recordio-protobuf") -> list[Path]:
+              content_type: str = RECORDIO) -> list[Path]:
     """Batch transform: for each input file F write ``output_dir/F.name + ".out"`` (jsonlines, in record order)."""
     from pipeline.local.linear_learner.inference import transform_files
 
     content_type = content_type.split(";")[0].strip()
-    if content_type not in CONTENT_TYPES:
-        raise ValueError(f"content type {content_type!r} is not supported; expected one of {CONTENT_TYPES}")
+    if content_type not in TRAINING_CONTENT_TYPES:
+        raise ValueError(f"content type {content_type!r} is not supported; expected one of {TRAINING_CONTENT_TYPES}")
     return transform_files(Path(model_path), [Path(f) for f in input_files], Path(output_dir), content_type)

@@ -18,6 +18,8 @@ import time
 import traceback
 from pathlib import Path
 
+from pipeline.names import RECORDIO, TRAINING_CONTENT_TYPES
+
 CHANNELS = ("train", "validation", "test")
 EXIT_FAILED = 1
 EXIT_ABORTED = 3
@@ -63,8 +65,8 @@ def run(root: Path, coordinator: str | None) -> None:
     if "train" not in data_config:
         raise ClientError("the 'train' channel is required")
     for name, channel in data_config.items():
-        content_type = channel.get("ContentType", "application/x-recordio-protobuf").split(";")[0].strip()
-        if content_type not in ("application/x-recordio-protobuf", "text/csv"):
+        content_type = channel.get("ContentType", RECORDIO).split(";")[0].strip()
+        if content_type not in TRAINING_CONTENT_TYPES:
             raise ClientError(f"channel {name!r}: content type {content_type!r} is not supported; expected "
                               "application/x-recordio-protobuf or text/csv")
         channel["ContentType"] = content_type
