@@ -26,7 +26,9 @@ PROGRESS_MIN_BYTES = 16 << 20
 
 
 @dataclass
-class Summary:
+class Conversion:
+    """What one conversion wrote: rows, feature count, the shard files, and how long it took."""
+
     rows: int
     features: int
     shards: list[Path]
@@ -45,7 +47,7 @@ class Summary:
 
 def convert(
     inputs: list[Path], label_column: str, output: Path, shards: int, sparse: bool = False, overwrite: bool = False
-) -> Summary:
+) -> Conversion:
     """Convert ``inputs`` into ``shards`` RecordIO-protobuf files in ``output``; ConvertError on bad input."""
     from rich.console import Console
     from rich.progress import BarColumn, DownloadColumn, Progress, TimeRemainingColumn
@@ -100,7 +102,7 @@ def convert(
             shutil.rmtree(output, ignore_errors=True)
         raise
     shutil.rmtree(work, ignore_errors=True)
-    return Summary(writer.rows, len(columns or []), names, sparse, time.perf_counter() - started)
+    return Conversion(writer.rows, len(columns or []), names, sparse, time.perf_counter() - started)
 
 
 def _input_files(inputs: list[Path]) -> list[Path]:

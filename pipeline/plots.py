@@ -9,13 +9,13 @@ directly (no pyplot global state) and written under a temporary name, then renam
 from __future__ import annotations
 
 import json
-import os
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
+from pipeline.files import atomic_path
 from pipeline.names import METRICS_SECTIONS
 
 SECTIONS = tuple(METRICS_SECTIONS.values())
@@ -82,12 +82,8 @@ def _figure(width: float = 5.0, height: float = 4.5) -> Any:
 
 
 def _save(figure: Any, target: Path) -> Path:
-    temporary = target.with_name(f".{target.name}.tmp")
-    try:
+    with atomic_path(target) as temporary:
         figure.savefig(temporary, format="png", metadata={"Software": None})
-        os.replace(temporary, target)
-    finally:
-        temporary.unlink(missing_ok=True)
     return target
 
 

@@ -25,9 +25,9 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    """Convert, print a summary; one clear error line and exit code 1 on bad input."""
+    """Convert and print what was written; bad input raises ``ConvertError`` (one line, exit code 1)."""
     from pipeline.convert import convert
 
-    summary = convert(args.inputs, args.label_column, args.output, args.shards, args.sparse, args.overwrite)
-    print(summary.describe())
+    conversion = convert(args.inputs, args.label_column, args.output, args.shards, args.sparse, args.overwrite)
+    print(conversion.describe())
     return 0

@@ -8,6 +8,7 @@ from pathlib import Path
 
 from pipeline.config import add_config_arguments, config_from_args
 from pipeline.errors import LlpipeError
+from pipeline.files import write_text_atomically
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
@@ -29,13 +30,9 @@ def run(args: argparse.Namespace) -> int:
         sys.stdout.write(built.definition_json)
         return 0
     output: Path = args.output
-    temporary = output.with_name(f".{output.name}.tmp")
     try:
-        output.parent.mkdir(parents=True, exist_ok=True)
-        temporary.write_text(built.definition_json, encoding="utf-8")
-        temporary.replace(output)
+        write_text_atomically(output, built.definition_json)
     except OSError as error:
-        temporary.unlink(missing_ok=True)
         raise LlpipeError(f"cannot write {output}: {error.strerror}") from None
     print(
         f"wrote {output} ({len(built.definition_json)} bytes, {len(built.uploads)} code objects to upload)",

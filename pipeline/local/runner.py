@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from pipeline.errors import DataError
+from pipeline.files import atomic_path
 from pipeline.local.executions import ExecutionRecord, ExecutionStore, StepRecord
 from pipeline.local.interpreter import Interpreter
 from pipeline.local.jobs import local_runners
@@ -82,10 +83,8 @@ def stage_data(s3: LocalS3, source: DataSource, prefix: str) -> str:
     for path in source.files:
         target = s3.path(uri + path.relative_to(source.base).as_posix())
         if not target.exists():
-            temporary = target.with_name(f".{target.name}.staging")
-            temporary.unlink(missing_ok=True)
-            link_or_copy(path, temporary)
-            temporary.replace(target)
+            with atomic_path(target) as temporary:
+                link_or_copy(path, temporary)
     return uri
 
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from pipeline.local.jobs.contract import JobRunner
-from pipeline.local.jobs.model import ModelJobs
+from pipeline.local.jobs.create_model import ModelJobs
 from pipeline.local.jobs.processing import ProcessingJobs
 from pipeline.local.jobs.register import RegisterJobs
 from pipeline.local.jobs.training import TrainingJobs

@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from pipeline.local.jobs.contract import Job, StepFailed
-from pipeline.local.jobs.model import load_model
+from pipeline.local.jobs.create_model import read_created_model
 from pipeline.local.jobs.storage import list_prefix, relative_key, upload_file
 from pipeline.local.jobs.training import LINEAR_LEARNER_IMAGE
 from pipeline.local.s3 import LocalS3
@@ -32,7 +32,7 @@ class TransformJobs:
         from pipeline.local.linear_learner import launcher
 
         arguments = job.arguments
-        model = load_model(self.models, arguments["ModelName"])
+        model = read_created_model(self.models, arguments["ModelName"])
         image = model["PrimaryContainer"].get("Image", "")
         if LINEAR_LEARNER_IMAGE not in image:
             raise StepFailed(f"model image {image!r} is not Linear Learner; the local backend transforms only those")

@@ -18,6 +18,7 @@ from pathlib import Path
 
 import numpy as np
 
+from pipeline.files import atomic_path
 from pipeline.local.linear_learner.model import LinearModel
 
 LIST_MAGIC = 0x112  # kMXAPINDArrayListMagic
@@ -152,13 +153,10 @@ def save_model(model: LinearModel, path: Path, extra: dict | None = None) -> Non
         for name, content in files.items():
             archive.writestr(name, content)
     payload = inner.getvalue()
-    path.parent.mkdir(parents=True, exist_ok=True)
-    temporary = path.with_name(path.name + ".tmp")
-    with tarfile.open(temporary, "w:gz") as tar:
+    with atomic_path(path) as temporary, tarfile.open(temporary, "w:gz") as tar:
         info = tarfile.TarInfo(INNER_NAME)
         info.size = len(payload)
         tar.addfile(info, io.BytesIO(payload))
-    temporary.replace(path)
 
 
 def load_model(path: Path) -> LinearModel:

@@ -12,6 +12,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from pipeline.errors import AlgorithmInputError
 from pipeline.names import PREDICTOR_TYPES
 
 LOSSES_BY_PREDICTOR = {
@@ -37,7 +38,7 @@ AUTO_NUM_MODELS = 32
 AUTO_CALIBRATION_SAMPLES = 100_000
 
 
-class HyperparameterError(ValueError):
+class HyperparameterError(AlgorithmInputError):
     """An unknown hyperparameter name or an invalid value; the message says what is allowed."""
 
 

@@ -7,8 +7,9 @@ from pathlib import Path
 
 import numpy as np
 
+from pipeline.errors import AlgorithmInputError
 from pipeline.local.linear_learner.artifact import load_model
-from pipeline.local.linear_learner.data import DataError, read_features_and_labels
+from pipeline.local.linear_learner.data import read_features_and_labels
 from pipeline.local.linear_learner.model import LinearModel
 
 
@@ -35,7 +36,7 @@ def transform_files(model_path: Path, input_files: Sequence[Path], output_dir: P
         for path in input_files:
             features, _ = read_features_and_labels(path, content_type, labels_in_csv=False)
             if features.shape[1] != model.feature_dim:
-                raise DataError(f"{path}: records have {features.shape[1]} features; the model expects "
+                raise AlgorithmInputError(f"{path}: records have {features.shape[1]} features; the model expects "
                                 f"{model.feature_dim}")
             target = output_dir / (path.name + ".out")
             temporary = target.with_name(target.name + ".tmp")

@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from pipeline.errors import TrainingError
+from pipeline.files import atomic_path, write_text_atomically
 from pipeline.names import RECORDIO, TRAINING_CONTENT_TYPES
 from pipeline.sharding import DISTRIBUTIONS, objects_for_instance
 
@@ -222,16 +223,13 @@ def _collect(root: Path, output_dir: Path) -> TrainingResult:
     model_path = output_dir / "model.tar.gz"
     _atomic_copy(artifact, model_path)
     metrics_path = output_dir / "metrics.json"
-    temporary = metrics_path.with_name(metrics_path.name + ".tmp")
-    temporary.write_text(json.dumps(metrics, indent=2, sort_keys=True))
-    temporary.replace(metrics_path)
+    write_text_atomically(metrics_path, json.dumps(metrics, indent=2, sort_keys=True))
     return TrainingResult(model_path=model_path, metrics={k: float(v) for k, v in metrics.items()})
 
 
 def _atomic_copy(source: Path, target: Path) -> None:
-    temporary = target.with_name(target.name + ".tmp")
-    shutil.copyfile(source, temporary)
-    temporary.replace(target)
+    with atomic_path(target) as temporary:
+        shutil.copyfile(source, temporary)
 
 
 def transform(model_path: Path, input_files: Sequence[Path], output_dir: Path, *,

@@ -44,7 +44,7 @@ class ModelJobs:
         return described
 
 
-def load_model(models: Path, name: str) -> dict[str, Any]:
+def read_created_model(models: Path, name: str) -> dict[str, Any]:
     """A model recorded by a CreateModel step; ``StepFailed`` naming it when there is none."""
     path = models / f"{name}.json"
     if not path.is_file():
