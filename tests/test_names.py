@@ -27,3 +27,13 @@ def test_step_status_reads_and_writes_as_plain_strings() -> None:
     assert json.dumps({"status": names.StepStatus.FAILED}) == '{"status": "Failed"}'
     assert {names.StepStatus.SUCCEEDED: "green"}.get("Succeeded") == "green", "a status read back from JSON is a str"
     assert f"{names.StepStatus.SKIPPED}" == "Skipped"
+
+
+def test_run_data_takes_every_suffix_convert_and_preprocess_take(tmp_path) -> None:
+    from pipeline.local.runner import data_files
+
+    for name in ("a.csv", "b.csv.gz", "c.parquet", "d.pq", "notes.txt", "_SUCCESS"):
+        (tmp_path / name).write_bytes(b"")
+    base, files = data_files(tmp_path)
+    assert base == tmp_path
+    assert [path.name for path in files] == ["a.csv", "b.csv.gz", "c.parquet", "d.pq"]

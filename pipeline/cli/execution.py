@@ -18,6 +18,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
     show.add_argument("--workdir", type=Path, default=DEFAULT_ROOT, help="the run's work dir (.llpipe)")
     show.add_argument("--json", action="store_true", help="print the execution record as JSON")
     show.add_argument("--logs", action="store_true", help="also print every instance's log")
+    show.set_defaults(command_name="execution show")
 
 
 def run(args: argparse.Namespace) -> int:
@@ -31,7 +32,7 @@ def run(args: argparse.Namespace) -> int:
     try:
         record = store.load(args.execution_id)
     except KeyError as error:
-        raise UsageError(f"show: {error.args[0]}") from None
+        raise UsageError(error.args[0]) from None
     if args.json:
         print(json.dumps(record.to_json(), indent=2, default=str))
         return 0
