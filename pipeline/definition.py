@@ -20,6 +20,7 @@ from pipeline.names import (
     CREATE_MODEL,
     CSV,
     EVALUATE,
+    GATE,
     JSON,
     JSONLINES,
     METRIC_THRESHOLD,
@@ -573,7 +574,7 @@ def _quality_gate_step(params: Parameters, evaluate: Any, report: Any, register:
     from sagemaker.mlops.workflow import ConditionStep, FailStep
 
     def gate(field: str) -> Any:
-        return JsonGet(step_name=evaluate.name, property_file=report, json_path=f"gate.{field}")
+        return JsonGet(step_name=evaluate.name, property_file=report, json_path=f"{GATE}.{field}")
 
     failed = FailStep(
         name=QUALITY_GATE_FAILED,

@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from pipeline.errors import ModelsError
+from pipeline.names import GATE
 
 NEW_STATUS = {"approve": "Approved", "reject": "Rejected"}
 PAGE_SIZE = 100
@@ -74,7 +75,7 @@ def local_set_status(
 
 def _local_view(package: Any) -> dict[str, Any]:
     view = package.to_dict()
-    gate = (package.metrics or {}).get("gate")
+    gate = (package.metrics or {}).get(GATE)
     view["gate"] = gate if isinstance(gate, dict) else None
     return view
 

@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 
 from pipeline.files import atomic_path
-from pipeline.names import METRICS_SECTIONS
+from pipeline.names import BINARY_CLASSIFIER, METRICS_SECTIONS, MULTICLASS_CLASSIFIER, REGRESSOR
 
 SECTIONS = tuple(METRICS_SECTIONS.values())
 
@@ -38,21 +38,21 @@ def render_plots(
     report = _read_report(Path(report_path))
     output_dir = Path(output_dir)
     output_dir.mkdir(parents=True, exist_ok=True)
-    if "binary_classification_metrics" in report:
-        metrics = report["binary_classification_metrics"]
+    if METRICS_SECTIONS[BINARY_CLASSIFIER] in report:
+        metrics = report[METRICS_SECTIONS[BINARY_CLASSIFIER]]
         return [
             _save(_roc_figure(metrics, report_path), output_dir / "roc_curve.png"),
             _save(_precision_recall_figure(metrics, report_path), output_dir / "precision_recall_curve.png"),
             _save(_confusion_figure(metrics, "binary classifier", report_path), output_dir / "confusion_matrix.png"),
         ]
-    if "multiclass_classification_metrics" in report:
-        metrics = report["multiclass_classification_metrics"]
+    if METRICS_SECTIONS[MULTICLASS_CLASSIFIER] in report:
+        metrics = report[METRICS_SECTIONS[MULTICLASS_CLASSIFIER]]
         figure = _confusion_figure(metrics, "multiclass classifier", report_path)
         return [_save(figure, output_dir / "confusion_matrix.png")]
     labels, predicted, total = _regression_pairs(report, predictions, report_path)
     if labels is None or predicted is None:
         return []
-    metrics = report["regression_metrics"]
+    metrics = report[METRICS_SECTIONS[REGRESSOR]]
     figure = _predicted_vs_actual_figure(labels, predicted, total, metrics)
     return [
         _save(figure, output_dir / "predicted_vs_actual.png"),
