@@ -19,7 +19,8 @@ def imported(folder: str) -> dict[str, set[str]]:
                 names.add(node.module)
             elif isinstance(node, ast.Import):
                 names.update(alias.name for alias in node.names)
-        found[str(path.relative_to(ROOT))] = {n for n in names if n.split(".")[0] in ("pipeline", "preprocessing")}
+        ours = {n for n in names if n.split(".")[0] in ("pipeline", "preprocessing", "evaluation")}
+        found[str(path.relative_to(ROOT))] = ours
     return found
 
 
@@ -30,7 +31,7 @@ def test_the_shared_vocabulary_imports_nothing_of_pipeline() -> None:
 
 
 def test_the_local_linear_learner_does_not_reach_up_into_the_runner() -> None:
-    below = VOCABULARY | {"preprocessing.recordio"}  # the shared vocabulary and the codec
+    below = VOCABULARY | {"preprocessing.recordio", "evaluation.linear_learner_model"}  # + the codec, the reader
     for path, modules in imported("pipeline/local/linear_learner").items():
         upward = {m for m in modules if not m.startswith("pipeline.local.linear_learner") and m not in below}
         assert upward == set(), f"{path} imports {upward}"
@@ -45,3 +46,9 @@ def test_only_the_cli_imports_the_cli() -> None:
 def test_local_jobs_reach_the_contract_not_the_scheduler() -> None:
     for path, modules in imported("pipeline/local/jobs").items():
         assert "pipeline.local.interpreter" not in modules, path
+
+
+def test_container_code_imports_no_pipeline_module() -> None:
+    for folder in ("preprocessing", "evaluation"):
+        for path, modules in imported(folder).items():
+            assert not any(m.startswith("pipeline") for m in modules), path

@@ -3,7 +3,8 @@
 ``python -m pipeline.local.linear_learner.train --root ROOT [--coordinator HOST:PORT]`` reads
 ``ROOT/input/config/{hyperparameters,resourceconfig,inputdataconfig}.json`` and ``ROOT/input/data/<channel>/``,
 trains (synchronising gradients with the other instances through the coordinator), and on algo-1 writes
-``ROOT/model/model.tar.gz`` and ``ROOT/output/metrics.json``. On error it writes ``ROOT/output/failure`` and exits
+``ROOT/model/model.tar.gz`` (the service's layout), ``ROOT/output/metrics.json`` and ``ROOT/output/training.json``
+(epochs run, resolved hyperparameters). On error it writes ``ROOT/output/failure`` and exits
 non-zero (3 when it only stopped because another instance failed).
 """
 
@@ -160,8 +161,10 @@ def _write_outputs(root: Path, hp, result, host: str, channels: dict) -> None:
             log(f"#{name}_score ({host}) : ({log_name!r}, {value})")
             if math.isfinite(value):  # e.g. AUC is undefined when a channel holds one class only
                 metrics[f"{name}:{key}"] = value
-    save_model(result.model, root / "model" / "model.tar.gz",
-               extra={"epochs_run": result.epochs, "hyperparameters": hp.resolved()})
+    save_model(result.model, root / "model" / "model.tar.gz")
+    # what the run needs beyond the service's four artifact members stays outside the artifact
+    training = {"epochs_run": result.epochs, "hyperparameters": hp.resolved()}
+    write_text_atomically(root / "output" / "training.json", json.dumps(training, indent=2, sort_keys=True))
     write_text_atomically(root / "output" / "metrics.json", json.dumps(metrics, indent=2, sort_keys=True))
     log(f"Training finished after {result.epochs} epoch(s); model written to {root / 'model' / 'model.tar.gz'}")
 
