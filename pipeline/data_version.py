@@ -18,14 +18,17 @@ import hashlib
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlparse
+
+from pipeline.errors import UsageError
 
 PARAMETER = "DataVersion"
 SCHEDULED_TIME = "<aws.scheduler.scheduled-time>"  # EventBridge Scheduler replaces it in the target's Input
 VERSION_LENGTH = 16  # hex digits of SHA-256: 64 bits, no collision in any realistic history of data sets
 
 
-class DataVersionError(ValueError):
-    """The input prefix holds no object, so there is no data to version (the pipeline would fail on it too)."""
+class DataVersionError(UsageError):
+    """No data to version: the input prefix is not an S3 URI or holds no object (the pipeline would fail on it)."""
 
 
 def fingerprint(entries: Iterable[tuple[str, int, str]]) -> str:
@@ -59,9 +62,10 @@ def local_s3_version(s3: Any, uri: str) -> str:
 
 def s3_version(s3_client: Any, uri: str) -> str:
     """The version of the objects under ``uri`` on S3: every ListObjectsV2 page's keys, sizes and ETags."""
-    from pipeline.local.s3 import split_uri
-
-    bucket, prefix = split_uri(uri)
+    parsed = urlparse(uri)
+    if parsed.scheme != "s3" or not parsed.netloc:
+        raise DataVersionError(f"InputDataUrl {uri!r} is not an S3 URI (expected s3://bucket/prefix/)")
+    bucket, prefix = parsed.netloc, parsed.path.lstrip("/")
     entries = []
     request: dict[str, Any] = {"Bucket": bucket, "Prefix": prefix}
     while True:

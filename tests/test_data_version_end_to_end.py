@@ -10,13 +10,14 @@ from pathlib import Path
 import pytest
 from rich.console import Console
 
+from pipeline.cli.render.progress import step_table
+from pipeline.cli.render.summary import print_summary, summarise
 from pipeline.config import load_config
 from pipeline.data_version import files_version, local_s3_version
 from pipeline.example_data import write_example_data
 from pipeline.local.executions import ExecutionRecord
-from pipeline.local.progress import step_table
 from pipeline.local.runner import LocalRun, build_local_run, example_data, user_data
-from pipeline.local.summary import print_summary, summarise
+from pipeline.local.workdir import Workdir
 
 FAST = {"Epochs": "3", "NumModels": "2", "MiniBatchSize": "50", "TrainingInstanceCount": "1"}
 CACHEABLE = {"Preprocess", "Train", "Transform", "Evaluate"}
@@ -25,7 +26,7 @@ CACHEABLE = {"Preprocess", "Train", "Transform", "Evaluate"}
 @pytest.fixture(scope="module")
 def built(tmp_path_factory: pytest.TempPathFactory) -> LocalRun:
     """The definition is built once (the SDK takes seconds); each test runs it in its own work dir."""
-    return build_local_run(load_config(env={}), tmp_path_factory.mktemp("unused"))
+    return build_local_run(load_config(env={}), Workdir(tmp_path_factory.mktemp("unused")))
 
 
 def flip_labels_in_place(path: Path, rows: int) -> None:
@@ -103,7 +104,7 @@ def test_data_changed_in_place_reruns_everything_and_unchanged_data_hits_the_cac
     frame = load_breast_cancer(as_frame=True).frame
     for part in range(2):
         frame.iloc[part::2].to_csv(folder / f"part-{part}.csv", index=False)
-    run = LocalRun(built.config, tmp_path / "work", built.definition_json, built.uploads)
+    run = LocalRun(built.config, Workdir(tmp_path / "work"), built.definition_json, built.uploads)
 
     def execute() -> ExecutionRecord:
         return run.execute(user_data(folder, "target", "binary_classifier"), FAST)
@@ -118,27 +119,27 @@ def test_data_changed_in_place_reruns_everything_and_unchanged_data_hits_the_cac
 def test_input_data_url_changed_in_place_reruns_everything_and_unchanged_hits_the_cache(
     built: LocalRun, tmp_path: Path
 ) -> None:
-    run = LocalRun(built.config, tmp_path, built.definition_json, built.uploads)
+    run = LocalRun(built.config, Workdir(tmp_path), built.definition_json, built.uploads)
     uri = f"s3://{run.config.bucket}/datasets/breast-cancer/"
     [first_part, *_] = write_example_data(run.s3.path(uri))
     overrides = {**FAST, "InputDataUrl": uri}
 
     def execute() -> ExecutionRecord:  # what `llpipe run --param InputDataUrl=...` runs
-        return run.execute(example_data(tmp_path), overrides)
+        return run.execute(example_data(Workdir(tmp_path)), overrides)
 
     first, second = check_three_runs(run, execute, lambda: flip_labels_in_place(first_part, 60))
     assert second.parameters["DataVersion"] == local_s3_version(run.s3, uri)
 
     # a DataVersion given with --param wins over the fingerprint: the first run's version reuses the first run
-    given = run.execute(example_data(tmp_path), {**overrides, "DataVersion": first.parameters["DataVersion"]})
+    given = run.execute(example_data(Workdir(tmp_path)), {**overrides, "DataVersion": first.parameters["DataVersion"]})
     assert given.status == "Succeeded", given.failure_reason
     assert {name: given.steps[name].cache_hit_source for name in CACHEABLE} == dict.fromkeys(CACHEABLE, first.id)
 
 
 def test_an_empty_input_prefix_is_an_error_before_anything_is_staged(built: LocalRun, tmp_path: Path) -> None:
-    from pipeline.local.runner import DataError
+    from pipeline.errors import DataError
 
-    run = LocalRun(built.config, tmp_path, built.definition_json, built.uploads)
+    run = LocalRun(built.config, Workdir(tmp_path), built.definition_json, built.uploads)
     with pytest.raises(DataError, match=r"--param InputDataUrl=s3://llpipe-local/nothing/: no objects under"):
-        run.execute(example_data(tmp_path), {"InputDataUrl": "s3://llpipe-local/nothing/"})
+        run.execute(example_data(Workdir(tmp_path)), {"InputDataUrl": "s3://llpipe-local/nothing/"})
     assert not (tmp_path / "executions").exists() and not (tmp_path / "s3" / "llpipe-local").exists()

@@ -16,10 +16,11 @@ from rich.console import Console
 
 from pipeline import sagemaker_ops
 from pipeline.cli import main
+from pipeline.cli.start import watch
 from pipeline.config import PipelineConfig
 from pipeline.data_version import DataVersionError
 from pipeline.definition import BuiltDefinition, build_definition
-from pipeline.sagemaker_commands.start import watch
+from pipeline.errors import ParameterError
 
 ACCOUNT = "123456789012"
 CONFIG = PipelineConfig(
@@ -334,10 +335,10 @@ def test_start_dry_run_prints_the_request_after_reads_only(
 @pytest.mark.parametrize(
     ("overrides", "message"),
     [
-        ({"TrainingInstances": "4"}, "unknown parameter 'TrainingInstances'"),
-        ({"TrainingInstanceCount": "four"}, "expected a integer"),
-        ({"MetricThreshold": "high"}, "expected a float"),
-        ({"PredictorType": "ranker"}, "expected one of binary_classifier"),
+        ({"TrainingInstances": "4"}, r"unknown parameter\(s\) TrainingInstances; the pipeline declares: "),
+        ({"TrainingInstanceCount": "four"}, "parameter TrainingInstanceCount is Integer: 'four'"),
+        ({"MetricThreshold": "high"}, "parameter MetricThreshold is Float: 'high'"),
+        ({"PredictorType": "ranker"}, "parameter PredictorType must be one of binary_classifier, .*, got 'ranker'"),
     ],
 )
 def test_start_rejects_bad_overrides_before_starting(built: BuiltDefinition, overrides: dict, message: str) -> None:
@@ -345,7 +346,7 @@ def test_start_rejects_bad_overrides_before_starting(built: BuiltDefinition, ove
     session.stubs["sagemaker"].add_response(
         "describe_pipeline", describe_pipeline_response(built), {"PipelineName": "churn-pipeline"}
     )
-    with pytest.raises(sagemaker_ops.ParameterError, match=message):
+    with pytest.raises(ParameterError, match=message):
         sagemaker_ops.start(CONFIG, overrides, session=session)
     session.verify()  # and no ListObjectsV2 nor StartPipelineExecution was sent: the stubs would have raised
 
@@ -576,8 +577,8 @@ def test_schedule_updates_an_existing_schedule_with_another_role(built: BuiltDef
 @pytest.mark.parametrize(
     ("overrides", "deployed", "message"),
     [
-        ({"Epochs": "many"}, "current", "parameter Epochs='many': expected a integer"),
-        ({"Epoch": "5"}, "current", "unknown parameter 'Epoch'"),
+        ({"Epochs": "many"}, "current", "parameter Epochs is Integer: 'many' is not a valid integer"),
+        ({"Epoch": "5"}, "current", r"unknown parameter\(s\) Epoch; the pipeline declares: "),
         ({"DataVersion": "v1"}, "current", "DataVersion of a scheduled execution is its scheduled time"),
         ({}, "old", "declares no DataVersion parameter"),
     ],
@@ -587,7 +588,7 @@ def test_schedule_refuses_before_any_scheduler_call(
 ) -> None:
     session = StubbedSession("sagemaker", "scheduler")
     expect_describe(session, built if deployed == "current" else without_data_version(built))
-    with pytest.raises(sagemaker_ops.ParameterError, match=message):
+    with pytest.raises(ParameterError, match=message):
         sagemaker_ops.put_schedule(CONFIG, "rate(1 day)", overrides, session=session, now=T0)
     session.verify()  # nothing queued on the scheduler stub: any call to it would have raised
 
@@ -618,7 +619,7 @@ def test_schedule_dry_run_prints_the_exact_request_without_calling_aws(
     assert "dry run: nothing was sent" in captured.err
 
     assert main([*argv, "--param", "Epoch=5"]) == 2
-    assert "unknown parameter 'Epoch'" in capsys.readouterr().err
+    assert "llpipe schedule: unknown parameter(s) Epoch; the pipeline declares: " in capsys.readouterr().err
 
 
 def test_schedule_delete_and_delete_of_nothing() -> None:

@@ -10,7 +10,7 @@ import argparse
 import json
 import sys
 
-from pipeline.config import ConfigError, PipelineConfig, add_config_arguments, config_from_args
+from pipeline.config import PipelineConfig, add_config_arguments, config_from_args
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
@@ -42,33 +42,27 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """Upsert or delete the schedule, or print the request with --dry-run."""
-    from pipeline.local.parameters import parse_overrides
-    from pipeline.sagemaker_ops import AwsError, delete_schedule, put_schedule, schedule_expression
+    from pipeline.errors import UsageError
+    from pipeline.parameters import parse_overrides
+    from pipeline.sagemaker_ops import delete_schedule, put_schedule, schedule_expression
 
-    try:
-        config = config_from_args(args)
-        if args.delete:
-            if args.dry_run or args.param:
-                raise ValueError("--delete takes neither --param nor --dry-run")
-            if delete_schedule(config):
-                print(f"deleted schedule {config.pipeline_name}")
-            else:
-                print(f"no schedule named {config.pipeline_name}; nothing to delete")
-            return 0
-        expression = schedule_expression(cron=args.cron, rate=args.rate)
-        overrides = parse_overrides(args.param)
-        if args.dry_run:
-            print(dry_run(config, expression, overrides, args.scheduler_role_arn, not args.disabled))
-            note = "dry run: nothing was sent (the JSON fits aws scheduler create-schedule --cli-input-json)"
-            print(note, file=sys.stderr)
-            return 0
-        arn = put_schedule(config, expression, overrides, role_arn=args.scheduler_role_arn, enabled=not args.disabled)
-    except (ConfigError, ValueError) as error:
-        print(f"llpipe schedule: {error}", file=sys.stderr)
-        return 2
-    except AwsError as error:
-        print(f"llpipe schedule: {error}", file=sys.stderr)
-        return 1
+    config = config_from_args(args)
+    if args.delete:
+        if args.dry_run or args.param:
+            raise UsageError("--delete takes neither --param nor --dry-run")
+        if delete_schedule(config):
+            print(f"deleted schedule {config.pipeline_name}")
+        else:
+            print(f"no schedule named {config.pipeline_name}; nothing to delete")
+        return 0
+    expression = schedule_expression(cron=args.cron, rate=args.rate)
+    overrides = parse_overrides(args.param)
+    if args.dry_run:
+        print(dry_run(config, expression, overrides, args.scheduler_role_arn, not args.disabled))
+        note = "dry run: nothing was sent (the JSON fits aws scheduler create-schedule --cli-input-json)"
+        print(note, file=sys.stderr)
+        return 0
+    arn = put_schedule(config, expression, overrides, role_arn=args.scheduler_role_arn, enabled=not args.disabled)
     print(f"scheduled {config.pipeline_name} {expression}: {arn}")
     return 0
 
@@ -78,9 +72,10 @@ def dry_run(
 ) -> str:
     """The request as indented JSON, overrides checked against the definition ``llpipe upsert`` would deploy."""
     from pipeline.definition import build_definition
-    from pipeline.sagemaker_ops import check_parameters, schedule_request
+    from pipeline.parameters import check_overrides
+    from pipeline.sagemaker_ops import schedule_request
 
     definition = json.loads(build_definition(config).definition_json)
-    check_parameters(overrides, {parameter["Name"]: parameter for parameter in definition["Parameters"]})
+    check_overrides(definition["Parameters"], overrides)
     request = schedule_request(config, expression, overrides, role_arn=role_arn, enabled=enabled)
     return json.dumps(request, indent=2, default=lambda value: value.isoformat())
