@@ -1,17 +1,42 @@
 """Distributed Linear Learner training as a SageMaker Pipelines DAG, with a local backend.
 
-``from pipeline import get_pipeline`` gives the SDK v3 ``Pipeline`` object for notebooks in SageMaker Studio.
+The Python API (:mod:`pipeline.api`), for notebooks in SageMaker Studio and for scripts::
+
+    from pipeline import run_local, deploy, start, executions, compare
+    execution = run_local(frame, "label", "binary_classifier", Epochs=5)   # a DataFrame, a path, or None
+    execution.metrics, execution.gate, execution.predictions(), execution.plots
+
+``get_pipeline`` gives the SDK v3 ``Pipeline`` object. Names are imported on first use, so ``import pipeline`` (and
+``llpipe --help``) stays fast.
 """
 
 from __future__ import annotations
 
+import importlib
 from typing import Any
 
-__all__ = ["get_pipeline"]
+# public name -> the module that defines it
+EXPORTS = {
+    "run_local": "pipeline.api",
+    "deploy": "pipeline.api",
+    "start": "pipeline.api",
+    "get_execution": "pipeline.api",
+    "executions": "pipeline.api",
+    "compare": "pipeline.api",
+    "Execution": "pipeline.execution",
+    "LocalExecution": "pipeline.execution",
+    "SageMakerExecution": "pipeline.sagemaker_execution",
+    "get_pipeline": "pipeline.definition",
+}
+__all__ = sorted(EXPORTS)
 
 
-def get_pipeline(**config: Any) -> Any:
-    """Build the SageMaker Pipeline (SDK v3) from configuration keyword arguments, environment and config file."""
-    from pipeline.definition import get_pipeline as _get_pipeline  # the SDK import is slow: only when asked
+def __getattr__(name: str) -> Any:
+    """Import a public name's module when the name is first used (PEP 562)."""
+    if name not in EXPORTS:
+        raise AttributeError(f"module 'pipeline' has no attribute {name!r}")
+    return getattr(importlib.import_module(EXPORTS[name]), name)
 
-    return _get_pipeline(**config)
+
+def __dir__() -> list[str]:
+    return sorted([*globals(), *EXPORTS])

@@ -57,8 +57,9 @@ def test_durations_read_as_people_write_them() -> None:
     from datetime import datetime, timezone
 
     from pipeline.cli.executions import _duration
+    from pipeline.execution import seconds_between
 
     start = datetime(2026, 11, 30, 5, 0, 0, tzinfo=timezone.utc)
-    assert _duration(start.isoformat(), "2026-11-30T05:00:11.84+00:00") == "11.8s"
-    assert _duration(start, datetime(2026, 11, 30, 5, 4, 5, tzinfo=timezone.utc)) == "4m05s"
-    assert _duration(start, None) == "-", "a running execution has no duration yet"
+    assert _duration(seconds_between(start.isoformat(), "2026-11-30T05:00:11.84+00:00")) == "11.8s"
+    assert _duration(seconds_between(start, datetime(2026, 11, 30, 5, 4, 5, tzinfo=timezone.utc))) == "4m05s"
+    assert _duration(seconds_between(start, None)) == "-", "a running execution has no duration yet"

@@ -1,4 +1,8 @@
-"""List recent pipeline executions: the local ones in the work dir, or with ``--sagemaker`` the ones on SageMaker."""
+"""List recent pipeline executions: the local ones in the work dir, or with ``--sagemaker`` the ones on SageMaker.
+
+Each row says what tells the executions apart: the data (input folder with its version, label column, predictor
+type), the parameters that differ from the definition's defaults, and the gate metric.
+"""
 
 from __future__ import annotations
 
@@ -11,7 +15,6 @@ from typing import Any
 
 from pipeline.errors import UsageError
 from pipeline.local.workdir import DEFAULT_ROOT, Workdir
-from pipeline.names import StepStatus
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
@@ -22,14 +25,24 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--workdir", type=Path, default=DEFAULT_ROOT, help="local work dir (.llpipe)")
     parser.add_argument("--max-results", type=int, default=20, metavar="N", help="at most N executions (20)")
     parser.add_argument("--json", action="store_true", help="print JSON instead of a table")
+    parser.add_argument(
+        "--gate", action="store_true", help="with --sagemaker, read each execution's gate metric (3 calls each)"
+    )
     add_config_arguments(parser)
 
 
 def run(args: argparse.Namespace) -> int:
-    """Print the executions, newest first."""
+    """Print the executions, newest first, with what tells them apart: data, changed parameters, gate metric."""
+    from pipeline.comparison import recent_executions
+
     if args.max_results < 1:
         raise UsageError("--max-results must be at least 1")
-    rows = _sagemaker_rows(args) if args.sagemaker else _local_rows(Workdir.at(args.workdir), args.max_results)
+    config = None
+    if args.sagemaker:
+        from pipeline.config import config_from_args
+
+        config = config_from_args(args)
+    rows = recent_executions(Workdir.at(args.workdir), args.max_results, config, gate=args.gate)
     if args.json:
         print(json.dumps(rows, indent=2, default=str))
         return 0
@@ -37,14 +50,17 @@ def run(args: argparse.Namespace) -> int:
     from rich.table import Table
 
     table = Table(title="Executions (newest first)", title_justify="left")
-    for column in ("id", "status", "started (UTC)", "duration", "failure reason"):
-        table.add_column(column, overflow="fold", no_wrap=column != "failure reason")
+    for column in ("id", "status", "started (UTC)", "duration", "data", "parameters", "gate", "failure reason"):
+        table.add_column(column, overflow="fold", no_wrap=column in ("id", "status", "started (UTC)", "duration"))
     for row in rows:
         table.add_row(
             row["id"],
             row["status"],
             _time(row["start_time"]),
-            _duration(row["start_time"], row["end_time"]),
+            _duration(row["seconds"]),
+            row["data"],
+            row["parameters"],
+            row["gate"],
             row["failure_reason"] or "",
         )
     Console().print(table)
@@ -52,45 +68,6 @@ def run(args: argparse.Namespace) -> int:
         where = "on SageMaker" if args.sagemaker else f"in {args.workdir}"
         print(f"no executions {where}; start one with `llpipe run`", file=sys.stderr)
     return 0
-
-
-def _local_rows(workdir: Workdir, max_results: int) -> list[dict[str, Any]]:
-    from pipeline.local.executions import ExecutionStore
-
-    return [
-        {
-            "id": record.id,
-            "status": record.status,
-            "start_time": record.start_time,
-            "end_time": record.end_time,
-            "failure_reason": record.failure_reason,
-            "steps": {name: step.status for name, step in record.steps.items()},
-        }
-        for record in ExecutionStore(workdir.executions).list()[:max_results]
-    ]
-
-
-def _sagemaker_rows(args: argparse.Namespace) -> list[dict[str, Any]]:
-    from pipeline.config import config_from_args
-    from pipeline.sagemaker_ops import list_executions
-
-    summaries = list_executions(config_from_args(args), args.max_results)[: args.max_results]
-    rows = []
-    for summary in summaries:
-        arn = summary.get("PipelineExecutionArn", "")
-        rows.append(
-            {
-                "id": arn.rsplit("/", 1)[-1],
-                "arn": arn,
-                "status": summary.get("PipelineExecutionStatus", ""),
-                "start_time": summary.get("StartTime"),
-                "end_time": summary.get("LastModifiedTime")
-                if summary.get("PipelineExecutionStatus") != StepStatus.EXECUTING
-                else None,
-                "failure_reason": summary.get("PipelineExecutionFailureReason"),
-            }
-        )
-    return rows
 
 
 def _time(value: Any) -> str:
@@ -101,10 +78,8 @@ def _time(value: Any) -> str:
     return str(value).replace("T", " ")[:19]
 
 
-def _duration(start: Any, end: Any) -> str:
-    """Wall time between two timestamps (datetimes or ISO strings) as 12.3s or 4m05s; "-" while running."""
-    if start is None or end is None:
+def _duration(seconds: float | None) -> str:
+    """12.3s or 4m05s; "-" while running."""
+    if seconds is None:
         return "-"
-    start, end = (v if isinstance(v, datetime) else datetime.fromisoformat(str(v)) for v in (start, end))
-    seconds = (end - start).total_seconds()
     return f"{seconds:.1f}s" if seconds < 60 else f"{int(seconds // 60)}m{int(seconds % 60):02d}s"

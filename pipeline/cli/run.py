@@ -15,7 +15,7 @@ import sys
 from pathlib import Path
 
 from pipeline.local.workdir import DEFAULT_ROOT
-from pipeline.names import PREDICTOR_TYPES, StepStatus
+from pipeline.names import PREDICTOR_TYPES
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
@@ -41,10 +41,10 @@ def run(args: argparse.Namespace) -> int:
     """Execute the pipeline locally; 0 when the execution succeeded, 1 when it failed, 2 on a usage error."""
     from rich.console import Console
 
+    from pipeline.api import execute_local, local_source
     from pipeline.cli.render.summary import print_summary, summarise
     from pipeline.config import config_from_args
     from pipeline.errors import DataError
-    from pipeline.local.runner import build_local_run, example_data, user_data
     from pipeline.local.workdir import Workdir
     from pipeline.parameters import parse_overrides
 
@@ -55,21 +55,21 @@ def run(args: argparse.Namespace) -> int:
         raise DataError("--data needs --label-column and --predictor-type")
     overrides = parse_overrides(args.param)
     config = config_from_args(args)
-    local_run = build_local_run(config, workdir, use_cache=not args.no_cache)
-    source = user_data(args.data, args.label_column, args.predictor_type) if args.data else example_data(workdir)
+    source = local_source(args.data, args.label_column, args.predictor_type, workdir)
     if args.quiet or args.json:
-        record = local_run.execute(source, overrides)
+        execution = execute_local(config, workdir, source, overrides, use_cache=not args.no_cache)
     else:
         from pipeline.cli.render.progress import LiveSteps
 
         with LiveSteps(Console(stderr=False)) as live:
-            local_run.on_change = live.update
-            record = local_run.execute(source, overrides)
-    summary = summarise(record, local_run.s3)
+            execution = execute_local(
+                config, workdir, source, overrides, use_cache=not args.no_cache, on_change=live.update
+            )
+    summary = summarise(execution.record, execution.s3)
     if args.json:
         print(json.dumps(summary, indent=2, default=str))
     elif not args.quiet:
         print_summary(summary, Console(highlight=False))
-    elif record.status != StepStatus.SUCCEEDED:
-        print(f"llpipe run: execution {record.id} failed: {record.failure_reason}", file=sys.stderr)
-    return 0 if record.status == StepStatus.SUCCEEDED else 1
+    elif not execution.succeeded:
+        print(f"llpipe run: execution {execution.id} failed: {execution.failure_reason}", file=sys.stderr)
+    return 0 if execution.succeeded else 1

@@ -2,7 +2,7 @@
 
 ``<root>/s3/<bucket>/<key>`` is ``s3://<bucket>/<key>``; ``executions/<id>/`` holds one execution's record;
 ``registry.db`` is the local model registry; ``models/`` the models CreateModel made; ``example-data/`` the
-bundled example written once.
+bundled example written once; ``frames/`` the DataFrames given to ``pipeline.run_local``, as CSV files.
 """
 
 from __future__ import annotations
@@ -43,3 +43,8 @@ class Workdir:
     @property
     def example_data(self) -> Path:
         return self.root / "example-data"
+
+    @property
+    def frames(self) -> Path:
+        """DataFrames handed to ``run_local``, each written once as a CSV named by its content."""
+        return self.root / "frames"

@@ -1,0 +1,233 @@
+"""The Python API, for notebooks (SageMaker Studio) and scripts: run locally, deploy, start on SageMaker, list and
+compare executions. The ``llpipe`` commands are argument parsing and rendering over these same functions.
+
+Settings follow the CLI's rules: keyword arguments named as :class:`pipeline.config.PipelineConfig` fields
+(``bucket=``, ``role_arn=``, ``region=`` ...) beat the environment, which beats the ``config=`` file, which beats
+the defaults. Pipeline parameters are keyword arguments spelled as the definition declares them, capitalised
+(``Epochs=5``, ``MetricThreshold=0.9``), checked against the definition before anything runs.
+
+    from pipeline import run_local, compare
+    first = run_local(frame, "label", "binary_classifier", Epochs=5)
+    first.metrics, first.gate, first.predictions(), first.plots
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from contextlib import nullcontext
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from pipeline.errors import DataError
+from pipeline.local.workdir import DEFAULT_ROOT, Workdir
+from pipeline.names import PREDICTOR_TYPES
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+    from pipeline.config import PipelineConfig
+    from pipeline.execution import Execution, LocalExecution
+    from pipeline.local.executions import ExecutionRecord, StepRecord
+    from pipeline.local.runner import DataSource
+    from pipeline.sagemaker_execution import SageMakerExecution
+    from pipeline.sagemaker_ops import UpsertResult
+
+PathLike = str | Path
+
+
+def split_options(options: Mapping[str, Any]) -> tuple[dict[str, Any], dict[str, str]]:
+    """Keyword arguments -> (settings, pipeline parameter overrides): capitalised names are parameters, written as
+    the CLI's ``--param`` strings (``True`` -> ``true``); the others are settings, checked by :func:`settings`."""
+    settings: dict[str, Any] = {}
+    parameters: dict[str, str] = {}
+    for name, value in options.items():
+        if name[:1].isupper():
+            parameters[name] = str(value).lower() if isinstance(value, bool) else str(value)
+        else:
+            settings[name] = value
+    return settings, parameters
+
+
+def load_settings(settings: Mapping[str, Any], config: PathLike | None = None) -> PipelineConfig:
+    """The configuration: ``settings`` > environment > the ``config`` file > defaults (as the CLI's flags)."""
+    from pipeline.config import load_config
+
+    return load_config(settings, path=Path(config) if config is not None else None)
+
+
+# ---------------------------------------------------------------------------------------------------------- local
+
+
+def local_source(data: Any, label_column: str | None, predictor_type: str | None, workdir: Workdir) -> DataSource:
+    """The input of a local run: the bundled example (``data=None``), a CSV/Parquet file or folder, or a DataFrame
+    (written once into the work dir, :mod:`pipeline.frames`)."""
+    from pipeline.local.runner import example_data, user_data
+
+    if data is None:
+        if label_column or predictor_type:
+            raise DataError("label_column and predictor_type describe data; pass data (a path or a DataFrame) too")
+        return example_data(workdir)
+    if not (label_column and predictor_type):
+        raise DataError("data needs label_column and predictor_type")
+    if predictor_type not in PREDICTOR_TYPES:
+        raise DataError(f"predictor_type {predictor_type!r}: expected one of {', '.join(PREDICTOR_TYPES)}")
+    if isinstance(data, (str, Path)):
+        return user_data(Path(data), label_column, predictor_type)
+    from pipeline.frames import write_frame
+
+    columns = [str(column) for column in getattr(data, "columns", [])]
+    if columns and label_column not in columns:
+        raise DataError(f"label_column {label_column!r} is not a column of the DataFrame: {', '.join(columns)}")
+    return user_data(write_frame(data, workdir.frames), label_column, predictor_type)
+
+
+def execute_local(
+    config: PipelineConfig,
+    workdir: Workdir,
+    source: DataSource,
+    overrides: Mapping[str, str],
+    *,
+    use_cache: bool = True,
+    on_change: Callable[[ExecutionRecord, StepRecord], None] | None = None,
+) -> LocalExecution:
+    """Build the definition, run it locally on ``source`` with ``overrides``; what ``llpipe run`` and
+    :func:`run_local` both call. A bad override or data option raises before anything is staged."""
+    from pipeline.execution import LocalExecution
+    from pipeline.local.runner import build_local_run
+
+    local_run = build_local_run(config, workdir, use_cache=use_cache, on_change=on_change)
+    return LocalExecution(local_run.execute(source, overrides), workdir)
+
+
+def run_local(
+    data: Any = None,
+    label_column: str | None = None,
+    predictor_type: str | None = None,
+    *,
+    workdir: PathLike = DEFAULT_ROOT,
+    use_cache: bool = True,
+    progress: bool | str = "auto",
+    config: PathLike | None = None,
+    **options: Any,
+) -> LocalExecution:
+    """Run the whole pipeline on this machine and return the execution (a failed execution is returned too: look
+    at ``status`` and ``failure_reason``).
+
+    ``data``: None for the bundled breast cancer example, a CSV/Parquet file or folder, or a pandas DataFrame.
+    ``progress``: a live step table; ``"auto"`` shows it in Jupyter only, True also prints step changes elsewhere.
+    Other keyword arguments: pipeline parameters (``Epochs=5``) and settings (``bucket=...``), see the module.
+    """
+    from pipeline.notebook import progress_display
+
+    settings, parameters = split_options(options)
+    pipeline_config = load_settings(settings, config)
+    where = Workdir.at(Path(workdir))
+    source = local_source(data, label_column, predictor_type, where)
+    display = progress_display(progress, where)
+    with display or nullcontext():
+        return execute_local(
+            pipeline_config,
+            where,
+            source,
+            parameters,
+            use_cache=use_cache,
+            on_change=display.update if display else None,
+        )
+
+
+# ------------------------------------------------------------------------------------------------------- SageMaker
+
+
+def deploy(*, description: str | None = None, config: PathLike | None = None, **settings: Any) -> UpsertResult:
+    """Upload the code bundles and create or update the pipeline on SageMaker, as ``llpipe upsert`` does."""
+    from pipeline.definition import build_definition
+    from pipeline.sagemaker_ops import upsert
+
+    pipeline_config = load_settings(settings, config)
+    return upsert(pipeline_config, build_definition(pipeline_config), description=description)
+
+
+def start(
+    *,
+    wait: bool = False,
+    display_name: str | None = None,
+    poll_seconds: float = 30.0,
+    config: PathLike | None = None,
+    **options: Any,
+) -> SageMakerExecution:
+    """Start an execution of the deployed pipeline with parameter overrides (``InputDataUrl="s3://..."``,
+    ``Epochs=5``); DataVersion is the fingerprint of the data under InputDataUrl, as with ``llpipe start``.
+    Returns the execution at once, or when it finished with ``wait=True`` (else call ``.wait()``)."""
+    from pipeline.sagemaker_execution import SageMakerExecution
+    from pipeline.sagemaker_ops import aws_session
+    from pipeline.sagemaker_ops import start as start_execution
+
+    settings, parameters = split_options(options)
+    pipeline_config = load_settings(settings, config)
+    session = aws_session(pipeline_config)
+    arn = start_execution(pipeline_config, parameters, session=session, display_name=display_name)
+    execution = SageMakerExecution(pipeline_config, arn, session=session)
+    return execution.wait(poll_seconds) if wait else execution
+
+
+# ---------------------------------------------------------------------------------------------- list and compare
+
+
+def get_execution(
+    execution_id: str,
+    *,
+    sagemaker: bool = False,
+    workdir: PathLike = DEFAULT_ROOT,
+    config: PathLike | None = None,
+    **settings: Any,
+) -> Execution:
+    """One execution by id (or ARN on SageMaker)."""
+    if not sagemaker:
+        from pipeline.execution import LocalExecution
+
+        return LocalExecution.load(Workdir.at(Path(workdir)), execution_id)
+    from pipeline.sagemaker_execution import SageMakerExecution
+
+    pipeline_config = load_settings(settings, config)
+    return SageMakerExecution.find(pipeline_config, execution_id)
+
+
+def executions(
+    *,
+    sagemaker: bool = False,
+    workdir: PathLike = DEFAULT_ROOT,
+    max_results: int = 20,
+    gate: bool = False,
+    config: PathLike | None = None,
+    **settings: Any,
+) -> pd.DataFrame:
+    """Recent executions, newest first: id, status, start, seconds, data, the parameters that differ from the
+    defaults, and the gate metric (on SageMaker only with ``gate=True``: three more calls per execution)."""
+    import pandas as pd
+
+    from pipeline.comparison import SUMMARY_COLUMNS, recent_executions
+
+    pipeline_config = load_settings(settings, config) if sagemaker else None
+    rows = recent_executions(Workdir.at(Path(workdir)), max_results, pipeline_config, gate=gate)
+    return pd.DataFrame(rows, columns=SUMMARY_COLUMNS)
+
+
+def compare(
+    first: Execution | str,
+    second: Execution | str,
+    *,
+    sagemaker: bool = False,
+    workdir: PathLike = DEFAULT_ROOT,
+    config: PathLike | None = None,
+    **settings: Any,
+) -> pd.DataFrame:
+    """Two executions side by side: status, parameters, metrics (value ± standard deviation), gate, model package;
+    a column per execution, a row per item, and a ``differs`` column. Executions or their ids."""
+    from pipeline.comparison import side_by_side
+
+    def resolve(item: Execution | str) -> Execution:
+        if isinstance(item, str):
+            return get_execution(item, sagemaker=sagemaker, workdir=workdir, config=config, **settings)
+        return item
+
+    return side_by_side(resolve(first), resolve(second))

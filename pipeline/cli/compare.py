@@ -1,0 +1,57 @@
+"""Two executions side by side: status, every parameter, the metrics (value ± standard deviation), the gate and
+the registered model package, with a mark on the rows that differ. Local by default, or ``--sagemaker``."""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+
+from pipeline.local.workdir import DEFAULT_ROOT
+
+
+def configure(parser: argparse.ArgumentParser) -> None:
+    """The two execution ids, where they are, and how to print."""
+    from pipeline.config import add_config_arguments
+
+    parser.add_argument("first", metavar="A", help="an execution id (or ARN with --sagemaker)")
+    parser.add_argument("second", metavar="B", help="another execution id (or ARN)")
+    parser.add_argument("--sagemaker", action="store_true", help="compare executions on SageMaker")
+    parser.add_argument("--workdir", type=Path, default=DEFAULT_ROOT, help="local work dir (.llpipe)")
+    parser.add_argument("--all", action="store_true", help="also the rows where both are the same")
+    parser.add_argument("--json", action="store_true", help="print JSON instead of a table")
+    add_config_arguments(parser)
+
+
+def run(args: argparse.Namespace) -> int:
+    """Print the side by side (:func:`pipeline.comparison.side_by_side`)."""
+    from pipeline.comparison import side_by_side
+    from pipeline.execution import LocalExecution
+    from pipeline.local.workdir import Workdir
+
+    if args.sagemaker:
+        from pipeline.config import config_from_args
+        from pipeline.sagemaker_execution import SageMakerExecution
+
+        config = config_from_args(args)
+        first, second = (SageMakerExecution.find(config, item) for item in (args.first, args.second))
+    else:
+        workdir = Workdir.at(args.workdir)
+        first, second = (LocalExecution.load(workdir, item) for item in (args.first, args.second))
+    frame = side_by_side(first, second)
+    shown = frame if args.all else frame[frame["differs"] | frame.index.str.startswith("metric: ")]
+    if args.json:
+        print(json.dumps({item: row.to_dict() for item, row in shown.iterrows()}, indent=2, default=str))
+        return 0
+    from rich.console import Console
+    from rich.table import Table
+
+    table = Table(title=f"{first.id} vs {second.id}", title_justify="left")
+    table.add_column("")
+    for column in frame.columns[:2]:
+        table.add_column(str(column), overflow="fold")
+    for item, row in shown.iterrows():
+        style = "bold" if row["differs"] else ""
+        table.add_row(str(item), str(row.iloc[0]), str(row.iloc[1]), style=style)
+    Console().print(table)
+    return 0

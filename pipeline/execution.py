@@ -1,0 +1,310 @@
+"""One pipeline execution as Python objects: status, parameters, steps, metrics, gate, model package, plots,
+predictions; the same shape for a local execution (read from its record and the local S3 folder) and, in
+:mod:`pipeline.sagemaker_execution`, for one on SageMaker (read from the service and S3).
+
+Tables are pandas DataFrames; in Jupyter an execution renders itself (:mod:`pipeline.notebook`).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from datetime import datetime
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from pipeline.errors import LlpipeError
+from pipeline.names import (
+    BASELINE_SUFFIX,
+    EVALUATE,
+    GATE,
+    METRIC_THRESHOLD,
+    METRICS_SECTIONS,
+    QUALITY_GATE,
+    REGISTER,
+    REGRESSOR,
+    REPORT_PROPERTY_FILE,
+    TRAIN,
+    TRANSFORM,
+    StepStatus,
+)
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+    from pipeline.local.executions import ExecutionRecord
+    from pipeline.local.workdir import Workdir
+
+STEP_COLUMNS = ["step", "type", "status", "seconds", "cache_hit"]
+BASELINE_COLUMN = "best_constant_classifier"
+
+
+class NoResultsError(LlpipeError):
+    """The execution has not produced what was asked for (it failed before, or is still running)."""
+
+
+def metrics_frame(report: dict[str, Any] | None) -> pd.DataFrame:
+    """The report's model-quality scalars, one row per metric: value, standard deviation and, for classifiers, the
+    value of the best constant classifier (the report's ``<metric>_best_constant_classifier`` entries)."""
+    import pandas as pd
+
+    section = next((report[name] for name in METRICS_SECTIONS.values() if name in report), {}) if report else {}
+    rows: dict[str, dict[str, Any]] = {}
+    for name, entry in section.items():
+        if name.endswith(BASELINE_SUFFIX) or not isinstance(entry, dict) or _number(entry.get("value")) is None:
+            continue
+        rows[name] = {"value": _number(entry["value"]), "standard_deviation": _number(entry.get("standard_deviation"))}
+        baseline = section.get(name + BASELINE_SUFFIX)
+        if isinstance(baseline, dict):
+            rows[name][BASELINE_COLUMN] = _number(baseline.get("value"))
+    columns = ["value", "standard_deviation"]
+    if any(BASELINE_COLUMN in row for row in rows.values()):
+        columns.append(BASELINE_COLUMN)
+    frame = pd.DataFrame.from_dict(rows, orient="index", columns=columns)
+    frame.index.name = "metric"
+    return frame
+
+
+def _number(value: Any) -> float | None:
+    """A report number as a float: ``"NaN"`` (how Model Monitor writes an undefined value) is NaN; None if absent."""
+    if value == "NaN":
+        return math.nan
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        return float(value)
+    return None
+
+
+def seconds_between(start: Any, end: Any) -> float | None:
+    """Seconds from ``start`` to ``end`` (datetimes or ISO strings); None when either is missing."""
+    if not start or not end:
+        return None
+    began, ended = (item if isinstance(item, datetime) else datetime.fromisoformat(str(item)) for item in (start, end))
+    return round((ended - began).total_seconds(), 3)
+
+
+def predictions_frame(predictions_dir: Path, test_dir: Path, predictor_type: str) -> pd.DataFrame:
+    """The test rows as Evaluate scored them: label, score (one column per class for multiclass), predicted label.
+
+    Reads the batch transform's ``.out`` files and the RecordIO-protobuf test shards with the Evaluate job's own
+    reader, so the rows are exactly the ones the report was computed on, in the same order."""
+    import pandas as pd
+
+    from evaluation.evaluate import EvaluationError, load_scored
+
+    try:
+        scored = load_scored(predictions_dir, test_dir, predictor_type)
+    except EvaluationError as error:
+        raise NoResultsError(f"cannot read the predictions: {error}") from None
+    columns: dict[str, Any] = {"label": scored.labels}
+    if scored.scores.ndim == 2:
+        for index in range(scored.scores.shape[1]):
+            columns[f"score_{index}"] = scored.scores[:, index]
+    else:
+        columns["score"] = scored.scores
+    if scored.predicted_labels is not None:
+        columns["predicted_label"] = scored.predicted_labels
+    return pd.DataFrame(columns)
+
+
+class Execution:
+    """What every execution offers, local or on SageMaker; subclasses say where each piece comes from.
+
+    ``id``, ``status``, ``failure_reason``, ``parameters`` (dict), ``steps`` (DataFrame: step, type, status,
+    seconds, cache_hit), ``report`` (the ``evaluation.json`` dict or None), ``metrics`` (DataFrame), ``gate``,
+    ``model_package``, ``model_path``, ``plots`` (PNG paths) and ``predictions()`` (DataFrame).
+    """
+
+    backend = ""
+
+    @property
+    def id(self) -> str:
+        raise NotImplementedError
+
+    @property
+    def status(self) -> str:
+        raise NotImplementedError
+
+    @property
+    def failure_reason(self) -> str | None:
+        raise NotImplementedError
+
+    @property
+    def parameters(self) -> dict[str, Any]:
+        raise NotImplementedError
+
+    @property
+    def steps(self) -> pd.DataFrame:
+        raise NotImplementedError
+
+    @property
+    def report(self) -> dict[str, Any] | None:
+        raise NotImplementedError
+
+    @property
+    def model_package(self) -> dict[str, Any] | None:
+        raise NotImplementedError
+
+    @property
+    def model_path(self) -> Any:
+        raise NotImplementedError
+
+    @property
+    def plots(self) -> list[Path]:
+        raise NotImplementedError
+
+    def predictions(self) -> pd.DataFrame:
+        raise NotImplementedError
+
+    def gate_passed(self) -> bool | None:
+        """The QualityGate condition's outcome, None when it did not run (yet)."""
+        raise NotImplementedError
+
+    @property
+    def succeeded(self) -> bool:
+        return self.status == StepStatus.SUCCEEDED
+
+    @property
+    def metrics(self) -> pd.DataFrame:
+        """The model-quality metrics of the test split, with bootstrap standard deviations (:func:`metrics_frame`)."""
+        return metrics_frame(self.report)
+
+    @property
+    def gate(self) -> dict[str, Any] | None:
+        """``{"metric", "value", "threshold", "passed"}``: the gate metric against MetricThreshold; None before
+        Evaluate wrote its report."""
+        report = self.report
+        if not report:
+            return None
+        section = report.get(GATE) or {}
+        return {
+            "metric": section.get("metric"),
+            "value": section.get("value"),
+            "threshold": self.parameters.get(METRIC_THRESHOLD),
+            "passed": self.gate_passed(),
+        }
+
+    def _repr_html_(self) -> str:
+        from pipeline.notebook import execution_html
+
+        return execution_html(self)
+
+    def __repr__(self) -> str:
+        return f"<{type(self).__name__} {self.id}: {self.status}>"
+
+
+class LocalExecution(Execution):
+    """A local execution, read from its record (``<workdir>/executions/<id>/``) and the local S3 folder."""
+
+    backend = "local"
+
+    def __init__(self, record: ExecutionRecord, workdir: Workdir) -> None:
+        from pipeline.local.s3 import LocalS3
+
+        self.record = record
+        self.workdir = workdir
+        self.s3 = LocalS3(workdir.s3)
+
+    @classmethod
+    def load(cls, workdir: Workdir, execution_id: str) -> LocalExecution:
+        """The execution ``execution_id`` of the work dir; ``NoResultsError`` naming it when there is none."""
+        from pipeline.local.executions import ExecutionStore
+
+        try:
+            return cls(ExecutionStore(workdir.executions).load(execution_id), workdir)
+        except KeyError as error:
+            raise NoResultsError(str(error).strip("'\"")) from None
+
+    @property
+    def id(self) -> str:
+        return self.record.id
+
+    @property
+    def status(self) -> str:
+        return str(self.record.status)
+
+    @property
+    def failure_reason(self) -> str | None:
+        return self.record.failure_reason
+
+    @property
+    def parameters(self) -> dict[str, Any]:
+        return dict(self.record.parameters)
+
+    @property
+    def steps(self) -> pd.DataFrame:
+        import pandas as pd
+
+        rows = [
+            {
+                "step": step.name,
+                "type": step.type,
+                "status": str(step.status),
+                "seconds": seconds_between(step.start_time, step.end_time),
+                "cache_hit": step.cache_hit_source,
+            }
+            for step in self.record.steps.values()
+        ]
+        return pd.DataFrame(rows, columns=STEP_COLUMNS)
+
+    @property
+    def report_path(self) -> Path | None:
+        """The ``evaluation.json`` Evaluate wrote, or None when it did not."""
+        evaluate = self.record.steps.get(EVALUATE)
+        uri = (evaluate.properties.get("PropertyFiles") or {}).get(REPORT_PROPERTY_FILE) if evaluate else None
+        path = self.s3.path(uri) if uri else None
+        return path if path is not None and path.is_file() else None
+
+    @property
+    def report(self) -> dict[str, Any] | None:
+        path = self.report_path
+        return json.loads(path.read_text()) if path else None
+
+    def gate_passed(self) -> bool | None:
+        decision = self.record.steps.get(QUALITY_GATE)
+        if decision is None or decision.status != StepStatus.SUCCEEDED:
+            return None
+        return decision.properties.get("Outcome")
+
+    @property
+    def model_package(self) -> dict[str, Any] | None:
+        register = self.record.steps.get(REGISTER)
+        if register is None or register.status != StepStatus.SUCCEEDED:
+            return None
+        properties = register.properties
+        return {
+            "group": properties.get("ModelPackageGroupName"),
+            "version": properties.get("ModelPackageVersion"),
+            "arn": properties.get("ModelPackageArn"),
+            "approval_status": properties.get("ModelApprovalStatus"),
+        }
+
+    @property
+    def model_path(self) -> Path | None:
+        """The trained ``model.tar.gz`` (the Linear Learner artifact) in the local S3 folder."""
+        train = self.record.steps.get(TRAIN)
+        artifact = (train.properties.get("ModelArtifacts") or {}).get("S3ModelArtifacts") if train else None
+        path = self.s3.path(artifact) if artifact else None
+        return path if path is not None and path.is_file() else None
+
+    @property
+    def plots(self) -> list[Path]:
+        """PNG plots of the report (:mod:`pipeline.plots`), rendered once into ``executions/<id>/plots/``."""
+        from pipeline.plots import render_plots
+
+        report_path = self.report_path
+        if report_path is None:
+            return []
+        folder = self.record.folder / "plots"
+        existing = sorted(folder.glob("*.png")) if folder.is_dir() else []
+        return existing or render_plots(report_path, folder)
+
+    def predictions(self) -> pd.DataFrame:
+        """The test rows the Transform step scored: label, score(s) and predicted label (not for regression)."""
+        transform = self.record.steps.get(TRANSFORM)
+        if transform is None or transform.status != StepStatus.SUCCEEDED:
+            state = transform.status if transform else "absent"
+            raise NoResultsError(f"execution {self.id} has no predictions: its {TRANSFORM} step is {state}")
+        test_uri = transform.properties["TransformInput"]["DataSource"]["S3DataSource"]["S3Uri"]
+        output_uri = transform.properties["TransformOutput"]["S3OutputPath"]
+        predictor_type = str(self.record.parameters.get("PredictorType", REGRESSOR))
+        return predictions_frame(self.s3.path(output_uri), self.s3.path(test_uri), predictor_type)

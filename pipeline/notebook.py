@@ -1,0 +1,156 @@
+"""Jupyter rendering: an execution as HTML (steps, metrics, gate, plots inline) and a live step table that a
+notebook updates in place while a local run goes on (an IPython display updated by id, not terminal escape codes).
+
+IPython is never imported here unless the process already runs it, so ``import pipeline`` stays fast elsewhere.
+"""
+
+from __future__ import annotations
+
+import base64
+import html
+import sys
+import threading
+import time
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from pipeline.execution import Execution
+    from pipeline.local.executions import ExecutionRecord, StepRecord
+    from pipeline.local.workdir import Workdir
+
+REFRESH_SECONDS = 0.5  # at most two redraws a second; the last state is always drawn at the end
+
+
+def in_notebook() -> bool:
+    """True in a Jupyter kernel (Studio, JupyterLab, VS Code notebooks): IPython's ZMQ shell is running."""
+    ipython = sys.modules.get("IPython")
+    shell = ipython.get_ipython() if ipython is not None else None
+    return shell is not None and type(shell).__name__ == "ZMQInteractiveShell"
+
+
+def _table(frame: Any, float_format: str = "{:.4f}") -> str:
+    return frame.to_html(na_rep="", float_format=float_format.format, border=0, classes="llpipe")
+
+
+def _image(path: Path) -> str:
+    encoded = base64.b64encode(Path(path).read_bytes()).decode("ascii")
+    title = html.escape(Path(path).stem.replace("_", " "))
+    return f'<figure style="display:inline-block;margin:4px"><img src="data:image/png;base64,{encoded}" ' \
+        f'alt="{title}" width="320"/><figcaption>{title}</figcaption></figure>'
+
+
+def steps_html(title: str, steps: Any) -> str:
+    """A title line and the steps table."""
+    return f"<p><b>{html.escape(title)}</b></p>{_table(steps, '{:.1f}')}"
+
+
+def execution_html(execution: Execution) -> str:
+    """The execution as HTML: status, steps, metrics, gate, model package or failure, and the plots as PNGs."""
+    colour = "green" if execution.succeeded else ("red" if execution.status in ("Failed", "Stopped") else "orange")
+    parts = [
+        f"<h4>Execution {html.escape(execution.id)} ({execution.backend}): "
+        f'<span style="color:{colour}">{html.escape(execution.status)}</span></h4>',
+        _table(execution.steps, "{:.1f}"),
+    ]
+    metrics = execution.metrics
+    if not metrics.empty:
+        parts += ["<p><b>Model quality on the test split</b></p>", _table(metrics)]
+    gate = execution.gate
+    if gate:
+        verdict = {True: "passed", False: "failed", None: "not evaluated"}[gate["passed"]]
+        parts.append(
+            f"<p>Quality gate: {html.escape(str(gate['metric']))} = {gate['value']} vs threshold "
+            f"{gate['threshold']}: <b>{verdict}</b></p>"
+        )
+    package = execution.model_package
+    if package:
+        parts.append(f"<p>Registered: {html.escape(str(package.get('arn')))}</p>")
+    if execution.failure_reason:
+        parts.append(f'<p style="color:red">Failure: {html.escape(execution.failure_reason)}</p>')
+    plots = execution.plots
+    if plots:
+        parts.append("<div>" + "".join(_image(path) for path in plots) + "</div>")
+    return "\n".join(parts)
+
+
+class NotebookSteps:
+    """A live step table in the notebook's output: one display, updated in place as steps change."""
+
+    def __init__(self, workdir: Workdir) -> None:
+        self.workdir = workdir
+        self.lock = threading.Lock()
+        self.record: ExecutionRecord | None = None
+        self.drawn_at = 0.0
+        self.handle: Any = None
+
+    def _html(self) -> Any:
+        from IPython.display import HTML
+
+        from pipeline.execution import LocalExecution
+
+        with self.lock:
+            record = self.record
+        if record is None:
+            return HTML("<p>Starting the local run...</p>")
+        return HTML(steps_html(f"Execution {record.id}: {record.status}", LocalExecution(record, self.workdir).steps))
+
+    def update(self, record: ExecutionRecord, step: StepRecord) -> None:
+        """Called by the interpreter on every change, from job threads: redraws at most every REFRESH_SECONDS."""
+        with self.lock:
+            self.record = record
+            due = time.monotonic() - self.drawn_at >= REFRESH_SECONDS
+            if due:
+                self.drawn_at = time.monotonic()
+        if due:
+            self.handle.update(self._html())
+
+    def __enter__(self) -> NotebookSteps:
+        from IPython.display import display
+
+        self.handle = display(self._html(), display_id=True)
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.handle.update(self._html())
+
+
+class PrintedSteps:
+    """Outside a notebook: one line on stderr per step status change (``Train: Succeeded (12.3s)``)."""
+
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self.seen: dict[str, str] = {}
+
+    def update(self, record: ExecutionRecord, step: StepRecord) -> None:
+        from pipeline.execution import seconds_between
+
+        status = str(step.status)
+        with self.lock:
+            if self.seen.get(step.name) == status:
+                return
+            self.seen[step.name] = status
+        seconds = seconds_between(step.start_time, step.end_time)
+        timing = f" ({seconds:.1f}s)" if seconds is not None else ""
+        cached = " (cached)" if step.cache_hit_source else ""
+        print(f"{record.id} {step.name}: {status}{cached}{timing}", file=sys.stderr, flush=True)
+
+    def __enter__(self) -> PrintedSteps:
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        return None
+
+
+def progress_display(progress: bool | str, workdir: Workdir) -> NotebookSteps | PrintedSteps | None:
+    """``"auto"``: a live table in Jupyter, nothing elsewhere; True: the table in Jupyter, lines elsewhere;
+    False: nothing."""
+    if progress not in (True, False, "auto"):
+        from pipeline.errors import UsageError
+
+        raise UsageError(f"progress must be True, False or 'auto', got {progress!r}")
+    if progress is False:
+        return None
+    if in_notebook():
+        return NotebookSteps(workdir)
+    return PrintedSteps() if progress is True else None

@@ -1,0 +1,273 @@
+"""An execution on SageMaker in the same shape as a local one (:class:`pipeline.execution.Execution`), filled from
+the service: status from DescribePipelineExecution, parameters from ListPipelineParametersForExecution, steps from
+ListPipelineExecutionSteps, the report from the Evaluate job's output in S3 (DescribeProcessingJob names it), the
+model from DescribeTrainingJob, predictions from the Transform job's input and output prefixes.
+
+Nothing is read until asked for; a finished execution's answers are kept (they cannot change any more).
+"""
+
+from __future__ import annotations
+
+import json
+import tempfile
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+from urllib.parse import urlparse
+
+from pipeline.execution import STEP_COLUMNS, Execution, NoResultsError, predictions_frame, seconds_between
+from pipeline.names import EVALUATE, QUALITY_GATE, REGISTER, REGRESSOR, REPORT_NAME, TRAIN, TRANSFORM, StepStatus
+from pipeline.sagemaker_ops import TERMINAL_STATUSES, _aws_call, aws_session
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+    from pipeline.config import PipelineConfig
+
+# ListPipelineExecutionSteps' Metadata key -> the step type of the definition
+STEP_TYPES = {
+    "ProcessingJob": "Processing",
+    "TrainingJob": "Training",
+    "TransformJob": "Transform",
+    "Model": "Model",
+    "RegisterModel": "RegisterModel",
+    "Condition": "Condition",
+    "Fail": "Fail",
+}
+
+
+class SageMakerExecution(Execution):
+    """One execution of the deployed pipeline, by ARN."""
+
+    backend = "sagemaker"
+
+    def __init__(self, config: PipelineConfig, arn: str, session: Any = None) -> None:
+        self.config = config
+        self.arn = arn
+        self.session = session or aws_session(config)
+        self.sagemaker = self.session.client("sagemaker")
+        self._described: dict[str, Any] | None = None
+        self._steps: list[dict[str, Any]] | None = None
+        self._report: dict[str, Any] | None = None
+
+    @classmethod
+    def find(cls, config: PipelineConfig, execution: str, session: Any = None) -> SageMakerExecution:
+        """By ARN, or by the id at its end (an execution of the configured pipeline)."""
+        if execution.startswith("arn:"):
+            return cls(config, execution, session)
+        account = config.role_arn.split(":")[4]
+        arn = f"arn:aws:sagemaker:{config.region}:{account}:pipeline/{config.pipeline_name}/execution/{execution}"
+        return cls(config, arn, session)
+
+    @property
+    def finished(self) -> bool:
+        return self._described is not None and self._described["PipelineExecutionStatus"] in TERMINAL_STATUSES
+
+    def refresh(self) -> SageMakerExecution:
+        """Read the status again (DescribePipelineExecution); steps and report are read again when next asked."""
+        with _aws_call(f"DescribePipelineExecution {self.arn}"):
+            self._described = self.sagemaker.describe_pipeline_execution(PipelineExecutionArn=self.arn)
+        self._steps = None
+        return self
+
+    def _description(self) -> dict[str, Any]:
+        if self._described is None or not self.finished:
+            self.refresh()
+        assert self._described is not None
+        return self._described
+
+    def wait(self, poll_seconds: float = 30.0, progress: bool | str = "auto") -> SageMakerExecution:
+        """Poll until Succeeded, Failed or Stopped; in Jupyter a live step table (``progress``, as ``run_local``)."""
+        import time
+
+        from pipeline.notebook import in_notebook
+
+        show = progress is True or (progress == "auto" and in_notebook())
+        handle = None
+        while True:
+            self.refresh()
+            if show:
+                handle = self._show_steps(handle)
+            if self.finished:
+                return self
+            time.sleep(poll_seconds)
+
+    def _show_steps(self, handle: Any) -> Any:
+        from pipeline.notebook import in_notebook, steps_html
+
+        text = steps_html(f"Execution {self.id}: {self.status}", self.steps)
+        if not in_notebook():
+            print(f"{self.id}: {self.status}", flush=True)
+            return None
+        from IPython.display import HTML, display
+
+        if handle is None:
+            return display(HTML(text), display_id=True)
+        handle.update(HTML(text))
+        return handle
+
+    @property
+    def id(self) -> str:
+        return self.arn.rsplit("/", 1)[-1]
+
+    @property
+    def status(self) -> str:
+        return self._description()["PipelineExecutionStatus"]
+
+    @property
+    def failure_reason(self) -> str | None:
+        return self._description().get("FailureReason")
+
+    @property
+    def parameters(self) -> dict[str, Any]:
+        """The execution's parameter values as the service reports them (strings)."""
+        values: dict[str, Any] = {}
+        request: dict[str, Any] = {"PipelineExecutionArn": self.arn}
+        with _aws_call(f"ListPipelineParametersForExecution {self.arn}"):
+            while True:
+                page = self.sagemaker.list_pipeline_parameters_for_execution(**request)
+                values.update({item["Name"]: item["Value"] for item in page.get("PipelineParameters", [])})
+                if not page.get("NextToken"):
+                    return values
+                request["NextToken"] = page["NextToken"]
+
+    def _step_list(self) -> list[dict[str, Any]]:
+        if self._steps is None:
+            from pipeline.sagemaker_ops import poll_execution
+
+            state = poll_execution(self.sagemaker, self.arn)
+            self._described = {**(self._described or {}), "PipelineExecutionStatus": state.status}
+            self._steps = state.steps
+        return self._steps
+
+    def _step(self, name: str) -> dict[str, Any] | None:
+        return next((step for step in self._step_list() if step["StepName"] == name), None)
+
+    @property
+    def steps(self) -> pd.DataFrame:
+        import pandas as pd
+
+        rows = []
+        for step in self._step_list():
+            metadata = step.get("Metadata") or {}
+            kind = next((STEP_TYPES[key] for key in metadata if key in STEP_TYPES), "")
+            source = (step.get("CacheHitResult") or {}).get("SourcePipelineExecutionArn")
+            rows.append(
+                {
+                    "step": step["StepName"],
+                    "type": kind,
+                    "status": step.get("StepStatus", ""),
+                    "seconds": seconds_between(step.get("StartTime"), step.get("EndTime")),
+                    "cache_hit": source.rsplit("/", 1)[-1] if source else None,
+                }
+            )
+        return pd.DataFrame(rows, columns=STEP_COLUMNS)
+
+    def _job_arn(self, step_name: str, kind: str) -> str | None:
+        step = self._step(step_name)
+        if step is None or step.get("StepStatus") != StepStatus.SUCCEEDED:
+            return None
+        return ((step.get("Metadata") or {}).get(kind) or {}).get("Arn")
+
+    def _describe(self, kind: str, arn: str) -> dict[str, Any]:
+        name = arn.rsplit("/", 1)[-1]
+        call = {"ProcessingJob": "describe_processing_job", "TrainingJob": "describe_training_job"}.get(kind)
+        call = call or "describe_transform_job"
+        with _aws_call(f"Describe{kind} {name}"):
+            return getattr(self.sagemaker, call)(**{f"{kind}Name": name})
+
+    @property
+    def report_uri(self) -> str | None:
+        """``s3://.../evaluation.json`` of the Evaluate job (of the job a cache hit reused), once it succeeded."""
+        arn = self._job_arn(EVALUATE, "ProcessingJob")
+        if arn is None:
+            return None
+        outputs = self._describe("ProcessingJob", arn).get("ProcessingOutputConfig", {}).get("Outputs", [])
+        output = next((item for item in outputs if item.get("OutputName") == "evaluation"), None)
+        return output["S3Output"]["S3Uri"].rstrip("/") + "/" + REPORT_NAME if output else None
+
+    @property
+    def report(self) -> dict[str, Any] | None:
+        if self._report is None:
+            uri = self.report_uri
+            if uri is None:
+                return None
+            bucket, key = _split(uri)
+            with _aws_call(f"GetObject {uri}"):
+                body = self.session.client("s3").get_object(Bucket=bucket, Key=key)["Body"].read()
+            self._report = json.loads(body)
+        return self._report
+
+    def gate_passed(self) -> bool | None:
+        step = self._step(QUALITY_GATE)
+        if step is None or step.get("StepStatus") != StepStatus.SUCCEEDED:
+            return None
+        outcome = ((step.get("Metadata") or {}).get("Condition") or {}).get("Outcome")
+        return None if outcome is None else str(outcome).lower() == "true"
+
+    @property
+    def model_package(self) -> dict[str, Any] | None:
+        arn = self._job_arn(REGISTER, "RegisterModel")
+        if arn is None:
+            return None
+        with _aws_call(f"DescribeModelPackage {arn}"):
+            described = self.sagemaker.describe_model_package(ModelPackageName=arn)
+        return {
+            "group": described.get("ModelPackageGroupName"),
+            "version": described.get("ModelPackageVersion"),
+            "arn": arn,
+            "approval_status": described.get("ModelApprovalStatus"),
+        }
+
+    @property
+    def model_path(self) -> str | None:
+        """The S3 URI of the trained ``model.tar.gz``."""
+        arn = self._job_arn(TRAIN, "TrainingJob")
+        return self._describe("TrainingJob", arn).get("ModelArtifacts", {}).get("S3ModelArtifacts") if arn else None
+
+    @property
+    def plots(self) -> list[Path]:
+        """The report's plots, rendered into a temporary folder (the report itself stays in S3)."""
+        from pipeline.plots import render_plots
+
+        report = self.report
+        if report is None:
+            return []
+        folder = Path(tempfile.gettempdir()) / "llpipe-plots" / self.id
+        folder.mkdir(parents=True, exist_ok=True)
+        (folder / REPORT_NAME).write_text(json.dumps(report))
+        return render_plots(folder / REPORT_NAME, folder / "plots")
+
+    def predictions(self) -> pd.DataFrame:
+        """The Transform job's input shards and ``.out`` files, downloaded, read as Evaluate reads them."""
+        arn = self._job_arn(TRANSFORM, "TransformJob")
+        if arn is None:
+            raise NoResultsError(f"execution {self.id} has no predictions: its {TRANSFORM} step has not succeeded")
+        described = self._describe("TransformJob", arn)
+        test_uri = described["TransformInput"]["DataSource"]["S3DataSource"]["S3Uri"]
+        output_uri = described["TransformOutput"]["S3OutputPath"]
+        predictor_type = str(self.parameters.get("PredictorType", REGRESSOR))
+        with tempfile.TemporaryDirectory(prefix="llpipe-predictions-") as folder:
+            test_dir, output_dir = Path(folder) / "test", Path(folder) / "predictions"
+            self._download(test_uri, test_dir)
+            self._download(output_uri, output_dir)
+            return predictions_frame(output_dir, test_dir, predictor_type)
+
+    def _download(self, uri: str, folder: Path) -> None:
+        s3 = self.session.client("s3")
+        bucket, prefix = _split(uri.rstrip("/") + "/")
+        request: dict[str, Any] = {"Bucket": bucket, "Prefix": prefix}
+        with _aws_call(f"downloading {uri}"):
+            while True:
+                page = s3.list_objects_v2(**request)
+                for item in page.get("Contents", []):
+                    target = folder / item["Key"][len(prefix) :]
+                    target.parent.mkdir(parents=True, exist_ok=True)
+                    target.write_bytes(s3.get_object(Bucket=bucket, Key=item["Key"])["Body"].read())
+                if not page.get("IsTruncated"):
+                    return
+                request["ContinuationToken"] = page["NextContinuationToken"]
+
+
+def _split(uri: str) -> tuple[str, str]:
+    parsed = urlparse(uri)
+    return parsed.netloc, parsed.path.lstrip("/")

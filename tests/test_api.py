@@ -1,0 +1,207 @@
+"""The Python API (``from pipeline import run_local, compare, executions, ...``) on real local runs: a DataFrame in,
+the execution's steps, metrics, gate, predictions and plots out, read back from the files the pipeline wrote."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from pipeline import cli
+from pipeline.api import run_local, split_options
+from pipeline.comparison import side_by_side
+from pipeline.errors import ConfigError, DataError, ParameterError
+from pipeline.execution import LocalExecution, metrics_frame
+
+FAST = {"Epochs": 3, "NumModels": 2, "MiniBatchSize": 50}
+REPOSITORY = Path(__file__).resolve().parent.parent
+
+
+def breast_cancer() -> pd.DataFrame:
+    from sklearn.datasets import load_breast_cancer
+
+    return load_breast_cancer(as_frame=True).frame
+
+
+@pytest.fixture(scope="module")
+def two_runs(tmp_path_factory: pytest.TempPathFactory) -> tuple[LocalExecution, LocalExecution, Path]:
+    """Two runs on the same DataFrame in one work dir, the second with more epochs."""
+    workdir = tmp_path_factory.mktemp("api")
+    frame = breast_cancer()
+    first = run_local(frame, "target", "binary_classifier", workdir=workdir, progress=False, **FAST)
+    second = run_local(
+        frame.copy(), "target", "binary_classifier", workdir=workdir, progress=False, **{**FAST, "Epochs": 4}
+    )
+    return first, second, workdir
+
+
+def test_python_c_run_local_on_a_dataframe_returns_the_metrics_of_its_evaluation_json(tmp_path: Path) -> None:
+    """Enough test rows (>= 200) that the report carries real bootstrap standard deviations, not NaN."""
+    script = """
+import json
+import numpy as np, pandas as pd
+from pipeline import run_local
+rng = np.random.default_rng(7)
+features = rng.normal(size=(1500, 4))
+label = (features @ [1.5, -1.0, 0.5, 0.0] + rng.normal(scale=1.0, size=1500) > 0).astype(int)
+frame = pd.DataFrame(features, columns=["a", "b", "c", "d"]).assign(label=label)
+execution = run_local(frame, "label", "binary_classifier", Epochs=3, NumModels=2, MiniBatchSize=100)
+print(json.dumps({
+    "id": execution.id, "status": execution.status, "report": str(execution.report_path),
+    "metrics": execution.metrics.reset_index().to_dict(orient="records"), "gate": execution.gate,
+}))
+"""
+    result = subprocess.run(
+        [sys.executable, "-c", script], cwd=tmp_path, capture_output=True, text=True, timeout=300, check=False
+    )
+    assert result.returncode == 0, result.stderr
+    outcome = json.loads(result.stdout.strip().splitlines()[-1])
+    assert outcome["status"] == "Succeeded"
+    report_path = Path(outcome["report"])
+    assert report_path.is_relative_to(tmp_path / ".llpipe" / "s3") and outcome["id"] in str(report_path)
+    report = json.loads(report_path.read_text())
+    assert report["dataset"]["item_count"] >= 200
+    section = report["binary_classification_metrics"]
+    scalars = {
+        name: entry
+        for name, entry in section.items()
+        if isinstance(entry, dict) and "value" in entry and not name.endswith("_best_constant_classifier")
+    }
+    metrics = {row["metric"]: row for row in outcome["metrics"]}
+    assert set(metrics) == set(scalars) and len(metrics) == 11
+    for name, entry in scalars.items():
+        assert metrics[name]["value"] == entry["value"], name
+        assert metrics[name]["standard_deviation"] == entry["standard_deviation"], name
+        assert entry["standard_deviation"] > 0 or name in ("false_positive_rate",), name
+    for name in ("accuracy", "precision", "recall", "f1"):
+        baseline = section[f"{name}_best_constant_classifier"]["value"]
+        assert metrics[name]["best_constant_classifier"] == baseline
+    assert outcome["gate"] == {"metric": "auc", "value": section["auc"]["value"], "threshold": 0.6, "passed": True}
+    [staged] = (tmp_path / ".llpipe" / "frames").glob("frame-*.csv")
+    assert list(pd.read_csv(staged).columns) == ["a", "b", "c", "d", "label"]
+
+
+def test_the_execution_reads_steps_predictions_plots_and_model(two_runs: tuple) -> None:
+    first, _, _ = two_runs
+    assert first.succeeded and first.failure_reason is None
+    steps = first.steps
+    assert list(steps.columns) == ["step", "type", "status", "seconds", "cache_hit"]
+    assert list(steps.step) == list(first.record.steps)
+    assert dict(zip(steps.step, steps.status, strict=True))["QualityGateFailed"] == "Skipped"
+    assert (steps[steps.status == "Succeeded"].seconds >= 0).all()
+
+    report = first.report
+    predictions = first.predictions()
+    assert list(predictions.columns) == ["label", "score", "predicted_label"]
+    assert len(predictions) == report["dataset"]["item_count"]
+    accuracy = float((predictions.label == predictions.predicted_label).mean())
+    assert accuracy == pytest.approx(report["binary_classification_metrics"]["accuracy"]["value"])
+    assert predictions.score.between(0, 1).all()
+
+    names = ["roc_curve.png", "precision_recall_curve.png", "confusion_matrix.png"]
+    assert [path.name for path in first.plots] == names
+    assert all(path.read_bytes().startswith(b"\x89PNG") for path in first.plots)
+    assert first.model_path.name == "model.tar.gz" and first.model_path.is_file()
+    assert first.model_package["version"] == 1 and first.model_package["approval_status"] == "PendingManualApproval"
+    assert first.parameters["Epochs"] == 3 and first.parameters["LabelColumn"] == "target"
+
+
+def test_the_same_frame_is_the_same_data_version_and_hits_the_cache(two_runs: tuple) -> None:
+    first, second, workdir = two_runs
+    assert second.parameters["DataVersion"] == first.parameters["DataVersion"]
+    assert second.parameters["InputDataUrl"] == first.parameters["InputDataUrl"]
+    cache_hits = dict(zip(second.steps.step, second.steps.cache_hit, strict=True))
+    assert cache_hits["Preprocess"] == first.id, "unchanged data: Preprocess comes from the cache"
+    assert pd.isna(cache_hits["Train"]), "Epochs changed: Train ran again"
+    assert len(list((workdir / "frames").glob("*.csv"))) == 1
+
+
+def test_executions_tell_runs_apart_and_compare_shows_what_differs(two_runs: tuple) -> None:
+    from pipeline import compare, executions
+
+    first, second, workdir = two_runs
+    listed = executions(workdir=workdir)
+    assert list(listed.id) == [second.id, first.id]
+    newest = listed.iloc[0]
+    version = first.parameters["DataVersion"]
+    assert newest.data.startswith("frame-") and version in newest.data and "(target, binary_classifier)" in newest.data
+    assert "Epochs=4" in newest.parameters and "MiniBatchSize=50" in newest.parameters
+    assert "DataVersion" not in newest.parameters
+    assert newest.gate == f"auc={second.gate['value']:.4f}"
+
+    table = compare(first.id, second.id, workdir=workdir)
+    assert list(table.columns) == [first.id, second.id, "differs"]
+    assert table.loc["parameter: Epochs"].tolist() == [3, 4, True]
+    assert not table.loc["parameter: DataVersion", "differs"]
+    auc = first.metrics.loc["auc"]
+    assert table.loc["metric: auc", first.id].startswith(f"{auc.value:.4f}")
+    assert table.loc["model package", second.id].startswith("linear-learner-models v2")
+    assert side_by_side(first, first).differs.sum() == 0
+
+
+def test_the_cli_lists_and_compares_the_same_runs(two_runs: tuple, capsys: pytest.CaptureFixture[str]) -> None:
+    first, second, workdir = two_runs
+    assert cli.main(["executions", "--workdir", str(workdir), "--json"]) == 0
+    rows = json.loads(capsys.readouterr().out)
+    assert [row["id"] for row in rows] == [second.id, first.id]
+    assert rows[0]["gate"].startswith("auc=") and "Epochs=4" in rows[0]["parameters"]
+    assert cli.main(["compare", first.id, second.id, "--workdir", str(workdir), "--json"]) == 0
+    shown = json.loads(capsys.readouterr().out)
+    assert shown["parameter: Epochs"] == {first.id: 3, second.id: 4, "differs": True}
+    assert "parameter: LabelColumn" not in shown, "rows that agree are left out without --all"
+    assert cli.main(["compare", first.id, "nope", "--workdir", str(workdir)]) == 1
+    assert "no execution 'nope'" in capsys.readouterr().err
+
+
+def test_an_execution_renders_in_jupyter_with_its_plots_inline(two_runs: tuple) -> None:
+    first, _, _ = two_runs
+    html = first._repr_html_()
+    assert f"Execution {first.id}" in html and "Succeeded" in html
+    assert "<table" in html and "QualityGateFailed" in html and "standard_deviation" in html
+    assert html.count('src="data:image/png;base64,') == 3
+    assert "Quality gate: auc" in html
+
+
+def test_bad_input_is_refused_before_anything_is_staged(tmp_path: Path) -> None:
+    frame = breast_cancer()
+    with pytest.raises(DataError, match=r"label_column 'label' is not a column of the DataFrame: mean radius"):
+        run_local(frame, "label", "binary_classifier", workdir=tmp_path, progress=False)
+    with pytest.raises(DataError, match="data needs label_column and predictor_type"):
+        run_local(frame, "target", workdir=tmp_path, progress=False)
+    with pytest.raises(DataError, match="predictor_type 'binary'"):
+        run_local(frame, "target", "binary", workdir=tmp_path, progress=False)
+    with pytest.raises(DataError, match="expected a path or a pandas DataFrame, got list"):
+        run_local([[1, 2]], "target", "binary_classifier", workdir=tmp_path, progress=False)
+    with pytest.raises(ConfigError, match="unknown setting 'bukcet'"):
+        run_local(frame, "target", "binary_classifier", workdir=tmp_path, progress=False, bukcet="x")
+    assert not (tmp_path / "executions").exists() and not (tmp_path / "s3").exists()
+    with pytest.raises(ParameterError, match="unknown parameter"):
+        run_local(frame, "target", "binary_classifier", workdir=tmp_path, progress=False, Epoch=3)
+    assert not (tmp_path / "executions").exists() and not (tmp_path / "s3").exists()
+
+
+def test_capitalised_keywords_are_parameters_the_others_settings() -> None:
+    settings, parameters = split_options({"bucket": "b", "Epochs": 3, "UseBias": False, "MetricThreshold": 0.5})
+    assert settings == {"bucket": "b"}
+    assert parameters == {"Epochs": "3", "UseBias": "false", "MetricThreshold": "0.5"}
+
+
+def test_metrics_keep_undefined_values_as_nan() -> None:
+    report = {"regression_metrics": {"mse": {"value": 2.5, "standard_deviation": "NaN"}, "r2": {"value": "NaN"}}}
+    frame = metrics_frame(report)
+    assert list(frame.columns) == ["value", "standard_deviation"]
+    assert frame.loc["mse", "value"] == 2.5 and np.isnan(frame.loc["mse", "standard_deviation"])
+    assert np.isnan(frame.loc["r2", "value"])
+    assert metrics_frame(None).empty
+
+
+def test_import_pipeline_stays_light() -> None:
+    heavy = "('pandas', 'sagemaker', 'numpy', 'boto3')"
+    script = f"import sys, pipeline; print(sorted(m for m in {heavy} if m in sys.modules))"
+    result = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True)
+    assert result.stdout.strip() == "[]"
