@@ -82,6 +82,15 @@ def seconds_between(start: Any, end: Any) -> float | None:
     return round((ended - began).total_seconds(), 3)
 
 
+def steps_frame(rows: list[dict[str, Any]]) -> pd.DataFrame:
+    """The steps table (:data:`STEP_COLUMNS`); ``cache_hit`` stays None, not NaN, where no cache was hit."""
+    import pandas as pd
+
+    frame = pd.DataFrame(rows, columns=STEP_COLUMNS)
+    frame["cache_hit"] = pd.Series([row["cache_hit"] for row in rows], index=frame.index, dtype=object)
+    return frame
+
+
 def predictions_frame(predictions_dir: Path, test_dir: Path, predictor_type: str) -> pd.DataFrame:
     """The test rows as Evaluate scored them: label, score (one column per class for multiclass), predicted label.
 
@@ -232,8 +241,6 @@ class LocalExecution(Execution):
 
     @property
     def steps(self) -> pd.DataFrame:
-        import pandas as pd
-
         rows = [
             {
                 "step": step.name,
@@ -244,7 +251,7 @@ class LocalExecution(Execution):
             }
             for step in self.record.steps.values()
         ]
-        return pd.DataFrame(rows, columns=STEP_COLUMNS)
+        return steps_frame(rows)
 
     @property
     def report_path(self) -> Path | None:

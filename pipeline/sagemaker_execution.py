@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlparse
 
-from pipeline.execution import STEP_COLUMNS, Execution, NoResultsError, predictions_frame, seconds_between
+from pipeline.execution import Execution, NoResultsError, predictions_frame, seconds_between, steps_frame
 from pipeline.names import EVALUATE, QUALITY_GATE, REGISTER, REGRESSOR, REPORT_NAME, TRAIN, TRANSFORM, StepStatus
 from pipeline.sagemaker_ops import TERMINAL_STATUSES, _aws_call, aws_session
 
@@ -144,8 +144,6 @@ class SageMakerExecution(Execution):
 
     @property
     def steps(self) -> pd.DataFrame:
-        import pandas as pd
-
         rows = []
         for step in self._step_list():
             metadata = step.get("Metadata") or {}
@@ -160,7 +158,7 @@ class SageMakerExecution(Execution):
                     "cache_hit": source.rsplit("/", 1)[-1] if source else None,
                 }
             )
-        return pd.DataFrame(rows, columns=STEP_COLUMNS)
+        return steps_frame(rows)
 
     def _job_arn(self, step_name: str, kind: str) -> str | None:
         step = self._step(step_name)
