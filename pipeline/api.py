@@ -138,13 +138,23 @@ def run_local(
 # ------------------------------------------------------------------------------------------------------- SageMaker
 
 
-def deploy(*, description: str | None = None, config: PathLike | None = None, **settings: Any) -> UpsertResult:
-    """Upload the code bundles and create or update the pipeline on SageMaker, as ``llpipe upsert`` does."""
+def upsert_pipeline(config: PipelineConfig, description: str | None = None) -> UpsertResult:
+    """Build the definition offline, upload its code bundles, create or update the pipeline: what ``llpipe upsert``
+    and :func:`deploy` both call."""
     from pipeline.definition import build_definition
+    from pipeline.errors import LlpipeError
     from pipeline.sagemaker_ops import upsert
 
-    pipeline_config = load_settings(settings, config)
-    return upsert(pipeline_config, build_definition(pipeline_config), description=description)
+    try:
+        built = build_definition(config)
+    except FileNotFoundError as error:  # a code bundle's source file is missing from the installation
+        raise LlpipeError(str(error)) from None
+    return upsert(config, built, description=description)
+
+
+def deploy(*, description: str | None = None, config: PathLike | None = None, **settings: Any) -> UpsertResult:
+    """Upload the code bundles and create or update the pipeline on SageMaker, as ``llpipe upsert`` does."""
+    return upsert_pipeline(load_settings(settings, config), description)
 
 
 def start(

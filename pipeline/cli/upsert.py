@@ -5,7 +5,6 @@ from __future__ import annotations
 import argparse
 
 from pipeline.config import add_config_arguments, config_from_args
-from pipeline.errors import LlpipeError
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
@@ -15,16 +14,11 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    """Build the definition offline, then upload and upsert; one line per outcome."""
-    from pipeline.definition import build_definition
-    from pipeline.sagemaker_ops import upsert
+    """Build the definition offline, then upload and upsert (``pipeline.api.upsert_pipeline``); one line each."""
+    from pipeline.api import upsert_pipeline
 
     config = config_from_args(args)
-    try:
-        built = build_definition(config)
-    except FileNotFoundError as error:
-        raise LlpipeError(str(error)) from None
-    result = upsert(config, built, description=args.description)
+    result = upsert_pipeline(config, description=args.description)
     verb = "created" if result.created else "updated"
     print(f"uploaded {len(result.uploaded)} code objects to {config.pipeline_prefix}/code/")
     print(f"{verb} pipeline {result.pipeline_arn}")
