@@ -313,13 +313,13 @@ def test_a_stopped_training_instance_is_reported_within_the_heartbeat(
     stopped: list[int] = []
 
     def on_log(line: str) -> None:
-        if not stopped and line.startswith("[algo-2]") and "epoch" in line.lower():
+        if not stopped and "#quality_metric" in line and "epoch=" in line:  # both instances are connected by now
             [pid] = [p for p in _processes_mentioning(str(tmp_path / "work" / "algo-2")) if p != os.getpid()]
             os.kill(pid, signal.SIGSTOP)
             stopped.append(pid)
 
     hyperparameters = {"predictor_type": "binary_classifier", "feature_dim": "4", "epochs": "100000",
-                       "mini_batch_size": "10", "num_models": "2"}
+                       "mini_batch_size": "10", "num_models": "2", "early_stopping_patience": "100000"}
     channels = {"train": launcher.Channel(files=files, distribution="ShardedByS3Key", content_type="text/csv")}
     with pytest.raises(TrainingError, match="algo-2 sent no update for 2 s"):
         launcher.train(hyperparameters, channels, tmp_path / "out", instance_count=2, work_dir=tmp_path / "work",
