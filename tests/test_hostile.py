@@ -67,7 +67,7 @@ def test_staging_copies_so_later_edits_do_not_rewrite_an_earlier_execution_s_dat
     data = binary_csv(tmp_path / "data" / "data.csv")
     original = data.read_bytes()
     s3 = LocalS3(tmp_path / "s3")
-    uri = stage_data(s3, DataSource("data", [data], data.parent, {}), "s3://bucket/p")
+    uri = stage_data(s3, DataSource("data", [data], data.parent, {}), "s3://bucket/p", "v1")
     with data.open("a") as handle:
         handle.write("9,9,9,1\n")
     assert s3.path(uri + "data.csv").read_bytes() == original
@@ -114,7 +114,8 @@ def test_num_classes_must_match_label_values_and_thresholds_fit_the_gate_metric(
     pd.DataFrame({"x": np.arange(40.0), "y": ["a", "b", "c", "d"] * 10}).to_csv(data, index=False)
     base = ["run", "--workdir", str(tmp_path / "w"), "--data", str(data), "--label-column", "y", "--quiet"]
     code, err = run_cli(
-        base + ["--predictor-type", "multiclass_classifier", "--param", "LabelValues=a,b,c,d", "--param", "NumClasses=3"],
+        base
+        + ["--predictor-type", "multiclass_classifier", "--param", "LabelValues=a,b,c,d", "--param", "NumClasses=3"],
         capsys,
     )
     assert code == 2 and "NumClasses=3" in err and "4 classes" in err
@@ -196,7 +197,9 @@ def test_temporary_names_differ_even_for_writers_with_the_same_pid(monkeypatch: 
 # ------------------------------------------------------------------------------------------------- the cache
 
 
-def test_a_cached_step_whose_outputs_were_deleted_runs_again(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_a_cached_step_whose_outputs_were_deleted_runs_again(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     """Before: the cache hit was taken and Train failed with 'no S3 objects found' under the deleted prefix."""
     data = binary_csv(tmp_path / "data.csv")
     argv = ["run", "--workdir", str(tmp_path / "w"), "--data", str(data), "--label-column", "label"]
