@@ -131,13 +131,68 @@ class ParameterError(ValueError):
     """A ``--param`` the deployed pipeline does not declare, or a value of the wrong type."""
 
 
-def deployed_parameters(config: PipelineConfig, session: Any = None) -> dict[str, dict[str, Any]]:
-    """The parameters of the pipeline as deployed (DescribePipeline): name -> declaration."""
+def deployed_definition(config: PipelineConfig, session: Any = None) -> dict[str, Any]:
+    """The pipeline definition as deployed (DescribePipeline)."""
     session = session or aws_session(config)
     with _aws_call(f"DescribePipeline {config.pipeline_name}"):
         response = session.client("sagemaker").describe_pipeline(PipelineName=config.pipeline_name)
-    definition = json.loads(response["PipelineDefinition"])
+    return json.loads(response["PipelineDefinition"])
+
+
+def deployed_parameters(config: PipelineConfig, session: Any = None) -> dict[str, dict[str, Any]]:
+    """The parameters of the pipeline as deployed (DescribePipeline): name -> declaration."""
+    return declared_parameters(deployed_definition(config, session))
+
+
+def declared_parameters(definition: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
     return {parameter["Name"]: parameter for parameter in definition.get("Parameters", [])}
+
+
+def steps_from(definition: Mapping[str, Any], first: str) -> list[str]:
+    """``first`` and every step downstream of it, in definition order: what a selective execution from it runs.
+
+    A step depends on the steps in its ``DependsOn``, the steps whose properties it reads (``{"Get": "Steps.X..."}``,
+    property files included) and, inside a Condition's branches, on the Condition.
+    """
+    dependencies: dict[str, set[str]] = {}
+
+    def collect(steps: list[dict[str, Any]], parent: str | None) -> None:
+        for step in steps:
+            arguments = dict(step.get("Arguments", {}))
+            is_condition = step["Type"] == "Condition"
+            branches = [arguments.pop(key, []) for key in ("IfSteps", "ElseSteps")] if is_condition else []
+            needs = set(step.get("DependsOn", [])) | _referenced_steps(arguments) | ({parent} if parent else set())
+            dependencies[step["Name"]] = needs
+            for branch in branches:
+                collect(branch, step["Name"])
+
+    collect(list(definition.get("Steps", [])), None)
+    if first not in dependencies:
+        raise ParameterError(f"--from-step {first!r}: the pipeline has no such step; it has {', '.join(dependencies)}")
+    selected = {first}
+    changed = True
+    while changed:
+        changed = False
+        for name, needs in dependencies.items():
+            if name not in selected and needs & selected:
+                selected.add(name)
+                changed = True
+    return [name for name in dependencies if name in selected]
+
+
+def _referenced_steps(value: Any) -> set[str]:
+    """Names X of every ``{"Get": "Steps.X...."}`` inside a step's arguments."""
+    if isinstance(value, dict):
+        found = set()
+        reference = value.get("Get")
+        if isinstance(reference, str) and reference.startswith("Steps."):
+            found.add(reference.split(".")[1])
+        for item in value.values():
+            found |= _referenced_steps(item)
+        return found
+    if isinstance(value, list):
+        return set().union(*(_referenced_steps(item) for item in value)) if value else set()
+    return set()
 
 
 def check_parameters(overrides: Mapping[str, str], declared: Mapping[str, Mapping[str, Any]]) -> None:
@@ -165,17 +220,51 @@ def start(
     parameters: Mapping[str, str] | None = None,
     session: Any = None,
     display_name: str | None = None,
+    from_step: str | None = None,
+    source_arn: str | None = None,
+    max_parallel: int | None = None,
 ) -> str:
-    """StartPipelineExecution with parameter overrides (checked against the deployed definition first)."""
+    """StartPipelineExecution with parameter overrides (checked against the deployed definition first).
+
+    ``from_step`` with ``source_arn``: a selective execution running that step and everything downstream of it,
+    the other steps' outputs taken from the source execution. ``max_parallel``: ParallelismConfiguration.
+    """
     session = session or aws_session(config)
     request: dict[str, Any] = {"PipelineName": config.pipeline_name}
+    definition = deployed_definition(config, session) if parameters or from_step else {}
     if parameters:
-        check_parameters(parameters, deployed_parameters(config, session))
+        check_parameters(parameters, declared_parameters(definition))
         request["PipelineParameters"] = [{"Name": name, "Value": str(value)} for name, value in parameters.items()]
     if display_name:
         request["PipelineExecutionDisplayName"] = display_name
+    if from_step:
+        request["SelectiveExecutionConfig"] = {
+            "SourcePipelineExecutionArn": source_arn,
+            "SelectedSteps": [{"StepName": name} for name in steps_from(definition, from_step)],
+        }
+    if max_parallel is not None:
+        request["ParallelismConfiguration"] = {"MaxParallelExecutionSteps": max_parallel}
     with _aws_call(f"StartPipelineExecution {config.pipeline_name}"):
         return session.client("sagemaker").start_pipeline_execution(**request)["PipelineExecutionArn"]
+
+
+def retry(config: PipelineConfig, arn: str, max_parallel: int | None = None, session: Any = None) -> str:
+    """RetryPipelineExecution: re-run the failed steps of a failed execution (same ARN, succeeded steps kept)."""
+    request: dict[str, Any] = {"PipelineExecutionArn": arn}
+    if max_parallel is not None:
+        request["ParallelismConfiguration"] = {"MaxParallelExecutionSteps": max_parallel}
+    with _aws_call(f"RetryPipelineExecution {arn}"):
+        return (session or aws_session(config)).client("sagemaker").retry_pipeline_execution(**request)[
+            "PipelineExecutionArn"
+        ]
+
+
+def stop(config: PipelineConfig, arn: str, session: Any = None) -> str:
+    """StopPipelineExecution: the running steps' jobs are stopped, the execution ends Stopped."""
+    with _aws_call(f"StopPipelineExecution {arn}"):
+        return (session or aws_session(config)).client("sagemaker").stop_pipeline_execution(PipelineExecutionArn=arn)[
+            "PipelineExecutionArn"
+        ]
 
 
 @dataclass
@@ -196,6 +285,13 @@ def poll_execution(sagemaker: Any, arn: str) -> ExecutionState:
     """DescribePipelineExecution + every page of ListPipelineExecutionSteps."""
     with _aws_call(f"DescribePipelineExecution {arn}"):
         described = sagemaker.describe_pipeline_execution(PipelineExecutionArn=arn)
+    return ExecutionState(
+        arn, described["PipelineExecutionStatus"], described.get("FailureReason"), execution_steps(sagemaker, arn)
+    )
+
+
+def execution_steps(sagemaker: Any, arn: str) -> list[dict[str, Any]]:
+    """Every page of ListPipelineExecutionSteps, oldest step first."""
     steps: list[dict[str, Any]] = []
     request: dict[str, Any] = {"PipelineExecutionArn": arn, "SortOrder": "Ascending"}
     with _aws_call(f"ListPipelineExecutionSteps {arn}"):
@@ -203,9 +299,8 @@ def poll_execution(sagemaker: Any, arn: str) -> ExecutionState:
             page = sagemaker.list_pipeline_execution_steps(**request)
             steps.extend(page.get("PipelineExecutionSteps", []))
             if not page.get("NextToken"):
-                break
+                return steps
             request["NextToken"] = page["NextToken"]
-    return ExecutionState(arn, described["PipelineExecutionStatus"], described.get("FailureReason"), steps)
 
 
 def wait_for_execution(
@@ -366,4 +461,82 @@ def delete_schedule(config: PipelineConfig, session: Any = None) -> bool:
             if error.response.get("Error", {}).get("Code") == "ResourceNotFoundException":
                 return False
             raise
+    return True
+
+
+# ---------------------------------------------------------------- failure alerts
+
+EXECUTION_STATUS_CHANGE = "SageMaker Model Building Pipeline Execution Status Change"
+ALERT_TARGET_ID = "llpipe-failure-topic"
+_RULE_NAME_LIMIT = 64
+
+
+def alert_rule_name(config: PipelineConfig) -> str:
+    """``<pipeline>-failed``; names past EventBridge's 64 characters are cut and suffixed with a hash."""
+    name = f"{config.pipeline_name}-failed"
+    if len(name) <= _RULE_NAME_LIMIT:
+        return name
+    digest = hashlib.sha256(name.encode()).hexdigest()[:8]
+    return f"{name[: _RULE_NAME_LIMIT - 16]}-{digest}-failed"
+
+
+def failure_event_pattern(pipeline_arn: str) -> dict[str, Any]:
+    """EventBridge pattern: this pipeline's executions changing to Failed."""
+    return {
+        "source": ["aws.sagemaker"],
+        "detail-type": [EXECUTION_STATUS_CHANGE],
+        "detail": {"pipelineArn": [pipeline_arn], "currentPipelineExecutionStatus": ["Failed"]},
+    }
+
+
+def put_failure_alert(config: PipelineConfig, topic_arn: str, session: Any = None) -> str:
+    """PutRule on the pipeline's failed executions and PutTargets to the SNS topic (a readable message)."""
+    session = session or aws_session(config)
+    with _aws_call(f"DescribePipeline {config.pipeline_name}"):
+        pipeline_arn = session.client("sagemaker").describe_pipeline(PipelineName=config.pipeline_name)["PipelineArn"]
+    events = session.client("events")
+    name = alert_rule_name(config)
+    rule: dict[str, Any] = {
+        "Name": name,
+        "EventPattern": json.dumps(failure_event_pattern(pipeline_arn)),
+        "State": "ENABLED",
+        "Description": f"Failed executions of SageMaker pipeline {config.pipeline_name} to SNS (llpipe alerts)",
+    }
+    if config.all_tags:
+        rule["Tags"] = config.all_tags
+    target = {
+        "Id": ALERT_TARGET_ID,
+        "Arn": topic_arn,
+        "InputTransformer": {
+            "InputPathsMap": {"execution": "$.detail.pipelineExecutionArn", "time": "$.time"},
+            "InputTemplate": (
+                f'"SageMaker pipeline {config.pipeline_name}: execution <execution> failed at <time>. '
+                'Inspect it with: llpipe execution show <execution> --sagemaker --logs"'
+            ),
+        },
+    }
+    with _aws_call(f"PutRule {name}"):
+        rule_arn = events.put_rule(**rule)["RuleArn"]
+    with _aws_call(f"PutTargets {name}"):
+        response = events.put_targets(Rule=name, Targets=[target])
+    if response.get("FailedEntryCount"):
+        failed = response["FailedEntries"][0]
+        raise AwsError(f"PutTargets {name}: {failed.get('ErrorCode')}: {failed.get('ErrorMessage')}")
+    return rule_arn
+
+
+def delete_failure_alert(config: PipelineConfig, session: Any = None) -> bool:
+    """RemoveTargets then DeleteRule; False when there was no rule."""
+    from botocore.exceptions import ClientError
+
+    events = (session or aws_session(config)).client("events")
+    name = alert_rule_name(config)
+    with _aws_call(f"deleting rule {name}"):
+        try:
+            events.remove_targets(Rule=name, Ids=[ALERT_TARGET_ID])
+        except ClientError as error:
+            if error.response.get("Error", {}).get("Code") == "ResourceNotFoundException":
+                return False
+            raise
+        events.delete_rule(Name=name)
     return True

@@ -52,13 +52,30 @@ def run_buildspec(spec: dict[str, Any], workdir: Path, env: dict[str, str]) -> s
     )
 
 
+FAILED_STEP = {"StepName": "Train", "StepStatus": "Failed", "FailureReason": "ClientError: feature_dim mismatch"}
+
+
+def list_pipeline_execution_steps(self: Any) -> Any:
+    """ListPipelineExecutionSteps, which moto lacks: its executions run no steps, so a Failed one gets one failed
+    step (the service reports the step that failed) and any other none; unknown executions fail as on the service."""
+    from moto.core.responses import ActionResult
+
+    arn = self._get_param("PipelineExecutionArn")
+    status = self.sagemaker_backend.describe_pipeline_execution(arn)["PipelineExecutionStatus"]
+    return ActionResult({"PipelineExecutionSteps": [FAILED_STEP] if status == "Failed" else []})
+
+
 @pytest.fixture(scope="module")
 def moto_endpoint() -> Any:
-    server = ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
-    server.start()
-    host, port = server.get_host_and_port()
-    yield f"http://{host}:{port}"
-    server.stop()
+    from moto.sagemaker.responses import SageMakerResponse
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(SageMakerResponse, "list_pipeline_execution_steps", list_pipeline_execution_steps, raising=False)
+        server = ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
+        server.start()
+        host, port = server.get_host_and_port()
+        yield f"http://{host}:{port}"
+        server.stop()
 
 
 def client(name: str, endpoint: str) -> Any:
@@ -141,6 +158,42 @@ def test_buildspec_lints_tests_writes_the_definition_upserts_and_starts(moto_end
     assert f"s3://codebuild-artifacts/{preprocess_key.rsplit('/', 1)[0]}/" in artifact.read_text()
     executions = sagemaker.list_pipeline_executions(PipelineName="churn-p-abc123")["PipelineExecutionSummaries"]
     assert len(executions) == 1
+
+
+def test_a_failed_execution_fails_the_build(
+    moto_endpoint: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The buildspec's start command, verbatim, waits: an execution ending Failed makes the build fail."""
+    from moto.sagemaker import models
+
+    original = models.FakePipelineExecution.__init__
+
+    def failing(self: Any, *args: Any, **kwargs: Any) -> None:
+        original(self, *args, **kwargs)
+        self.pipeline_execution_status = "Failed"
+
+    monkeypatch.setattr(models.FakePipelineExecution, "__init__", failing)
+    client("sagemaker", moto_endpoint).create_pipeline(
+        PipelineName="failing-p-1", PipelineDefinition='{"Version": "2020-12-01", "Steps": []}', RoleArn=ROLE
+    )
+    start = [c for c in buildspec()["phases"]["build"]["commands"] if "START_PIPELINE_EXECUTION" in c]
+    assert len(start) == 1 and "--wait" in start[0]
+    environment = {
+        "PATH": f"{BIN}{os.pathsep}{os.environ['PATH']}",
+        "AWS_ENDPOINT_URL": moto_endpoint,
+        "AWS_ACCESS_KEY_ID": "testing",
+        "AWS_SECRET_ACCESS_KEY": "testing",
+        "AWS_REGION": "us-east-1",
+        "SAGEMAKER_PIPELINE_ROLE_ARN": ROLE,
+        "SAGEMAKER_PROJECT_NAME": "failing",
+        "SAGEMAKER_PROJECT_ID": "p-1",
+        "START_PIPELINE_EXECUTION": "true",
+        "PIPELINE_POLL_SECONDS": "0",
+    }
+    result = run_buildspec({"phases": {"build": {"commands": start}}}, tmp_path, environment)
+    assert result.returncode == 1, result.stdout + result.stderr
+    assert "started arn:aws:sagemaker:us-east-1:123456789012:pipeline/failing-p-1/execution/" in result.stdout
+    assert "step Train: ClientError: feature_dim mismatch" in result.stderr
 
 
 def test_a_typo_in_a_command_fails_the_build(tmp_path: Path) -> None:

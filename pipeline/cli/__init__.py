@@ -15,13 +15,16 @@ import sys
 COMMANDS: dict[str, tuple[str, str]] = {
     "run": ("pipeline.local.run_command", "run the pipeline locally (default: the bundled example data set)"),
     "executions": ("pipeline.executions_command", "list recent executions (local, or --sagemaker)"),
-    "execution": ("pipeline.local.execution_command", "show one local execution: steps, timings, logs"),
+    "execution": ("pipeline.local.execution_command", "show one execution (local or --sagemaker): steps, logs, cost"),
     "convert": ("pipeline.convert", "convert CSV/Parquet files to RecordIO-protobuf shards"),
     "linear-learner": ("pipeline.local.linear_learner.cli", "train or transform with the local Linear Learner"),
     "definition": ("pipeline.sagemaker_commands.definition", "print or write the pipeline definition JSON"),
     "upsert": ("pipeline.sagemaker_commands.upsert", "upload code bundles, create or update the pipeline"),
     "start": ("pipeline.sagemaker_commands.start", "start an execution on SageMaker, optionally wait"),
     "schedule": ("pipeline.sagemaker_commands.schedule", "schedule executions with EventBridge Scheduler"),
+    "retry": ("pipeline.cli.retry", "retry a failed execution on SageMaker"),
+    "stop": ("pipeline.cli.stop", "stop a running execution on SageMaker"),
+    "alerts": ("pipeline.cli.alerts", "notify an SNS topic of failed executions (EventBridge rule)"),
     "models": ("pipeline.models_command", "list, describe, approve or reject registered model versions"),
 }
 
