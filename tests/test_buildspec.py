@@ -17,7 +17,7 @@ from typing import Any
 import boto3
 import pytest
 import yaml
-from moto.server import ThreadedMotoServer
+from moto_additions import moto_server
 
 REPOSITORY = Path(__file__).resolve().parent.parent
 BIN = Path(sys.executable).parent
@@ -52,30 +52,10 @@ def run_buildspec(spec: dict[str, Any], workdir: Path, env: dict[str, str]) -> s
     )
 
 
-FAILED_STEP = {"StepName": "Train", "StepStatus": "Failed", "FailureReason": "ClientError: feature_dim mismatch"}
-
-
-def list_pipeline_execution_steps(self: Any) -> Any:
-    """ListPipelineExecutionSteps, which moto lacks: its executions run no steps, so a Failed one gets one failed
-    step (the service reports the step that failed) and any other none; unknown executions fail as on the service."""
-    from moto.core.responses import ActionResult
-
-    arn = self._get_param("PipelineExecutionArn")
-    status = self.sagemaker_backend.describe_pipeline_execution(arn)["PipelineExecutionStatus"]
-    return ActionResult({"PipelineExecutionSteps": [FAILED_STEP] if status == "Failed" else []})
-
-
 @pytest.fixture(scope="module")
 def moto_endpoint() -> Any:
-    from moto.sagemaker.responses import SageMakerResponse
-
-    with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(SageMakerResponse, "list_pipeline_execution_steps", list_pipeline_execution_steps, raising=False)
-        server = ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
-        server.start()
-        host, port = server.get_host_and_port()
-        yield f"http://{host}:{port}"
-        server.stop()
+    with moto_server() as endpoint:
+        yield endpoint
 
 
 def client(name: str, endpoint: str) -> Any:
