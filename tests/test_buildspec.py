@@ -229,4 +229,7 @@ def test_codebuild_role_allows_what_upsert_and_start_send() -> None:
     # the operations tests/test_sagemaker_ops.py pins for upsert (create and update) and start
     sent = {"s3:PutObject", "sagemaker:CreatePipeline", "sagemaker:UpdatePipeline", "sagemaker:ListTags"}
     sent |= {"sagemaker:AddTags", "sagemaker:DescribePipeline", "sagemaker:StartPipelineExecution", "iam:PassRole"}
+    # start --wait: the polls, then the cost of each job step (tests/test_sagemaker_inspect.py)
+    sent |= {"sagemaker:DescribePipelineExecution", "sagemaker:ListPipelineExecutionSteps"}
+    sent |= {"sagemaker:DescribeProcessingJob", "sagemaker:DescribeTrainingJob", "sagemaker:DescribeTransformJob"}
     assert sent <= allowed_actions("codebuild-role-policy.json")
