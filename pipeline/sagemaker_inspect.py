@@ -15,7 +15,7 @@ from typing import Any
 
 from pipeline.config import DEFAULT_ROLE_ARN, PipelineConfig
 from pipeline.cost import JobCost
-from pipeline.sagemaker_ops import _aws_call, aws_session, execution_steps
+from pipeline.sagemaker_ops import aws_call, aws_session, execution_steps
 
 EVALUATE_STEP = "Evaluate"
 EVALUATION_OUTPUT = "evaluation"  # the Evaluate step's ProcessingOutput name; the report is evaluation.json in it
@@ -183,7 +183,7 @@ def execution_arn(config: PipelineConfig, id_or_arn: str, session: Any = None) -
     partition, account = config.role_arn.split(":")[1], config.role_arn.split(":")[4]
     if config.role_arn == DEFAULT_ROLE_ARN:
         session = session or aws_session(config)
-        with _aws_call("GetCallerIdentity (the account of the execution)"):
+        with aws_call("GetCallerIdentity (the account of the execution)"):
             caller = session.client("sts").get_caller_identity()
         partition, account = caller["Arn"].split(":")[1], caller["Account"]
     pipeline = config.pipeline_name.lower()  # SageMaker lower-cases the pipeline name in ARNs
@@ -210,7 +210,7 @@ def inspect_execution(config: PipelineConfig, arn: str, session: Any = None, wit
     session = session or aws_session(config)
     sagemaker = session.client("sagemaker")
     region = arn.split(":")[3]
-    with _aws_call(f"DescribePipelineExecution {arn}"):
+    with aws_call(f"DescribePipelineExecution {arn}"):
         described = sagemaker.describe_pipeline_execution(PipelineExecutionArn=arn)
     parameters = _parameters(sagemaker, arn)
     logs = session.client("logs") if with_logs else None
@@ -237,7 +237,7 @@ def _parameters(sagemaker: Any, arn: str) -> dict[str, str]:
     """Every page of ListPipelineParametersForExecution: the values this execution ran with."""
     parameters: dict[str, str] = {}
     request: dict[str, Any] = {"PipelineExecutionArn": arn}
-    with _aws_call(f"ListPipelineParametersForExecution {arn}"):
+    with aws_call(f"ListPipelineParametersForExecution {arn}"):
         while True:
             page = sagemaker.list_pipeline_parameters_for_execution(**request)
             parameters.update({p["Name"]: p["Value"] for p in page.get("PipelineParameters", [])})
@@ -284,7 +284,7 @@ def describe_job(
 ) -> JobView:
     """Describe{Processing,Training,Transform}Job, its cost and (with a logs client) its log streams."""
     name = arn.rsplit("/", 1)[-1]
-    with _aws_call(f"{kind.describe} {name}"):
+    with aws_call(f"{kind.describe} {name}"):
         described = getattr(sagemaker, kind.describe)(**{kind.name_key: name})
     job = JobView(
         kind=kind.metadata_key,
@@ -347,7 +347,7 @@ def log_streams(logs: Any, log_group: str, job_name: str) -> list[str]:
 
     streams: list[str] = []
     request: dict[str, Any] = {"logGroupName": log_group, "logStreamNamePrefix": f"{job_name}/"}
-    with _aws_call(f"DescribeLogStreams {log_group} {job_name}/"):
+    with aws_call(f"DescribeLogStreams {log_group} {job_name}/"):
         while True:
             try:
                 page = logs.describe_log_streams(**request)
@@ -368,7 +368,7 @@ def _read_report(s3: Any, view: ExecutionView, uri: str) -> None:
     from pipeline.local.summary import flat_metrics
 
     bucket, key = uri.removeprefix("s3://").split("/", 1)
-    with _aws_call(f"reading the evaluation report {uri}"):
+    with aws_call(f"reading the evaluation report {uri}"):
         body = s3.get_object(Bucket=bucket, Key=key)["Body"].read()
     try:
         report = json.loads(body)
@@ -393,7 +393,7 @@ def job_log_events(config: PipelineConfig, job: JobView, session: Any = None) ->
     logs = (session or aws_session(config)).client("logs")
     events: list[LogEvent] = []
     request: dict[str, Any] = {"logGroupName": job.log_group, "logStreamNamePrefix": f"{job.name}/"}
-    with _aws_call(f"FilterLogEvents {job.log_group} {job.name}/"):
+    with aws_call(f"FilterLogEvents {job.log_group} {job.name}/"):
         while True:
             try:
                 page = logs.filter_log_events(**request)

@@ -39,7 +39,7 @@ def aws_session(config: PipelineConfig) -> Any:
 
 
 @contextmanager
-def _aws_call(what: str) -> Iterator[None]:
+def aws_call(what: str) -> Iterator[None]:
     """Turn botocore's errors into one-line :class:`AwsError` messages naming the operation."""
     from botocore.exceptions import BotoCoreError, ClientError, NoCredentialsError
 
@@ -80,17 +80,17 @@ def upsert(config: PipelineConfig, built: Any, session: Any = None, description:
     create = {**request, "ClientRequestToken": uuid.uuid4().hex, **({"Tags": tags} if tags else {})}
     from botocore.exceptions import ClientError
 
-    with _aws_call(f"CreatePipeline {config.pipeline_name}"):
+    with aws_call(f"CreatePipeline {config.pipeline_name}"):
         try:
             response = sagemaker.create_pipeline(**create)
             return UpsertResult(response["PipelineArn"], created=True, uploaded=uploaded)
         except ClientError as error:
             if not _already_exists(error):
                 raise
-    with _aws_call(f"UpdatePipeline {config.pipeline_name}"):
+    with aws_call(f"UpdatePipeline {config.pipeline_name}"):
         arn = sagemaker.update_pipeline(**request)["PipelineArn"]
     if tags:
-        with _aws_call(f"tagging {arn}"):
+        with aws_call(f"tagging {arn}"):
             existing = sagemaker.list_tags(ResourceArn=arn)["Tags"]
             merged = tags + [tag for tag in existing if tag["Key"] not in {t["Key"] for t in tags}]
             sagemaker.add_tags(ResourceArn=arn, Tags=merged)
@@ -109,7 +109,7 @@ def _upload(s3: Any, uri: str, content: bytes, kms_key_id: str | None) -> str:
     request: dict[str, Any] = {"Bucket": parsed.netloc, "Key": parsed.path.lstrip("/"), "Body": content}
     if kms_key_id:
         request.update(ServerSideEncryption="aws:kms", SSEKMSKeyId=kms_key_id)
-    with _aws_call(f"uploading {uri}"):
+    with aws_call(f"uploading {uri}"):
         s3.put_object(**request)
     return uri
 
@@ -134,7 +134,7 @@ class ParameterError(ValueError):
 def deployed_definition(config: PipelineConfig, session: Any = None) -> dict[str, Any]:
     """The pipeline definition as deployed (DescribePipeline)."""
     session = session or aws_session(config)
-    with _aws_call(f"DescribePipeline {config.pipeline_name}"):
+    with aws_call(f"DescribePipeline {config.pipeline_name}"):
         response = session.client("sagemaker").describe_pipeline(PipelineName=config.pipeline_name)
     return json.loads(response["PipelineDefinition"])
 
@@ -244,7 +244,7 @@ def start(
         }
     if max_parallel is not None:
         request["ParallelismConfiguration"] = {"MaxParallelExecutionSteps": max_parallel}
-    with _aws_call(f"StartPipelineExecution {config.pipeline_name}"):
+    with aws_call(f"StartPipelineExecution {config.pipeline_name}"):
         return session.client("sagemaker").start_pipeline_execution(**request)["PipelineExecutionArn"]
 
 
@@ -253,7 +253,7 @@ def retry(config: PipelineConfig, arn: str, max_parallel: int | None = None, ses
     request: dict[str, Any] = {"PipelineExecutionArn": arn}
     if max_parallel is not None:
         request["ParallelismConfiguration"] = {"MaxParallelExecutionSteps": max_parallel}
-    with _aws_call(f"RetryPipelineExecution {arn}"):
+    with aws_call(f"RetryPipelineExecution {arn}"):
         return (session or aws_session(config)).client("sagemaker").retry_pipeline_execution(**request)[
             "PipelineExecutionArn"
         ]
@@ -261,7 +261,7 @@ def retry(config: PipelineConfig, arn: str, max_parallel: int | None = None, ses
 
 def stop(config: PipelineConfig, arn: str, session: Any = None) -> str:
     """StopPipelineExecution: the running steps' jobs are stopped, the execution ends Stopped."""
-    with _aws_call(f"StopPipelineExecution {arn}"):
+    with aws_call(f"StopPipelineExecution {arn}"):
         return (session or aws_session(config)).client("sagemaker").stop_pipeline_execution(PipelineExecutionArn=arn)[
             "PipelineExecutionArn"
         ]
@@ -283,7 +283,7 @@ class ExecutionState:
 
 def poll_execution(sagemaker: Any, arn: str) -> ExecutionState:
     """DescribePipelineExecution + every page of ListPipelineExecutionSteps."""
-    with _aws_call(f"DescribePipelineExecution {arn}"):
+    with aws_call(f"DescribePipelineExecution {arn}"):
         described = sagemaker.describe_pipeline_execution(PipelineExecutionArn=arn)
     return ExecutionState(
         arn, described["PipelineExecutionStatus"], described.get("FailureReason"), execution_steps(sagemaker, arn)
@@ -294,7 +294,7 @@ def execution_steps(sagemaker: Any, arn: str) -> list[dict[str, Any]]:
     """Every page of ListPipelineExecutionSteps, oldest step first."""
     steps: list[dict[str, Any]] = []
     request: dict[str, Any] = {"PipelineExecutionArn": arn, "SortOrder": "Ascending"}
-    with _aws_call(f"ListPipelineExecutionSteps {arn}"):
+    with aws_call(f"ListPipelineExecutionSteps {arn}"):
         while True:
             page = sagemaker.list_pipeline_execution_steps(**request)
             steps.extend(page.get("PipelineExecutionSteps", []))
@@ -378,7 +378,7 @@ def _step_detail(step: dict[str, Any]) -> str:
 def list_executions(config: PipelineConfig, max_results: int = 10, session: Any = None) -> list[dict[str, Any]]:
     """The newest executions (ListPipelineExecutions summaries, newest first)."""
     session = session or aws_session(config)
-    with _aws_call(f"ListPipelineExecutions {config.pipeline_name}"):
+    with aws_call(f"ListPipelineExecutions {config.pipeline_name}"):
         response = session.client("sagemaker").list_pipeline_executions(
             PipelineName=config.pipeline_name,
             SortBy="CreationTime",
@@ -427,7 +427,7 @@ def put_schedule(
 ) -> str:
     """Create or update the EventBridge Scheduler schedule named after the pipeline (the SDK's put_triggers)."""
     session = session or aws_session(config)
-    with _aws_call(f"DescribePipeline {config.pipeline_name}"):
+    with aws_call(f"DescribePipeline {config.pipeline_name}"):
         pipeline_arn = session.client("sagemaker").describe_pipeline(PipelineName=config.pipeline_name)["PipelineArn"]
     request = {
         "Name": config.pipeline_name,
@@ -440,7 +440,7 @@ def put_schedule(
     scheduler = session.client("scheduler")
     from botocore.exceptions import ClientError
 
-    with _aws_call(f"schedule {config.pipeline_name}"):
+    with aws_call(f"schedule {config.pipeline_name}"):
         try:
             return scheduler.update_schedule(**request)["ScheduleArn"]
         except ClientError as error:
@@ -454,7 +454,7 @@ def delete_schedule(config: PipelineConfig, session: Any = None) -> bool:
     from botocore.exceptions import ClientError
 
     scheduler = (session or aws_session(config)).client("scheduler")
-    with _aws_call(f"DeleteSchedule {config.pipeline_name}"):
+    with aws_call(f"DeleteSchedule {config.pipeline_name}"):
         try:
             scheduler.delete_schedule(Name=config.pipeline_name)
         except ClientError as error:
@@ -492,7 +492,7 @@ def failure_event_pattern(pipeline_arn: str) -> dict[str, Any]:
 def put_failure_alert(config: PipelineConfig, topic_arn: str, session: Any = None) -> str:
     """PutRule on the pipeline's failed executions and PutTargets to the SNS topic (a readable message)."""
     session = session or aws_session(config)
-    with _aws_call(f"DescribePipeline {config.pipeline_name}"):
+    with aws_call(f"DescribePipeline {config.pipeline_name}"):
         pipeline_arn = session.client("sagemaker").describe_pipeline(PipelineName=config.pipeline_name)["PipelineArn"]
     events = session.client("events")
     name = alert_rule_name(config)
@@ -515,9 +515,9 @@ def put_failure_alert(config: PipelineConfig, topic_arn: str, session: Any = Non
             ),
         },
     }
-    with _aws_call(f"PutRule {name}"):
+    with aws_call(f"PutRule {name}"):
         rule_arn = events.put_rule(**rule)["RuleArn"]
-    with _aws_call(f"PutTargets {name}"):
+    with aws_call(f"PutTargets {name}"):
         response = events.put_targets(Rule=name, Targets=[target])
     if response.get("FailedEntryCount"):
         failed = response["FailedEntries"][0]
@@ -531,7 +531,7 @@ def delete_failure_alert(config: PipelineConfig, session: Any = None) -> bool:
 
     events = (session or aws_session(config)).client("events")
     name = alert_rule_name(config)
-    with _aws_call(f"deleting rule {name}"):
+    with aws_call(f"deleting rule {name}"):
         try:
             events.remove_targets(Rule=name, Ids=[ALERT_TARGET_ID])
         except ClientError as error:
