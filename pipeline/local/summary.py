@@ -103,7 +103,6 @@ def _plots(report_path: Path, folder: Path) -> list[str]:
 
 def print_summary(summary: dict[str, Any], console: Any) -> None:
     """The human-readable summary on a rich console."""
-
     succeeded = summary["status"] == "Succeeded"
     colour = "green" if succeeded else "red"
     console.print(f"\n[bold]Execution {summary['execution_id']}[/bold]: [{colour}]{summary['status']}[/{colour}]")
