@@ -75,7 +75,7 @@ def cost_table(costs: list[JobCost]) -> Any:
     for column in ("step", "instance type", "count", "seconds", "instance-seconds"):
         table.add_column(column, justify="left" if column in ("step", "instance type") else "right")
     for cost in costs:
-        seconds = "-" if cost.seconds is None else f"{cost.seconds:.0f}"
+        seconds = "-" if cost.seconds is None else _seconds(cost.seconds)
         spent = cost.instance_seconds
         if cost.cached:
             seconds = "cache hit"
@@ -84,11 +84,16 @@ def cost_table(costs: list[JobCost]) -> Any:
             cost.instance_type,
             str(cost.instance_count),
             seconds,
-            "running" if spent is None else f"{spent:.0f}",
+            "running" if spent is None else _seconds(spent),
         )
     for instance_type, spent in by_instance_type(costs).items():
-        table.add_row("total", instance_type, "", "", f"{spent:.0f}", style="bold")
+        table.add_row("total", instance_type, "", "", _seconds(spent), style="bold")
     return table
+
+
+def _seconds(value: float) -> str:
+    """Whole seconds, with a decimal below 100 s (local runs take seconds, not minutes)."""
+    return f"{value:.0f}" if value >= 100 else f"{value:.1f}"
 
 
 # ---------------------------------------------------------------- local runs

@@ -415,8 +415,16 @@ def test_show_failed_training_step(session: StubbedSession, capsys: pytest.Captu
     assert f"logs     /aws/sagemaker/TrainingJobs: {TRAIN}/algo-1-1767323045, {TRAIN}/algo-2-1767323045" in out
     assert f"#/jobs/{TRAIN}" in out and f"#/processing-jobs/{PREPROCESS}" in out
     assert f"group=/aws/sagemaker/TrainingJobs;prefix={TRAIN}/" in out
-    # cost: processing 240 s x 2, training billable 95 s x 2
-    assert "480" in out and "190" in out and "670" in out
+    assert table_rows(out, "Steps") == [
+        ["Preprocess", "Succeeded", "03:04:05", "5m00s", PREPROCESS],
+        ["Train", "Failed", "03:09:05", "2m30s", TRAIN],
+    ]
+    # processing (end - start) 240 s x 2 instances; training BillableTimeInSeconds 95 x 2 (not its 115 s wall time)
+    assert table_rows(out, "Compute (instance-seconds)") == [
+        ["Preprocess", "ml.m5.xlarge", "2", "240", "480"],
+        ["Train", "ml.m5.xlarge", "2", "95.0", "190"],
+        ["total", "ml.m5.xlarge", "", "", "670"],
+    ]
 
 
 def test_show_failed_processing_step_with_cached_steps_and_its_logs(
@@ -456,10 +464,24 @@ def test_show_failed_processing_step_with_cached_steps_and_its_logs(
     assert "Evaluate log (2 events)" in out
     assert "algo-1-1767323045 ValueError: the predictions have 3 rows, the labels 4" in out
     # the cached Preprocess cost this execution nothing; transform 50 s x 1, evaluate 121 s x 1
-    rows = {line.split()[1]: line.split()[2:] for line in out.splitlines() if line.startswith("│")}
-    assert rows["Preprocess"][-3:] == ["cache", "hit", "│", "0", "│"][:3] or rows["Preprocess"][-2:] == ["0", "│"]
-    assert rows["Transform"][-2:] == ["50", "│"] and rows["Evaluate"][-2:] == ["121", "│"]
-    assert "171" in out  # total on ml.m5.large
+    rows = {cells[0]: cells[1:] for cells in table_rows(out, "Compute (instance-seconds)")}
+    assert rows["Preprocess"] == ["ml.m5.xlarge", "2", "cache hit", "0.0"]
+    assert rows["Transform"] == ["ml.m5.large", "1", "50.0", "50.0"]
+    assert rows["Evaluate"] == ["ml.m5.large", "1", "121", "121"]
+    assert rows["total"] == ["ml.m5.large", "", "", "171"]  # nothing on ml.m5.xlarge: the cached step cost none
+
+
+def table_rows(text: str, title: str) -> list[list[str]]:
+    """The body rows of the rich table under ``title``, as lists of stripped cells."""
+    lines = [line.strip() for line in text.splitlines()]
+    lines = lines[lines.index(title) :]
+    body = lines[lines.index(next(line for line in lines if line.startswith("┡"))) + 1 :]
+    rows = []
+    for line in body:
+        if not line.startswith("│"):
+            break
+        rows.append([cell.strip() for cell in line.strip("│").split("│")])
+    return rows
 
 
 def test_show_stopped_execution_as_json(session: StubbedSession, capsys: pytest.CaptureFixture[str]) -> None:
@@ -497,7 +519,13 @@ def test_show_succeeded_execution_reads_the_evaluate_report(
     assert "condition True" in out and job_arn("model-package", "churn-pipeline/7") in out
     assert f"Report: s3://artifacts-bucket/churn-pipeline/{EXECUTION_ID}/evaluate/evaluation/evaluation.json" in out
     # cached Preprocess 0, Train billable 170 x 2, Evaluate 100 x 1 on another type
-    assert "340" in out and "100" in out
+    assert table_rows(out, "Compute (instance-seconds)") == [
+        ["Preprocess", "ml.m5.xlarge", "2", "cache hit", "0.0"],
+        ["Train", "ml.m5.xlarge", "2", "170", "340"],
+        ["Evaluate", "ml.m5.large", "1", "100", "100"],
+        ["total", "ml.m5.xlarge", "", "", "340"],
+        ["total", "ml.m5.large", "", "", "100"],
+    ]
 
 
 def test_an_id_with_the_placeholder_role_asks_sts_for_the_account(
