@@ -119,13 +119,7 @@ def test_a_kms_key_and_the_scheduler_role(aws: None) -> None:
 
 def test_the_template_declares_what_moto_cannot_check() -> None:
     """moto skips the CodeBuild project and the bucket policy and ignores PublicAccessBlockConfiguration."""
-    import yaml
-
-    class Loader(yaml.SafeLoader):
-        pass
-
-    Loader.add_multi_constructor("!", lambda loader, suffix, node: {suffix: _construct(loader, node)})
-    resources = yaml.load(TEMPLATE.read_text(), Loader=Loader)["Resources"]
+    resources = template_resources()
     bucket = resources["ArtifactBucket"]["Properties"]
     assert bucket["PublicAccessBlockConfiguration"] == dict.fromkeys(
         ("BlockPublicAcls", "BlockPublicPolicy", "IgnorePublicAcls", "RestrictPublicBuckets"), True
@@ -153,3 +147,37 @@ def _construct(loader: Any, node: Any) -> Any:
     if isinstance(node, yaml.SequenceNode):
         return loader.construct_sequence(node, deep=True)
     return loader.construct_mapping(node, deep=True)
+
+
+def template_resources() -> dict[str, Any]:
+    import yaml
+
+    class Loader(yaml.SafeLoader):
+        pass
+
+    Loader.add_multi_constructor("!", lambda loader, suffix, node: {suffix: _construct(loader, node)})
+    return yaml.load(TEMPLATE.read_text(), Loader=Loader)["Resources"]
+
+
+def actions(statements: list[dict[str, Any]]) -> set[str]:
+    found: set[str] = set()
+    for statement in statements:
+        listed = statement["Action"]
+        found.update([listed] if isinstance(listed, str) else listed)
+    return found
+
+
+def policy_file_actions(name: str) -> set[str]:
+    return actions(json.loads((TEMPLATE.parent.parent / "iam" / name).read_text())["Statement"])
+
+
+def test_the_template_grants_what_the_iam_documents_grant() -> None:
+    resources = template_resources()
+    pipeline = actions(resources["PipelineRolePolicy"]["Properties"]["PolicyDocument"]["Statement"])
+    pipeline |= actions(resources["PipelineRoleKmsPolicy"]["Properties"]["PolicyDocument"]["Statement"])
+    scheduler = actions(resources["SchedulerRole"]["Properties"]["Policies"][0]["PolicyDocument"]["Statement"])
+    # iam/ lets the pipeline role be the scheduler role too; the template has a role of its own for that
+    assert pipeline | scheduler == policy_file_actions("pipeline-role-policy.json")
+    build = actions(resources["CodeBuildRole"]["Properties"]["Policies"][0]["PolicyDocument"]["Statement"])
+    build |= actions(resources["CodeBuildRoleKmsPolicy"]["Properties"]["PolicyDocument"]["Statement"])
+    assert build == policy_file_actions("codebuild-role-policy.json")
