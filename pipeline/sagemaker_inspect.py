@@ -283,9 +283,10 @@ def describe_job(
     sagemaker: Any, logs: Any, region: str, kind: JobKind, arn: str, step_name: str, cached: bool = False
 ) -> JobView:
     """Describe{Processing,Training,Transform}Job, its cost and (with a logs client) its log streams."""
-    name = arn.rsplit("/", 1)[-1]
-    with aws_call(f"{kind.describe} {name}"):
-        described = getattr(sagemaker, kind.describe)(**{kind.name_key: name})
+    arn_name = arn.rsplit("/", 1)[-1]  # lower-cased in the ARN; Describe*Job does not mind, log streams do
+    with aws_call(f"{kind.describe} {arn_name}"):
+        described = getattr(sagemaker, kind.describe)(**{kind.name_key: arn_name})
+    name = described.get(kind.name_key, arn_name)
     job = JobView(
         kind=kind.metadata_key,
         name=name,

@@ -69,12 +69,13 @@ def session(monkeypatch: pytest.MonkeyPatch) -> StubbedSession:
 
 
 def job_name(step: str, execution: str = EXECUTION_ID) -> str:
-    """Pipelines name jobs pipelines-<execution id>-<step>-<suffix>; ARNs carry them lower-cased."""
-    return f"pipelines-{execution}-{step.lower()}-7f3a9c2b1e"
+    """Pipelines name jobs pipelines-<execution id>-<step>-<suffix> (mixed case)."""
+    return f"pipelines-{execution}-{step}-7F3a9C2b1E"
 
 
 def job_arn(kind: str, name: str) -> str:
-    return f"arn:aws:sagemaker:{REGION}:{ACCOUNT}:{kind}/{name}"
+    """ARNs carry names lower-cased; Describe*Job takes that name, log streams carry the real one."""
+    return f"arn:aws:sagemaker:{REGION}:{ACCOUNT}:{kind}/{name.lower()}"
 
 
 def processing_job(name: str, status: str, count: int, instance_type: str, start: datetime, seconds: int, **extra: Any):
@@ -180,10 +181,10 @@ def scenario(name: str) -> dict[str, Any]:
                 ),
             ],
             "jobs": [
-                ("describe_processing_job", {"ProcessingJobName": PREPROCESS}, preprocess, "ProcessingJobs", 2),
+                ("describe_processing_job", {"ProcessingJobName": PREPROCESS.lower()}, preprocess, "ProcessingJobs", 2),
                 (
                     "describe_training_job",
-                    {"TrainingJobName": TRAIN},
+                    {"TrainingJobName": TRAIN.lower()},
                     training_job(TRAIN, "Failed", 2, 95, t1 + timedelta(seconds=30), FailureReason=TRAIN_FAILURE),
                     "TrainingJobs",
                     2,
@@ -223,17 +224,23 @@ def scenario(name: str) -> dict[str, Any]:
                 ),
             ],
             "jobs": [
-                ("describe_processing_job", {"ProcessingJobName": OLD_PREPROCESS}, old_preprocess, "ProcessingJobs", 2),
+                (
+                    "describe_processing_job",
+                    {"ProcessingJobName": OLD_PREPROCESS.lower()},
+                    old_preprocess,
+                    "ProcessingJobs",
+                    2,
+                ),
                 (
                     "describe_transform_job",
-                    {"TransformJobName": TRANSFORM},
+                    {"TransformJobName": TRANSFORM.lower()},
                     transform_job(TRANSFORM, t2, 50),
                     "TransformJobs",
                     1,
                 ),
                 (
                     "describe_processing_job",
-                    {"ProcessingJobName": EVALUATE},
+                    {"ProcessingJobName": EVALUATE.lower()},
                     processing_job(
                         EVALUATE,
                         "Failed",
@@ -258,10 +265,10 @@ def scenario(name: str) -> dict[str, Any]:
                 step("Train", "Stopped", t1, 45, Metadata={"TrainingJob": {"Arn": job_arn("training-job", TRAIN)}}),
             ],
             "jobs": [
-                ("describe_processing_job", {"ProcessingJobName": PREPROCESS}, preprocess, "ProcessingJobs", 2),
+                ("describe_processing_job", {"ProcessingJobName": PREPROCESS.lower()}, preprocess, "ProcessingJobs", 2),
                 (
                     "describe_training_job",
-                    {"TrainingJobName": TRAIN},
+                    {"TrainingJobName": TRAIN.lower()},
                     training_job(TRAIN, "Stopped", 2, 30, t1 + timedelta(seconds=5)),
                     "TrainingJobs",
                     2,
@@ -312,19 +319,19 @@ def scenario(name: str) -> dict[str, Any]:
         "jobs": [
             (
                 "describe_processing_job",
-                {"ProcessingJobName": OLD_PREPROCESS},
+                {"ProcessingJobName": OLD_PREPROCESS.lower()},
                 processing_job(OLD_PREPROCESS, "Completed", 2, "ml.m5.xlarge", T0 - timedelta(days=1), 240),
                 "ProcessingJobs",
                 2,
             ),
             (
                 "describe_training_job",
-                {"TrainingJobName": TRAIN},
+                {"TrainingJobName": TRAIN.lower()},
                 training_job(TRAIN, "Completed", 2, 170, t1),
                 "TrainingJobs",
                 2,
             ),
-            ("describe_processing_job", {"ProcessingJobName": EVALUATE}, evaluate, "ProcessingJobs", 1),
+            ("describe_processing_job", {"ProcessingJobName": EVALUATE.lower()}, evaluate, "ProcessingJobs", 1),
         ],
         "report_key": f"churn-pipeline/{EXECUTION_ID}/evaluate/evaluation/evaluation.json",
     }
@@ -377,7 +384,7 @@ def expect_show(session: StubbedSession, name: str, arn: str = EXECUTION_ARN) ->
     )
     for operation, request, response, group, hosts in data["jobs"]:
         sagemaker.add_response(operation, response, request)
-        job = next(iter(request.values()))
+        job = next(value for key, value in response.items() if key.endswith("JobName"))  # the real-case name
         logs.add_response(
             "describe_log_streams",
             {"logStreams": [{"logStreamName": s, "creationTime": 1767323045000} for s in streams(job, hosts)]},
