@@ -419,7 +419,8 @@ def test_show_failed_training_step(session: StubbedSession, capsys: pytest.Captu
     assert "Failure: Step failure: One or multiple steps failed." in out
     assert f"Train failed: ClientError: {TRAIN_FAILURE}" in out
     assert f"ARN      {job_arn('training-job', TRAIN)}" in out
-    assert f"logs     /aws/sagemaker/TrainingJobs: {TRAIN}/algo-1-1767323045, {TRAIN}/algo-2-1767323045" in out
+    assert "logs     /aws/sagemaker/TrainingJobs  https://us-west-2.console.aws.amazon.com/cloudwatch/" in out
+    assert f"  streams  {TRAIN}/algo-1-1767323045\n           {TRAIN}/algo-2-1767323045\n" in out
     assert f"#/jobs/{TRAIN}" in out and f"#/processing-jobs/{PREPROCESS}" in out
     assert f"group=/aws/sagemaker/TrainingJobs;prefix={TRAIN}/" in out
     assert table_rows(out, "Steps") == [

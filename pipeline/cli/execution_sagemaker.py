@@ -104,9 +104,9 @@ def render(view: Any, console: Any) -> None:
         if step.cache_source:
             console.print(f"  cached   outputs of {step.cache_source}", soft_wrap=True)
         console.print(f"  console  {job.console_url}", soft_wrap=True)
-        streams = ", ".join(job.log_streams) if job.log_streams else "(no log streams)"
-        console.print(f"  logs     {job.log_group}: {streams}", soft_wrap=True)
-        console.print(f"           {job.logs_url}", soft_wrap=True)
+        console.print(f"  logs     {job.log_group}  {job.logs_url}", soft_wrap=True)
+        for index, stream in enumerate(job.log_streams or ["(none yet)"]):
+            console.print(f"  {'streams' if index == 0 else '':8} {stream}", soft_wrap=True)
     if view.metrics:
         print_metrics(view.metrics, console)
     if view.gate:
