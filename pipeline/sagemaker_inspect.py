@@ -205,7 +205,7 @@ def logs_console_url(region: str, log_group: str, name: str) -> str:
 # ---------------------------------------------------------------- inspection
 
 
-def inspect_execution(config: PipelineConfig, arn: str, session: Any = None, with_logs: bool = True) -> ExecutionView:
+def inspect_execution(config: PipelineConfig, arn: str, session: Any = None) -> ExecutionView:
     """Describe the execution, its parameters and steps, each step's job, and read the Evaluate report."""
     session = session or aws_session(config)
     sagemaker = session.client("sagemaker")
@@ -213,7 +213,7 @@ def inspect_execution(config: PipelineConfig, arn: str, session: Any = None, wit
     with aws_call(f"DescribePipelineExecution {arn}"):
         described = sagemaker.describe_pipeline_execution(PipelineExecutionArn=arn)
     parameters = _parameters(sagemaker, arn)
-    logs = session.client("logs") if with_logs else None
+    logs = session.client("logs")
     steps = [_step_view(sagemaker, logs, region, step) for step in execution_steps(sagemaker, arn)]
     view = ExecutionView(
         arn=arn,
@@ -227,9 +227,9 @@ def inspect_execution(config: PipelineConfig, arn: str, session: Any = None, wit
         selective_source=(described.get("SelectiveExecutionConfig") or {}).get("SourcePipelineExecutionArn"),
         max_parallel=(described.get("ParallelismConfiguration") or {}).get("MaxParallelExecutionSteps"),
     )
-    evaluate = next((s for s in steps if s.name == EVALUATE_STEP and s.status == "Succeeded" and s.job), None)
-    if evaluate and evaluate.job and evaluate.job.report_uri:
-        _read_report(session.client("s3"), view, evaluate.job.report_uri)
+    evaluate = next((s.job for s in steps if s.name == EVALUATE_STEP and s.status == "Succeeded" and s.job), None)
+    if evaluate and evaluate.report_uri:
+        _read_report(session.client("s3"), view, evaluate.report_uri)
     return view
 
 
