@@ -318,12 +318,12 @@ def job_cost(step_name: str, kind: str, described: dict[str, Any], cached: bool)
         seconds = float(billable) if billable is not None else None
     else:
         if kind == "ProcessingJob":
-            cluster = described["ProcessingResources"]["ClusterConfig"]
+            cluster = (described.get("ProcessingResources") or {}).get("ClusterConfig") or {}
             start, end = described.get("ProcessingStartTime"), described.get("ProcessingEndTime")
         else:
-            cluster = described["TransformResources"]
+            cluster = described.get("TransformResources") or {}
             start, end = described.get("TransformStartTime"), described.get("TransformEndTime")
-        count, instance_type = cluster["InstanceCount"], cluster["InstanceType"]
+        count, instance_type = cluster.get("InstanceCount", 0), cluster.get("InstanceType", "?")
         seconds = (end - start).total_seconds() if start and end else None
     return JobCost(step_name, kind, instance_type, count, seconds, cached=cached)
 

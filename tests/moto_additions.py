@@ -2,8 +2,9 @@
 
 moto implements CreatePipeline, StartPipelineExecution, DescribePipelineExecution and
 ListPipelineParametersForExecution but not ListPipelineExecutionSteps. Its executions run no steps and end
-Succeeded at once; the addition answers with no steps, or, for an execution a test marked Failed, the one failed
-step the service would report, and fails for unknown executions as the service does.
+Succeeded at once; the addition answers with the steps a test put in ``STEPS`` for the execution, else none, or for
+an execution a test marked Failed the one failed step the service would report; unknown executions fail as on the
+service.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ import pytest
 from moto.server import ThreadedMotoServer
 
 FAILED_STEP = {"StepName": "Train", "StepStatus": "Failed", "FailureReason": "ClientError: feature_dim mismatch"}
+STEPS: dict[str, list[dict[str, Any]]] = {}  # execution ARN -> the steps a test says it ran
 
 
 def list_pipeline_execution_steps(self: Any) -> Any:
@@ -23,7 +25,8 @@ def list_pipeline_execution_steps(self: Any) -> Any:
 
     arn = self._get_param("PipelineExecutionArn")
     status = self.sagemaker_backend.describe_pipeline_execution(arn)["PipelineExecutionStatus"]
-    return ActionResult({"PipelineExecutionSteps": [FAILED_STEP] if status == "Failed" else []})
+    steps = STEPS.get(arn, [FAILED_STEP] if status == "Failed" else [])
+    return ActionResult({"PipelineExecutionSteps": steps})
 
 
 @contextmanager

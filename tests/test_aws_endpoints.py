@@ -7,6 +7,7 @@ global one). The requests are checked by their effect on the server's state, rea
 from __future__ import annotations
 
 import json
+import time
 from collections.abc import Iterator
 from typing import Any
 
@@ -98,3 +99,64 @@ def test_the_sagemaker_specific_endpoint_wins_over_the_global_one(
     assert main(["stop", arn, *FLAGS]) == 1
     err = capsys.readouterr().err
     assert err.startswith(f"llpipe stop: StopPipelineExecution {arn}: 500") and "Could not connect" not in err
+
+
+def test_execution_show_with_jobs_logs_and_report_from_the_stand_in(
+    endpoint: str, credentials: None, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The whole `execution show --sagemaker --logs` path over HTTP: moto's jobs, CloudWatch Logs and S3."""
+    import moto_additions
+
+    monkeypatch.setenv("AWS_ENDPOINT_URL", endpoint)
+    sagemaker, logs, s3 = (client(name, endpoint) for name in ("sagemaker", "logs", "s3"))
+    arn = sagemaker.start_pipeline_execution(PipelineName=PIPELINE)["PipelineExecutionArn"]
+    train, evaluate = f"pipelines-{arn[-12:]}-Train-Ab12Cd", f"pipelines-{arn[-12:]}-Evaluate-Ef34Gh"
+    training_arn = sagemaker.create_training_job(
+        TrainingJobName=train,
+        AlgorithmSpecification={
+            "TrainingImage": "174872318107.dkr.ecr.us-east-1.amazonaws.com/linear-learner:1",
+            "TrainingInputMode": "Pipe",
+        },
+        RoleArn=ROLE,
+        OutputDataConfig={"S3OutputPath": "s3://artifacts/model/"},
+        ResourceConfig={"InstanceType": "ml.m5.xlarge", "InstanceCount": 2, "VolumeSizeInGB": 30},
+        StoppingCondition={"MaxRuntimeInSeconds": 3600},
+    )["TrainingJobArn"]
+    processing_arn = sagemaker.create_processing_job(
+        ProcessingJobName=evaluate,
+        ProcessingResources={
+            "ClusterConfig": {"InstanceCount": 1, "InstanceType": "ml.m5.large", "VolumeSizeInGB": 30}
+        },
+        AppSpecification={"ImageUri": "683313688378.dkr.ecr.us-east-1.amazonaws.com/sagemaker-scikit-learn:1.2-1"},
+        RoleArn=ROLE,
+    )["ProcessingJobArn"]
+    moto_additions.STEPS[arn] = [
+        {"StepName": "Train", "StepStatus": "Succeeded", "Metadata": {"TrainingJob": {"Arn": training_arn}}},
+        {
+            "StepName": "Evaluate",
+            "StepStatus": "Failed",
+            "FailureReason": "ClientError: AlgorithmError: See job logs for more information",
+            "Metadata": {"ProcessingJob": {"Arn": processing_arn}},
+        },
+    ]
+    logs.create_log_group(logGroupName="/aws/sagemaker/ProcessingJobs")
+    logs.create_log_stream(logGroupName="/aws/sagemaker/ProcessingJobs", logStreamName=f"{evaluate}/algo-1-1767323045")
+    logs.put_log_events(
+        logGroupName="/aws/sagemaker/ProcessingJobs",
+        logStreamName=f"{evaluate}/algo-1-1767323045",
+        # CloudWatch Logs refuses events older than 14 days: stamped now
+        logEvents=[
+            {"timestamp": int(time.time() * 1000), "message": "ValueError: the predictions have 3 rows, the labels 4"}
+        ],
+    )
+    s3.create_bucket(Bucket="artifacts")
+
+    assert main(["execution", "show", arn.rsplit("/", 1)[-1], "--sagemaker", "--logs", "--json", *FLAGS]) == 0
+    shown = json.loads(capsys.readouterr().out)
+    train_step, evaluate_step = shown["steps"]
+    assert train_step["job"]["arn"] == training_arn and train_step["job"]["name"] == train
+    assert train_step["job"]["cost"]["instance_count"] == 2
+    assert evaluate_step["job"]["log_streams"] == [f"{evaluate}/algo-1-1767323045"]
+    assert evaluate_step["failure_reason"] == "ClientError: AlgorithmError: See job logs for more information"
+    [event] = shown["logs"]["Evaluate"]
+    assert event["message"] == "ValueError: the predictions have 3 rows, the labels 4"
