@@ -101,14 +101,14 @@ def test_the_sagemaker_specific_endpoint_wins_over_the_global_one(
     assert err.startswith(f"llpipe stop: StopPipelineExecution {arn}: 500") and "Could not connect" not in err
 
 
-def test_execution_show_with_jobs_logs_and_report_from_the_stand_in(
+def test_execution_show_with_jobs_and_logs_from_the_stand_in(
     endpoint: str, credentials: None, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    """The whole `execution show --sagemaker --logs` path over HTTP: moto's jobs, CloudWatch Logs and S3."""
+    """The whole `execution show --sagemaker --logs` path over HTTP: moto's jobs and CloudWatch Logs."""
     import moto_additions
 
     monkeypatch.setenv("AWS_ENDPOINT_URL", endpoint)
-    sagemaker, logs, s3 = (client(name, endpoint) for name in ("sagemaker", "logs", "s3"))
+    sagemaker, logs = client("sagemaker", endpoint), client("logs", endpoint)
     arn = sagemaker.start_pipeline_execution(PipelineName=PIPELINE)["PipelineExecutionArn"]
     train, evaluate = f"pipelines-{arn[-12:]}-Train-Ab12Cd", f"pipelines-{arn[-12:]}-Evaluate-Ef34Gh"
     training_arn = sagemaker.create_training_job(
@@ -149,7 +149,6 @@ def test_execution_show_with_jobs_logs_and_report_from_the_stand_in(
             {"timestamp": int(time.time() * 1000), "message": "ValueError: the predictions have 3 rows, the labels 4"}
         ],
     )
-    s3.create_bucket(Bucket="artifacts")
 
     assert main(["execution", "show", arn.rsplit("/", 1)[-1], "--sagemaker", "--logs", "--json", *FLAGS]) == 0
     shown = json.loads(capsys.readouterr().out)
