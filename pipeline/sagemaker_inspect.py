@@ -15,6 +15,7 @@ from typing import Any
 
 from pipeline.config import DEFAULT_ROLE_ARN, PipelineConfig
 from pipeline.cost import JobCost
+from pipeline.errors import LlpipeError, UsageError
 from pipeline.sagemaker_ops import aws_call, aws_session, execution_steps
 
 EVALUATE_STEP = "Evaluate"
@@ -126,8 +127,7 @@ class ExecutionView:
     last_modified: datetime | None
     parameters: dict[str, str]
     steps: list[StepView]
-    metrics: dict[str, Any] = field(default_factory=dict)
-    gate: dict[str, Any] | None = None
+    report: dict[str, Any] | None = None  # the Evaluate step's evaluation.json, when it succeeded
     report_uri: str | None = None
     selective_source: str | None = None
     max_parallel: int | None = None
@@ -159,9 +159,8 @@ class ExecutionView:
             "selective_execution_source": self.selective_source,
             "max_parallel_steps": self.max_parallel,
             "steps": [step.to_json() for step in self.steps],
-            "metrics": self.metrics,
-            "gate": self.gate,
-            "report": self.report_uri,
+            "report_uri": self.report_uri,
+            "report": self.report,
             "instance_seconds": total_instance_seconds(self.costs),
         }
 
@@ -176,10 +175,10 @@ def execution_arn(config: PipelineConfig, id_or_arn: str, session: Any = None) -
     """
     if id_or_arn.startswith("arn:"):
         if ":pipeline/" not in id_or_arn or "/execution/" not in id_or_arn:
-            raise ValueError(f"{id_or_arn!r} is not a pipeline execution ARN (…:pipeline/NAME/execution/ID)")
+            raise UsageError(f"{id_or_arn!r} is not a pipeline execution ARN (…:pipeline/NAME/execution/ID)")
         return id_or_arn
     if not id_or_arn or "/" in id_or_arn or ":" in id_or_arn:
-        raise ValueError(f"{id_or_arn!r} is neither an execution id nor an execution ARN")
+        raise UsageError(f"{id_or_arn!r} is neither an execution id nor an execution ARN")
     partition, account = config.role_arn.split(":")[1], config.role_arn.split(":")[4]
     if config.role_arn == DEFAULT_ROLE_ARN:
         session = session or aws_session(config)
@@ -363,10 +362,8 @@ def log_streams(logs: Any, log_group: str, job_name: str) -> list[str]:
 
 
 def _read_report(s3: Any, view: ExecutionView, uri: str) -> None:
-    """GetObject of evaluation.json: its model-quality metrics and the gate section."""
+    """GetObject of evaluation.json (model-quality sections and the gate's)."""
     import json
-
-    from pipeline.local.summary import flat_metrics
 
     bucket, key = uri.removeprefix("s3://").split("/", 1)
     with aws_call(f"reading the evaluation report {uri}"):
@@ -374,10 +371,9 @@ def _read_report(s3: Any, view: ExecutionView, uri: str) -> None:
     try:
         report = json.loads(body)
     except ValueError as error:
-        raise ValueError(f"{uri}: not a JSON evaluation report: {error}") from None
+        raise LlpipeError(f"{uri}: not a JSON evaluation report: {error}") from None
     view.report_uri = uri
-    view.metrics = flat_metrics(report)
-    view.gate = report.get("gate")
+    view.report = report
 
 
 @dataclass(frozen=True)

@@ -1,7 +1,10 @@
 """The ``llpipe`` command: one sub-command per module, each module owning its own arguments.
 
-Every command module exposes ``configure(parser)`` to declare its arguments and ``run(args) -> int`` to do the work.
-Command modules keep heavy imports (the SageMaker SDK, numpy) inside functions so ``llpipe --help`` stays fast.
+Every command module exposes ``configure(parser)`` to declare its arguments and ``run(args) -> int`` to do the work;
+it parses and renders, the work itself is in library modules. Errors are raised as ``pipeline.errors.LlpipeError``
+and turned into one line ``llpipe <command>: <message>`` and an exit code here, in ``main`` (usage errors 2,
+failures 1). Command modules keep heavy imports (the SageMaker SDK, numpy) inside functions so ``llpipe --help``
+stays fast.
 """
 
 from __future__ import annotations
@@ -11,21 +14,23 @@ import importlib
 import os
 import sys
 
+from pipeline.errors import LlpipeError
+
 # name -> (module, one-line help)
 COMMANDS: dict[str, tuple[str, str]] = {
-    "run": ("pipeline.local.run_command", "run the pipeline locally (default: the bundled example data set)"),
-    "executions": ("pipeline.executions_command", "list recent executions (local, or --sagemaker)"),
-    "execution": ("pipeline.local.execution_command", "show one execution (local or --sagemaker): steps, logs, cost"),
-    "convert": ("pipeline.convert", "convert CSV/Parquet files to RecordIO-protobuf shards"),
-    "linear-learner": ("pipeline.local.linear_learner.cli", "train or transform with the local Linear Learner"),
-    "definition": ("pipeline.sagemaker_commands.definition", "print or write the pipeline definition JSON"),
-    "upsert": ("pipeline.sagemaker_commands.upsert", "upload code bundles, create or update the pipeline"),
-    "start": ("pipeline.sagemaker_commands.start", "start an execution on SageMaker, optionally wait"),
-    "schedule": ("pipeline.sagemaker_commands.schedule", "schedule executions with EventBridge Scheduler"),
+    "run": ("pipeline.cli.run", "run the pipeline locally (default: the bundled example data set)"),
+    "executions": ("pipeline.cli.executions", "list recent executions (local, or --sagemaker)"),
+    "execution": ("pipeline.cli.execution", "show one execution (local or --sagemaker): steps, logs, cost"),
+    "convert": ("pipeline.cli.convert", "convert CSV/Parquet files to RecordIO-protobuf shards"),
+    "linear-learner": ("pipeline.cli.linear_learner", "train or transform with the local Linear Learner"),
+    "definition": ("pipeline.cli.definition", "print or write the pipeline definition JSON"),
+    "upsert": ("pipeline.cli.upsert", "upload code bundles, create or update the pipeline"),
+    "start": ("pipeline.cli.start", "start an execution on SageMaker, optionally wait"),
+    "schedule": ("pipeline.cli.schedule", "schedule executions with EventBridge Scheduler"),
     "retry": ("pipeline.cli.retry", "retry a failed execution on SageMaker"),
     "stop": ("pipeline.cli.stop", "stop a running execution on SageMaker"),
     "alerts": ("pipeline.cli.alerts", "notify an SNS topic of failed executions (EventBridge rule)"),
-    "models": ("pipeline.models_command", "list, describe, approve or reject registered model versions"),
+    "models": ("pipeline.cli.models", "list, describe, approve or reject registered model versions"),
 }
 
 
@@ -40,7 +45,7 @@ def build_parser() -> argparse.ArgumentParser:
         module = importlib.import_module(module_name)
         command_parser = sub.add_parser(name, help=help_text, description=(module.__doc__ or help_text).strip())
         module.configure(command_parser)
-        command_parser.set_defaults(handler=module.run)
+        command_parser.set_defaults(handler=module.run, command_name=name)
     return parser
 
 
@@ -49,6 +54,9 @@ def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
         return int(args.handler(args) or 0)
+    except LlpipeError as error:
+        print(f"llpipe {args.command_name}: {error}", file=sys.stderr)
+        return error.exit_code
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)
         return 130

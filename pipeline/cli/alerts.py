@@ -7,9 +7,8 @@ The topic's access policy must let EventBridge publish: a statement allowing ``s
 from __future__ import annotations
 
 import argparse
-import sys
 
-from pipeline.config import ConfigError, add_config_arguments, config_from_args
+from pipeline.config import add_config_arguments, config_from_args
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
@@ -22,25 +21,18 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """Create or update the rule and its target, or delete them."""
-    from pipeline.sagemaker_ops import AwsError, alert_rule_name, delete_failure_alert, put_failure_alert
+    from pipeline.errors import UsageError
+    from pipeline.sagemaker_ops import alert_rule_name, delete_failure_alert, put_failure_alert
 
-    try:
-        config = config_from_args(args)
-        topic = args.sns_topic
-        if topic is not None and not (topic.startswith("arn:") and topic.split(":")[2:3] == ["sns"]):
-            raise ValueError(f"--sns-topic {topic!r}: expected an SNS topic ARN (arn:aws:sns:REGION:ACCOUNT:NAME)")
-    except (ConfigError, ValueError) as error:
-        print(f"llpipe alerts: {error}", file=sys.stderr)
-        return 2
-    try:
-        if args.delete:
-            deleted = delete_failure_alert(config)
-            print(f"deleted rule {alert_rule_name(config)}" if deleted else "no alert rule; nothing to delete")
-            return 0
-        rule_arn = put_failure_alert(config, args.sns_topic)
-    except AwsError as error:
-        print(f"llpipe alerts: {error}", file=sys.stderr)
-        return 1
-    print(f"failed executions of {config.pipeline_name} now notify {args.sns_topic}")
+    config = config_from_args(args)
+    if args.delete:
+        deleted = delete_failure_alert(config)
+        print(f"deleted rule {alert_rule_name(config)}" if deleted else "no alert rule; nothing to delete")
+        return 0
+    topic = args.sns_topic
+    if not (topic.startswith("arn:") and topic.split(":")[2:3] == ["sns"]):
+        raise UsageError(f"--sns-topic {topic!r}: expected an SNS topic ARN (arn:aws:sns:REGION:ACCOUNT:NAME)")
+    rule_arn = put_failure_alert(config, topic)
+    print(f"failed executions of {config.pipeline_name} now notify {topic}")
     print(f"rule {rule_arn}")
     return 0

@@ -9,38 +9,29 @@ from __future__ import annotations
 
 import argparse
 import json
-import sys
 from datetime import datetime, timezone
 from typing import Any
 
-from pipeline.config import ConfigError, config_from_args
+from pipeline.cli.render.summary import flat_metrics, print_metrics
+from pipeline.config import config_from_args
 
 
 def show(args: argparse.Namespace, console: Any = None) -> int:
-    """Inspect and print; 2 for a bad id or configuration, 1 when AWS refuses."""
+    """Inspect and print (errors are raised: a bad id is a usage error, a refusal by AWS a failure)."""
     from rich.console import Console
 
     from pipeline.sagemaker_inspect import execution_arn, inspect_execution, job_log_events
-    from pipeline.sagemaker_ops import AwsError
 
-    try:
-        config = config_from_args(args)
-        arn = execution_arn(config, args.execution_id)
-    except (ConfigError, ValueError) as error:
-        print(f"llpipe execution show: {error}", file=sys.stderr)
-        return 2
-    try:
-        view = inspect_execution(config, arn)
-        logs = {}
-        if args.logs:
-            for step in view.failed_steps:
-                if step.job:
-                    logs[step.name] = job_log_events(config, step.job)
-    except (AwsError, ValueError) as error:
-        print(f"llpipe execution show: {error}", file=sys.stderr)
-        return 1
+    config = config_from_args(args)
+    view = inspect_execution(config, execution_arn(config, args.execution_id))
+    logs = {}
+    if args.logs:
+        for step in view.failed_steps:
+            if step.job:
+                logs[step.name] = job_log_events(config, step.job)
     if args.json:
         document = view.to_json()
+        document["metrics"] = flat_metrics(view.report or {})
         if args.logs:
             document["logs"] = {name: [event.__dict__ for event in events] for name, events in logs.items()}
         print(json.dumps(document, indent=2, default=str))
@@ -60,7 +51,6 @@ def render(view: Any, console: Any) -> None:
     from rich.table import Table
 
     from pipeline.cost import cost_table
-    from pipeline.local.summary import print_metrics
 
     colour = {"Succeeded": "green", "Failed": "red", "Stopped": "yellow"}.get(view.status, "cyan")
     name = f" ({view.display_name})" if view.display_name else ""
@@ -107,10 +97,12 @@ def render(view: Any, console: Any) -> None:
         console.print(f"  logs     {job.log_group}  {job.logs_url}", soft_wrap=True)
         for index, stream in enumerate(job.log_streams or ["(none yet)"]):
             console.print(f"  {'streams' if index == 0 else '':8} {stream}", soft_wrap=True)
-    if view.metrics:
-        print_metrics(view.metrics, console)
-    if view.gate:
-        console.print(f"Quality gate: {view.gate.get('metric')} = {view.gate.get('value')}")
+    metrics = flat_metrics(view.report or {})
+    if metrics:
+        print_metrics(metrics, console)
+    gate = (view.report or {}).get("gate")
+    if gate:
+        console.print(f"Quality gate: {gate.get('metric')} = {gate.get('value')}")
     if view.report_uri:
         console.print(f"Report: {view.report_uri}", soft_wrap=True)
     if view.costs:

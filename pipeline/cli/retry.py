@@ -7,14 +7,13 @@ failed, 4 stopped; 2 for bad arguments.
 from __future__ import annotations
 
 import argparse
-import sys
 
-from pipeline.config import ConfigError, add_config_arguments, config_from_args
+from pipeline.config import add_config_arguments, config_from_args
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
     """The execution, ``--max-parallel``, ``--wait``, shared configuration."""
-    from pipeline.sagemaker_commands.start import add_max_parallel_argument
+    from pipeline.cli.start import add_max_parallel_argument
 
     parser.add_argument("execution", metavar="ID|ARN", help="the failed execution (id or full ARN)")
     add_max_parallel_argument(parser)
@@ -25,23 +24,13 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """Retry; print the ARN; with --wait, the live step table, the compute used and the final status's exit code."""
+    from pipeline.cli.start import wait_and_report
     from pipeline.sagemaker_inspect import execution_arn
-    from pipeline.sagemaker_ops import AwsError, retry
+    from pipeline.sagemaker_ops import retry
 
-    try:
-        config = config_from_args(args)
-        arn = execution_arn(config, args.execution)
-    except (ConfigError, ValueError) as error:
-        print(f"llpipe retry: {error}", file=sys.stderr)
-        return 2
-    try:
-        arn = retry(config, arn, max_parallel=args.max_parallel)
-    except AwsError as error:
-        print(f"llpipe retry: {error}", file=sys.stderr)
-        return 1
+    config = config_from_args(args)
+    arn = retry(config, execution_arn(config, args.execution), max_parallel=args.max_parallel)
     print(f"retrying {arn}")
     if not args.wait:
         return 0
-    from pipeline.sagemaker_commands.start import wait_and_report
-
-    return wait_and_report(config, arn, args.poll_seconds, "llpipe retry")
+    return wait_and_report(config, arn, args.poll_seconds)

@@ -3,9 +3,8 @@
 from __future__ import annotations
 
 import argparse
-import sys
 
-from pipeline.config import ConfigError, add_config_arguments, config_from_args
+from pipeline.config import add_config_arguments, config_from_args
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
@@ -17,18 +16,9 @@ def configure(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     """Ask SageMaker to stop; the execution goes Stopping, then Stopped (see `llpipe execution show`)."""
     from pipeline.sagemaker_inspect import execution_arn
-    from pipeline.sagemaker_ops import AwsError, stop
+    from pipeline.sagemaker_ops import stop
 
-    try:
-        config = config_from_args(args)
-        arn = execution_arn(config, args.execution)
-    except (ConfigError, ValueError) as error:
-        print(f"llpipe stop: {error}", file=sys.stderr)
-        return 2
-    try:
-        arn = stop(config, arn)
-    except AwsError as error:
-        print(f"llpipe stop: {error}", file=sys.stderr)
-        return 1
+    config = config_from_args(args)
+    arn = stop(config, execution_arn(config, args.execution))
     print(f"stopping {arn}")
     return 0

@@ -11,7 +11,7 @@ import sys
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from pipeline.config import ConfigError, PipelineConfig, add_config_arguments, config_from_args
+from pipeline.config import PipelineConfig, add_config_arguments, config_from_args
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -54,66 +54,41 @@ def positive_int(text: str) -> int:
     return value
 
 
-def parse_params(pairs: list[str]) -> dict[str, str]:
-    """``Name=Value`` strings to a mapping; a missing ``=`` or a repeated name is an error."""
-    parameters: dict[str, str] = {}
-    for pair in pairs:
-        name, separator, value = pair.partition("=")
-        if not separator or not name:
-            raise ValueError(f"--param {pair!r}: expected NAME=VALUE")
-        if name in parameters:
-            raise ValueError(f"--param {name} given twice")
-        parameters[name] = value
-    return parameters
-
-
 def run(args: argparse.Namespace) -> int:
-    """Start; print the ARN; with --wait, a live step table and the exit code of the final status."""
+    """Start; print the ARN; with --wait, a live step table, the compute used and the final status's exit code."""
+    from pipeline.errors import UsageError
+    from pipeline.parameters import parse_overrides
     from pipeline.sagemaker_inspect import execution_arn
-    from pipeline.sagemaker_ops import AwsError, ParameterError, start
+    from pipeline.sagemaker_ops import start
 
-    try:
-        config = config_from_args(args)
-        if bool(args.from_step) != bool(args.source):
-            raise ValueError("--from-step and --source go together (the source execution provides the other steps)")
-        source = execution_arn(config, args.source) if args.source else None
-        arn = start(
-            config,
-            parse_params(args.param),
-            display_name=args.display_name,
-            from_step=args.from_step,
-            source_arn=source,
-            max_parallel=args.max_parallel,
-        )
-    except (ConfigError, ParameterError, ValueError) as error:
-        print(f"llpipe start: {error}", file=sys.stderr)
-        return 2
-    except AwsError as error:
-        print(f"llpipe start: {error}", file=sys.stderr)
-        return 1
+    config = config_from_args(args)
+    if bool(args.from_step) != bool(args.source):
+        raise UsageError("--from-step and --source go together (the source execution provides the other steps)")
+    arn = start(
+        config,
+        parse_overrides(args.param),
+        display_name=args.display_name,
+        from_step=args.from_step,
+        source_arn=execution_arn(config, args.source) if args.source else None,
+        max_parallel=args.max_parallel,
+    )
     print(f"started {arn}")
     if not args.wait:
         return 0
-    return wait_and_report(config, arn, args.poll_seconds, "llpipe start")
+    return wait_and_report(config, arn, args.poll_seconds)
 
 
-def wait_and_report(
-    config: PipelineConfig, arn: str, poll_seconds: float, command: str, console: Console | None = None
-) -> int:
+def wait_and_report(config: PipelineConfig, arn: str, poll_seconds: float, console: Console | None = None) -> int:
     """Watch until the execution finishes, print the compute its jobs used, return the final status's exit code."""
     from rich.console import Console
 
     from pipeline.cost import cost_table
     from pipeline.sagemaker_inspect import job_costs
-    from pipeline.sagemaker_ops import AwsError, outcome
+    from pipeline.sagemaker_ops import outcome
 
     console = console or Console()
-    try:
-        state = watch(config, arn, poll_seconds, console=console)
-        costs = job_costs(config, state.steps)
-    except AwsError as error:
-        print(f"{command}: {error}", file=sys.stderr)
-        return 1
+    state = watch(config, arn, poll_seconds, console=console)
+    costs = job_costs(config, state.steps)
     if costs:
         console.print(cost_table(costs))
     code, summary = outcome(state)
