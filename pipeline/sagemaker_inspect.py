@@ -16,11 +16,10 @@ from typing import Any
 from pipeline.config import DEFAULT_ROLE_ARN, PipelineConfig
 from pipeline.cost import JobCost
 from pipeline.errors import LlpipeError, UsageError
+from pipeline.names import EVALUATE, REPORT_NAME, StepStatus
 from pipeline.sagemaker_ops import aws_call, aws_session, execution_steps
 
-EVALUATE_STEP = "Evaluate"
 EVALUATION_OUTPUT = "evaluation"  # the Evaluate step's ProcessingOutput name; the report is evaluation.json in it
-REPORT_FILE = "evaluation.json"
 
 
 @dataclass(frozen=True)
@@ -142,7 +141,7 @@ class ExecutionView:
 
     @property
     def failed_steps(self) -> list[StepView]:
-        return [step for step in self.steps if step.status == "Failed"]
+        return [step for step in self.steps if step.status == StepStatus.FAILED]
 
     def to_json(self) -> dict[str, Any]:
         from pipeline.cost import total_instance_seconds
@@ -226,7 +225,7 @@ def inspect_execution(config: PipelineConfig, arn: str, session: Any = None) -> 
         selective_source=(described.get("SelectiveExecutionConfig") or {}).get("SourcePipelineExecutionArn"),
         max_parallel=(described.get("ParallelismConfiguration") or {}).get("MaxParallelExecutionSteps"),
     )
-    evaluate = next((s.job for s in steps if s.name == EVALUATE_STEP and s.status == "Succeeded" and s.job), None)
+    evaluate = next((s.job for s in steps if s.name == EVALUATE and s.status == StepStatus.SUCCEEDED and s.job), None)
     if evaluate and evaluate.report_uri:
         _read_report(session.client("s3"), view, evaluate.report_uri)
     return view
@@ -300,7 +299,7 @@ def describe_job(
     if kind.metadata_key == "ProcessingJob":
         for output in (described.get("ProcessingOutputConfig") or {}).get("Outputs", []):
             if output.get("OutputName") == EVALUATION_OUTPUT and "S3Output" in output:
-                job.report_uri = output["S3Output"]["S3Uri"].rstrip("/") + "/" + REPORT_FILE
+                job.report_uri = output["S3Output"]["S3Uri"].rstrip("/") + "/" + REPORT_NAME
     if logs is not None:
         job.log_streams = log_streams(logs, kind.log_group, name)
     return job
