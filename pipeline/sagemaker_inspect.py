@@ -64,6 +64,7 @@ class JobView:
     arn: str
     status: str | None = None
     failure_reason: str | None = None
+    exit_message: str | None = None  # a processing job's: the end of the failing script's stderr
     log_group: str = ""
     log_streams: list[str] = field(default_factory=list)
     console_url: str = ""
@@ -78,6 +79,7 @@ class JobView:
             "arn": self.arn,
             "status": self.status,
             "failure_reason": self.failure_reason,
+            "exit_message": self.exit_message,
             "log_group": self.log_group,
             "log_streams": self.log_streams,
             "console_url": self.console_url,
@@ -291,6 +293,7 @@ def describe_job(
         arn=arn,
         status=described.get(f"{kind.metadata_key}Status"),
         failure_reason=described.get("FailureReason"),
+        exit_message=described.get("ExitMessage"),
         log_group=kind.log_group,
         console_url=console_url(region, kind, name),
         logs_url=logs_console_url(region, kind.log_group, name),

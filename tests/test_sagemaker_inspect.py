@@ -468,6 +468,7 @@ def test_show_failed_processing_step_with_cached_steps_and_its_logs(
     assert "cache hit from a0b1c2d3e4f5" in out and f"cached   outputs of {OLD_EXECUTION_ARN}" in out
     assert f"Evaluate failed: ClientError: {EVALUATE_FAILURE}" in out
     assert "(attempt 2)" in out
+    assert "  exit     ValueError: the predictions have 3 rows, the labels 4\n" in out  # the job's ExitMessage
     assert job_arn("model", "m-1") in out  # the CreateModel step's outcome
     assert "Evaluate log (2 events)" in out
     assert "algo-1-1767323045 ValueError: the predictions have 3 rows, the labels 4" in out

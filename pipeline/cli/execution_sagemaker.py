@@ -93,6 +93,10 @@ def render(view: Any, console: Any) -> None:
         console.print(f"  ARN      {job.arn}", soft_wrap=True)
         if step.cache_source:
             console.print(f"  cached   outputs of {step.cache_source}", soft_wrap=True)
+        if job.failure_reason:
+            console.print(f"  [red]failure[/red]  {job.failure_reason}", soft_wrap=True)
+        if job.exit_message:
+            console.print(f"  exit     {job.exit_message}", soft_wrap=True, markup=False)
         console.print(f"  console  {job.console_url}", soft_wrap=True)
         console.print(f"  logs     {job.log_group}  {job.logs_url}", soft_wrap=True)
         for index, stream in enumerate(job.log_streams or ["(none yet)"]):
