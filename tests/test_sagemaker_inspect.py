@@ -687,7 +687,7 @@ def test_start_from_a_step_selects_it_and_everything_downstream(
         {"PipelineExecutionArn": EXECUTION_ARN},
         {
             "PipelineName": "Churn-Pipeline",
-            "PipelineParameters": [{"Name": "MetricThreshold", "Value": "0.7"}],
+            "PipelineParameters": [{"Name": "MetricThreshold", "Value": "0.7"}, {"Name": "DataVersion", "Value": "v1"}],
             "SelectiveExecutionConfig": {
                 "SourcePipelineExecutionArn": OLD_EXECUTION_ARN,
                 "SelectedSteps": [{"StepName": name} for name in expected_steps],
@@ -706,6 +706,8 @@ def test_start_from_a_step_selects_it_and_everything_downstream(
             "1",
             "--param",
             "MetricThreshold=0.7",
+            "--param",
+            "DataVersion=v1",  # given, so start lists no input objects to fingerprint
             *CONFIG_FLAGS,
         ]
     )
