@@ -7,11 +7,13 @@ Kept fast with small data sets (breast cancer, iris, diabetes from scikit-learn)
 from __future__ import annotations
 
 import json
+from datetime import datetime
 from pathlib import Path
 
 import pytest
 
 from pipeline import cli
+from pipeline.cli.render.summary import summarise
 from pipeline.config import load_config
 from pipeline.local.executions import ExecutionStore
 from pipeline.local.registry import LocalRegistry
@@ -75,10 +77,18 @@ def test_binary_with_three_training_instances_registers_then_hits_the_cache_then
         record.steps["CreateModel"].properties["ModelArn"].startswith("arn:aws:sagemaker:us-east-1:111122223333:model/")
     )
 
+    compute = {cost["step"]: cost for cost in summarise(record, run.s3, render_plots=False)["compute"]}
+    assert set(compute) == {"Preprocess", "Train", "Transform", "Evaluate"}
+    train = record.steps["Train"]
+    wall = (datetime.fromisoformat(train.end_time) - datetime.fromisoformat(train.start_time)).total_seconds()
+    assert (compute["Train"]["instance_type"], compute["Train"]["instance_count"]) == ("ml.m5.xlarge", 3)
+    assert compute["Train"]["instance_seconds"] == pytest.approx(3 * wall)
+
     again = run.execute(example_data(Workdir(tmp_path)), {**FAST, "TrainingInstanceCount": "3"})
     assert again.status == "Succeeded"
     cached = {name for name, step in again.steps.items() if step.cache_hit_source == record.id}
     assert cached == {"Preprocess", "Train", "Transform", "Evaluate"}
+    assert all(cost["instance_seconds"] == 0 for cost in summarise(again, run.s3, render_plots=False)["compute"])
     assert [p.version for p in registered(tmp_path)] == [1, 2]
 
     # Inject a failure into one training instance: corrupt the train shard that ShardedByS3Key deals to algo-2,
