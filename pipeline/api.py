@@ -72,7 +72,7 @@ def local_source(data: Any, label_column: str | None, predictor_type: str | None
     if predictor_type not in PREDICTOR_TYPES:
         raise DataError(f"predictor_type {predictor_type!r}: expected one of {', '.join(PREDICTOR_TYPES)}")
     if isinstance(data, (str, Path)):
-        return user_data(Path(data), label_column, predictor_type)
+        return user_data(Path(data), label_column, predictor_type, workdir.root)
     from pipeline.frames import write_frame
 
     columns = [str(column) for column in getattr(data, "columns", [])]

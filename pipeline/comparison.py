@@ -101,8 +101,19 @@ def recent_executions(
     rows = []
     for record in ExecutionStore(workdir.executions).list()[:max_results]:
         execution = LocalExecution(record, workdir)
-        rows.append(summary_row(execution, local_defaults(record.folder), record.start_time, record.end_time))
+        row = summary_row(execution, local_defaults(record.folder), record.start_time, record.end_time)
+        row["abandoned"] = record.abandoned
+        row["failure_reason"] = row["failure_reason"] or abandoned_reason(record)
+        rows.append(row)
     return rows
+
+
+def abandoned_reason(record: Any) -> str | None:
+    """Why an execution recorded as running is not: the process that ran it ended without finishing the record."""
+    if not record.abandoned:
+        return None
+    owner = record.owner
+    return f"process {owner.get('pid')} on {owner.get('host')} ended without finishing it (killed?)"
 
 
 def _sagemaker_rows(config: PipelineConfig, max_results: int, session: Any, gate: bool) -> list[dict[str, Any]]:

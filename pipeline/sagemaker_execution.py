@@ -16,7 +16,8 @@ from urllib.parse import urlparse
 
 from pipeline.execution import Execution, NoResultsError, predictions_frame, seconds_between, steps_frame
 from pipeline.names import EVALUATE, QUALITY_GATE, REGISTER, REGRESSOR, REPORT_NAME, TRAIN, TRANSFORM, StepStatus
-from pipeline.sagemaker_ops import TERMINAL_STATUSES, _aws_call, aws_session
+from pipeline.sagemaker_inspect import JOB_KINDS, execution_arn, execution_parameters
+from pipeline.sagemaker_ops import TERMINAL_STATUSES, aws_call, aws_session, execution_steps
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -52,11 +53,8 @@ class SageMakerExecution(Execution):
     @classmethod
     def find(cls, config: PipelineConfig, execution: str, session: Any = None) -> SageMakerExecution:
         """By ARN, or by the id at its end (an execution of the configured pipeline)."""
-        if execution.startswith("arn:"):
-            return cls(config, execution, session)
-        account = config.role_arn.split(":")[4]
-        arn = f"arn:aws:sagemaker:{config.region}:{account}:pipeline/{config.pipeline_name}/execution/{execution}"
-        return cls(config, arn, session)
+        session = session or aws_session(config)
+        return cls(config, execution_arn(config, execution, session), session)
 
     @property
     def finished(self) -> bool:
@@ -64,7 +62,7 @@ class SageMakerExecution(Execution):
 
     def refresh(self) -> SageMakerExecution:
         """Read the status again (DescribePipelineExecution); steps and report are read again when next asked."""
-        with _aws_call(f"DescribePipelineExecution {self.arn}"):
+        with aws_call(f"DescribePipelineExecution {self.arn}"):
             self._described = self.sagemaker.describe_pipeline_execution(PipelineExecutionArn=self.arn)
         self._steps = None
         return self
@@ -120,23 +118,12 @@ class SageMakerExecution(Execution):
     @property
     def parameters(self) -> dict[str, Any]:
         """The execution's parameter values as the service reports them (strings)."""
-        values: dict[str, Any] = {}
-        request: dict[str, Any] = {"PipelineExecutionArn": self.arn}
-        with _aws_call(f"ListPipelineParametersForExecution {self.arn}"):
-            while True:
-                page = self.sagemaker.list_pipeline_parameters_for_execution(**request)
-                values.update({item["Name"]: item["Value"] for item in page.get("PipelineParameters", [])})
-                if not page.get("NextToken"):
-                    return values
-                request["NextToken"] = page["NextToken"]
+        return dict(execution_parameters(self.sagemaker, self.arn))
 
     def _step_list(self) -> list[dict[str, Any]]:
         if self._steps is None:
-            from pipeline.sagemaker_ops import poll_execution
-
-            state = poll_execution(self.sagemaker, self.arn)
-            self._described = {**(self._described or {}), "PipelineExecutionStatus": state.status}
-            self._steps = state.steps
+            self._description()  # the status first: steps read before it could miss one that starts meanwhile
+            self._steps = execution_steps(self.sagemaker, self.arn)
         return self._steps
 
     def _step(self, name: str) -> dict[str, Any] | None:
@@ -167,11 +154,11 @@ class SageMakerExecution(Execution):
         return ((step.get("Metadata") or {}).get(kind) or {}).get("Arn")
 
     def _describe(self, kind: str, arn: str) -> dict[str, Any]:
+        """Describe{Processing,Training,Transform}Job of a step's job ARN."""
+        job = JOB_KINDS[kind]
         name = arn.rsplit("/", 1)[-1]
-        call = {"ProcessingJob": "describe_processing_job", "TrainingJob": "describe_training_job"}.get(kind)
-        call = call or "describe_transform_job"
-        with _aws_call(f"Describe{kind} {name}"):
-            return getattr(self.sagemaker, call)(**{f"{kind}Name": name})
+        with aws_call(f"{job.describe} {name}"):
+            return getattr(self.sagemaker, job.describe)(**{job.name_key: name})
 
     @property
     def report_uri(self) -> str | None:
@@ -190,7 +177,7 @@ class SageMakerExecution(Execution):
             if uri is None:
                 return None
             bucket, key = _split(uri)
-            with _aws_call(f"GetObject {uri}"):
+            with aws_call(f"GetObject {uri}"):
                 body = self.session.client("s3").get_object(Bucket=bucket, Key=key)["Body"].read()
             self._report = json.loads(body)
         return self._report
@@ -207,7 +194,7 @@ class SageMakerExecution(Execution):
         arn = self._job_arn(REGISTER, "RegisterModel")
         if arn is None:
             return None
-        with _aws_call(f"DescribeModelPackage {arn}"):
+        with aws_call(f"DescribeModelPackage {arn}"):
             described = self.sagemaker.describe_model_package(ModelPackageName=arn)
         return {
             "group": described.get("ModelPackageGroupName"),
@@ -254,7 +241,7 @@ class SageMakerExecution(Execution):
         s3 = self.session.client("s3")
         bucket, prefix = _split(uri.rstrip("/") + "/")
         request: dict[str, Any] = {"Bucket": bucket, "Prefix": prefix}
-        with _aws_call(f"downloading {uri}"):
+        with aws_call(f"downloading {uri}"):
             while True:
                 page = s3.list_objects_v2(**request)
                 for item in page.get("Contents", []):

@@ -12,15 +12,19 @@ from __future__ import annotations
 import argparse
 import importlib
 import os
+import signal
 import sys
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
 
-from pipeline.errors import LlpipeError
+from pipeline.errors import Interrupted, LlpipeError
 
 # name -> (module, one-line help)
 COMMANDS: dict[str, tuple[str, str]] = {
     "run": ("pipeline.cli.run", "run the pipeline locally (default: the bundled example data set)"),
     "executions": ("pipeline.cli.executions", "list recent executions (local, or --sagemaker)"),
-    "execution": ("pipeline.cli.execution", "show one local execution: steps, timings, logs"),
+    "execution": ("pipeline.cli.execution", "show one execution (local or --sagemaker): steps, logs, cost"),
     "compare": ("pipeline.cli.compare", "two executions side by side: parameters, metrics, gate, model package"),
     "convert": ("pipeline.cli.convert", "convert CSV/Parquet files to RecordIO-protobuf shards"),
     "linear-learner": ("pipeline.cli.linear_learner", "train or transform with the local Linear Learner"),
@@ -28,6 +32,9 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "upsert": ("pipeline.cli.upsert", "upload code bundles, create or update the pipeline"),
     "start": ("pipeline.cli.start", "start an execution on SageMaker, optionally wait"),
     "schedule": ("pipeline.cli.schedule", "schedule executions with EventBridge Scheduler"),
+    "retry": ("pipeline.cli.retry", "retry a failed execution on SageMaker"),
+    "stop": ("pipeline.cli.stop", "stop a running execution on SageMaker"),
+    "alerts": ("pipeline.cli.alerts", "notify an SNS topic of failed executions (EventBridge rule)"),
     "models": ("pipeline.cli.models", "list, describe, approve or reject registered model versions"),
 }
 
@@ -51,13 +58,40 @@ def main(argv: list[str] | None = None) -> int:
     """Entry point of the ``llpipe`` console script; returns the process exit code."""
     args = build_parser().parse_args(argv)
     try:
-        return int(args.handler(args) or 0)
+        with _sigterm_as_interrupt():
+            return int(args.handler(args) or 0)
     except LlpipeError as error:
         print(f"llpipe {args.command_name}: {error}", file=sys.stderr)
         return error.exit_code
-    except KeyboardInterrupt:
-        print("interrupted", file=sys.stderr)
-        return 130
+    except KeyboardInterrupt as interrupt:  # Ctrl-C (SIGINT) or SIGTERM: the work was stopped and recorded as such
+        number = interrupt.signal_number if isinstance(interrupt, Interrupted) else signal.SIGINT
+        print(f"llpipe {args.command_name}: stopped by {signal.Signals(number).name}", file=sys.stderr)
+        return 128 + number
     except BrokenPipeError:  # `llpipe ... | head`: the reader left; exit quietly as Unix tools do
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return 141
+    except OSError as error:  # the file system refused: a read-only or missing work dir, a full disk
+        where = f"{error.filename}: " if error.filename else ""
+        print(
+            f"llpipe {args.command_name}: {where}{error.strerror or error}; check that the path exists, is writable "
+            "and has free space (--workdir DIR picks another work dir)",
+            file=sys.stderr,
+        )
+        return 1
+
+
+@contextmanager
+def _sigterm_as_interrupt() -> Iterator[None]:
+    """While a command runs, SIGTERM raises ``Interrupted`` in the main thread as Ctrl-C raises KeyboardInterrupt."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def interrupt(number: int, frame: object) -> None:
+        raise Interrupted(number, signal.Signals(number).name)
+
+    previous = signal.signal(signal.SIGTERM, interrupt)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)

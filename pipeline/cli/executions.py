@@ -55,7 +55,7 @@ def run(args: argparse.Namespace) -> int:
     for row in rows:
         table.add_row(
             row["id"],
-            row["status"],
+            row["status"] + (" (abandoned)" if row.get("abandoned") else ""),
             _time(row["start_time"]),
             _duration(row["seconds"]),
             row["data"],
