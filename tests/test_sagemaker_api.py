@@ -9,6 +9,7 @@ from datetime import datetime, timedelta, timezone
 from typing import Any
 
 import boto3
+import numpy as np
 import pytest
 from botocore.stub import Stubber
 
@@ -197,3 +198,65 @@ def test_a_finished_execution_reads_steps_report_gate_and_package_from_the_servi
         }
         assert execution.status == "Succeeded" and execution.id == "abc123def456"
         stubber.assert_no_pending_responses()
+
+
+def test_predictions_are_read_from_the_transform_jobs_input_and_output_in_s3(aws) -> None:
+    import io
+
+    from preprocessing.recordio import write_dense
+
+    s3 = boto3.client("s3", region_name=REGION)
+    prefix = "linear-learner-pipeline/abc123def456"
+    labels = {"part-0.pbr": [1.0, 0.0, 1.0], "part-1.pbr": [0.0, 1.0]}
+    scores = {"part-0.pbr": [0.9, 0.2, 0.7], "part-1.pbr": [0.4, 0.8]}
+    for name, shard_labels in labels.items():
+        shard = io.BytesIO()
+        write_dense(shard, np.ones((len(shard_labels), 3), dtype=np.float32), np.asarray(shard_labels))
+        s3.put_object(Bucket="studio-bucket", Key=f"{prefix}/preprocess/test/{name}", Body=shard.getvalue())
+        lines = [json.dumps({"score": s, "predicted_label": int(s > 0.5)}) for s in scores[name]]
+        s3.put_object(Bucket="studio-bucket", Key=f"{prefix}/transform/{name}.out", Body="\n".join(lines).encode())
+    transform_arn = f"arn:aws:sagemaker:{REGION}:123456789012:transform-job/pipelines-abc123def456-transform-x1"
+    client = boto3.client("sagemaker", region_name=REGION)
+    stubber = Stubber(client)
+    stubber.add_response(
+        "describe_pipeline_execution",
+        {"PipelineExecutionArn": ARN, "PipelineExecutionStatus": "Succeeded"},
+        {"PipelineExecutionArn": ARN},
+    )
+    stubber.add_response(
+        "list_pipeline_execution_steps",
+        {"PipelineExecutionSteps": [step("Transform", {"TransformJob": {"Arn": transform_arn}}, 2)]},
+        {"PipelineExecutionArn": ARN, "SortOrder": "Ascending"},
+    )
+    stubber.add_response(
+        "describe_transform_job",
+        {
+            "TransformJobName": "pipelines-abc123def456-transform-x1",
+            "TransformJobArn": transform_arn,
+            "TransformJobStatus": "Completed",
+            "ModelName": "model",
+            "CreationTime": datetime(2026, 12, 1, tzinfo=timezone.utc),
+            "TransformInput": {
+                "DataSource": {
+                    "S3DataSource": {"S3DataType": "S3Prefix", "S3Uri": f"s3://studio-bucket/{prefix}/preprocess/test"}
+                }
+            },
+            "TransformOutput": {"S3OutputPath": f"s3://studio-bucket/{prefix}/transform"},
+            "TransformResources": {"InstanceType": "ml.m5.large", "InstanceCount": 1},
+        },
+        {"TransformJobName": "pipelines-abc123def456-transform-x1"},
+    )
+    stubber.add_response(
+        "list_pipeline_parameters_for_execution",
+        {"PipelineParameters": [{"Name": "PredictorType", "Value": "binary_classifier"}]},
+        {"PipelineExecutionArn": ARN},
+    )
+    with stubber:
+        execution = SageMakerExecution(load_config(SETTINGS, env={}), ARN, session=Session(client))
+        predictions = execution.predictions()
+        stubber.assert_no_pending_responses()
+    assert predictions.to_dict(orient="list") == {
+        "label": [1.0, 0.0, 1.0, 0.0, 1.0],
+        "score": [0.9, 0.2, 0.7, 0.4, 0.8],
+        "predicted_label": [1, 0, 1, 0, 1],
+    }
