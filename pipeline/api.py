@@ -96,7 +96,7 @@ def execute_local(
     from pipeline.local.runner import build_local_run
 
     local_run = build_local_run(config, workdir, use_cache=use_cache, on_change=on_change)
-    return LocalExecution(local_run.execute(source, overrides), workdir)
+    return LocalExecution(local_run.execute(source, overrides), local_run.s3)
 
 
 def run_local(

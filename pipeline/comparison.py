@@ -100,7 +100,7 @@ def recent_executions(
 
     rows = []
     for record in ExecutionStore(workdir.executions).list()[:max_results]:
-        execution = LocalExecution(record, workdir)
+        execution = LocalExecution.in_workdir(record, workdir)
         row = summary_row(execution, local_defaults(record.folder), record.start_time, record.end_time)
         row["abandoned"] = record.abandoned
         row["failure_reason"] = row["failure_reason"] or abandoned_reason(record)

@@ -33,6 +33,7 @@ if TYPE_CHECKING:
     import pandas as pd
 
     from pipeline.local.executions import ExecutionRecord
+    from pipeline.local.s3 import LocalS3
     from pipeline.local.workdir import Workdir
 
 STEP_COLUMNS = ["step", "type", "status", "seconds", "cache_hit"]
@@ -206,12 +207,16 @@ class LocalExecution(Execution):
 
     backend = "local"
 
-    def __init__(self, record: ExecutionRecord, workdir: Workdir) -> None:
+    def __init__(self, record: ExecutionRecord, s3: LocalS3) -> None:
+        self.record = record
+        self.s3 = s3
+
+    @classmethod
+    def in_workdir(cls, record: ExecutionRecord, workdir: Workdir) -> LocalExecution:
+        """An execution recorded in ``workdir``, reading the work dir's local S3 folder."""
         from pipeline.local.s3 import LocalS3
 
-        self.record = record
-        self.workdir = workdir
-        self.s3 = LocalS3(workdir.s3)
+        return cls(record, LocalS3(workdir.s3))
 
     @classmethod
     def load(cls, workdir: Workdir, execution_id: str) -> LocalExecution:
@@ -219,7 +224,7 @@ class LocalExecution(Execution):
         from pipeline.local.executions import ExecutionStore
 
         try:
-            return cls(ExecutionStore(workdir.executions).load(execution_id), workdir)
+            return cls.in_workdir(ExecutionStore(workdir.executions).load(execution_id), workdir)
         except KeyError as error:
             raise NoResultsError(str(error).strip("'\"")) from None
 

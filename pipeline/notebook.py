@@ -93,7 +93,8 @@ class NotebookSteps:
             record = self.record
         if record is None:
             return HTML("<p>Starting the local run...</p>")
-        return HTML(steps_html(f"Execution {record.id}: {record.status}", LocalExecution(record, self.workdir).steps))
+        steps = LocalExecution.in_workdir(record, self.workdir).steps
+        return HTML(steps_html(f"Execution {record.id}: {record.status}", steps))
 
     def update(self, record: ExecutionRecord, step: StepRecord) -> None:
         """Called by the interpreter on every change, from job threads: redraws at most every REFRESH_SECONDS."""

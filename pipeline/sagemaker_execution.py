@@ -107,6 +107,10 @@ class SageMakerExecution(Execution):
     def id(self) -> str:
         return self.arn.rsplit("/", 1)[-1]
 
+    def __repr__(self) -> str:  # no AWS call: the status last read, if any
+        status = self._described["PipelineExecutionStatus"] if self._described else "status not read yet"
+        return f"<SageMakerExecution {self.id}: {status}>"
+
     @property
     def status(self) -> str:
         return self._description()["PipelineExecutionStatus"]

@@ -1,29 +1,21 @@
 """The end-of-run summary: status, steps, the report's metrics, the gate's decision, the registered model package
 or the failure reason, and where the model, the report and the plots are; as a dict (``--json``) or for a terminal.
 
-It reads the pipeline's conventions from the record: the ``Train`` step's artifact, the ``Evaluate`` step's
-``evaluation.json`` (SageMaker model-quality sections plus ``gate``), the ``QualityGate`` outcome and the
-``Register`` step's model package.
+It reads the record through ``pipeline.execution.LocalExecution`` (the Python API's view of an execution: the
+``Train`` step's artifact, the ``Evaluate`` step's ``evaluation.json``, the ``QualityGate`` outcome, the
+``Register`` step's model package), so the CLI and the API report the same things.
 """
 
 from __future__ import annotations
 
 import json
-from pathlib import Path
 from typing import Any
 
 from pipeline.local.executions import ExecutionRecord
 from pipeline.local.s3 import LocalS3
 from pipeline.names import (
     BASELINE_SUFFIX,
-    EVALUATE,
-    GATE,
-    METRIC_THRESHOLD,
     METRICS_SECTIONS,
-    QUALITY_GATE,
-    REGISTER,
-    REPORT_PROPERTY_FILE,
-    TRAIN,
     StepStatus,
 )
 
@@ -40,58 +32,32 @@ def flat_metrics(report: dict[str, Any]) -> dict[str, Any]:
     return {}
 
 
-def _report_uri(record: ExecutionRecord) -> str | None:
-    files = record.steps.get(EVALUATE)
-    return (files.properties.get("PropertyFiles") or {}).get(REPORT_PROPERTY_FILE) if files else None
-
-
 def summarise(record: ExecutionRecord, s3: LocalS3, render_plots: bool = True) -> dict[str, Any]:
-    """The summary of a finished execution as one JSON-ready dict."""
-    summary: dict[str, Any] = {
+    """The summary of a finished execution as one JSON-ready dict (read through ``pipeline.execution``)."""
+    from pipeline.execution import LocalExecution
+
+    execution = LocalExecution(record, s3)
+    report_path = execution.report_path
+    report = json.loads(report_path.read_text()) if report_path else None
+    model = execution.model_path
+    return {
         "execution_id": record.id,
         "status": record.status,
         "steps": {name: step.status for name, step in record.steps.items()},
         # step -> the earlier execution whose results it reused
         "cache_hits": {name: step.cache_hit_source for name, step in record.steps.items() if step.cache_hit_source},
-        "metrics": {},
-        "gate": None,
-        "model_package": None,
+        "metrics": flat_metrics(report) if report else {},
+        "gate": execution.gate,
+        "model_package": execution.model_package,
         "failure_reason": record.failure_reason,
-        "paths": {"execution": str(record.folder), "model": None, "report": None, "plots": []},
+        "paths": {
+            "execution": str(record.folder),
+            "model": str(model) if model else None,
+            "report": str(report_path) if report_path else None,
+            "plots": [str(path) for path in execution.plots] if render_plots else [],
+        },
         "compute": _compute(record),
     }
-    train = record.steps.get(TRAIN)
-    artifact = (train.properties.get("ModelArtifacts") or {}).get("S3ModelArtifacts") if train else None
-    if artifact and s3.path(artifact).is_file():
-        summary["paths"]["model"] = str(s3.path(artifact))
-    report_uri = _report_uri(record)
-    if report_uri and s3.path(report_uri).is_file():
-        report_path = s3.path(report_uri)
-        report = json.loads(report_path.read_text())
-        summary["paths"]["report"] = str(report_path)
-        summary["metrics"] = flat_metrics(report)
-        gate = report.get(GATE) or {}
-        threshold = record.parameters.get(METRIC_THRESHOLD)
-        decision = record.steps.get(QUALITY_GATE)
-        passed = decision.properties.get("Outcome") if decision and decision.status == StepStatus.SUCCEEDED else None
-        summary["gate"] = {
-            "metric": gate.get("metric"),
-            "value": gate.get("value"),
-            "threshold": threshold,
-            "passed": passed,
-        }
-        if render_plots:
-            summary["paths"]["plots"] = _plots(report_path, record.folder / "plots")
-    register = record.steps.get(REGISTER)
-    if register and register.status == StepStatus.SUCCEEDED:
-        properties = register.properties
-        summary["model_package"] = {
-            "group": properties.get("ModelPackageGroupName"),
-            "version": properties.get("ModelPackageVersion"),
-            "arn": properties.get("ModelPackageArn"),
-            "approval_status": properties.get("ModelApprovalStatus"),
-        }
-    return summary
 
 
 def _compute(record: ExecutionRecord) -> list[dict[str, Any]]:
@@ -101,14 +67,6 @@ def _compute(record: ExecutionRecord) -> list[dict[str, Any]]:
     definition_file = record.folder / "definition.json"
     definition = json.loads(definition_file.read_text()) if definition_file.is_file() else {}
     return [cost.to_json() for cost in local_costs(record.steps, definition, record.parameters)]
-
-
-def _plots(report_path: Path, folder: Path) -> list[str]:
-    """PNG plots of the report (pipeline.plots); an execution's plots are rendered once."""
-    from pipeline.plots import render_plots
-
-    existing = sorted(folder.glob("*.png")) if folder.is_dir() else []
-    return [str(path) for path in (existing or render_plots(report_path, folder))]
 
 
 def print_summary(summary: dict[str, Any], console: Any) -> None:
