@@ -16,6 +16,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "run": ("pipeline.local.run_command", "run the pipeline locally (default: the bundled example data set)"),
     "executions": ("pipeline.executions_command", "list recent executions (local, or --sagemaker)"),
     "execution": ("pipeline.local.execution_command", "show one local execution: steps, timings, logs"),
+    "env": ("pipeline.local.env_command", "build or show the processing images' local Python environments"),
     "convert": ("pipeline.convert", "convert CSV/Parquet files to RecordIO-protobuf shards"),
     "linear-learner": ("pipeline.local.linear_learner.cli", "train or transform with the local Linear Learner"),
     "definition": ("pipeline.sagemaker_commands.definition", "print or write the pipeline definition JSON"),

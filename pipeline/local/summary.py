@@ -47,6 +47,7 @@ def summarise(record: ExecutionRecord, s3: LocalS3, render_plots: bool = True) -
         "gate": None,
         "model_package": None,
         "failure_reason": record.failure_reason,
+        "notes": {name: list(step.notes) for name, step in record.steps.items() if step.notes},
         "paths": {"execution": str(record.folder), "model": None, "report": None, "plots": []},
     }
     train = record.steps.get("Train")
@@ -100,6 +101,10 @@ def print_summary(summary: dict[str, Any], console: Any) -> None:
     console.print(f"\n[bold]Execution {summary['execution_id']}[/bold]: [{colour}]{summary['status']}[/{colour}]")
     if summary["cache_hits"]:
         console.print(f"Cache hits: {', '.join(summary['cache_hits'])}")
+    for step, notes in summary.get("notes", {}).items():
+        for note in notes:
+            colour = "yellow" if note.startswith("approximate") else "dim"
+            console.print(f"[{colour}]{step}: {note}[/{colour}]", soft_wrap=True)
     if summary["metrics"]:
         table = Table(title="Model quality on the test split", title_justify="left")
         metrics = summary["metrics"]

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from pipeline.local.environments import ImageEnvironments
 from pipeline.local.interpreter import JobRunner
 from pipeline.local.jobs.model import ModelJobs
 from pipeline.local.jobs.processing import ProcessingJobs
@@ -13,12 +14,15 @@ from pipeline.local.jobs.transform import TransformJobs
 from pipeline.local.s3 import LocalS3
 
 
-def local_runners(workdir: Path, *, region: str, account: str) -> dict[str, JobRunner]:
-    """The job runner of every step type the local backend runs, all sharing one work dir."""
+def local_runners(
+    workdir: Path, *, region: str, account: str, environments: ImageEnvironments | None = None
+) -> dict[str, JobRunner]:
+    """The job runner of every step type the local backend runs, all sharing one work dir; processing jobs run in
+    their image's environment from ``environments`` (default: the user's cache dir)."""
     s3 = LocalS3(workdir / "s3")
     models = workdir / "models"
     return {
-        "Processing": ProcessingJobs(s3),
+        "Processing": ProcessingJobs(s3, environments or ImageEnvironments.default()),
         "Training": TrainingJobs(s3),
         "Model": ModelJobs(s3, models),
         "Transform": TransformJobs(s3, models),
