@@ -297,11 +297,14 @@ class ImageEnvironments:
         log_path = building / BUILD_LOG
         try:
             with log_path.open("w") as log:
-                self._step(log, report, f"creating a virtualenv from {base}", [str(base), "-m", "venv", str(building)])
+                create = [str(base), "-m", "venv", *([] if image.pins else ["--without-pip"]), str(building)]
+                self._step(log, report, f"creating a virtualenv from {base}", create)
                 python = building / "bin" / "python"
-                install = [str(python), "-m", "pip", "install", "--no-input", "--disable-pip-version-check"]
-                install += ["--only-binary=:all:", "--timeout", str(PIP_TIMEOUT_SECONDS), "--retries", "2"]
-                self._step(log, report, f"installing {len(image.pins)} pinned libraries", install + image.requirements)
+                if image.pins:
+                    install = [str(python), "-m", "pip", "install", "--no-input", "--disable-pip-version-check"]
+                    install += ["--only-binary=:all:", "--timeout", str(PIP_TIMEOUT_SECONDS), "--retries", "2"]
+                    what = f"installing {len(image.pins)} pinned libraries"
+                    self._step(log, report, what, install + image.requirements)
             python_version, libraries = installed_versions(python, [name for name, _ in image.pins])
             problems = _mismatches(image, python_version, libraries)
             if problems:
