@@ -164,7 +164,8 @@ def environment_of(record, step: str) -> dict:
 
 def assert_ran_in_the_image(record, image_environment: JobEnvironment, definition: dict) -> None:
     """Preprocess and Evaluate ran on the image's Python and pins, and their environment.json says so."""
-    images = {step["Name"]: step["Arguments"]["AppSpecification"]["ImageUri"] for step in all_steps(definition)}
+    images = {step["Name"]: step["Arguments"]["AppSpecification"]["ImageUri"] for step in all_steps(definition)
+              if step["Type"] == "Processing"}  # fmt: skip
     for step in ("Preprocess", "Evaluate"):
         environment = environment_of(record, step)
         assert environment["exact"] is True, environment
