@@ -26,6 +26,7 @@ from pipeline.config import load_config
 from pipeline.images import DEFAULT_PROCESSING_IMAGE
 from pipeline.local.environments import ImageEnvironments
 from pipeline.local.runner import LocalRun, build_local_run, example_data
+from pipeline.local.workdir import Workdir
 
 STEPS = ("Preprocess", "Evaluate")
 FAST = {"Epochs": "3", "NumModels": "2"}
@@ -36,7 +37,8 @@ def step_seconds(record, name: str) -> float:
     return (datetime.fromisoformat(step.end_time) - datetime.fromisoformat(step.start_time)).total_seconds()
 
 
-def timed_run(built: LocalRun, workdir: Path, environments: ImageEnvironments) -> dict[str, float]:
+def timed_run(built: LocalRun, folder: Path, environments: ImageEnvironments) -> dict[str, float]:
+    workdir = Workdir(folder)
     run = LocalRun(built.config, workdir, built.definition_json, built.uploads, False, environments=environments)
     record = run.execute(example_data(workdir), FAST)
     if record.status != "Succeeded":
@@ -62,7 +64,7 @@ def main() -> int:
         environment = image.ensure(DEFAULT_PROCESSING_IMAGE, lambda text: console.print(text))
         console.print(f"image environment ready in {time.monotonic() - started:.2f}s: {environment.summary()}")
         here = ImageEnvironments(root / "none", locate_python=lambda version: None)  # falls back to this interpreter
-        built = build_local_run(load_config(env={}), root / "unused")
+        built = build_local_run(load_config(env={}), Workdir(root / "unused"))
         times: dict[str, list[dict[str, float]]] = {"image": [], "baseline": []}
         for index in range(args.repeat):
             times["image"].append(timed_run(built, root / f"image-{index}", image))

@@ -13,6 +13,8 @@ import pytest
 from rich.console import Console
 from test_local_jobs import processing_definition, run
 
+from pipeline.cli.render.progress import step_table
+from pipeline.cli.render.summary import print_summary, summarise
 from pipeline.config import load_config
 from pipeline.definition import _sklearn_image
 from pipeline.images import DEFAULT_PROCESSING_IMAGE, PROCESSING_IMAGES, ProcessingImage, image_for_uri
@@ -24,9 +26,8 @@ from pipeline.local.environments import (
     find_python,
 )
 from pipeline.local.jobs import local_runners
-from pipeline.local.progress import step_table
 from pipeline.local.s3 import LocalS3
-from pipeline.local.summary import print_summary, summarise
+from pipeline.local.workdir import Workdir
 
 THIS_PYTHON = f"{sys.version_info[0]}.{sys.version_info[1]}"
 # an image whose environment builds in a second, offline: this interpreter's Python, no libraries to install
@@ -126,7 +127,7 @@ def sklearn_job(workdir: Path, script: str, *, environments: ImageEnvironments, 
     arguments["AppSpecification"]["ImageUri"] = SKLEARN_URI
     arguments["AppSpecification"]["ContainerEntrypoint"] = ["python3", f"/opt/ml/processing/input/code/{script}"]
     arguments["AppSpecification"]["ContainerArguments"] = ["--help"]
-    runners = local_runners(workdir, region="us-east-1", account="111122223333", environments=environments)
+    runners = local_runners(Workdir(workdir), region="us-east-1", account="111122223333", environments=environments)
     return run(workdir, definition, runners)
 
 
@@ -186,7 +187,8 @@ def test_the_job_sees_the_images_variables_and_not_this_process_python_path(
     arguments["AppSpecification"]["ImageUri"] = SKLEARN_URI
     arguments["AppSpecification"]["ContainerEntrypoint"] = ["python3", "/opt/ml/processing/input/code/probe.py"]
     arguments["AppSpecification"]["ContainerArguments"] = ["--output-dir=/opt/ml/processing/output"]
-    runners = local_runners(tmp_path, region="us-east-1", account="1", environments=ImageEnvironments.default())
+    environments = ImageEnvironments.default()
+    runners = local_runners(Workdir(tmp_path), region="us-east-1", account="1", environments=environments)
     record, s3 = run(tmp_path, definition, runners)
     assert record.status == "Succeeded", record.failure_reason
     [uri] = s3.list_objects("s3://bkt/out/")
@@ -197,3 +199,18 @@ def test_the_job_sees_the_images_variables_and_not_this_process_python_path(
     assert Path(seen["cwd"]).name == "algo-1"  # the sandbox root stands for the container's /
     repository = str(Path(__file__).parents[1])
     assert not [entry for entry in seen["path"] if entry.startswith(repository)]
+
+
+def test_llpipe_env_show_and_build_name_the_cached_environment(
+    image_environment: JobEnvironment, tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch
+) -> None:
+    from pipeline.cli import main
+
+    assert main(["env", "build", "--json"]) == 0  # already built: nothing to do, no network
+    [entry] = json.loads(capsys.readouterr().out)
+    assert entry["built"] is True and entry["environment"]["exact"] is True
+    assert entry["location"] == image_environment.location
+    monkeypatch.setenv("LLPIPE_CACHE_DIR", str(tmp_path))
+    assert main(["env", "show"]) == 0
+    out = capsys.readouterr().out
+    assert out.startswith("sklearn-1.2-1: not built") and f"location: {tmp_path / 'envs'}" in out

@@ -22,7 +22,7 @@ from typing import Any
 
 from pipeline.local.environments import ImageEnvironments, JobEnvironment, clean_variables
 from pipeline.local.executions import write_json_atomically
-from pipeline.local.interpreter import Job, StepFailed
+from pipeline.local.jobs.contract import Job, StepFailed
 from pipeline.local.jobs.storage import download, upload_folder
 from pipeline.local.s3 import LocalS3
 
