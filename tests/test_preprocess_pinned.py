@@ -78,3 +78,94 @@ def test_outputs_are_byte_identical_to_the_pandas_reader(tmp_path: Path, case: s
     )  # fmt: skip
     assert code == 0
     assert output_digest(tmp_path / "out") == expected
+
+
+# ---------------------------------------------------------------------------------------------------------------------
+# The Arrow CSV reader gives the chunks pandas' reader gives (values, dtypes, index), or hands over to pandas
+
+
+def pandas_chunks(path: Path, text: list[str], chunk_rows: int) -> list[pd.DataFrame]:
+    return list(pd.read_csv(path, dtype=dict.fromkeys(text, str), chunksize=chunk_rows))
+
+
+def reader_chunks(path: Path, text: list[str], chunk_rows: int) -> list[pd.DataFrame]:
+    from preprocessing.preprocess import _csv_chunks, read_header
+
+    header = read_header(path)
+    return list(_csv_chunks(path, header, header, text, chunk_rows))
+
+
+def as_job_reads(frame: pd.DataFrame) -> pd.DataFrame:
+    """Float columns as float32, the precision the job keeps: pandas 1.x's default float parser (the processing
+    image's) is off by one float64 ulp now and then where Arrow's (and pandas 2's) is correctly rounded."""
+    floats = [column for column in frame.columns if frame[column].dtype == np.float64]
+    with np.errstate(over="ignore"):  # 1e39 becomes inf, as in the job
+        return frame.astype(dict.fromkeys(floats, np.float32))
+
+
+def assert_same_chunks(ours: list[pd.DataFrame], theirs: list[pd.DataFrame]) -> None:
+    assert [len(frame) for frame in ours] == [len(frame) for frame in theirs]
+    for index, mine in enumerate(ours):  # these tests also run under the processing image's Python 3.9
+        pd.testing.assert_frame_equal(as_job_reads(mine), as_job_reads(theirs[index]), check_exact=True)
+
+
+AWKWARD = [
+    "n,x,flag,big,cat,label",
+    *(f"{i},{(i * 7919) % 1000 / 7 - 50:.17g},{'True' if i % 3 else 'false'},{2**40 + i},c{i % 5},{i % 2}"
+      for i in range(400)),
+    "5,-0.0,TRUE,7,,1",
+    "6,1e39,False,8,NA,0",
+    "7,NaN,True,9,<NA>,1",
+    "8,-inf,True,10,\"quoted, text\",0",
+    "",
+    "9,#N/A,true,11,null,1",
+    "10,,true,12,n/a,0",
+]  # fmt: skip
+
+
+def test_arrow_reader_gives_pandas_chunks(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import preprocessing.preprocess as preprocess
+
+    monkeypatch.setattr(preprocess, "ARROW_BLOCK_BYTES", 2_000)  # many Arrow blocks per chunk and across chunks
+    path = tmp_path / "awkward.csv"
+    path.write_text("\n".join(AWKWARD) + "\n")
+    for text in ([], ["cat"], ["cat", "label"]):
+        assert_same_chunks(reader_chunks(path, text, 64), pandas_chunks(path, text, 64))
+    gzipped = tmp_path / "awkward.csv.gz"
+    gzipped.write_bytes(__import__("gzip").compress(path.read_bytes()))
+    assert_same_chunks(reader_chunks(gzipped, ["cat"], 100), pandas_chunks(gzipped, ["cat"], 100))
+
+
+@pytest.mark.parametrize(
+    "late_line",
+    ["1.5,2,0", "seven,2,0", "1,2", "1,2,0,9", "2021-01-01,2,0"],
+    ids=["int becomes float", "text in a number column", "short row", "long row", "date"],
+)
+def test_pandas_takes_over_where_arrow_would_differ(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, late_line: str
+) -> None:
+    import preprocessing.preprocess as preprocess
+
+    monkeypatch.setattr(preprocess, "ARROW_BLOCK_BYTES", 1_000)
+    path = tmp_path / "late.csv"
+    path.write_text("a,b,label\n" + "".join(f"{i},{i * 2},{i % 2}\n" for i in range(300)) + late_line + "\n")
+    try:
+        expected = pandas_chunks(path, [], 40)
+    except (ValueError, pd.errors.ParserError) as error:
+        with pytest.raises(type(error), match=str(error)):
+            reader_chunks(path, [], 40)
+        return
+    assert_same_chunks(reader_chunks(path, [], 40), expected)
+    dated = tmp_path / "dated.csv"
+    dated.write_text("a,when,label\n" + "".join(f"{i},2021-01-0{1 + i % 9},{i % 2}\n" for i in range(50)))
+    assert_same_chunks(reader_chunks(dated, [], 40), pandas_chunks(dated, [], 40))
+
+
+def test_every_missing_value_string_of_pandas_reads_as_missing(tmp_path: Path) -> None:
+    from pandas._libs.parsers import STR_NA_VALUES
+
+    path = tmp_path / "na.csv"
+    path.write_text("x,cat,label\n" + "".join(f"{value},{value},1\n" for value in sorted(STR_NA_VALUES)) + "1,a,0\n")
+    chunks = reader_chunks(path, ["cat"], 100)
+    assert chunks[0]["x"].isna().sum() == chunks[0]["cat"].isna().sum() == len(STR_NA_VALUES)
+    assert_same_chunks(chunks, pandas_chunks(path, ["cat"], 100))
