@@ -368,7 +368,7 @@ def iter_chunks(path: Path, schema: Schema, chunk_rows: int) -> Iterator[tuple[R
             chunks = _parquet_chunks(path, schema.used_columns, text, chunk_rows)
         else:
             chunks = _csv_chunks(path, header, schema.used_columns, text, chunk_rows)
-        for chunk in chunks:
+        for chunk in _prefetched(chunks):
             yield RowLocator(path, first_row), chunk
             first_row += len(chunk)
     except (OSError, ValueError, UnicodeDecodeError, pd.errors.ParserError) as error:
@@ -444,7 +444,7 @@ def _arrow_csv_chunks(
         raise _ArrowCannot(f"columns {odd} have types pandas would not infer")
     pending: list[Any] = []
     pending_rows = first = 0
-    for batch in _prefetched(reader, (pa.ArrowInvalid, pa.ArrowNotImplementedError)):
+    for batch in _arrow_batches(reader):
         pending.append(batch)
         pending_rows += batch.num_rows
         while pending_rows >= chunk_rows:
@@ -457,37 +457,49 @@ def _arrow_csv_chunks(
         yield _arrow_frame(pa.Table.from_batches(pending), text, first)
 
 
-def _prefetched(reader: Any, errors: tuple[type[Exception], ...]) -> Iterator[Any]:
-    """The reader's record batches, parsed on a background thread (Arrow releases the GIL) up to two ahead."""
-    batches: queue.Queue[Any] = queue.Queue(maxsize=2)
+def _arrow_batches(reader: Any) -> Iterator[Any]:
+    import pyarrow as pa
+
+    try:
+        yield from reader
+    except (pa.ArrowInvalid, pa.ArrowNotImplementedError) as error:
+        raise _ArrowCannot(str(error)) from error
+
+
+def _prefetched(items: Iterator[Any], ahead: int = 2) -> Iterator[Any]:
+    """``items`` produced on a background thread, up to ``ahead`` in advance: the next chunk is parsed (Arrow and
+    pandas' parser release the GIL) while this one is converted and written. Errors reach the caller in order."""
+    produced: queue.Queue[Any] = queue.Queue(maxsize=ahead)
     stop = threading.Event()
+    end = object()
 
-    def parse() -> None:
+    def put(item: Any) -> bool:
+        while not stop.is_set():
+            try:
+                produced.put(item, timeout=0.1)
+                return True
+            except queue.Full:
+                continue
+        return False
+
+    def produce() -> None:
         try:
-            for batch in reader:
-                while not stop.is_set():
-                    try:
-                        batches.put(batch, timeout=0.1)
-                        break
-                    except queue.Full:
-                        continue
-                if stop.is_set():
+            for item in items:
+                if not put((item, None)):
                     return
-            batches.put(None)
+            put((end, None))
         except BaseException as error:  # noqa: BLE001 - handed to the consuming thread
-            batches.put(error)
+            put((None, error))
 
-    worker = threading.Thread(target=parse, name="csv-parse", daemon=True)
+    worker = threading.Thread(target=produce, name="read-ahead", daemon=True)
     worker.start()
     try:
         while True:
-            item = batches.get()
-            if item is None:
+            item, error = produced.get()
+            if error is not None:
+                raise error
+            if item is end:
                 return
-            if isinstance(item, errors):
-                raise _ArrowCannot(str(item)) from item
-            if isinstance(item, BaseException):
-                raise item
             yield item
     finally:
         stop.set()
