@@ -29,11 +29,12 @@ PIECE_ROWS = 50_000
 
 
 def write_channel(path: Path, rows: int, features: int, seed: int) -> None:
-    """``rows`` records of binary-labelled dense float32 data, written piece by piece (bounded memory)."""
+    """``rows`` records of binary-labelled dense float32 data, written piece by piece (bounded memory); the labels
+    come from the same linear model with noise in every channel."""
     from preprocessing.recordio import write_dense
 
+    weights = np.random.default_rng(0).normal(size=features).astype(np.float32) / np.sqrt(features)
     rng = np.random.default_rng(seed)
-    weights = rng.normal(size=features).astype(np.float32)
     path.parent.mkdir(parents=True, exist_ok=True)
     with path.open("wb") as out:
         for start in range(0, rows, PIECE_ROWS):
@@ -64,8 +65,9 @@ def make_root(folder: Path, rows: int, features: int, epochs: int) -> Path:
 
 def peak_rss_mb(root: Path, code: Path) -> tuple[float, float]:
     """(peak RSS in MB, seconds) of one training run of the checkout ``code`` on ``root``."""
-    for sub in ("model", "output"):
+    for sub in ("model", "output"):  # fresh, as SageMaker gives them
         shutil.rmtree(root / sub, ignore_errors=True)
+        (root / sub).mkdir()
     env = {**os.environ, "PYTHONPATH": str(code)}
     started = time.perf_counter()
     process = subprocess.Popen(

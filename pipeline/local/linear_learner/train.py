@@ -14,6 +14,7 @@ import json
 import math
 import os
 import sys
+import tempfile
 import time
 import traceback
 from pathlib import Path
@@ -55,7 +56,6 @@ def run(root: Path, coordinator: str | None) -> None:
     resources = _read_json(config / "resourceconfig.json")
     hosts = list(resources.get("hosts", ["algo-1"]))
     host = resources.get("current_host", "algo-1")
-    rank = hosts.index(host)
     data_config = _read_json(config / "inputdataconfig.json")
     unknown = sorted(set(data_config) - set(CHANNELS))
     if unknown:
@@ -73,16 +73,27 @@ def run(root: Path, coordinator: str | None) -> None:
         raise ClientError(f"{host} has no files in the train channel: more instances ({len(hosts)}) than shards "
                           "of the ShardedByS3Key train data; use at most as many instances as train files")
 
+    with tempfile.TemporaryDirectory(prefix="linear-learner-blocks-") as blocks:
+        _train(root, hp, hosts, host, data_config, coordinator, Path(blocks))
+
+
+def _train(root: Path, hp, hosts: list[str], host: str, data_config: dict, coordinator: str | None,
+           blocks: Path) -> None:
+    """Check and store the channels as blocks under ``blocks``, train, and on algo-1 evaluate and save."""
     from pipeline.local.linear_learner.collective import ClientCollective, LocalCollective
-    from pipeline.local.linear_learner.data import DataError, channel_files, read_channel
+    from pipeline.local.linear_learner.data import DataError, channel_files, open_channel
+
+    rank = hosts.index(host)
 
     def load(name: str):
         files = channel_files(root / "input" / "data" / name)
         if not files:
             raise ClientError(f"channel {name!r} has no files")
         try:
-            return read_channel(name, files, data_config[name]["ContentType"], feature_dim=hp.feature_dim,
-                                predictor_type=hp.predictor_type, num_classes=hp.num_classes)
+            # train blocks hold whole mini-batches, so a batch spans two blocks only after the last, short one
+            return open_channel(name, files, data_config[name]["ContentType"], blocks / name,
+                                feature_dim=hp.feature_dim, predictor_type=hp.predictor_type,
+                                num_classes=hp.num_classes, multiple_of=hp.mini_batch_size if name == "train" else 1)
         except DataError as error:
             raise ClientError(str(error)) from None
 
@@ -91,11 +102,12 @@ def run(root: Path, coordinator: str | None) -> None:
     leader = rank == 0
     validation = load("validation") if leader and "validation" in data_config else None
     test = load("test") if leader and "test" in data_config else None
-    dim = train.features.shape[1]
+    dim = train.dim
     for name, dataset in (("validation", validation), ("test", test)):
-        if dataset is not None and dataset.features.shape[1] != dim:
-            raise ClientError(f"channel {name!r} has {dataset.features.shape[1]} features; train has {dim}")
-    log(f"{host}: read {train.rows} train records with {dim} features in {time.perf_counter() - started:.2f} s")
+        if dataset is not None and dataset.dim != dim:
+            raise ClientError(f"channel {name!r} has {dataset.dim} features; train has {dim}")
+    log(f"{host}: read {train.rows} train records with {dim} features in {time.perf_counter() - started:.2f} s "
+        f"({len(train.sizes)} block(s) read back one at a time)")
     if hp.mini_batch_size > train.rows:
         log(f"mini_batch_size {hp.mini_batch_size} is larger than the {train.rows} records on {host}")
 
