@@ -85,7 +85,8 @@ def test_streamed_training_matches_in_memory_training(tmp_path: Path, monkeypatc
     files = [write_recordio(tmp_path / "train" / f"part-{i}.pbr", X[i * 150:(i + 1) * 150], y[i * 150:(i + 1) * 150])
              for i in range(3)]  # fmt: skip
     channel = open_channel("train", files, "application/x-recordio-protobuf", tmp_path / "blocks",
-                           feature_dim=30, predictor_type="binary_classifier", num_classes=2, multiple_of=32)  # fmt: skip
+                           feature_dim=30, predictor_type="binary_classifier", num_classes=2,
+                           multiple_of=32)  # fmt: skip
     assert len(channel.sizes) == 5
     hp = parse_hyperparameters({"predictor_type": "binary_classifier", "mini_batch_size": "32", "epochs": "10"})
     streamed = evaluate(hp, fit(hp, channel, None, LocalCollective(), lambda line: None).model, test)
