@@ -60,9 +60,10 @@ def measure_run(data: Path, workdir: Path, overrides: dict[str, str]) -> dict:
     """In the child: build and run the pipeline once without the step cache; the timings as a dict."""
     from pipeline.config import load_config
     from pipeline.local.runner import build_local_run, user_data
+    from pipeline.local.workdir import Workdir
 
     started = time.perf_counter()
-    run = build_local_run(load_config(env={}), workdir, use_cache=False)
+    run = build_local_run(load_config(env={}), Workdir(workdir), use_cache=False)
     build = time.perf_counter() - started
     record = run.execute(user_data(data, "label", "binary_classifier"), overrides)
     total = time.perf_counter() - started
@@ -144,7 +145,7 @@ def main() -> int:
     args = parser.parse_args()
     workdir = args.workdir.resolve()
     if args.measure:
-        from pipeline.local.parameters import parse_overrides
+        from pipeline.parameters import parse_overrides
 
         overrides = {"Epochs": "3", "MiniBatchSize": "1000", **parse_overrides(args.param)}
         print(json.dumps(measure_run(args.data, workdir, overrides)))

@@ -19,7 +19,8 @@ from botocore.validate import validate_parameters
 
 from pipeline.code_bundles import REPOSITORY_ROOT, build_bundle, repository_bundle
 from pipeline.config import PipelineConfig
-from pipeline.definition import STEP_NAMES, BuiltDefinition, build_definition
+from pipeline.definition import BuiltDefinition, build_definition
+from pipeline.names import STEP_NAMES
 
 EXECUTION_ID = "a1b2c3d4e5f6"
 OPERATION_BY_STEP_TYPE = {
@@ -205,6 +206,7 @@ def test_steps_and_parameters_are_named_as_documented(definition: dict[str, Any]
     parameters = {p["Name"]: p for p in definition["Parameters"]}
     assert set(parameters) == {
         "InputDataUrl",
+        "DataVersion",
         "ProcessingInstanceCount",
         "ProcessingInstanceType",
         "TrainingInstanceCount",
@@ -231,6 +233,7 @@ def test_steps_and_parameters_are_named_as_documented(definition: dict[str, Any]
     assert parameters["ProcessingInstanceCount"]["DefaultValue"] == 2
     assert parameters["FeatureDim"]["DefaultValue"] == "auto"
     assert parameters["LabelValues"]["DefaultValue"] == ""
+    assert parameters["DataVersion"] == {"Name": "DataVersion", "Type": "String", "DefaultValue": ""}
     assert parameters["NumClasses"] == {"Name": "NumClasses", "Type": "Integer", "DefaultValue": 3}
     assert parameters["PredictorType"]["DefaultValue"] == "binary_classifier"
     assert parameters["ModelApprovalStatus"]["DefaultValue"] == "PendingManualApproval"
@@ -266,6 +269,7 @@ def test_preprocess_shards_its_input_and_writes_four_outputs_per_execution(defin
         "--feature-dim",
         "auto",
         "--label-values=",
+        "--data-version=",
         "--train-shards",
         "2",
         "--resource-config",

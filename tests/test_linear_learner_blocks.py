@@ -10,10 +10,11 @@ import pytest
 import scipy.sparse as sp
 from sklearn.datasets import load_breast_cancer, load_digits
 
+from pipeline.errors import AlgorithmInputError
 from pipeline.local.linear_learner import blocks
 from pipeline.local.linear_learner.blocks import write_blocks
 from pipeline.local.linear_learner.collective import LocalCollective
-from pipeline.local.linear_learner.data import DataError, open_channel
+from pipeline.local.linear_learner.data import open_channel
 from pipeline.local.linear_learner.hyperparameters import parse_hyperparameters
 from pipeline.local.linear_learner.trainer import Dataset, _batches, evaluate, fit
 from preprocessing.recordio import write_dense, write_sparse
@@ -118,6 +119,6 @@ def test_a_bad_record_in_a_later_piece_is_named_by_its_index_in_the_file(tmp_pat
     labels = np.zeros(10_000, dtype=np.float32)
     labels[9_000] = 3
     path = write_recordio(tmp_path / "t.pbr", np.ones((10_000, 2), dtype=np.float32), labels)
-    with pytest.raises(DataError, match=r"t\.pbr: record 9000 \(0-based\) has label 3\.0"):
+    with pytest.raises(AlgorithmInputError, match=r"t\.pbr: record 9000 \(0-based\) has label 3\.0"):
         open_channel("train", [path], "application/x-recordio-protobuf", tmp_path / "b", feature_dim=2,
                      predictor_type="binary_classifier", num_classes=2)  # fmt: skip

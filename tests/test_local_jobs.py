@@ -14,6 +14,7 @@ from pipeline.local.executions import ExecutionStore
 from pipeline.local.interpreter import Interpreter
 from pipeline.local.jobs import local_runners
 from pipeline.local.s3 import LocalS3
+from pipeline.local.workdir import Workdir
 
 SCRIPT = """
 import argparse, json, os, pathlib, sys
@@ -111,7 +112,7 @@ def workdir(tmp_path: Path) -> Path:
 def run(workdir: Path, definition: dict[str, Any]):
     s3 = LocalS3(workdir / "s3")
     interpreter = Interpreter(
-        runners=local_runners(workdir, region="us-east-1", account="111122223333"),
+        runners=local_runners(Workdir(workdir), region="us-east-1", account="111122223333"),
         store=ExecutionStore(workdir / "executions"),
         read_json=lambda uri: json.loads(s3.path(uri).read_text()),
         pipeline_name="jobs-test",
@@ -243,8 +244,8 @@ def test_executions_and_execution_show_read_the_records(workdir: Path, capsys: p
 def test_live_table_and_summary_render_what_the_run_knows(workdir: Path) -> None:
     from rich.console import Console
 
-    from pipeline.local.progress import step_table
-    from pipeline.local.summary import print_summary
+    from pipeline.cli.render.progress import step_table
+    from pipeline.cli.render.summary import print_summary
 
     record, _ = run(workdir, processing_definition(fail_on="algo-3"))
     console = Console(record=True, width=200)
@@ -255,7 +256,7 @@ def test_live_table_and_summary_render_what_the_run_knows(workdir: Path) -> None
     summary = {
         "execution_id": record.id,
         "status": "Succeeded",
-        "cache_hits": ["Preprocess"],
+        "cache_hits": {"Preprocess": "20261201-000000-aaaa", "Train": "20261201-000000-aaaa"},
         "metrics": {"auc": 0.97, "accuracy": 0.9, "accuracy_best_constant_classifier": 0.6},
         "gate": {"metric": "auc", "value": 0.97, "threshold": 0.6, "passed": True},
         "model_package": {"group": "g", "version": 3, "arn": "arn:x", "approval_status": "PendingManualApproval"},
@@ -265,7 +266,7 @@ def test_live_table_and_summary_render_what_the_run_knows(workdir: Path) -> None
     print_summary(summary, console)
     text = console.export_text()
     assert f"Execution {record.id}: Succeeded" in text
-    assert "Cache hits: Preprocess" in text
+    assert "Cache hits: Preprocess, Train reused from execution 20261201-000000-aaaa" in text
     assert "Quality gate: auc = 0.9700 vs threshold 0.6000: passed" in text
     assert "Registered: g version 3 (PendingManualApproval)" in text
     assert "accuracy" in text and "0.6000" in text  # the baseline column

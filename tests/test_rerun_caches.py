@@ -12,7 +12,7 @@ from test_plots import report_file
 
 import pipeline.plots
 from pipeline.code_bundles import REPOSITORY_ROOT
-from pipeline.local.summary import _plots
+from pipeline.cli.render.summary import _plots
 
 EXAMPLE = """
 import sys

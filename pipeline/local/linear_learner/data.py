@@ -10,15 +10,10 @@ from pathlib import Path
 import numpy as np
 import scipy.sparse as sp
 
+from pipeline.errors import AlgorithmInputError
 from pipeline.local.linear_learner.blocks import BlockChannel, write_blocks
 from pipeline.local.linear_learner.trainer import Dataset
-
-RECORDIO = "application/x-recordio-protobuf"
-CSV = "text/csv"
-
-
-class DataError(ValueError):
-    """Input data the algorithm cannot use; the message names the file and record."""
+from pipeline.names import CSV
 
 
 def channel_files(directory: Path) -> list[Path]:
@@ -58,7 +53,7 @@ def iter_file(path: Path, content_type: str, records: int, *, labels_in_csv: boo
                 yield first, _checked_recordio(path, features, first), labels
                 first += features.shape[0]
     except RecordIOError as error:
-        raise DataError(f"{path}: {error}") from None
+        raise AlgorithmInputError(f"{path}: {error}") from None
 
 
 def _checked_recordio(path: Path, features, first: int):
@@ -70,7 +65,9 @@ def _checked_recordio(path: Path, features, first: int):
         values = features
     if not np.all(np.isfinite(values)):
         rows = np.flatnonzero(~np.isfinite(features.toarray() if sp.issparse(features) else features).all(axis=1))
-        raise DataError(f"{path}: record {first + int(rows[0])} has a NaN or infinite feature; expected finite numbers")
+        raise AlgorithmInputError(
+            f"{path}: record {first + int(rows[0])} has a NaN or infinite feature; expected finite numbers"
+        )
     return features
 
 
@@ -85,10 +82,13 @@ def _iter_csv(path: Path, records: int, labels_in_csv: bool):
             yield first, *_csv_numbers(path, frame, first, labels_in_csv)
             first += len(frame)
     except pd.errors.EmptyDataError:
-        raise DataError(f"{path}: the CSV file is empty; expected rows of numbers (label first, no header)") from None
+        raise AlgorithmInputError(
+            f"{path}: the CSV file is empty; expected rows of numbers (label first, no header)"
+        ) from None
     except pd.errors.ParserError as error:
-        raise DataError(f"{path}: malformed CSV ({str(error).strip()}); expected the same number of fields on "
-                        "every row") from None
+        raise AlgorithmInputError(
+            f"{path}: malformed CSV ({str(error).strip()}); expected the same number of fields on every row"
+        ) from None
 
 
 def _csv_numbers(path: Path, frame, first: int, labels_in_csv: bool):
@@ -98,12 +98,15 @@ def _csv_numbers(path: Path, frame, first: int, labels_in_csv: bool):
     bad = ~np.isfinite(numbers)
     if bad.any():
         row, column = (int(i) for i in np.argwhere(bad)[0])
-        raise DataError(f"{path}: row {first + row + 1}, column {column + 1} is {frame.iat[row, column]!r}; expected "
-                        "a finite number (CSV without header, label in the first column)")
+        raise AlgorithmInputError(
+            f"{path}: row {first + row + 1}, column {column + 1} is {frame.iat[row, column]!r}; expected a finite "
+            "number (CSV without header, label in the first column)"
+        )
     if labels_in_csv:
         if numbers.shape[1] < 2:
-            raise DataError(f"{path}: rows have {numbers.shape[1]} field(s); expected the label and at least one "
-                            "feature")
+            raise AlgorithmInputError(
+                f"{path}: rows have {numbers.shape[1]} field(s); expected the label and at least one feature"
+            )
         return np.ascontiguousarray(numbers[:, 1:], dtype=np.float32), numbers[:, 0].astype(np.float32)
     return np.ascontiguousarray(numbers, dtype=np.float32), None
 
@@ -122,15 +125,15 @@ def checked_records(name: str, files: Sequence[Path], content_type: str, *, feat
                 width = int(features.shape[1])
             if features.shape[1] != width:
                 expected = "feature_dim" if feature_dim is not None else f"the first file of channel {name!r}"
-                raise DataError(f"{path}: records have {features.shape[1]} features; expected {width} (from "
+                raise AlgorithmInputError(f"{path}: records have {features.shape[1]} features; expected {width} (from "
                                 f"{expected})")
             if file_labels is None:
-                raise DataError(f"{path}: records have no label; channel {name!r} needs labelled records")
+                raise AlgorithmInputError(f"{path}: records have no label; channel {name!r} needs labelled records")
             check_labels(path, file_labels, predictor_type, num_classes, first)
             seen = True
             yield Dataset(features=features, labels=np.asarray(file_labels, dtype=np.float32))
     if not seen:
-        raise DataError(f"channel {name!r} has no records")
+        raise AlgorithmInputError(f"channel {name!r} has no records")
 
 
 def read_channel(name: str, files: Sequence[Path], content_type: str, *, feature_dim: int | None,
@@ -166,5 +169,5 @@ def check_labels(path: Path, labels: np.ndarray, predictor_type: str, num_classe
         expected = "a finite number"
     if np.any(bad):
         index = int(np.flatnonzero(bad)[0])
-        raise DataError(f"{path}: record {first + index} (0-based) has label {float(labels[index])!r}; "
+        raise AlgorithmInputError(f"{path}: record {first + index} (0-based) has label {float(labels[index])!r}; "
                         f"expected {expected}")
