@@ -11,8 +11,8 @@ import pytest
 from test_plots import report_file
 
 import pipeline.plots
-from pipeline.code_bundles import REPOSITORY_ROOT
 from pipeline.cli.render.summary import _plots
+from pipeline.code_bundles import REPOSITORY_ROOT
 
 EXAMPLE = """
 import sys
