@@ -5,6 +5,7 @@ parsing, chunking, hashing, split or shuffle order shows up here."""
 from __future__ import annotations
 
 import hashlib
+import json
 from pathlib import Path
 
 import numpy as np
@@ -61,10 +62,20 @@ CASES = {
 }  # fmt: skip
 
 
+LATER_SUMMARY_KEYS = ("data_version",)  # added to the summary after the digests were taken (DataVersion, issue 12)
+
+
 def output_digest(output: Path) -> str:
+    """SHA-256 over every output file: shards byte for byte, summaries as their JSON without the later keys."""
     digest = hashlib.sha256()
     for path in sorted(p for p in output.rglob("*") if p.is_file()):
-        digest.update(path.relative_to(output).as_posix().encode() + b"\0" + path.read_bytes())
+        content = path.read_bytes()
+        if path.suffix == ".json":
+            summary = json.loads(content)
+            for key in LATER_SUMMARY_KEYS:
+                summary.pop(key, None)
+            content = json.dumps(summary, indent=2, sort_keys=True).encode() + b"\n"
+        digest.update(path.relative_to(output).as_posix().encode() + b"\0" + content)
     return digest.hexdigest()
 
 
