@@ -24,6 +24,7 @@ def run(args: argparse.Namespace) -> int:
 
     from pipeline.local.executions import ExecutionStore
     from pipeline.local.progress import step_table
+    from pipeline.local.tuning_view import is_tuning, trials_table
 
     store = ExecutionStore(args.workdir.resolve() / "executions")
     try:
@@ -39,6 +40,9 @@ def run(args: argparse.Namespace) -> int:
     console.print(f"Started {record.start_time}, ended {record.end_time or '-'}")
     console.print("Parameters: " + ", ".join(f"{name}={value}" for name, value in record.parameters.items()))
     console.print(step_table(record))
+    for step in record.steps.values():
+        if is_tuning(step.properties):
+            console.print(trials_table(step.properties, f"{step.name}: training jobs"))
     if record.failure_reason:
         console.print(f"[red]Failure:[/red] {record.failure_reason}")
     for step in record.steps.values():

@@ -14,8 +14,10 @@ from typing import Any
 
 from pipeline.local.executions import ExecutionRecord
 from pipeline.local.s3 import LocalS3
+from pipeline.local.tuning_view import best_artifact, is_tuning, objective, trials, tuning_summary
 
 BASELINE_SUFFIX = "_best_constant_classifier"  # the report's baseline of each classification metric
+TUNING_PLOT = "tuning_objective.png"
 METRICS_SECTIONS = ("binary_classification_metrics", "multiclass_classification_metrics", "regression_metrics")
 
 
@@ -46,11 +48,18 @@ def summarise(record: ExecutionRecord, s3: LocalS3, render_plots: bool = True) -
         "metrics": {},
         "gate": None,
         "model_package": None,
+        "tuning": None,
         "failure_reason": record.failure_reason,
         "paths": {"execution": str(record.folder), "model": None, "report": None, "plots": []},
     }
     train = record.steps.get("Train")
     artifact = (train.properties.get("ModelArtifacts") or {}).get("S3ModelArtifacts") if train else None
+    tune = next((step for step in record.steps.values() if is_tuning(step.properties)), None)
+    if tune:
+        summary["tuning"] = tuning_summary(tune.properties)
+        artifact = best_artifact(tune.properties)
+        if render_plots:
+            summary["paths"]["plots"] = _tuning_plot(tune.properties, record.folder / "plots")
     if artifact and s3.path(artifact).is_file():
         summary["paths"]["model"] = str(s3.path(artifact))
     report_uri = _report_uri(record)
@@ -70,7 +79,7 @@ def summarise(record: ExecutionRecord, s3: LocalS3, render_plots: bool = True) -
             "passed": passed,
         }
         if render_plots:
-            summary["paths"]["plots"] = _plots(report_path, record.folder / "plots")
+            summary["paths"]["plots"] += _plots(report_path, record.folder / "plots")
     register = record.steps.get("Register")
     if register and register.status == "Succeeded":
         properties = register.properties
@@ -87,8 +96,19 @@ def _plots(report_path: Path, folder: Path) -> list[str]:
     """PNG plots of the report (pipeline.plots); an execution's plots are rendered once."""
     from pipeline.plots import render_plots
 
-    existing = sorted(folder.glob("*.png")) if folder.is_dir() else []
+    existing = sorted(path for path in folder.glob("*.png") if path.name != TUNING_PLOT) if folder.is_dir() else []
     return [str(path) for path in (existing or render_plots(report_path, folder))]
+
+
+def _tuning_plot(properties: dict[str, Any], folder: Path) -> list[str]:
+    """The objective of every training job of the tuning step, rendered once."""
+    from pipeline.plots import render_tuning_plot
+
+    target = folder / TUNING_PLOT
+    if not target.is_file():
+        metric, kind = objective(properties)
+        render_tuning_plot(trials(properties), metric, kind, target)
+    return [str(target)]
 
 
 def print_summary(summary: dict[str, Any], console: Any) -> None:
@@ -123,6 +143,15 @@ def print_summary(summary: dict[str, Any], console: Any) -> None:
         console.print(
             f"Quality gate: {gate['metric']} = {_number(gate['value'])} vs threshold "
             f"{_number(gate['threshold'])}: {verdict}"
+        )
+    tuning = summary.get("tuning")
+    if tuning:
+        settings = ", ".join(f"{name}={value}" for name, value in sorted(tuning["best_hyperparameters"].items()))
+        failed = f", {tuning['failed']} without an objective" if tuning["failed"] else ""
+        console.print(
+            f"Tuning: best of {tuning['training_jobs']} training jobs{failed} is {tuning['best_training_job']}, "
+            f"{tuning['objective']} = {_number(tuning['best_value'])} ({tuning['type'].lower()}d)\n  {settings}",
+            soft_wrap=True,
         )
     package = summary["model_package"]
     if package:

@@ -10,6 +10,7 @@ from pipeline.local.jobs.processing import ProcessingJobs
 from pipeline.local.jobs.register import RegisterJobs
 from pipeline.local.jobs.training import TrainingJobs
 from pipeline.local.jobs.transform import TransformJobs
+from pipeline.local.jobs.tuning import TuningJobs
 from pipeline.local.s3 import LocalS3
 
 
@@ -20,6 +21,7 @@ def local_runners(workdir: Path, *, region: str, account: str) -> dict[str, JobR
     return {
         "Processing": ProcessingJobs(s3),
         "Training": TrainingJobs(s3),
+        "Tuning": TuningJobs(s3),
         "Model": ModelJobs(s3, models),
         "Transform": TransformJobs(s3, models),
         "RegisterModel": RegisterJobs(s3, workdir / "registry.db", region=region, account=account),
