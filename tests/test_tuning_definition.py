@@ -10,7 +10,8 @@ from typing import Any
 
 import pytest
 from botocore.validate import validate_parameters
-from test_definition import SECURE, all_steps, resolve, sagemaker_model  # noqa: F401 - a fixture
+from test_definition import SECURE, all_steps, resolve
+from test_definition import sagemaker_model as sagemaker_model  # a fixture
 
 from pipeline.config import ConfigError, PipelineConfig, add_config_arguments, config_from_args, load_config
 from pipeline.definition import STEP_NAMES, TUNING_STEP, build_definition

@@ -59,22 +59,32 @@ def tuning_summary(properties: dict[str, Any]) -> dict[str, Any]:
 
 
 def trials_table(properties: dict[str, Any], title: str) -> Any:
-    """A rich table of the trials in the order they ran, the best marked."""
+    """A rich table of the trials in the order they ran, the best marked; the hyperparameters as name=value."""
     from rich.table import Table
 
     metric, kind = objective(properties)
     best = properties["BestTrainingJob"]["TrainingJobName"]
     rows = trials(properties)
-    names = sorted({name for row in rows for name in row["hyperparameters"]})
     table = Table(title=f"{title}: {metric} ({kind.lower()}d), best marked *", title_justify="left")
-    table.add_column("#", justify="right")
-    table.add_column("status")
-    table.add_column("objective", justify="right")
-    for name in names:
-        table.add_column(name, justify="right")
+    table.add_column("#", justify="right", no_wrap=True)
+    table.add_column("status", no_wrap=True)
+    table.add_column("objective", justify="right", no_wrap=True)
+    table.add_column("hyperparameters", ratio=1)
     for row in rows:
-        value = "-" if row["objective"] is None else f"{row['objective']:.5f}"
+        value = "-" if row["objective"] is None else f"{row['objective']:.4g}"
         marker = "*" if row["name"] == best else ""
-        status = row["status"] if row["objective"] is not None or row["status"] == "Failed" else "no objective"
-        table.add_row(f"{marker}{row['number']}", status, value, *(row["hyperparameters"].get(n, "") for n in names))
+        status = {"Completed": "done", "Failed": "failed"}.get(row["status"], row["status"])
+        if row["objective"] is None and row["status"] != "Failed":
+            status = "no objective"
+        settings = " ".join(f"{name}={_short(text)}" for name, text in sorted(row["hyperparameters"].items()))
+        table.add_row(f"{marker}{row['number']}", status, value, settings)
     return table
+
+
+def _short(value: str) -> str:
+    """A number in at most 3 significant digits (the full value is in ``--json``); anything else as it is."""
+    try:
+        number = float(value)
+    except ValueError:
+        return value
+    return value if value.isdigit() else f"{number:.3g}"
