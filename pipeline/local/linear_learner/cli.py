@@ -25,7 +25,8 @@ def configure(parser: argparse.ArgumentParser) -> None:
     train.add_argument("--test", type=Path, help="folder of test files (FullyReplicated)")
     train.add_argument("--hyperparameters", required=True,
                        help='a JSON object (e.g. \'{"predictor_type": "binary_classifier"}\') or a JSON file')
-    train.add_argument("--output", type=Path, required=True, help="folder for model.tar.gz and metrics.json")
+    train.add_argument("--output", type=Path, required=True,
+                       help="folder for model.tar.gz, metrics.json and training.json")
     train.add_argument("--instance-count", type=int, default=1, help="number of instances (default 1)")
     train.add_argument("--content-type", choices=CONTENT_TYPES, default=CONTENT_TYPES[0])
     train.add_argument("--train-distribution", choices=("ShardedByS3Key", "FullyReplicated"),

@@ -40,10 +40,13 @@ class Channel:
 
 @dataclass(frozen=True)
 class TrainingResult:
-    """Where the model artifact was written and the final metrics keyed by the service's names."""
+    """Where the model artifact was written, the final metrics keyed by the service's names, and what the run did
+    beyond the artifact (epochs run, resolved hyperparameters; also in ``training.json`` beside the artifact)."""
 
     model_path: Path
     metrics: dict[str, float]
+    epochs_run: int = 0
+    hyperparameters: dict[str, str] = field(default_factory=dict)
 
 
 class TrainingError(RuntimeError):
@@ -58,7 +61,7 @@ def host_name(index: int) -> str:
 def train(hyperparameters: Mapping[str, str], channels: Mapping[str, Channel], output_dir: Path, *,
           instance_count: int = 1, work_dir: Path | None = None,
           on_log: Callable[[str], None] | None = None) -> TrainingResult:
-    """Train on ``instance_count`` local processes and write ``output_dir/model.tar.gz`` and ``metrics.json``."""
+    """Train on ``instance_count`` local processes and write ``model.tar.gz``, ``metrics.json``, ``training.json``."""
     if instance_count < 1:
         raise TrainingError(f"instance_count must be at least 1, got {instance_count}")
     _check_channels(channels)
@@ -215,20 +218,24 @@ def _failure_text(root: Path) -> str:
 
 
 def _collect(root: Path, output_dir: Path) -> TrainingResult:
-    """Copy algo-1's artifact and metrics into ``output_dir`` (temporary names, then rename)."""
+    """Copy algo-1's artifact, metrics and training.json into ``output_dir`` (temporary names, then rename)."""
     artifact = root / "model" / "model.tar.gz"
     metrics_file = root / "output" / "metrics.json"
     if not artifact.is_file():
         raise TrainingError(f"algo-1 finished without writing {artifact}")
     metrics = json.loads(metrics_file.read_text()) if metrics_file.is_file() else {}
+    training_file = root / "output" / "training.json"
+    training = json.loads(training_file.read_text()) if training_file.is_file() else {}
     output_dir.mkdir(parents=True, exist_ok=True)
     model_path = output_dir / "model.tar.gz"
     _atomic_copy(artifact, model_path)
-    metrics_path = output_dir / "metrics.json"
-    temporary = metrics_path.with_name(metrics_path.name + ".tmp")
-    temporary.write_text(json.dumps(metrics, indent=2, sort_keys=True))
-    temporary.replace(metrics_path)
-    return TrainingResult(model_path=model_path, metrics={k: float(v) for k, v in metrics.items()})
+    for name, value in (("metrics.json", metrics), ("training.json", training)):
+        temporary = output_dir / (name + ".tmp")
+        temporary.write_text(json.dumps(value, indent=2, sort_keys=True))
+        temporary.replace(output_dir / name)
+    return TrainingResult(model_path=model_path, metrics={k: float(v) for k, v in metrics.items()},
+                          epochs_run=int(training.get("epochs_run", 0)),
+                          hyperparameters=dict(training.get("hyperparameters", {})))
 
 
 def _atomic_copy(source: Path, target: Path) -> None:

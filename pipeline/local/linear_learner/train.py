@@ -3,7 +3,8 @@
 ``python -m pipeline.local.linear_learner.train --root ROOT [--coordinator HOST:PORT]`` reads
 ``ROOT/input/config/{hyperparameters,resourceconfig,inputdataconfig}.json`` and ``ROOT/input/data/<channel>/``,
 trains (synchronising gradients with the other instances through the coordinator), and on algo-1 writes
-``ROOT/model/model.tar.gz`` and ``ROOT/output/metrics.json``. On error it writes ``ROOT/output/failure`` and exits
+``ROOT/model/model.tar.gz`` (the service's layout), ``ROOT/output/metrics.json`` and ``ROOT/output/training.json``
+(epochs run, resolved hyperparameters). On error it writes ``ROOT/output/failure`` and exits
 non-zero (3 when it only stopped because another instance failed).
 """
 
@@ -40,6 +41,12 @@ def _read_json(path: Path) -> dict:
         raise ClientError(f"{path} is missing") from None
     except json.JSONDecodeError as error:
         raise ClientError(f"{path} is not valid JSON: {error}") from None
+
+
+def _write_json(path: Path, value: dict) -> None:
+    temporary = path.with_name(path.name + ".tmp")
+    temporary.write_text(json.dumps(value, indent=2, sort_keys=True))
+    temporary.replace(path)
 
 
 def run(root: Path, coordinator: str | None) -> None:
@@ -126,12 +133,10 @@ def run(root: Path, coordinator: str | None) -> None:
             log(f"#{name}_score ({host}) : ({log_name!r}, {value})")
             if math.isfinite(value):  # e.g. AUC is undefined when a channel holds one class only
                 metrics[f"{name}:{key}"] = value
-    save_model(result.model, root / "model" / "model.tar.gz",
-               extra={"epochs_run": result.epochs, "hyperparameters": hp.resolved()})
-    output = root / "output" / "metrics.json"
-    temporary = output.with_name("metrics.json.tmp")
-    temporary.write_text(json.dumps(metrics, indent=2, sort_keys=True))
-    temporary.replace(output)
+    save_model(result.model, root / "model" / "model.tar.gz")
+    # what the run needs beyond the service's four artifact members stays outside the artifact
+    _write_json(root / "output" / "training.json", {"epochs_run": result.epochs, "hyperparameters": hp.resolved()})
+    _write_json(root / "output" / "metrics.json", metrics)
     log(f"Training finished after {result.epochs} epoch(s); model written to {root / 'model' / 'model.tar.gz'}")
 
 
