@@ -115,6 +115,21 @@ def test_the_model_based_search_starts_at_the_centre_then_improves_on_random_sea
     assert np.median([best(run) for run in guided]) < np.median(random)
 
 
+def test_the_model_based_search_starts_from_the_defaults_it_is_given() -> None:
+    space = dimensions(RANGES)
+    defaults = {"learning_rate": "0.1", "use_bias": "false", "init_bias": "5", "mini_batch_size": "auto"}
+    search = Search("gp-ei", space, 3, minimize=True, max_jobs=12, defaults=defaults)
+    first = search.point_values(search.propose(1, [])[0])
+    # given values where they are values of the range (clipped into it), the centre elsewhere
+    assert first == {
+        "learning_rate": "0.1", "use_bias": "false", "init_bias": "2", "mini_batch_size": "707",
+        "momentum": space[2].value(0.5),
+    }
+    for dimension in space:
+        for unit in (0.0, 0.3, 1.0):
+            assert dimension.value(dimension.unit(dimension.value(unit))) == dimension.value(unit)
+
+
 # ---------------------------------------------------------------- a real tuning job in a real run
 
 
@@ -142,6 +157,12 @@ def test_the_tuning_job_trains_every_candidate_and_reports_the_best(tuned_run) -
     values = [s["FinalHyperParameterTuningJobObjectiveMetric"]["Value"] for s in summaries]
     assert values == sorted(values), "sorted best (lowest objective loss) first"
     assert tune["BestTrainingJob"] == summaries[0]
+    # the Bayesian search starts where an untuned run stands: Linear Learner's defaults, clipped into the ranges
+    first = next(s for s in summaries if s["TrainingJobName"].rsplit("-", 2)[-2] == "001")
+    assert first["TunedHyperParameters"] == {
+        "learning_rate": "0.1", "wd": "0.0001", "l1": "1e-07", "mini_batch_size": "1000",
+        "positive_example_weight_mult": "1", "use_bias": "true",
+    }
     ranges = dimensions(tune["HyperParameterTuningJobConfig"]["ParameterRanges"])
     for summary in summaries:
         assert summary["TrainingJobStatus"] == "Completed" and summary["ObjectiveStatus"] == "Succeeded"

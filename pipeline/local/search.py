@@ -4,8 +4,9 @@ Two strategies, named for what they are:
 - ``random``: every candidate drawn uniformly from the ranges (on their scale: linear, logarithmic or reverse
   logarithmic) by a generator seeded with the job's ``RandomSeed``. This is what the service's ``Random`` is.
 - ``gp-ei``: a simple sequential model-based search standing in for the service's ``Bayesian`` (whose model is not
-  public): an initial design (the centre of the ranges, then a Latin hypercube: every range cut into equal strata,
-  one point in each, so a handful of points covers each range), then a Gaussian process (Matern 5/2 kernel on the
+  public): an initial design (first the algorithm's own defaults, where the caller knows them and the centre of a
+  range where not; then a Latin hypercube: every range cut into equal strata, one point in each, so a handful of
+  points covers each range), then a Gaussian process (Matern 5/2 kernel on the
   unit cube, length scale chosen by marginal likelihood from a small grid, objective values rank-transformed)
   picks the candidates of the highest expected improvement among random and near-best points; a round of several
   parallel candidates is filled with the "constant liar" (each pick is assumed to score the best value so far).
@@ -56,6 +57,24 @@ class Dimension:
         if self.kind == "Integer":
             return str(int(min(max(round(number), math.ceil(self.low)), math.floor(self.high))))
         return f"{number:.6g}"
+
+
+    def unit(self, text: str) -> float | None:
+        """Where a value lies in [0, 1] (clipped to the range), or None when it is not a value of this range."""
+        if self.kind == "Categorical":
+            return (self.values.index(text) + 0.5) / len(self.values) if text in self.values else None
+        try:
+            number = min(max(float(text), self.low), self.high)
+        except (TypeError, ValueError):
+            return None
+        if self.high == self.low:
+            return 0.5
+        if self.scaling == "Logarithmic":
+            return (math.log(number) - math.log(self.low)) / (math.log(self.high) - math.log(self.low))
+        if self.scaling == "ReverseLogarithmic":
+            top, bottom = math.log(1.0 - self.low), math.log(1.0 - self.high)
+            return (math.log(1.0 - number) - top) / (bottom - top)
+        return (number - self.low) / (self.high - self.low)
 
 
 def _number(text: Any, name: str, what: str) -> float:
@@ -119,7 +138,15 @@ class Observation:
 class Search:
     """Proposes candidates round by round; ``minimize`` says which way the objective is better."""
 
-    def __init__(self, strategy: str, space: Sequence[Dimension], seed: int, minimize: bool, max_jobs: int) -> None:
+    def __init__(
+        self,
+        strategy: str,
+        space: Sequence[Dimension],
+        seed: int,
+        minimize: bool,
+        max_jobs: int,
+        defaults: Mapping[str, str] | None = None,
+    ) -> None:
         if strategy not in ("random", "gp-ei"):
             raise ValueError(f"unknown search strategy {strategy!r}")
         self.strategy = strategy
@@ -128,7 +155,7 @@ class Search:
         self.minimize = minimize
         # the initial design: enough points for the model to say something, at most half the budget
         self.initial = min(len(self.space) + 1, max(2, max_jobs // 2))
-        self.design = self._initial_design() if strategy == "gp-ei" else []
+        self.design = self._initial_design(defaults or {}) if strategy == "gp-ei" else []
 
     def point_values(self, point: np.ndarray) -> dict[str, str]:
         """The hyperparameters of a point."""
@@ -155,14 +182,17 @@ class Search:
             losses = np.append(losses, losses.min())  # the constant liar
         return picks
 
-    def _initial_design(self) -> list[np.ndarray]:
-        """The centre of the ranges (the middle of a logarithmic range is its geometric mean; a categorical range's
-        first value), then a Latin hypercube of ``initial - 1`` points."""
+    def _initial_design(self, defaults: Mapping[str, str]) -> list[np.ndarray]:
+        """The defaults (else the centre of a range: the middle of a logarithmic range is its geometric mean; a
+        categorical range's first value), then a Latin hypercube of ``initial - 1`` points."""
         dims, count = len(self.space), self.initial - 1
         strata = np.array([self.rng.permutation(count) for _ in range(dims)]).T  # (count, dims)
         hypercube = (strata + self.rng.random((count, dims))) / count
-        centre = np.array([0.0 if dimension.kind == "Categorical" else 0.5 for dimension in self.space])
-        return [centre, *hypercube]
+        start = []
+        for dimension in self.space:
+            known = dimension.unit(defaults[dimension.name]) if dimension.name in defaults else None
+            start.append(known if known is not None else 0.0 if dimension.kind == "Categorical" else 0.5)
+        return [np.array(start), *hypercube]
 
     def _loss(self, objective: float) -> float:
         return objective if self.minimize else -objective

@@ -6,8 +6,9 @@ step's properties are what SageMaker Pipelines exposes for a Tuning step (Descri
 ListTrainingJobsForHyperParameterTuningJob): ``BestTrainingJob``, ``TrainingJobSummaries`` sorted best first,
 ``HyperParameterTuningJobStatus`` and the counters. Every candidate's artifact lands where a training job's does,
 ``<S3OutputPath>/<TrainingJobName>/output/model.tar.gz``, which is what ``get_top_model_s3_uri`` joins.
-Strategy ``Random`` runs random search, ``Bayesian`` the Gaussian-process search; ``Hyperband`` and ``Grid`` are not
-run locally, nor is early stopping of training jobs (``TrainingJobEarlyStoppingType`` Auto runs as Off).
+Strategy ``Random`` runs random search, ``Bayesian`` the Gaussian-process search, whose first candidate is Linear
+Learner's own default configuration (so the search starts where an untuned run stands); ``Hyperband`` and ``Grid``
+are not run locally, nor is early stopping of training jobs (``TrainingJobEarlyStoppingType`` Auto runs as Off).
 """
 
 from __future__ import annotations
@@ -91,7 +92,9 @@ class TuningJobs:
             raise StepFailed(f"hyperparameter(s) both static and tuned: {', '.join(clash)}")
 
         tuning_name = job.job_name[:TUNING_JOB_NAME_MAX_LENGTH].rstrip("-")
-        search = Search(STRATEGIES[strategy], space, int(config.get("RandomSeed", 0)), kind == "Minimize", max_jobs)
+        seed = int(config.get("RandomSeed", 0))
+        defaults = algorithm_defaults(static)
+        search = Search(STRATEGIES[strategy], space, seed, kind == "Minimize", max_jobs, defaults)
         created = now()
         trials: list[Trial] = []
         observations: list[Observation] = []
@@ -154,6 +157,21 @@ class TuningJobs:
             reason = f"the training job reported no {metric} (it reported {', '.join(sorted(metrics)) or 'nothing'})"
             return Trial(index, name, values, "Completed", None, started, now(), reason)
         return Trial(index, name, values, "Completed", float(value), started, now())
+
+
+def algorithm_defaults(static: dict[str, str]) -> dict[str, str]:
+    """The value Linear Learner gives every hyperparameter when it is not tuned ("auto" resolved as the algorithm
+    resolves it for a single model), as strings; empty when the static hyperparameters are themselves invalid."""
+    from dataclasses import asdict
+
+    from pipeline.local.linear_learner.hyperparameters import HyperparameterError, parse_hyperparameters
+
+    try:
+        resolved = parse_hyperparameters({**static, "num_models": "1"})
+    except HyperparameterError:
+        return {}
+    values = asdict(resolved).items()
+    return {name: str(value).lower() if isinstance(value, bool) else str(value) for name, value in values}
 
 
 def _training_job_name(tuning_name: str, index: int, values: dict[str, str]) -> str:
