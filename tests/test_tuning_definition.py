@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import argparse
 import json
+from dataclasses import replace
 from typing import Any
 
 import pytest
@@ -18,6 +19,7 @@ from pipeline.definition import STEP_NAMES, TUNING_STEP, build_definition
 from pipeline.tuning import DEFAULT_OBJECTIVE, OBJECTIVES, RANGES, objective_type
 
 TUNED = PipelineConfig(tuning_max_jobs=12, tuning_max_parallel_jobs=3)
+SECURE_TUNED = replace(SECURE, tuning_max_jobs=4)
 
 
 @pytest.fixture(scope="module")
@@ -32,9 +34,7 @@ def tuned(tuned_json: str) -> dict[str, Any]:
 
 @pytest.fixture(scope="module")
 def secure_tuned() -> dict[str, Any]:
-    from dataclasses import replace
-
-    return json.loads(build_definition(replace(SECURE, tuning_max_jobs=4)).definition_json)
+    return json.loads(build_definition(SECURE_TUNED).definition_json)
 
 
 # ---------------------------------------------------------------- settings
@@ -180,18 +180,18 @@ def test_security_settings_reach_the_tuning_jobs_training_jobs(secure_tuned: dic
     assert definition["VpcConfig"] == {"SecurityGroupIds": ["sg-0ccc"], "Subnets": ["subnet-0aaa", "subnet-0bbb"]}
 
 
-@pytest.mark.parametrize("config", [TUNED, SECURE], ids=["default", "secure"])
-def test_matches_what_sdk_v3s_tuning_step_makes_for_the_same_tuner(config: PipelineConfig) -> None:
+@pytest.mark.parametrize("name", ["default", "secure"])
+def test_matches_what_sdk_v3s_tuning_step_makes_for_the_same_tuner(
+    name: str, tuned: dict[str, Any], secure_tuned: dict[str, Any]
+) -> None:
     """The plain SDK v3 HyperparameterTuner with the same arguments gives the same request, except for the three
     settings SDK v3 drops from the training job definition and pipeline/tuning.py puts back."""
-    from dataclasses import replace
-
     from pipeline import definition as module
     from pipeline.offline import offline_sdk, offline_session
     from pipeline.tuning import tuner_arguments
 
-    config = replace(config, tuning_max_jobs=5)
-    ours = all_steps(json.loads(build_definition(config).definition_json))[TUNING_STEP]
+    config, built = (TUNED, tuned) if name == "default" else (SECURE_TUNED, secure_tuned)
+    ours = json.loads(json.dumps(all_steps(built)[TUNING_STEP]))  # a copy: the fixture is shared
     with offline_sdk(config.region):  # SDK imports create clients: inside, where the region is set
         from sagemaker.mlops.workflow import Pipeline
         from sagemaker.mlops.workflow.steps import TuningStep
