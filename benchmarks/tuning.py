@@ -19,9 +19,10 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
+from pipeline.cli.render.summary import summarise
 from pipeline.config import load_config
 from pipeline.local.runner import build_local_run, user_data
-from pipeline.local.summary import summarise
+from pipeline.local.workdir import Workdir
 from pipeline.tuning import DEFAULT_OBJECTIVE, objective_type
 
 TABLE = Path(__file__).resolve().parent.parent / "tests" / "imbalanced_table.py"
@@ -38,7 +39,7 @@ def load_table_module() -> ModuleType:
 def run(workdir: Path, data: Path, overrides: dict[str, Any], objective: str) -> dict[str, Any]:
     """One local execution; its status, validation objective, test AUC, registered version and wall time."""
     config = load_config({**overrides, "tuning_objective": objective}, env={})
-    local_run = build_local_run(config, workdir, use_cache=False)
+    local_run = build_local_run(config, Workdir.at(workdir), use_cache=False)
     started = time.perf_counter()
     record = local_run.execute(user_data(data, "label", "binary_classifier"), {"MetricThreshold": "0.5"})
     seconds = time.perf_counter() - started

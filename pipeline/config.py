@@ -28,6 +28,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from pipeline.errors import ConfigError
 from pipeline.tuning import (
     DEFAULT_OBJECTIVE,
     MAX_PARALLEL_TRAINING_JOBS,
@@ -49,10 +50,6 @@ _NAME = re.compile(r"^[a-zA-Z0-9](-*[a-zA-Z0-9]){0,255}$")  # SageMaker pipeline
 _SUBNET = re.compile(r"^subnet-[0-9a-z]+$")
 _SECURITY_GROUP = re.compile(r"^sg-[0-9a-z]+$")
 _VERSION = re.compile(r"^[0-9][0-9A-Za-z.\-]*$")
-
-
-class ConfigError(ValueError):
-    """Invalid configuration: the message names the setting, where it came from and what is expected."""
 
 
 @dataclass(frozen=True)

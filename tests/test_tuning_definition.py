@@ -15,7 +15,9 @@ from test_definition import SECURE, all_steps, resolve
 from test_definition import sagemaker_model as sagemaker_model  # a fixture
 
 from pipeline.config import ConfigError, PipelineConfig, add_config_arguments, config_from_args, load_config
-from pipeline.definition import STEP_NAMES, TUNING_STEP, build_definition
+from pipeline.definition import build_definition
+from pipeline.names import STEP_NAMES, TRAIN
+from pipeline.names import TUNE as TUNING_STEP
 from pipeline.tuning import DEFAULT_OBJECTIVE, OBJECTIVES, RANGES, objective_type
 
 TUNED = PipelineConfig(tuning_max_jobs=12, tuning_max_parallel_jobs=3)
@@ -85,7 +87,7 @@ def test_objective_directions_follow_the_documentation() -> None:
 def test_tune_replaces_train_and_the_build_is_deterministic(tuned_json: str, tuned: dict[str, Any]) -> None:
     assert build_definition(TUNED).definition_json == tuned_json
     steps = all_steps(tuned)
-    assert sorted(steps) == sorted([TUNING_STEP if name == "Train" else name for name in STEP_NAMES])
+    assert sorted(steps) == sorted([TUNING_STEP if name == TRAIN else name for name in STEP_NAMES])
     assert steps[TUNING_STEP]["Type"] == "Tuning"
     assert steps[TUNING_STEP]["CacheConfig"] == {"Enabled": True, "ExpireAfter": "P30D"}
     assert [policy["ExceptionType"] for policy in steps[TUNING_STEP]["RetryPolicies"]] == [

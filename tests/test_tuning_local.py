@@ -13,15 +13,17 @@ import numpy as np
 import pytest
 from imbalanced_table import write_imbalanced_table
 
+from pipeline.cli.render.summary import summarise
 from pipeline.config import load_config
 from pipeline.local import cache
 from pipeline.local.executions import ExecutionRecord, StepRecord
 from pipeline.local.expressions import Context, resolve
-from pipeline.local.interpreter import Job, StepFailed, StepSpec
+from pipeline.local.jobs.contract import Job, StepFailed
 from pipeline.local.jobs.tuning import TuningJobs
+from pipeline.local.plan import StepSpec
 from pipeline.local.runner import LocalRun, build_local_run, user_data
 from pipeline.local.search import Observation, RangeError, Search, dimensions
-from pipeline.local.summary import summarise
+from pipeline.local.workdir import Workdir
 
 RANGES = {
     "IntegerParameterRanges": [
@@ -139,7 +141,7 @@ def tuned_run(tmp_path_factory: pytest.TempPathFactory) -> tuple[LocalRun, Execu
     table = write_imbalanced_table(workdir / "data" / "table.csv", rows=600, features=6, informative=3,
                                    positive_share=0.15)
     config = load_config({"tuning_max_jobs": 3, "tuning_max_parallel_jobs": 2}, env={})
-    run = build_local_run(config, workdir)
+    run = build_local_run(config, Workdir.at(workdir))
     record = run.execute(user_data(table, "label", "binary_classifier"), FAST)
     return run, record, table
 
@@ -232,7 +234,7 @@ def test_execution_show_lists_the_trials(tuned_run, capsys: pytest.CaptureFixtur
     from pipeline import cli
 
     run, record, _ = tuned_run
-    code = cli.main(["execution", "show", record.id, "--workdir", str(run.workdir)])
+    code = cli.main(["execution", "show", record.id, "--workdir", str(run.workdir.root)])
     out = capsys.readouterr().out
     assert code == 0
     assert "Tune: training jobs: validation:objective_loss (minimized)" in out

@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from pipeline.local.executions import now
-from pipeline.local.interpreter import Job, StepFailed
+from pipeline.local.jobs.contract import Job, StepFailed
 from pipeline.local.jobs.training import TrainingJobs
 from pipeline.local.s3 import LocalS3
 from pipeline.local.search import Observation, RangeError, Search, dimensions
