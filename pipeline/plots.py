@@ -243,7 +243,7 @@ def render_tuning_plot(trials: Sequence[dict[str, Any]], metric: str, kind: str,
     if failed:
         axes.plot(failed, [values.max() if kind == "Minimize" else values.min()] * len(failed), "x", color="grey",
                   label="no objective")
-    if values.min() > 0 and values.max() / values.min() > 50:
+    if values.min() > 0 and values.max() / values.min() > 10:  # an outlier would flatten the rest
         axes.set_yscale("log")
     axes.xaxis.get_major_locator().set_params(integer=True)
     axes.set(xlabel="training job (in the order started)", ylabel=metric,
