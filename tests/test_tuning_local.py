@@ -352,3 +352,14 @@ def test_tuning_run_of_the_cli_flag(tuned_run, tmp_path: Path, capsys: pytest.Ca
     steps = {step["name"]: step for step in store_record["steps"]}
     assert steps["Tune"]["status"] == "Succeeded" and len(steps["Tune"]["properties"]["TrainingJobSummaries"]) == 2
     assert "Train" not in steps
+
+
+def test_a_cache_hit_whose_models_are_gone_reruns_the_tuning_job(tuned_run) -> None:
+    """Last in this module: it deletes the first run's best model."""
+    run, first, table = tuned_run
+    best = first.steps["Tune"].properties["BestTrainingJob"]["TrainingJobName"]
+    run.s3.path(f"s3://llpipe-local/linear-learner-pipeline/tune/{best}/output/model.tar.gz").unlink()
+    record = run.execute(user_data(table, "label", "binary_classifier"), FAST)
+    assert record.status == "Succeeded", record.failure_reason
+    assert record.steps["Tune"].cache_hit_source is None
+    assert record.steps["Tune"].properties["HyperParameterTuningJobName"] == f"pipelines-{record.id}-Tune"

@@ -78,6 +78,30 @@ def _key_part(name: str, value: Any) -> Any:
     return value
 
 
+def output_uris(properties: dict[str, Any]) -> list[str]:
+    """The S3 locations a cached step's properties point at: what a cache hit hands to the steps after it."""
+    uris = [
+        output["S3Output"]["S3Uri"]
+        for output in (properties.get("ProcessingOutputConfig") or {}).get("Outputs", [])
+        if (output.get("S3Output") or {}).get("S3Uri")
+    ]
+    artifact = (properties.get("ModelArtifacts") or {}).get("S3ModelArtifacts")
+    transform = (properties.get("TransformOutput") or {}).get("S3OutputPath")
+    return uris + [uri for uri in (artifact, transform) if uri] + _tuning_artifacts(properties)
+
+
+def _tuning_artifacts(properties: dict[str, Any]) -> list[str]:
+    """A tuning job's completed training jobs' models, where ``get_top_model_s3_uri`` finds them."""
+    output = ((properties.get("TrainingJobDefinition") or {}).get("OutputDataConfig") or {}).get("S3OutputPath")
+    if not output:
+        return []
+    return [
+        f"{output.rstrip('/')}/{summary['TrainingJobName']}/output/model.tar.gz"
+        for summary in properties.get("TrainingJobSummaries") or []
+        if summary.get("TrainingJobStatus") == "Completed"
+    ]
+
+
 def caching_enabled(step: dict[str, Any]) -> bool:
     """Whether the step definition turns caching on."""
     config = step.get("CacheConfig") or {}
