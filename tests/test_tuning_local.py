@@ -230,6 +230,23 @@ def test_summary_names_the_best_and_plots_the_objective(tuned_run) -> None:
     assert len(summary["paths"]["plots"]) == 4  # the objective, then ROC, precision-recall, confusion matrix
 
 
+def test_the_tuning_steps_cost_is_its_training_jobs_instance_seconds(tuned_run) -> None:
+    from datetime import datetime
+
+    from pipeline.cost import local_costs
+
+    _, record, _ = tuned_run
+    definition = json.loads((record.folder / "definition.json").read_text())
+    [tune] = [cost for cost in local_costs(record.steps, definition, record.parameters) if cost.step == "Tune"]
+    summaries = record.steps["Tune"].properties["TrainingJobSummaries"]
+    seconds = sum(
+        (datetime.fromisoformat(s["TrainingEndTime"]) - datetime.fromisoformat(s["TrainingStartTime"])).total_seconds()
+        for s in summaries
+    )
+    assert (tune.kind, tune.instance_type, tune.instance_count) == ("HyperParameterTuningJob", "ml.m5.xlarge", 1)
+    assert tune.seconds == pytest.approx(seconds) and tune.instance_seconds == pytest.approx(seconds)
+
+
 def test_execution_show_lists_the_trials(tuned_run, capsys: pytest.CaptureFixture[str]) -> None:
     from pipeline import cli
 
