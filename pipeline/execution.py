@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 from pipeline.errors import LlpipeError
 from pipeline.names import (
     BASELINE_SUFFIX,
+    CREATE_MODEL,
     EVALUATE,
     GATE,
     METRIC_THRESHOLD,
@@ -292,9 +293,14 @@ class LocalExecution(Execution):
 
     @property
     def model_path(self) -> Path | None:
-        """The trained ``model.tar.gz`` (the Linear Learner artifact) in the local S3 folder."""
+        """The trained ``model.tar.gz`` (the Linear Learner artifact) in the local S3 folder: the model CreateModel
+        made (the Train step's artifact, or the best tuning job's), else the Train step's artifact."""
+        create_model = self.record.steps.get(CREATE_MODEL)
+        container = (create_model.properties.get("PrimaryContainer") or {}) if create_model else {}
         train = self.record.steps.get(TRAIN)
-        artifact = (train.properties.get("ModelArtifacts") or {}).get("S3ModelArtifacts") if train else None
+        artifact = container.get("ModelDataUrl") or (
+            (train.properties.get("ModelArtifacts") or {}).get("S3ModelArtifacts") if train else None
+        )
         path = self.s3.path(artifact) if artifact else None
         return path if path is not None and path.is_file() else None
 

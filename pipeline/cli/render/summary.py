@@ -1,23 +1,36 @@
 """The end-of-run summary: status, steps, the report's metrics, the gate's decision, the registered model package
 or the failure reason, and where the model, the report and the plots are; as a dict (``--json``) or for a terminal.
 
-It reads the record through ``pipeline.execution.LocalExecution`` (the Python API's view of an execution: the
-``Train`` step's artifact, the ``Evaluate`` step's ``evaluation.json``, the ``QualityGate`` outcome, the
-``Register`` step's model package), so the CLI and the API report the same things.
+It reads the pipeline's conventions from the record: the ``Train`` step's artifact, the ``Evaluate`` step's
+``evaluation.json`` (SageMaker model-quality sections plus ``gate``), the ``QualityGate`` outcome and the
+``Register`` step's model package.
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
+import shutil
+from pathlib import Path
 from typing import Any
 
+from pipeline.cli.render.tuning import best_artifact, is_tuning, objective, trials, tuning_summary
 from pipeline.local.executions import ExecutionRecord
 from pipeline.local.s3 import LocalS3
 from pipeline.names import (
     BASELINE_SUFFIX,
+    EVALUATE,
+    GATE,
+    METRIC_THRESHOLD,
     METRICS_SECTIONS,
+    QUALITY_GATE,
+    REGISTER,
+    REPORT_PROPERTY_FILE,
+    TRAIN,
     StepStatus,
 )
+
+TUNING_PLOT = "tuning_objective.png"
 
 
 def flat_metrics(report: dict[str, Any]) -> dict[str, Any]:
@@ -32,32 +45,66 @@ def flat_metrics(report: dict[str, Any]) -> dict[str, Any]:
     return {}
 
 
-def summarise(record: ExecutionRecord, s3: LocalS3, render_plots: bool = True) -> dict[str, Any]:
-    """The summary of a finished execution as one JSON-ready dict (read through ``pipeline.execution``)."""
-    from pipeline.execution import LocalExecution
+def _report_uri(record: ExecutionRecord) -> str | None:
+    files = record.steps.get(EVALUATE)
+    return (files.properties.get("PropertyFiles") or {}).get(REPORT_PROPERTY_FILE) if files else None
 
-    execution = LocalExecution(record, s3)
-    report_path = execution.report_path
-    report = json.loads(report_path.read_text()) if report_path else None
-    model = execution.model_path
-    return {
+
+def summarise(record: ExecutionRecord, s3: LocalS3, render_plots: bool = True) -> dict[str, Any]:
+    """The summary of a finished execution as one JSON-ready dict."""
+    summary: dict[str, Any] = {
         "execution_id": record.id,
         "status": record.status,
         "steps": {name: step.status for name, step in record.steps.items()},
         # step -> the earlier execution whose results it reused
         "cache_hits": {name: step.cache_hit_source for name, step in record.steps.items() if step.cache_hit_source},
-        "metrics": flat_metrics(report) if report else {},
-        "gate": execution.gate,
-        "model_package": execution.model_package,
+        "metrics": {},
+        "gate": None,
+        "model_package": None,
+        "tuning": None,
         "failure_reason": record.failure_reason,
-        "paths": {
-            "execution": str(record.folder),
-            "model": str(model) if model else None,
-            "report": str(report_path) if report_path else None,
-            "plots": [str(path) for path in execution.plots] if render_plots else [],
-        },
+        "notes": {name: list(step.notes) for name, step in record.steps.items() if step.notes},
+        "paths": {"execution": str(record.folder), "model": None, "report": None, "plots": []},
         "compute": _compute(record),
     }
+    train = record.steps.get(TRAIN)
+    artifact = (train.properties.get("ModelArtifacts") or {}).get("S3ModelArtifacts") if train else None
+    tune = next((step for step in record.steps.values() if is_tuning(step.properties)), None)
+    if tune:
+        summary["tuning"] = tuning_summary(tune.properties)
+        artifact = best_artifact(tune.properties)
+        if render_plots:
+            summary["paths"]["plots"] = _tuning_plot(tune.properties, record.folder / "plots")
+    if artifact and s3.path(artifact).is_file():
+        summary["paths"]["model"] = str(s3.path(artifact))
+    report_uri = _report_uri(record)
+    if report_uri and s3.path(report_uri).is_file():
+        report_path = s3.path(report_uri)
+        report = json.loads(report_path.read_text())
+        summary["paths"]["report"] = str(report_path)
+        summary["metrics"] = flat_metrics(report)
+        gate = report.get(GATE) or {}
+        threshold = record.parameters.get(METRIC_THRESHOLD)
+        decision = record.steps.get(QUALITY_GATE)
+        passed = decision.properties.get("Outcome") if decision and decision.status == StepStatus.SUCCEEDED else None
+        summary["gate"] = {
+            "metric": gate.get("metric"),
+            "value": gate.get("value"),
+            "threshold": threshold,
+            "passed": passed,
+        }
+        if render_plots:
+            summary["paths"]["plots"] += _plots(report_path, record.folder / "plots")
+    register = record.steps.get(REGISTER)
+    if register and register.status == StepStatus.SUCCEEDED:
+        properties = register.properties
+        summary["model_package"] = {
+            "group": properties.get("ModelPackageGroupName"),
+            "version": properties.get("ModelPackageVersion"),
+            "arn": properties.get("ModelPackageArn"),
+            "approval_status": properties.get("ModelApprovalStatus"),
+        }
+    return summary
 
 
 def _compute(record: ExecutionRecord) -> list[dict[str, Any]]:
@@ -67,6 +114,40 @@ def _compute(record: ExecutionRecord) -> list[dict[str, Any]]:
     definition_file = record.folder / "definition.json"
     definition = json.loads(definition_file.read_text()) if definition_file.is_file() else {}
     return [cost.to_json() for cost in local_costs(record.steps, definition, record.parameters)]
+
+
+def _plots(report_path: Path, folder: Path) -> list[str]:
+    """PNG plots of the report (pipeline.plots) in the execution's folder. A report is rendered once per content and
+    plotting code, in ``<workdir>/plots-cache/``, and copied from there: a cached re-run imports no matplotlib."""
+    import pipeline.plots
+
+    existing = sorted(path for path in folder.glob("*.png") if path.name != TUNING_PLOT) if folder.is_dir() else []
+    if existing:
+        return [str(path) for path in existing]
+    digest = hashlib.sha256(report_path.read_bytes() + Path(pipeline.plots.__file__).read_bytes()).hexdigest()
+    rendered = folder.parent.parent.parent / "plots-cache" / digest[:32]  # <workdir>/executions/<id>/plots
+    index = rendered / "plots.json"  # written last: the names in render order
+    if not index.is_file():
+        shutil.rmtree(rendered, ignore_errors=True)
+        names = [path.name for path in pipeline.plots.render_plots(report_path, rendered)]
+        index.write_text(json.dumps(names))
+    folder.mkdir(parents=True, exist_ok=True)
+    copies = []
+    for name in json.loads(index.read_text()):
+        shutil.copyfile(rendered / name, folder / name)
+        copies.append(str(folder / name))
+    return copies
+
+
+def _tuning_plot(properties: dict[str, Any], folder: Path) -> list[str]:
+    """The objective of every training job of the tuning step, rendered once."""
+    from pipeline.plots import render_tuning_plot
+
+    target = folder / TUNING_PLOT
+    if not target.is_file():
+        metric, kind = objective(properties)
+        render_tuning_plot(trials(properties), metric, kind, target)
+    return [str(target)]
 
 
 def print_summary(summary: dict[str, Any], console: Any) -> None:
@@ -79,6 +160,10 @@ def print_summary(summary: dict[str, Any], console: Any) -> None:
         reused.setdefault(source, []).append(step)
     for source, steps in reused.items():
         console.print(f"Cache hits: {', '.join(steps)} reused from execution {source}", soft_wrap=True)
+    for step, notes in summary.get("notes", {}).items():
+        for note in notes:
+            colour = "yellow" if note.startswith("approximate") else "dim"
+            console.print(f"[{colour}]{step}: {note}[/{colour}]", soft_wrap=True)
     if summary["metrics"]:
         print_metrics(summary["metrics"], console)
     gate = summary["gate"]
@@ -87,6 +172,15 @@ def print_summary(summary: dict[str, Any], console: Any) -> None:
         console.print(
             f"Quality gate: {gate['metric']} = {_number(gate['value'])} vs threshold "
             f"{_number(gate['threshold'])}: {verdict}"
+        )
+    tuning = summary.get("tuning")
+    if tuning:
+        settings = ", ".join(f"{name}={value}" for name, value in sorted(tuning["best_hyperparameters"].items()))
+        failed = f", {tuning['failed']} without an objective" if tuning["failed"] else ""
+        console.print(
+            f"Tuning: best of {tuning['training_jobs']} training jobs{failed} is {tuning['best_training_job']}, "
+            f"{tuning['objective']} = {_number(tuning['best_value'])} ({tuning['type'].lower()}d)\n  {settings}",
+            soft_wrap=True,
         )
     package = summary["model_package"]
     if package:
