@@ -55,11 +55,12 @@ def this_python_as_kernel(folder: Path) -> Path:
     return folder
 
 
-def kernel_environment(endpoint: str, home: Path) -> dict[str, str]:
+def kernel_environment(endpoint: str) -> dict[str, str]:
+    """This process's environment (the shared cache of image environments, this session's definition cache) with
+    AWS pointed at the moto server."""
     keep = {name: value for name, value in os.environ.items() if not name.startswith("AWS_")}
     return {
         **keep,
-        "HOME": str(home),
         "AWS_ENDPOINT_URL": endpoint,
         "AWS_ACCESS_KEY_ID": "testing",
         "AWS_SECRET_ACCESS_KEY": "testing",
@@ -86,7 +87,7 @@ def test_the_quickstart_runs_end_to_end_in_a_jupyter_kernel(
     client = NotebookClient(
         notebook, kernel_name=KERNEL, timeout=300, resources={"metadata": {"path": str(run_dir)}}
     )
-    client.execute(env=kernel_environment(moto_endpoint, tmp_path))  # raises CellExecutionError on any failing cell
+    client.execute(env=kernel_environment(moto_endpoint))  # raises CellExecutionError on any failing cell
 
     cells = {cell.source.split("\n", 1)[0]: cell for cell in notebook.cells if cell.cell_type == "code"}
     first_run = next(cell for source, cell in cells.items() if source.startswith("from pipeline import compare"))
