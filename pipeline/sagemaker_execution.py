@@ -9,6 +9,7 @@ Nothing is read until asked for; a finished execution's answers are kept (they c
 from __future__ import annotations
 
 import json
+import sys
 import tempfile
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -90,14 +91,18 @@ class SageMakerExecution(Execution):
             time.sleep(poll_seconds)
 
     def _show_steps(self, handle: Any) -> Any:
+        """One poll's view: in Jupyter the step table (a display updated in place), elsewhere one line on stderr."""
         from pipeline.notebook import in_notebook, steps_html
 
-        text = steps_html(f"Execution {self.id}: {self.status}", self.steps)
+        assert self._described is not None
+        status, steps = self._described["PipelineExecutionStatus"], self.steps
         if not in_notebook():
-            print(f"{self.id}: {self.status}", flush=True)
+            progress = ", ".join(f"{row.step} {row.status}" for row in steps.itertuples())
+            print(f"{self.id}: {status}" + (f" ({progress})" if progress else ""), file=sys.stderr, flush=True)
             return None
         from IPython.display import HTML, display
 
+        text = steps_html(f"Execution {self.id}: {status}", steps)
         if handle is None:
             return display(HTML(text), display_id=True)
         handle.update(HTML(text))
@@ -126,7 +131,8 @@ class SageMakerExecution(Execution):
 
     def _step_list(self) -> list[dict[str, Any]]:
         if self._steps is None:
-            self._description()  # the status first: steps read before it could miss one that starts meanwhile
+            if self._described is None:  # the status first: steps read before it could miss one starting meanwhile
+                self.refresh()
             self._steps = execution_steps(self.sagemaker, self.arn)
         return self._steps
 

@@ -260,3 +260,30 @@ def test_predictions_are_read_from_the_transform_jobs_input_and_output_in_s3(aws
         "score": [0.9, 0.2, 0.7, 0.4, 0.8],
         "predicted_label": [1, 0, 1, 0, 1],
     }
+
+
+def test_wait_polls_until_finished_and_shows_each_polls_steps(aws, capsys: pytest.CaptureFixture[str]) -> None:
+    client = boto3.client("sagemaker", region_name=REGION)
+    stubber = Stubber(client)
+    running = {**step("Preprocess", {}, 0), "StepStatus": "Executing"}
+    del running["EndTime"]
+    for status, steps in (("Executing", [running]), ("Succeeded", [step("Preprocess", {}, 0)])):
+        stubber.add_response(
+            "describe_pipeline_execution",
+            {"PipelineExecutionArn": ARN, "PipelineExecutionStatus": status},
+            {"PipelineExecutionArn": ARN},
+        )
+        stubber.add_response(
+            "list_pipeline_execution_steps",
+            {"PipelineExecutionSteps": steps},
+            {"PipelineExecutionArn": ARN, "SortOrder": "Ascending"},
+        )
+    with stubber:
+        execution = SageMakerExecution(load_config(SETTINGS, env={}), ARN, session=Session(client))
+        assert execution.wait(poll_seconds=0, progress=True) is execution
+        stubber.assert_no_pending_responses()
+    assert capsys.readouterr().err.splitlines() == [
+        "abc123def456: Executing (Preprocess Executing)",
+        "abc123def456: Succeeded (Preprocess Succeeded)",
+    ]
+    assert execution.status == "Succeeded" and repr(execution) == "<SageMakerExecution abc123def456: Succeeded>"
