@@ -18,7 +18,7 @@ def local_runners(workdir: Path, *, region: str, account: str) -> dict[str, JobR
     s3 = LocalS3(workdir / "s3")
     models = workdir / "models"
     return {
-        "Processing": ProcessingJobs(s3),
+        "Processing": ProcessingJobs(s3, workdir / "registry.db", region),
         "Training": TrainingJobs(s3),
         "Model": ModelJobs(s3, models),
         "Transform": TransformJobs(s3, models),
