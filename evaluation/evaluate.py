@@ -571,10 +571,8 @@ def decide(
         floor = champion_value - tolerance
         beats_champion = value >= floor
         name = f"champion version {champion['version']} ({metric} {champion_value:.6g} on this test split)"
-        if beats_champion:
-            verdict += f" and is no worse than {name} by more than ChampionTolerance {tolerance:g}"
-        else:
-            verdict += f" but is worse than {name} by more than ChampionTolerance {tolerance:g}"
+        verdict += f"; {'no worse' if beats_champion else 'worse'} than {name} by more than ChampionTolerance"
+        verdict += f" {tolerance:g}"
     return {
         "promote": bool(clears_threshold and beats_champion),
         "metric": metric,

@@ -98,7 +98,23 @@ def _local_view(package: Any) -> dict[str, Any]:
     view = package.to_dict()
     gate = (package.metrics or {}).get("gate")
     view["gate"] = gate if isinstance(gate, dict) else None
+    decision = (package.metrics or {}).get("decision")
+    reason = decision.get("reason") if isinstance(decision, dict) else None
+    view["champion_comparison"] = reason or champion_comparison(package.customer_metadata)
     return view
+
+
+def champion_comparison(metadata: Any) -> str | None:
+    """The champion this version was compared with, from the metadata the pipeline's Register step records."""
+    if not isinstance(metadata, dict) or "ChampionModelPackageArn" not in metadata:
+        return None
+    metric = metadata.get("GateMetric", "metric")
+    if metadata["ChampionModelPackageArn"] == "none":
+        return f"{metric} {metadata.get('ChallengerValue')}; no approved champion to compare with"
+    return (
+        f"{metric} {metadata.get('ChallengerValue')} vs champion {metadata['ChampionModelPackageArn']} "
+        f"{metadata.get('ChampionValue')} on the same test split (tolerance {metadata.get('ChampionTolerance')})"
+    )
 
 
 # ---------------------------------------------------------------------------------------------------- SageMaker
@@ -209,6 +225,7 @@ def _described_view(description: dict[str, Any]) -> dict[str, Any]:
         "approval_description": description.get("ApprovalDescription"),
         "description": description.get("ModelPackageDescription"),
         "customer_metadata": description.get("CustomerMetadataProperties", {}),
+        "champion_comparison": champion_comparison(description.get("CustomerMetadataProperties")),
     }
 
 
@@ -253,11 +270,17 @@ def _print_package(view: dict[str, Any], as_json: bool, headline: str | None = N
         elif isinstance(value, (list, dict)):
             value = ", ".join(value) if isinstance(value, list) else json.dumps(value)
         print(f"{key:>24}: {value if value not in (None, '') else '-'}")
-    for section, metrics in (view.get("metrics") or {}).items():
+    report = view.get("metrics") or {}
+    champion = report.get("champion") if isinstance(report.get("champion"), dict) else {}
+    for section, metrics in report.items():
         if section.endswith("_metrics") and isinstance(metrics, dict):
-            print(f"{section}:")
+            against = champion.get(section) if isinstance(champion.get(section), dict) else {}
+            heading = f" (champion version {champion.get('version')} on the same test split)" if against else ""
+            print(f"{section}:{heading}")
             for name, metric in metrics.items():
                 if isinstance(metric, dict) and "value" in metric:
                     deviation = metric.get("standard_deviation")
                     spread = f" ± {deviation:.4f}" if isinstance(deviation, (int, float)) else ""
-                    print(f"{name:>42}: {metric['value']:.6f}{spread}")
+                    theirs = (against.get(name) or {}).get("value") if isinstance(against.get(name), dict) else None
+                    versus = f"   champion {theirs:.6f}" if isinstance(theirs, (int, float)) else ""
+                    print(f"{name:>42}: {metric['value']:.6f}{spread}{versus}")

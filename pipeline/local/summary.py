@@ -68,6 +68,7 @@ def summarise(record: ExecutionRecord, s3: LocalS3, render_plots: bool = True) -
             "value": gate.get("value"),
             "threshold": threshold,
             "passed": passed,
+            **champion_comparison(report),
         }
         if render_plots:
             summary["paths"]["plots"] = _plots(report_path, record.folder / "plots")
@@ -81,6 +82,27 @@ def summarise(record: ExecutionRecord, s3: LocalS3, render_plots: bool = True) -
             "approval_status": properties.get("ModelApprovalStatus"),
         }
     return summary
+
+
+def champion_comparison(report: dict[str, Any]) -> dict[str, Any]:
+    """The gate's comparison with the approved champion on the same test split (empty for an older report)."""
+    decision = report.get("decision")
+    if not isinstance(decision, dict):
+        return {}
+    champion = report.get("champion") or {}
+    return {
+        "champion": {
+            "model_package_arn": champion.get("model_package_arn"),
+            "version": champion.get("version"),
+            "value": (champion.get("gate") or {}).get("value"),
+        }
+        if champion
+        else None,
+        "tolerance": decision.get("champion_tolerance"),
+        "floor": decision.get("champion_floor"),
+        "promote": decision.get("promote"),
+        "reason": decision.get("reason"),
+    }
 
 
 def _plots(report_path: Path, folder: Path) -> list[str]:
@@ -124,6 +146,16 @@ def print_summary(summary: dict[str, Any], console: Any) -> None:
             f"Quality gate: {gate['metric']} = {_number(gate['value'])} vs threshold "
             f"{_number(gate['threshold'])}: {verdict}"
         )
+        if "reason" in gate:
+            champion = gate["champion"]
+            if champion:
+                console.print(
+                    f"Champion: version {champion['version']}, {gate['metric']} = {_number(champion['value'])} on the "
+                    f"same test split; tolerance {_number(gate['tolerance'])}, floor {_number(gate['floor'])}"
+                    f"\n  {champion['model_package_arn']}",
+                    soft_wrap=True,
+                )
+            console.print(f"Decision: {'promote' if gate['promote'] else 'do not promote'}: {gate['reason']}")
     package = summary["model_package"]
     if package:
         console.print(
