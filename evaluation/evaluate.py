@@ -594,14 +594,17 @@ def compare_with_champion(
     settings: GateSettings,
     rounds: int,
     seed: int,
-    clients: Callable[[str | None], tuple[Any, Any]] = aws_clients,
+    clients: Callable[[str | None], tuple[Any, Any]] | None = None,
 ) -> dict[str, Any]:
-    """Adds ``champion`` (None when the group has no approved, completed version) and ``decision`` to the report."""
+    """Adds ``champion`` (None when the group has no approved, completed version) and ``decision`` to the report.
+
+    ``clients`` gives the (SageMaker, S3) boto3 clients for a region; default :func:`champion.aws_clients`.
+    """
     champion = None
     group = settings.model_package_group
     if group:
         try:
-            sagemaker, s3 = clients(settings.region)
+            sagemaker, s3 = (clients or aws_clients)(settings.region)
             found = find_champion(sagemaker, group)
             if found is not None:
                 with tempfile.TemporaryDirectory(prefix="champion-") as folder:

@@ -1,0 +1,375 @@
+"""The champion comparison below the pipeline: the container module's exact SageMaker and S3 requests (botocore
+Stubber), Evaluate scoring a real champion artifact on real test shards, the gate's decision, and the local stand-in
+endpoint answering real boto3 clients from a real local registry and S3 folder."""
+
+from __future__ import annotations
+
+import io
+import json
+import math
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+import boto3
+import numpy as np
+import pytest
+from botocore.exceptions import ClientError
+from botocore.response import StreamingBody
+from botocore.stub import Stubber
+from sklearn import metrics as skm
+from test_evaluate import binary_case, write_job_inputs
+
+from evaluation.champion import Champion, ChampionError, download_model, find_champion
+from evaluation.evaluate import EvaluationError, GateSettings, decide, evaluate
+from evaluation.linear_learner_model import LinearModel
+from pipeline.local.aws_endpoint import serve
+from pipeline.local.linear_learner.artifact import artifact_bytes
+from pipeline.local.registry import LocalRegistry
+from pipeline.local.s3 import LocalS3
+
+REGION, ACCOUNT = "eu-west-1", "123456789012"
+GROUP = "churn-models"
+ARN = f"arn:aws:sagemaker:{REGION}:{ACCOUNT}:model-package/{GROUP}"
+MODEL_URL = "s3://models-bucket/churn/train/job-7/output/model.tar.gz"
+LIST_REQUEST = {
+    "ModelPackageGroupName": GROUP,
+    "ModelApprovalStatus": "Approved",
+    "SortBy": "CreationTime",
+    "SortOrder": "Descending",
+    "MaxResults": 100,
+}
+CREATED = datetime(2026, 11, 30, 12, 0, tzinfo=timezone.utc)
+
+
+def stubbed_clients() -> tuple[Any, Stubber, Any, Stubber]:
+    session = boto3.session.Session(region_name=REGION, aws_access_key_id="AKIDEXAMPLE", aws_secret_access_key="x")
+    sagemaker, s3 = session.client("sagemaker"), session.client("s3")
+    return sagemaker, Stubber(sagemaker), s3, Stubber(s3)
+
+
+def summary(version: int, status: str = "Completed") -> dict[str, Any]:
+    return {
+        "ModelPackageGroupName": GROUP,
+        "ModelPackageVersion": version,
+        "ModelPackageArn": f"{ARN}/{version}",
+        "CreationTime": CREATED,
+        "ModelPackageStatus": status,
+        "ModelApprovalStatus": "Approved",
+    }
+
+
+def description(version: int, url: str | None = MODEL_URL) -> dict[str, Any]:
+    container: dict[str, Any] = {"Image": "123.dkr.ecr.eu-west-1.amazonaws.com/linear-learner:1"}
+    if url:
+        container["ModelDataUrl"] = url
+    return {
+        "ModelPackageName": GROUP,
+        "ModelPackageGroupName": GROUP,
+        "ModelPackageVersion": version,
+        "ModelPackageArn": f"{ARN}/{version}",
+        "CreationTime": CREATED,
+        "ModelPackageStatus": "Completed",
+        "ModelPackageStatusDetails": {"ValidationStatuses": []},
+        "ModelApprovalStatus": "Approved",
+        "InferenceSpecification": {"Containers": [container], "SupportedContentTypes": ["text/csv"]},
+    }
+
+
+def body(data: bytes) -> StreamingBody:
+    return StreamingBody(io.BytesIO(data), len(data))
+
+
+# ------------------------------------------------------------------------------------------- the container module
+
+
+def test_the_newest_approved_completed_version_is_the_champion_read_across_pages() -> None:
+    sagemaker, stub, _, _ = stubbed_clients()
+    # the newest approved version is still being created: the champion is the next Completed one, on the next page
+    stub.add_response(
+        "list_model_packages",
+        {"ModelPackageSummaryList": [summary(9, "InProgress")], "NextToken": "page-2"},
+        LIST_REQUEST,
+    )
+    stub.add_response(
+        "list_model_packages",
+        {"ModelPackageSummaryList": [summary(7), summary(4)]},
+        {**LIST_REQUEST, "NextToken": "page-2"},
+    )
+    stub.add_response("describe_model_package", description(7), {"ModelPackageName": f"{ARN}/7"})
+    with stub:
+        champion = find_champion(sagemaker, GROUP)
+    stub.assert_no_pending_responses()
+    assert champion == Champion(f"{ARN}/7", GROUP, 7, MODEL_URL)
+
+
+def test_no_approved_version_or_no_group_yet_means_no_champion() -> None:
+    sagemaker, stub, _, _ = stubbed_clients()
+    stub.add_response("list_model_packages", {"ModelPackageSummaryList": []}, LIST_REQUEST)
+    stub.add_client_error("list_model_packages", "ResourceNotFound", "group does not exist", 400, LIST_REQUEST)
+    with stub:
+        assert find_champion(sagemaker, GROUP) is None
+        assert find_champion(sagemaker, GROUP) is None
+    stub.assert_no_pending_responses()
+
+
+def test_a_registry_that_cannot_be_read_fails_rather_than_passing_the_challenger() -> None:
+    sagemaker, stub, _, _ = stubbed_clients()
+    stub.add_client_error("list_model_packages", "AccessDeniedException", "not authorized", 400, LIST_REQUEST)
+    stub.add_response("list_model_packages", {"ModelPackageSummaryList": [summary(3)]}, LIST_REQUEST)
+    stub.add_response("describe_model_package", description(3, url=None), {"ModelPackageName": f"{ARN}/3"})
+    with stub:
+        with pytest.raises(ChampionError, match=f"model package group {GROUP}: cannot list .*AccessDeniedException"):
+            find_champion(sagemaker, GROUP)
+        with pytest.raises(ChampionError, match=r"champion .*/3: InferenceSpecification.Containers\[0\].ModelDataUrl"):
+            find_champion(sagemaker, GROUP)
+
+
+def test_the_artifact_is_fetched_with_one_get_object_and_never_left_half_written(tmp_path: Path) -> None:
+    _, _, s3, stub = stubbed_clients()
+    champion = Champion(f"{ARN}/7", GROUP, 7, MODEL_URL)
+    expected = {"Bucket": "models-bucket", "Key": "churn/train/job-7/output/model.tar.gz"}
+    stub.add_response("get_object", {"Body": body(b"model bytes" * 1000), "ContentLength": 11000}, expected)
+    stub.add_client_error("get_object", "NoSuchKey", "The specified key does not exist.", 404, expected)
+    with stub:
+        path = download_model(s3, champion, tmp_path / "one")
+        assert path.read_bytes() == b"model bytes" * 1000
+        with pytest.raises(ChampionError, match=f"cannot download {MODEL_URL}: .*NoSuchKey"):
+            download_model(s3, champion, tmp_path / "two")
+    assert list((tmp_path / "two").iterdir()) == []
+    stub.assert_no_pending_responses()
+
+
+# ----------------------------------------------------------------------------------------- Evaluate's comparison
+
+
+def champion_artifact(weights: list[float], bias: float) -> bytes:
+    model = LinearModel(
+        "binary_classifier", "logistic", np.asarray(weights, dtype=np.float32).reshape(-1, 1),
+        np.asarray([bias], dtype=np.float32), threshold=0.5,
+    )  # fmt: skip
+    return artifact_bytes(model)
+
+
+def job_with_champion(tmp_path: Path, artifact: bytes) -> tuple[Any, tuple[Path, Path, Path], list[Stubber]]:
+    labels, scores, predicted = binary_case(400)
+    records = [{"score": float(s), "predicted_label": int(p)} for s, p in zip(scores, predicted, strict=True)]
+    paths = write_job_inputs(tmp_path, labels, records)
+    sagemaker, sagemaker_stub, s3, s3_stub = stubbed_clients()
+    sagemaker_stub.add_response("list_model_packages", {"ModelPackageSummaryList": [summary(2)]}, LIST_REQUEST)
+    sagemaker_stub.add_response("describe_model_package", description(2), {"ModelPackageName": f"{ARN}/2"})
+    s3_stub.add_response(
+        "get_object",
+        {"Body": body(artifact), "ContentLength": len(artifact)},
+        {"Bucket": "models-bucket", "Key": "churn/train/job-7/output/model.tar.gz"},
+    )
+    return (lambda region: (sagemaker, s3)), paths, [sagemaker_stub, s3_stub]
+
+
+def test_evaluate_scores_the_champion_on_the_same_records_with_the_same_metrics(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    clients, (predictions_dir, test_dir, output_dir), stubs = job_with_champion(
+        tmp_path, champion_artifact([0.8, -0.3, 0.1], 0.2)
+    )
+    monkeypatch.setattr("evaluation.evaluate.aws_clients", clients)
+    settings = GateSettings(0.6, 0.05, GROUP, REGION)
+    with stubs[0], stubs[1]:
+        report = evaluate(predictions_dir, test_dir, output_dir, "binary_classifier", 30, 0, settings)
+    for stub in stubs:
+        stub.assert_no_pending_responses()
+
+    # the champion's scores recomputed independently: the same test features (write_job_inputs' generator)
+    labels = binary_case(400)[0].astype(int)
+    features = np.random.default_rng(7).normal(size=(400, 3)).astype(np.float32)
+    champion_scores = 1 / (1 + np.exp(-(features @ np.array([0.8, -0.3, 0.1], np.float32) + np.float32(0.2))))
+    champion = report["champion"]
+    assert champion["model_package_arn"] == f"{ARN}/2" and champion["version"] == 2
+    assert champion["model_data_url"] == MODEL_URL
+    auc = champion["binary_classification_metrics"]["auc"]["value"]
+    assert auc == pytest.approx(skm.roc_auc_score(labels, champion_scores), abs=1e-9)
+    assert champion["gate"] == {"metric": "auc", "value": auc}
+    assert set(champion["binary_classification_metrics"]) == set(report["binary_classification_metrics"])
+    challenger = report["gate"]["value"]
+    assert report["decision"] == {
+        "promote": challenger >= 0.6 and challenger >= auc - 0.05,
+        "metric": "auc",
+        "challenger_value": challenger,
+        "metric_threshold": 0.6,
+        "champion_model_package_arn": f"{ARN}/2",
+        "champion_value": auc,
+        "champion_tolerance": 0.05,
+        "champion_floor": auc - 0.05,
+        "reason": report["decision"]["reason"],
+    }
+    assert f"champion version 2 (auc {auc:.6g} on this test split)" in report["decision"]["reason"]
+    written = json.loads((output_dir / "evaluation.json").read_text())
+    assert written["decision"] == report["decision"] and written["champion"]["version"] == 2
+
+
+def test_a_champion_whose_artifact_cannot_be_read_fails_evaluate_and_writes_no_report(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    clients, (predictions_dir, test_dir, output_dir), stubs = job_with_champion(tmp_path, b"\x1f\x8b not a model")
+    monkeypatch.setattr("evaluation.evaluate.aws_clients", clients)
+    with stubs[0], stubs[1], pytest.raises(EvaluationError) as raised:
+        evaluate(predictions_dir, test_dir, output_dir, "binary_classifier", 2, 0, GateSettings(0.6, 0, GROUP))
+    assert str(raised.value).startswith(f"champion {ARN}/2 ({MODEL_URL}): cannot read its model artifact: ")
+    assert not (output_dir / "evaluation.json").exists()
+
+
+def test_a_champion_of_another_kind_or_width_cannot_be_compared(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    regressor = LinearModel("regressor", "squared_loss", np.ones((3, 1), np.float32), np.zeros(1, np.float32))
+    clients, paths, stubs = job_with_champion(tmp_path / "kind", artifact_bytes(regressor))
+    monkeypatch.setattr("evaluation.evaluate.aws_clients", clients)
+    with stubs[0], stubs[1], pytest.raises(EvaluationError, match="is a regressor, this execution evaluates a binary"):
+        evaluate(*paths, "binary_classifier", 2, 0, GateSettings(0.6, 0, GROUP))
+    clients, paths, stubs = job_with_champion(tmp_path / "width", champion_artifact([1.0, 2.0], 0.0))
+    monkeypatch.setattr("evaluation.evaluate.aws_clients", clients)
+    width = "cannot read its model artifact: .*the model takes 2 features, the data has 3"
+    with stubs[0], stubs[1], pytest.raises(EvaluationError, match=width):
+        evaluate(*paths, "binary_classifier", 2, 0, GateSettings(0.6, 0, GROUP))
+
+
+@pytest.mark.parametrize(
+    ("value", "threshold", "champion_value", "tolerance", "promote", "floor"),
+    [
+        (0.80, 0.6, None, 0.0, True, 0.80),  # no champion: the threshold alone decides
+        (0.55, 0.6, None, 0.0, False, 0.55),
+        (0.80, 0.6, 0.80, 0.0, True, 0.80),  # as good as the champion is good enough
+        (0.79, 0.6, 0.80, 0.0, False, 0.80),
+        (0.79, 0.6, 0.80, 0.02, True, 0.78),  # within the tolerance
+        (0.59, 0.6, 0.50, 0.0, False, 0.50),  # beats the champion, misses the threshold
+    ],
+)
+def test_the_decision_needs_the_threshold_and_the_champion_floor(
+    value: float, threshold: float, champion_value: float | None, tolerance: float, promote: bool, floor: float
+) -> None:
+    champion = None
+    if champion_value is not None:
+        champion = {"model_package_arn": f"{ARN}/1", "version": 1, "gate": {"metric": "auc", "value": champion_value}}
+    decision = decide("auc", value, GateSettings(threshold, tolerance, GROUP), champion, GROUP)
+    assert decision["promote"] is promote
+    assert decision["champion_floor"] == pytest.approx(floor)
+    # the pipeline's Condition step decides the same from the report: gate >= threshold and gate >= floor
+    assert (value >= threshold and value >= decision["champion_floor"]) is promote
+    assert decision["champion_value"] == (champion_value if champion else "none")
+    if champion is None:
+        assert decision["reason"].endswith(
+            f"no approved champion (model package group {GROUP}): the threshold alone decides"
+        )
+    else:
+        assert f"ChampionTolerance {tolerance:g}" in decision["reason"]
+
+
+def test_gate_settings_reject_a_negative_or_missing_tolerance() -> None:
+    with pytest.raises(EvaluationError, match="ChampionTolerance is -0.1, expected a finite number >= 0"):
+        GateSettings(0.6, -0.1)
+    with pytest.raises(EvaluationError, match="MetricThreshold is nan"):
+        GateSettings(math.nan)
+
+
+# -------------------------------------------------------------------------------- the local stand-in endpoint
+
+
+def register(registry: LocalRegistry, version_url: str, status: str) -> str:
+    request = {
+        "ModelPackageGroupName": GROUP,
+        "ModelApprovalStatus": status,
+        "InferenceSpecification": {
+            "Containers": [
+                {"Image": "123.dkr.ecr.eu-west-1.amazonaws.com/linear-learner:1", "ModelDataUrl": version_url}
+            ],
+            "SupportedContentTypes": ["text/csv"],
+            "SupportedResponseMIMETypes": ["application/jsonlines"],
+        },
+        "ModelMetrics": {"ModelQuality": {"Statistics": {"ContentType": "application/json", "S3Uri": "s3://b/e.json"}}},
+        "MetadataProperties": {"GeneratedBy": "arn:aws:sagemaker:eu-west-1:123456789012:pipeline/p/execution/e1"},
+        "CustomerMetadataProperties": {"ChampionModelPackageArn": "none"},
+    }
+    return registry.register(request, region=REGION, account=ACCOUNT).arn
+
+
+@pytest.fixture
+def endpoint(tmp_path: Path) -> Any:
+    s3 = LocalS3(tmp_path / "s3")
+    registry = LocalRegistry(tmp_path / "registry.db")
+    for version, status in enumerate(("Approved", "Rejected", "Approved", "PendingManualApproval"), start=1):
+        register(registry, f"s3://models-bucket/run-{version}/model.tar.gz", status)
+        s3.put_bytes(f"s3://models-bucket/run-{version}/model.tar.gz", f"model {version}".encode())
+    with serve(s3, registry.db_path, REGION) as running:
+        session = boto3.session.Session(region_name=REGION, aws_access_key_id="AKIDEXAMPLE", aws_secret_access_key="x")
+        yield (
+            running,
+            session.client("sagemaker", endpoint_url=running.url),
+            session.client("s3", endpoint_url=running.url),
+        )
+
+
+def test_the_endpoint_lists_as_sagemaker_does_ascending_by_default_filtered_and_paged(endpoint: Any) -> None:
+    running, sagemaker, _ = endpoint
+    everything = sagemaker.list_model_packages(ModelPackageGroupName=GROUP)["ModelPackageSummaryList"]
+    assert [s["ModelPackageVersion"] for s in everything] == [1, 2, 3, 4]  # the default order is ascending
+    assert isinstance(everything[0]["CreationTime"], datetime)
+    approved = sagemaker.list_model_packages(**{**LIST_REQUEST, "ModelPackageGroupName": GROUP, "MaxResults": 1})
+    assert [s["ModelPackageVersion"] for s in approved["ModelPackageSummaryList"]] == [3]
+    second = sagemaker.list_model_packages(**{**LIST_REQUEST, "MaxResults": 1, "NextToken": approved["NextToken"]})
+    assert [s["ModelPackageVersion"] for s in second["ModelPackageSummaryList"]] == [1]
+    assert "NextToken" not in second
+    assert second["ModelPackageSummaryList"][0]["ModelPackageStatus"] == "Completed"
+    assert sagemaker.list_model_packages(ModelPackageGroupName="no-such-group")["ModelPackageSummaryList"] == []
+    assert running.endpoint.requests[:2] == [
+        {"service": "sagemaker", "operation": "ListModelPackages", "parameters": {"ModelPackageGroupName": GROUP}},
+        {"service": "sagemaker", "operation": "ListModelPackages", "parameters": {**LIST_REQUEST, "MaxResults": 1}},
+    ]
+
+
+def test_the_endpoint_describes_packages_and_serves_s3_objects(endpoint: Any, tmp_path: Path) -> None:
+    running, sagemaker, s3 = endpoint
+    described = sagemaker.describe_model_package(ModelPackageName=f"{ARN}/3")
+    assert described["ModelPackageVersion"] == 3 and described["ModelApprovalStatus"] == "Approved"
+    container = described["InferenceSpecification"]["Containers"][0]
+    assert container["ModelDataUrl"] == "s3://models-bucket/run-3/model.tar.gz"
+    assert described["CustomerMetadataProperties"] == {"ChampionModelPackageArn": "none"}
+    assert described["ModelMetrics"]["ModelQuality"]["Statistics"]["S3Uri"] == "s3://b/e.json"
+    with pytest.raises(ClientError, match="ValidationException.*does not exist"):
+        sagemaker.describe_model_package(ModelPackageName=f"{ARN}/99")
+
+    assert s3.get_object(Bucket="models-bucket", Key="run-3/model.tar.gz")["Body"].read() == b"model 3"
+    assert s3.head_object(Bucket="models-bucket", Key="run-3/model.tar.gz")["ContentLength"] == 7
+    listed = s3.list_objects_v2(Bucket="models-bucket", Prefix="run-")
+    assert [item["Key"] for item in listed["Contents"]] == [f"run-{v}/model.tar.gz" for v in (1, 2, 3, 4)]
+    with pytest.raises(ClientError, match="NoSuchKey"):
+        s3.get_object(Bucket="models-bucket", Key="run-9/model.tar.gz")
+    with pytest.raises(ClientError, match="UnknownOperationException"):
+        sagemaker.list_model_package_groups()
+    assert [(r["service"], r["operation"]) for r in running.endpoint.requests] == [
+        ("sagemaker", "DescribeModelPackage"),
+        ("sagemaker", "DescribeModelPackage"),
+        ("s3", "GetObject"),
+        ("s3", "HeadObject"),
+        ("s3", "ListObjectsV2"),
+        ("s3", "GetObject"),
+        ("sagemaker", "ListModelPackageGroups"),
+    ]
+
+
+def test_the_container_module_finds_and_fetches_the_champion_through_the_endpoint(
+    endpoint: Any, tmp_path: Path
+) -> None:
+    running, sagemaker, s3 = endpoint
+    champion = find_champion(sagemaker, GROUP)
+    assert champion == Champion(f"{ARN}/3", GROUP, 3, "s3://models-bucket/run-3/model.tar.gz")
+    assert download_model(s3, champion, tmp_path / "download").read_bytes() == b"model 3"
+    assert running.endpoint.requests == [
+        {"service": "sagemaker", "operation": "ListModelPackages", "parameters": LIST_REQUEST},
+        {"service": "sagemaker", "operation": "DescribeModelPackage", "parameters": {"ModelPackageName": f"{ARN}/3"}},
+        {
+            "service": "s3",
+            "operation": "GetObject",
+            "parameters": {"Bucket": "models-bucket", "Key": "run-3/model.tar.gz"},
+        },
+    ]
+    assert running.environment()["AWS_ENDPOINT_URL"] == running.url and running.url.startswith("http://127.0.0.1:")
