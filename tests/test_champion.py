@@ -373,3 +373,98 @@ def test_the_container_module_finds_and_fetches_the_champion_through_the_endpoin
         },
     ]
     assert running.environment()["AWS_ENDPOINT_URL"] == running.url and running.url.startswith("http://127.0.0.1:")
+
+
+# ------------------------------------------------------------------------- a local processing job's AWS access
+
+JOB_SCRIPT = """
+import json, os, pathlib, sys
+import boto3
+result = {name: os.environ.get(name) for name in ("AWS_ENDPOINT_URL", "AWS_PROFILE", "AWS_REGION")}
+try:
+    listed = boto3.client("sagemaker").list_model_packages(ModelPackageGroupName="churn-models", SortOrder="Descending")
+    result["versions"] = [summary["ModelPackageVersion"] for summary in listed["ModelPackageSummaryList"]]
+    result["object"] = boto3.client("s3").get_object(Bucket="bkt", Key="code/job.py")["Body"].read().decode()[:6]
+except Exception as error:
+    result["error"] = type(error).__name__
+pathlib.Path(sys.argv[1], "result.json").write_text(json.dumps(result))
+"""
+
+
+def aws_job_definition(isolated: bool) -> dict[str, Any]:
+    return {
+        "Version": "2020-12-01",
+        "Parameters": [],
+        "Steps": [
+            {
+                "Name": "Job",
+                "Type": "Processing",
+                "Arguments": {
+                    "ProcessingResources": {"ClusterConfig": {"InstanceCount": 1}},
+                    "AppSpecification": {
+                        "ImageUri": "sklearn-image",
+                        "ContainerEntrypoint": ["python3", "/opt/ml/processing/input/code/job.py"],
+                        "ContainerArguments": ["/opt/ml/processing/output"],
+                    },
+                    "NetworkConfig": {"EnableNetworkIsolation": isolated},
+                    "ProcessingInputs": [
+                        {
+                            "InputName": "code",
+                            "S3Input": {"S3Uri": "s3://bkt/code/", "LocalPath": "/opt/ml/processing/input/code"},
+                        }
+                    ],
+                    "ProcessingOutputConfig": {
+                        "Outputs": [
+                            {
+                                "OutputName": "result",
+                                "S3Output": {"S3Uri": "s3://bkt/out/", "LocalPath": "/opt/ml/processing/output"},
+                            }
+                        ]
+                    },
+                },
+            }
+        ],
+    }
+
+
+@pytest.mark.parametrize("isolated", [False, True])
+def test_a_local_processing_job_reaches_the_registry_and_s3_through_boto3_unless_isolated(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, isolated: bool
+) -> None:
+    from pipeline.local.executions import ExecutionStore
+    from pipeline.local.interpreter import Interpreter
+    from pipeline.local.jobs import local_runners
+
+    # this process's AWS configuration must not leak into the job: it would send the job to the real service
+    monkeypatch.setenv("AWS_PROFILE", "someone-elses-profile")
+    monkeypatch.setenv("AWS_ENDPOINT_URL_SAGEMAKER", "http://127.0.0.1:9")
+    s3 = LocalS3(tmp_path / "s3")
+    s3.put_bytes("s3://bkt/code/job.py", JOB_SCRIPT.encode())
+    registry = LocalRegistry(tmp_path / "registry.db")
+    for status in ("Approved", "PendingManualApproval"):
+        register(registry, "s3://bkt/code/job.py", status)
+    interpreter = Interpreter(
+        runners=local_runners(tmp_path, region=REGION, account=ACCOUNT),
+        store=ExecutionStore(tmp_path / "executions"),
+        read_json=lambda uri: json.loads(s3.path(uri).read_text()),
+        pipeline_name="aws-test",
+    )
+    record = interpreter.run(aws_job_definition(isolated), {})
+    assert record.status == "Succeeded", record.failure_reason
+    result = json.loads(s3.path("s3://bkt/out/result.json").read_text())
+    assert result["AWS_PROFILE"] is None
+    requests = record.folder / "steps" / "Job" / "aws-requests.json"
+    if isolated:  # no endpoint, no credentials: like an isolated container, the job reaches no API
+        assert result == {"AWS_ENDPOINT_URL": None, "AWS_PROFILE": None, "AWS_REGION": None, "error": "NoRegionError"}
+        assert not requests.exists()
+        return
+    assert result["AWS_ENDPOINT_URL"].startswith("http://127.0.0.1:") and result["AWS_REGION"] == REGION
+    assert result["versions"] == [2, 1] and result["object"] == "\nimpor"
+    assert json.loads(requests.read_text()) == [
+        {
+            "service": "sagemaker",
+            "operation": "ListModelPackages",
+            "parameters": {"ModelPackageGroupName": GROUP, "SortOrder": "Descending"},
+        },
+        {"service": "s3", "operation": "GetObject", "parameters": {"Bucket": "bkt", "Key": "code/job.py"}},
+    ]
