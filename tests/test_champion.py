@@ -468,3 +468,18 @@ def test_a_local_processing_job_reaches_the_registry_and_s3_through_boto3_unless
         },
         {"service": "s3", "operation": "GetObject", "parameters": {"Bucket": "bkt", "Key": "code/job.py"}},
     ]
+
+
+def test_the_pipeline_role_lets_evaluate_read_the_champion() -> None:
+    policy = json.loads((Path(__file__).resolve().parents[1] / "iam" / "pipeline-role-policy.json").read_text())
+    grants: dict[str, set[str]] = {}
+    for statement in policy["Statement"]:
+        actions = [statement["Action"]] if isinstance(statement["Action"], str) else statement["Action"]
+        resources = [statement["Resource"]] if isinstance(statement["Resource"], str) else statement["Resource"]
+        for action in actions:
+            grants.setdefault(action, set()).update(resources)
+    group_versions = "arn:aws:sagemaker:${AWS_REGION}:${AWS_ACCOUNT_ID}:model-package/${MODEL_PACKAGE_GROUP}/*"
+    assert grants["sagemaker:ListModelPackages"] == {"*"}  # a list action: no resource-level permissions
+    assert group_versions in grants["sagemaker:DescribeModelPackage"]
+    assert "arn:aws:s3:::${ARTIFACT_BUCKET}/*" in grants["s3:GetObject"]
+    assert "${KMS_KEY_ARN}" in grants["kms:Decrypt"]
