@@ -483,3 +483,22 @@ def test_the_pipeline_role_lets_evaluate_read_the_champion() -> None:
     assert group_versions in grants["sagemaker:DescribeModelPackage"]
     assert "arn:aws:s3:::${ARTIFACT_BUCKET}/*" in grants["s3:GetObject"]
     assert "${KMS_KEY_ARN}" in grants["kms:Decrypt"]
+
+
+def test_the_champion_module_is_container_code_importing_boto3_only_when_it_looks_up() -> None:
+    """Python 3.9 syntax; the standard library at import time; boto3/botocore (in the image) only inside functions."""
+    import ast
+    import sys
+
+    tree = ast.parse(
+        (Path(__file__).resolve().parents[1] / "evaluation" / "champion.py").read_text(), feature_version=(3, 9)
+    )
+
+    def modules(nodes: list[ast.stmt]) -> set[str]:
+        found = {alias.name.split(".")[0] for node in nodes if isinstance(node, ast.Import) for alias in node.names}
+        return found | {node.module.split(".")[0] for node in nodes if isinstance(node, ast.ImportFrom) and node.module}
+
+    top_level = modules(tree.body)
+    everywhere = modules(list(ast.walk(tree)))
+    assert top_level <= set(sys.stdlib_module_names)
+    assert everywhere - set(sys.stdlib_module_names) == {"boto3", "botocore"}
