@@ -17,19 +17,31 @@ from typing import Any
 
 from pipeline.code_bundles import REPOSITORY_ROOT, CodeBundle, repository_bundle
 from pipeline.config import PipelineConfig, load_config
+from pipeline.names import (
+    BINARY_CLASSIFIER,
+    CHAMPION_FLOOR,
+    CHAMPION_TOLERANCE,
+    CREATE_MODEL,
+    CSV,
+    DECISION,
+    EVALUATE,
+    GATE,
+    JSON,
+    JSONLINES,
+    METRIC_THRESHOLD,
+    PREDICTOR_TYPES,
+    PREPROCESS,
+    QUALITY_GATE,
+    QUALITY_GATE_FAILED,
+    RECORDIO,
+    REGISTER,
+    REPORT_NAME,
+    REPORT_PROPERTY_FILE,
+    TRAIN,
+    TRANSFORM,
+)
 from pipeline.offline import offline_sdk, offline_session
 
-STEP_NAMES = (
-    "Preprocess",
-    "Train",
-    "CreateModel",
-    "Transform",
-    "Evaluate",
-    "QualityGate",
-    "Register",
-    "QualityGateFailed",
-)
-RECORDIO = "application/x-recordio-protobuf"
 CODE_DIR = "/opt/ml/processing/input/code"
 PREPROCESS_INPUT_DIR = "/opt/ml/processing/input/data"
 PREPROCESS_OUTPUT_DIR = "/opt/ml/processing/output"
@@ -42,8 +54,8 @@ CACHE_EXPIRY = "P30D"  # ISO 8601: reuse a successful step with identical inputs
 TRAINING_MAX_RUNTIME_SECONDS = 24 * 3600  # explicit: the SDK v3 default is one hour
 PROCESSING_MAX_RUNTIME_SECONDS = 12 * 3600
 INFERENCE_INSTANCE_TYPES = ["ml.m5.large", "ml.m5.xlarge", "ml.c5.large", "ml.c5.xlarge"]
-INFERENCE_CONTENT_TYPES = [RECORDIO, "text/csv", "application/json"]
-INFERENCE_RESPONSE_TYPES = ["application/json", "application/jsonlines", RECORDIO]
+INFERENCE_CONTENT_TYPES = [RECORDIO, CSV, JSON]
+INFERENCE_RESPONSE_TYPES = [JSON, JSONLINES, RECORDIO]
 
 
 @dataclass(frozen=True)
@@ -136,8 +148,8 @@ class Parameters:
             evaluation_instance_type=ParameterString("EvaluationInstanceType", "ml.m5.large"),
             predictor_type=ParameterString(
                 "PredictorType",
-                "binary_classifier",
-                enum_values=["binary_classifier", "multiclass_classifier", "regressor"],
+                BINARY_CLASSIFIER,
+                enum_values=list(PREDICTOR_TYPES),
             ),
             label_column=ParameterString("LabelColumn", "label"),
             # "NEG,POS" or "A,B,C": label values mapped to 0..K-1; empty = labels already 0/1 or 0..K-1
@@ -152,9 +164,9 @@ class Parameters:
             wd=ParameterString("Wd", "auto"),
             l1=ParameterString("L1", "auto"),
             loss=ParameterString("Loss", "auto"),
-            metric_threshold=ParameterFloat("MetricThreshold", 0.6),
+            metric_threshold=ParameterFloat(METRIC_THRESHOLD, 0.6),
             # how much worse than the approved champion (same test split, same metric) a new model may be
-            champion_tolerance=ParameterFloat("ChampionTolerance", 0.0),
+            champion_tolerance=ParameterFloat(CHAMPION_TOLERANCE, 0.0),
             model_approval_status=ParameterString(
                 "ModelApprovalStatus",
                 "PendingManualApproval",
@@ -372,7 +384,7 @@ def _preprocess_step(config: PipelineConfig, params: Parameters, bundle: CodeBun
         wait=False,
         logs=False,
     )
-    return ProcessingStep(name="Preprocess", step_args=step_args, **_job_step_options())
+    return ProcessingStep(name=PREPROCESS, step_args=step_args, **_job_step_options())
 
 
 def _preprocess_output(preprocess: Any, name: str) -> Any:
@@ -450,7 +462,7 @@ def _train_step(config: PipelineConfig, params: Parameters, preprocess: Any, ses
         wait=False,
         logs=False,
     )
-    return TrainingStep(name="Train", step_args=step_args, **_job_step_options())
+    return TrainingStep(name=TRAIN, step_args=step_args, **_job_step_options())
 
 
 def _trainer_tags(config: PipelineConfig) -> Any:
@@ -487,7 +499,7 @@ def _create_model_step(config: PipelineConfig, train: Any, session: Any) -> Any:
 
     # with use_custom_job_prefix the name is a prefix: SageMaker appends a unique suffix per execution
     step_args = _model_builder(config, train, session).build(model_name=f"{config.base_job_prefix}-model")
-    return ModelStep(name="CreateModel", step_args=step_args, retry_policies=_model_step_retries())
+    return ModelStep(name=CREATE_MODEL, step_args=step_args, retry_policies=_model_step_retries())
 
 
 def _transform_step(config: PipelineConfig, params: Parameters, preprocess: Any, create_model: Any, session: Any):
@@ -501,7 +513,7 @@ def _transform_step(config: PipelineConfig, params: Parameters, preprocess: Any,
         strategy="MultiRecord",
         max_payload=6,
         assemble_with="Line",
-        accept="application/jsonlines",
+        accept=JSONLINES,
         output_path=_execution_uri(config, "transform"),
         output_kms_key=config.kms_key_id,
         volume_kms_key=config.kms_key_id,
@@ -517,7 +529,7 @@ def _transform_step(config: PipelineConfig, params: Parameters, preprocess: Any,
         wait=False,
         logs=False,
     )
-    return TransformStep(name="Transform", step_args=step_args, **_job_step_options())
+    return TransformStep(name=TRANSFORM, step_args=step_args, **_job_step_options())
 
 
 def _evaluate_step(
@@ -557,10 +569,10 @@ def _evaluate_step(
         wait=False,
         logs=False,
     )
-    report = PropertyFile(name="EvaluationReport", output_name="evaluation", path="evaluation.json")
+    report = PropertyFile(name=REPORT_PROPERTY_FILE, output_name="evaluation", path=REPORT_NAME)
     # Never cached: the champion it compares with is read from the registry, which is in no cache key.
     step = ProcessingStep(
-        name="Evaluate", step_args=step_args, property_files=[report], **_job_step_options(cache=False)
+        name=EVALUATE, step_args=step_args, property_files=[report], **_job_step_options(cache=False)
     )
     return step, report
 
@@ -574,12 +586,12 @@ def _register_step(
 
     def decision(field: str) -> Any:
         # Join makes every value a string, as CustomerMetadataProperties requires
-        value = JsonGet(step_name=evaluate.name, property_file=report, json_path=f"decision.{field}")
+        value = JsonGet(step_name=evaluate.name, property_file=report, json_path=f"{DECISION}.{field}")
         return Join(on="", values=[value])
 
     report_uri = Join(
         on="/",
-        values=[evaluate.properties.ProcessingOutputConfig.Outputs["evaluation"].S3Output.S3Uri, "evaluation.json"],
+        values=[evaluate.properties.ProcessingOutputConfig.Outputs["evaluation"].S3Output.S3Uri, REPORT_NAME],
     )
     step_args = _model_builder(config, train, session).register(
         model_package_group_name=config.model_package_group,
@@ -588,7 +600,7 @@ def _register_step(
         inference_instances=INFERENCE_INSTANCE_TYPES,
         transform_instances=INFERENCE_INSTANCE_TYPES,
         model_metrics=ModelMetrics(
-            model_statistics=MetricsSource(s3_uri=report_uri, content_type="application/json"),
+            model_statistics=MetricsSource(s3_uri=report_uri, content_type=JSON),
         ),
         approval_status=params.model_approval_status,
         # the champion this version was compared with on the same test split, and why it was promoted
@@ -600,7 +612,7 @@ def _register_step(
             "ChampionTolerance": decision("champion_tolerance"),
         },
     )
-    return ModelStep(name="Register", step_args=step_args, retry_policies=_model_step_retries())
+    return ModelStep(name=REGISTER, step_args=step_args, retry_policies=_model_step_retries())
 
 
 def _quality_gate_step(params: Parameters, evaluate: Any, report: Any, register: Any) -> Any:
@@ -610,36 +622,39 @@ def _quality_gate_step(params: Parameters, evaluate: Any, report: Any, register:
     from sagemaker.core.workflow.functions import Join, JsonGet
     from sagemaker.mlops.workflow import ConditionStep, FailStep
 
-    def field(path: str) -> Any:
-        return JsonGet(step_name=evaluate.name, property_file=report, json_path=path)
+    def gate(field: str) -> Any:
+        return JsonGet(step_name=evaluate.name, property_file=report, json_path=f"{GATE}.{field}")
+
+    def decision(field: str) -> Any:
+        return JsonGet(step_name=evaluate.name, property_file=report, json_path=f"{DECISION}.{field}")
 
     failed = FailStep(
-        name="QualityGateFailed",
+        name=QUALITY_GATE_FAILED,
         error_message=Join(
             on=" ",
             values=[
                 "Quality gate failed:",
-                field("gate.metric"),
+                gate("metric"),
                 "=",
-                field("gate.value"),
+                gate("value"),
                 "vs MetricThreshold",
                 params.metric_threshold,
                 "and champion",
-                field("decision.champion_value"),
+                decision("champion_value"),
                 "minus ChampionTolerance",
                 params.champion_tolerance,
                 "=",
-                field("decision.champion_floor"),
+                decision(CHAMPION_FLOOR),
                 "|",
-                field("decision.reason"),
+                decision("reason"),
             ],
         ),
     )
     return ConditionStep(
-        name="QualityGate",
+        name=QUALITY_GATE,
         conditions=[
-            ConditionGreaterThanOrEqualTo(left=field("gate.value"), right=params.metric_threshold),
-            ConditionGreaterThanOrEqualTo(left=field("gate.value"), right=field("decision.champion_floor")),
+            ConditionGreaterThanOrEqualTo(left=gate("value"), right=params.metric_threshold),
+            ConditionGreaterThanOrEqualTo(left=gate("value"), right=decision(CHAMPION_FLOOR)),
         ],
         if_steps=[register],
         else_steps=[failed],

@@ -434,6 +434,7 @@ def test_a_local_processing_job_reaches_the_registry_and_s3_through_boto3_unless
     from pipeline.local.executions import ExecutionStore
     from pipeline.local.interpreter import Interpreter
     from pipeline.local.jobs import local_runners
+    from pipeline.local.workdir import Workdir
 
     # this process's AWS configuration must not leak into the job: it would send the job to the real service
     monkeypatch.setenv("AWS_PROFILE", "someone-elses-profile")
@@ -444,7 +445,7 @@ def test_a_local_processing_job_reaches_the_registry_and_s3_through_boto3_unless
     for status in ("Approved", "PendingManualApproval"):
         register(registry, "s3://bkt/code/job.py", status)
     interpreter = Interpreter(
-        runners=local_runners(tmp_path, region=REGION, account=ACCOUNT),
+        runners=local_runners(Workdir(tmp_path), region=REGION, account=ACCOUNT),
         store=ExecutionStore(tmp_path / "executions"),
         read_json=lambda uri: json.loads(s3.path(uri).read_text()),
         pipeline_name="aws-test",

@@ -15,11 +15,12 @@ from typing import Any
 import pytest
 
 from pipeline import cli
+from pipeline.cli.render.summary import summarise
 from pipeline.config import load_config
 from pipeline.local.executions import ExecutionRecord
 from pipeline.local.registry import LocalRegistry
 from pipeline.local.runner import LocalRun, build_local_run, example_data
-from pipeline.local.summary import summarise
+from pipeline.local.workdir import Workdir
 
 GROUP = "linear-learner-models"
 PACKAGE_ARN = f"arn:aws:sagemaker:us-east-1:111122223333:model-package/{GROUP}"
@@ -53,11 +54,12 @@ def aws_requests(record: ExecutionRecord) -> list[dict[str, Any]]:
 def test_a_new_model_is_registered_only_when_it_is_no_worse_than_the_approved_champion(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    run = build_local_run(load_config(env={}), tmp_path)
+    workdir = Workdir(tmp_path)
+    run = build_local_run(load_config(env={}), workdir)
     registry = LocalRegistry(tmp_path / "registry.db")
 
     # 1. no champion yet: the threshold alone decides, and the report says so
-    first = run.execute(example_data(tmp_path), WEAK)
+    first = run.execute(example_data(workdir), WEAK)
     assert first.status == "Succeeded", first.failure_reason
     first_report = report_of(run, first)
     champion_value = first_report["gate"]["value"]
@@ -81,7 +83,7 @@ def test_a_new_model_is_registered_only_when_it_is_no_worse_than_the_approved_ch
     capsys.readouterr()
 
     # 2. a worse configuration on the same data clears MetricThreshold but not the champion: the gate fails
-    worse = run.execute(example_data(tmp_path), WORSE)
+    worse = run.execute(example_data(workdir), WORSE)
     assert worse.status == "Failed"
     assert worse.steps["Preprocess"].cache_hit_source == first.id  # same data, same split
     assert worse.steps["QualityGateFailed"].status == "Failed" and worse.steps["Register"].status == "Skipped"
@@ -116,7 +118,7 @@ def test_a_new_model_is_registered_only_when_it_is_no_worse_than_the_approved_ch
     assert [package.version for package in registry.list_packages()] == [1]
 
     # 3. a better configuration registers, recording the champion it was compared with
-    better = run.execute(example_data(tmp_path), BETTER)
+    better = run.execute(example_data(workdir), BETTER)
     assert better.status == "Succeeded", better.failure_reason
     better_report = report_of(run, better)
     assert better_report["gate"]["value"] >= champion_value
@@ -153,7 +155,7 @@ def test_a_new_model_is_registered_only_when_it_is_no_worse_than_the_approved_ch
     # 4. the approved champion's artifact is damaged: Evaluate fails with the reason, nothing is registered
     champion_artifact = run.s3.path(v1.model_data_url)
     champion_artifact.write_bytes(champion_artifact.read_bytes()[:100])
-    damaged = run.execute(example_data(tmp_path), BETTER)
+    damaged = run.execute(example_data(workdir), BETTER)
     assert damaged.status == "Failed"
     assert damaged.steps["Train"].cache_hit_source == better.id
     assert damaged.steps["Evaluate"].status == "Failed"

@@ -19,7 +19,8 @@ from botocore.validate import validate_parameters
 
 from pipeline.code_bundles import REPOSITORY_ROOT, build_bundle, repository_bundle
 from pipeline.config import PipelineConfig
-from pipeline.definition import STEP_NAMES, BuiltDefinition, build_definition
+from pipeline.definition import BuiltDefinition, build_definition
+from pipeline.names import STEP_NAMES
 
 EXECUTION_ID = "a1b2c3d4e5f6"
 OPERATION_BY_STEP_TYPE = {

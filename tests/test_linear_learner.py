@@ -20,6 +20,7 @@ from sklearn.pipeline import make_pipeline
 from sklearn.preprocessing import StandardScaler
 
 from evaluation.linear_learner_model import read_model
+from pipeline.errors import AlgorithmInputError
 from pipeline.local.linear_learner.artifact import save_model
 from pipeline.local.linear_learner.collective import LocalCollective
 from pipeline.local.linear_learner.hyperparameters import HyperparameterError, parse_hyperparameters
@@ -311,24 +312,24 @@ def test_sparse_recordio_channel_trains_without_mean_shift(tmp_path):
      "label 1.5; expected an integer from 0 to 2"),
 ])
 def test_bad_csv_channels_name_the_file_record_and_expectation(tmp_path, content, options, expected):
-    from pipeline.local.linear_learner.data import DataError, read_channel
+    from pipeline.local.linear_learner.data import read_channel
 
     path = tmp_path / "part.csv"
     path.write_text(content)
     settings = {"feature_dim": None, "predictor_type": "binary_classifier", "num_classes": 1, **options}
-    with pytest.raises(DataError) as error:
+    with pytest.raises(AlgorithmInputError) as error:
         read_channel("train", [path], "text/csv", **settings)
     assert str(error.value).startswith(str(path)) and expected in str(error.value)
 
 
 def test_truncated_recordio_names_the_file(tmp_path):
-    from pipeline.local.linear_learner.data import DataError, read_channel
+    from pipeline.local.linear_learner.data import read_channel
     from preprocessing.recordio import write_dense
 
     path = tmp_path / "bad.pbr"
     with path.open("wb") as stream:
         write_dense(stream, np.ones((5, 3), dtype=np.float32), np.ones(5, dtype=np.float32))
     path.write_bytes(path.read_bytes()[:-9])
-    with pytest.raises(DataError, match="bad.pbr"):
+    with pytest.raises(AlgorithmInputError, match="bad.pbr"):
         read_channel("train", [path], "application/x-recordio-protobuf", feature_dim=None,
                      predictor_type="binary_classifier", num_classes=1)

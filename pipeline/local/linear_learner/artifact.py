@@ -34,6 +34,7 @@ from evaluation.linear_learner_model import (
     WEIGHT,
     LinearModel,
 )
+from pipeline.files import write_bytes_atomically
 from pipeline.local.linear_learner.hyperparameters import Hyperparameters
 
 MANIFEST_BYTES = b'{"mx-mod": "mxnet_module", "additional-params.json": "json", "version": 1}'
@@ -199,8 +200,5 @@ def artifact_bytes(model: LinearModel) -> bytes:
 
 def save_model(model: LinearModel, path: Path) -> None:
     """Write ``path`` (model.tar.gz) atomically: a temporary name, renamed when complete."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    temporary = path.with_name(path.name + ".tmp")
-    temporary.write_bytes(artifact_bytes(model))
-    temporary.replace(path)
+    write_bytes_atomically(path, artifact_bytes(model))
 

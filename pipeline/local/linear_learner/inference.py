@@ -8,7 +8,8 @@ from pathlib import Path
 import numpy as np
 
 from evaluation.linear_learner_model import LinearModel, read_model
-from pipeline.local.linear_learner.data import DataError, read_features_and_labels
+from pipeline.errors import AlgorithmInputError
+from pipeline.local.linear_learner.data import read_features_and_labels
 
 
 def prediction_lines(model: LinearModel, features) -> list[str]:
@@ -34,8 +35,8 @@ def transform_files(model_path: Path, input_files: Sequence[Path], output_dir: P
         for path in input_files:
             features, _ = read_features_and_labels(path, content_type, labels_in_csv=False)
             if features.shape[1] != model.feature_dim:
-                raise DataError(f"{path}: records have {features.shape[1]} features; the model expects "
-                                f"{model.feature_dim} ({model_path})")
+                raise AlgorithmInputError(f"{path}: records have {features.shape[1]} features; the model expects "
+                                          f"{model.feature_dim} ({model_path})")
             target = output_dir / (path.name + ".out")
             temporary = target.with_name(target.name + ".tmp")
             lines = prediction_lines(model, features) if features.shape[0] else []

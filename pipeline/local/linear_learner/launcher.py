@@ -22,9 +22,11 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from pipeline.local.sharding import DISTRIBUTIONS, objects_for_instance
+from pipeline.errors import TrainingError
+from pipeline.files import atomic_path, write_text_atomically
+from pipeline.names import RECORDIO, TRAINING_CONTENT_TYPES
+from pipeline.sharding import DISTRIBUTIONS, objects_for_instance
 
-CONTENT_TYPES = ("application/x-recordio-protobuf", "text/csv")
 AUTHKEY_ENV = "LLPIPE_LL_AUTHKEY"
 EXIT_ABORTED = 3  # an instance stopped because another one failed (not the root cause)
 
@@ -35,7 +37,7 @@ class Channel:
 
     files: list[Path] = field(default_factory=list)
     distribution: str = "FullyReplicated"
-    content_type: str = "application/x-recordio-protobuf"
+    content_type: str = RECORDIO
 
 
 @dataclass(frozen=True)
@@ -47,10 +49,6 @@ class TrainingResult:
     metrics: dict[str, float]
     epochs_run: int = 0
     hyperparameters: dict[str, str] = field(default_factory=dict)
-
-
-class TrainingError(RuntimeError):
-    """The training job failed; the message names the failing host (algo-N) and its error."""
 
 
 def host_name(index: int) -> str:
@@ -86,9 +84,9 @@ def _check_channels(channels: Mapping[str, Channel]) -> None:
         if channel.distribution not in DISTRIBUTIONS:
             raise TrainingError(f"channel {name!r}: unknown distribution {channel.distribution!r}; "
                                 f"expected one of {DISTRIBUTIONS}")
-        if channel.content_type.split(";")[0].strip() not in CONTENT_TYPES:  # e.g. "text/csv;label_size=1"
+        if channel.content_type.split(";")[0].strip() not in TRAINING_CONTENT_TYPES:  # e.g. "text/csv;label_size=1"
             raise TrainingError(f"channel {name!r}: content type {channel.content_type!r} is not supported; "
-                                f"expected one of {CONTENT_TYPES}")
+                                f"expected one of {TRAINING_CONTENT_TYPES}")
 
 
 def _lay_out_root(work_dir: Path, index: int, count: int, hyperparameters: Mapping[str, str],
@@ -230,26 +228,23 @@ def _collect(root: Path, output_dir: Path) -> TrainingResult:
     model_path = output_dir / "model.tar.gz"
     _atomic_copy(artifact, model_path)
     for name, value in (("metrics.json", metrics), ("training.json", training)):
-        temporary = output_dir / (name + ".tmp")
-        temporary.write_text(json.dumps(value, indent=2, sort_keys=True))
-        temporary.replace(output_dir / name)
+        write_text_atomically(output_dir / name, json.dumps(value, indent=2, sort_keys=True))
     return TrainingResult(model_path=model_path, metrics={k: float(v) for k, v in metrics.items()},
                           epochs_run=int(training.get("epochs_run", 0)),
                           hyperparameters=dict(training.get("hyperparameters", {})))
 
 
 def _atomic_copy(source: Path, target: Path) -> None:
-    temporary = target.with_name(target.name + ".tmp")
-    shutil.copyfile(source, temporary)
-    temporary.replace(target)
+    with atomic_path(target) as temporary:
+        shutil.copyfile(source, temporary)
 
 
 def transform(model_path: Path, input_files: Sequence[Path], output_dir: Path, *,
-              content_type: str = "application/x-recordio-protobuf") -> list[Path]:
+              content_type: str = RECORDIO) -> list[Path]:
     """Batch transform: for each input file F write ``output_dir/F.name + ".out"`` (jsonlines, in record order)."""
     from pipeline.local.linear_learner.inference import transform_files
 
     content_type = content_type.split(";")[0].strip()
-    if content_type not in CONTENT_TYPES:
-        raise ValueError(f"content type {content_type!r} is not supported; expected one of {CONTENT_TYPES}")
+    if content_type not in TRAINING_CONTENT_TYPES:
+        raise ValueError(f"content type {content_type!r} is not supported; expected one of {TRAINING_CONTENT_TYPES}")
     return transform_files(Path(model_path), [Path(f) for f in input_files], Path(output_dir), content_type)

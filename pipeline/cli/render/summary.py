@@ -14,14 +14,23 @@ from typing import Any
 
 from pipeline.local.executions import ExecutionRecord
 from pipeline.local.s3 import LocalS3
-
-BASELINE_SUFFIX = "_best_constant_classifier"  # the report's baseline of each classification metric
-METRICS_SECTIONS = ("binary_classification_metrics", "multiclass_classification_metrics", "regression_metrics")
+from pipeline.names import (
+    BASELINE_SUFFIX,
+    EVALUATE,
+    GATE,
+    METRIC_THRESHOLD,
+    METRICS_SECTIONS,
+    QUALITY_GATE,
+    REGISTER,
+    REPORT_PROPERTY_FILE,
+    TRAIN,
+    StepStatus,
+)
 
 
 def flat_metrics(report: dict[str, Any]) -> dict[str, Any]:
     """``{"auc": 0.99, ...}``: every metric of the report's model-quality section that has a scalar ``value``."""
-    for section in METRICS_SECTIONS:
+    for section in METRICS_SECTIONS.values():
         if section in report:
             return {
                 name: entry["value"]
@@ -32,8 +41,8 @@ def flat_metrics(report: dict[str, Any]) -> dict[str, Any]:
 
 
 def _report_uri(record: ExecutionRecord) -> str | None:
-    files = record.steps.get("Evaluate")
-    return (files.properties.get("PropertyFiles") or {}).get("EvaluationReport") if files else None
+    files = record.steps.get(EVALUATE)
+    return (files.properties.get("PropertyFiles") or {}).get(REPORT_PROPERTY_FILE) if files else None
 
 
 def summarise(record: ExecutionRecord, s3: LocalS3, render_plots: bool = True) -> dict[str, Any]:
@@ -49,7 +58,7 @@ def summarise(record: ExecutionRecord, s3: LocalS3, render_plots: bool = True) -
         "failure_reason": record.failure_reason,
         "paths": {"execution": str(record.folder), "model": None, "report": None, "plots": []},
     }
-    train = record.steps.get("Train")
+    train = record.steps.get(TRAIN)
     artifact = (train.properties.get("ModelArtifacts") or {}).get("S3ModelArtifacts") if train else None
     if artifact and s3.path(artifact).is_file():
         summary["paths"]["model"] = str(s3.path(artifact))
@@ -59,10 +68,10 @@ def summarise(record: ExecutionRecord, s3: LocalS3, render_plots: bool = True) -
         report = json.loads(report_path.read_text())
         summary["paths"]["report"] = str(report_path)
         summary["metrics"] = flat_metrics(report)
-        gate = report.get("gate") or {}
-        threshold = record.parameters.get("MetricThreshold")
-        decision = record.steps.get("QualityGate")
-        passed = decision.properties.get("Outcome") if decision and decision.status == "Succeeded" else None
+        gate = report.get(GATE) or {}
+        threshold = record.parameters.get(METRIC_THRESHOLD)
+        decision = record.steps.get(QUALITY_GATE)
+        passed = decision.properties.get("Outcome") if decision and decision.status == StepStatus.SUCCEEDED else None
         summary["gate"] = {
             "metric": gate.get("metric"),
             "value": gate.get("value"),
@@ -72,8 +81,8 @@ def summarise(record: ExecutionRecord, s3: LocalS3, render_plots: bool = True) -
         }
         if render_plots:
             summary["paths"]["plots"] = _plots(report_path, record.folder / "plots")
-    register = record.steps.get("Register")
-    if register and register.status == "Succeeded":
+    register = record.steps.get(REGISTER)
+    if register and register.status == StepStatus.SUCCEEDED:
         properties = register.properties
         summary["model_package"] = {
             "group": properties.get("ModelPackageGroupName"),
@@ -117,7 +126,7 @@ def print_summary(summary: dict[str, Any], console: Any) -> None:
     """The human-readable summary on a rich console."""
     from rich.table import Table
 
-    succeeded = summary["status"] == "Succeeded"
+    succeeded = summary["status"] == StepStatus.SUCCEEDED
     colour = "green" if succeeded else "red"
     console.print(f"\n[bold]Execution {summary['execution_id']}[/bold]: [{colour}]{summary['status']}[/{colour}]")
     if summary["cache_hits"]:

@@ -3,9 +3,8 @@
 from __future__ import annotations
 
 import argparse
-import sys
 
-from pipeline.config import ConfigError, add_config_arguments, config_from_args
+from pipeline.config import add_config_arguments, config_from_args
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
@@ -25,23 +24,16 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """Upsert or delete the schedule; executions it starts use every parameter's default."""
-    from pipeline.sagemaker_ops import AwsError, delete_schedule, put_schedule, schedule_expression
+    from pipeline.sagemaker_ops import delete_schedule, put_schedule, schedule_expression
 
-    try:
-        config = config_from_args(args)
-        if args.delete:
-            if delete_schedule(config):
-                print(f"deleted schedule {config.pipeline_name}")
-            else:
-                print(f"no schedule named {config.pipeline_name}; nothing to delete")
-            return 0
-        expression = schedule_expression(cron=args.cron, rate=args.rate)
-        arn = put_schedule(config, expression, role_arn=args.scheduler_role_arn, enabled=not args.disabled)
-    except (ConfigError, ValueError) as error:
-        print(f"llpipe schedule: {error}", file=sys.stderr)
-        return 2
-    except AwsError as error:
-        print(f"llpipe schedule: {error}", file=sys.stderr)
-        return 1
+    config = config_from_args(args)
+    if args.delete:
+        if delete_schedule(config):
+            print(f"deleted schedule {config.pipeline_name}")
+        else:
+            print(f"no schedule named {config.pipeline_name}; nothing to delete")
+        return 0
+    expression = schedule_expression(cron=args.cron, rate=args.rate)
+    arn = put_schedule(config, expression, role_arn=args.scheduler_role_arn, enabled=not args.disabled)
     print(f"scheduled {config.pipeline_name} {expression}: {arn}")
     return 0

@@ -11,7 +11,7 @@ import sys
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from pipeline.config import ConfigError, PipelineConfig, add_config_arguments, config_from_args
+from pipeline.config import PipelineConfig, add_config_arguments, config_from_args
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -30,40 +30,17 @@ def configure(parser: argparse.ArgumentParser) -> None:
     add_config_arguments(parser)
 
 
-def parse_params(pairs: list[str]) -> dict[str, str]:
-    """``Name=Value`` strings to a mapping; a missing ``=`` or a repeated name is an error."""
-    parameters: dict[str, str] = {}
-    for pair in pairs:
-        name, separator, value = pair.partition("=")
-        if not separator or not name:
-            raise ValueError(f"--param {pair!r}: expected NAME=VALUE")
-        if name in parameters:
-            raise ValueError(f"--param {name} given twice")
-        parameters[name] = value
-    return parameters
-
-
 def run(args: argparse.Namespace) -> int:
     """Start; print the ARN; with --wait, a live step table and the exit code of the final status."""
-    from pipeline.sagemaker_ops import AwsError, ParameterError, outcome, start
+    from pipeline.parameters import parse_overrides
+    from pipeline.sagemaker_ops import outcome, start
 
-    try:
-        config = config_from_args(args)
-        arn = start(config, parse_params(args.param), display_name=args.display_name)
-    except (ConfigError, ParameterError, ValueError) as error:
-        print(f"llpipe start: {error}", file=sys.stderr)
-        return 2
-    except AwsError as error:
-        print(f"llpipe start: {error}", file=sys.stderr)
-        return 1
+    config = config_from_args(args)
+    arn = start(config, parse_overrides(args.param), display_name=args.display_name)
     print(f"started {arn}")
     if not args.wait:
         return 0
-    try:
-        state = watch(config, arn, args.poll_seconds)
-    except AwsError as error:
-        print(f"llpipe start: {error}", file=sys.stderr)
-        return 1
+    state = watch(config, arn, args.poll_seconds)
     code, summary = outcome(state)
     print(summary, file=sys.stderr if code else sys.stdout)
     return code
