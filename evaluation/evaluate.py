@@ -49,6 +49,8 @@ METRICS_SECTIONS = {
     "regressor": "regression_metrics",
 }
 REPORT_NAME = "evaluation.json"
+CHAMPION = "champion"  # the report's section on the approved champion scored on the same test split
+DECISION = "decision"  # the report's section on the gate's decision
 # Model Monitor reports a standard deviation only from 200 records up; below that it writes the string "NaN".
 MIN_RECORDS_FOR_STANDARD_DEVIATION = 200
 DEFAULT_BOOTSTRAP_ROUNDS = 30
@@ -615,8 +617,8 @@ def compare_with_champion(
         except ChampionError as error:
             raise EvaluationError(str(error)) from None
     gate = report["gate"]
-    report["champion"] = champion
-    report["decision"] = decide(gate["metric"], gate["value"], settings, champion, group)
+    report[CHAMPION] = champion
+    report[DECISION] = decide(gate["metric"], gate["value"], settings, champion, group)
     return report
 
 
@@ -714,8 +716,8 @@ def main(argv: list[str] | None = None) -> int:
         f"evaluate: {report['dataset']['item_count']} records from {report['dataset']['file_count']} test shards; "
         f"gate {gate['metric']} = {gate['value']:.6g}; wrote {args.output_dir / REPORT_NAME}"
     )
-    if "decision" in report:
-        decision = report["decision"]
+    if DECISION in report:
+        decision = report[DECISION]
         print(f"evaluate: {'promote' if decision['promote'] else 'do not promote'}: {decision['reason']}")
     return 0
 

@@ -16,6 +16,9 @@ from pipeline.local.executions import ExecutionRecord
 from pipeline.local.s3 import LocalS3
 from pipeline.names import (
     BASELINE_SUFFIX,
+    CHAMPION,
+    CHAMPION_FLOOR,
+    DECISION,
     EVALUATE,
     GATE,
     METRIC_THRESHOLD,
@@ -95,10 +98,10 @@ def summarise(record: ExecutionRecord, s3: LocalS3, render_plots: bool = True) -
 
 def champion_comparison(report: dict[str, Any]) -> dict[str, Any]:
     """The gate's comparison with the approved champion on the same test split (empty for an older report)."""
-    decision = report.get("decision")
+    decision = report.get(DECISION)
     if not isinstance(decision, dict):
         return {}
-    champion = report.get("champion") or {}
+    champion = report.get(CHAMPION) or {}
     return {
         "champion": {
             "model_package_arn": champion.get("model_package_arn"),
@@ -108,7 +111,7 @@ def champion_comparison(report: dict[str, Any]) -> dict[str, Any]:
         if champion
         else None,
         "tolerance": decision.get("champion_tolerance"),
-        "floor": decision.get("champion_floor"),
+        "floor": decision.get(CHAMPION_FLOOR),
         "promote": decision.get("promote"),
         "reason": decision.get("reason"),
     }
