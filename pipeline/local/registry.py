@@ -153,8 +153,8 @@ def _check_customer_metadata(metadata: Mapping[str, str]) -> None:
     for key, value in metadata.items():
         if not _metadata_text(key, 128) or not _metadata_text(value, 256):
             raise RegistryError(
-                f"CreateModelPackage request: CustomerMetadataProperties {key!r}: {value!r}: keys (1-128 characters) "
-                f"and values (1-256) may hold only letters, spaces, numbers and {METADATA_PUNCTUATION}"
+                f"CreateModelPackage request: CustomerMetadataProperties {key!r}: {value!r}: keys of 1-128 and values "
+                f"of 1-256 characters may hold only letters, spaces, numbers and {METADATA_PUNCTUATION}"
             )
 
 
