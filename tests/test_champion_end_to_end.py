@@ -13,9 +13,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from rich.console import Console
 
 from pipeline import cli
-from pipeline.cli.render.summary import summarise
+from pipeline.cli.render.summary import print_summary, summarise
 from pipeline.config import load_config
 from pipeline.local.executions import ExecutionRecord
 from pipeline.local.registry import LocalRegistry
@@ -145,6 +146,14 @@ def test_a_new_model_is_registered_only_when_it_is_no_worse_than_the_approved_ch
         "precision_recall_curve.png",
         "roc_curve.png",
     ]
+    console = Console(record=True, width=300)
+    print_summary(summary, console)
+    printed = console.export_text()
+    assert (
+        f"Champion: version 1, auc = {champion_value:.4f} on the same test split; tolerance 0.0000, floor "
+        f"{champion_value:.4f}\n  {PACKAGE_ARN}/1\n"
+    ) in printed
+    assert f"Decision: promote: {better_report['decision']['reason']}\n" in printed
     assert cli.main(["models", "describe", "2", "--workdir", str(tmp_path)]) == 0
     described = capsys.readouterr().out
     assert f"champion_comparison: {better_report['decision']['reason']}" in described
