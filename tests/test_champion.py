@@ -503,3 +503,65 @@ def test_the_champion_module_is_container_code_importing_boto3_only_when_it_look
     everywhere = modules(list(ast.walk(tree)))
     assert top_level <= set(sys.stdlib_module_names)
     assert everywhere - set(sys.stdlib_module_names) == {"boto3", "botocore"}
+
+
+# ------------------------------------------------------------------------------------------------------ plots
+
+
+def report_with_champion(predictor_type: str) -> dict[str, Any]:
+    """A challenger and a champion scored by Evaluate's own code on the same 300 records."""
+    from evaluation.evaluate import Scored, build_report, champion_section
+
+    generator = np.random.default_rng(3)
+    if predictor_type == "regressor":
+        labels = generator.normal(size=300)
+        ours, theirs = labels + generator.normal(scale=0.3, size=300), labels + generator.normal(scale=0.9, size=300)
+        scored = [Scored(labels, ours, None, 1), Scored(labels, theirs, None, 1)]
+    else:
+        classes = 2 if predictor_type == "binary_classifier" else 3
+        labels = generator.integers(0, classes, size=300).astype(float)
+        scored = []
+        for noise in (0.5, 2.0):
+            logits = np.eye(classes)[labels.astype(int)] * 2 + generator.normal(scale=noise, size=(300, classes))
+            probabilities = np.exp(logits) / np.exp(logits).sum(axis=1, keepdims=True)
+            scores = probabilities[:, 1] if classes == 2 else probabilities
+            scored.append(Scored(labels, scores, np.argmax(probabilities, axis=1), 1))
+    report = build_report(scored[0], predictor_type, 2, 0)
+    champion = Champion(f"{ARN}/2", GROUP, 2, MODEL_URL)
+    report["champion"] = champion_section(champion, build_report(scored[1], predictor_type, 2, 0), predictor_type)
+    return report
+
+
+@pytest.mark.parametrize(
+    ("predictor_type", "files"),
+    [
+        ("binary_classifier", ["confusion_matrix.png", "precision_recall_curve.png", "roc_curve.png"]),
+        ("multiclass_classifier", ["champion_confusion_matrix.png", "confusion_matrix.png"]),
+        ("regressor", ["predicted_vs_actual.png", "residuals.png"]),
+    ],
+)
+def test_plots_draw_the_champion_beside_the_new_model(tmp_path: Path, predictor_type: str, files: list[str]) -> None:
+    from pipeline import plots
+
+    report = report_with_champion(predictor_type)
+    path = tmp_path / "evaluation.json"
+    path.write_text(json.dumps(report))
+    rendered = plots.render_plots(path, tmp_path / "plots")
+    assert sorted(p.name for p in rendered) == files and all(p.stat().st_size > 0 for p in rendered)
+    champion_auc = report["champion"].get("binary_classification_metrics", {}).get("auc", {}).get("value")
+    if predictor_type == "binary_classifier":
+        metrics = report["binary_classification_metrics"]
+        champion = (report["champion"]["binary_classification_metrics"], "2")
+        for figure in (
+            plots._roc_figure(metrics, path, champion),
+            plots._precision_recall_figure(metrics, path, champion),
+        ):
+            legend = [text.get_text() for text in figure.axes[0].get_legend().get_texts()]
+            assert any(label.startswith("champion v2") for label in legend), legend
+        roc_legend = [t.get_text() for t in plots._roc_figure(metrics, path, champion).axes[0].get_legend().get_texts()]
+        assert f"champion v2 (AUC {champion_auc:.3f})" in roc_legend
+    if predictor_type == "regressor":
+        labels = np.asarray(report["prediction_sample"]["labels"])
+        sample = plots._champion_sample(report["champion"], labels)
+        assert sample is not None and sample[1] == "2"
+        np.testing.assert_array_equal(sample[0], report["champion"]["prediction_sample"]["predictions"])
