@@ -205,6 +205,7 @@ def test_steps_and_parameters_are_named_as_documented(definition: dict[str, Any]
     parameters = {p["Name"]: p for p in definition["Parameters"]}
     assert set(parameters) == {
         "InputDataUrl",
+        "DataVersion",
         "ProcessingInstanceCount",
         "ProcessingInstanceType",
         "TrainingInstanceCount",
@@ -232,6 +233,7 @@ def test_steps_and_parameters_are_named_as_documented(definition: dict[str, Any]
     assert parameters["ProcessingInstanceCount"]["DefaultValue"] == 2
     assert parameters["FeatureDim"]["DefaultValue"] == "auto"
     assert parameters["LabelValues"]["DefaultValue"] == ""
+    assert parameters["DataVersion"] == {"Name": "DataVersion", "Type": "String", "DefaultValue": ""}
     assert parameters["NumClasses"] == {"Name": "NumClasses", "Type": "Integer", "DefaultValue": 3}
     assert parameters["PredictorType"]["DefaultValue"] == "binary_classifier"
     assert parameters["ModelApprovalStatus"]["DefaultValue"] == "PendingManualApproval"
@@ -268,6 +270,7 @@ def test_preprocess_shards_its_input_and_writes_four_outputs_per_execution(defin
         "--feature-dim",
         "auto",
         "--label-values=",
+        "--data-version=",
         "--train-shards",
         "2",
         "--resource-config",

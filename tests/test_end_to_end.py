@@ -128,7 +128,7 @@ def test_multiclass(built: LocalRun, tmp_path: Path) -> None:
 def test_impossible_threshold_ends_in_the_fail_step_with_a_non_zero_exit(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    argv = ["run", "--workdir", str(tmp_path), "--json", "--param", "MetricThreshold=1.5"]
+    argv = ["run", "--workdir", str(tmp_path), "--json", "--param", "MetricThreshold=1.0"]
     argv += [f"--param={name}={value}" for name, value in FAST.items()]
     assert cli.main(argv) == 1
     outcome = json.loads(capsys.readouterr().out)
@@ -137,8 +137,8 @@ def test_impossible_threshold_ends_in_the_fail_step_with_a_non_zero_exit(
     assert outcome["steps"]["Register"] == "Skipped"
     value = outcome["gate"]["value"]
     assert outcome["failure_reason"] == (
-        f"step QualityGateFailed failed: Quality gate failed: auc = {value} vs MetricThreshold 1.5 and champion none"
-        f" minus ChampionTolerance 0.0 = {value} | auc {value:.6g} is below MetricThreshold 1.5; no approved"
+        f"step QualityGateFailed failed: Quality gate failed: auc = {value} vs MetricThreshold 1.0 and champion none"
+        f" minus ChampionTolerance 0.0 = {value} | auc {value:.6g} is below MetricThreshold 1; no approved"
         " champion (model package group linear-learner-models): the threshold alone decides"
     )
     assert outcome["gate"]["metric"] == "auc" and outcome["gate"]["passed"] is False

@@ -1,39 +1,81 @@
-"""Schedule executions of the pipeline with EventBridge Scheduler (one schedule named after the pipeline)."""
+"""Schedule executions of the pipeline with EventBridge Scheduler (one schedule named after the pipeline).
+
+Each scheduled execution gets DataVersion = its scheduled time, so it re-runs Preprocess and everything after it
+on the data under InputDataUrl at that time instead of reusing the previous execution's cached results.
+"""
 
 from __future__ import annotations
 
 import argparse
+import json
+import sys
 
-from pipeline.config import add_config_arguments, config_from_args
+from pipeline.config import PipelineConfig, add_config_arguments, config_from_args
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
-    """Exactly one of --cron, --rate, --delete; the role EventBridge Scheduler assumes; shared configuration."""
+    """Exactly one of --cron, --rate, --delete; fixed ``--param`` overrides; the scheduler role; --dry-run."""
     what = parser.add_mutually_exclusive_group(required=True)
     what.add_argument("--cron", metavar="EXPR", help="EventBridge cron, 6 fields, e.g. '0 3 * * ? *' (03:00 UTC)")
     what.add_argument("--rate", metavar="EXPR", help="e.g. '1 day', '12 hours'")
     what.add_argument("--delete", action="store_true", help="delete the schedule")
+    parser.add_argument(
+        "--param",
+        action="append",
+        default=[],
+        metavar="NAME=VALUE",
+        help="pipeline parameter every scheduled execution gets (repeat); DataVersion is the scheduled time",
+    )
     parser.add_argument(
         "--scheduler-role-arn",
         metavar="ARN",
         help="role EventBridge Scheduler assumes to start executions (default: the pipeline role)",
     )
     parser.add_argument("--disabled", action="store_true", help="create or update the schedule disabled")
+    parser.add_argument(
+        "--dry-run",
+        action="store_true",
+        help="print the CreateSchedule request as JSON without calling AWS (--param checked against the local build)",
+    )
     add_config_arguments(parser)
 
 
 def run(args: argparse.Namespace) -> int:
-    """Upsert or delete the schedule; executions it starts use every parameter's default."""
+    """Upsert or delete the schedule, or print the request with --dry-run."""
+    from pipeline.errors import UsageError
+    from pipeline.parameters import parse_overrides
     from pipeline.sagemaker_ops import delete_schedule, put_schedule, schedule_expression
 
     config = config_from_args(args)
     if args.delete:
+        if args.dry_run or args.param:
+            raise UsageError("--delete takes neither --param nor --dry-run")
         if delete_schedule(config):
             print(f"deleted schedule {config.pipeline_name}")
         else:
             print(f"no schedule named {config.pipeline_name}; nothing to delete")
         return 0
     expression = schedule_expression(cron=args.cron, rate=args.rate)
-    arn = put_schedule(config, expression, role_arn=args.scheduler_role_arn, enabled=not args.disabled)
+    overrides = parse_overrides(args.param)
+    if args.dry_run:
+        print(dry_run(config, expression, overrides, args.scheduler_role_arn, not args.disabled))
+        note = "dry run: nothing was sent (the JSON fits aws scheduler create-schedule --cli-input-json)"
+        print(note, file=sys.stderr)
+        return 0
+    arn = put_schedule(config, expression, overrides, role_arn=args.scheduler_role_arn, enabled=not args.disabled)
     print(f"scheduled {config.pipeline_name} {expression}: {arn}")
     return 0
+
+
+def dry_run(
+    config: PipelineConfig, expression: str, overrides: dict[str, str], role_arn: str | None, enabled: bool
+) -> str:
+    """The request as indented JSON, overrides checked against the definition ``llpipe upsert`` would deploy."""
+    from pipeline.definition import build_definition
+    from pipeline.parameters import check_overrides
+    from pipeline.sagemaker_ops import schedule_request
+
+    definition = json.loads(build_definition(config).definition_json)
+    check_overrides(definition["Parameters"], overrides)
+    request = schedule_request(config, expression, overrides, role_arn=role_arn, enabled=enabled)
+    return json.dumps(request, indent=2, default=lambda value: value.isoformat())

@@ -1,5 +1,9 @@
 """Start an execution on SageMaker with parameter overrides; with --wait, watch its steps until it finishes.
 
+Unless ``--param DataVersion=...`` is given, DataVersion is the fingerprint of the objects under InputDataUrl, so
+new data re-runs Preprocess and everything after it instead of coming from the cache. ``--dry-run`` prints the
+StartPipelineExecution request after the same reads (DescribePipeline, ListObjectsV2) and starts nothing.
+
 Exit codes with --wait: 0 succeeded, 1 a step failed, 3 the quality gate failed (QualityGateFailed ran),
 4 stopped; 2 for bad arguments.
 """
@@ -7,6 +11,7 @@ Exit codes with --wait: 0 succeeded, 1 a step failed, 3 the quality gate failed 
 from __future__ import annotations
 
 import argparse
+import json
 import sys
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
@@ -27,16 +32,36 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--display-name", help="execution display name")
     parser.add_argument("--wait", action="store_true", help="watch the steps until the execution finishes")
     parser.add_argument("--poll-seconds", type=float, default=30.0, help="seconds between polls with --wait (30)")
+    parser.add_argument(
+        "--dry-run",
+        action="store_true",
+        help="print the StartPipelineExecution request as JSON (reads the pipeline and the input listing only)",
+    )
     add_config_arguments(parser)
 
 
 def run(args: argparse.Namespace) -> int:
     """Start; print the ARN; with --wait, a live step table and the exit code of the final status."""
     from pipeline.parameters import parse_overrides
-    from pipeline.sagemaker_ops import outcome, start
+    from pipeline.sagemaker_ops import missing_data_version, outcome, start, start_request
 
     config = config_from_args(args)
-    arn = start(config, parse_overrides(args.param), display_name=args.display_name)
+    request = start_request(config, parse_overrides(args.param), display_name=args.display_name)
+    if missing_data_version(request):
+        print(
+            f"llpipe start: warning: the deployed {config.pipeline_name} has no DataVersion parameter, so cached "
+            "steps may reuse results computed on older data; run llpipe upsert to deploy the current definition",
+            file=sys.stderr,
+        )
+    if args.dry_run:
+        print(json.dumps(request, indent=2))
+        print(
+            "dry run: read DescribePipeline and the ListObjectsV2 listing of InputDataUrl only; nothing was "
+            "started (the JSON fits aws sagemaker start-pipeline-execution --cli-input-json)",
+            file=sys.stderr,
+        )
+        return 0
+    arn = start(config, request=request)
     print(f"started {arn}")
     if not args.wait:
         return 0
