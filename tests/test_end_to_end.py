@@ -7,11 +7,13 @@ Kept fast with small data sets (breast cancer, iris, diabetes from scikit-learn)
 from __future__ import annotations
 
 import json
+from datetime import datetime
 from pathlib import Path
 
 import pytest
 
 from pipeline import cli
+from pipeline.cli.render.summary import summarise
 from pipeline.config import load_config
 from pipeline.local.executions import ExecutionStore
 from pipeline.local.registry import LocalRegistry
@@ -75,11 +77,20 @@ def test_binary_with_three_training_instances_registers_then_hits_the_cache_then
         record.steps["CreateModel"].properties["ModelArn"].startswith("arn:aws:sagemaker:us-east-1:111122223333:model/")
     )
 
+    compute = {cost["step"]: cost for cost in summarise(record, run.s3, render_plots=False)["compute"]}
+    assert set(compute) == {"Preprocess", "Train", "Transform", "Evaluate"}
+    train = record.steps["Train"]
+    wall = (datetime.fromisoformat(train.end_time) - datetime.fromisoformat(train.start_time)).total_seconds()
+    assert (compute["Train"]["instance_type"], compute["Train"]["instance_count"]) == ("ml.m5.xlarge", 3)
+    assert compute["Train"]["instance_seconds"] == pytest.approx(3 * wall)
+
     again = run.execute(example_data(Workdir(tmp_path)), {**FAST, "TrainingInstanceCount": "3"})
     assert again.status == "Succeeded"
     cached = {name for name, step in again.steps.items() if step.cache_hit_source == record.id}
     assert cached == {"Preprocess", "Train", "Transform"}  # Evaluate reads the registry: never cached
     assert again.steps["Evaluate"].cache_key is None and again.steps["Evaluate"].status == "Succeeded"
+    costs = {cost["step"]: cost["instance_seconds"] for cost in summarise(again, run.s3, render_plots=False)["compute"]}
+    assert costs.pop("Evaluate") > 0 and set(costs.values()) == {0}
     assert [p.version for p in registered(tmp_path)] == [1, 2]
 
     # Inject a failure into one training instance: corrupt the train shard that ShardedByS3Key deals to algo-2,
@@ -128,7 +139,17 @@ def test_multiclass(built: LocalRun, tmp_path: Path) -> None:
 def test_impossible_threshold_ends_in_the_fail_step_with_a_non_zero_exit(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    argv = ["run", "--workdir", str(tmp_path), "--json", "--param", "MetricThreshold=1.0"]
+    """Labels that are coin flips cannot reach an AUC of 0.95 (the example data can reach 1.0, so no threshold in
+    range is impossible there, and an out-of-range one is refused before anything runs)."""
+    import numpy as np
+    import pandas as pd
+
+    rng = np.random.default_rng(7)
+    noise = pd.DataFrame(rng.normal(size=(400, 5)), columns=[f"f{i}" for i in range(5)])
+    noise["label"] = rng.integers(0, 2, size=400)
+    data = write_parts(noise, tmp_path / "noise")
+    argv = ["run", "--workdir", str(tmp_path / "work"), "--json", "--param", "MetricThreshold=0.95"]
+    argv += ["--data", str(data), "--label-column", "label", "--predictor-type", "binary_classifier"]
     argv += [f"--param={name}={value}" for name, value in FAST.items()]
     assert cli.main(argv) == 1
     outcome = json.loads(capsys.readouterr().out)
@@ -137,16 +158,17 @@ def test_impossible_threshold_ends_in_the_fail_step_with_a_non_zero_exit(
     assert outcome["steps"]["Register"] == "Skipped"
     value = outcome["gate"]["value"]
     assert outcome["failure_reason"] == (
-        f"step QualityGateFailed failed: Quality gate failed: auc = {value} vs MetricThreshold 1.0 and champion none"
-        f" minus ChampionTolerance 0.0 = {value} | auc {value:.6g} is below MetricThreshold 1; no approved"
+        f"step QualityGateFailed failed: Quality gate failed: auc = {value} vs MetricThreshold 0.95 and champion"
+        f" none minus ChampionTolerance 0.0 = {value} | auc {value:.6g} is below MetricThreshold 0.95; no approved"
         " champion (model package group linear-learner-models): the threshold alone decides"
     )
     assert outcome["gate"]["metric"] == "auc" and outcome["gate"]["passed"] is False
     assert outcome["model_package"] is None
     assert outcome["metrics"]["auc"] == outcome["gate"]["value"]
     assert Path(outcome["paths"]["model"]).is_file() and Path(outcome["paths"]["report"]).is_file()
-    assert registered(tmp_path) == []
-    [record] = ExecutionStore(tmp_path / "executions").list()
+    assert outcome["gate"]["value"] < 0.95
+    assert registered(tmp_path / "work") == []
+    [record] = ExecutionStore(tmp_path / "work" / "executions").list()
     assert record.id == outcome["execution_id"] and record.status == "Failed"
 
 
