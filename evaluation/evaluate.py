@@ -536,8 +536,11 @@ def score_champion(model_path: Path, champion: Champion, scored: Scored, test_di
         raise EvaluationError(
             f"{where} predicts {scores.shape[1]} classes, the challenger {scored.scores.shape[1]}: cannot compare"
         )
-    if len(scores) != len(scored.labels) or not np.all(np.isfinite(scores)):
-        raise EvaluationError(f"{where}: expected {len(scored.labels)} finite scores, got something else")
+    if len(scores) != len(scored.labels):  # the features and labels come from the same shards: a reader bug
+        raise EvaluationError(f"{where}: scored {len(scores)} records, the test shards hold {len(scored.labels)}")
+    bad = np.flatnonzero(~np.isfinite(scores.reshape(len(scores), -1)).all(axis=1))
+    if bad.size:
+        raise EvaluationError(f"{where}: record {bad[0]} of the test split scores {scores[bad[0]]}, not finite")
     return Scored(scored.labels, scores, None if predicted is None else predicted.astype(np.int64), scored.file_count)
 
 
