@@ -233,6 +233,15 @@ def test_a_champion_of_another_kind_or_width_cannot_be_compared(
         evaluate(*paths, "binary_classifier", 2, 0, GateSettings(0.6, 0, GROUP))
 
 
+def test_a_champion_that_scores_nan_fails_evaluate_naming_the_record(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    clients, paths, stubs = job_with_champion(tmp_path, champion_artifact([float("nan"), 1.0, 1.0], 0.0))
+    monkeypatch.setattr("evaluation.evaluate.aws_clients", clients)
+    with stubs[0], stubs[1], pytest.raises(EvaluationError, match=r"record 0 of the test split scores nan, not finite"):
+        evaluate(*paths, "binary_classifier", 2, 0, GateSettings(0.6, 0, GROUP))
+
+
 @pytest.mark.parametrize(
     ("value", "threshold", "champion_value", "tolerance", "promote", "floor"),
     [
