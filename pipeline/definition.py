@@ -17,6 +17,7 @@ from typing import Any
 
 from pipeline.code_bundles import REPOSITORY_ROOT, CodeBundle, repository_bundle
 from pipeline.config import PipelineConfig, load_config
+from pipeline.images import DEFAULT_PROCESSING_IMAGE
 from pipeline.names import (
     BINARY_CLASSIFIER,
     CHAMPION_FLOOR,
@@ -265,7 +266,7 @@ def _model_step_retries() -> list[Any]:
 
 
 def _sklearn_image(config: PipelineConfig) -> str:
-    return _image_uri("sklearn", config.region, config.sklearn_image_version)
+    return _image_uri(DEFAULT_PROCESSING_IMAGE.framework, config.region, config.sklearn_image_version)
 
 
 def _linear_learner_image(config: PipelineConfig) -> str:
@@ -562,6 +563,8 @@ def _evaluate_step(
             EVALUATE_OUTPUT_DIR,
             "--predictor-type",
             params.predictor_type,
+            "--loss",
+            params.loss,
             "--metric-threshold",
             params.metric_threshold.to_string(),
             "--champion-tolerance",

@@ -56,9 +56,9 @@ from typing import Any, BinaryIO
 import numpy as np
 import pandas as pd
 
-try:
+if __package__:  # imported from the repository (tests, benchmarks)
     from preprocessing.recordio import write_dense
-except ImportError:  # flat code bundle: preprocess.py and recordio.py side by side
+else:  # run as a script, as in the container: the flat code bundle has recordio.py beside this file
     from recordio import write_dense
 
 SPLITS = ("train", "validation", "test")

@@ -60,6 +60,7 @@ def summarise(record: ExecutionRecord, s3: LocalS3, render_plots: bool = True) -
         "gate": None,
         "model_package": None,
         "failure_reason": record.failure_reason,
+        "notes": {name: list(step.notes) for name, step in record.steps.items() if step.notes},
         "paths": {"execution": str(record.folder), "model": None, "report": None, "plots": []},
         "compute": _compute(record),
     }
@@ -146,6 +147,10 @@ def print_summary(summary: dict[str, Any], console: Any) -> None:
         reused.setdefault(source, []).append(step)
     for source, steps in reused.items():
         console.print(f"Cache hits: {', '.join(steps)} reused from execution {source}", soft_wrap=True)
+    for step, notes in summary.get("notes", {}).items():
+        for note in notes:
+            colour = "yellow" if note.startswith("approximate") else "dim"
+            console.print(f"[{colour}]{step}: {note}[/{colour}]", soft_wrap=True)
     if summary["metrics"]:
         print_metrics(summary["metrics"], console)
     gate = summary["gate"]
