@@ -175,7 +175,7 @@ def test_evaluate_scores_the_champion_on_the_same_records_with_the_same_metrics(
     monkeypatch.setattr("evaluation.evaluate.aws_clients", clients)
     settings = GateSettings(0.6, 0.05, GROUP, REGION)
     with stubs[0], stubs[1]:
-        report = evaluate(predictions_dir, test_dir, output_dir, "binary_classifier", 30, 0, settings)
+        report = evaluate(predictions_dir, test_dir, output_dir, "binary_classifier", 30, 0, gate=settings)
     for stub in stubs:
         stub.assert_no_pending_responses()
 
@@ -213,7 +213,7 @@ def test_a_champion_whose_artifact_cannot_be_read_fails_evaluate_and_writes_no_r
     clients, (predictions_dir, test_dir, output_dir), stubs = job_with_champion(tmp_path, b"\x1f\x8b not a model")
     monkeypatch.setattr("evaluation.evaluate.aws_clients", clients)
     with stubs[0], stubs[1], pytest.raises(EvaluationError) as raised:
-        evaluate(predictions_dir, test_dir, output_dir, "binary_classifier", 2, 0, GateSettings(0.6, 0, GROUP))
+        evaluate(predictions_dir, test_dir, output_dir, "binary_classifier", 2, 0, gate=GateSettings(0.6, 0, GROUP))
     assert str(raised.value).startswith(f"champion {ARN}/2 ({MODEL_URL}): cannot read its model artifact: ")
     assert not (output_dir / "evaluation.json").exists()
 
@@ -225,12 +225,12 @@ def test_a_champion_of_another_kind_or_width_cannot_be_compared(
     clients, paths, stubs = job_with_champion(tmp_path / "kind", artifact_bytes(regressor))
     monkeypatch.setattr("evaluation.evaluate.aws_clients", clients)
     with stubs[0], stubs[1], pytest.raises(EvaluationError, match="is a regressor, this execution evaluates a binary"):
-        evaluate(*paths, "binary_classifier", 2, 0, GateSettings(0.6, 0, GROUP))
+        evaluate(*paths, "binary_classifier", 2, 0, gate=GateSettings(0.6, 0, GROUP))
     clients, paths, stubs = job_with_champion(tmp_path / "width", champion_artifact([1.0, 2.0], 0.0))
     monkeypatch.setattr("evaluation.evaluate.aws_clients", clients)
     width = "cannot read its model artifact: .*the model takes 2 features, the data has 3"
     with stubs[0], stubs[1], pytest.raises(EvaluationError, match=width):
-        evaluate(*paths, "binary_classifier", 2, 0, GateSettings(0.6, 0, GROUP))
+        evaluate(*paths, "binary_classifier", 2, 0, gate=GateSettings(0.6, 0, GROUP))
 
 
 def test_a_champion_that_scores_nan_fails_evaluate_naming_the_record(
@@ -239,7 +239,7 @@ def test_a_champion_that_scores_nan_fails_evaluate_naming_the_record(
     clients, paths, stubs = job_with_champion(tmp_path, champion_artifact([float("nan"), 1.0, 1.0], 0.0))
     monkeypatch.setattr("evaluation.evaluate.aws_clients", clients)
     with stubs[0], stubs[1], pytest.raises(EvaluationError, match=r"record 0 of the test split scores nan, not finite"):
-        evaluate(*paths, "binary_classifier", 2, 0, GateSettings(0.6, 0, GROUP))
+        evaluate(*paths, "binary_classifier", 2, 0, gate=GateSettings(0.6, 0, GROUP))
 
 
 @pytest.mark.parametrize(

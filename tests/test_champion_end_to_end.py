@@ -53,7 +53,7 @@ def aws_requests(record: ExecutionRecord) -> list[dict[str, Any]]:
 
 
 def test_a_new_model_is_registered_only_when_it_is_no_worse_than_the_approved_champion(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], image_environment: Any
 ) -> None:
     workdir = Workdir(tmp_path)
     run = build_local_run(load_config(env={}), workdir)
@@ -71,6 +71,10 @@ def test_a_new_model_is_registered_only_when_it_is_no_worse_than_the_approved_ch
         f"no approved champion (model package group {GROUP}): the threshold alone decides"
     )
     assert aws_requests(first) == [LIST_REQUEST]
+    # the champion lookup ran as container code: the image's Python 3.9 and its boto3, reaching the stand-in endpoint
+    ran_with = json.loads((first.folder / "steps" / "Evaluate" / "environment.json").read_text())
+    assert ran_with["exact"] is True and ran_with["interpreter"] == str(image_environment.python)
+    assert ran_with["python"].startswith("3.9.") and ran_with["libraries"]["boto3"] == "1.28.57"
     [v1] = registry.list_packages()
     assert v1.customer_metadata == {
         "ChampionModelPackageArn": "none",
