@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+from collections.abc import Iterator
 from types import ModuleType
 
 import pytest
@@ -39,3 +40,16 @@ def image_environment() -> JobEnvironment:
 def container(image_environment: JobEnvironment, tmp_path_factory: pytest.TempPathFactory) -> Container:
     """Runs the repository's code bundles as the scikit-learn image does."""
     return Container(image_environment, tmp_path_factory.mktemp("code"))
+
+
+@pytest.fixture(scope="session", autouse=True)
+def definition_cache_of_this_session(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
+    """Definitions cached by this test session stay in it: never the user's cache, never a previous run's. Only the
+    definitions move: the image environments stay in the shared cache, built once per machine (minutes)."""
+    previous = os.environ.get("LLPIPE_DEFINITION_CACHE_DIR")
+    os.environ["LLPIPE_DEFINITION_CACHE_DIR"] = str(tmp_path_factory.mktemp("llpipe-definitions"))
+    yield
+    if previous is None:
+        os.environ.pop("LLPIPE_DEFINITION_CACHE_DIR", None)
+    else:
+        os.environ["LLPIPE_DEFINITION_CACHE_DIR"] = previous

@@ -18,12 +18,12 @@ from pipeline.cli.render.summary import print_summary, summarise
 from pipeline.code_bundles import repository_bundle
 from pipeline.config import load_config
 from pipeline.definition import _sklearn_image
+from pipeline.files import user_cache_dir
 from pipeline.images import DEFAULT_PROCESSING_IMAGE, PROCESSING_IMAGES, ProcessingImage, image_for_uri
 from pipeline.local.environments import (
     EnvironmentBuildError,
     ImageEnvironments,
     JobEnvironment,
-    default_cache_dir,
     find_python,
 )
 from pipeline.local.jobs import local_runners
@@ -57,9 +57,9 @@ def test_the_definition_names_an_image_of_the_table() -> None:
 
 
 def test_the_cache_dir_follows_llpipe_cache_dir_then_xdg(tmp_path: Path) -> None:
-    assert default_cache_dir({"LLPIPE_CACHE_DIR": str(tmp_path)}) == tmp_path
-    assert default_cache_dir({"XDG_CACHE_HOME": str(tmp_path)}) == tmp_path / "llpipe"
-    assert default_cache_dir({}) == Path.home() / ".cache" / "llpipe"
+    assert user_cache_dir({"LLPIPE_CACHE_DIR": str(tmp_path)}) == tmp_path
+    assert user_cache_dir({"XDG_CACHE_HOME": str(tmp_path)}) == tmp_path / "llpipe"
+    assert user_cache_dir({}) == Path.home() / ".cache" / "llpipe"
 
 
 def test_find_python_skips_candidates_that_do_not_run_as_that_version(tmp_path: Path) -> None:

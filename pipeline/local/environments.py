@@ -30,6 +30,7 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any
 
+from pipeline.files import user_cache_dir
 from pipeline.images import ProcessingImage, image_for_uri
 
 MANIFEST = "llpipe-environment.json"
@@ -103,14 +104,6 @@ class JobEnvironment:
         libraries = ", ".join(f"{name} {version or 'missing'}" for name, version in self.libraries.items())
         verdict = "exact" if self.exact else f"approximate: {self.reason}"
         return f"Python {self.python_version}, {libraries} ({verdict})"
-
-
-def default_cache_dir(environ: dict[str, str] | os._Environ[str] = os.environ) -> Path:
-    """``$LLPIPE_CACHE_DIR``, else ``$XDG_CACHE_HOME/llpipe``, else ``~/.cache/llpipe``."""
-    if environ.get("LLPIPE_CACHE_DIR"):
-        return Path(environ["LLPIPE_CACHE_DIR"]).expanduser()
-    base = environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
-    return Path(base).expanduser() / "llpipe"
 
 
 def python_candidates(version: str, environ: dict[str, str] | os._Environ[str] = os.environ) -> Iterator[Path]:
@@ -195,7 +188,7 @@ class ImageEnvironments:
 
     @classmethod
     def default(cls) -> ImageEnvironments:
-        return cls(default_cache_dir())
+        return cls(user_cache_dir())
 
     def folder(self, image: ProcessingImage) -> Path:
         """Where the image's environment lives once built."""
