@@ -15,6 +15,9 @@ import pytest
 from moto.server import ThreadedMotoServer
 from nbclient import NotebookClient
 
+from pipeline.config import load_config
+from pipeline.definition import build_definition
+
 REPOSITORY = Path(__file__).resolve().parent.parent
 NOTEBOOK = REPOSITORY / "notebooks" / "quickstart.ipynb"
 BUCKET = "quickstart-bucket"
@@ -110,12 +113,9 @@ def test_the_quickstart_runs_end_to_end_in_a_jupyter_kernel(
     assert deployed["RoleArn"] == ROLE
     assert deployed["PipelineDescription"] == "deployed from the quickstart notebook"
     code = aws("s3", moto_endpoint).list_objects_v2(Bucket=BUCKET, Prefix="linear-learner-pipeline/code/")
-    assert sorted(item["Key"].rsplit("/", 1)[-1] for item in code["Contents"]) == [
-        "evaluate.py",
-        "preprocess.py",
-        "recordio.py",
-        "recordio.py",
-    ]
+    uploaded = sorted(f"s3://{BUCKET}/{item['Key']}" for item in code["Contents"])
+    built = build_definition(load_config({"bucket": BUCKET, "role_arn": ROLE, "region": "us-east-1"}, env={}))
+    assert uploaded == sorted(built.uploads), "every code bundle file, where the definition expects it"
     [summary] = sagemaker.list_pipeline_executions(PipelineName="linear-learner-pipeline")["PipelineExecutionSummaries"]
     parameters = sagemaker.list_pipeline_parameters_for_execution(PipelineExecutionArn=summary["PipelineExecutionArn"])
     values = {item["Name"]: item["Value"] for item in parameters["PipelineParameters"]}
