@@ -114,6 +114,14 @@ def _upload(s3: Any, uri: str, content: bytes, kms_key_id: str | None) -> str:
     return uri
 
 
+def put_object(config: PipelineConfig, uri: str, content: bytes, session: Any = None) -> str:
+    """PutObject one object (e.g. a decided schema), encrypted with the configured key like the code bundles."""
+    return _upload((session or aws_session(config)).client("s3"), uri, content, config.kms_key_id)
+
+
+aws_call = _aws_call  # the same one-line error handling for callers outside this module
+
+
 def _definition_argument(s3: Any, config: PipelineConfig, definition_json: str) -> dict[str, Any]:
     """Inline below 100 KB; above, upload to s3://<bucket>/<pipeline>/definitions/<sha256>.json and point at it."""
     body = definition_json.encode("utf-8")
@@ -165,12 +173,13 @@ def start(
     parameters: Mapping[str, str] | None = None,
     session: Any = None,
     display_name: str | None = None,
+    declared: Mapping[str, Mapping[str, Any]] | None = None,
 ) -> str:
     """StartPipelineExecution with parameter overrides (checked against the deployed definition first)."""
     session = session or aws_session(config)
     request: dict[str, Any] = {"PipelineName": config.pipeline_name}
     if parameters:
-        check_parameters(parameters, deployed_parameters(config, session))
+        check_parameters(parameters, declared if declared is not None else deployed_parameters(config, session))
         request["PipelineParameters"] = [{"Name": name, "Value": str(value)} for name, value in parameters.items()]
     if display_name:
         request["PipelineExecutionDisplayName"] = display_name
@@ -329,8 +338,10 @@ def put_schedule(
     session: Any = None,
     now: datetime | None = None,
     enabled: bool = True,
+    parameters: Mapping[str, str] | None = None,
 ) -> str:
-    """Create or update the EventBridge Scheduler schedule named after the pipeline (the SDK's put_triggers)."""
+    """Create or update the EventBridge Scheduler schedule named after the pipeline (the SDK's put_triggers);
+    ``parameters`` go to every execution it starts (the rest keep their defaults)."""
     session = session or aws_session(config)
     with _aws_call(f"DescribePipeline {config.pipeline_name}"):
         pipeline_arn = session.client("sagemaker").describe_pipeline(PipelineName=config.pipeline_name)["PipelineArn"]
@@ -338,7 +349,15 @@ def put_schedule(
         "Name": config.pipeline_name,
         "ScheduleExpression": expression,
         "FlexibleTimeWindow": {"Mode": "OFF"},
-        "Target": {"Arn": pipeline_arn, "SageMakerPipelineParameters": {}, "RoleArn": role_arn or config.role_arn},
+        "Target": {
+            "Arn": pipeline_arn,
+            "SageMakerPipelineParameters": (
+                {"PipelineParameterList": [{"Name": name, "Value": str(value)} for name, value in parameters.items()]}
+                if parameters
+                else {}
+            ),
+            "RoleArn": role_arn or config.role_arn,
+        },
         "State": "ENABLED" if enabled else "DISABLED",
         "StartDate": now or datetime.now(timezone.utc),
     }

@@ -12,15 +12,18 @@ import json
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pipeline.local.executions import ExecutionRecord, ExecutionStore, StepRecord
 from pipeline.local.interpreter import Interpreter, load_definition
 from pipeline.local.jobs import local_runners
 from pipeline.local.jobs.storage import link_or_copy
 from pipeline.local.s3 import LocalS3
+from pipeline.schema import DATA_SUFFIXES
 
-DATA_SUFFIXES = (".csv", ".csv.gz", ".parquet")
+if TYPE_CHECKING:
+    from pipeline.inference import Inferred
+
 DEFAULT_WORKDIR = Path(".llpipe")
 
 
@@ -41,6 +44,8 @@ class DataSource:
 def data_files(path: Path) -> tuple[Path, list[Path]]:
     """The CSV/Parquet files of a file or folder (recursively, sorted) and the folder they are relative to."""
     if path.is_file():
+        if not path.name.lower().endswith(DATA_SUFFIXES):
+            raise DataError(f"--data {path}: not a data file; Preprocess reads {', '.join(DATA_SUFFIXES)} files")
         return path.parent, [path]
     if not path.is_dir():
         raise DataError(f"--data {path}: no such file or folder")
@@ -133,14 +138,29 @@ class LocalRun:
             on_change=self.on_change or (lambda record, step: None),
         )
 
-    def execute(self, source: DataSource, overrides: Mapping[str, str]) -> ExecutionRecord:
-        """Validate, stage code and data, then interpret the definition; errors before staging leave nothing."""
+    def infer(self, source: DataSource, overrides: Mapping[str, str], sample_rows: int) -> Inferred | None:
+        """The schema decided from the first ``sample_rows`` rows of each file; None when the user gave SchemaUrl."""
+        from pipeline.inference import infer
+        from pipeline.local.parameters import resolve_parameters
+        from pipeline.schema import sample_local
+
+        parameters = merge_parameters(source.parameters, overrides)
+        if "SchemaUrl" in parameters:
+            return None
+        values = resolve_parameters(load_definition(self.definition_json)["Parameters"], parameters)
+        sample = sample_local(source.files, source.base, sample_rows)
+        return infer(sample, values, set(parameters), self.config.pipeline_prefix)
+
+    def execute(
+        self, source: DataSource, overrides: Mapping[str, str], schemas: Mapping[str, bytes] | None = None
+    ) -> ExecutionRecord:
+        """Validate, stage code, schema and data, then interpret the definition; errors before staging leave nothing."""
         definition = load_definition(self.definition_json)
         interpreter = self.interpreter()
         parameters = merge_parameters(source.parameters, overrides)
         interpreter.prepare(definition, parameters)
         s3 = self.s3
-        for uri, body in self.uploads.items():
+        for uri, body in {**self.uploads, **(schemas or {})}.items():
             if not s3.path(uri).is_file() or s3.path(uri).read_bytes() != body:
                 s3.put_bytes(uri, body)
         if "InputDataUrl" not in overrides:

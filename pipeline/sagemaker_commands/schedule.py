@@ -6,6 +6,7 @@ import argparse
 import sys
 
 from pipeline.config import ConfigError, add_config_arguments, config_from_args
+from pipeline.inference import add_inference_arguments
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
@@ -20,12 +21,28 @@ def configure(parser: argparse.ArgumentParser) -> None:
         help="role EventBridge Scheduler assumes to start executions (default: the pipeline role)",
     )
     parser.add_argument("--disabled", action="store_true", help="create or update the schedule disabled")
+    parser.add_argument(
+        "--param", action="append", default=[], metavar="NAME=VALUE", help="parameter every execution gets (repeat)"
+    )
+    add_inference_arguments(parser, s3=True)
     add_config_arguments(parser)
 
 
 def run(args: argparse.Namespace) -> int:
-    """Upsert or delete the schedule; executions it starts use every parameter's default."""
-    from pipeline.sagemaker_ops import AwsError, delete_schedule, put_schedule, schedule_expression
+    """Upsert or delete the schedule; its executions get the given and inferred parameters, defaults for the rest."""
+    from pipeline.inference import infer_s3, print_inferred
+    from pipeline.sagemaker_commands.start import parse_params
+    from pipeline.sagemaker_ops import (
+        AwsError,
+        aws_call,
+        aws_session,
+        check_parameters,
+        delete_schedule,
+        deployed_parameters,
+        put_object,
+        put_schedule,
+        schedule_expression,
+    )
 
     try:
         config = config_from_args(args)
@@ -36,7 +53,23 @@ def run(args: argparse.Namespace) -> int:
                 print(f"no schedule named {config.pipeline_name}; nothing to delete")
             return 0
         expression = schedule_expression(cron=args.cron, rate=args.rate)
-        arn = put_schedule(config, expression, role_arn=args.scheduler_role_arn, enabled=not args.disabled)
+        session = aws_session(config)
+        given = parse_params(args.param)
+        declared = deployed_parameters(config, session)
+        check_parameters(given, declared)
+        with aws_call(f"sampling the input of {config.pipeline_name}"):
+            inferred = infer_s3(config.pipeline_prefix, declared, given, session.client("s3"), args)
+        if inferred is not None:
+            print_inferred(inferred, sys.stdout)
+            put_object(config, inferred.uri, inferred.body, session)
+        arn = put_schedule(
+            config,
+            expression,
+            role_arn=args.scheduler_role_arn,
+            session=session,
+            enabled=not args.disabled,
+            parameters={**given, **(inferred.parameters if inferred else {})},
+        )
     except (ConfigError, ValueError) as error:
         print(f"llpipe schedule: {error}", file=sys.stderr)
         return 2

@@ -12,6 +12,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from pipeline.config import ConfigError, PipelineConfig, add_config_arguments, config_from_args
+from pipeline.inference import add_inference_arguments
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -27,6 +28,10 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--display-name", help="execution display name")
     parser.add_argument("--wait", action="store_true", help="watch the steps until the execution finishes")
     parser.add_argument("--poll-seconds", type=float, default=30.0, help="seconds between polls with --wait (30)")
+    parser.add_argument(
+        "--dry-run", action="store_true", help="print the resolved parameters and start nothing (reads only)"
+    )
+    add_inference_arguments(parser, s3=True)
     add_config_arguments(parser)
 
 
@@ -45,11 +50,38 @@ def parse_params(pairs: list[str]) -> dict[str, str]:
 
 def run(args: argparse.Namespace) -> int:
     """Start; print the ARN; with --wait, a live step table and the exit code of the final status."""
-    from pipeline.sagemaker_ops import AwsError, ParameterError, outcome, start
+    from pipeline.inference import infer_s3, print_inferred, resolved_parameters
+    from pipeline.sagemaker_ops import (
+        AwsError,
+        ParameterError,
+        aws_call,
+        aws_session,
+        check_parameters,
+        deployed_parameters,
+        outcome,
+        put_object,
+        start,
+    )
 
     try:
         config = config_from_args(args)
-        arn = start(config, parse_params(args.param), display_name=args.display_name)
+        session = aws_session(config)
+        given = parse_params(args.param)
+        declared = deployed_parameters(config, session)
+        check_parameters(given, declared)
+        with aws_call(f"sampling the input of {config.pipeline_name}"):
+            inferred = infer_s3(config.pipeline_prefix, declared, given, session.client("s3"), args)
+        if inferred is not None:
+            print_inferred(inferred, sys.stdout)
+        parameters = {**given, **(inferred.parameters if inferred else {})}
+        if args.dry_run:
+            print("Parameters (dry run: nothing started):")
+            for name, value, origin in resolved_parameters(declared, given, inferred):
+                print(f"  {name}={value}  ({origin})")
+            return 0
+        if inferred is not None:
+            put_object(config, inferred.uri, inferred.body, session)
+        arn = start(config, parameters, session=session, display_name=args.display_name, declared=declared)
     except (ConfigError, ParameterError, ValueError) as error:
         print(f"llpipe start: {error}", file=sys.stderr)
         return 2
