@@ -340,6 +340,13 @@ def decide(sample: Sample, values: Mapping[str, Any], given: set[str]) -> Decisi
             parameters["CategoricalColumns"] = joined
         notes.append(f"categorical columns (text values in the sample): {', '.join(categorical) or 'none'}")
     notes.extend(_collision_notes(frame, categorical, int(values.get("HashBuckets") or 16)))
+    if str(values.get("MissingValues") or "error") == "error":
+        holes = [column for column in [label, *features] if _has_missing(frame[column])]
+        if holes:
+            notes.append(
+                f"warning: missing values in the sample of {', '.join(holes)}: Preprocess fails on them unless "
+                "--param MissingValues=zero (impute 0 for features) or =drop (drop the rows)"
+            )
 
     label_values, num_classes = _decide_labels(frame[label], label, predictor, values, given)
     if label_values is not None and "LabelValues" not in given:
@@ -391,6 +398,10 @@ def _has_text(column: pd.Series) -> bool:
     present = column.dropna()
     present = present[present.astype(str).str.strip() != ""]
     return bool(pd.to_numeric(present, errors="coerce").isna().any())
+
+
+def _has_missing(column: pd.Series) -> bool:
+    return bool(column.isna().any() or (column.dropna().astype(str).str.strip() == "").any())
 
 
 def _collision_notes(frame: pd.DataFrame, categorical: list[str], buckets: int) -> list[str]:

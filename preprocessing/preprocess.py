@@ -568,8 +568,11 @@ def convert_chunk(
             else:
                 name = schema.feature_columns[int(absent[row].argmax())]
                 what = f"column {name!r} value {_show(frame[name].iloc[row])}"
-            hint = "--missing drop" if missing_policy == "zero" else "--missing zero or --missing drop"
-            raise PreprocessError(f"{where.at(row)}: {what} is missing or not a finite float32 (use {hint})")
+            hint = "=drop" if missing_policy == "zero" else "=zero (features) or =drop (rows)"
+            raise PreprocessError(
+                f"{where.at(row)}: {what} is missing or not a finite float32 (use --param MissingValues{hint}; "
+                "preprocess.py: --missing)"
+            )
     keep = ~bad if missing_policy == "drop" else np.ones(n, dtype=bool)
     if not keep.all():
         features, label_values = features[keep], label_values[keep]
