@@ -116,7 +116,8 @@ def _parquet_frame(handle: Any, name: str, rows: int) -> tuple[list[str], pd.Dat
     try:
         parquet = pq.ParquetFile(handle)
         header = [str(column) for column in parquet.schema_arrow.names]
-        batch = next(parquet.iter_batches(batch_size=max(rows, 1)), None)
+        first_group = [0] if parquet.num_row_groups else []  # one ranged read of the first row group's columns
+        batch = next(parquet.iter_batches(batch_size=max(rows, 1), row_groups=first_group), None)
     except (OSError, ValueError, pa.ArrowException) as error:
         raise SchemaError(f"{name}: not a readable Parquet file ({error})") from None
     import pandas as pd
