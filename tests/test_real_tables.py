@@ -137,4 +137,5 @@ def test_regression_with_a_text_feature_and_a_collision_warning(built: LocalRun,
     from pipeline.local.summary import summarise
 
     summary = summarise(record, run.s3, render_plots=False)
-    assert any("categorical column 'city': 5 distinct value(s) in 2 of 2 hash buckets" in w for w in summary["warnings"])
+    expected = "categorical column 'city': 5 distinct value(s) in 2 of 2 hash buckets"
+    assert any(expected in warning for warning in summary["warnings"])
