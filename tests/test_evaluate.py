@@ -162,6 +162,37 @@ def test_multiclass_report_matches_scikit_learn(tmp_path: Path) -> None:
     assert report["gate"] == {"metric": "accuracy", "value": metrics["accuracy"]["value"]}
 
 
+def test_label_values_name_the_classes_and_per_class_metrics_match_scikit_learn(tmp_path: Path) -> None:
+    generator = np.random.default_rng(5)
+    n, names = 600, ["setosa", "versicolor", "virginica"]
+    labels = generator.choice(3, size=n)
+    logits = generator.normal(size=(n, 3)) + 1.5 * np.eye(3)[labels]
+    probabilities = np.exp(logits) / np.exp(logits).sum(axis=1, keepdims=True)
+    predicted = probabilities.argmax(axis=1)
+    pairs = zip(probabilities, predicted, strict=True)
+    records = [{"score": row.tolist(), "predicted_label": int(k)} for row, k in pairs]
+    predictions_dir, test_dir, output_dir = write_job_inputs(tmp_path, labels.astype(np.float32), records)
+    summary_dir = tmp_path / "summary"
+    summary_dir.mkdir()
+    for host in ("algo-1", "algo-2"):  # what Preprocess's summary output holds with several hosts
+        (summary_dir / f"summary-{host}.json").write_text(json.dumps({"host": host, "label_values": names}))
+    args = ["--predictions-dir", str(predictions_dir), "--test-dir", str(test_dir), "--output-dir", str(output_dir)]
+    assert main([*args, "--predictor-type", "multiclass_classifier", "--summary-dir", str(summary_dir)]) == 0
+    report = json.loads((output_dir / "evaluation.json").read_text())
+    matrix = skm.confusion_matrix(labels, predicted, labels=range(3))
+    assert report["multiclass_classification_metrics"]["confusion_matrix"] == {
+        names[i]: {names[j]: int(matrix[i, j]) for j in range(3)} for i in range(3)
+    }
+    assert report["class_names"] == names
+    precision, recall, f1, support = skm.precision_recall_fscore_support(labels, predicted, labels=range(3))
+    for index, name in enumerate(names):
+        per_class = report["per_class_metrics"][name]
+        assert per_class["precision"] == pytest.approx(precision[index], abs=1e-12)
+        assert per_class["recall"] == pytest.approx(recall[index], abs=1e-12)
+        assert per_class["f1"] == pytest.approx(f1[index], abs=1e-12)
+        assert per_class["support"] == support[index]
+
+
 def test_regression_report_matches_scikit_learn(tmp_path: Path) -> None:
     generator = np.random.default_rng(5)
     labels = generator.normal(10, 3, size=2500).astype(np.float32)

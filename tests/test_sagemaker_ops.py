@@ -5,7 +5,9 @@ from __future__ import annotations
 import copy
 import io
 import json
+import tempfile
 from datetime import datetime, timedelta, timezone
+from pathlib import Path
 from typing import Any
 
 import boto3
@@ -545,3 +547,110 @@ def test_upsert_of_an_existing_pipeline_sends_what_the_sdk_upsert_sends(
     operations = [request["operation"] for request in sent["ours"]]
     assert operations == ["CreatePipeline", "UpdatePipeline", "ListTags", "AddTags"]
     assert sent["ours"] == sent["sdk"]
+
+
+# ---------------------------------------------------------------- schema inference from S3 (start, schedule)
+
+
+def _sampled_table() -> bytes:
+    rows = ["default,student,balance,income"] + [
+        f"{'Yes' if i % 7 == 0 else 'No'},{'Yes' if i % 3 == 0 else 'No'},{100 + i},{2000 + 3 * i}" for i in range(60)
+    ]
+    return ("\n".join(rows) + "\n").encode()
+
+
+def _expect_sample(session: StubbedSession, text: bytes) -> None:
+    from botocore.response import StreamingBody
+
+    s3 = session.stubs["s3"]
+    s3.add_response(
+        "list_objects_v2",
+        {"Contents": [{"Key": "raw/part-0.csv", "Size": len(text)}], "IsTruncated": False},
+        {"Bucket": "data-bucket", "Prefix": "raw/"},
+    )
+    s3.add_response(
+        "get_object",
+        {"Body": StreamingBody(io.BytesIO(text), len(text))},
+        {"Bucket": "data-bucket", "Key": "raw/part-0.csv", "Range": f"bytes=0-{len(text) - 1}"},
+    )
+
+
+def _inferred_schema(text: bytes) -> tuple[str, bytes]:
+    from pipeline.inference import infer
+    from pipeline.schema import sample_local
+
+    with tempfile.TemporaryDirectory() as folder:
+        (Path(folder) / "part-0.csv").write_bytes(text)
+        sample = sample_local([Path(folder) / "part-0.csv"], Path(folder))
+    sample.source = "s3://data-bucket/raw/"
+    inferred = infer(
+        sample,
+        {"LabelColumn": "default", "PredictorType": "binary_classifier", "HashBuckets": 16, "MissingValues": "error"},
+        {"InputDataUrl", "LabelColumn"},
+        CONFIG.pipeline_prefix,
+    )
+    return inferred.uri, inferred.body
+
+
+CLI_CONFIG = ["--region", "us-west-2", "--role-arn", CONFIG.role_arn, "--bucket", "artifacts-bucket",
+              "--pipeline-name", "churn-pipeline"]  # fmt: skip
+GIVEN = ["--param", "InputDataUrl=s3://data-bucket/raw/", "--param", "LabelColumn=default"]
+
+
+def test_start_infers_uploads_the_schema_then_starts_with_it(
+    built: BuiltDefinition, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    session = StubbedSession("sagemaker", "s3")
+    monkeypatch.setattr(sagemaker_ops, "aws_session", lambda config: session)
+    text = _sampled_table()
+    uri, body = _inferred_schema(text)
+    session.stubs["sagemaker"].add_response(
+        "describe_pipeline", describe_pipeline_response(built), {"PipelineName": "churn-pipeline"}
+    )
+    _expect_sample(session, text)
+    key = uri.removeprefix("s3://artifacts-bucket/")
+    session.stubs["s3"].add_response("put_object", {}, {"Bucket": "artifacts-bucket", "Key": key, "Body": body})
+    parameters = [
+        {"Name": "InputDataUrl", "Value": "s3://data-bucket/raw/"},
+        {"Name": "LabelColumn", "Value": "default"},
+        {"Name": "CategoricalColumns", "Value": "student"},
+        {"Name": "LabelValues", "Value": "No,Yes"},
+        {"Name": "SchemaUrl", "Value": uri},
+    ]
+    session.stubs["sagemaker"].add_response(
+        "start_pipeline_execution",
+        {"PipelineExecutionArn": EXECUTION_ARN},
+        {"PipelineName": "churn-pipeline", "PipelineParameters": parameters},
+    )
+    assert main(["start", *CLI_CONFIG, *GIVEN]) == 0
+    session.verify()
+    out = capsys.readouterr().out
+    assert f"schema: {uri}" in out and f"started {EXECUTION_ARN}" in out
+
+
+def test_schedule_gives_every_execution_the_inferred_parameters(
+    built: BuiltDefinition, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    session = StubbedSession("sagemaker", "s3", "scheduler")
+    monkeypatch.setattr(sagemaker_ops, "aws_session", lambda config: session)
+    text = _sampled_table()
+    uri, body = _inferred_schema(text)
+    sagemaker = session.stubs["sagemaker"]
+    sagemaker.add_response("describe_pipeline", describe_pipeline_response(built), {"PipelineName": "churn-pipeline"})
+    _expect_sample(session, text)
+    key = uri.removeprefix("s3://artifacts-bucket/")
+    session.stubs["s3"].add_response("put_object", {}, {"Bucket": "artifacts-bucket", "Key": key, "Body": body})
+    sagemaker.add_response("describe_pipeline", describe_pipeline_response(built), {"PipelineName": "churn-pipeline"})
+    expected = {**expected_schedule("cron(0 3 * * ? *)"), "StartDate": ANY}
+    expected["Target"]["SageMakerPipelineParameters"] = {
+        "PipelineParameterList": [
+            {"Name": "InputDataUrl", "Value": "s3://data-bucket/raw/"},
+            {"Name": "LabelColumn", "Value": "default"},
+            {"Name": "CategoricalColumns", "Value": "student"},
+            {"Name": "LabelValues", "Value": "No,Yes"},
+            {"Name": "SchemaUrl", "Value": uri},
+        ]
+    }
+    session.stubs["scheduler"].add_response("update_schedule", {"ScheduleArn": "arn:schedule"}, expected)
+    assert main(["schedule", "--cron", "0 3 * * ? *", *CLI_CONFIG, *GIVEN]) == 0
+    session.verify()
