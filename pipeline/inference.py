@@ -8,6 +8,7 @@ all three then pass ``SchemaUrl`` (and the short decisions) as parameters. Nothi
 from __future__ import annotations
 
 import argparse
+import sys
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -17,6 +18,7 @@ from pipeline.schema import (
     DEFAULT_SAMPLE_BYTES,
     DEFAULT_SAMPLE_OBJECTS,
     DEFAULT_SAMPLE_ROWS,
+    NothingToSample,
     Sample,
     decide,
     sample_s3,
@@ -99,7 +101,7 @@ def infer_s3(
     pipeline_prefix: str,
     declared: Mapping[str, Mapping[str, Any]],
     overrides: Mapping[str, str],
-    s3: Any,
+    session: Any,
     args: argparse.Namespace,
 ) -> Inferred | None:
     """The schema for a SageMaker execution, from the objects under its InputDataUrl (reads only); None when the
@@ -108,7 +110,13 @@ def infer_s3(
         return None
     values = {name: parameter.get("DefaultValue") for name, parameter in declared.items()}
     values.update(overrides)
-    sample = sample_s3(s3, str(values["InputDataUrl"]), args.sample_rows, args.sample_objects, args.sample_bytes)
+    try:
+        sample = sample_s3(
+            session.client("s3"), str(values["InputDataUrl"]), args.sample_rows, args.sample_objects, args.sample_bytes
+        )
+    except NothingToSample as error:
+        print(f"warning: {error}; no schema passed (Preprocess orders columns by name)", file=sys.stderr)
+        return None
     return infer(sample, values, set(overrides), pipeline_prefix)
 
 

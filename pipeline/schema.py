@@ -194,7 +194,7 @@ def sample_s3(
     bucket, prefix = parsed.netloc, parsed.path.lstrip("/")
     objects = _list_data_objects(s3, bucket, prefix, max_objects)
     if not objects:
-        raise SchemaError(f"no {', '.join(DATA_SUFFIXES)} objects under {uri}")
+        raise NothingToSample(f"no {', '.join(DATA_SUFFIXES)} objects under {uri} to infer the schema from")
     sample = Sample(source=uri, rows_per_file=rows, files_total=len(objects))
     for key, size in objects[:max_objects]:
         name = key[len(prefix) :].lstrip("/") or key.rsplit("/", 1)[-1]
@@ -242,6 +242,10 @@ def _get_range(s3: Any, bucket: str, key: str, start: int, end: int) -> bytes:
     """Bytes ``start..end-1`` of an object (one GetObject with a Range header)."""
     response = s3.get_object(Bucket=bucket, Key=key, Range=f"bytes={start}-{end - 1}")
     return response["Body"].read()
+
+
+class NothingToSample(SchemaError):
+    """The input holds no data objects yet (a schedule may be created before data lands)."""
 
 
 class SampleBudgetExceeded(SchemaError):

@@ -80,7 +80,8 @@ def expect_uploads(session: StubbedSession, built: BuiltDefinition, **extra: Any
 def test_upsert_creates_a_new_pipeline_after_uploading_the_code(built: BuiltDefinition) -> None:
     session = StubbedSession("s3", "sagemaker")
     expect_uploads(session, built)
-    assert all(uri.startswith("s3://artifacts-bucket/churn-pipeline/code/") for uri in built.uploads)
+    prefixes = ("s3://artifacts-bucket/churn-pipeline/code/", "s3://artifacts-bucket/churn-pipeline/schemas/")
+    assert all(uri.startswith(prefixes) for uri in built.uploads)  # the code and the built-in empty schema
     session.stubs["sagemaker"].add_response(
         "create_pipeline",
         {"PipelineArn": PIPELINE_ARN},
@@ -306,8 +307,9 @@ def test_start_wait_exit_code_follows_the_final_status(
     expect_poll(stub, status, reason, steps)
     monkeypatch.setattr(sagemaker_ops, "aws_session", lambda config: session)
     code = main(
-        ["start", "--wait", "--poll-seconds", "0", "--region", "us-west-2", "--pipeline-name", "churn-pipeline"]
-    )
+        ["start", "--wait", "--poll-seconds", "0", "--region", "us-west-2", "--pipeline-name", "churn-pipeline",
+         "--no-infer"]
+    )  # fmt: skip
     session.verify()
     captured = capsys.readouterr()
     assert code == expected_code

@@ -148,7 +148,15 @@ class LocalRun:
         if "SchemaUrl" in parameters:
             return None
         values = resolve_parameters(load_definition(self.definition_json)["Parameters"], parameters)
-        sample = sample_local(source.files, source.base, sample_rows)
+        files, base = source.files, source.base
+        if "InputDataUrl" in overrides:  # the run reads that prefix of the local S3, not --data: sample what it reads
+            base = self.s3.path(str(values["InputDataUrl"]))
+            objects = [self.s3.path(uri) for uri in self.s3.list_objects(str(values["InputDataUrl"]))]
+            files = [p for p in objects if p.name.lower().endswith(DATA_SUFFIXES) and not p.name.startswith((".", "_"))]
+            if not files:
+                raise DataError(f"--param InputDataUrl={values['InputDataUrl']}: no data objects in the local S3")
+            base = base if base.is_dir() else base.parent
+        sample = sample_local(files, base, sample_rows)
         return infer(sample, values, set(parameters), self.config.pipeline_prefix)
 
     def execute(

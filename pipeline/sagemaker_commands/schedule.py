@@ -55,10 +55,10 @@ def run(args: argparse.Namespace) -> int:
         expression = schedule_expression(cron=args.cron, rate=args.rate)
         session = aws_session(config)
         given = parse_params(args.param)
-        declared = deployed_parameters(config, session)
+        declared = deployed_parameters(config, session) if given or not args.no_infer else {}
         check_parameters(given, declared)
         with aws_call(f"sampling the input of {config.pipeline_name}"):
-            inferred = infer_s3(config.pipeline_prefix, declared, given, session.client("s3"), args)
+            inferred = infer_s3(config.pipeline_prefix, declared, given, session, args)
         if inferred is not None:
             print_inferred(inferred, sys.stdout)
             put_object(config, inferred.uri, inferred.body, session)

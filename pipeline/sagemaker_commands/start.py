@@ -67,10 +67,11 @@ def run(args: argparse.Namespace) -> int:
         config = config_from_args(args)
         session = aws_session(config)
         given = parse_params(args.param)
-        declared = deployed_parameters(config, session)
+        needs_declaration = bool(given) or not args.no_infer or args.dry_run
+        declared = deployed_parameters(config, session) if needs_declaration else {}
         check_parameters(given, declared)
         with aws_call(f"sampling the input of {config.pipeline_name}"):
-            inferred = infer_s3(config.pipeline_prefix, declared, given, session.client("s3"), args)
+            inferred = infer_s3(config.pipeline_prefix, declared, given, session, args)
         if inferred is not None:
             print_inferred(inferred, sys.stdout)
         parameters = {**given, **(inferred.parameters if inferred else {})}
