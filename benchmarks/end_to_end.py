@@ -16,10 +16,11 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
+from pipeline.local.parameters import parse_overrides
 
 from pipeline.config import load_config
-from pipeline.local.parameters import parse_overrides
 from pipeline.local.runner import build_local_run, user_data
+from pipeline.local.workdir import Workdir
 
 PARTS = 8
 
@@ -74,7 +75,7 @@ def main() -> int:
     print(f"baseline: pandas.read_csv over all files: {baseline:.2f} s")
 
     started = time.perf_counter()
-    run = build_local_run(load_config(env={}), workdir / "work", use_cache=False)
+    run = build_local_run(load_config(env={}), Workdir(workdir / "work"), use_cache=False)
     build = time.perf_counter() - started
     record = run.execute(user_data(files[0].parent, "label", "binary_classifier"), overrides)
     total = time.perf_counter() - started

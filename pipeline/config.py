@@ -26,6 +26,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from pipeline.errors import ConfigError
+
 DEFAULT_REGION = "us-east-1"
 DEFAULT_ROLE_ARN = "arn:aws:iam::111122223333:role/llpipe-local"
 DEFAULT_BUCKET = "llpipe-local"
@@ -39,10 +41,6 @@ _NAME = re.compile(r"^[a-zA-Z0-9](-*[a-zA-Z0-9]){0,255}$")  # SageMaker pipeline
 _SUBNET = re.compile(r"^subnet-[0-9a-z]+$")
 _SECURITY_GROUP = re.compile(r"^sg-[0-9a-z]+$")
 _VERSION = re.compile(r"^[0-9][0-9A-Za-z.\-]*$")
-
-
-class ConfigError(ValueError):
-    """Invalid configuration: the message names the setting, where it came from and what is expected."""
 
 
 @dataclass(frozen=True)

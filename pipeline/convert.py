@@ -1,19 +1,12 @@
-"""Convert CSV (optionally gzipped) or Parquet files to RecordIO-protobuf shards for Linear Learner.
+"""CSV/Parquet files to RecordIO-protobuf shards for Linear Learner: validated, dealt round-robin, all-or-nothing.
 
-Every column except --label-column is a feature, in the first file's column order; every file must have the same
-columns. Values must be numbers: an empty, NaN, infinite or non-numeric value is an error naming the file, the data
-row (counted from 1 after the header, blank CSV lines not counted) and the column. Rows are dealt round-robin to
---shards files named part-00000.pbr, ... (features and label as float32; --sparse writes sparse records holding the
-non-zero features). Shards are built under a temporary name and renamed into --output only when all input
-converted, so a failure leaves nothing behind.
+What ``llpipe convert`` (pipeline/cli/convert.py) runs; its help text describes the rules.
 """
 
 from __future__ import annotations
 
-import argparse
 import gzip
 import shutil
-import sys
 import tempfile
 import time
 from collections.abc import Iterator
@@ -21,42 +14,21 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any
 
+from pipeline.errors import ConvertError
+from pipeline.names import DATA_SUFFIXES
+
 if TYPE_CHECKING:
     import numpy as np
     import pandas as pd
 
 CHUNK_ROWS = 50_000
 PROGRESS_MIN_BYTES = 16 << 20
-SUFFIXES = (".csv", ".csv.gz", ".parquet", ".pq")
-
-
-class ConvertError(Exception):
-    """Bad input or options: reported as one line, exit code 1."""
-
-
-def configure(parser: argparse.ArgumentParser) -> None:
-    """Inputs, label column, output folder, shard count, dense or sparse records."""
-    parser.add_argument("inputs", nargs="+", type=Path, metavar="INPUT", help="CSV, .csv.gz or Parquet file, or folder")
-    parser.add_argument("--label-column", required=True, metavar="NAME", help="the column holding the label")
-    parser.add_argument("--output", required=True, type=Path, metavar="DIR", help="folder receiving the shards")
-    parser.add_argument("--shards", type=int, default=1, metavar="N", help="number of shard files (default 1)")
-    parser.add_argument("--sparse", action="store_true", help="write sparse records (non-zero features only)")
-    parser.add_argument("--overwrite", action="store_true", help="replace shards already in the output folder")
-
-
-def run(args: argparse.Namespace) -> int:
-    """Convert, print a summary; one clear error line and exit code 1 on bad input."""
-    try:
-        summary = convert(args.inputs, args.label_column, args.output, args.shards, args.sparse, args.overwrite)
-    except ConvertError as error:
-        print(f"llpipe convert: error: {error}", file=sys.stderr)
-        return 1
-    print(summary.describe())
-    return 0
 
 
 @dataclass
-class Summary:
+class Conversion:
+    """What one conversion wrote: rows, feature count, the shard files, and how long it took."""
+
     rows: int
     features: int
     shards: list[Path]
@@ -75,7 +47,7 @@ class Summary:
 
 def convert(
     inputs: list[Path], label_column: str, output: Path, shards: int, sparse: bool = False, overwrite: bool = False
-) -> Summary:
+) -> Conversion:
     """Convert ``inputs`` into ``shards`` RecordIO-protobuf files in ``output``; ConvertError on bad input."""
     from rich.console import Console
     from rich.progress import BarColumn, DownloadColumn, Progress, TimeRemainingColumn
@@ -130,7 +102,7 @@ def convert(
             shutil.rmtree(output, ignore_errors=True)
         raise
     shutil.rmtree(work, ignore_errors=True)
-    return Summary(writer.rows, len(columns or []), names, sparse, time.perf_counter() - started)
+    return Conversion(writer.rows, len(columns or []), names, sparse, time.perf_counter() - started)
 
 
 def _input_files(inputs: list[Path]) -> list[Path]:
@@ -141,7 +113,7 @@ def _input_files(inputs: list[Path]) -> list[Path]:
             found = sorted(
                 p
                 for p in path.rglob("*")
-                if p.is_file() and p.name.lower().endswith(SUFFIXES) and p.name[0] not in "._"
+                if p.is_file() and p.name.lower().endswith(DATA_SUFFIXES) and p.name[0] not in "._"
             )
             if not found:
                 raise ConvertError(f"{path}: no .csv, .csv.gz, .parquet or .pq files in this folder")

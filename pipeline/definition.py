@@ -15,20 +15,29 @@ from typing import Any
 
 from pipeline.code_bundles import REPOSITORY_ROOT, CodeBundle, repository_bundle
 from pipeline.config import PipelineConfig, load_config
+from pipeline.names import (
+    BINARY_CLASSIFIER,
+    CREATE_MODEL,
+    CSV,
+    EVALUATE,
+    GATE,
+    JSON,
+    JSONLINES,
+    METRIC_THRESHOLD,
+    PREDICTOR_TYPES,
+    PREPROCESS,
+    QUALITY_GATE,
+    QUALITY_GATE_FAILED,
+    RECORDIO,
+    REGISTER,
+    REPORT_NAME,
+    REPORT_PROPERTY_FILE,
+    TRAIN,
+    TRANSFORM,
+)
 from pipeline.offline import offline_sdk, offline_session
 from pipeline.schema import DEFAULT_SCHEMA, default_schema_uri
 
-STEP_NAMES = (
-    "Preprocess",
-    "Train",
-    "CreateModel",
-    "Transform",
-    "Evaluate",
-    "QualityGate",
-    "Register",
-    "QualityGateFailed",
-)
-RECORDIO = "application/x-recordio-protobuf"
 CODE_DIR = "/opt/ml/processing/input/code"
 PREPROCESS_INPUT_DIR = "/opt/ml/processing/input/data"
 PREPROCESS_OUTPUT_DIR = "/opt/ml/processing/output"
@@ -43,8 +52,8 @@ CACHE_EXPIRY = "P30D"  # ISO 8601: reuse a successful step with identical inputs
 TRAINING_MAX_RUNTIME_SECONDS = 24 * 3600  # explicit: the SDK v3 default is one hour
 PROCESSING_MAX_RUNTIME_SECONDS = 12 * 3600
 INFERENCE_INSTANCE_TYPES = ["ml.m5.large", "ml.m5.xlarge", "ml.c5.large", "ml.c5.xlarge"]
-INFERENCE_CONTENT_TYPES = [RECORDIO, "text/csv", "application/json"]
-INFERENCE_RESPONSE_TYPES = ["application/json", "application/jsonlines", RECORDIO]
+INFERENCE_CONTENT_TYPES = [RECORDIO, CSV, JSON]
+INFERENCE_RESPONSE_TYPES = [JSON, JSONLINES, RECORDIO]
 
 
 @dataclass(frozen=True)
@@ -145,8 +154,8 @@ class Parameters:
             evaluation_instance_type=ParameterString("EvaluationInstanceType", "ml.m5.large"),
             predictor_type=ParameterString(
                 "PredictorType",
-                "binary_classifier",
-                enum_values=["binary_classifier", "multiclass_classifier", "regressor"],
+                BINARY_CLASSIFIER,
+                enum_values=list(PREDICTOR_TYPES),
             ),
             label_column=ParameterString("LabelColumn", "label"),
             # "NEG,POS" or "A,B,C": label values mapped to 0..K-1; empty = labels already 0/1 or 0..K-1
@@ -173,7 +182,7 @@ class Parameters:
             wd=ParameterString("Wd", "auto"),
             l1=ParameterString("L1", "auto"),
             loss=ParameterString("Loss", "auto"),
-            metric_threshold=ParameterFloat("MetricThreshold", 0.6),
+            metric_threshold=ParameterFloat(METRIC_THRESHOLD, 0.6),
             model_approval_status=ParameterString(
                 "ModelApprovalStatus",
                 "PendingManualApproval",
@@ -394,7 +403,7 @@ def _preprocess_step(config: PipelineConfig, params: Parameters, bundle: CodeBun
         wait=False,
         logs=False,
     )
-    return ProcessingStep(name="Preprocess", step_args=step_args, **_job_step_options())
+    return ProcessingStep(name=PREPROCESS, step_args=step_args, **_job_step_options())
 
 
 def _preprocess_output(preprocess: Any, name: str) -> Any:
@@ -472,7 +481,7 @@ def _train_step(config: PipelineConfig, params: Parameters, preprocess: Any, ses
         wait=False,
         logs=False,
     )
-    return TrainingStep(name="Train", step_args=step_args, **_job_step_options())
+    return TrainingStep(name=TRAIN, step_args=step_args, **_job_step_options())
 
 
 def _trainer_tags(config: PipelineConfig) -> Any:
@@ -509,7 +518,7 @@ def _create_model_step(config: PipelineConfig, train: Any, session: Any) -> Any:
 
     # with use_custom_job_prefix the name is a prefix: SageMaker appends a unique suffix per execution
     step_args = _model_builder(config, train, session).build(model_name=f"{config.base_job_prefix}-model")
-    return ModelStep(name="CreateModel", step_args=step_args, retry_policies=_model_step_retries())
+    return ModelStep(name=CREATE_MODEL, step_args=step_args, retry_policies=_model_step_retries())
 
 
 def _transform_step(config: PipelineConfig, params: Parameters, preprocess: Any, create_model: Any, session: Any):
@@ -523,7 +532,7 @@ def _transform_step(config: PipelineConfig, params: Parameters, preprocess: Any,
         strategy="MultiRecord",
         max_payload=6,
         assemble_with="Line",
-        accept="application/jsonlines",
+        accept=JSONLINES,
         output_path=_execution_uri(config, "transform"),
         output_kms_key=config.kms_key_id,
         volume_kms_key=config.kms_key_id,
@@ -539,7 +548,7 @@ def _transform_step(config: PipelineConfig, params: Parameters, preprocess: Any,
         wait=False,
         logs=False,
     )
-    return TransformStep(name="Transform", step_args=step_args, **_job_step_options())
+    return TransformStep(name=TRANSFORM, step_args=step_args, **_job_step_options())
 
 
 def _evaluate_step(
@@ -572,8 +581,8 @@ def _evaluate_step(
         wait=False,
         logs=False,
     )
-    report = PropertyFile(name="EvaluationReport", output_name="evaluation", path="evaluation.json")
-    step = ProcessingStep(name="Evaluate", step_args=step_args, property_files=[report], **_job_step_options())
+    report = PropertyFile(name=REPORT_PROPERTY_FILE, output_name="evaluation", path=REPORT_NAME)
+    step = ProcessingStep(name=EVALUATE, step_args=step_args, property_files=[report], **_job_step_options())
     return step, report
 
 
@@ -584,7 +593,7 @@ def _register_step(config: PipelineConfig, params: Parameters, train: Any, evalu
 
     report_uri = Join(
         on="/",
-        values=[evaluate.properties.ProcessingOutputConfig.Outputs["evaluation"].S3Output.S3Uri, "evaluation.json"],
+        values=[evaluate.properties.ProcessingOutputConfig.Outputs["evaluation"].S3Output.S3Uri, REPORT_NAME],
     )
     step_args = _model_builder(config, train, session).register(
         model_package_group_name=config.model_package_group,
@@ -593,11 +602,11 @@ def _register_step(config: PipelineConfig, params: Parameters, train: Any, evalu
         inference_instances=INFERENCE_INSTANCE_TYPES,
         transform_instances=INFERENCE_INSTANCE_TYPES,
         model_metrics=ModelMetrics(
-            model_statistics=MetricsSource(s3_uri=report_uri, content_type="application/json"),
+            model_statistics=MetricsSource(s3_uri=report_uri, content_type=JSON),
         ),
         approval_status=params.model_approval_status,
     )
-    return ModelStep(name="Register", step_args=step_args, retry_policies=_model_step_retries())
+    return ModelStep(name=REGISTER, step_args=step_args, retry_policies=_model_step_retries())
 
 
 def _quality_gate_step(params: Parameters, evaluate: Any, report: Any, register: Any) -> Any:
@@ -607,10 +616,10 @@ def _quality_gate_step(params: Parameters, evaluate: Any, report: Any, register:
     from sagemaker.mlops.workflow import ConditionStep, FailStep
 
     def gate(field: str) -> Any:
-        return JsonGet(step_name=evaluate.name, property_file=report, json_path=f"gate.{field}")
+        return JsonGet(step_name=evaluate.name, property_file=report, json_path=f"{GATE}.{field}")
 
     failed = FailStep(
-        name="QualityGateFailed",
+        name=QUALITY_GATE_FAILED,
         error_message=Join(
             on=" ",
             values=[
@@ -624,7 +633,7 @@ def _quality_gate_step(params: Parameters, evaluate: Any, report: Any, register:
         ),
     )
     return ConditionStep(
-        name="QualityGate",
+        name=QUALITY_GATE,
         conditions=[ConditionGreaterThanOrEqualTo(left=gate("value"), right=params.metric_threshold)],
         if_steps=[register],
         else_steps=[failed],

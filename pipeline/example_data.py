@@ -9,6 +9,8 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
+from pipeline.files import write_text_atomically
+
 EXAMPLE_LABEL_COLUMN = "label"
 EXAMPLE_PREDICTOR_TYPE = "binary_classifier"
 EXAMPLE_PARTS = 4
@@ -29,8 +31,6 @@ def write_example_data(folder: Path, parts: int = EXAMPLE_PARTS) -> list[Path]:
         path = folder / f"part-{part:05d}.csv"
         text = frame.iloc[part::parts].to_csv(index=False)
         if not path.is_file() or path.read_text() != text:  # unchanged files keep their identity (and the cache)
-            temporary = path.with_name(f".{path.name}.tmp")
-            temporary.write_text(text)
-            temporary.replace(path)
+            write_text_atomically(path, text)
         written.append(path)
     return written

@@ -9,14 +9,16 @@ directly (no pyplot global state) and written under a temporary name, then renam
 from __future__ import annotations
 
 import json
-import os
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-SECTIONS = ("binary_classification_metrics", "multiclass_classification_metrics", "regression_metrics")
+from pipeline.files import atomic_path
+from pipeline.names import BINARY_CLASSIFIER, METRICS_SECTIONS, MULTICLASS_CLASSIFIER, REGRESSOR
+
+SECTIONS = tuple(METRICS_SECTIONS.values())
 
 
 class PlotError(ValueError):
@@ -36,8 +38,8 @@ def render_plots(
     report = _read_report(Path(report_path))
     output_dir = Path(output_dir)
     output_dir.mkdir(parents=True, exist_ok=True)
-    if "binary_classification_metrics" in report:
-        metrics = report["binary_classification_metrics"]
+    if METRICS_SECTIONS[BINARY_CLASSIFIER] in report:
+        metrics = report[METRICS_SECTIONS[BINARY_CLASSIFIER]]
         return [
             _save(_roc_figure(metrics, report_path), output_dir / "roc_curve.png"),
             _save(_precision_recall_figure(metrics, report_path), output_dir / "precision_recall_curve.png"),
@@ -46,14 +48,14 @@ def render_plots(
                 output_dir / "confusion_matrix.png",
             ),
         ]
-    if "multiclass_classification_metrics" in report:
-        metrics = report["multiclass_classification_metrics"]
+    if METRICS_SECTIONS[MULTICLASS_CLASSIFIER] in report:
+        metrics = report[METRICS_SECTIONS[MULTICLASS_CLASSIFIER]]
         figure = _confusion_figure(metrics, "multiclass classifier", report_path, report.get("class_names"))
         return [_save(figure, output_dir / "confusion_matrix.png")]
     labels, predicted, total = _regression_pairs(report, predictions, report_path)
     if labels is None or predicted is None:
         return []
-    metrics = report["regression_metrics"]
+    metrics = report[METRICS_SECTIONS[REGRESSOR]]
     figure = _predicted_vs_actual_figure(labels, predicted, total, metrics)
     return [
         _save(figure, output_dir / "predicted_vs_actual.png"),
@@ -83,12 +85,8 @@ def _figure(width: float = 5.0, height: float = 4.5) -> Any:
 
 
 def _save(figure: Any, target: Path) -> Path:
-    temporary = target.with_name(f".{target.name}.tmp")
-    try:
+    with atomic_path(target) as temporary:
         figure.savefig(temporary, format="png", metadata={"Software": None})
-        os.replace(temporary, target)
-    finally:
-        temporary.unlink(missing_ok=True)
     return target
 
 

@@ -19,16 +19,15 @@ from typing import Any
 from urllib.parse import urlparse
 
 from pipeline.config import PipelineConfig
+from pipeline.errors import AwsError, UsageError
+from pipeline.names import StepStatus
+from pipeline.parameters import check_overrides
 
 INLINE_DEFINITION_LIMIT = 100 * 1024  # larger definitions go through S3 (PipelineDefinitionS3Location), as the SDK does
-TERMINAL_STATUSES = ("Succeeded", "Failed", "Stopped")
+TERMINAL_STATUSES = (StepStatus.SUCCEEDED, StepStatus.FAILED, StepStatus.STOPPED)
 EXIT_SUCCEEDED, EXIT_FAILED, EXIT_QUALITY_GATE, EXIT_STOPPED = 0, 1, 3, 4
 _ALREADY_EXISTS_CODES = ("ValidationException", "ResourceInUse")
 _ALREADY_EXISTS_MESSAGES = ("already exists", "must be unique within an AWS account", "Cannot create already existing")
-
-
-class AwsError(RuntimeError):
-    """An AWS call failed: the message says which call, for what, and why (one line, no traceback)."""
 
 
 def aws_session(config: PipelineConfig) -> Any:
@@ -135,10 +134,6 @@ def _definition_argument(s3: Any, config: PipelineConfig, definition_json: str) 
 # ---------------------------------------------------------------- start
 
 
-class ParameterError(ValueError):
-    """A ``--param`` the deployed pipeline does not declare, or a value of the wrong type."""
-
-
 def deployed_parameters(config: PipelineConfig, session: Any = None) -> dict[str, dict[str, Any]]:
     """The parameters of the pipeline as deployed (DescribePipeline): name -> declaration."""
     session = session or aws_session(config)
@@ -146,26 +141,6 @@ def deployed_parameters(config: PipelineConfig, session: Any = None) -> dict[str
         response = session.client("sagemaker").describe_pipeline(PipelineName=config.pipeline_name)
     definition = json.loads(response["PipelineDefinition"])
     return {parameter["Name"]: parameter for parameter in definition.get("Parameters", [])}
-
-
-def check_parameters(overrides: Mapping[str, str], declared: Mapping[str, Mapping[str, Any]]) -> None:
-    """Reject unknown names and values that do not parse as the declared type or enum, before any execution."""
-    for name, value in overrides.items():
-        if name not in declared:
-            raise ParameterError(f"unknown parameter {name!r}; the pipeline declares {', '.join(sorted(declared))}")
-        kind = declared[name].get("Type", "String")
-        try:
-            if kind == "Integer":
-                int(value)
-            elif kind == "Float":
-                float(value)
-            elif kind == "Boolean" and value.lower() not in ("true", "false"):
-                raise ValueError(value)
-        except ValueError:
-            raise ParameterError(f"parameter {name}={value!r}: expected a {kind.lower()}") from None
-        allowed = declared[name].get("EnumValues")
-        if allowed and value not in allowed:
-            raise ParameterError(f"parameter {name}={value!r}: expected one of {', '.join(allowed)}")
 
 
 def start(
@@ -179,7 +154,8 @@ def start(
     session = session or aws_session(config)
     request: dict[str, Any] = {"PipelineName": config.pipeline_name}
     if parameters:
-        check_parameters(parameters, declared if declared is not None else deployed_parameters(config, session))
+        declared = declared if declared is not None else deployed_parameters(config, session)
+        check_overrides(list(declared.values()), parameters)
         request["PipelineParameters"] = [{"Name": name, "Value": str(value)} for name, value in parameters.items()]
     if display_name:
         request["PipelineExecutionDisplayName"] = display_name
@@ -237,16 +213,16 @@ def wait_for_execution(
 
 def outcome(state: ExecutionState) -> tuple[int, str]:
     """Exit code and one-line summary of a finished execution: 0 Succeeded, 3 quality gate, 1 Failed, 4 Stopped."""
-    if state.status == "Succeeded":
+    if state.status == StepStatus.SUCCEEDED:
         return EXIT_SUCCEEDED, "execution succeeded"
-    if state.status == "Stopped":
+    if state.status == StepStatus.STOPPED:
         return EXIT_STOPPED, "execution was stopped"
     for step in state.steps:
         fail = step.get("Metadata", {}).get("Fail")
         if fail is not None:
             message = fail.get("ErrorMessage") or step.get("FailureReason") or "no message"
             return EXIT_QUALITY_GATE, f"step {step['StepName']} failed the execution: {message}"
-    failed = [step for step in state.steps if step.get("StepStatus") == "Failed"]
+    failed = [step for step in state.steps if step.get("StepStatus") == StepStatus.FAILED]
     reasons = [f"step {s['StepName']}: {s.get('FailureReason', 'no reason given')}" for s in failed]
     reason = "; ".join(reasons) or state.failure_reason or "no reason given"
     return EXIT_FAILED, f"execution {state.status.lower()}: {reason}"
@@ -308,17 +284,17 @@ def list_executions(config: PipelineConfig, max_results: int = 10, session: Any 
 def schedule_expression(cron: str | None = None, rate: str | None = None) -> str:
     """``cron(...)`` or ``rate(...)`` from a bare expression or one already wrapped."""
     if (cron is None) == (rate is None):
-        raise ValueError("give exactly one of a cron or a rate expression")
+        raise UsageError("give exactly one of a cron or a rate expression")
     kind, expression = ("cron", cron) if cron is not None else ("rate", rate)
     expression = expression.strip()
     if expression.startswith(f"{kind}(") and expression.endswith(")"):
         expression = expression[len(kind) + 1 : -1].strip()
     if not expression:
-        raise ValueError(f"empty {kind} expression")
+        raise UsageError(f"empty {kind} expression")
     if kind == "cron" and len(expression.split()) != 6:
-        raise ValueError(f"cron({expression}): EventBridge cron needs 6 fields: minutes hours day month weekday year")
+        raise UsageError(f"cron({expression}): EventBridge cron needs 6 fields: minutes hours day month weekday year")
     if kind == "rate" and not _valid_rate(expression):
-        raise ValueError(f"rate({expression}): expected e.g. '1 day', '12 hours' or '30 minutes'")
+        raise UsageError(f"rate({expression}): expected e.g. '1 day', '12 hours' or '30 minutes'")
     return f"{kind}({expression})"
 
 

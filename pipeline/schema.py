@@ -20,6 +20,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from pipeline.errors import SchemaError
+from pipeline.names import DATA_SUFFIXES, PARQUET_SUFFIXES
+
 if TYPE_CHECKING:
     import pandas as pd
 
@@ -28,14 +31,7 @@ PARAMETER_LIMIT = 1024  # characters in one pipeline parameter value
 DEFAULT_SAMPLE_ROWS = 10_000  # rows read from the start of each sampled file
 DEFAULT_SAMPLE_OBJECTS = 16  # S3 objects sampled (the first ones in key order)
 DEFAULT_SAMPLE_BYTES = 4 << 20  # bytes read from each sampled S3 object at most
-CSV_SUFFIXES = (".csv", ".csv.gz")
-PARQUET_SUFFIXES = (".parquet", ".pq")
-DATA_SUFFIXES = CSV_SUFFIXES + PARQUET_SUFFIXES  # every input Preprocess reads
 DECIDED_PARAMETERS = ("CategoricalColumns", "LabelValues", "NumClasses")  # decided when the user did not set them
-
-
-class SchemaError(ValueError):
-    """The sample cannot give a schema (a missing label column, differing columns, labels that do not fit)."""
 
 
 def schema_bytes(document: Mapping[str, Any]) -> bytes:

@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
-from pipeline.cli import COMMANDS, build_parser
+from pipeline import errors
+from pipeline.cli import COMMANDS, build_parser, main
 
 
 @pytest.mark.parametrize("command", sorted(COMMANDS))
@@ -29,3 +31,28 @@ def test_unknown_command_exits_non_zero() -> None:
     result = subprocess.run([sys.executable, "-m", "pipeline", "nope"], capture_output=True, text=True, check=False)
     assert result.returncode == 2
     assert "invalid choice" in result.stderr
+
+
+CONFIGURED = [name for name in sorted(COMMANDS) if name not in ("convert", "linear-learner", "execution")]
+
+
+@pytest.mark.parametrize("command", CONFIGURED)
+def test_a_configuration_error_is_one_line_and_exit_code_2_in_every_command(
+    command: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    extra = {"models": ["list"], "schedule": ["--rate", "1 day"], "executions": ["--sagemaker"]}.get(command, [])
+    arguments = [command, *extra, "--role-arn", "not-an-arn"]
+    if command in ("run", "executions", "models"):
+        arguments += ["--workdir", str(tmp_path)]
+    assert main(arguments) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(f"llpipe {command}: role_arn: 'not-an-arn' is not valid"), err
+    assert err.count("\n") == 1
+
+
+def test_errors_map_to_exit_codes_in_one_place() -> None:
+    assert errors.UsageError("x").exit_code == 2 and errors.LlpipeError("x").exit_code == 1
+    for usage in (errors.ConfigError, errors.ParameterError, errors.DataError, errors.DefinitionError):
+        assert issubclass(usage, errors.UsageError)
+    for failure in (errors.AwsError, errors.ConvertError, errors.ModelsError, errors.TrainingError):
+        assert not issubclass(failure, errors.UsageError) and issubclass(failure, errors.LlpipeError)

@@ -84,7 +84,7 @@ def error_of(capsys: pytest.CaptureFixture[str], *args: str | Path) -> str:
     assert convert(*args) == 1
     captured = capsys.readouterr()
     assert captured.out == ""
-    assert captured.err.count("\n") == 1 and captured.err.startswith("llpipe convert: error: ")
+    assert captured.err.count("\n") == 1 and captured.err.startswith("llpipe convert: ")
     return captured.err
 
 

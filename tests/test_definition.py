@@ -19,7 +19,8 @@ from botocore.validate import validate_parameters
 
 from pipeline.code_bundles import REPOSITORY_ROOT, build_bundle, repository_bundle
 from pipeline.config import PipelineConfig
-from pipeline.definition import STEP_NAMES, BuiltDefinition, build_definition
+from pipeline.definition import BuiltDefinition, build_definition
+from pipeline.names import STEP_NAMES
 from pipeline.schema import DEFAULT_SCHEMA, default_schema_uri
 from preprocessing.preprocess import build_parser as build_preprocess_parser
 from preprocessing.preprocess import load_decided as load_decided_schema

@@ -16,6 +16,7 @@ from pipeline.config import load_config
 from pipeline.local.executions import ExecutionStore
 from pipeline.local.registry import LocalRegistry
 from pipeline.local.runner import LocalRun, build_local_run, example_data, user_data
+from pipeline.local.workdir import Workdir
 
 FAST = {"Epochs": "3", "NumModels": "2", "MiniBatchSize": "50"}
 
@@ -23,11 +24,11 @@ FAST = {"Epochs": "3", "NumModels": "2", "MiniBatchSize": "50"}
 @pytest.fixture(scope="module")
 def built(tmp_path_factory: pytest.TempPathFactory) -> LocalRun:
     """The definition is built once (the SDK takes seconds); each test runs it in its own work dir."""
-    return build_local_run(load_config(env={}), tmp_path_factory.mktemp("unused"))
+    return build_local_run(load_config(env={}), Workdir(tmp_path_factory.mktemp("unused")))
 
 
 def local_run(built: LocalRun, workdir: Path) -> LocalRun:
-    return LocalRun(built.config, workdir, built.definition_json, built.uploads)
+    return LocalRun(built.config, Workdir(workdir), built.definition_json, built.uploads)
 
 
 def write_parts(frame, folder: Path, parts: int = 2) -> Path:
@@ -46,7 +47,7 @@ def test_binary_with_three_training_instances_registers_then_hits_the_cache_then
     built: LocalRun, tmp_path: Path
 ) -> None:
     run = local_run(built, tmp_path)
-    record = run.execute(example_data(tmp_path), {**FAST, "TrainingInstanceCount": "3"})
+    record = run.execute(example_data(Workdir(tmp_path)), {**FAST, "TrainingInstanceCount": "3"})
     assert record.status == "Succeeded", record.failure_reason
     assert all(step.status == "Succeeded" for name, step in record.steps.items() if name != "QualityGateFailed")
     assert record.steps["QualityGateFailed"].status == "Skipped"
@@ -74,7 +75,7 @@ def test_binary_with_three_training_instances_registers_then_hits_the_cache_then
         record.steps["CreateModel"].properties["ModelArn"].startswith("arn:aws:sagemaker:us-east-1:111122223333:model/")
     )
 
-    again = run.execute(example_data(tmp_path), {**FAST, "TrainingInstanceCount": "3"})
+    again = run.execute(example_data(Workdir(tmp_path)), {**FAST, "TrainingInstanceCount": "3"})
     assert again.status == "Succeeded"
     cached = {name for name, step in again.steps.items() if step.cache_hit_source == record.id}
     assert cached == {"Preprocess", "Train", "Transform", "Evaluate"}
@@ -86,7 +87,7 @@ def test_binary_with_three_training_instances_registers_then_hits_the_cache_then
     shards = run.s3.list_objects(train_uri.rstrip("/") + "/")
     victim = run.s3.path(shards[1])
     victim.write_bytes(victim.read_bytes()[:-7])
-    broken = run.execute(example_data(tmp_path), {**FAST, "TrainingInstanceCount": "3", "Epochs": "2"})
+    broken = run.execute(example_data(Workdir(tmp_path)), {**FAST, "TrainingInstanceCount": "3", "Epochs": "2"})
     assert broken.status == "Failed"
     assert broken.steps["Preprocess"].cache_hit_source == record.id
     assert broken.steps["Train"].status == "Failed"

@@ -5,13 +5,13 @@ from __future__ import annotations
 
 import io
 import json
-import struct
 import tarfile
 import warnings
 import zipfile
 
 import numpy as np
 import pytest
+from mxnet_oracle import parse_mxnet_params
 from sklearn.datasets import load_breast_cancer, load_diabetes, load_digits, load_iris, load_wine, make_regression
 from sklearn.linear_model import LogisticRegression, LogisticRegressionCV, RidgeCV
 from sklearn.metrics import roc_auc_score
@@ -19,7 +19,9 @@ from sklearn.model_selection import train_test_split
 from sklearn.pipeline import make_pipeline
 from sklearn.preprocessing import StandardScaler
 
-from pipeline.local.linear_learner.artifact import load_model, save_model
+from evaluation.linear_learner_model import read_model
+from pipeline.errors import AlgorithmInputError
+from pipeline.local.linear_learner.artifact import save_model
 from pipeline.local.linear_learner.collective import LocalCollective
 from pipeline.local.linear_learner.hyperparameters import HyperparameterError, parse_hyperparameters
 from pipeline.local.linear_learner.metrics import calibrate_thresholds, roc_auc
@@ -252,41 +254,6 @@ def test_calibrated_threshold_is_the_best_by_brute_force(criteria):
 
 # ---------------------------------------------------------------- artifact
 
-def parse_mxnet_params(data: bytes) -> dict[str, np.ndarray]:
-    """An independent reader of MXNet's NDArray list format (ndarray.cc: NDArray::Save / MXNDArraySave)."""
-    offset = 0
-
-    def read(fmt):
-        nonlocal offset
-        values = struct.unpack_from("<" + fmt, data, offset)
-        offset += struct.calcsize("<" + fmt)
-        return values
-
-    header, reserved, count = read("QQQ")
-    assert (header, reserved) == (0x112, 0)
-    arrays = []
-    for _ in range(count):
-        magic, storage_type = read("Ii")
-        assert magic == 0xF993FAC9 and storage_type == 0  # NDARRAY_V2_MAGIC, kDefaultStorage
-        (ndim,) = read("i")
-        shape = read(f"{ndim}q")
-        device_type, device_id = read("ii")
-        assert (device_type, device_id) == (1, 0)  # cpu(0)
-        (type_flag,) = read("i")
-        assert type_flag == 0  # mshadow::kFloat32
-        size = int(np.prod(shape))
-        arrays.append(np.frombuffer(data, dtype="<f4", count=size, offset=offset).reshape(shape))
-        offset += 4 * size
-    (name_count,) = read("Q")
-    names = []
-    for _ in range(name_count):
-        (length,) = read("Q")
-        names.append(data[offset:offset + length].decode())
-        offset += length
-    assert offset == len(data)
-    return dict(zip(names, arrays, strict=True))
-
-
 def test_artifact_layout_params_format_and_folded_normalisation(tmp_path):
     X, y = load_wine(return_X_y=True)
     train, validation, test = split(X, y, stratify=True)
@@ -299,23 +266,19 @@ def test_artifact_layout_params_format_and_folded_normalisation(tmp_path):
         assert tar.getnames() == ["model_algo-1"]
         inner = tar.extractfile("model_algo-1").read()
     with zipfile.ZipFile(io.BytesIO(inner)) as archive:
-        assert sorted(archive.namelist()) == ["additional-params.json", "manifest.json", "mx-mod-0000.params",
-                                              "mx-mod-symbol.json"]
+        assert archive.namelist() == ["manifest.json", "additional-params.json", "mx-mod-symbol.json",
+                                      "mx-mod-0000.params"]
         params = parse_mxnet_params(archive.read("mx-mod-0000.params"))
         symbol = json.loads(archive.read("mx-mod-symbol.json"))
         additional = json.loads(archive.read("additional-params.json"))
-    assert params["arg:fc0_weight"].shape == (3, 13) and params["arg:fc0_bias"].shape == (3,)
-    nodes = symbol["nodes"]
-    assert [n["name"] for n in nodes] == ["data", "fc0_weight", "fc0_bias", "fc0", "output"]
-    assert nodes[3]["op"] == "FullyConnected" and nodes[3]["attrs"]["num_hidden"] == "3"
-    assert nodes[3]["inputs"] == [[0, 0, 0], [1, 0, 0], [2, 0, 0]] and symbol["heads"] == [[4, 0, 0]]
-    assert symbol["arg_nodes"] == [0, 1, 2] and len(symbol["node_row_ptr"]) == len(nodes) + 1
-    assert additional["predictor_type"] == "multiclass_classifier" and additional["num_classes"] == 3
+    assert params["arg:fc0_weight"].shape == (13, 3) and params["arg:fc0_bias"].shape == (1, 3)
+    assert len(symbol["nodes"]) == 24 and symbol["nodes"][1]["attrs"]["__shape__"] == "(13, 3)"
+    assert additional["predictor_type"] == "multiclass_classifier" and additional["loss_type"] == "softmax_loss"
     # raw features straight through the stored weights give the trained model's predictions (wine is unscaled)
-    logits = test.features.astype(np.float64) @ params["arg:fc0_weight"].T + params["arg:fc0_bias"]
+    logits = test.features.astype(np.float64) @ params["arg:fc0_weight"] + params["arg:fc0_bias"]
     np.testing.assert_array_equal(np.argmax(logits, axis=1), model.predict(test.features)[1])
-    loaded = load_model(path)
-    np.testing.assert_allclose(loaded.predict(test.features)[0], model.predict(test.features)[0], rtol=1e-6)
+    loaded = read_model(path)
+    np.testing.assert_array_equal(loaded.predict(test.features)[0], model.predict(test.features)[0])
 
 
 # ---------------------------------------------------------------- channel data
@@ -349,24 +312,24 @@ def test_sparse_recordio_channel_trains_without_mean_shift(tmp_path):
      "label 1.5; expected an integer from 0 to 2"),
 ])
 def test_bad_csv_channels_name_the_file_record_and_expectation(tmp_path, content, options, expected):
-    from pipeline.local.linear_learner.data import DataError, read_channel
+    from pipeline.local.linear_learner.data import read_channel
 
     path = tmp_path / "part.csv"
     path.write_text(content)
     settings = {"feature_dim": None, "predictor_type": "binary_classifier", "num_classes": 1, **options}
-    with pytest.raises(DataError) as error:
+    with pytest.raises(AlgorithmInputError) as error:
         read_channel("train", [path], "text/csv", **settings)
     assert str(error.value).startswith(str(path)) and expected in str(error.value)
 
 
 def test_truncated_recordio_names_the_file(tmp_path):
-    from pipeline.local.linear_learner.data import DataError, read_channel
+    from pipeline.local.linear_learner.data import read_channel
     from preprocessing.recordio import write_dense
 
     path = tmp_path / "bad.pbr"
     with path.open("wb") as stream:
         write_dense(stream, np.ones((5, 3), dtype=np.float32), np.ones(5, dtype=np.float32))
     path.write_bytes(path.read_bytes()[:-9])
-    with pytest.raises(DataError, match="bad.pbr"):
+    with pytest.raises(AlgorithmInputError, match="bad.pbr"):
         read_channel("train", [path], "application/x-recordio-protobuf", feature_dim=None,
                      predictor_type="binary_classifier", num_classes=1)

@@ -14,6 +14,7 @@ import warnings
 
 import numpy as np
 import pytest
+from mxnet_oracle import check_service_layout
 from sklearn.datasets import load_breast_cancer, load_diabetes, load_iris
 from sklearn.linear_model import LogisticRegressionCV
 from sklearn.metrics import roc_auc_score
@@ -21,8 +22,9 @@ from sklearn.model_selection import train_test_split
 from sklearn.pipeline import make_pipeline
 from sklearn.preprocessing import StandardScaler
 
+from evaluation.linear_learner_model import read_model
 from pipeline.cli import main as llpipe
-from pipeline.local.linear_learner.artifact import load_model, save_model
+from pipeline.local.linear_learner.artifact import save_model
 from pipeline.local.linear_learner.collective import ClientCollective, CollectiveAborted, ParameterServer
 from pipeline.local.linear_learner.hyperparameters import parse_hyperparameters
 from pipeline.local.linear_learner.launcher import Channel, TrainingError, train, transform
@@ -75,6 +77,12 @@ def test_one_two_and_four_instances_reach_the_same_quality(cancer, tmp_path, ins
                    work_dir=tmp_path / "work", on_log=lines.append)
     assert result.model_path == tmp_path / "out" / "model.tar.gz" and result.model_path.is_file()
     assert json.loads((tmp_path / "out" / "metrics.json").read_text()) == pytest.approx(result.metrics)
+    # the artifact is the service's; what the run needs beyond it lies beside it
+    check_service_layout(result.model_path.read_bytes())
+    training = json.loads((tmp_path / "out" / "training.json").read_text())
+    assert training == {"epochs_run": result.epochs_run, "hyperparameters": result.hyperparameters}
+    assert 1 <= result.epochs_run <= int(BINARY.get("epochs", "15"))
+    assert result.hyperparameters["predictor_type"] == "binary_classifier"
     assert result.metrics["test:roc_auc_score"] >= cancer["baseline_auc"] - 0.01
     assert result.metrics["validation:objective_loss"] < 0.2
     for index in range(instances):
@@ -104,7 +112,7 @@ def test_two_instances_are_one_instance_with_a_double_batch(tmp_path):
                 tmp_path / "one", instance_count=1)
     two = train({**common, "mini_batch_size": "20"}, {"train": Channel(shards, "ShardedByS3Key")},
                 tmp_path / "two", instance_count=2)
-    model_one, model_two = load_model(one.model_path), load_model(two.model_path)
+    model_one, model_two = read_model(one.model_path), read_model(two.model_path)
     np.testing.assert_allclose(model_two.weights, model_one.weights, rtol=1e-5, atol=1e-5)
     np.testing.assert_allclose(model_two.bias, model_one.bias, rtol=1e-5, atol=1e-5)
 
@@ -194,7 +202,7 @@ def test_transform_reads_only_the_artifact_and_matches_the_in_memory_model(cance
         features, _ = read(stream)
     expected_scores, expected_labels = model.predict(features)
     assert len(rows) == features.shape[0] == len(cancer["y_test"])
-    np.testing.assert_allclose([r["score"] for r in rows], expected_scores, rtol=1e-6)
+    assert [r["score"] for r in rows] == expected_scores.tolist()
     assert [r["predicted_label"] for r in rows] == expected_labels.tolist()
     assert set(rows[0]) == {"score", "predicted_label"}
 

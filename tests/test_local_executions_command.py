@@ -56,7 +56,7 @@ def test_sagemaker_errors_are_one_line(aws, capsys: pytest.CaptureFixture[str]) 
 def test_durations_read_as_people_write_them() -> None:
     from datetime import datetime, timezone
 
-    from pipeline.executions_command import _duration
+    from pipeline.cli.executions import _duration
 
     start = datetime(2026, 11, 30, 5, 0, 0, tzinfo=timezone.utc)
     assert _duration(start.isoformat(), "2026-11-30T05:00:11.84+00:00") == "11.8s"

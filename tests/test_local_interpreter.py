@@ -15,12 +15,14 @@ from typing import Any
 
 import pytest
 
+from pipeline.errors import DefinitionError, ParameterError
 from pipeline.local import cache, conditions
 from pipeline.local.executions import ExecutionStore
 from pipeline.local.expressions import Context, ExpressionError, parse_path, resolve
-from pipeline.local.interpreter import DefinitionError, Interpreter, Job
-from pipeline.local.parameters import ParameterError, parse_overrides
+from pipeline.local.interpreter import Interpreter
+from pipeline.local.jobs.contract import Job
 from pipeline.local.s3 import LocalS3
+from pipeline.parameters import parse_overrides
 
 PARAMETERS = [
     {"Name": "Threshold", "Type": "Float", "DefaultValue": 0.5},

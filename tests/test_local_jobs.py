@@ -14,6 +14,7 @@ from pipeline.local.executions import ExecutionStore
 from pipeline.local.interpreter import Interpreter
 from pipeline.local.jobs import local_runners
 from pipeline.local.s3 import LocalS3
+from pipeline.local.workdir import Workdir
 
 SCRIPT = """
 import argparse, json, os, pathlib, sys
@@ -111,7 +112,7 @@ def workdir(tmp_path: Path) -> Path:
 def run(workdir: Path, definition: dict[str, Any]):
     s3 = LocalS3(workdir / "s3")
     interpreter = Interpreter(
-        runners=local_runners(workdir, region="us-east-1", account="111122223333"),
+        runners=local_runners(Workdir(workdir), region="us-east-1", account="111122223333"),
         store=ExecutionStore(workdir / "executions"),
         read_json=lambda uri: json.loads(s3.path(uri).read_text()),
         pipeline_name="jobs-test",
@@ -243,8 +244,8 @@ def test_executions_and_execution_show_read_the_records(workdir: Path, capsys: p
 def test_live_table_and_summary_render_what_the_run_knows(workdir: Path) -> None:
     from rich.console import Console
 
-    from pipeline.local.progress import step_table
-    from pipeline.local.summary import print_summary
+    from pipeline.cli.render.progress import step_table
+    from pipeline.cli.render.summary import print_summary
 
     record, _ = run(workdir, processing_definition(fail_on="algo-3"))
     console = Console(record=True, width=200)

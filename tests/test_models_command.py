@@ -11,7 +11,7 @@ import boto3
 import pytest
 from botocore.stub import Stubber
 
-from pipeline import models_command
+from pipeline import model_versions
 from pipeline.cli import main
 from pipeline.local.registry import LocalRegistry
 
@@ -82,11 +82,11 @@ def test_local_errors_are_one_line(tmp_path: Path, capsys: pytest.CaptureFixture
     assert code == 0 and "no model packages" in out
     code, _, err = llpipe(capsys, "approve", "--workdir", str(tmp_path))
     assert code == 1 and err.strip() == (
-        "llpipe models: error: approve needs a target: a version number, latest, <group>/<version> or an ARN"
+        "llpipe models: approve needs a target: a version number, latest, <group>/<version> or an ARN"
     )
     register(tmp_path)
     code, _, err = llpipe(capsys, "describe", "9", "--workdir", str(tmp_path), "--group", GROUP)
-    assert code == 1 and err.strip() == f"llpipe models: error: model package {GROUP}/9 not found"
+    assert code == 1 and err.strip() == f"llpipe models: model package {GROUP}/9 not found"
     code, _, err = llpipe(capsys, "describe", "latest", "--workdir", str(tmp_path), "--group", "nope")
     assert code == 1 and "model package group nope has no versions" in err
 
@@ -119,7 +119,7 @@ def stubbed(monkeypatch: pytest.MonkeyPatch) -> Stubber:
         regions.append(region)
         return client
 
-    monkeypatch.setattr(models_command, "sagemaker_client", make_client)
+    monkeypatch.setattr(model_versions, "sagemaker_client", make_client)
     with Stubber(client) as stubber:
         yield stubber
         stubber.assert_no_pending_responses()
@@ -262,5 +262,5 @@ def test_sagemaker_errors_are_one_line(stubbed: Stubber, capsys: pytest.CaptureF
         expected_params={"ModelPackageName": f"{GROUP}/8"},
     )
     code, _, err = llpipe(capsys, "describe", "8", *SAGEMAKER)
-    assert code == 1 and err.startswith("llpipe models: error: SageMaker: ") and "does not exist" in err
+    assert code == 1 and err.startswith("llpipe models: SageMaker: ") and "does not exist" in err
     assert len(err.strip().splitlines()) == 1

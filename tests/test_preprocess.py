@@ -17,7 +17,7 @@ import pandas as pd
 import pytest
 from sklearn.datasets import load_breast_cancer, load_diabetes, load_iris
 
-from pipeline.local.sharding import objects_for_instance
+from pipeline.sharding import objects_for_instance
 from preprocessing.preprocess import Host, OutputTransaction, PreprocessError, load_summary, main, merge_summaries
 from preprocessing.recordio import read
 

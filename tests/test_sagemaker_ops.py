@@ -17,9 +17,10 @@ from rich.console import Console
 
 from pipeline import sagemaker_ops
 from pipeline.cli import main
+from pipeline.cli.start import watch
 from pipeline.config import PipelineConfig
 from pipeline.definition import BuiltDefinition, build_definition
-from pipeline.sagemaker_commands.start import watch
+from pipeline.errors import ParameterError
 
 ACCOUNT = "123456789012"
 CONFIG = PipelineConfig(
@@ -219,10 +220,10 @@ def test_start_without_overrides_sends_only_the_name() -> None:
 @pytest.mark.parametrize(
     ("overrides", "message"),
     [
-        ({"TrainingInstances": "4"}, "unknown parameter 'TrainingInstances'"),
-        ({"TrainingInstanceCount": "four"}, "expected a integer"),
-        ({"MetricThreshold": "high"}, "expected a float"),
-        ({"PredictorType": "ranker"}, "expected one of binary_classifier"),
+        ({"TrainingInstances": "4"}, r"unknown parameter\(s\) TrainingInstances; the pipeline declares: "),
+        ({"TrainingInstanceCount": "four"}, "parameter TrainingInstanceCount is Integer: 'four'"),
+        ({"MetricThreshold": "high"}, "parameter MetricThreshold is Float: 'high'"),
+        ({"PredictorType": "ranker"}, "parameter PredictorType must be one of binary_classifier, .*, got 'ranker'"),
     ],
 )
 def test_start_rejects_bad_overrides_before_starting(built: BuiltDefinition, overrides: dict, message: str) -> None:
@@ -230,7 +231,7 @@ def test_start_rejects_bad_overrides_before_starting(built: BuiltDefinition, ove
     session.stubs["sagemaker"].add_response(
         "describe_pipeline", describe_pipeline_response(built), {"PipelineName": "churn-pipeline"}
     )
-    with pytest.raises(sagemaker_ops.ParameterError, match=message):
+    with pytest.raises(ParameterError, match=message):
         sagemaker_ops.start(CONFIG, overrides, session=session)
     session.verify()  # and no StartPipelineExecution was sent: the stub would have raised
 

@@ -15,6 +15,7 @@ from datetime import datetime, timedelta, timezone
 from typing import Any
 
 from pipeline.local.executions import ExecutionStore, StepRecord
+from pipeline.names import StepStatus
 
 CACHE_KEY_ATTRIBUTES: dict[str, tuple[str, ...]] = {
     "Processing": ("AppSpecification", "Environment", "ProcessingInputs"),
@@ -82,7 +83,8 @@ def find_hit(
         if record.id == current_execution or record.pipeline_name != pipeline_name:
             continue
         previous = record.steps.get(step["Name"])
-        if previous is None or previous.status != "Succeeded" or previous.cache_key != key or not previous.end_time:
+        succeeded = previous is not None and previous.status == StepStatus.SUCCEEDED
+        if not succeeded or previous.cache_key != key or not previous.end_time:
             continue
         if limit is not None and at - datetime.fromisoformat(previous.end_time) > limit:
             continue

@@ -11,6 +11,7 @@ import operator
 from collections.abc import Callable
 from typing import Any
 
+from pipeline.errors import ConditionError
 from pipeline.local.expressions import Context, resolve
 
 _COMPARISONS: dict[str, Callable[[Any, Any], bool]] = {
@@ -21,10 +22,6 @@ _COMPARISONS: dict[str, Callable[[Any, Any], bool]] = {
     "LessThanOrEqualTo": operator.le,
 }
 CONDITION_TYPES = (*_COMPARISONS, "In", "Not", "Or")
-
-
-class ConditionError(ValueError):
-    """A condition that cannot be evaluated: unknown type, or values that cannot be compared."""
 
 
 def evaluate_all(conditions: list[dict[str, Any]], context: Context) -> bool:

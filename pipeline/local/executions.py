@@ -10,13 +10,15 @@ step's request as it ran (``steps/<name>/arguments.json``);
 from __future__ import annotations
 
 import json
-import os
 import secrets
 import threading
 from dataclasses import asdict, dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
+
+from pipeline.files import write_text_atomically
+from pipeline.names import StepStatus
 
 EXECUTION_FILE = "execution.json"
 
@@ -37,7 +39,7 @@ class StepRecord:
 
     name: str
     type: str
-    status: str = "Pending"
+    status: str = StepStatus.PENDING
     start_time: str | None = None
     end_time: str | None = None
     failure_reason: str | None = None
@@ -55,7 +57,7 @@ class ExecutionRecord:
     id: str
     pipeline_name: str
     folder: Path
-    status: str = "Executing"
+    status: str = StepStatus.EXECUTING
     start_time: str = field(default_factory=now)
     end_time: str | None = None
     parameters: dict[str, Any] = field(default_factory=dict)
@@ -90,10 +92,7 @@ class ExecutionRecord:
 
 def write_json_atomically(path: Path, document: Any) -> None:
     """Write JSON under a temporary name, then rename, so readers never see half a file."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    temporary = path.with_name(f".{path.name}.{os.getpid()}.{threading.get_ident()}.tmp")
-    temporary.write_text(json.dumps(document, indent=2, default=str) + "\n")
-    temporary.replace(path)
+    write_text_atomically(path, json.dumps(document, indent=2, default=str) + "\n")
 
 
 def record_from_json(document: dict[str, Any], folder: Path) -> ExecutionRecord:

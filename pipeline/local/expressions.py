@@ -14,6 +14,8 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
+from pipeline.errors import ExpressionError
+
 FUNCTIONS = ("Std:Join", "Std:JsonGet")
 EXECUTION_VARIABLES = (
     "PipelineExecutionId",
@@ -26,10 +28,6 @@ EXECUTION_VARIABLES = (
 _PATH_TOKEN = re.compile(r"\.?([A-Za-z_][A-Za-z0-9_\-]*)|\[(\d+)\]|\['([^']*)'\]|\[\"([^\"]*)\"\]")
 # When a list is indexed by a string, the element whose name field has that value is meant (Outputs['train']).
 _NAME_FIELDS = ("OutputName", "MetricName", "InputName", "ChannelName", "Name")
-
-
-class ExpressionError(ValueError):
-    """An expression the local backend cannot resolve: unknown function, parameter, step or property."""
 
 
 @dataclass

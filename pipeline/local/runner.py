@@ -1,7 +1,7 @@
 """One local execution from start to end: build the definition, stage its code and data, interpret it, summarise.
 
-The work dir holds everything: ``s3/`` (the local S3 folder), ``registry.db``, ``models/`` and
-``executions/<id>/``. Data is staged under ``s3://<bucket>/<pipeline>/input/<name>-<fingerprint>/`` so an unchanged
+The work dir (``pipeline.local.workdir``) holds everything: the local S3 folder, the registry, the models and the
+execution records. Data is staged under ``s3://<bucket>/<pipeline>/input/<name>-<fingerprint>/`` so an unchanged
 data set keeps its URI and cached steps stay valid.
 """
 
@@ -14,21 +14,19 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from pipeline.errors import DataError
+from pipeline.files import atomic_path
 from pipeline.local.executions import ExecutionRecord, ExecutionStore, StepRecord
-from pipeline.local.interpreter import Interpreter, load_definition
+from pipeline.local.interpreter import Interpreter
 from pipeline.local.jobs import local_runners
 from pipeline.local.jobs.storage import link_or_copy
+from pipeline.local.plan import load_definition
 from pipeline.local.s3 import LocalS3
-from pipeline.schema import DATA_SUFFIXES
+from pipeline.local.workdir import Workdir
+from pipeline.names import DATA_SUFFIXES
 
 if TYPE_CHECKING:
     from pipeline.inference import Inferred
-
-DEFAULT_WORKDIR = Path(".llpipe")
-
-
-class DataError(ValueError):
-    """The data given to ``llpipe run --data`` cannot be used."""
 
 
 @dataclass(frozen=True)
@@ -65,11 +63,11 @@ def user_data(path: Path, label_column: str, predictor_type: str) -> DataSource:
     return DataSource(path.name.split(".")[0] or "data", files, base, parameters)
 
 
-def example_data(workdir: Path) -> DataSource:
+def example_data(workdir: Workdir) -> DataSource:
     """The bundled breast cancer example, written once into the work dir."""
     from pipeline.example_data import EXAMPLE_LABEL_COLUMN, EXAMPLE_PREDICTOR_TYPE, write_example_data
 
-    folder = workdir / "example-data"
+    folder = workdir.example_data
     files = write_example_data(folder)
     parameters = {"LabelColumn": EXAMPLE_LABEL_COLUMN, "PredictorType": EXAMPLE_PREDICTOR_TYPE}
     return DataSource("breast-cancer", files, folder, parameters)
@@ -90,10 +88,8 @@ def stage_data(s3: LocalS3, source: DataSource, prefix: str) -> str:
     for path in source.files:
         target = s3.path(uri + path.relative_to(source.base).as_posix())
         if not target.exists():
-            temporary = target.with_name(f".{target.name}.staging")
-            temporary.unlink(missing_ok=True)
-            link_or_copy(path, temporary)
-            temporary.replace(target)
+            with atomic_path(target) as temporary:
+                link_or_copy(path, temporary)
     return uri
 
 
@@ -110,7 +106,7 @@ class LocalRun:
     """Everything one local execution needs; ``execute`` runs it and returns the record."""
 
     config: Any  # pipeline.config.PipelineConfig
-    workdir: Path
+    workdir: Workdir
     definition_json: str
     uploads: dict[str, bytes]
     use_cache: bool = True
@@ -119,11 +115,11 @@ class LocalRun:
 
     @property
     def s3(self) -> LocalS3:
-        return LocalS3(self.workdir / "s3")
+        return LocalS3(self.workdir.s3)
 
     @property
     def store(self) -> ExecutionStore:
-        return ExecutionStore(self.workdir / "executions")
+        return ExecutionStore(self.workdir.executions)
 
     def interpreter(self) -> Interpreter:
         account = self.config.role_arn.split(":")[4]
@@ -141,7 +137,7 @@ class LocalRun:
     def infer(self, source: DataSource, overrides: Mapping[str, str], sample_rows: int) -> Inferred | None:
         """The schema decided from the first ``sample_rows`` rows of each file; None when the user gave SchemaUrl."""
         from pipeline.inference import infer
-        from pipeline.local.parameters import resolve_parameters
+        from pipeline.parameters import resolve_parameters
         from pipeline.schema import sample_local
 
         parameters = merge_parameters(source.parameters, overrides)
@@ -166,17 +162,17 @@ class LocalRun:
         definition = load_definition(self.definition_json)
         interpreter = self.interpreter()
         parameters = merge_parameters(source.parameters, overrides)
-        interpreter.prepare(definition, parameters)
+        checked, values = interpreter.prepare(definition, parameters)
         s3 = self.s3
         for uri, body in {**self.uploads, **(schemas or {})}.items():
             if not s3.path(uri).is_file() or s3.path(uri).read_bytes() != body:
                 s3.put_bytes(uri, body)
         if "InputDataUrl" not in overrides:
-            parameters["InputDataUrl"] = stage_data(s3, source, self.config.pipeline_prefix)
-        return interpreter.run(definition, parameters)
+            values["InputDataUrl"] = stage_data(s3, source, self.config.pipeline_prefix)
+        return interpreter.execute(checked, values)
 
 
-def build_local_run(config: Any, workdir: Path, **options: Any) -> LocalRun:
+def build_local_run(config: Any, workdir: Workdir, **options: Any) -> LocalRun:
     """Build the definition offline for ``config`` and wrap it in a ``LocalRun``."""
     from pipeline.definition import build_definition
 

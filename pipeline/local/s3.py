@@ -9,6 +9,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import urlparse
 
+from pipeline.files import write_bytes_atomically
+
 
 def split_uri(uri: str) -> tuple[str, str]:
     """``s3://bucket/a/b`` -> ``("bucket", "a/b")``; anything that is not an s3:// URI is a ValueError."""
@@ -55,8 +57,5 @@ class LocalS3:
     def put_bytes(self, uri: str, data: bytes) -> Path:
         """Write one object atomically (temporary name, then rename)."""
         path = self.path(uri)
-        path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = path.with_name(f".{path.name}.tmp")
-        tmp.write_bytes(data)
-        tmp.replace(path)
+        write_bytes_atomically(path, data)
         return path

@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from pipeline.local.executions import write_json_atomically
-from pipeline.local.interpreter import Job, StepFailed
+from pipeline.local.jobs.contract import Job, StepFailed
 from pipeline.local.jobs.storage import download, upload_folder
 from pipeline.local.s3 import LocalS3
 

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from pipeline.local.interpreter import Job, StepFailed
+from pipeline.local.jobs.contract import Job, StepFailed
 from pipeline.local.s3 import LocalS3
 
 

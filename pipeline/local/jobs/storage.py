@@ -6,9 +6,10 @@ import os
 import shutil
 from pathlib import Path
 
-from pipeline.local.interpreter import StepFailed
+from pipeline.files import atomic_path
+from pipeline.local.jobs.contract import StepFailed
 from pipeline.local.s3 import LocalS3, split_uri
-from pipeline.local.sharding import objects_for_instance
+from pipeline.sharding import objects_for_instance
 
 
 def list_prefix(s3: LocalS3, uri: str, what: str) -> list[str]:
@@ -67,9 +68,6 @@ def upload_folder(s3: LocalS3, folder: Path, uri: str) -> list[str]:
 def upload_file(s3: LocalS3, path: Path, uri: str) -> Path:
     """One file to one object, atomically (a temporary name, then a rename)."""
     target = s3.path(uri)
-    target.parent.mkdir(parents=True, exist_ok=True)
-    temporary = target.with_name(f".{target.name}.upload")
-    temporary.unlink(missing_ok=True)
-    link_or_copy(path, temporary)  # the job's files are final once it ended: sharing them costs nothing
-    temporary.replace(target)
+    with atomic_path(target) as temporary:
+        link_or_copy(path, temporary)  # the job's files are final once it ended: sharing them costs nothing
     return target

@@ -15,9 +15,10 @@ from pathlib import Path
 from typing import Any
 
 from pipeline.local.executions import now
-from pipeline.local.interpreter import Job, StepFailed
+from pipeline.local.jobs.contract import Job, StepFailed
 from pipeline.local.jobs.storage import list_prefix, upload_file
 from pipeline.local.s3 import LocalS3
+from pipeline.names import RECORDIO
 
 LINEAR_LEARNER_IMAGE = "linear-learner"
 _HOST_LINE = re.compile(r"^\[(algo-\d+)\] (.*)$")
@@ -49,7 +50,7 @@ class TrainingJobs:
             channels[name] = launcher.Channel(
                 files=files,
                 distribution=source.get("S3DataDistributionType", "FullyReplicated"),
-                content_type=(channel.get("ContentType") or "application/x-recordio-protobuf").split(";")[0].strip(),
+                content_type=(channel.get("ContentType") or RECORDIO).split(";")[0].strip(),
             )
         job_name = str(arguments.get("TrainingJobName") or job.job_name)
         logs = HostLogs(job, job.folder / "logs")

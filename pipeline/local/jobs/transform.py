@@ -11,13 +11,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from pipeline.local.interpreter import Job, StepFailed
-from pipeline.local.jobs.model import load_model
+from pipeline.local.jobs.contract import Job, StepFailed
+from pipeline.local.jobs.create_model import read_created_model
 from pipeline.local.jobs.storage import list_prefix, relative_key, upload_file
 from pipeline.local.jobs.training import LINEAR_LEARNER_IMAGE
 from pipeline.local.s3 import LocalS3
+from pipeline.names import CSV, RECORDIO
 
-SPLIT_TYPES = {"application/x-recordio-protobuf": ("RecordIO",), "text/csv": ("Line", "None")}
+SPLIT_TYPES = {RECORDIO: ("RecordIO",), CSV: ("Line", "None")}
 
 
 @dataclass(frozen=True)
@@ -31,7 +32,7 @@ class TransformJobs:
         from pipeline.local.linear_learner import launcher
 
         arguments = job.arguments
-        model = load_model(self.models, arguments["ModelName"])
+        model = read_created_model(self.models, arguments["ModelName"])
         image = model["PrimaryContainer"].get("Image", "")
         if LINEAR_LEARNER_IMAGE not in image:
             raise StepFailed(f"model image {image!r} is not Linear Learner; the local backend transforms only those")
@@ -39,7 +40,7 @@ class TransformJobs:
         source = transform_input["DataSource"]["S3DataSource"]
         if source.get("S3DataType", "S3Prefix") != "S3Prefix":
             raise StepFailed(f"TransformInput S3DataType {source['S3DataType']} is not supported locally")
-        content_type = (transform_input.get("ContentType") or "application/x-recordio-protobuf").split(";")[0]
+        content_type = (transform_input.get("ContentType") or RECORDIO).split(";")[0]
         split_type = transform_input.get("SplitType", "None")
         if content_type in SPLIT_TYPES and split_type not in SPLIT_TYPES[content_type]:
             raise StepFailed(f"SplitType {split_type} does not fit ContentType {content_type}")

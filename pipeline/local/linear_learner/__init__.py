@@ -3,7 +3,11 @@
 Modules, in the order data flows through them:
 ``hyperparameters`` (validation and ``auto`` resolution), ``data`` (RecordIO-protobuf / CSV channels),
 ``trainer`` (scaler pass, parallel models, optimisers, early stopping, selection, calibration) with ``losses`` and
-``metrics``, ``collective`` (gradient aggregation between instances), ``artifact`` (model.tar.gz in MXNet format),
-``inference`` (batch transform), ``train`` (one instance, SageMaker's container contract), ``launcher`` (the Python
-API: ``train`` and ``transform``) and ``cli`` (``llpipe linear-learner``).
+``metrics``, ``collective`` (gradient aggregation between instances), ``artifact`` (writes model.tar.gz in the
+service's layout; ``evaluation.linear_learner_model`` reads and scores it), ``inference`` (batch transform),
+``train`` (the entry point of one instance: SageMaker's container contract), ``launcher`` (the training job:
+``launcher.train`` starts one ``train`` process per instance; and ``transform``). The command
+``llpipe linear-learner`` is ``pipeline/cli/linear_learner.py``. From outside itself the package imports only the
+shared vocabulary (``pipeline.names``, ``errors``, ``files``, ``sharding``) and container code (the codec, the
+model reader); never the runner.
 """

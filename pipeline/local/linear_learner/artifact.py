@@ -1,54 +1,82 @@
-"""The model artifact in the service's layout, readable without MXNet.
+"""Write the model artifact exactly as the service lays it out, so a locally trained model is one SageMaker serves.
 
-``model.tar.gz`` holds ``model_algo-1``, a zip of ``mx-mod-symbol.json`` (MXNet symbol graph data ->
-FullyConnected ``fc0`` -> output), ``mx-mod-0000.params`` (MXNet NDArray list file with ``arg:fc0_weight`` of shape
-(K, feature_dim) and ``arg:fc0_bias`` of shape (K,)), ``manifest.json`` and ``additional-params.json``
-(predictor type, loss, threshold, classes). Normalisation is already folded into the weights.
+``model.tar.gz``: gzip (header mtime 0, no file name), ustar, one member ``model_algo-1`` (mode 0644, uid/gid 0, no
+user or group names), a zip of four STORED members: ``manifest.json``, ``additional-params.json``,
+``mx-mod-symbol.json`` (the MXNet 1.3.1 graph the service writes) and ``mx-mod-0000.params``. The bytes depend on the
+model alone. Reading (and scoring) is ``evaluation.linear_learner_model``, shared with the Evaluate container.
 """
 
 from __future__ import annotations
 
-import hashlib
+import gzip
 import io
 import json
 import struct
 import tarfile
 import zipfile
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
-from pipeline.local.linear_learner.model import LinearModel
+from evaluation.linear_learner_model import (
+    ADDITIONAL_PARAMS,
+    BIAS,
+    DENSE_STORAGE,
+    FLOAT32_FLAG,
+    INNER_MEMBER,
+    MANIFEST,
+    METRICS_PARAMS_KEYS,
+    NDARRAY_LIST_MAGIC,
+    NDARRAY_V2_MAGIC,
+    PARAMS,
+    SYMBOL,
+    WEIGHT,
+    LinearModel,
+)
+from pipeline.files import write_bytes_atomically
+from pipeline.local.linear_learner.hyperparameters import Hyperparameters
 
-LIST_MAGIC = 0x112  # kMXAPINDArrayListMagic
-NDARRAY_V2_MAGIC = 0xF993FAC9
-DEFAULT_STORAGE = 0
+MANIFEST_BYTES = b'{"mx-mod": "mxnet_module", "additional-params.json": "json", "version": 1}'
+MXNET_VERSION = 10301
 CPU_DEVICE = 1
-DTYPE_FLAGS = {np.dtype(np.float32): 0, np.dtype(np.float64): 1, np.dtype(np.float16): 2, np.dtype(np.uint8): 3,
-               np.dtype(np.int32): 4, np.dtype(np.int8): 5, np.dtype(np.int64): 6}
-FLAG_DTYPES = {flag: dtype for dtype, flag in DTYPE_FLAGS.items()}
-INNER_NAME = "model_algo-1"
-SYMBOL_FILE = "mx-mod-symbol.json"
-PARAMS_FILE = "mx-mod-0000.params"
-MXNET_VERSION = 10500
+NAME_NUMBER = 0  # MXNet's generated node names carry a counter (dot0, broadcast_plus0, ...)
+ZIP_DATE = (1980, 1, 1, 0, 0, 0)  # the earliest zip timestamp: the bytes depend on the model only
+OUTPUT_OPS = {"binary_classifier": "LogisticRegressionOutput", "regressor": "LinearRegressionOutput"}
 
 
-class ArtifactError(ValueError):
-    """The model artifact is missing a part or is not in the expected format."""
+def metrics_params(hp: Hyperparameters, threshold: float) -> dict[str, Any]:
+    """``additional-params.json``'s metrics_params for ``hp``: the values the loss and metrics use, null otherwise."""
+    weight_mult = hp.positive_example_weight_mult
+    return {
+        "quantile": hp.quantile if hp.loss == "quantile_loss" else None,
+        "huber_delta": hp.huber_delta if hp.loss == "huber_loss" else None,
+        "margin": hp.margin if hp.loss == "hinge_loss" else None,
+        "loss_insensitivity": hp.loss_insensitivity if hp.loss.startswith("eps_insensitive") else None,
+        "eps_insensitive_loss_type": hp.loss if hp.loss.startswith("eps_insensitive") else None,
+        "accuracy_top_k": hp.accuracy_top_k,
+        "f_beta": None if hp.predictor_type == "regressor" else float(hp.f_beta),
+        "positive_example_weight_mult": float(weight_mult) if isinstance(weight_mult, (int, float)) else weight_mult,
+        "class_weights": None,
+        "threshold": float32_double(threshold),
+    }
+
+
+def float32_double(value: float) -> float:
+    """``value`` rounded to float32, as the double the service writes."""
+    return float(np.float32(value))
 
 
 def encode_ndarray_list(arrays: dict[str, np.ndarray]) -> bytes:
-    """MXNet's ``mx.nd.save`` format for a dict of dense arrays (little endian)."""
+    """MXNet's ``mx.nd.save`` format (little endian) for dense float32 arrays."""
     out = io.BytesIO()
-    out.write(struct.pack("<QQQ", LIST_MAGIC, 0, len(arrays)))
+    out.write(struct.pack("<QQQ", NDARRAY_LIST_MAGIC, 0, len(arrays)))
     for array in arrays.values():
-        array = np.ascontiguousarray(array)
-        out.write(struct.pack("<Ii", NDARRAY_V2_MAGIC, DEFAULT_STORAGE))
-        out.write(struct.pack("<i", array.ndim))
+        array = np.ascontiguousarray(array, dtype="<f4")
+        out.write(struct.pack("<Iii", NDARRAY_V2_MAGIC, DENSE_STORAGE, array.ndim))
         out.write(struct.pack(f"<{array.ndim}q", *array.shape))
-        out.write(struct.pack("<ii", CPU_DEVICE, 0))
-        out.write(struct.pack("<i", DTYPE_FLAGS[array.dtype]))
-        out.write(array.astype(array.dtype.newbyteorder("<"), copy=False).tobytes())
+        out.write(struct.pack("<iii", CPU_DEVICE, 0, FLOAT32_FLAG))
+        out.write(array.tobytes())
     out.write(struct.pack("<Q", len(arrays)))
     for name in arrays:
         encoded = name.encode()
@@ -57,128 +85,120 @@ def encode_ndarray_list(arrays: dict[str, np.ndarray]) -> bytes:
     return out.getvalue()
 
 
-def decode_ndarray_list(data: bytes) -> dict[str, np.ndarray]:
-    """Parse an MXNet NDArray list file (dense V2 arrays) into a dict."""
-    view = memoryview(data)
-    position = 0
-
-    def take(fmt: str):
-        nonlocal position
-        size = struct.calcsize(fmt)
-        if position + size > len(view):
-            raise ArtifactError(f"params file truncated at byte {position}")
-        values = struct.unpack_from(fmt, view, position)
-        position += size
-        return values
-
-    magic, _reserved, count = take("<QQQ")
-    if magic != LIST_MAGIC:
-        raise ArtifactError(f"params file starts with {magic:#x}; expected the NDArray list magic {LIST_MAGIC:#x}")
-    arrays = []
-    for index in range(count):
-        array_magic, storage = take("<Ii")
-        if array_magic != NDARRAY_V2_MAGIC or storage != DEFAULT_STORAGE:
-            raise ArtifactError(f"array {index}: expected a dense V2 NDArray")
-        (ndim,) = take("<i")
-        shape = take(f"<{ndim}q")
-        take("<ii")  # context
-        (flag,) = take("<i")
-        dtype = FLAG_DTYPES[flag].newbyteorder("<")
-        size = int(np.prod(shape)) * dtype.itemsize
-        if position + size > len(view):
-            raise ArtifactError(f"array {index}: data truncated")
-        arrays.append(np.frombuffer(view[position:position + size], dtype=dtype).reshape(shape).copy())
-        position += size
-    (name_count,) = take("<Q")
-    names = []
-    for _ in range(name_count):
-        (length,) = take("<Q")
-        names.append(bytes(view[position:position + length]).decode())
-        position += length
-    if name_count != count:
-        raise ArtifactError(f"params file has {count} arrays but {name_count} names")
-    return dict(zip(names, arrays, strict=True))
+def _node(op: str, name: str, inputs: list[int], attrs: dict[str, str] | None = None) -> dict[str, Any]:
+    node: dict[str, Any] = {"op": op, "name": name}
+    if attrs:
+        node["attrs"] = attrs
+    node["inputs"] = [[index, 0, 0] for index in inputs]
+    return node
 
 
-def symbol_graph(model: LinearModel) -> dict:
-    """MXNet symbol JSON: data -> FullyConnected fc0 -> output (sigmoid, softmax or identity)."""
-    hidden = str(model.weights.shape[1])
-    if model.predictor_type == "multiclass_classifier":
-        output = {"op": "softmax", "name": "output", "attrs": {"axis": "-1"}, "inputs": [[3, 0, 0]]}
-    elif model.predictor_type == "binary_classifier" and model.loss == "logistic":
-        output = {"op": "sigmoid", "name": "output", "inputs": [[3, 0, 0]]}
-    else:
-        output = {"op": "_copy", "name": "output", "inputs": [[3, 0, 0]]}
+def symbol_graph(predictor_type: str, feature_dim: int, outputs: int) -> dict[str, Any]:
+    """The service's MXNet graph: data . fc0_weight + fc0_bias, then the predictor type's output (loss) head."""
+    n = NAME_NUMBER
+    multiclass = predictor_type == "multiclass_classifier"
+    nodes = [
+        _node("null", "data", []),
+        _node("null", "fc0_weight", [], {"__shape__": f"({feature_dim}, {outputs})"}),
+        _node("dot", f"dot{n}", [0, 1]),
+        _node("null", "fc0_bias", [], {"__lr_mult__": "1.0" if multiclass else "10.0",
+                                       "__shape__": f"(1, {outputs})"}),
+        _node("broadcast_add", f"broadcast_plus{n}", [2, 3]),
+    ]
+    if not multiclass:
+        op = OUTPUT_OPS[predictor_type]
+        nodes += [_node("null", "out_label", []), _node(op, f"{op.lower()}{n}", [4, 5])]
+        arg_nodes = [0, 1, 3, 5]
+    else:  # softmax probabilities, plus 1e-30 times the cross-entropy loss so the loss is trained
+        nodes += [
+            _node("max", f"max{n}", [4], {"axis": "1"}),  # 5
+            _node("Reshape", f"reshape{n}", [5], {"shape": "(-1, 1)"}),  # 6
+            _node("broadcast_sub", f"broadcast_minus{n}", [4, 6]),  # 7
+            _node("_plus_scalar", f"_plusscalar{n}", [7], {"scalar": "10.0"}),  # 8
+            _node("exp", f"exp{n}", [8]),  # 9
+            _node("sum", f"sum{n}", [9], {"axis": "1"}),  # 10
+            _node("Reshape", f"reshape{n + 1}", [10], {"shape": "(-1, 1)"}),  # 11
+            _node("broadcast_div", f"broadcast_div{n}", [9, 11]),  # 12
+            _node("clip", f"clip{n}", [12], {"a_max": "1.0", "a_min": "1e-10"}),  # 13
+            _node("BlockGrad", f"blockgrad{n}", [13]),  # 14
+            _node("null", "out_label", []),  # 15
+            _node("Reshape", f"reshape{n + 2}", [15], {"shape": "(-1,)"}),  # 16
+            _node("pick", f"pick{n}", [13, 16]),  # 17
+            _node("log", f"log{n}", [17]),  # 18
+            _node("_mul_scalar", f"_mulscalar{n}", [18], {"scalar": "-1.0"}),  # 19
+            _node("make_loss", f"makeloss{n}", [19]),  # 20
+            _node("Reshape", f"reshape{n + 3}", [20], {"shape": "(-1, 1)"}),  # 21
+            _node("_mul_scalar", f"_mulscalar{n + 1}", [21], {"scalar": "1e-30"}),  # 22
+            _node("broadcast_add", f"broadcast_plus{n + 1}", [14, 22]),  # 23
+        ]
+        arg_nodes = [0, 1, 3, 15]
     return {
-        "nodes": [
-            {"op": "null", "name": "data", "inputs": []},
-            {"op": "null", "name": "fc0_weight", "attrs": {"num_hidden": hidden}, "inputs": []},
-            {"op": "null", "name": "fc0_bias", "attrs": {"num_hidden": hidden}, "inputs": []},
-            {"op": "FullyConnected", "name": "fc0", "attrs": {"num_hidden": hidden, "no_bias": "False",
-                                                             "flatten": "True"},
-             "inputs": [[0, 0, 0], [1, 0, 0], [2, 0, 0]]},
-            output,
-        ],
-        "arg_nodes": [0, 1, 2],
-        "node_row_ptr": [0, 1, 2, 3, 4, 5],
-        "heads": [[4, 0, 0]],
+        "nodes": nodes,
+        "arg_nodes": arg_nodes,
+        "node_row_ptr": list(range(len(nodes) + 1)),
+        "heads": [[len(nodes) - 1, 0, 0]],
         "attrs": {"mxnet_version": ["int", MXNET_VERSION]},
     }
 
 
-def save_model(model: LinearModel, path: Path, extra: dict | None = None) -> None:
-    """Write ``path`` (model.tar.gz) atomically: a temporary name, renamed when complete."""
-    params = encode_ndarray_list({
-        "arg:fc0_weight": np.ascontiguousarray(model.weights.T, dtype=np.float32),
-        "arg:fc0_bias": np.ascontiguousarray(model.bias, dtype=np.float32),
-    })
-    symbol = json.dumps(symbol_graph(model), indent=2).encode()
-    additional = {
-        "predictor_type": model.predictor_type,
-        "loss": model.loss,
-        "threshold": model.threshold,
-        "num_classes": model.num_classes,
-        "feature_dim": model.feature_dim,
-        "normalization": "folded into fc0 (raw features in, raw-scale predictions out)",
-        **(extra or {}),
+def symbol_json(graph: dict[str, Any]) -> bytes:
+    """MXNet's layout of a symbol file: one field per line, lists of numbers (inputs, heads) inline."""
+    inline = json.dumps
+    nodes = []
+    for node in graph["nodes"]:
+        fields = [f'      "op": {inline(node["op"])}', f'      "name": {inline(node["name"])}']
+        if "attrs" in node:
+            attrs = ",\n".join(f"        {inline(k)}: {inline(v)}" for k, v in node["attrs"].items())
+            fields.append(f'      "attrs": {{\n{attrs}\n      }}')
+        fields.append(f'      "inputs": {inline(node["inputs"])}')
+        nodes.append("    {\n" + ",\n".join(fields) + "\n    }")
+    lines = ["{", '  "nodes": [', ",\n".join(nodes), "  ],"]
+    lines += [f'  "{key}": {inline(graph[key])},' for key in ("arg_nodes", "node_row_ptr", "heads")]
+    lines += [f'  "attrs": {inline(graph["attrs"])}', "}"]
+    return "\n".join(lines).encode()
+
+
+def additional_params(model: LinearModel) -> dict[str, Any]:
+    """``additional-params.json`` in the service's key order (threshold, loss_type, predictor_type, metrics_params)."""
+    threshold = float32_double(model.threshold)
+    params = dict(model.metrics_params or {})
+    params["threshold"] = threshold
+    return {"threshold": threshold, "loss_type": model.loss_type, "predictor_type": model.predictor_type,
+            "metrics_params": {key: params.get(key) for key in METRICS_PARAMS_KEYS}}
+
+
+def artifact_bytes(model: LinearModel) -> bytes:
+    """The model.tar.gz bytes of ``model``; the same model always gives the same bytes."""
+    outputs = model.weights.shape[1]
+    members = {
+        MANIFEST: MANIFEST_BYTES,
+        ADDITIONAL_PARAMS: json.dumps(additional_params(model)).encode(),
+        SYMBOL: symbol_json(symbol_graph(model.predictor_type, model.feature_dim, outputs)),
+        PARAMS: encode_ndarray_list({
+            WEIGHT: model.weights,
+            BIAS: np.asarray(model.bias, dtype=np.float32).reshape(1, outputs),
+        }),
     }
-    files = {SYMBOL_FILE: symbol, PARAMS_FILE: params,
-             "additional-params.json": json.dumps(additional, indent=2, sort_keys=True).encode()}
-    manifest = {"algorithm": "linear-learner", "format": "mxnet-module", "epoch": 0,
-                "files": {name: hashlib.sha256(content).hexdigest() for name, content in files.items()}}
-    files["manifest.json"] = json.dumps(manifest, indent=2, sort_keys=True).encode()
     inner = io.BytesIO()
-    with zipfile.ZipFile(inner, "w", compression=zipfile.ZIP_DEFLATED) as archive:
-        for name, content in files.items():
-            archive.writestr(name, content)
+    with zipfile.ZipFile(inner, "w", compression=zipfile.ZIP_STORED) as archive:
+        for name, content in members.items():
+            info = zipfile.ZipInfo(name, date_time=ZIP_DATE)
+            info.compress_type = zipfile.ZIP_STORED
+            info.create_system = 3  # unix
+            info.external_attr = 0o100644 << 16
+            archive.writestr(info, content)
     payload = inner.getvalue()
-    path.parent.mkdir(parents=True, exist_ok=True)
-    temporary = path.with_name(path.name + ".tmp")
-    with tarfile.open(temporary, "w:gz") as tar:
-        info = tarfile.TarInfo(INNER_NAME)
-        info.size = len(payload)
+    tar_bytes = io.BytesIO()
+    with tarfile.open(fileobj=tar_bytes, mode="w", format=tarfile.USTAR_FORMAT) as tar:
+        info = tarfile.TarInfo(INNER_MEMBER)
+        info.size, info.mode, info.mtime = len(payload), 0o644, 0
+        info.uid = info.gid = 0
+        info.uname = info.gname = ""
         tar.addfile(info, io.BytesIO(payload))
-    temporary.replace(path)
+    return gzip.compress(tar_bytes.getvalue(), mtime=0)
 
 
-def load_model(path: Path) -> LinearModel:
-    """Read a model.tar.gz written by ``save_model`` (or in the same layout)."""
-    try:
-        with tarfile.open(path, "r:gz") as tar:
-            member = tar.extractfile(INNER_NAME)
-            if member is None:
-                raise KeyError(INNER_NAME)
-            payload = member.read()
-        with zipfile.ZipFile(io.BytesIO(payload)) as archive:
-            params = decode_ndarray_list(archive.read(PARAMS_FILE))
-            additional = json.loads(archive.read("additional-params.json"))
-    except (OSError, KeyError, tarfile.TarError, zipfile.BadZipFile, json.JSONDecodeError) as error:
-        raise ArtifactError(f"{path}: not a Linear Learner model artifact ({error})") from None
-    try:
-        weights = params["arg:fc0_weight"]
-        bias = params["arg:fc0_bias"]
-    except KeyError as error:
-        raise ArtifactError(f"{path}: {PARAMS_FILE} has no {error}") from None
-    return LinearModel(predictor_type=additional["predictor_type"], loss=additional["loss"],
-                       weights=np.ascontiguousarray(weights.T, dtype=np.float32),
-                       bias=np.asarray(bias, dtype=np.float32), threshold=float(additional["threshold"]))
+def save_model(model: LinearModel, path: Path) -> None:
+    """Write ``path`` (model.tar.gz) atomically: a temporary name, renamed when complete."""
+    write_bytes_atomically(path, artifact_bytes(model))
+

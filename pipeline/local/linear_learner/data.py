@@ -9,14 +9,9 @@ from pathlib import Path
 import numpy as np
 import scipy.sparse as sp
 
+from pipeline.errors import AlgorithmInputError
 from pipeline.local.linear_learner.trainer import Dataset
-
-RECORDIO = "application/x-recordio-protobuf"
-CSV = "text/csv"
-
-
-class DataError(ValueError):
-    """Input data the algorithm cannot use; the message names the file and record."""
+from pipeline.names import CSV
 
 
 def channel_files(directory: Path) -> list[Path]:
@@ -36,7 +31,7 @@ def read_features_and_labels(path: Path, content_type: str, *, labels_in_csv: bo
         with path.open("rb") as stream:
             features, labels = read(stream)
     except RecordIOError as error:
-        raise DataError(f"{path}: {error}") from None
+        raise AlgorithmInputError(f"{path}: {error}") from None
     if sp.issparse(features):
         features = sp.csr_matrix(features, dtype=np.float32)
         values = features.data
@@ -45,7 +40,9 @@ def read_features_and_labels(path: Path, content_type: str, *, labels_in_csv: bo
         values = features
     if not np.all(np.isfinite(values)):
         rows = np.flatnonzero(~np.isfinite(features.toarray() if sp.issparse(features) else features).all(axis=1))
-        raise DataError(f"{path}: record {int(rows[0])} has a NaN or infinite feature; expected finite numbers")
+        raise AlgorithmInputError(
+            f"{path}: record {int(rows[0])} has a NaN or infinite feature; expected finite numbers"
+        )
     return features, labels
 
 
@@ -55,20 +52,28 @@ def _read_csv(path: Path, labels_in_csv: bool):
     try:
         frame = pd.read_csv(path, header=None, dtype=str, keep_default_na=False, skip_blank_lines=True)
     except pd.errors.EmptyDataError:
-        raise DataError(f"{path}: the CSV file is empty; expected rows of numbers (label first, no header)") from None
+        raise AlgorithmInputError(
+            f"{path}: the CSV file is empty; expected rows of numbers (label first, no header)"
+        ) from None
     except pd.errors.ParserError as error:
-        raise DataError(f"{path}: malformed CSV ({str(error).strip()}); expected the same number of fields on "
-                        "every row") from None
+        raise AlgorithmInputError(
+            f"{path}: malformed CSV ({str(error).strip()}); expected the same number of fields on "
+            "every row"
+        ) from None
     numbers = frame.apply(pd.to_numeric, errors="coerce").to_numpy(dtype=np.float64)
     bad = ~np.isfinite(numbers)
     if bad.any():
         row, column = (int(i) for i in np.argwhere(bad)[0])
-        raise DataError(f"{path}: row {row + 1}, column {column + 1} is {frame.iat[row, column]!r}; expected a "
-                        "finite number (CSV without header, label in the first column)")
+        raise AlgorithmInputError(
+            f"{path}: row {row + 1}, column {column + 1} is {frame.iat[row, column]!r}; expected a "
+            "finite number (CSV without header, label in the first column)"
+        )
     if labels_in_csv:
         if numbers.shape[1] < 2:
-            raise DataError(f"{path}: rows have {numbers.shape[1]} field(s); expected the label and at least one "
-                            "feature")
+            raise AlgorithmInputError(
+                f"{path}: rows have {numbers.shape[1]} field(s); expected the label and at least one "
+                "feature"
+            )
         return np.ascontiguousarray(numbers[:, 1:], dtype=np.float32), numbers[:, 0].astype(np.float32)
     return np.ascontiguousarray(numbers, dtype=np.float32), None
 
@@ -86,14 +91,16 @@ def read_channel(name: str, files: Sequence[Path], content_type: str, *, feature
             width = int(features.shape[1])
         if features.shape[1] != width:
             expected = "feature_dim" if feature_dim is not None else f"the first file of channel {name!r}"
-            raise DataError(f"{path}: records have {features.shape[1]} features; expected {width} (from {expected})")
+            raise AlgorithmInputError(
+                f"{path}: records have {features.shape[1]} features; expected {width} (from {expected})"
+            )
         if file_labels is None:
-            raise DataError(f"{path}: records have no label; channel {name!r} needs labelled records")
+            raise AlgorithmInputError(f"{path}: records have no label; channel {name!r} needs labelled records")
         check_labels(path, file_labels, predictor_type, num_classes)
         parts.append(features)
         labels.append(np.asarray(file_labels, dtype=np.float32))
     if not parts:
-        raise DataError(f"channel {name!r} has no records")
+        raise AlgorithmInputError(f"channel {name!r} has no records")
     if any(sp.issparse(p) for p in parts):
         matrix = sp.vstack([sp.csr_matrix(p) for p in parts], format="csr", dtype=np.float32)
     else:
@@ -114,4 +121,6 @@ def check_labels(path: Path, labels: np.ndarray, predictor_type: str, num_classe
         expected = "a finite number"
     if np.any(bad):
         index = int(np.flatnonzero(bad)[0])
-        raise DataError(f"{path}: record {index} (0-based) has label {float(labels[index])!r}; expected {expected}")
+        raise AlgorithmInputError(
+            f"{path}: record {index} (0-based) has label {float(labels[index])!r}; expected {expected}"
+        )

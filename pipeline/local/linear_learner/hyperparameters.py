@@ -12,7 +12,9 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-PREDICTOR_TYPES = ("binary_classifier", "multiclass_classifier", "regressor")
+from pipeline.errors import AlgorithmInputError
+from pipeline.names import PREDICTOR_TYPES
+
 LOSSES_BY_PREDICTOR = {
     "binary_classifier": ("logistic", "hinge_loss"),
     "multiclass_classifier": ("softmax_loss",),
@@ -36,7 +38,7 @@ AUTO_NUM_MODELS = 32
 AUTO_CALIBRATION_SAMPLES = 100_000
 
 
-class HyperparameterError(ValueError):
+class HyperparameterError(AlgorithmInputError):
     """An unknown hyperparameter name or an invalid value; the message says what is allowed."""
 
 

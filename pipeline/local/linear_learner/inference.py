@@ -7,9 +7,9 @@ from pathlib import Path
 
 import numpy as np
 
-from pipeline.local.linear_learner.artifact import load_model
-from pipeline.local.linear_learner.data import DataError, read_features_and_labels
-from pipeline.local.linear_learner.model import LinearModel
+from evaluation.linear_learner_model import LinearModel, read_model
+from pipeline.errors import AlgorithmInputError
+from pipeline.local.linear_learner.data import read_features_and_labels
 
 
 def prediction_lines(model: LinearModel, features) -> list[str]:
@@ -28,15 +28,15 @@ def prediction_lines(model: LinearModel, features) -> list[str]:
 
 def transform_files(model_path: Path, input_files: Sequence[Path], output_dir: Path, content_type: str) -> list[Path]:
     """Write ``output_dir/<name>.out`` for every input; all outputs appear only if every file succeeds."""
-    model = load_model(model_path)
+    model = read_model(model_path)
     output_dir.mkdir(parents=True, exist_ok=True)
     written: list[tuple[Path, Path]] = []
     try:
         for path in input_files:
             features, _ = read_features_and_labels(path, content_type, labels_in_csv=False)
             if features.shape[1] != model.feature_dim:
-                raise DataError(f"{path}: records have {features.shape[1]} features; the model expects "
-                                f"{model.feature_dim}")
+                raise AlgorithmInputError(f"{path}: records have {features.shape[1]} features; the model expects "
+                                          f"{model.feature_dim} ({model_path})")
             target = output_dir / (path.name + ".out")
             temporary = target.with_name(target.name + ".tmp")
             lines = prediction_lines(model, features) if features.shape[0] else []

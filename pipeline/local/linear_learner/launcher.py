@@ -22,9 +22,11 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from pipeline.local.sharding import DISTRIBUTIONS, objects_for_instance
+from pipeline.errors import TrainingError
+from pipeline.files import atomic_path, write_text_atomically
+from pipeline.names import RECORDIO, TRAINING_CONTENT_TYPES
+from pipeline.sharding import DISTRIBUTIONS, objects_for_instance
 
-CONTENT_TYPES = ("application/x-recordio-protobuf", "text/csv")
 AUTHKEY_ENV = "LLPIPE_LL_AUTHKEY"
 EXIT_ABORTED = 3  # an instance stopped because another one failed (not the root cause)
 
@@ -35,19 +37,18 @@ class Channel:
 
     files: list[Path] = field(default_factory=list)
     distribution: str = "FullyReplicated"
-    content_type: str = "application/x-recordio-protobuf"
+    content_type: str = RECORDIO
 
 
 @dataclass(frozen=True)
 class TrainingResult:
-    """Where the model artifact was written and the final metrics keyed by the service's names."""
+    """Where the model artifact was written, the final metrics keyed by the service's names, and what the run did
+    beyond the artifact (epochs run, resolved hyperparameters; also in ``training.json`` beside the artifact)."""
 
     model_path: Path
     metrics: dict[str, float]
-
-
-class TrainingError(RuntimeError):
-    """The training job failed; the message names the failing host (algo-N) and its error."""
+    epochs_run: int = 0
+    hyperparameters: dict[str, str] = field(default_factory=dict)
 
 
 def host_name(index: int) -> str:
@@ -58,7 +59,7 @@ def host_name(index: int) -> str:
 def train(hyperparameters: Mapping[str, str], channels: Mapping[str, Channel], output_dir: Path, *,
           instance_count: int = 1, work_dir: Path | None = None,
           on_log: Callable[[str], None] | None = None) -> TrainingResult:
-    """Train on ``instance_count`` local processes and write ``output_dir/model.tar.gz`` and ``metrics.json``."""
+    """Train on ``instance_count`` local processes and write ``model.tar.gz``, ``metrics.json``, ``training.json``."""
     if instance_count < 1:
         raise TrainingError(f"instance_count must be at least 1, got {instance_count}")
     _check_channels(channels)
@@ -83,9 +84,9 @@ def _check_channels(channels: Mapping[str, Channel]) -> None:
         if channel.distribution not in DISTRIBUTIONS:
             raise TrainingError(f"channel {name!r}: unknown distribution {channel.distribution!r}; "
                                 f"expected one of {DISTRIBUTIONS}")
-        if channel.content_type.split(";")[0].strip() not in CONTENT_TYPES:  # e.g. "text/csv;label_size=1"
+        if channel.content_type.split(";")[0].strip() not in TRAINING_CONTENT_TYPES:  # e.g. "text/csv;label_size=1"
             raise TrainingError(f"channel {name!r}: content type {channel.content_type!r} is not supported; "
-                                f"expected one of {CONTENT_TYPES}")
+                                f"expected one of {TRAINING_CONTENT_TYPES}")
 
 
 def _lay_out_root(work_dir: Path, index: int, count: int, hyperparameters: Mapping[str, str],
@@ -215,34 +216,35 @@ def _failure_text(root: Path) -> str:
 
 
 def _collect(root: Path, output_dir: Path) -> TrainingResult:
-    """Copy algo-1's artifact and metrics into ``output_dir`` (temporary names, then rename)."""
+    """Copy algo-1's artifact, metrics and training.json into ``output_dir`` (temporary names, then rename)."""
     artifact = root / "model" / "model.tar.gz"
     metrics_file = root / "output" / "metrics.json"
     if not artifact.is_file():
         raise TrainingError(f"algo-1 finished without writing {artifact}")
     metrics = json.loads(metrics_file.read_text()) if metrics_file.is_file() else {}
+    training_file = root / "output" / "training.json"
+    training = json.loads(training_file.read_text()) if training_file.is_file() else {}
     output_dir.mkdir(parents=True, exist_ok=True)
     model_path = output_dir / "model.tar.gz"
     _atomic_copy(artifact, model_path)
-    metrics_path = output_dir / "metrics.json"
-    temporary = metrics_path.with_name(metrics_path.name + ".tmp")
-    temporary.write_text(json.dumps(metrics, indent=2, sort_keys=True))
-    temporary.replace(metrics_path)
-    return TrainingResult(model_path=model_path, metrics={k: float(v) for k, v in metrics.items()})
+    for name, value in (("metrics.json", metrics), ("training.json", training)):
+        write_text_atomically(output_dir / name, json.dumps(value, indent=2, sort_keys=True))
+    return TrainingResult(model_path=model_path, metrics={k: float(v) for k, v in metrics.items()},
+                          epochs_run=int(training.get("epochs_run", 0)),
+                          hyperparameters=dict(training.get("hyperparameters", {})))
 
 
 def _atomic_copy(source: Path, target: Path) -> None:
-    temporary = target.with_name(target.name + ".tmp")
-    shutil.copyfile(source, temporary)
-    temporary.replace(target)
+    with atomic_path(target) as temporary:
+        shutil.copyfile(source, temporary)
 
 
 def transform(model_path: Path, input_files: Sequence[Path], output_dir: Path, *,
-              content_type: str = "application/x-recordio-protobuf") -> list[Path]:
+              content_type: str = RECORDIO) -> list[Path]:
     """Batch transform: for each input file F write ``output_dir/F.name + ".out"`` (jsonlines, in record order)."""
     from pipeline.local.linear_learner.inference import transform_files
 
     content_type = content_type.split(";")[0].strip()
-    if content_type not in CONTENT_TYPES:
-        raise ValueError(f"content type {content_type!r} is not supported; expected one of {CONTENT_TYPES}")
+    if content_type not in TRAINING_CONTENT_TYPES:
+        raise ValueError(f"content type {content_type!r} is not supported; expected one of {TRAINING_CONTENT_TYPES}")
     return transform_files(Path(model_path), [Path(f) for f in input_files], Path(output_dir), content_type)

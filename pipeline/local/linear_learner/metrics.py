@@ -4,12 +4,6 @@ from __future__ import annotations
 
 import numpy as np
 
-# metric name as logged by the service -> short name in metrics.json ("<channel>:<short>")
-BINARY_METRICS = ("binary_classification_accuracy", "binary_f_beta", "precision", "recall", "roc_auc_score")
-MULTICLASS_METRICS = ("multiclass_accuracy", "multiclass_top_k_accuracy", "macro_precision", "macro_recall",
-                      "macro_f_beta", "dcg")
-REGRESSION_METRICS = ("mse", "rmse", "absolute_loss", "r2")
-
 
 def roc_auc(labels: np.ndarray, scores: np.ndarray) -> float:
     """Area under the ROC curve (Mann-Whitney statistic with average ranks for ties); NaN for a single class."""

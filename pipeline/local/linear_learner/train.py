@@ -3,7 +3,8 @@
 ``python -m pipeline.local.linear_learner.train --root ROOT [--coordinator HOST:PORT]`` reads
 ``ROOT/input/config/{hyperparameters,resourceconfig,inputdataconfig}.json`` and ``ROOT/input/data/<channel>/``,
 trains (synchronising gradients with the other instances through the coordinator), and on algo-1 writes
-``ROOT/model/model.tar.gz`` and ``ROOT/output/metrics.json``. On error it writes ``ROOT/output/failure`` and exits
+``ROOT/model/model.tar.gz`` (the service's layout), ``ROOT/output/metrics.json`` and ``ROOT/output/training.json``
+(epochs run, resolved hyperparameters). On error it writes ``ROOT/output/failure`` and exits
 non-zero (3 when it only stopped because another instance failed).
 """
 
@@ -16,15 +17,16 @@ import os
 import sys
 import time
 import traceback
+from dataclasses import dataclass
 from pathlib import Path
+
+from pipeline.errors import AlgorithmInputError
+from pipeline.files import write_text_atomically
+from pipeline.names import RECORDIO, TRAINING_CONTENT_TYPES
 
 CHANNELS = ("train", "validation", "test")
 EXIT_FAILED = 1
 EXIT_ABORTED = 3
-
-
-class ClientError(ValueError):
-    """A problem with the job's configuration or data (the user's to fix)."""
 
 
 def log(line: str) -> None:
@@ -37,101 +39,133 @@ def _read_json(path: Path) -> dict:
     try:
         return json.loads(path.read_text())
     except FileNotFoundError:
-        raise ClientError(f"{path} is missing") from None
+        raise AlgorithmInputError(f"{path} is missing") from None
     except json.JSONDecodeError as error:
-        raise ClientError(f"{path} is not valid JSON: {error}") from None
+        raise AlgorithmInputError(f"{path} is not valid JSON: {error}") from None
+
+
+@dataclass
+class _Instance:
+    """This instance's view of the job: who it is among the hosts, and its channels' content types."""
+
+    host: str
+    hosts: list[str]
+    channels: dict[str, str]  # channel name -> content type
+
+    @property
+    def rank(self) -> int:
+        return self.hosts.index(self.host)
+
+    @property
+    def leader(self) -> bool:
+        return self.rank == 0
 
 
 def run(root: Path, coordinator: str | None) -> None:
-    """Train this instance; raises on failure."""
-    from pipeline.local.linear_learner.hyperparameters import HyperparameterError, parse_hyperparameters
+    """Train this instance: read the configuration and channels, fit with the other instances, write the outputs."""
+    from pipeline.local.linear_learner.hyperparameters import parse_hyperparameters
 
     config = root / "input" / "config"
-    try:
-        hp = parse_hyperparameters(_read_json(config / "hyperparameters.json"))
-    except HyperparameterError as error:
-        raise ClientError(str(error)) from None
+    hp = parse_hyperparameters(_read_json(config / "hyperparameters.json"))
     log(f"Final configuration: {hp.resolved()}")
+    instance = _instance(root)
+    train, validation, test = _read_channels(root, hp, instance)
+    collective = _connect(instance, coordinator)
+
+    from pipeline.local.linear_learner.trainer import fit
+
+    try:
+        result = fit(hp, train, validation, collective, log, instance.host)
+    finally:
+        collective.close()
+    if instance.leader:
+        _write_outputs(root, hp, result, instance.host, {"validation": validation, "test": test})
+
+
+def _instance(root: Path) -> _Instance:
+    """The resource and input data configuration, checked: known channels, a train channel, supported types."""
+    config = root / "input" / "config"
     resources = _read_json(config / "resourceconfig.json")
-    hosts = list(resources.get("hosts", ["algo-1"]))
-    host = resources.get("current_host", "algo-1")
-    rank = hosts.index(host)
     data_config = _read_json(config / "inputdataconfig.json")
     unknown = sorted(set(data_config) - set(CHANNELS))
     if unknown:
-        raise ClientError(f"unknown channel(s) {unknown}; Linear Learner accepts {', '.join(CHANNELS)}")
+        raise AlgorithmInputError(f"unknown channel(s) {unknown}; Linear Learner accepts {', '.join(CHANNELS)}")
     if "train" not in data_config:
-        raise ClientError("the 'train' channel is required")
+        raise AlgorithmInputError("the 'train' channel is required")
+    channels = {}
     for name, channel in data_config.items():
-        content_type = channel.get("ContentType", "application/x-recordio-protobuf").split(";")[0].strip()
-        if content_type not in ("application/x-recordio-protobuf", "text/csv"):
-            raise ClientError(f"channel {name!r}: content type {content_type!r} is not supported; expected "
-                              "application/x-recordio-protobuf or text/csv")
-        channel["ContentType"] = content_type
+        content_type = channel.get("ContentType", RECORDIO).split(";")[0].strip()
+        if content_type not in TRAINING_CONTENT_TYPES:
+            raise AlgorithmInputError(f"channel {name!r}: content type {content_type!r} is not supported; expected "
+                                      "application/x-recordio-protobuf or text/csv")
+        channels[name] = content_type
+    return _Instance(resources.get("current_host", "algo-1"), list(resources.get("hosts", ["algo-1"])), channels)
 
-    if not any(p.is_file() for p in (root / "input" / "data" / "train").rglob("*")):
-        raise ClientError(f"{host} has no files in the train channel: more instances ({len(hosts)}) than shards "
-                          "of the ShardedByS3Key train data; use at most as many instances as train files")
 
-    from pipeline.local.linear_learner.collective import ClientCollective, LocalCollective
-    from pipeline.local.linear_learner.data import DataError, channel_files, read_channel
+def _read_channels(root: Path, hp, instance: _Instance) -> tuple:
+    """(train, validation, test) datasets; only the leader (algo-1) reads validation and test."""
+    from pipeline.local.linear_learner.data import channel_files, read_channel
+
+    data = root / "input" / "data"
+    if not any(p.is_file() for p in (data / "train").rglob("*")):
+        raise AlgorithmInputError(
+            f"{instance.host} has no files in the train channel: more instances ({len(instance.hosts)}) than shards "
+            "of the ShardedByS3Key train data; use at most as many instances as train files")
 
     def load(name: str):
-        files = channel_files(root / "input" / "data" / name)
+        files = channel_files(data / name)
         if not files:
-            raise ClientError(f"channel {name!r} has no files")
-        try:
-            return read_channel(name, files, data_config[name]["ContentType"], feature_dim=hp.feature_dim,
-                                predictor_type=hp.predictor_type, num_classes=hp.num_classes)
-        except DataError as error:
-            raise ClientError(str(error)) from None
+            raise AlgorithmInputError(f"channel {name!r} has no files")
+        return read_channel(name, files, instance.channels[name], feature_dim=hp.feature_dim,
+                            predictor_type=hp.predictor_type, num_classes=hp.num_classes)
 
     started = time.perf_counter()
     train = load("train")
-    leader = rank == 0
-    validation = load("validation") if leader and "validation" in data_config else None
-    test = load("test") if leader and "test" in data_config else None
+    validation = load("validation") if instance.leader and "validation" in instance.channels else None
+    test = load("test") if instance.leader and "test" in instance.channels else None
     dim = train.features.shape[1]
     for name, dataset in (("validation", validation), ("test", test)):
         if dataset is not None and dataset.features.shape[1] != dim:
-            raise ClientError(f"channel {name!r} has {dataset.features.shape[1]} features; train has {dim}")
-    log(f"{host}: read {train.rows} train records with {dim} features in {time.perf_counter() - started:.2f} s")
+            raise AlgorithmInputError(f"channel {name!r} has {dataset.features.shape[1]} features; train has {dim}")
+    log(f"{instance.host}: read {train.rows} train records with {dim} features in "
+        f"{time.perf_counter() - started:.2f} s")
     if hp.mini_batch_size > train.rows:
-        log(f"mini_batch_size {hp.mini_batch_size} is larger than the {train.rows} records on {host}")
+        log(f"mini_batch_size {hp.mini_batch_size} is larger than the {train.rows} records on {instance.host}")
+    return train, validation, test
 
-    if len(hosts) > 1:
-        if coordinator is None:
-            raise ClientError("several hosts need --coordinator HOST:PORT")
-        address, port = coordinator.rsplit(":", 1)
-        authkey = bytes.fromhex(os.environ.get("LLPIPE_LL_AUTHKEY", ""))
-        collective = ClientCollective((address, int(port)), authkey, rank, len(hosts))
-    else:
-        collective = LocalCollective()
 
+def _connect(instance: _Instance, coordinator: str | None):
+    """The gradient exchange: with the parameter server when there are several hosts, else a local no-op."""
+    from pipeline.local.linear_learner.collective import ClientCollective, LocalCollective
+
+    if len(instance.hosts) == 1:
+        return LocalCollective()
+    if coordinator is None:
+        raise AlgorithmInputError("several hosts need --coordinator HOST:PORT")
+    address, port = coordinator.rsplit(":", 1)
+    authkey = bytes.fromhex(os.environ.get("LLPIPE_LL_AUTHKEY", ""))
+    return ClientCollective((address, int(port)), authkey, instance.rank, len(instance.hosts))
+
+
+def _write_outputs(root: Path, hp, result, host: str, channels: dict) -> None:
+    """The leader's outputs: each channel's scores logged and in metrics.json, and model.tar.gz."""
     from pipeline.local.linear_learner.artifact import save_model
-    from pipeline.local.linear_learner.trainer import evaluate, fit
+    from pipeline.local.linear_learner.trainer import evaluate
 
-    try:
-        result = fit(hp, train, validation, collective, log, host)
-    finally:
-        collective.close()
-    if not leader:
-        return
     assert result.model is not None
     metrics = dict(result.metrics)
-    for name, dataset in (("validation", validation), ("test", test)):
+    for name, dataset in channels.items():
         if dataset is None:
             continue
         for log_name, key, value in evaluate(hp, result.model, dataset):
             log(f"#{name}_score ({host}) : ({log_name!r}, {value})")
             if math.isfinite(value):  # e.g. AUC is undefined when a channel holds one class only
                 metrics[f"{name}:{key}"] = value
-    save_model(result.model, root / "model" / "model.tar.gz",
-               extra={"epochs_run": result.epochs, "hyperparameters": hp.resolved()})
-    output = root / "output" / "metrics.json"
-    temporary = output.with_name("metrics.json.tmp")
-    temporary.write_text(json.dumps(metrics, indent=2, sort_keys=True))
-    temporary.replace(output)
+    save_model(result.model, root / "model" / "model.tar.gz")
+    # what the run needs beyond the service's four artifact members stays outside the artifact
+    training = {"epochs_run": result.epochs, "hyperparameters": hp.resolved()}
+    write_text_atomically(root / "output" / "training.json", json.dumps(training, indent=2, sort_keys=True))
+    write_text_atomically(root / "output" / "metrics.json", json.dumps(metrics, indent=2, sort_keys=True))
     log(f"Training finished after {result.epochs} epoch(s); model written to {root / 'model' / 'model.tar.gz'}")
 
 
@@ -148,7 +182,7 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     except CollectiveAborted as error:
         message, code = f"AlgorithmError: {error}", EXIT_ABORTED
-    except ClientError as error:
+    except AlgorithmInputError as error:  # SageMaker's algorithms report the customer's errors as ClientError
         message, code = f"ClientError: {error}", EXIT_FAILED
     except Exception as error:  # noqa: BLE001 - the container reports any crash through output/failure
         traceback.print_exc()

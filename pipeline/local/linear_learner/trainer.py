@@ -24,6 +24,8 @@ import numpy as np
 import scipy.sparse as sp
 from scipy.special import expit
 
+from evaluation.linear_learner_model import LinearModel
+from pipeline.local.linear_learner.artifact import float32_double, metrics_params
 from pipeline.local.linear_learner.hyperparameters import Hyperparameters
 from pipeline.local.linear_learner.losses import (
     OBJECTIVE_NAMES,
@@ -39,7 +41,6 @@ from pipeline.local.linear_learner.metrics import (
     multiclass_metrics,
     regression_metrics,
 )
-from pipeline.local.linear_learner.model import LinearModel
 
 SEED = 1234  # Linear Learner has no seed hyperparameter; a fixed seed makes runs reproducible
 EVALUATION_CHUNK = 8192
@@ -461,7 +462,8 @@ def _train_epoch(hp: Hyperparameters, models: ParallelModels, objective: Objecti
 def select_model(hp: Hyperparameters, models: ParallelModels, best_params: np.ndarray, best_loss: np.ndarray,
                  data: Dataset, scaler: Scaler) -> tuple[LinearModel, int]:
     """Pick the best of the models' best snapshots; for binary classifiers calibrate the threshold first."""
-    threshold = 0.5 if hp.loss == "logistic" else 0.0
+    # the service writes 0.5 for regressors and multiclass too; hinge loss scores are margins, split at 0
+    threshold = 0.0 if hp.loss == "hinge_loss" else 0.5
     if hp.predictor_type == "binary_classifier" and hp.selection_criteria != "loss_function":
         thresholds, values = _criteria_values(hp, models, best_params, data)
         # best criterion value; among equals the lower loss
@@ -498,15 +500,17 @@ def to_linear_model(hp: Hyperparameters, models: ParallelModels, params: np.ndar
     weights, bias = models.effective(params[:, columns].astype(np.float64))
     weights = weights.astype(np.float64) * scaler.label_scale
     bias = bias.astype(np.float64) * scaler.label_scale + scaler.label_mean
-    return LinearModel(predictor_type=hp.predictor_type, loss=hp.loss, weights=weights.astype(np.float32),
-                       bias=bias.astype(np.float32), threshold=threshold)
+    threshold = float32_double(threshold)  # the artifact stores it as float32: score with what is stored
+    return LinearModel(predictor_type=hp.predictor_type, loss_type=hp.loss, weights=weights.astype(np.float32),
+                       bias=bias.astype(np.float32), threshold=threshold,
+                       metrics_params=metrics_params(hp, threshold))
 
 
 def evaluate(hp: Hyperparameters, model: LinearModel, data: Dataset) -> list[tuple[str, str, float]]:
     """Final metrics of ``model`` on ``data`` as (name logged by the service, short key, value)."""
     raw = LossParameters(hp.loss, margin=hp.margin, insensitivity=hp.loss_insensitivity, quantile=hp.quantile,
                          huber_delta=hp.huber_delta)
-    scores = model.linear_scores(data.features)
+    scores = model.linear_scores(data.features).astype(np.float64)
     labels = data.labels.astype(np.float64)
     objective_name = OBJECTIVE_NAMES[hp.loss] + "_objective"
     if hp.predictor_type == "binary_classifier":

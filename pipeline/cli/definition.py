@@ -6,7 +6,9 @@ import argparse
 import sys
 from pathlib import Path
 
-from pipeline.config import ConfigError, add_config_arguments, config_from_args
+from pipeline.config import add_config_arguments, config_from_args
+from pipeline.errors import LlpipeError
+from pipeline.files import write_text_atomically
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
@@ -17,31 +19,21 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """Build the definition; write it atomically to --output, or print it."""
-    try:
-        config = config_from_args(args)
-    except ConfigError as error:
-        print(f"llpipe definition: {error}", file=sys.stderr)
-        return 2
+    config = config_from_args(args)
     from pipeline.definition import build_definition
 
     try:
         built = build_definition(config)
     except FileNotFoundError as error:
-        print(f"llpipe definition: {error}", file=sys.stderr)
-        return 1
+        raise LlpipeError(str(error)) from None
     if args.output is None:
         sys.stdout.write(built.definition_json)
         return 0
     output: Path = args.output
-    temporary = output.with_name(f".{output.name}.tmp")
     try:
-        output.parent.mkdir(parents=True, exist_ok=True)
-        temporary.write_text(built.definition_json, encoding="utf-8")
-        temporary.replace(output)
+        write_text_atomically(output, built.definition_json)
     except OSError as error:
-        temporary.unlink(missing_ok=True)
-        print(f"llpipe definition: cannot write {output}: {error.strerror}", file=sys.stderr)
-        return 1
+        raise LlpipeError(f"cannot write {output}: {error.strerror}") from None
     print(
         f"wrote {output} ({len(built.definition_json)} bytes, {len(built.uploads)} code objects to upload)",
         file=sys.stderr,

@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import argparse
-import sys
 
-from pipeline.config import ConfigError, add_config_arguments, config_from_args
+from pipeline.config import add_config_arguments, config_from_args
+from pipeline.errors import LlpipeError
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
@@ -17,18 +17,14 @@ def configure(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     """Build the definition offline, then upload and upsert; one line per outcome."""
     from pipeline.definition import build_definition
-    from pipeline.sagemaker_ops import AwsError, upsert
+    from pipeline.sagemaker_ops import upsert
 
+    config = config_from_args(args)
     try:
-        config = config_from_args(args)
         built = build_definition(config)
-        result = upsert(config, built, description=args.description)
-    except ConfigError as error:
-        print(f"llpipe upsert: {error}", file=sys.stderr)
-        return 2
-    except (AwsError, FileNotFoundError) as error:
-        print(f"llpipe upsert: {error}", file=sys.stderr)
-        return 1
+    except FileNotFoundError as error:
+        raise LlpipeError(str(error)) from None
+    result = upsert(config, built, description=args.description)
     verb = "created" if result.created else "updated"
     print(f"uploaded {len(result.uploaded)} code objects to {config.pipeline_prefix}/code/")
     print(f"{verb} pipeline {result.pipeline_arn}")

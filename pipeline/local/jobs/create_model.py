@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from pipeline.local.executions import write_json_atomically
-from pipeline.local.interpreter import Job, StepFailed
+from pipeline.local.jobs.contract import Job, StepFailed
 from pipeline.local.s3 import LocalS3
 
 
@@ -44,7 +44,7 @@ class ModelJobs:
         return described
 
 
-def load_model(models: Path, name: str) -> dict[str, Any]:
+def read_created_model(models: Path, name: str) -> dict[str, Any]:
     """A model recorded by a CreateModel step; ``StepFailed`` naming it when there is none."""
     path = models / f"{name}.json"
     if not path.is_file():

@@ -11,7 +11,7 @@ import sys
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from pipeline.config import ConfigError, PipelineConfig, add_config_arguments, config_from_args
+from pipeline.config import PipelineConfig, add_config_arguments, config_from_args
 from pipeline.inference import add_inference_arguments
 
 if TYPE_CHECKING:
@@ -35,68 +35,35 @@ def configure(parser: argparse.ArgumentParser) -> None:
     add_config_arguments(parser)
 
 
-def parse_params(pairs: list[str]) -> dict[str, str]:
-    """``Name=Value`` strings to a mapping; a missing ``=`` or a repeated name is an error."""
-    parameters: dict[str, str] = {}
-    for pair in pairs:
-        name, separator, value = pair.partition("=")
-        if not separator or not name:
-            raise ValueError(f"--param {pair!r}: expected NAME=VALUE")
-        if name in parameters:
-            raise ValueError(f"--param {name} given twice")
-        parameters[name] = value
-    return parameters
-
-
 def run(args: argparse.Namespace) -> int:
     """Start; print the ARN; with --wait, a live step table and the exit code of the final status."""
     from pipeline.inference import infer_s3, print_inferred, resolved_parameters
-    from pipeline.sagemaker_ops import (
-        AwsError,
-        ParameterError,
-        aws_call,
-        aws_session,
-        check_parameters,
-        deployed_parameters,
-        outcome,
-        put_object,
-        start,
-    )
+    from pipeline.parameters import check_overrides, parse_overrides
+    from pipeline.sagemaker_ops import aws_call, aws_session, deployed_parameters, outcome, put_object, start
 
-    try:
-        config = config_from_args(args)
-        session = aws_session(config)
-        given = parse_params(args.param)
-        needs_declaration = bool(given) or not args.no_infer or args.dry_run
-        declared = deployed_parameters(config, session) if needs_declaration else {}
-        check_parameters(given, declared)
-        with aws_call(f"sampling the input of {config.pipeline_name}"):
-            inferred = infer_s3(config.pipeline_prefix, declared, given, session, args)
-        if inferred is not None:
-            print_inferred(inferred, sys.stdout)
-        parameters = {**given, **(inferred.parameters if inferred else {})}
-        if args.dry_run:
-            print("Parameters (dry run: nothing started):")
-            for name, value, origin in resolved_parameters(declared, given, inferred):
-                print(f"  {name}={value}  ({origin})")
-            return 0
-        if inferred is not None:
-            put_object(config, inferred.uri, inferred.body, session)
-        arn = start(config, parameters, session=session, display_name=args.display_name, declared=declared)
-    except (ConfigError, ParameterError, ValueError) as error:
-        print(f"llpipe start: {error}", file=sys.stderr)
-        return 2
-    except AwsError as error:
-        print(f"llpipe start: {error}", file=sys.stderr)
-        return 1
+    config = config_from_args(args)
+    session = aws_session(config)
+    given = parse_overrides(args.param)
+    needs_declaration = bool(given) or not args.no_infer or args.dry_run
+    declared = deployed_parameters(config, session) if needs_declaration else {}
+    check_overrides(list(declared.values()), given)
+    with aws_call(f"sampling the input of {config.pipeline_name}"):
+        inferred = infer_s3(config.pipeline_prefix, declared, given, session, args)
+    if inferred is not None:
+        print_inferred(inferred, sys.stdout)
+    parameters = {**given, **(inferred.parameters if inferred else {})}
+    if args.dry_run:
+        print("Parameters (dry run: nothing started):")
+        for name, value, origin in resolved_parameters(declared, given, inferred):
+            print(f"  {name}={value}  ({origin})")
+        return 0
+    if inferred is not None:
+        put_object(config, inferred.uri, inferred.body, session)
+    arn = start(config, parameters, session=session, display_name=args.display_name, declared=declared)
     print(f"started {arn}")
     if not args.wait:
         return 0
-    try:
-        state = watch(config, arn, args.poll_seconds)
-    except AwsError as error:
-        print(f"llpipe start: {error}", file=sys.stderr)
-        return 1
+    state = watch(config, arn, args.poll_seconds)
     code, summary = outcome(state)
     print(summary, file=sys.stderr if code else sys.stdout)
     return code

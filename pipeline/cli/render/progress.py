@@ -7,14 +7,15 @@ from datetime import datetime, timezone
 from typing import Any
 
 from pipeline.local.executions import ExecutionRecord, StepRecord
+from pipeline.names import StepStatus
 
 STATUS_STYLES = {
-    "Pending": "dim",
-    "Executing": "yellow",
-    "Succeeded": "green",
-    "Failed": "red",
-    "Skipped": "dim",
-    "Stopped": "red",
+    StepStatus.PENDING: "dim",
+    StepStatus.EXECUTING: "yellow",
+    StepStatus.SUCCEEDED: "green",
+    StepStatus.FAILED: "red",
+    StepStatus.SKIPPED: "dim",
+    StepStatus.STOPPED: "red",
 }
 
 
@@ -44,7 +45,7 @@ def step_table(record: ExecutionRecord | None, title: str = "") -> Any:
         return table
     for step in list(record.steps.values()):
         status = "Succeeded (cached)" if step.cache_hit_source else step.status
-        detail = step.failure_reason if step.status == "Failed" else step.detail
+        detail = step.failure_reason if step.status == StepStatus.FAILED else step.detail
         style = STATUS_STYLES.get(step.status, "")
         table.add_row(step.name, step.type, f"[{style}]{status}[/{style}]", elapsed(step), detail or "")
     return table

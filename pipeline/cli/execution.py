@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import argparse
 import json
-import sys
 from pathlib import Path
+
+from pipeline.errors import UsageError
+from pipeline.local.workdir import DEFAULT_ROOT, Workdir
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
@@ -13,24 +15,24 @@ def configure(parser: argparse.ArgumentParser) -> None:
     sub = parser.add_subparsers(dest="action", metavar="ACTION", required=True)
     show = sub.add_parser("show", help="show one execution's steps, timings, failure reasons and log files")
     show.add_argument("execution_id", metavar="ID", help="the execution id (see `llpipe executions`)")
-    show.add_argument("--workdir", type=Path, default=Path(".llpipe"), help="the run's work dir (.llpipe)")
+    show.add_argument("--workdir", type=Path, default=DEFAULT_ROOT, help="the run's work dir (.llpipe)")
     show.add_argument("--json", action="store_true", help="print the execution record as JSON")
     show.add_argument("--logs", action="store_true", help="also print every instance's log")
+    show.set_defaults(command_name="execution show")
 
 
 def run(args: argparse.Namespace) -> int:
     """Print the record; exit 2 when the id is unknown."""
     from rich.console import Console
 
+    from pipeline.cli.render.progress import step_table
     from pipeline.local.executions import ExecutionStore
-    from pipeline.local.progress import step_table
 
-    store = ExecutionStore(args.workdir.resolve() / "executions")
+    store = ExecutionStore(Workdir.at(args.workdir).executions)
     try:
         record = store.load(args.execution_id)
     except KeyError as error:
-        print(f"llpipe execution show: {error.args[0]}", file=sys.stderr)
-        return 2
+        raise UsageError(error.args[0]) from None
     if args.json:
         print(json.dumps(record.to_json(), indent=2, default=str))
         return 0

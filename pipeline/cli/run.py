@@ -16,7 +16,8 @@ import json
 import sys
 from pathlib import Path
 
-PREDICTOR_TYPES = ("binary_classifier", "multiclass_classifier", "regressor")
+from pipeline.local.workdir import DEFAULT_ROOT
+from pipeline.names import PREDICTOR_TYPES, StepStatus
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
@@ -32,7 +33,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
         "--param", action="append", default=[], metavar="Name=Value", help="pipeline parameter override (repeat)"
     )
     add_inference_arguments(parser)
-    parser.add_argument("--workdir", type=Path, default=Path(".llpipe"), help="where everything lands (.llpipe)")
+    parser.add_argument("--workdir", type=Path, default=DEFAULT_ROOT, help="where everything lands (.llpipe)")
     parser.add_argument("--no-cache", action="store_true", help="run every step even if a cached run matches")
     output = parser.add_mutually_exclusive_group()
     output.add_argument("--quiet", action="store_true", help="no live table and no summary; only errors")
@@ -44,58 +45,44 @@ def run(args: argparse.Namespace) -> int:
     """Execute the pipeline locally; 0 when the execution succeeded, 1 when it failed, 2 on a usage error."""
     from rich.console import Console
 
-    from pipeline.config import ConfigError, config_from_args
+    from pipeline.cli.render.summary import print_summary, summarise
+    from pipeline.config import config_from_args
+    from pipeline.errors import DataError
     from pipeline.inference import print_inferred
-    from pipeline.local.conditions import ConditionError
-    from pipeline.local.expressions import ExpressionError
-    from pipeline.local.interpreter import DefinitionError
-    from pipeline.local.parameters import ParameterError, parse_overrides
-    from pipeline.local.runner import DataError, build_local_run, example_data, user_data
-    from pipeline.local.summary import print_summary, summarise
-    from pipeline.schema import SchemaError
+    from pipeline.local.runner import build_local_run, example_data, user_data
+    from pipeline.local.workdir import Workdir
+    from pipeline.parameters import parse_overrides
 
-    workdir = args.workdir.resolve()
-    try:
-        if args.data is None and (args.label_column or args.predictor_type):
-            raise DataError("--label-column and --predictor-type describe --data; pass --data FILE_OR_DIR too")
-        if args.data is not None and not (args.label_column and args.predictor_type):
-            raise DataError("--data needs --label-column and --predictor-type")
-        overrides = parse_overrides(args.param)
-        config = config_from_args(args)
-        local_run = build_local_run(config, workdir, use_cache=not args.no_cache)
-        source = user_data(args.data, args.label_column, args.predictor_type) if args.data else example_data(workdir)
-        schemas: dict[str, bytes] = {}
-        if not args.no_infer:
-            inferred = local_run.infer(source, overrides, args.sample_rows)
-            if inferred is not None:
-                overrides = {**overrides, **inferred.parameters}
-                schemas[inferred.uri] = inferred.body
-                if not args.quiet:
-                    print_inferred(inferred, sys.stderr if args.json else sys.stdout, local_run.s3.path(inferred.uri))
-        if args.quiet or args.json:
+    workdir = Workdir.at(args.workdir)
+    if args.data is None and (args.label_column or args.predictor_type):
+        raise DataError("--label-column and --predictor-type describe --data; pass --data FILE_OR_DIR too")
+    if args.data is not None and not (args.label_column and args.predictor_type):
+        raise DataError("--data needs --label-column and --predictor-type")
+    overrides = parse_overrides(args.param)
+    config = config_from_args(args)
+    local_run = build_local_run(config, workdir, use_cache=not args.no_cache)
+    source = user_data(args.data, args.label_column, args.predictor_type) if args.data else example_data(workdir)
+    schemas: dict[str, bytes] = {}
+    if not args.no_infer:
+        inferred = local_run.infer(source, overrides, args.sample_rows)
+        if inferred is not None:
+            overrides = {**overrides, **inferred.parameters}
+            schemas[inferred.uri] = inferred.body
+            if not args.quiet:
+                print_inferred(inferred, sys.stderr if args.json else sys.stdout, local_run.s3.path(inferred.uri))
+    if args.quiet or args.json:
+        record = local_run.execute(source, overrides, schemas)
+    else:
+        from pipeline.cli.render.progress import LiveSteps
+
+        with LiveSteps(Console(stderr=False)) as live:
+            local_run.on_change = live.update
             record = local_run.execute(source, overrides, schemas)
-        else:
-            from pipeline.local.progress import LiveSteps
-
-            with LiveSteps(Console(stderr=False)) as live:
-                local_run.on_change = live.update
-                record = local_run.execute(source, overrides, schemas)
-    except (
-        ConfigError,
-        DataError,
-        ParameterError,
-        DefinitionError,
-        ExpressionError,
-        ConditionError,
-        SchemaError,
-    ) as error:
-        print(f"llpipe run: {error}", file=sys.stderr)
-        return 2
     summary = summarise(record, local_run.s3)
     if args.json:
         print(json.dumps(summary, indent=2, default=str))
     elif not args.quiet:
         print_summary(summary, Console(highlight=False))
-    elif record.status != "Succeeded":
+    elif record.status != StepStatus.SUCCEEDED:
         print(f"llpipe run: execution {record.id} failed: {record.failure_reason}", file=sys.stderr)
-    return 0 if record.status == "Succeeded" else 1
+    return 0 if record.status == StepStatus.SUCCEEDED else 1

@@ -1,8 +1,8 @@
-"""Pipeline parameters: the definition's declared defaults plus ``Name=Value`` overrides, validated up front.
+"""Pipeline parameter overrides (``--param Name=Value``), parsed and type-checked once for run, start and schedule.
 
 An override for a parameter the definition does not declare, a value that does not parse as the declared type
 (Integer, Float, Boolean, String) or is not among its ``EnumValues`` is a ``ParameterError`` raised before
-anything runs.
+anything runs: locally against the built definition, on SageMaker against the deployed one.
 """
 
 from __future__ import annotations
@@ -10,11 +10,9 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any
 
+from pipeline.errors import ParameterError
+
 PARAMETER_TYPES = ("String", "Integer", "Float", "Boolean")
-
-
-class ParameterError(ValueError):
-    """An override the definition cannot take."""
 
 
 def parse_overrides(pairs: Iterable[str]) -> dict[str, str]:
@@ -30,30 +28,40 @@ def parse_overrides(pairs: Iterable[str]) -> dict[str, str]:
     return overrides
 
 
-def resolve_parameters(declared: list[dict[str, Any]], overrides: Mapping[str, Any]) -> dict[str, Any]:
-    """Each declared parameter's value: the override converted to its type, else its default."""
+def check_overrides(declared: list[dict[str, Any]], overrides: Mapping[str, Any]) -> dict[str, Any]:
+    """The overrides converted to their declared types; ``ParameterError`` for an unknown name or a bad value."""
     by_name = {parameter["Name"]: parameter for parameter in declared}
     unknown = sorted(set(overrides) - set(by_name))
     if unknown:
         raise ParameterError(
             f"unknown parameter(s) {', '.join(unknown)}; the pipeline declares: {', '.join(sorted(by_name)) or 'none'}"
         )
-    values: dict[str, Any] = {}
-    for name, parameter in by_name.items():
-        kind = parameter.get("Type", "String")
-        if kind not in PARAMETER_TYPES:
-            raise ParameterError(f"parameter {name} has unknown type {kind!r}; expected one of {PARAMETER_TYPES}")
-        if name in overrides:
-            values[name] = convert(name, kind, overrides[name])
-        elif "DefaultValue" in parameter:
-            values[name] = convert(name, kind, parameter["DefaultValue"])
-        else:
+    return {name: _value(by_name[name], value) for name, value in overrides.items()}
+
+
+def resolve_parameters(declared: list[dict[str, Any]], overrides: Mapping[str, Any]) -> dict[str, Any]:
+    """Each declared parameter's value: the override converted to its type, else its default."""
+    values = check_overrides(declared, overrides)
+    for parameter in declared:
+        name = parameter["Name"]
+        if name in values:
+            continue
+        if "DefaultValue" not in parameter:
             raise ParameterError(f"parameter {name} has no default value; pass --param {name}=VALUE")
-        allowed = parameter.get("EnumValues")
-        if allowed and values[name] not in allowed:
-            choices = ", ".join(map(str, allowed))
-            raise ParameterError(f"parameter {name} must be one of {choices}, got {values[name]!r}")
-    return values
+        values[name] = _value(parameter, parameter["DefaultValue"])
+    return {parameter["Name"]: values[parameter["Name"]] for parameter in declared}
+
+
+def _value(parameter: Mapping[str, Any], value: Any) -> Any:
+    """One value as its parameter's type, checked against its ``EnumValues``."""
+    name, kind = parameter["Name"], parameter.get("Type", "String")
+    if kind not in PARAMETER_TYPES:
+        raise ParameterError(f"parameter {name} has unknown type {kind!r}; expected one of {PARAMETER_TYPES}")
+    converted = convert(name, kind, value)
+    allowed = parameter.get("EnumValues")
+    if allowed and converted not in allowed:
+        raise ParameterError(f"parameter {name} must be one of {', '.join(map(str, allowed))}, got {converted!r}")
+    return converted
 
 
 def convert(name: str, kind: str, value: Any) -> Any:

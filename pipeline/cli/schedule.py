@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from pipeline.config import ConfigError, add_config_arguments, config_from_args
+from pipeline.config import add_config_arguments, config_from_args
 from pipeline.inference import add_inference_arguments
 
 
@@ -31,12 +31,10 @@ def configure(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     """Upsert or delete the schedule; its executions get the given and inferred parameters, defaults for the rest."""
     from pipeline.inference import infer_s3, print_inferred
-    from pipeline.sagemaker_commands.start import parse_params
+    from pipeline.parameters import check_overrides, parse_overrides
     from pipeline.sagemaker_ops import (
-        AwsError,
         aws_call,
         aws_session,
-        check_parameters,
         delete_schedule,
         deployed_parameters,
         put_object,
@@ -44,37 +42,30 @@ def run(args: argparse.Namespace) -> int:
         schedule_expression,
     )
 
-    try:
-        config = config_from_args(args)
-        if args.delete:
-            if delete_schedule(config):
-                print(f"deleted schedule {config.pipeline_name}")
-            else:
-                print(f"no schedule named {config.pipeline_name}; nothing to delete")
-            return 0
-        expression = schedule_expression(cron=args.cron, rate=args.rate)
-        session = aws_session(config)
-        given = parse_params(args.param)
-        declared = deployed_parameters(config, session) if given or not args.no_infer else {}
-        check_parameters(given, declared)
-        with aws_call(f"sampling the input of {config.pipeline_name}"):
-            inferred = infer_s3(config.pipeline_prefix, declared, given, session, args)
-        if inferred is not None:
-            print_inferred(inferred, sys.stdout)
-            put_object(config, inferred.uri, inferred.body, session)
-        arn = put_schedule(
-            config,
-            expression,
-            role_arn=args.scheduler_role_arn,
-            session=session,
-            enabled=not args.disabled,
-            parameters={**given, **(inferred.parameters if inferred else {})},
-        )
-    except (ConfigError, ValueError) as error:
-        print(f"llpipe schedule: {error}", file=sys.stderr)
-        return 2
-    except AwsError as error:
-        print(f"llpipe schedule: {error}", file=sys.stderr)
-        return 1
+    config = config_from_args(args)
+    if args.delete:
+        if delete_schedule(config):
+            print(f"deleted schedule {config.pipeline_name}")
+        else:
+            print(f"no schedule named {config.pipeline_name}; nothing to delete")
+        return 0
+    expression = schedule_expression(cron=args.cron, rate=args.rate)
+    session = aws_session(config)
+    given = parse_overrides(args.param)
+    declared = deployed_parameters(config, session) if given or not args.no_infer else {}
+    check_overrides(list(declared.values()), given)
+    with aws_call(f"sampling the input of {config.pipeline_name}"):
+        inferred = infer_s3(config.pipeline_prefix, declared, given, session, args)
+    if inferred is not None:
+        print_inferred(inferred, sys.stdout)
+        put_object(config, inferred.uri, inferred.body, session)
+    arn = put_schedule(
+        config,
+        expression,
+        role_arn=args.scheduler_role_arn,
+        session=session,
+        enabled=not args.disabled,
+        parameters={**given, **(inferred.parameters if inferred else {})},
+    )
     print(f"scheduled {config.pipeline_name} {expression}: {arn}")
     return 0

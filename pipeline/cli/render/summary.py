@@ -14,14 +14,24 @@ from typing import Any
 
 from pipeline.local.executions import ExecutionRecord
 from pipeline.local.s3 import LocalS3
-
-BASELINE_SUFFIX = "_best_constant_classifier"  # the report's baseline of each classification metric
-METRICS_SECTIONS = ("binary_classification_metrics", "multiclass_classification_metrics", "regression_metrics")
+from pipeline.names import (
+    BASELINE_SUFFIX,
+    EVALUATE,
+    GATE,
+    METRIC_THRESHOLD,
+    METRICS_SECTIONS,
+    PREPROCESS,
+    QUALITY_GATE,
+    REGISTER,
+    REPORT_PROPERTY_FILE,
+    TRAIN,
+    StepStatus,
+)
 
 
 def flat_metrics(report: dict[str, Any]) -> dict[str, Any]:
     """``{"auc": 0.99, ...}``: every metric of the report's model-quality section that has a scalar ``value``."""
-    for section in METRICS_SECTIONS:
+    for section in METRICS_SECTIONS.values():
         if section in report:
             return {
                 name: entry["value"]
@@ -32,8 +42,8 @@ def flat_metrics(report: dict[str, Any]) -> dict[str, Any]:
 
 
 def _report_uri(record: ExecutionRecord) -> str | None:
-    files = record.steps.get("Evaluate")
-    return (files.properties.get("PropertyFiles") or {}).get("EvaluationReport") if files else None
+    files = record.steps.get(EVALUATE)
+    return (files.properties.get("PropertyFiles") or {}).get(REPORT_PROPERTY_FILE) if files else None
 
 
 def summarise(record: ExecutionRecord, s3: LocalS3, render_plots: bool = True) -> dict[str, Any]:
@@ -51,7 +61,7 @@ def summarise(record: ExecutionRecord, s3: LocalS3, render_plots: bool = True) -
         "per_class": None,
         "warnings": preprocess_warnings(record, s3),
     }
-    train = record.steps.get("Train")
+    train = record.steps.get(TRAIN)
     artifact = (train.properties.get("ModelArtifacts") or {}).get("S3ModelArtifacts") if train else None
     if artifact and s3.path(artifact).is_file():
         summary["paths"]["model"] = str(s3.path(artifact))
@@ -62,10 +72,10 @@ def summarise(record: ExecutionRecord, s3: LocalS3, render_plots: bool = True) -
         summary["paths"]["report"] = str(report_path)
         summary["metrics"] = flat_metrics(report)
         summary["per_class"] = report.get("per_class_metrics")
-        gate = report.get("gate") or {}
-        threshold = record.parameters.get("MetricThreshold")
-        decision = record.steps.get("QualityGate")
-        passed = decision.properties.get("Outcome") if decision and decision.status == "Succeeded" else None
+        gate = report.get(GATE) or {}
+        threshold = record.parameters.get(METRIC_THRESHOLD)
+        decision = record.steps.get(QUALITY_GATE)
+        passed = decision.properties.get("Outcome") if decision and decision.status == StepStatus.SUCCEEDED else None
         summary["gate"] = {
             "metric": gate.get("metric"),
             "value": gate.get("value"),
@@ -74,8 +84,8 @@ def summarise(record: ExecutionRecord, s3: LocalS3, render_plots: bool = True) -
         }
         if render_plots:
             summary["paths"]["plots"] = _plots(report_path, record.folder / "plots")
-    register = record.steps.get("Register")
-    if register and register.status == "Succeeded":
+    register = record.steps.get(REGISTER)
+    if register and register.status == StepStatus.SUCCEEDED:
         properties = register.properties
         summary["model_package"] = {
             "group": properties.get("ModelPackageGroupName"),
@@ -90,7 +100,7 @@ def preprocess_warnings(record: ExecutionRecord, s3: LocalS3) -> list[str]:
     """Warnings from Preprocess's summary: categorical columns whose values share hash buckets."""
     from preprocessing.preprocess import load_summary
 
-    step = record.steps.get("Preprocess")
+    step = record.steps.get(PREPROCESS)
     outputs = (step.properties.get("ProcessingOutputConfig") or {}).get("Outputs", []) if step else []
     uri = next((item["S3Output"]["S3Uri"] for item in outputs if item.get("OutputName") == "summary"), None)
     if not uri or not s3.path(uri).is_dir():
@@ -123,7 +133,7 @@ def print_summary(summary: dict[str, Any], console: Any) -> None:
     """The human-readable summary on a rich console."""
     from rich.table import Table
 
-    succeeded = summary["status"] == "Succeeded"
+    succeeded = summary["status"] == StepStatus.SUCCEEDED
     colour = "green" if succeeded else "red"
     console.print(f"\n[bold]Execution {summary['execution_id']}[/bold]: [{colour}]{summary['status']}[/{colour}]")
     if summary["cache_hits"]:

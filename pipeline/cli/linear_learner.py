@@ -9,10 +9,10 @@ from __future__ import annotations
 
 import argparse
 import json
-import sys
 from pathlib import Path
 
-CONTENT_TYPES = ("application/x-recordio-protobuf", "text/csv")
+from pipeline.errors import UsageError
+from pipeline.names import TRAINING_CONTENT_TYPES
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
@@ -25,9 +25,10 @@ def configure(parser: argparse.ArgumentParser) -> None:
     train.add_argument("--test", type=Path, help="folder of test files (FullyReplicated)")
     train.add_argument("--hyperparameters", required=True,
                        help='a JSON object (e.g. \'{"predictor_type": "binary_classifier"}\') or a JSON file')
-    train.add_argument("--output", type=Path, required=True, help="folder for model.tar.gz and metrics.json")
+    train.add_argument("--output", type=Path, required=True,
+                       help="folder for model.tar.gz, metrics.json and training.json")
     train.add_argument("--instance-count", type=int, default=1, help="number of instances (default 1)")
-    train.add_argument("--content-type", choices=CONTENT_TYPES, default=CONTENT_TYPES[0])
+    train.add_argument("--content-type", choices=TRAINING_CONTENT_TYPES, default=TRAINING_CONTENT_TYPES[0])
     train.add_argument("--train-distribution", choices=("ShardedByS3Key", "FullyReplicated"),
                        default="ShardedByS3Key", help="how train files are divided between instances")
     train.add_argument("--work-dir", type=Path, help="keep the instances' /opt/ml roots here (default: temporary)")
@@ -38,7 +39,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
     transform.add_argument("--model", type=Path, required=True, help="the model.tar.gz artifact")
     transform.add_argument("--input", type=Path, required=True, help="folder (or one file) to score")
     transform.add_argument("--output", type=Path, required=True, help="folder for the <file>.out jsonlines")
-    transform.add_argument("--content-type", choices=CONTENT_TYPES, default=CONTENT_TYPES[0])
+    transform.add_argument("--content-type", choices=TRAINING_CONTENT_TYPES, default=TRAINING_CONTENT_TYPES[0])
 
 
 def _hyperparameters(text: str) -> dict[str, str]:
@@ -85,11 +86,9 @@ def run(args: argparse.Namespace) -> int:
                 result = train(hyperparameters, channels, args.output, instance_count=args.instance_count,
                                work_dir=args.work_dir, on_log=progress.update)
     except TrainingError as error:
-        print(f"training failed: {error}", file=sys.stderr)
-        return 1
+        raise TrainingError(f"training failed: {error}") from None
     except (ValueError, OSError) as error:
-        print(f"error: {error}", file=sys.stderr)
-        return 2
+        raise UsageError(str(error)) from None
     _print_summary(result.model_path, result.metrics)
     return 0
 

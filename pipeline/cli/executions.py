@@ -9,13 +9,17 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
+from pipeline.errors import UsageError
+from pipeline.local.workdir import DEFAULT_ROOT, Workdir
+from pipeline.names import StepStatus
+
 
 def configure(parser: argparse.ArgumentParser) -> None:
     """Where to look, how many, and how to print."""
     from pipeline.config import add_config_arguments
 
     parser.add_argument("--sagemaker", action="store_true", help="list the pipeline's executions on SageMaker")
-    parser.add_argument("--workdir", type=Path, default=Path(".llpipe"), help="local work dir (.llpipe)")
+    parser.add_argument("--workdir", type=Path, default=DEFAULT_ROOT, help="local work dir (.llpipe)")
     parser.add_argument("--max-results", type=int, default=20, metavar="N", help="at most N executions (20)")
     parser.add_argument("--json", action="store_true", help="print JSON instead of a table")
     add_config_arguments(parser)
@@ -24,19 +28,8 @@ def configure(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     """Print the executions, newest first."""
     if args.max_results < 1:
-        print("llpipe executions: --max-results must be at least 1", file=sys.stderr)
-        return 2
-    if args.sagemaker:
-        from pipeline.config import ConfigError
-        from pipeline.sagemaker_ops import AwsError
-
-        try:
-            rows = _sagemaker_rows(args)
-        except (ConfigError, AwsError) as error:
-            print(f"llpipe executions: {error}", file=sys.stderr)
-            return 2 if isinstance(error, ConfigError) else 1
-    else:
-        rows = _local_rows(args.workdir.resolve(), args.max_results)
+        raise UsageError("--max-results must be at least 1")
+    rows = _sagemaker_rows(args) if args.sagemaker else _local_rows(Workdir.at(args.workdir), args.max_results)
     if args.json:
         print(json.dumps(rows, indent=2, default=str))
         return 0
@@ -61,7 +54,7 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
-def _local_rows(workdir: Path, max_results: int) -> list[dict[str, Any]]:
+def _local_rows(workdir: Workdir, max_results: int) -> list[dict[str, Any]]:
     from pipeline.local.executions import ExecutionStore
 
     return [
@@ -73,7 +66,7 @@ def _local_rows(workdir: Path, max_results: int) -> list[dict[str, Any]]:
             "failure_reason": record.failure_reason,
             "steps": {name: step.status for name, step in record.steps.items()},
         }
-        for record in ExecutionStore(workdir / "executions").list()[:max_results]
+        for record in ExecutionStore(workdir.executions).list()[:max_results]
     ]
 
 
@@ -92,7 +85,7 @@ def _sagemaker_rows(args: argparse.Namespace) -> list[dict[str, Any]]:
                 "status": summary.get("PipelineExecutionStatus", ""),
                 "start_time": summary.get("StartTime"),
                 "end_time": summary.get("LastModifiedTime")
-                if summary.get("PipelineExecutionStatus") != "Executing"
+                if summary.get("PipelineExecutionStatus") != StepStatus.EXECUTING
                 else None,
                 "failure_reason": summary.get("PipelineExecutionFailureReason"),
             }

@@ -1,0 +1,62 @@
+"""The ``llpipe`` command: one sub-command per module, each module owning its own arguments.
+
+Every command module exposes ``configure(parser)`` to declare its arguments and ``run(args) -> int`` to do the work;
+it parses and renders, the work itself is in library modules. Errors are raised as ``pipeline.errors.LlpipeError``
+and turned into one line ``llpipe <command>: <message>`` and an exit code here, in ``main`` (usage errors 2,
+failures 1). Command modules keep heavy imports (the SageMaker SDK, numpy) inside functions so ``llpipe --help``
+stays fast.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import os
+import sys
+
+from pipeline.errors import LlpipeError
+
+# name -> (module, one-line help)
+COMMANDS: dict[str, tuple[str, str]] = {
+    "run": ("pipeline.cli.run", "run the pipeline locally (default: the bundled example data set)"),
+    "executions": ("pipeline.cli.executions", "list recent executions (local, or --sagemaker)"),
+    "execution": ("pipeline.cli.execution", "show one local execution: steps, timings, logs"),
+    "convert": ("pipeline.cli.convert", "convert CSV/Parquet files to RecordIO-protobuf shards"),
+    "linear-learner": ("pipeline.cli.linear_learner", "train or transform with the local Linear Learner"),
+    "definition": ("pipeline.cli.definition", "print or write the pipeline definition JSON"),
+    "upsert": ("pipeline.cli.upsert", "upload code bundles, create or update the pipeline"),
+    "start": ("pipeline.cli.start", "start an execution on SageMaker, optionally wait"),
+    "schedule": ("pipeline.cli.schedule", "schedule executions with EventBridge Scheduler"),
+    "models": ("pipeline.cli.models", "list, describe, approve or reject registered model versions"),
+}
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The full argument parser; every command module adds its own arguments."""
+    parser = argparse.ArgumentParser(
+        prog="llpipe",
+        description="Distributed Linear Learner training as a SageMaker Pipelines DAG, runnable locally.",
+    )
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
+    for name, (module_name, help_text) in COMMANDS.items():
+        module = importlib.import_module(module_name)
+        command_parser = sub.add_parser(name, help=help_text, description=(module.__doc__ or help_text).strip())
+        module.configure(command_parser)
+        command_parser.set_defaults(handler=module.run, command_name=name)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Entry point of the ``llpipe`` console script; returns the process exit code."""
+    args = build_parser().parse_args(argv)
+    try:
+        return int(args.handler(args) or 0)
+    except LlpipeError as error:
+        print(f"llpipe {args.command_name}: {error}", file=sys.stderr)
+        return error.exit_code
+    except KeyboardInterrupt:
+        print("interrupted", file=sys.stderr)
+        return 130
+    except BrokenPipeError:  # `llpipe ... | head`: the reader left; exit quietly as Unix tools do
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 141

@@ -1,0 +1,129 @@
+"""List, describe, approve or reject registered model versions.
+
+Works on the local registry (<workdir>/registry.db, written by llpipe run) or, with --sagemaker, on the
+SageMaker Model Registry. A version is named by its number in the group (--group, default from the
+configuration), "latest", <group>/<version> or its ARN. Examples:
+
+    llpipe models list
+    llpipe models describe latest --json
+    llpipe models approve 3 --description "metrics reviewed"
+    llpipe models reject linear-learner-models/2 --sagemaker --region eu-west-1
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+from pipeline.config import add_config_arguments, config_from_args
+from pipeline.local.workdir import DEFAULT_ROOT, Workdir
+
+ACTIONS = ("list", "describe", "approve", "reject")
+
+
+def configure(parser: argparse.ArgumentParser) -> None:
+    """The action and its target, the group, output format and which registry."""
+    parser.formatter_class = argparse.RawDescriptionHelpFormatter
+    parser.add_argument("action", choices=ACTIONS, help="what to do")
+    parser.add_argument(
+        "target", nargs="?", help="describe/approve/reject: a version number, latest, <group>/<version> or an ARN"
+    )
+    parser.add_argument(
+        "--group", dest="model_package_group", metavar="G", help="model package group (same as --model-package-group)"
+    )
+    parser.add_argument("--all-groups", action="store_true", help="list: every group, not only --group")
+    parser.add_argument("--description", help="approve/reject: the approval description to record")
+    parser.add_argument("--json", action="store_true", help="print JSON instead of a table")
+    parser.add_argument("--sagemaker", action="store_true", help="use the SageMaker Model Registry (boto3)")
+    parser.add_argument("--workdir", type=Path, default=DEFAULT_ROOT, help="local work dir (default .llpipe)")
+    add_config_arguments(parser)
+
+
+def run(args: argparse.Namespace) -> int:
+    """Do the action on the local registry or, with --sagemaker, on SageMaker's; print a table, fields or JSON."""
+    from pipeline import model_versions as versions
+
+    config = config_from_args(args)
+    group = config.model_package_group
+    if args.action != "list" and not args.target:
+        raise versions.ModelsError(
+            f"{args.action} needs a target: a version number, latest, <group>/<version> or an ARN"
+        )
+    if args.action == "list":
+        scope = None if args.all_groups else group
+        if args.sagemaker:
+            _print_list(versions.sagemaker_list(config.region, scope), args.json, with_gate=False)
+        else:
+            _print_list(versions.local_list(_registry_db(args), scope), args.json, with_gate=True)
+    elif args.action == "describe":
+        if args.sagemaker:
+            _print_package(versions.sagemaker_describe(config.region, args.target, group), args.json)
+        else:
+            _print_package(versions.local_describe(_registry_db(args), args.target, group), args.json)
+    else:
+        status = versions.NEW_STATUS[args.action]
+        if args.sagemaker:
+            result = versions.sagemaker_set_status(config.region, args.target, group, status, args.description)
+            print(json.dumps(result, indent=2) if args.json else f"{result['arn']} is now {status}")
+        else:
+            view = versions.local_set_status(_registry_db(args), args.target, group, status, args.description)
+            _print_package(view, args.json, headline=f"{view['arn']} is now {view['approval_status']}")
+    return 0
+
+
+def _registry_db(args: argparse.Namespace) -> Path:
+    return Workdir(args.workdir).registry_db
+
+
+# ------------------------------------------------------------------------------------------------------ output
+
+
+def _gate_text(gate: dict[str, Any] | None) -> str:
+    if not gate or not isinstance(gate.get("value"), (int, float)):
+        return "-"
+    return f"{gate.get('metric', '?')} {gate['value']:.4f}"
+
+
+def _print_list(views: list[dict[str, Any]], as_json: bool, with_gate: bool) -> None:
+    if as_json:
+        print(json.dumps(views, indent=2))
+        return
+    if not views:
+        print("no model packages")
+        return
+    from rich.console import Console
+    from rich.table import Table
+
+    table = Table("group", "version", "status", "created (UTC)", *(["gate"] if with_gate else []), "ARN")
+    for view in views:
+        gate = [_gate_text(view.get("gate"))] if with_gate else []
+        created = view["created_time"][:19].replace("T", " ")
+        table.add_row(str(view["group"]), str(view["version"]), view["approval_status"], created, *gate, view["arn"])
+    Console(width=None if sys.stdout.isatty() else 200).print(table)
+
+
+def _print_package(view: dict[str, Any], as_json: bool, headline: str | None = None) -> None:
+    if as_json:
+        print(json.dumps(view, indent=2))
+        return
+    if headline:
+        print(headline)
+    for key, value in view.items():
+        if key == "metrics":
+            continue
+        if key == "gate":
+            value = _gate_text(value)
+        elif isinstance(value, (list, dict)):
+            value = ", ".join(value) if isinstance(value, list) else json.dumps(value)
+        print(f"{key:>24}: {value if value not in (None, '') else '-'}")
+    for section, metrics in (view.get("metrics") or {}).items():
+        if section.endswith("_metrics") and isinstance(metrics, dict):
+            print(f"{section}:")
+            for name, metric in metrics.items():
+                if isinstance(metric, dict) and "value" in metric:
+                    deviation = metric.get("standard_deviation")
+                    spread = f" ± {deviation:.4f}" if isinstance(deviation, (int, float)) else ""
+                    print(f"{name:>42}: {metric['value']:.6f}{spread}")

@@ -1,0 +1,1 @@
+"""Terminal rendering for the commands: the live step table and the end-of-run summary."""

@@ -1,0 +1,38 @@
+"""Writing a file so readers never see half of it: under a temporary name beside it, renamed when complete.
+
+The one helper for the ``pipeline`` side; the container scripts (``preprocessing/``, ``evaluation/``) keep their own.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+
+@contextmanager
+def atomic_path(target: Path) -> Iterator[Path]:
+    """A temporary path beside ``target`` to write; renamed onto ``target`` when the block ends, removed on error.
+
+    The name is unique per process and thread, so concurrent writers of the same target never share a file.
+    """
+    target.parent.mkdir(parents=True, exist_ok=True)
+    temporary = target.with_name(f".{target.name}.{os.getpid()}.{threading.get_ident()}.tmp")
+    try:
+        yield temporary
+        os.replace(temporary, target)
+    finally:
+        temporary.unlink(missing_ok=True)
+
+
+def write_bytes_atomically(target: Path, data: bytes) -> None:
+    """``target`` holds ``data``, or (on error) whatever it held before."""
+    with atomic_path(target) as temporary:
+        temporary.write_bytes(data)
+
+
+def write_text_atomically(target: Path, text: str) -> None:
+    """``target`` holds ``text`` (UTF-8), or (on error) whatever it held before."""
+    write_bytes_atomically(target, text.encode("utf-8"))

@@ -1,0 +1,54 @@
+"""The contract between the interpreter and the local jobs: what a job runner receives and how it fails.
+
+A ``JobRunner`` takes a ``Job`` (the planned step, its resolved request, where to keep its files) and returns the
+step's properties, the fields SageMaker's Describe* call would return; ``StepFailed`` is a failure reason shown as is.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from pipeline.local.executions import StepRecord
+from pipeline.local.plan import StepSpec
+
+
+class StepFailed(Exception):
+    """A job failed for a reason worth showing as is (no traceback): the step's FailureReason."""
+
+
+@dataclass
+class Job:
+    """What a job runner receives: the step, its resolved request and where to keep its files."""
+
+    step: StepSpec
+    arguments: dict[str, Any]
+    execution_id: str
+    pipeline_name: str
+    record: StepRecord
+    folder: Path  # the step's folder in the execution record
+    arn_prefix: str = "arn:aws:sagemaker:local:000000000000"
+    report: Callable[[str], None] = field(default=lambda text: None)
+
+    @property
+    def job_name(self) -> str:
+        """The job name SageMaker Pipelines would give: ``pipelines-<execution id>-<step name>``, 63 chars max."""
+        return f"pipelines-{self.execution_id}-{self.step.name}"[:63]
+
+    def arn(self, resource: str) -> str:
+        """The ARN of a resource this job creates, e.g. ``arn("training-job/name")``."""
+        return f"{self.arn_prefix}:{resource}"
+
+    @property
+    def execution_arn(self) -> str:
+        """The ARN of the execution running this job (what SageMaker records as a package's GeneratedBy)."""
+        return self.arn(f"pipeline/{self.pipeline_name}/execution/{self.execution_id}")
+
+    def add_log(self, path: Path) -> None:
+        """Declare a log file (stdout/stderr of an instance) so the record lists it."""
+        self.record.logs.append(str(path))
+
+
+JobRunner = Callable[[Job], dict[str, Any]]

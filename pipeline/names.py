@@ -1,0 +1,70 @@
+"""Names several modules share, defined once: steps, report keys, predictor and content types, file suffixes, statuses.
+
+The container scripts (``preprocessing/``, ``evaluation/``) cannot import ``pipeline``: they keep their own copies,
+which ``tests/test_names.py`` pins equal to these.
+"""
+
+from __future__ import annotations
+
+from enum import Enum
+
+# ---------------------------------------------------------------------------------------- the pipeline's steps
+PREPROCESS = "Preprocess"
+TRAIN = "Train"
+CREATE_MODEL = "CreateModel"
+TRANSFORM = "Transform"
+EVALUATE = "Evaluate"
+QUALITY_GATE = "QualityGate"
+REGISTER = "Register"
+QUALITY_GATE_FAILED = "QualityGateFailed"
+STEP_NAMES = (PREPROCESS, TRAIN, CREATE_MODEL, TRANSFORM, EVALUATE, QUALITY_GATE, REGISTER, QUALITY_GATE_FAILED)
+
+# ------------------------------------------------------------------------------------- evaluation.json report
+REPORT_NAME = "evaluation.json"
+REPORT_PROPERTY_FILE = "EvaluationReport"  # the Evaluate step's PropertyFile naming the report
+GATE = "gate"  # the report's gate section: {"metric": name, "value": v}, higher is better
+METRIC_THRESHOLD = "MetricThreshold"  # the pipeline parameter the gate value is compared with
+
+# ----------------------------------------------------------------------------------------- predictor types
+BINARY_CLASSIFIER = "binary_classifier"
+MULTICLASS_CLASSIFIER = "multiclass_classifier"
+REGRESSOR = "regressor"
+PREDICTOR_TYPES = (BINARY_CLASSIFIER, MULTICLASS_CLASSIFIER, REGRESSOR)
+# the report's model-quality section and the gate metric per predictor type
+METRICS_SECTIONS = {
+    BINARY_CLASSIFIER: "binary_classification_metrics",
+    MULTICLASS_CLASSIFIER: "multiclass_classification_metrics",
+    REGRESSOR: "regression_metrics",
+}
+GATE_METRICS = {BINARY_CLASSIFIER: "auc", MULTICLASS_CLASSIFIER: "accuracy", REGRESSOR: "r2"}
+BASELINE_SUFFIX = "_best_constant_classifier"  # the report's baseline of each classification metric
+
+# ------------------------------------------------------------------------------------------- content types
+RECORDIO = "application/x-recordio-protobuf"
+CSV = "text/csv"
+JSON = "application/json"
+JSONLINES = "application/jsonlines"
+TRAINING_CONTENT_TYPES = (RECORDIO, CSV)  # what Linear Learner reads
+
+# ----------------------------------------------------------------------------------------- data file suffixes
+CSV_SUFFIXES = (".csv", ".csv.gz")
+PARQUET_SUFFIXES = (".parquet", ".pq")
+DATA_SUFFIXES = CSV_SUFFIXES + PARQUET_SUFFIXES  # tabular input of `llpipe run --data`, convert and Preprocess
+SHARD_SUFFIX = ".pbr"  # a RecordIO-protobuf shard
+
+
+class StepStatus(str, Enum):
+    """A step's (and an execution's) status, spelled as SageMaker Pipelines does; str-valued for JSON records."""
+
+    PENDING = "Pending"
+    EXECUTING = "Executing"
+    SUCCEEDED = "Succeeded"
+    FAILED = "Failed"
+    SKIPPED = "Skipped"
+    STOPPED = "Stopped"
+
+    def __str__(self) -> str:
+        return self.value
+
+    def __hash__(self) -> int:  # hash as the plain string, so a status read back from JSON finds the same dict key
+        return hash(self.value)

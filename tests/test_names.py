@@ -1,0 +1,39 @@
+"""The container scripts cannot import ``pipeline``: their copies of the shared names must equal ``pipeline.names``."""
+
+from __future__ import annotations
+
+from evaluation import evaluate
+from pipeline import names
+from preprocessing import preprocess
+
+
+def test_preprocess_keeps_the_shared_names() -> None:
+    assert preprocess.PREDICTOR_TYPES == names.PREDICTOR_TYPES
+    assert preprocess.CSV_SUFFIXES == names.CSV_SUFFIXES
+    assert preprocess.PARQUET_SUFFIXES == names.PARQUET_SUFFIXES
+    assert preprocess.SHARD_SUFFIX == names.SHARD_SUFFIX
+
+
+def test_evaluate_keeps_the_shared_names() -> None:
+    assert evaluate.PREDICTOR_TYPES == names.PREDICTOR_TYPES
+    assert evaluate.GATE_METRICS == names.GATE_METRICS
+    assert evaluate.METRICS_SECTIONS == names.METRICS_SECTIONS
+    assert evaluate.REPORT_NAME == names.REPORT_NAME
+
+
+def test_step_status_reads_and_writes_as_plain_strings() -> None:
+    import json
+
+    assert json.dumps({"status": names.StepStatus.FAILED}) == '{"status": "Failed"}'
+    assert {names.StepStatus.SUCCEEDED: "green"}.get("Succeeded") == "green", "a status read back from JSON is a str"
+    assert f"{names.StepStatus.SKIPPED}" == "Skipped"
+
+
+def test_run_data_takes_every_suffix_convert_and_preprocess_take(tmp_path) -> None:
+    from pipeline.local.runner import data_files
+
+    for name in ("a.csv", "b.csv.gz", "c.parquet", "d.pq", "notes.txt", "_SUCCESS"):
+        (tmp_path / name).write_bytes(b"")
+    base, files = data_files(tmp_path)
+    assert base == tmp_path
+    assert [path.name for path in files] == ["a.csv", "b.csv.gz", "c.parquet", "d.pq"]
