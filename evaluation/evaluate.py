@@ -406,16 +406,30 @@ def per_class_metrics(matrix: np.ndarray, names: list[str] | None = None) -> dic
 
 
 def label_names(summary_dir: Path | None) -> list[str] | None:
-    """The label values Preprocess mapped to 0..K-1 (from its summary), or None when labels were already numeric."""
+    """The label values Preprocess mapped to 0..K-1 (from its summary), or None when labels were already numeric.
+
+    Every host's summary part must agree on the feature layout and the label values: hosts that built different
+    layouts (possible only when no schema was passed) trained one model on mixed columns, so that is an error."""
     if summary_dir is None or not summary_dir.is_dir():
         return None
-    for path in sorted(summary_dir.glob("summary*.json")):
+    parts = []
+    for path in sorted(summary_dir.glob("summary-*.json")) or sorted(summary_dir.glob("summary.json")):
         try:
-            values = json.loads(path.read_text()).get("label_values")
+            parts.append((path, json.loads(path.read_text())))
         except (OSError, ValueError) as error:
             raise EvaluationError(f"{path}: not a readable Preprocess summary ({error})") from error
-        return [str(value) for value in values] if values else None
-    return None
+    if not parts:
+        return None
+    (first_path, first), *others = parts
+    for path, part in others:
+        for key in ("feature_names", "label_values"):
+            if part.get(key) != first.get(key):
+                raise EvaluationError(
+                    f"Preprocess hosts built different layouts: {key} of {first_path.name} is {first.get(key)} but "
+                    f"{path.name} has {part.get(key)}; pass one schema to every host (infer it: drop --no-infer)"
+                )
+    values = first.get("label_values")
+    return [str(value) for value in values] if values else None
 
 
 def binary_report(scored: Scored, rounds: int, seed: int, names: list[str] | None = None) -> dict[str, Any]:
@@ -553,7 +567,8 @@ def evaluate(
     if predictor_type not in PREDICTOR_TYPES:
         raise EvaluationError(f"predictor type {predictor_type!r} is not one of {', '.join(PREDICTOR_TYPES)}")
     scored = load_scored(predictions_dir, test_dir, predictor_type)
-    names = label_names(summary_dir) if predictor_type != "regressor" else None
+    names = label_names(summary_dir)  # also checks that every Preprocess host built the same layout
+    names = names if predictor_type != "regressor" else None
     report = build_report(scored, predictor_type, bootstrap_rounds, seed, names)
     write_report(report, output_dir)
     return report

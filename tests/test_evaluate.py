@@ -352,3 +352,22 @@ def test_bootstrap_weights_are_resamples() -> None:
     values = regression_scalars(labels.astype(float), scores, weights)
     assert values["r2"] == pytest.approx(skm.r2_score(labels[rows], scores[rows]), abs=1e-12)
     assert values["mae"] == pytest.approx(skm.mean_absolute_error(labels[rows], scores[rows]), abs=1e-12)
+
+
+def test_hosts_that_built_different_layouts_fail_the_evaluation(tmp_path: Path) -> None:
+    """Issue 11: without a schema, hosts with other column sets trained one model on mixed columns, exit 0."""
+    labels, scores, predicted = binary_case(300)
+    records = [{"score": float(s), "predicted_label": int(p)} for s, p in zip(scores, predicted, strict=True)]
+    predictions_dir, test_dir, output_dir = write_job_inputs(tmp_path, labels, records)
+    summary_dir = tmp_path / "summary"
+    summary_dir.mkdir()
+    (summary_dir / "summary-algo-1.json").write_text(json.dumps({"feature_names": ["f0", "f4"], "label_values": None}))
+    (summary_dir / "summary-algo-2.json").write_text(json.dumps({"feature_names": ["f0", "g4"], "label_values": None}))
+    args = ["--predictions-dir", str(predictions_dir), "--test-dir", str(test_dir), "--output-dir", str(output_dir)]
+    stderr = io.StringIO()
+    with contextlib.redirect_stderr(stderr):
+        code = main([*args, "--predictor-type", "binary_classifier", "--summary-dir", str(summary_dir)])
+    assert code == 1 and not (output_dir / "evaluation.json").exists()
+    assert "Preprocess hosts built different layouts: feature_names of summary-algo-1.json is ['f0', 'f4']" in (
+        stderr.getvalue()
+    )

@@ -17,13 +17,14 @@ from pipeline import cli
 from pipeline.config import load_config
 from pipeline.local.executions import ExecutionStore
 from pipeline.local.runner import LocalRun, build_local_run, user_data
+from pipeline.local.workdir import Workdir
 
 FAST = {"Epochs": "3", "NumModels": "2", "MiniBatchSize": "50"}
 
 
 @pytest.fixture(scope="module")
 def built(tmp_path_factory: pytest.TempPathFactory) -> LocalRun:
-    return build_local_run(load_config(env={}), tmp_path_factory.mktemp("unused"))
+    return build_local_run(load_config(env={}), Workdir(tmp_path_factory.mktemp("unused")))
 
 
 def default_table(rows: int, seed: int = 0) -> pd.DataFrame:
@@ -92,7 +93,7 @@ def test_multiclass_text_labels_shuffled_columns_two_processing_three_training_i
             rows.to_csv(folder / f"part-{part}.csv", index=False)
     outputs = {}
     for folder in (aligned, shuffled):
-        run = LocalRun(built.config, tmp_path / f"work-{folder.name}", built.definition_json, built.uploads)
+        run = LocalRun(built.config, Workdir(tmp_path / f"work-{folder.name}"), built.definition_json, built.uploads)
         source = user_data(folder, "species", "multiclass_classifier")
         overrides = {**FAST, "ProcessingInstanceCount": "2", "TrainingInstanceCount": "3", "MissingValues": "zero"}
         inferred = run.infer(source, overrides, sample_rows=1000)
@@ -126,7 +127,7 @@ def test_regression_with_a_text_feature_and_a_collision_warning(built: LocalRun,
     x = rng.normal(size=400)
     price = 3 * x + np.where(city == "Paris", 5.0, 0.0) + rng.normal(scale=0.1, size=400)
     pd.DataFrame({"city": city, "x": x, "price": price}).to_parquet(tmp_path / "houses.pq", index=False)
-    run = LocalRun(built.config, tmp_path / "work", built.definition_json, built.uploads)
+    run = LocalRun(built.config, Workdir(tmp_path / "work"), built.definition_json, built.uploads)
     source = user_data(tmp_path / "houses.pq", "price", "regressor")  # .pq was refused by --data before
     overrides = {**FAST, "HashBuckets": "2"}
     inferred = run.infer(source, overrides, sample_rows=100)
@@ -134,7 +135,7 @@ def test_regression_with_a_text_feature_and_a_collision_warning(built: LocalRun,
     assert any("share 2 of 2 hash buckets" in note for note in inferred.notes)
     record = run.execute(source, {**overrides, **inferred.parameters}, {inferred.uri: inferred.body})
     assert record.status == "Succeeded", record.failure_reason
-    from pipeline.local.summary import summarise
+    from pipeline.cli.render.summary import summarise
 
     summary = summarise(record, run.s3, render_plots=False)
     expected = "categorical column 'city': 5 distinct value(s) in 2 of 2 hash buckets"
