@@ -342,12 +342,7 @@ def decide(sample: Sample, values: Mapping[str, Any], given: set[str]) -> Decisi
         notes.append(f"categorical columns (text values in the sample): {', '.join(categorical) or 'none'}")
     notes.extend(_collision_notes(frame, categorical, int(values.get("HashBuckets") or 16)))
     if str(values.get("MissingValues") or "error") == "error":
-        holes = [column for column in [label, *features] if _has_missing(frame[column])]
-        if holes:
-            notes.append(
-                f"warning: missing values in the sample of {', '.join(holes)}: Preprocess fails on them unless "
-                "--param MissingValues=zero (impute 0 for features) or =drop (drop the rows)"
-            )
+        _refuse_missing(sample, [label, *features], label)
 
     label_values, num_classes = _decide_labels(frame[label], label, predictor, values, given)
     if label_values is not None and "LabelValues" not in given:
@@ -401,8 +396,17 @@ def _has_text(column: pd.Series) -> bool:
     return bool(pd.to_numeric(present, errors="coerce").isna().any())
 
 
-def _has_missing(column: pd.Series) -> bool:
-    return bool(column.isna().any() or (column.dropna().astype(str).str.strip() == "").any())
+def _refuse_missing(sample: Sample, columns: list[str], label: str) -> None:
+    """Under MissingValues=error Preprocess fails on the first empty value: say so before anything runs."""
+    for name, frame in zip(sample.headers, sample.frames, strict=True):
+        holes = frame[columns].isna().to_numpy()
+        if holes.any():
+            row, column = (int(index) for index in divmod(int(holes.argmax()), len(columns)))
+            fix = "=drop (drop the rows)" if columns[column] == label else "=zero (impute 0) or =drop (drop the rows)"
+            raise SchemaError(
+                f"{name} row {row + 1}: column {columns[column]!r} is empty; Preprocess would fail on it with "
+                f"MissingValues=error: pass --param MissingValues{fix}"
+            )
 
 
 def _collision_notes(frame: pd.DataFrame, categorical: list[str], buckets: int) -> list[str]:

@@ -138,12 +138,15 @@ def test_files_whose_columns_differ_or_repeat_are_named(tmp_path: Path) -> None:
         decide(sample_of(tmp_path, {"a.csv": frame}), {**BINARY, "LabelColumn": "target"}, set())
 
 
-def test_collisions_and_missing_values_are_warned_about(tmp_path: Path) -> None:
-    frame = pd.DataFrame({"city": ["Paris", "Lyon", "Nice", "Rome", "Oslo"], "x": [1, None, 3, 4, 5], "y": [1] * 5})
+def test_collisions_are_warned_about_and_missing_values_refused_before_the_run(tmp_path: Path) -> None:
+    frame = pd.DataFrame({"city": ["Paris", "Lyon", "Nice", "Rome", "Oslo"], "x": [1, 2, 3, 4, 5], "y": [1] * 5})
     values = {"LabelColumn": "y", "PredictorType": "regressor", "HashBuckets": 2, "MissingValues": "error"}
     notes = decide(sample_of(tmp_path, {"t.csv": frame}), values, set()).notes
     assert any("column 'city': 5 distinct value(s) in the sample share 2 of 2 hash buckets" in note for note in notes)
-    assert any("missing values in the sample of x" in note and "MissingValues=zero" in note for note in notes)
+    frame.loc[3, "x"] = None
+    with pytest.raises(SchemaError, match=r"t\.csv row 4: column 'x' is empty; .* --param MissingValues=zero \(imp"):
+        decide(sample_of(tmp_path, {"t.csv": frame}), values, set())
+    assert decide(sample_of(tmp_path, {"t.csv": frame}), {**values, "MissingValues": "zero"}, set()).document
 
 
 def test_the_key_is_the_content(tmp_path: Path) -> None:
@@ -378,3 +381,11 @@ def test_a_file_with_other_column_names_fails_naming_it(tmp_path: Path, capsys: 
     error = capsys.readouterr().err
     assert "part-1.csv: columns differ from the layout every host uses (the schema): missing ['income'], " in error
     assert "unexpected ['g4']" in error
+
+
+def test_the_client_hashes_categories_into_the_buckets_preprocess_uses() -> None:
+    from pipeline.schema import _stable_hash64
+    from preprocessing.preprocess import stable_hash64
+
+    for text in ("student=No", "student=Yes", "city=Zürich", ""):
+        assert _stable_hash64(text) == stable_hash64(text)
