@@ -114,6 +114,8 @@ def _parquet_frame(handle: Any, name: str, rows: int) -> tuple[list[str], pd.Dat
         header = [str(column) for column in parquet.schema_arrow.names]
         first_group = [0] if parquet.num_row_groups else []  # one ranged read of the first row group's columns
         batch = next(parquet.iter_batches(batch_size=max(rows, 1), row_groups=first_group), None)
+    except SchemaError:
+        raise
     except (OSError, ValueError, pa.ArrowException) as error:
         raise SchemaError(f"{name}: not a readable Parquet file ({error})") from None
     import pandas as pd
@@ -289,7 +291,8 @@ class RangedObject(io.RawIOBase):
                 return data[start - offset : end - offset]
         if self.bytes_read + (end - start) > self.budget:
             raise SampleBudgetExceeded(
-                f"s3://{self.bucket}/{self.key}: sampling its first row group needs more than {self.budget} bytes"
+                f"s3://{self.bucket}/{self.key}: sampling its first row group needs more than {self.budget} bytes; "
+                "raise --sample-bytes, or give the decisions as --param and pass --no-infer"
             )
         data = _get_range(self.s3, self.bucket, self.key, start, end)
         self.bytes_read += len(data)

@@ -389,3 +389,21 @@ def test_the_client_hashes_categories_into_the_buckets_preprocess_uses() -> None
 
     for text in ("student=No", "student=Yes", "city=Zürich", ""):
         assert _stable_hash64(text) == stable_hash64(text)
+
+
+def test_a_first_row_group_over_the_byte_budget_is_refused_with_the_fix(s3: Any) -> None:
+    client, stubber = s3
+    data = io.BytesIO()
+    default_table(20000).to_parquet(data, index=False)  # one row group of ~20,000 rows
+    data = data.getvalue()
+    stubber.add_response(
+        "list_objects_v2", {"Contents": [{"Key": "t.pq", "Size": len(data)}]}, {"Bucket": "data", "Prefix": "t"}
+    )
+    tail = max(len(data) - 64 * 1024, 0)
+    stubber.add_response(
+        "get_object",
+        {"Body": body(data[tail:])},
+        {"Bucket": "data", "Key": "t.pq", "Range": f"bytes={tail}-{len(data) - 1}"},
+    )
+    with pytest.raises(SchemaError, match=r"t\.pq: sampling its first row group needs more than 70000 bytes; raise"):
+        sample_s3(client, "s3://data/t", rows=10, max_bytes=70_000)
