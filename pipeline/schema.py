@@ -142,7 +142,8 @@ def sample_local(files: list[Path], base: Path, rows: int = DEFAULT_SAMPLE_ROWS)
     """The header and first ``rows`` rows of every local file."""
     import gzip
 
-    sample = Sample(source=str(base), rows_per_file=rows, files_total=len(files))
+    # the folder name only: the schema (and so the cache key of Preprocess) must not depend on where it was run
+    sample = Sample(source=base.resolve().name, rows_per_file=rows, files_total=len(files))
     for path in files:
         name = path.relative_to(base).as_posix() if path.is_relative_to(base) else str(path)
         lower = path.name.lower()

@@ -76,7 +76,7 @@ def test_the_default_table_gives_its_text_column_and_label_values(tmp_path: Path
         "categorical_columns": ["student"],
         "label_values": ["No", "Yes"],
         "num_classes": None,
-        "sample": {"source": str(tmp_path / "data"), "files_sampled": 1, "files_total": 1, "rows_per_file": 10_000,
+        "sample": {"source": "data", "files_sampled": 1, "files_total": 1, "rows_per_file": 10_000,
                    "rows": 400},
     }  # fmt: skip
     assert decision.parameters == {"CategoricalColumns": "student", "LabelValues": "No,Yes"}
