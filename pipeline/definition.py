@@ -110,6 +110,7 @@ class Parameters:
     """The pipeline parameters: every one has a default, so scheduled executions need no input."""
 
     input_data_url: Any
+    data_version: Any
     processing_instance_count: Any
     processing_instance_type: Any
     training_instance_count: Any
@@ -146,6 +147,9 @@ class Parameters:
 
         return cls(
             input_data_url=ParameterString("InputDataUrl", f"{config.pipeline_prefix}/input/"),
+            # a fingerprint of the data under InputDataUrl (run, start) or the scheduled time (schedule): part of
+            # Preprocess's cache key, since SageMaker never looks at the data behind a cached step's S3 URIs
+            data_version=ParameterString("DataVersion", ""),
             processing_instance_count=ParameterInteger("ProcessingInstanceCount", 2),
             processing_instance_type=ParameterString("ProcessingInstanceType", "ml.m5.xlarge"),
             training_instance_count=ParameterInteger("TrainingInstanceCount", 2),
@@ -395,6 +399,7 @@ def _preprocess_step(config: PipelineConfig, params: Parameters, bundle: CodeBun
             params.test_fraction.to_string(),
             "--seed",
             params.split_seed.to_string(),
+            Join(on="", values=["--data-version=", params.data_version]),
             "--train-shards",
             params.training_instance_count.to_string(),
             "--resource-config",

@@ -69,3 +69,13 @@ class ModelsError(LlpipeError):
 
 class TrainingError(LlpipeError):
     """A local Linear Learner training job failed; the message is the failing instance's failure reason."""
+
+
+class Interrupted(KeyboardInterrupt):
+    """A stop signal (SIGTERM from ``timeout``, CI cancellation, ``docker stop``) raised where Ctrl-C would raise
+    ``KeyboardInterrupt``, so the run stops the same way; the exit code is 128 + the signal number."""
+
+    def __init__(self, signal_number: int, signal_name: str) -> None:
+        super().__init__(signal_name)
+        self.signal_number = signal_number
+        self.signal_name = signal_name

@@ -6,7 +6,7 @@ The one helper for the ``pipeline`` side; the container scripts (``preprocessing
 from __future__ import annotations
 
 import os
-import threading
+import secrets
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -16,10 +16,11 @@ from pathlib import Path
 def atomic_path(target: Path) -> Iterator[Path]:
     """A temporary path beside ``target`` to write; renamed onto ``target`` when the block ends, removed on error.
 
-    The name is unique per process and thread, so concurrent writers of the same target never share a file.
+    The name holds the process id and a random token, so concurrent writers of the same target never share a file,
+    not even processes of different containers (pid namespaces) writing into one work dir.
     """
     target.parent.mkdir(parents=True, exist_ok=True)
-    temporary = target.with_name(f".{target.name}.{os.getpid()}.{threading.get_ident()}.tmp")
+    temporary = target.with_name(f".{target.name}.{os.getpid()}.{secrets.token_hex(6)}.tmp")
     try:
         yield temporary
         os.replace(temporary, target)

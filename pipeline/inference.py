@@ -120,17 +120,20 @@ def infer_s3(
     return infer(sample, values, set(overrides), pipeline_prefix)
 
 
-def resolved_parameters(
-    declared: Mapping[str, Mapping[str, Any]], given: Mapping[str, str], inferred: Inferred | None
-) -> list[tuple[str, str, str]]:
-    """Every declared parameter as (name, value, origin): given by the user, inferred, or the default."""
-    decided = inferred.parameters if inferred else {}
-    rows = []
-    for name, parameter in declared.items():
-        if name in given:
-            rows.append((name, str(given[name]), "given"))
-        elif name in decided:
-            rows.append((name, decided[name], "inferred"))
-        else:
-            rows.append((name, str(parameter.get("DefaultValue", "")), "default"))
-    return rows
+def infer_for_execution(
+    config: Any, given: Mapping[str, str], session: Any, args: argparse.Namespace, stream: IO[str]
+) -> tuple[dict[str, dict[str, Any]] | None, Inferred | None]:
+    """For start and schedule: the deployed declaration (DescribePipeline) and the schema inferred from the input,
+    reported on ``stream``; (None, None) with ``--no-infer`` (nothing read)."""
+    from pipeline.parameters import check_overrides
+    from pipeline.sagemaker_ops import aws_call, deployed_parameters
+
+    if args.no_infer:
+        return None, None
+    declared = deployed_parameters(config, session)
+    check_overrides(list(declared.values()), given)
+    with aws_call(f"sampling the input of {config.pipeline_name}"):
+        inferred = infer_s3(config.pipeline_prefix, declared, given, session, args)
+    if inferred is not None:
+        print_inferred(inferred, stream)
+    return declared, inferred

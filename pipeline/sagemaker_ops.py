@@ -1,8 +1,11 @@
 """The calls to AWS: upsert the pipeline, start and watch executions, schedule them, list them.
 
 Each function takes a boto3 ``Session`` (default: one for the configured region) and sends the same requests the
-SageMaker SDK v3 sends for ``Pipeline.upsert`` / ``start`` / ``put_triggers`` / ``delete_triggers``, with boto3
-directly so that each request is explicit and the SDK is not imported for them.
+SageMaker SDK v3 sends for ``Pipeline.upsert`` / ``start`` / ``delete_triggers``, with boto3 directly so that each
+request is explicit and the SDK is not imported for them. Two differ on purpose, so that new data is never answered
+from the cache: ``start`` adds DataVersion, the fingerprint of the objects under InputDataUrl, and the schedule
+calls StartPipelineExecution as a universal target whose DataVersion is the scheduled time (``put_triggers`` uses
+the templated SageMaker target, which cannot carry the scheduled time).
 """
 
 from __future__ import annotations
@@ -19,9 +22,14 @@ from typing import Any
 from urllib.parse import urlparse
 
 from pipeline.config import PipelineConfig
-from pipeline.errors import AwsError, UsageError
+from pipeline.data_version import PARAMETER as DATA_VERSION
+from pipeline.data_version import SCHEDULED_TIME, s3_version
+from pipeline.errors import AwsError, ParameterError, UsageError
 from pipeline.names import StepStatus
 from pipeline.parameters import check_overrides
+
+START_PIPELINE_EXECUTION_TARGET = "arn:aws:scheduler:::aws-sdk:sagemaker:startPipelineExecution"  # universal target
+SCHEDULE_ARN = "<aws.scheduler.schedule-arn>"  # a context attribute EventBridge Scheduler fills in, like the time
 
 INLINE_DEFINITION_LIMIT = 100 * 1024  # larger definitions go through S3 (PipelineDefinitionS3Location), as the SDK does
 TERMINAL_STATUSES = (StepStatus.SUCCEEDED, StepStatus.FAILED, StepStatus.STOPPED)
@@ -143,22 +151,51 @@ def deployed_parameters(config: PipelineConfig, session: Any = None) -> dict[str
     return {parameter["Name"]: parameter for parameter in definition.get("Parameters", [])}
 
 
-def start(
+def start_request(
     config: PipelineConfig,
     parameters: Mapping[str, str] | None = None,
     session: Any = None,
     display_name: str | None = None,
     declared: Mapping[str, Mapping[str, Any]] | None = None,
-) -> str:
-    """StartPipelineExecution with parameter overrides (checked against the deployed definition first)."""
+) -> dict[str, Any]:
+    """The StartPipelineExecution request, built with reads only: DescribePipeline (unless ``declared`` is the
+    deployed declaration already read), then ListObjectsV2.
+
+    Overrides are checked against the deployed definition. Unless ``DataVersion`` is given, it is the fingerprint
+    of the objects under ``InputDataUrl`` (the override, else the deployed default), so new data is a new cache key.
+    A pipeline deployed before DataVersion existed gets no DataVersion (see :func:`missing_data_version`).
+    """
     session = session or aws_session(config)
+    declared = declared if declared is not None else deployed_parameters(config, session)
+    parameters = dict(parameters or {})
+    check_overrides(list(declared.values()), parameters)
+    if DATA_VERSION in declared and DATA_VERSION not in parameters:
+        url = parameters.get("InputDataUrl") or str(declared.get("InputDataUrl", {}).get("DefaultValue", ""))
+        with _aws_call(f"ListObjectsV2 {url} (for DataVersion; or pass --param {DATA_VERSION}=...)"):
+            parameters[DATA_VERSION] = s3_version(session.client("s3"), url)
     request: dict[str, Any] = {"PipelineName": config.pipeline_name}
     if parameters:
-        declared = declared if declared is not None else deployed_parameters(config, session)
-        check_overrides(list(declared.values()), parameters)
         request["PipelineParameters"] = [{"Name": name, "Value": str(value)} for name, value in parameters.items()]
     if display_name:
         request["PipelineExecutionDisplayName"] = display_name
+    return request
+
+
+def missing_data_version(request: Mapping[str, Any]) -> bool:
+    """True when a StartPipelineExecution request sets no DataVersion (the deployed pipeline predates it)."""
+    return all(parameter["Name"] != DATA_VERSION for parameter in request.get("PipelineParameters", []))
+
+
+def start(
+    config: PipelineConfig,
+    parameters: Mapping[str, str] | None = None,
+    session: Any = None,
+    display_name: str | None = None,
+    request: Mapping[str, Any] | None = None,
+) -> str:
+    """StartPipelineExecution of :func:`start_request` (or of ``request``, already built); returns the ARN."""
+    session = session or aws_session(config)
+    request = request or start_request(config, parameters, session, display_name)
     with _aws_call(f"StartPipelineExecution {config.pipeline_name}"):
         return session.client("sagemaker").start_pipeline_execution(**request)["PipelineExecutionArn"]
 
@@ -307,36 +344,73 @@ def _valid_rate(expression: str) -> bool:
     return unit in (("minute", "hour", "day") if singular else ("minutes", "hours", "days"))
 
 
-def put_schedule(
+def schedule_request(
     config: PipelineConfig,
     expression: str,
+    parameters: Mapping[str, str] | None = None,
     role_arn: str | None = None,
-    session: Any = None,
     now: datetime | None = None,
     enabled: bool = True,
-    parameters: Mapping[str, str] | None = None,
-) -> str:
-    """Create or update the EventBridge Scheduler schedule named after the pipeline (the SDK's put_triggers);
-    ``parameters`` go to every execution it starts (the rest keep their defaults)."""
-    session = session or aws_session(config)
-    with _aws_call(f"DescribePipeline {config.pipeline_name}"):
-        pipeline_arn = session.client("sagemaker").describe_pipeline(PipelineName=config.pipeline_name)["PipelineArn"]
-    request = {
+) -> dict[str, Any]:
+    """The CreateSchedule/UpdateSchedule request: a universal target calling StartPipelineExecution.
+
+    The Input is that call's request (the API's PascalCase names); EventBridge Scheduler replaces its context
+    attributes on every invocation, so DataVersion is the scheduled time (each execution is a new cache key for
+    Preprocess and everything after it) and the idempotency token is one per pipeline and scheduled time (a retried
+    invocation cannot start a second execution). ``parameters`` are fixed overrides, checked by the caller.
+    """
+    if DATA_VERSION in (parameters or {}):
+        raise ParameterError(
+            f"{DATA_VERSION} of a scheduled execution is its scheduled time; a fixed value would let every execution "
+            "after the first reuse the first one's cached results"
+        )
+    pipeline_id = hashlib.sha256(config.pipeline_name.encode()).hexdigest()[:16]
+    invocation = {
+        "PipelineName": config.pipeline_name,
+        "PipelineParameters": [
+            *({"Name": name, "Value": str(value)} for name, value in (parameters or {}).items()),
+            {"Name": DATA_VERSION, "Value": SCHEDULED_TIME},
+        ],
+        "PipelineExecutionDescription": f"Scheduled for {SCHEDULED_TIME} by {SCHEDULE_ARN}",
+        "ClientRequestToken": f"llpipe-{pipeline_id}-{SCHEDULED_TIME}",
+    }
+    return {
         "Name": config.pipeline_name,
         "ScheduleExpression": expression,
         "FlexibleTimeWindow": {"Mode": "OFF"},
         "Target": {
-            "Arn": pipeline_arn,
-            "SageMakerPipelineParameters": (
-                {"PipelineParameterList": [{"Name": name, "Value": str(value)} for name, value in parameters.items()]}
-                if parameters
-                else {}
-            ),
+            "Arn": START_PIPELINE_EXECUTION_TARGET,
             "RoleArn": role_arn or config.role_arn,
+            "Input": json.dumps(invocation),
         },
         "State": "ENABLED" if enabled else "DISABLED",
         "StartDate": now or datetime.now(timezone.utc),
     }
+
+
+def put_schedule(
+    config: PipelineConfig,
+    expression: str,
+    parameters: Mapping[str, str] | None = None,
+    role_arn: str | None = None,
+    session: Any = None,
+    now: datetime | None = None,
+    enabled: bool = True,
+) -> str:
+    """Create or update the EventBridge Scheduler schedule named after the pipeline (see :func:`schedule_request`).
+
+    The overrides are checked against the deployed definition first, which must declare DataVersion (else every
+    scheduled execution would fail on an unknown parameter): an older deployment needs ``llpipe upsert`` first.
+    """
+    session = session or aws_session(config)
+    declared = deployed_parameters(config, session)
+    check_overrides(list(declared.values()), parameters or {})
+    if DATA_VERSION not in declared:
+        raise ParameterError(
+            f"the deployed pipeline {config.pipeline_name} declares no {DATA_VERSION} parameter, which scheduled "
+            "executions set to their scheduled time: deploy the current definition with llpipe upsert first"
+        )
+    request = schedule_request(config, expression, parameters, role_arn=role_arn, now=now, enabled=enabled)
     scheduler = session.client("scheduler")
     from botocore.exceptions import ClientError
 

@@ -838,6 +838,7 @@ def build_summary(
         "num_classes": _num_classes(labels, stats) if labels.predictor_type == "multiclass_classifier" else None,
         "missing_policy": args.missing,
         "seed": args.seed,
+        "data_version": args.data_version or None,
         "fractions": {split: fractions[code] for split, code in _SPLIT_CODES.items()},
         "rows": {split: stats[split].rows for split in SPLITS},
         "rows_read": rows_read,
@@ -892,6 +893,7 @@ _MUST_AGREE = (
     "label_values",
     "missing_policy",
     "seed",
+    "data_version",
     "fractions",
 )
 
@@ -1071,6 +1073,11 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--label-values", help="comma-separated label values mapped to 0, 1, ... in this order")
     parser.add_argument("--num-classes", type=int, help="multiclass: labels must be below this")
+    parser.add_argument(
+        "--data-version",
+        default="",
+        help="the pipeline's DataVersion: recorded in the summary; on SageMaker it makes new data a new cache key",
+    )
     parser.add_argument(
         "--feature-dim",
         type=parse_feature_dim,

@@ -108,7 +108,10 @@ def codebuild_environment(endpoint: str, workdir: Path, tmp_path: Path) -> dict[
 def build(moto_endpoint: str, tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, subprocess.CompletedProcess]:
     """One run of the whole buildspec: the checkout it ran in and its output."""
     tmp_path = tmp_path_factory.mktemp("codebuild")
-    client("s3", moto_endpoint).create_bucket(Bucket="codebuild-artifacts")
+    s3 = client("s3", moto_endpoint)
+    s3.create_bucket(Bucket="codebuild-artifacts")
+    # the default InputDataUrl: `llpipe start` lists it for DataVersion and refuses to start on an empty prefix
+    s3.put_object(Bucket="codebuild-artifacts", Key="churn-p-abc123/input/part-0.csv", Body=b"x,label\n1,0\n")
     workdir = source_copy(tmp_path)
     return workdir, run_buildspec(buildspec(), workdir, codebuild_environment(moto_endpoint, workdir, tmp_path))
 
@@ -141,6 +144,10 @@ def test_buildspec_lints_tests_writes_the_definition_upserts_and_starts(moto_end
     assert f"s3://codebuild-artifacts/{preprocess_key.rsplit('/', 1)[0]}/" in artifact.read_text()
     executions = sagemaker.list_pipeline_executions(PipelineName="churn-p-abc123")["PipelineExecutionSummaries"]
     assert len(executions) == 1
+    execution_arn = executions[0]["PipelineExecutionArn"]
+    started = sagemaker.list_pipeline_parameters_for_execution(PipelineExecutionArn=execution_arn)
+    [version] = [p["Value"] for p in started["PipelineParameters"] if p["Name"] == "DataVersion"]
+    assert len(version) == 16  # the fingerprint of the object under the default InputDataUrl
 
 
 def test_a_typo_in_a_command_fails_the_build(tmp_path: Path) -> None:
@@ -196,4 +203,18 @@ def test_codebuild_role_allows_what_upsert_and_start_send() -> None:
     # the operations tests/test_sagemaker_ops.py pins for upsert (create and update) and start
     sent = {"s3:PutObject", "sagemaker:CreatePipeline", "sagemaker:UpdatePipeline", "sagemaker:ListTags"}
     sent |= {"sagemaker:AddTags", "sagemaker:DescribePipeline", "sagemaker:StartPipelineExecution", "iam:PassRole"}
+    sent |= {"s3:ListBucket"}  # start lists the objects under InputDataUrl for DataVersion
     assert sent <= allowed_actions("codebuild-role-policy.json")
+
+
+def test_scheduler_roles_allow_the_action_of_the_schedules_universal_target() -> None:
+    from pipeline.sagemaker_ops import START_PIPELINE_EXECUTION_TARGET
+
+    service, action = START_PIPELINE_EXECUTION_TARGET.split(":")[-2:]
+    needed = f"{service}:{action[0].upper()}{action[1:]}"
+    assert needed == "sagemaker:StartPipelineExecution"
+    policy = json.loads((REPOSITORY / "iam" / "scheduler-role-policy.json").read_text())
+    [statement] = policy["Statement"]
+    assert statement["Resource"] == "arn:aws:sagemaker:${AWS_REGION}:${AWS_ACCOUNT_ID}:pipeline/${PIPELINE_NAME}"
+    for name in ("scheduler-role-policy.json", "pipeline-role-policy.json"):  # a dedicated role, or the default
+        assert needed in allowed_actions(name)

@@ -208,6 +208,7 @@ def test_steps_and_parameters_are_named_as_documented(definition: dict[str, Any]
     parameters = {p["Name"]: p for p in definition["Parameters"]}
     assert set(parameters) == {
         "InputDataUrl",
+        "DataVersion",
         "ProcessingInstanceCount",
         "ProcessingInstanceType",
         "TrainingInstanceCount",
@@ -242,6 +243,7 @@ def test_steps_and_parameters_are_named_as_documented(definition: dict[str, Any]
     assert parameters["ProcessingInstanceCount"]["DefaultValue"] == 2
     assert parameters["FeatureDim"]["DefaultValue"] == "auto"
     assert parameters["LabelValues"]["DefaultValue"] == ""
+    assert parameters["DataVersion"] == {"Name": "DataVersion", "Type": "String", "DefaultValue": ""}
     assert parameters["NumClasses"] == {"Name": "NumClasses", "Type": "Integer", "DefaultValue": 3}
     assert parameters["PredictorType"]["DefaultValue"] == "binary_classifier"
     assert parameters["ModelApprovalStatus"]["DefaultValue"] == "PendingManualApproval"
@@ -297,6 +299,7 @@ def test_preprocess_shards_its_input_and_writes_four_outputs_per_execution(defin
         "0.15",
         "--seed",
         "0",
+        "--data-version=",
         "--train-shards",
         "2",
         "--resource-config",

@@ -127,7 +127,7 @@ def test_multiclass(built: LocalRun, tmp_path: Path) -> None:
 def test_impossible_threshold_ends_in_the_fail_step_with_a_non_zero_exit(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    argv = ["run", "--workdir", str(tmp_path), "--json", "--param", "MetricThreshold=1.5"]
+    argv = ["run", "--workdir", str(tmp_path), "--json", "--param", "MetricThreshold=1.0"]
     argv += [f"--param={name}={value}" for name, value in FAST.items()]
     assert cli.main(argv) == 1
     outcome = json.loads(capsys.readouterr().out)
@@ -135,7 +135,7 @@ def test_impossible_threshold_ends_in_the_fail_step_with_a_non_zero_exit(
     assert outcome["steps"]["QualityGateFailed"] == "Failed"
     assert outcome["steps"]["Register"] == "Skipped"
     assert outcome["failure_reason"].startswith("step QualityGateFailed failed: Quality gate failed: auc = ")
-    assert outcome["failure_reason"].endswith("is below MetricThreshold 1.5")
+    assert outcome["failure_reason"].endswith("is below MetricThreshold 1.0")
     assert outcome["gate"]["metric"] == "auc" and outcome["gate"]["passed"] is False
     assert outcome["model_package"] is None
     assert outcome["metrics"]["auc"] == outcome["gate"]["value"]

@@ -256,7 +256,7 @@ def test_live_table_and_summary_render_what_the_run_knows(workdir: Path) -> None
     summary = {
         "execution_id": record.id,
         "status": "Succeeded",
-        "cache_hits": ["Preprocess"],
+        "cache_hits": {"Preprocess": "20261201-000000-aaaa", "Train": "20261201-000000-aaaa"},
         "metrics": {"auc": 0.97, "accuracy": 0.9, "accuracy_best_constant_classifier": 0.6},
         "gate": {"metric": "auc", "value": 0.97, "threshold": 0.6, "passed": True},
         "model_package": {"group": "g", "version": 3, "arn": "arn:x", "approval_status": "PendingManualApproval"},
@@ -266,7 +266,7 @@ def test_live_table_and_summary_render_what_the_run_knows(workdir: Path) -> None
     print_summary(summary, console)
     text = console.export_text()
     assert f"Execution {record.id}: Succeeded" in text
-    assert "Cache hits: Preprocess" in text
+    assert "Cache hits: Preprocess, Train reused from execution 20261201-000000-aaaa" in text
     assert "Quality gate: auc = 0.9700 vs threshold 0.6000: passed" in text
     assert "Registered: g version 3 (PendingManualApproval)" in text
     assert "accuracy" in text and "0.6000" in text  # the baseline column

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import copy
+import hashlib
 import io
 import json
 import tempfile
@@ -19,6 +20,7 @@ from pipeline import sagemaker_ops
 from pipeline.cli import main
 from pipeline.cli.start import watch
 from pipeline.config import PipelineConfig
+from pipeline.data_version import DataVersionError
 from pipeline.definition import BuiltDefinition, build_definition
 from pipeline.errors import ParameterError
 
@@ -187,11 +189,45 @@ def describe_pipeline_response(built: BuiltDefinition) -> dict[str, Any]:
     return {"PipelineArn": PIPELINE_ARN, "PipelineName": "churn-pipeline", "PipelineDefinition": built.definition_json}
 
 
-def test_start_sends_parameter_overrides_as_strings(built: BuiltDefinition) -> None:
-    session = StubbedSession("sagemaker")
-    stub = session.stubs["sagemaker"]
-    stub.add_response("describe_pipeline", describe_pipeline_response(built), {"PipelineName": "churn-pipeline"})
-    stub.add_response(
+INPUT_OBJECTS = [
+    ("part-0.csv", 1200, '"9b2cf535f27731c974343645a3985328"'),
+    ("part-1.csv", 1180, '"c4ca4238a0b923820dcc509a6f75849b"'),
+]
+
+
+def expect_listing(session: StubbedSession, uri: str, objects: list[tuple[str, int, str]]) -> str:
+    """ListObjectsV2 of ``uri`` answered over two pages; returns the DataVersion those objects must give."""
+    bucket, prefix = uri.removeprefix("s3://").split("/", 1)
+    pages = [objects[:1], objects[1:]]
+    for number, page in enumerate(pages):
+        response: dict[str, Any] = {
+            "Contents": [{"Key": prefix + key, "Size": size, "ETag": etag} for key, size, etag in page],
+            "IsTruncated": number == 0,
+        }
+        request = {"Bucket": bucket, "Prefix": prefix}
+        if number == 0:
+            response["NextContinuationToken"] = "page-2"
+        else:
+            request["ContinuationToken"] = "page-2"
+        session.stubs["s3"].add_response("list_objects_v2", response, request)
+    # the documented fingerprint, computed here independently: SHA-256 of the sorted "key NUL size NUL etag" lines
+    lines = "".join(f"{key}\0{size}\0{etag}\n" for key, size, etag in sorted(objects))
+    return hashlib.sha256(lines.encode()).hexdigest()[:16]
+
+
+def expect_describe(session: StubbedSession, built: BuiltDefinition) -> None:
+    session.stubs["sagemaker"].add_response(
+        "describe_pipeline", describe_pipeline_response(built), {"PipelineName": "churn-pipeline"}
+    )
+
+
+def test_start_sends_overrides_as_strings_and_the_fingerprint_of_the_input_as_dataversion(
+    built: BuiltDefinition,
+) -> None:
+    session = StubbedSession("sagemaker", "s3")
+    expect_describe(session, built)
+    version = expect_listing(session, "s3://data-bucket/churn/2026/", INPUT_OBJECTS)
+    session.stubs["sagemaker"].add_response(
         "start_pipeline_execution",
         {"PipelineExecutionArn": EXECUTION_ARN},
         {
@@ -200,21 +236,103 @@ def test_start_sends_parameter_overrides_as_strings(built: BuiltDefinition) -> N
                 {"Name": "TrainingInstanceCount", "Value": "4"},
                 {"Name": "MetricThreshold", "Value": "0.8"},
                 {"Name": "PredictorType", "Value": "regressor"},
+                {"Name": "InputDataUrl", "Value": "s3://data-bucket/churn/2026/"},
+                {"Name": "DataVersion", "Value": version},
             ],
         },
     )
-    overrides = {"TrainingInstanceCount": "4", "MetricThreshold": "0.8", "PredictorType": "regressor"}
+    overrides = {
+        "TrainingInstanceCount": "4",
+        "MetricThreshold": "0.8",
+        "PredictorType": "regressor",
+        "InputDataUrl": "s3://data-bucket/churn/2026/",
+    }
     assert sagemaker_ops.start(CONFIG, overrides, session=session) == EXECUTION_ARN
     session.verify()
 
 
-def test_start_without_overrides_sends_only_the_name() -> None:
-    session = StubbedSession("sagemaker")
+def test_start_without_overrides_versions_the_default_input_and_new_data_gets_a_new_version(
+    built: BuiltDefinition,
+) -> None:
+    session = StubbedSession("sagemaker", "s3")
+    versions = []
+    for objects in (INPUT_OBJECTS, [INPUT_OBJECTS[0], ("part-1.csv", 1180, '"0cc175b9c0f1b6a831c399e269772661"')]):
+        expect_describe(session, built)
+        version = expect_listing(session, "s3://artifacts-bucket/churn-pipeline/input/", objects)
+        session.stubs["sagemaker"].add_response(
+            "start_pipeline_execution",
+            {"PipelineExecutionArn": EXECUTION_ARN},
+            {"PipelineName": "churn-pipeline", "PipelineParameters": [{"Name": "DataVersion", "Value": version}]},
+        )
+        assert sagemaker_ops.start(CONFIG, {}, session=session) == EXECUTION_ARN
+        versions.append(version)
+    session.verify()
+    assert versions[0] != versions[1]  # one object rewritten with the same size: its ETag changed
+
+
+def test_start_with_a_given_dataversion_lists_nothing(built: BuiltDefinition) -> None:
+    session = StubbedSession("sagemaker", "s3")
+    expect_describe(session, built)
+    session.stubs["sagemaker"].add_response(
+        "start_pipeline_execution",
+        {"PipelineExecutionArn": EXECUTION_ARN},
+        {"PipelineName": "churn-pipeline", "PipelineParameters": [{"Name": "DataVersion", "Value": "2026-12-01"}]},
+    )
+    assert sagemaker_ops.start(CONFIG, {"DataVersion": "2026-12-01"}, session=session) == EXECUTION_ARN
+    session.verify()  # and the s3 stub, with no response queued, would have failed any ListObjectsV2
+
+
+def test_start_of_an_empty_input_prefix_is_refused_before_starting(built: BuiltDefinition) -> None:
+    session = StubbedSession("sagemaker", "s3")
+    expect_describe(session, built)
+    session.stubs["s3"].add_response(
+        "list_objects_v2", {"IsTruncated": False}, {"Bucket": "data-bucket", "Prefix": "nothing/"}
+    )
+    with pytest.raises(DataVersionError, match="no objects under s3://data-bucket/nothing/"):
+        sagemaker_ops.start(CONFIG, {"InputDataUrl": "s3://data-bucket/nothing/"}, session=session)
+    session.verify()
+
+
+def without_data_version(built: BuiltDefinition) -> BuiltDefinition:
+    """The definition as a deployment from before DataVersion existed has it."""
+    definition = json.loads(built.definition_json)
+    definition["Parameters"] = [p for p in definition["Parameters"] if p["Name"] != "DataVersion"]
+    return BuiltDefinition(json.dumps(definition), built.uploads)
+
+
+def test_start_of_a_pipeline_deployed_without_dataversion_warns(
+    built: BuiltDefinition, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    session = StubbedSession("sagemaker", "s3")
+    expect_describe(session, without_data_version(built))
     session.stubs["sagemaker"].add_response(
         "start_pipeline_execution", {"PipelineExecutionArn": EXECUTION_ARN}, {"PipelineName": "churn-pipeline"}
     )
-    assert sagemaker_ops.start(CONFIG, {}, session=session) == EXECUTION_ARN
+    monkeypatch.setattr(sagemaker_ops, "aws_session", lambda config: session)
+    assert main(["start", "--region", "us-west-2", "--pipeline-name", "churn-pipeline", "--no-infer"]) == 0
     session.verify()
+    captured = capsys.readouterr()
+    assert "warning: the deployed churn-pipeline has no DataVersion parameter" in captured.err
+    assert "run llpipe upsert" in captured.err
+
+
+def test_start_dry_run_prints_the_request_after_reads_only(
+    built: BuiltDefinition, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    session = StubbedSession("sagemaker", "s3")
+    expect_describe(session, built)
+    version = expect_listing(session, "s3://artifacts-bucket/churn-pipeline/input/", INPUT_OBJECTS)
+    monkeypatch.setattr(sagemaker_ops, "aws_session", lambda config: session)
+    argv = ["start", "--dry-run", "--param", "Epochs=3", "--region", "us-west-2", "--pipeline-name", "churn-pipeline"]
+    assert main([*argv, "--bucket", "artifacts-bucket", "--no-infer"]) == 0
+    session.verify()  # no StartPipelineExecution queued: sending one would have raised
+    captured = capsys.readouterr()
+    assert json.loads(captured.out) == {
+        "PipelineName": "churn-pipeline",
+        "PipelineParameters": [{"Name": "Epochs", "Value": "3"}, {"Name": "DataVersion", "Value": version}],
+    }
+    assert "dry run: read DescribePipeline, the ListObjectsV2 listing of InputDataUrl" in captured.err
+    assert "nothing was uploaded or started" in captured.err
 
 
 @pytest.mark.parametrize(
@@ -227,13 +345,13 @@ def test_start_without_overrides_sends_only_the_name() -> None:
     ],
 )
 def test_start_rejects_bad_overrides_before_starting(built: BuiltDefinition, overrides: dict, message: str) -> None:
-    session = StubbedSession("sagemaker")
+    session = StubbedSession("sagemaker", "s3")
     session.stubs["sagemaker"].add_response(
         "describe_pipeline", describe_pipeline_response(built), {"PipelineName": "churn-pipeline"}
     )
     with pytest.raises(ParameterError, match=message):
         sagemaker_ops.start(CONFIG, overrides, session=session)
-    session.verify()  # and no StartPipelineExecution was sent: the stub would have raised
+    session.verify()  # and no ListObjectsV2 nor StartPipelineExecution was sent: the stubs would have raised
 
 
 def step(name: str, status: str, **extra: Any) -> dict[str, Any]:
@@ -296,21 +414,24 @@ def expect_poll(stub: Stubber, status: str, reason: str | None, steps: list[dict
 
 @pytest.mark.parametrize("final", list(FINAL_STATES))
 def test_start_wait_exit_code_follows_the_final_status(
-    final: str, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+    final: str, built: BuiltDefinition, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
     status, reason, steps, expected_code, expected_message = FINAL_STATES[final]
-    session = StubbedSession("sagemaker")
+    session = StubbedSession("sagemaker", "s3")
     stub = session.stubs["sagemaker"]
+    expect_describe(session, built)
     stub.add_response(
-        "start_pipeline_execution", {"PipelineExecutionArn": EXECUTION_ARN}, {"PipelineName": "churn-pipeline"}
+        "start_pipeline_execution",
+        {"PipelineExecutionArn": EXECUTION_ARN},
+        {"PipelineName": "churn-pipeline", "PipelineParameters": [{"Name": "DataVersion", "Value": "v7"}]},
     )
     expect_poll(stub, "Executing", None, [step("Preprocess", "Executing")])  # one poll before the end
     expect_poll(stub, status, reason, steps)
     monkeypatch.setattr(sagemaker_ops, "aws_session", lambda config: session)
     code = main(
-        ["start", "--wait", "--poll-seconds", "0", "--region", "us-west-2", "--pipeline-name", "churn-pipeline",
-         "--no-infer"]
-    )  # fmt: skip
+        ["start", "--wait", "--poll-seconds", "0", "--region", "us-west-2", "--pipeline-name", "churn-pipeline"]
+        + ["--param", "DataVersion=v7", "--no-infer"]
+    )
     session.verify()
     captured = capsys.readouterr()
     assert code == expected_code
@@ -371,40 +492,80 @@ def test_list_executions_asks_for_the_newest_first() -> None:
     session.verify()
 
 
-def expected_schedule(expression: str, role: str = CONFIG.role_arn, state: str = "ENABLED") -> dict[str, Any]:
+SCHEDULE_ARN = f"arn:aws:scheduler:us-west-2:{ACCOUNT}:schedule/default/churn-pipeline"
+# the idempotency token's fixed part: sha256("churn-pipeline")[:16], so two pipelines scheduled at the same time
+# never share a token
+PIPELINE_ID = hashlib.sha256(b"churn-pipeline").hexdigest()[:16]
+
+
+def expected_schedule(
+    expression: str, role: str = CONFIG.role_arn, state: str = "ENABLED", fixed: str = ""
+) -> dict[str, Any]:
+    """The exact CreateSchedule/UpdateSchedule request; ``fixed`` is the JSON of the --param overrides, if any."""
+    start_input = (
+        '{"PipelineName": "churn-pipeline", "PipelineParameters": ['
+        + fixed
+        + '{"Name": "DataVersion", "Value": "<aws.scheduler.scheduled-time>"}], '
+        + '"PipelineExecutionDescription": "Scheduled for <aws.scheduler.scheduled-time> by '
+        + '<aws.scheduler.schedule-arn>", '
+        + f'"ClientRequestToken": "llpipe-{PIPELINE_ID}-<aws.scheduler.scheduled-time>"}}'
+    )
     return {
         "Name": "churn-pipeline",
         "ScheduleExpression": expression,
         "FlexibleTimeWindow": {"Mode": "OFF"},
-        "Target": {"Arn": PIPELINE_ARN, "SageMakerPipelineParameters": {}, "RoleArn": role},
+        "Target": {
+            "Arn": "arn:aws:scheduler:::aws-sdk:sagemaker:startPipelineExecution",
+            "RoleArn": role,
+            "Input": start_input,
+        },
         "State": state,
         "StartDate": T0,
     }
 
 
-def test_schedule_creates_the_schedule_when_none_exists(built: BuiltDefinition) -> None:
+def test_schedule_creates_a_universal_target_whose_dataversion_is_the_scheduled_time(built: BuiltDefinition) -> None:
     session = StubbedSession("sagemaker", "scheduler")
-    session.stubs["sagemaker"].add_response(
-        "describe_pipeline", describe_pipeline_response(built), {"PipelineName": "churn-pipeline"}
-    )
+    expect_describe(session, built)
     scheduler = session.stubs["scheduler"]
+    fixed = '{"Name": "InputDataUrl", "Value": "s3://data-bucket/daily/"}, {"Name": "Epochs", "Value": "5"}, '
+    expected = expected_schedule("cron(0 3 * * ? *)", fixed=fixed)
     scheduler.add_client_error(
-        "update_schedule",
-        service_error_code="ResourceNotFoundException",
-        expected_params=expected_schedule("cron(0 3 * * ? *)"),
+        "update_schedule", service_error_code="ResourceNotFoundException", expected_params=expected
     )
-    schedule_arn = f"arn:aws:scheduler:us-west-2:{ACCOUNT}:schedule/default/churn-pipeline"
-    scheduler.add_response("create_schedule", {"ScheduleArn": schedule_arn}, expected_schedule("cron(0 3 * * ? *)"))
+    scheduler.add_response("create_schedule", {"ScheduleArn": SCHEDULE_ARN}, expected)
     expression = sagemaker_ops.schedule_expression(cron="0 3 * * ? *")
-    assert sagemaker_ops.put_schedule(CONFIG, expression, session=session, now=T0) == schedule_arn
+    overrides = {"InputDataUrl": "s3://data-bucket/daily/", "Epochs": "5"}
+    assert sagemaker_ops.put_schedule(CONFIG, expression, overrides, session=session, now=T0) == SCHEDULE_ARN
     session.verify()
+
+
+def test_the_schedule_input_is_a_valid_startpipelineexecution_request_once_scheduler_fills_it_in() -> None:
+    """What EventBridge Scheduler sends after replacing the context attributes must pass botocore's own validation
+    of StartPipelineExecution (PascalCase names, the required idempotency token of 32 to 128 characters)."""
+    from botocore.validate import validate_parameters
+
+    request = sagemaker_ops.schedule_request(CONFIG, "rate(1 day)", {"Epochs": "5"}, now=T0)
+    template = request["Target"]["Input"]
+    filled = template.replace("<aws.scheduler.scheduled-time>", "2026-12-01T03:00:00Z").replace(
+        "<aws.scheduler.schedule-arn>", SCHEDULE_ARN
+    )
+    operation = REAL_SESSION.client("sagemaker").meta.service_model.operation_model("StartPipelineExecution")
+    for payload in (json.loads(template), json.loads(filled)):
+        validate_parameters(payload, operation.input_shape)  # raises ParamValidationError on any mismatch
+    payload = json.loads(filled)
+    assert payload["PipelineParameters"] == [
+        {"Name": "Epochs", "Value": "5"},
+        {"Name": "DataVersion", "Value": "2026-12-01T03:00:00Z"},
+    ]
+    assert payload["ClientRequestToken"] == f"llpipe-{PIPELINE_ID}-2026-12-01T03:00:00Z"
+    scheduler_model = REAL_SESSION.client("scheduler").meta.service_model
+    validate_parameters(request, scheduler_model.operation_model("CreateSchedule").input_shape)
 
 
 def test_schedule_updates_an_existing_schedule_with_another_role(built: BuiltDefinition) -> None:
     session = StubbedSession("sagemaker", "scheduler")
-    session.stubs["sagemaker"].add_response(
-        "describe_pipeline", describe_pipeline_response(built), {"PipelineName": "churn-pipeline"}
-    )
+    expect_describe(session, built)
     role = f"arn:aws:iam::{ACCOUNT}:role/SchedulerRole"
     session.stubs["scheduler"].add_response(
         "update_schedule",
@@ -414,6 +575,54 @@ def test_schedule_updates_an_existing_schedule_with_another_role(built: BuiltDef
     expression = sagemaker_ops.schedule_expression(rate="rate(1 day)")
     sagemaker_ops.put_schedule(CONFIG, expression, role_arn=role, session=session, now=T0, enabled=False)
     session.verify()
+
+
+@pytest.mark.parametrize(
+    ("overrides", "deployed", "message"),
+    [
+        ({"Epochs": "many"}, "current", "parameter Epochs is Integer: 'many' is not a valid integer"),
+        ({"Epoch": "5"}, "current", r"unknown parameter\(s\) Epoch; the pipeline declares: "),
+        ({"DataVersion": "v1"}, "current", "DataVersion of a scheduled execution is its scheduled time"),
+        ({}, "old", "declares no DataVersion parameter"),
+    ],
+)
+def test_schedule_refuses_before_any_scheduler_call(
+    built: BuiltDefinition, overrides: dict[str, str], deployed: str, message: str
+) -> None:
+    session = StubbedSession("sagemaker", "scheduler")
+    expect_describe(session, built if deployed == "current" else without_data_version(built))
+    with pytest.raises(ParameterError, match=message):
+        sagemaker_ops.put_schedule(CONFIG, "rate(1 day)", overrides, session=session, now=T0)
+    session.verify()  # nothing queued on the scheduler stub: any call to it would have raised
+
+
+def test_schedule_dry_run_prints_the_exact_request_without_calling_aws(
+    built: BuiltDefinition, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    def no_aws(config: Any) -> Any:
+        raise AssertionError("--dry-run called AWS")
+
+    def build_definition(config: PipelineConfig) -> BuiltDefinition:  # the same build, made once for the module
+        assert (config.pipeline_name, config.bucket, config.region) == ("churn-pipeline", CONFIG.bucket, CONFIG.region)
+        return built
+
+    monkeypatch.setattr(sagemaker_ops, "aws_session", no_aws)
+    monkeypatch.setattr("pipeline.definition.build_definition", build_definition)
+    argv = ["schedule", "--dry-run", "--rate", "12 hours", "--param", "Epochs=5", "--disabled"]
+    argv += ["--region", "us-west-2", "--role-arn", CONFIG.role_arn, "--bucket", "artifacts-bucket"]
+    argv += ["--pipeline-name", "churn-pipeline", "--tag", "cost-center=ml", "--no-infer"]
+    assert main(argv) == 0
+    captured = capsys.readouterr()
+    printed = json.loads(captured.out)
+    start_date = datetime.fromisoformat(printed.pop("StartDate"))
+    expected = expected_schedule("rate(12 hours)", state="DISABLED", fixed='{"Name": "Epochs", "Value": "5"}, ')
+    expected.pop("StartDate")
+    assert printed == expected
+    assert start_date.tzinfo is not None
+    assert "dry run: nothing uploaded or scheduled" in captured.err
+
+    assert main([*argv, "--param", "Epoch=5"]) == 2
+    assert "llpipe schedule: unknown parameter(s) Epoch; the pipeline declares: " in capsys.readouterr().err
 
 
 def test_schedule_delete_and_delete_of_nothing() -> None:
@@ -466,46 +675,6 @@ def test_definition_command_writes_the_built_json(tmp_path: Any, built: BuiltDef
     assert main(args) == 0
     assert output.read_text() == built.definition_json
     assert json.loads(output.read_text())["Version"] == "2020-12-01"
-
-
-def test_schedule_sends_what_the_sdk_put_triggers_sends(
-    built: BuiltDefinition, sdk_pipeline: Any, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """Parity with SDK v3's Pipeline.put_triggers: the same DescribePipeline, then UpdateSchedule/CreateSchedule."""
-    from sagemaker.mlops.workflow.triggers import PipelineSchedule
-
-    monkeypatch.setenv("SAGEMAKER_VALIDATE_ROLE", "false")  # the role is a full ARN: no IAM lookup either way
-    scheduler_client = sdk_pipeline._event_bridge_scheduler_helper.event_bridge_scheduler_client
-    sagemaker_client = sdk_pipeline.sagemaker_session.sagemaker_client
-    sent: dict[str, list[dict[str, Any]]] = {"sdk": [], "ours": []}
-    ours = StubbedSession("sagemaker", "scheduler")
-
-    def record(who: str) -> Any:
-        def handler(params: dict[str, Any], model: Any, **_: Any) -> None:
-            sent[who].append({"operation": model.name, **copy.deepcopy(params)})
-
-        return handler
-
-    for who, clients in (("sdk", (sagemaker_client, scheduler_client)), ("ours", ours.clients.values())):
-        for api_client in clients:
-            api_client.meta.events.register("provide-client-params.*.*", record(who))
-    sdk_stubs = (Stubber(sagemaker_client), Stubber(scheduler_client))
-    for stubbed_sagemaker, stubbed_scheduler in (sdk_stubs, (ours.stubs["sagemaker"], ours.stubs["scheduler"])):
-        stubbed_sagemaker.add_response("describe_pipeline", describe_pipeline_response(built))
-        stubbed_scheduler.add_client_error("update_schedule", service_error_code="ResourceNotFoundException")
-        stubbed_scheduler.add_response("create_schedule", {"ScheduleArn": "arn:schedule"})
-        stubbed_sagemaker.activate()
-        stubbed_scheduler.activate()
-
-    try:
-        sdk_pipeline.put_triggers([PipelineSchedule(cron="0 3 * * ? *", start_date=T0)], role_arn=CONFIG.role_arn)
-    finally:
-        for stub in sdk_stubs:
-            stub.deactivate()  # the SDK pipeline is shared with the next test
-    sagemaker_ops.put_schedule(CONFIG, "cron(0 3 * * ? *)", session=ours, now=T0)
-    operations = [request["operation"] for request in sent["ours"]]
-    assert operations == ["DescribePipeline", "UpdateSchedule", "CreateSchedule"]
-    assert sent["ours"] == sent["sdk"]
 
 
 def test_upsert_of_an_existing_pipeline_sends_what_the_sdk_upsert_sends(
@@ -611,6 +780,7 @@ def test_start_infers_uploads_the_schema_then_starts_with_it(
         "describe_pipeline", describe_pipeline_response(built), {"PipelineName": "churn-pipeline"}
     )
     _expect_sample(session, text)
+    version = expect_listing(session, "s3://data-bucket/raw/", INPUT_OBJECTS)  # DataVersion: the whole listing
     key = uri.removeprefix("s3://artifacts-bucket/")
     session.stubs["s3"].add_response("put_object", {}, {"Bucket": "artifacts-bucket", "Key": key, "Body": body})
     parameters = [
@@ -619,6 +789,7 @@ def test_start_infers_uploads_the_schema_then_starts_with_it(
         {"Name": "CategoricalColumns", "Value": "student"},
         {"Name": "LabelValues", "Value": "No,Yes"},
         {"Name": "SchemaUrl", "Value": uri},
+        {"Name": "DataVersion", "Value": version},
     ]
     session.stubs["sagemaker"].add_response(
         "start_pipeline_execution",
@@ -644,16 +815,17 @@ def test_schedule_gives_every_execution_the_inferred_parameters(
     key = uri.removeprefix("s3://artifacts-bucket/")
     session.stubs["s3"].add_response("put_object", {}, {"Bucket": "artifacts-bucket", "Key": key, "Body": body})
     sagemaker.add_response("describe_pipeline", describe_pipeline_response(built), {"PipelineName": "churn-pipeline"})
-    expected = {**expected_schedule("cron(0 3 * * ? *)"), "StartDate": ANY}
-    expected["Target"]["SageMakerPipelineParameters"] = {
-        "PipelineParameterList": [
-            {"Name": "InputDataUrl", "Value": "s3://data-bucket/raw/"},
-            {"Name": "LabelColumn", "Value": "default"},
-            {"Name": "CategoricalColumns", "Value": "student"},
-            {"Name": "LabelValues", "Value": "No,Yes"},
-            {"Name": "SchemaUrl", "Value": uri},
-        ]
-    }
+    fixed = "".join(
+        json.dumps({"Name": name, "Value": value}) + ", "
+        for name, value in (
+            ("InputDataUrl", "s3://data-bucket/raw/"),
+            ("LabelColumn", "default"),
+            ("CategoricalColumns", "student"),
+            ("LabelValues", "No,Yes"),
+            ("SchemaUrl", uri),
+        )
+    )
+    expected = {**expected_schedule("cron(0 3 * * ? *)", fixed=fixed), "StartDate": ANY}
     session.stubs["scheduler"].add_response("update_schedule", {"ScheduleArn": "arn:schedule"}, expected)
     assert main(["schedule", "--cron", "0 3 * * ? *", *CLI_CONFIG, *GIVEN]) == 0
     session.verify()

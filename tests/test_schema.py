@@ -299,6 +299,10 @@ def test_start_dry_run_only_reads_and_prints_the_inferred_parameters(
             {"Body": body(text)},
             {"Bucket": "bkt", "Key": "raw/default.csv", "Range": f"bytes=0-{len(text) - 1}"},
         )
+        listing = [{"Key": "raw/default.csv", "Size": len(text), "ETag": '"e1"'}]
+        s3.add_response(  # the DataVersion fingerprint lists the whole input
+            "list_objects_v2", {"Contents": listing, "IsTruncated": False}, {"Bucket": "bkt", "Prefix": "raw/"}
+        )
         code = llpipe(
             ["start", "--dry-run", "--region", "eu-west-1", "--role-arn", config.role_arn, "--bucket", "bkt",
              "--param", "InputDataUrl=s3://bkt/raw/", "--param", "LabelColumn=default",
@@ -307,12 +311,22 @@ def test_start_dry_run_only_reads_and_prints_the_inferred_parameters(
         # no PutObject and no StartPipelineExecution was queued: the Stubber would have refused them
         sagemaker.assert_no_pending_responses()
         s3.assert_no_pending_responses()
-    out = capsys.readouterr().out
-    assert code == 0, out
-    assert "categorical columns (text values in the sample): student" in out
-    assert "LabelValues=No,Yes  (inferred)" in out and "CategoricalColumns=student  (inferred)" in out
-    assert "LabelColumn=default  (given)" in out and "Epochs=15  (default)" in out
-    assert "SchemaUrl=s3://bkt/linear-learner-pipeline/schemas/" in out
+    captured = capsys.readouterr()
+    assert code == 0, captured.err
+    assert "categorical columns (text values in the sample): student" in captured.err
+    request = json.loads(captured.out)  # stdout: the StartPipelineExecution request it would send
+    parameters = {item["Name"]: item["Value"] for item in request["PipelineParameters"]}
+    schema_url = parameters.pop("SchemaUrl")
+    assert schema_url.startswith("s3://bkt/linear-learner-pipeline/schemas/") and schema_url in captured.err
+    assert parameters.pop("DataVersion")
+    assert parameters == {
+        "InputDataUrl": "s3://bkt/raw/",
+        "LabelColumn": "default",
+        "MissingValues": "drop",
+        "CategoricalColumns": "student",
+        "LabelValues": "No,Yes",
+    }
+    assert "nothing was uploaded or started" in captured.err
 
 
 # ------------------------------------------------------------------------------------------------ Preprocess hosts

@@ -12,9 +12,13 @@ from __future__ import annotations
 import argparse
 import importlib
 import os
+import signal
 import sys
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
 
-from pipeline.errors import LlpipeError
+from pipeline.errors import Interrupted, LlpipeError
 
 # name -> (module, one-line help)
 COMMANDS: dict[str, tuple[str, str]] = {
@@ -50,13 +54,40 @@ def main(argv: list[str] | None = None) -> int:
     """Entry point of the ``llpipe`` console script; returns the process exit code."""
     args = build_parser().parse_args(argv)
     try:
-        return int(args.handler(args) or 0)
+        with _sigterm_as_interrupt():
+            return int(args.handler(args) or 0)
     except LlpipeError as error:
         print(f"llpipe {args.command_name}: {error}", file=sys.stderr)
         return error.exit_code
-    except KeyboardInterrupt:
-        print("interrupted", file=sys.stderr)
-        return 130
+    except KeyboardInterrupt as interrupt:  # Ctrl-C (SIGINT) or SIGTERM: the work was stopped and recorded as such
+        number = interrupt.signal_number if isinstance(interrupt, Interrupted) else signal.SIGINT
+        print(f"llpipe {args.command_name}: stopped by {signal.Signals(number).name}", file=sys.stderr)
+        return 128 + number
     except BrokenPipeError:  # `llpipe ... | head`: the reader left; exit quietly as Unix tools do
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return 141
+    except OSError as error:  # the file system refused: a read-only or missing work dir, a full disk
+        where = f"{error.filename}: " if error.filename else ""
+        print(
+            f"llpipe {args.command_name}: {where}{error.strerror or error}; check that the path exists, is writable "
+            "and has free space (--workdir DIR picks another work dir)",
+            file=sys.stderr,
+        )
+        return 1
+
+
+@contextmanager
+def _sigterm_as_interrupt() -> Iterator[None]:
+    """While a command runs, SIGTERM raises ``Interrupted`` in the main thread as Ctrl-C raises KeyboardInterrupt."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def interrupt(number: int, frame: object) -> None:
+        raise Interrupted(number, signal.Signals(number).name)
+
+    previous = signal.signal(signal.SIGTERM, interrupt)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)

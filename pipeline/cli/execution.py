@@ -34,10 +34,16 @@ def run(args: argparse.Namespace) -> int:
     except KeyError as error:
         raise UsageError(error.args[0]) from None
     if args.json:
-        print(json.dumps(record.to_json(), indent=2, default=str))
+        print(json.dumps({**record.to_json(), "abandoned": record.abandoned}, indent=2, default=str))
         return 0
     console = Console()
     console.print(f"[bold]Execution {record.id}[/bold] of {record.pipeline_name}: {record.status}")
+    if record.abandoned:
+        owner = record.owner
+        console.print(
+            f"[red]Abandoned:[/red] process {owner.get('pid')} on {owner.get('host')} ended without finishing this "
+            "execution (killed?); nothing is running it"
+        )
     console.print(f"Started {record.start_time}, ended {record.end_time or '-'}")
     console.print("Parameters: " + ", ".join(f"{name}={value}" for name, value in record.parameters.items()))
     console.print(step_table(record))

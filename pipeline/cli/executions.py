@@ -42,7 +42,7 @@ def run(args: argparse.Namespace) -> int:
     for row in rows:
         table.add_row(
             row["id"],
-            row["status"],
+            row["status"] + (" (abandoned)" if row.get("abandoned") else ""),
             _time(row["start_time"]),
             _duration(row["start_time"], row["end_time"]),
             row["failure_reason"] or "",
@@ -63,11 +63,20 @@ def _local_rows(workdir: Workdir, max_results: int) -> list[dict[str, Any]]:
             "status": record.status,
             "start_time": record.start_time,
             "end_time": record.end_time,
-            "failure_reason": record.failure_reason,
+            "failure_reason": record.failure_reason or _abandoned_reason(record),
             "steps": {name: step.status for name, step in record.steps.items()},
+            "abandoned": record.abandoned,
         }
         for record in ExecutionStore(workdir.executions).list()[:max_results]
     ]
+
+
+def _abandoned_reason(record: Any) -> str | None:
+    """Why an execution recorded as running is not: the process that ran it ended without finishing the record."""
+    if not record.abandoned:
+        return None
+    owner = record.owner
+    return f"process {owner.get('pid')} on {owner.get('host')} ended without finishing it (killed?)"
 
 
 def _sagemaker_rows(args: argparse.Namespace) -> list[dict[str, Any]]:

@@ -61,7 +61,10 @@ def run(args: argparse.Namespace) -> int:
     overrides = parse_overrides(args.param)
     config = config_from_args(args)
     local_run = build_local_run(config, workdir, use_cache=not args.no_cache)
-    source = user_data(args.data, args.label_column, args.predictor_type) if args.data else example_data(workdir)
+    if args.data:
+        source = user_data(args.data, args.label_column, args.predictor_type, workdir.root)
+    else:
+        source = example_data(workdir)
     schemas: dict[str, bytes] = {}
     if not args.no_infer:
         inferred = local_run.infer(source, overrides, args.sample_rows)

@@ -1,20 +1,34 @@
-"""Schedule executions of the pipeline with EventBridge Scheduler (one schedule named after the pipeline)."""
+"""Schedule executions of the pipeline with EventBridge Scheduler (one schedule named after the pipeline).
+
+Each scheduled execution gets DataVersion = its scheduled time, so it re-runs Preprocess and everything after it
+on the data under InputDataUrl at that time instead of reusing the previous execution's cached results. Unless
+``--no-infer``, the schema is inferred once now from the input (as ``llpipe start`` does), uploaded, and its
+SchemaUrl and short decisions become fixed parameters of every scheduled execution.
+"""
 
 from __future__ import annotations
 
 import argparse
+import json
 import sys
 
-from pipeline.config import add_config_arguments, config_from_args
+from pipeline.config import PipelineConfig, add_config_arguments, config_from_args
 from pipeline.inference import add_inference_arguments
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
-    """Exactly one of --cron, --rate, --delete; the role EventBridge Scheduler assumes; shared configuration."""
+    """Exactly one of --cron, --rate, --delete; fixed ``--param`` overrides; the scheduler role; --dry-run."""
     what = parser.add_mutually_exclusive_group(required=True)
     what.add_argument("--cron", metavar="EXPR", help="EventBridge cron, 6 fields, e.g. '0 3 * * ? *' (03:00 UTC)")
     what.add_argument("--rate", metavar="EXPR", help="e.g. '1 day', '12 hours'")
     what.add_argument("--delete", action="store_true", help="delete the schedule")
+    parser.add_argument(
+        "--param",
+        action="append",
+        default=[],
+        metavar="NAME=VALUE",
+        help="pipeline parameter every scheduled execution gets (repeat); DataVersion is the scheduled time",
+    )
     parser.add_argument(
         "--scheduler-role-arn",
         metavar="ARN",
@@ -22,50 +36,58 @@ def configure(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument("--disabled", action="store_true", help="create or update the schedule disabled")
     parser.add_argument(
-        "--param", action="append", default=[], metavar="NAME=VALUE", help="parameter every execution gets (repeat)"
+        "--dry-run",
+        action="store_true",
+        help="print the CreateSchedule request as JSON; reads only the input sample (none with --no-infer)",
     )
     add_inference_arguments(parser, s3=True)
     add_config_arguments(parser)
 
 
 def run(args: argparse.Namespace) -> int:
-    """Upsert or delete the schedule; its executions get the given and inferred parameters, defaults for the rest."""
-    from pipeline.inference import infer_s3, print_inferred
-    from pipeline.parameters import check_overrides, parse_overrides
-    from pipeline.sagemaker_ops import (
-        aws_call,
-        aws_session,
-        delete_schedule,
-        deployed_parameters,
-        put_object,
-        put_schedule,
-        schedule_expression,
-    )
+    """Upsert or delete the schedule, or print the request with --dry-run."""
+    from pipeline.errors import UsageError
+    from pipeline.inference import infer_for_execution
+    from pipeline.parameters import parse_overrides
+    from pipeline.sagemaker_ops import aws_session, delete_schedule, put_object, put_schedule, schedule_expression
 
     config = config_from_args(args)
     if args.delete:
+        if args.dry_run or args.param:
+            raise UsageError("--delete takes neither --param nor --dry-run")
         if delete_schedule(config):
             print(f"deleted schedule {config.pipeline_name}")
         else:
             print(f"no schedule named {config.pipeline_name}; nothing to delete")
         return 0
     expression = schedule_expression(cron=args.cron, rate=args.rate)
-    session = aws_session(config)
     given = parse_overrides(args.param)
-    declared = deployed_parameters(config, session) if given or not args.no_infer else {}
-    check_overrides(list(declared.values()), given)
-    with aws_call(f"sampling the input of {config.pipeline_name}"):
-        inferred = infer_s3(config.pipeline_prefix, declared, given, session, args)
+    session = None if args.no_infer else aws_session(config)
+    _, inferred = infer_for_execution(config, given, session, args, sys.stderr if args.dry_run else sys.stdout)
+    overrides = {**given, **(inferred.parameters if inferred else {})}
+    if args.dry_run:
+        print(dry_run(config, expression, overrides, args.scheduler_role_arn, not args.disabled))
+        note = "dry run: nothing uploaded or scheduled (the JSON fits aws scheduler create-schedule --cli-input-json)"
+        print(note, file=sys.stderr)
+        return 0
     if inferred is not None:
-        print_inferred(inferred, sys.stdout)
         put_object(config, inferred.uri, inferred.body, session)
     arn = put_schedule(
-        config,
-        expression,
-        role_arn=args.scheduler_role_arn,
-        session=session,
-        enabled=not args.disabled,
-        parameters={**given, **(inferred.parameters if inferred else {})},
+        config, expression, overrides, role_arn=args.scheduler_role_arn, session=session, enabled=not args.disabled
     )
     print(f"scheduled {config.pipeline_name} {expression}: {arn}")
     return 0
+
+
+def dry_run(
+    config: PipelineConfig, expression: str, overrides: dict[str, str], role_arn: str | None, enabled: bool
+) -> str:
+    """The request as indented JSON, overrides checked against the definition ``llpipe upsert`` would deploy."""
+    from pipeline.definition import build_definition
+    from pipeline.parameters import check_overrides
+    from pipeline.sagemaker_ops import schedule_request
+
+    definition = json.loads(build_definition(config).definition_json)
+    check_overrides(definition["Parameters"], overrides)
+    request = schedule_request(config, expression, overrides, role_arn=role_arn, enabled=enabled)
+    return json.dumps(request, indent=2, default=lambda value: value.isoformat())

@@ -1,5 +1,12 @@
 """Start an execution on SageMaker with parameter overrides; with --wait, watch its steps until it finishes.
 
+Unless ``--param DataVersion=...`` is given, DataVersion is the fingerprint of the objects under InputDataUrl, so
+new data re-runs Preprocess and everything after it instead of coming from the cache. Unless ``--no-infer``, the
+schema is inferred first from the start of the first objects under InputDataUrl (ListObjectsV2, ranged GetObject),
+uploaded to its content-addressed key and passed as SchemaUrl with the short decisions (never replacing a
+``--param``). ``--dry-run`` prints the StartPipelineExecution request after the same reads (DescribePipeline,
+ListObjectsV2, GetObject) and uploads and starts nothing.
+
 Exit codes with --wait: 0 succeeded, 1 a step failed, 3 the quality gate failed (QualityGateFailed ran),
 4 stopped; 2 for bad arguments.
 """
@@ -7,6 +14,7 @@ Exit codes with --wait: 0 succeeded, 1 a step failed, 3 the quality gate failed 
 from __future__ import annotations
 
 import argparse
+import json
 import sys
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
@@ -29,7 +37,9 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--wait", action="store_true", help="watch the steps until the execution finishes")
     parser.add_argument("--poll-seconds", type=float, default=30.0, help="seconds between polls with --wait (30)")
     parser.add_argument(
-        "--dry-run", action="store_true", help="print the resolved parameters and start nothing (reads only)"
+        "--dry-run",
+        action="store_true",
+        help="print the StartPipelineExecution request as JSON (reads the pipeline and the input only)",
     )
     add_inference_arguments(parser, s3=True)
     add_config_arguments(parser)
@@ -37,29 +47,33 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """Start; print the ARN; with --wait, a live step table and the exit code of the final status."""
-    from pipeline.inference import infer_s3, print_inferred, resolved_parameters
-    from pipeline.parameters import check_overrides, parse_overrides
-    from pipeline.sagemaker_ops import aws_call, aws_session, deployed_parameters, outcome, put_object, start
+    from pipeline.inference import infer_for_execution
+    from pipeline.parameters import parse_overrides
+    from pipeline.sagemaker_ops import aws_session, missing_data_version, outcome, put_object, start, start_request
 
     config = config_from_args(args)
     session = aws_session(config)
     given = parse_overrides(args.param)
-    needs_declaration = bool(given) or not args.no_infer or args.dry_run
-    declared = deployed_parameters(config, session) if needs_declaration else {}
-    check_overrides(list(declared.values()), given)
-    with aws_call(f"sampling the input of {config.pipeline_name}"):
-        inferred = infer_s3(config.pipeline_prefix, declared, given, session, args)
-    if inferred is not None:
-        print_inferred(inferred, sys.stdout)
+    declared, inferred = infer_for_execution(config, given, session, args, sys.stderr if args.dry_run else sys.stdout)
     parameters = {**given, **(inferred.parameters if inferred else {})}
+    request = start_request(config, parameters, session, args.display_name, declared)
+    if missing_data_version(request):
+        print(
+            f"llpipe start: warning: the deployed {config.pipeline_name} has no DataVersion parameter, so cached "
+            "steps may reuse results computed on older data; run llpipe upsert to deploy the current definition",
+            file=sys.stderr,
+        )
     if args.dry_run:
-        print("Parameters (dry run: nothing started):")
-        for name, value, origin in resolved_parameters(declared, given, inferred):
-            print(f"  {name}={value}  ({origin})")
+        print(json.dumps(request, indent=2))
+        print(
+            "dry run: read DescribePipeline, the ListObjectsV2 listing of InputDataUrl and the sampled objects only; "
+            "nothing was uploaded or started (the JSON fits aws sagemaker start-pipeline-execution --cli-input-json)",
+            file=sys.stderr,
+        )
         return 0
     if inferred is not None:
         put_object(config, inferred.uri, inferred.body, session)
-    arn = start(config, parameters, session=session, display_name=args.display_name, declared=declared)
+    arn = start(config, session=session, request=request)
     print(f"started {arn}")
     if not args.wait:
         return 0

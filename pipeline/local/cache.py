@@ -61,6 +61,18 @@ def cache_key(step_type: str, arguments: dict[str, Any]) -> str | None:
     return hashlib.sha256(canonical.encode()).hexdigest()
 
 
+def output_uris(properties: dict[str, Any]) -> list[str]:
+    """The S3 locations a cached step's properties point at: what a cache hit hands to the steps after it."""
+    uris = [
+        output["S3Output"]["S3Uri"]
+        for output in (properties.get("ProcessingOutputConfig") or {}).get("Outputs", [])
+        if (output.get("S3Output") or {}).get("S3Uri")
+    ]
+    artifact = (properties.get("ModelArtifacts") or {}).get("S3ModelArtifacts")
+    transform = (properties.get("TransformOutput") or {}).get("S3OutputPath")
+    return uris + [uri for uri in (artifact, transform) if uri]
+
+
 def caching_enabled(step: dict[str, Any]) -> bool:
     """Whether the step definition turns caching on."""
     config = step.get("CacheConfig") or {}

@@ -10,13 +10,16 @@ step's request as it ran (``steps/<name>/arguments.json``);
 from __future__ import annotations
 
 import json
+import os
 import secrets
+import socket
 import threading
 from dataclasses import asdict, dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
+from pipeline.errors import LlpipeError
 from pipeline.files import write_text_atomically
 from pipeline.names import StepStatus
 
@@ -63,6 +66,7 @@ class ExecutionRecord:
     parameters: dict[str, Any] = field(default_factory=dict)
     failure_reason: str | None = None
     steps: dict[str, StepRecord] = field(default_factory=dict)
+    owner: dict[str, Any] = field(default_factory=dict)  # the process running it: pid, host, process_start
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False, compare=False)
 
     def to_json(self) -> dict[str, Any]:
@@ -76,7 +80,13 @@ class ExecutionRecord:
             "parameters": self.parameters,
             "failure_reason": self.failure_reason,
             "steps": [asdict(step) for step in self.steps.values()],
+            "owner": self.owner,
         }
+
+    @property
+    def abandoned(self) -> bool:
+        """Recorded as executing, but the process that ran it has ended (killed): nothing runs it any more."""
+        return self.status == StepStatus.EXECUTING and owner_alive(self.owner) is False
 
     def step_folder(self, name: str) -> Path:
         """Where a step keeps its resolved arguments, logs and scratch space."""
@@ -95,6 +105,16 @@ def write_json_atomically(path: Path, document: Any) -> None:
     write_text_atomically(path, json.dumps(document, indent=2, default=str) + "\n")
 
 
+class DamagedRecord(LlpipeError):
+    """An ``execution.json`` that cannot be read back: truncated, edited by hand or from another version."""
+
+    def __init__(self, path: Path, error: Exception) -> None:
+        super().__init__(
+            f"{path}: not a readable execution record ({type(error).__name__}: {error}); "
+            "the execution's other files are intact: remove its folder to forget it"
+        )
+
+
 def record_from_json(document: dict[str, Any], folder: Path) -> ExecutionRecord:
     """The inverse of ``ExecutionRecord.to_json``."""
     steps = {step["name"]: StepRecord(**step) for step in document.get("steps", [])}
@@ -108,7 +128,37 @@ def record_from_json(document: dict[str, Any], folder: Path) -> ExecutionRecord:
         parameters=document.get("parameters", {}),
         failure_reason=document.get("failure_reason"),
         steps=steps,
+        owner=document.get("owner") or {},
     )
+
+
+def process_start(pid: int) -> str | None:
+    """The start time of a process (clock ticks since boot, from /proc), telling a reused pid from the original."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return None
+    return stat.rsplit(")", 1)[-1].split()[19]
+
+
+def current_owner() -> dict[str, Any]:
+    """This process as the owner of a record: enough to tell later whether it still runs."""
+    return {"pid": os.getpid(), "host": socket.gethostname(), "process_start": process_start(os.getpid())}
+
+
+def owner_alive(owner: dict[str, Any]) -> bool | None:
+    """Whether the owning process still runs; None when it cannot be told (no owner, or another host)."""
+    if not owner or owner.get("host") != socket.gethostname() or not isinstance(owner.get("pid"), int):
+        return None
+    pid = owner["pid"]
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        pass  # exists, owned by someone else
+    recorded = owner.get("process_start")
+    return recorded is None or process_start(pid) in (None, recorded)
 
 
 @dataclass(frozen=True)
@@ -123,7 +173,9 @@ class ExecutionStore:
         folder = self.root / execution_id
         folder.mkdir(parents=True)
         write_json_atomically(folder / "definition.json", definition)
-        record = ExecutionRecord(id=execution_id, pipeline_name=pipeline_name, folder=folder, parameters=parameters)
+        record = ExecutionRecord(
+            id=execution_id, pipeline_name=pipeline_name, folder=folder, parameters=parameters, owner=current_owner()
+        )
         record.save()
         return record
 
@@ -132,7 +184,10 @@ class ExecutionStore:
         path = self.root / execution_id / EXECUTION_FILE
         if not path.is_file():
             raise KeyError(f"no execution {execution_id!r} under {self.root}")
-        return record_from_json(json.loads(path.read_text()), path.parent)
+        try:
+            return record_from_json(json.loads(path.read_text()), path.parent)
+        except (json.JSONDecodeError, UnicodeDecodeError, KeyError, TypeError) as error:
+            raise DamagedRecord(path, error) from None
 
     def list(self) -> list[ExecutionRecord]:
         """Every execution, newest first."""

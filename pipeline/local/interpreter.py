@@ -10,6 +10,7 @@ no new step starts; steps that never start are recorded as ``Skipped`` with the 
 from __future__ import annotations
 
 import json
+import threading
 import traceback
 from collections.abc import Callable, Mapping
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
@@ -36,6 +37,7 @@ class Interpreter:
     use_cache: bool = True
     arn_prefix: str = "arn:aws:sagemaker:local:000000000000"  # arn:aws:sagemaker:<region>:<account>
     on_change: Callable[[ExecutionRecord, StepRecord], None] = field(default=lambda record, step: None)
+    has_objects: Callable[[str], bool] = field(default=lambda uri: True)  # does an S3 object or prefix exist
 
     def prepare(self, definition: dict[str, Any], overrides: Mapping[str, Any]) -> tuple[Plan, dict[str, Any]]:
         """The checked plan and the parameter values; raises before any record is created."""
@@ -65,15 +67,17 @@ class Interpreter:
             },
             read_json=self.read_json,
         )
+        stop = threading.Event()
         try:
-            self._execute(checked, record, context)
-        except KeyboardInterrupt:  # Ctrl-C reaches the jobs' processes too: record the execution as stopped
+            self._execute(checked, record, context, stop)
+        except KeyboardInterrupt as interrupt:  # Ctrl-C or SIGTERM: the running jobs were ended; record it
+            reason = f"stopped by {getattr(interrupt, 'signal_name', 'SIGINT')}"
             for step in record.steps.values():
-                if step.status == StepStatus.EXECUTING:
-                    step.status, step.end_time = StepStatus.STOPPED, now()
+                if step.status in (StepStatus.EXECUTING, StepStatus.STOPPED):
+                    step.status, step.end_time, step.failure_reason = StepStatus.STOPPED, now(), reason
                 elif step.status == StepStatus.PENDING:
                     step.status, step.detail = StepStatus.SKIPPED, "not reached: the execution was stopped"
-            record.status, record.failure_reason, record.end_time = StepStatus.STOPPED, "interrupted", now()
+            record.status, record.failure_reason, record.end_time = StepStatus.STOPPED, reason, now()
             record.save()
             raise
         failed = [step for step in record.steps.values() if step.status == StepStatus.FAILED]
@@ -101,27 +105,44 @@ class Interpreter:
                 step["Arguments"] = {"ErrorMessage": record.steps[step["Name"]].failure_reason}
         return resolved
 
-    def _execute(self, checked: Plan, record: ExecutionRecord, context: expressions.Context) -> None:
+    def _execute(
+        self, checked: Plan, record: ExecutionRecord, context: expressions.Context, stop: threading.Event
+    ) -> None:
         running: dict[Future, str] = {}
         with ThreadPoolExecutor(max_workers=max(1, self.max_parallel)) as pool:
-            while True:
-                failed = any(step.status == StepStatus.FAILED for step in record.steps.values())
-                for spec in checked.steps.values():
-                    step = record.steps[spec.name]
-                    if step.status != StepStatus.PENDING:
-                        continue
-                    blocker = self._blocker(spec, record, failed)
-                    if blocker:
-                        self._change(record, step, status=StepStatus.SKIPPED, detail=blocker)
-                    elif self._ready(spec, record) and not failed:
-                        self._change(record, step, status=StepStatus.EXECUTING, start_time=now())
-                        running[pool.submit(self._run_step, spec, record, context)] = spec.name
-                if not running:
-                    break  # every step is now finished or skipped: a pending step is ready or blocked
-                done, _ = wait(running, return_when=FIRST_COMPLETED)
-                for future in done:
-                    running.pop(future)
-                    future.result()  # _run_step records failures itself; anything else is a bug worth raising
+            try:
+                self._schedule(checked, record, context, stop, pool, running)
+            except BaseException:
+                stop.set()  # the running jobs end their processes; leaving this block waits for them
+                raise
+
+    def _schedule(
+        self,
+        checked: Plan,
+        record: ExecutionRecord,
+        context: expressions.Context,
+        stop: threading.Event,
+        pool: ThreadPoolExecutor,
+        running: dict[Future, str],
+    ) -> None:
+        while True:
+            failed = any(step.status == StepStatus.FAILED for step in record.steps.values())
+            for spec in checked.steps.values():
+                step = record.steps[spec.name]
+                if step.status != StepStatus.PENDING:
+                    continue
+                blocker = self._blocker(spec, record, failed)
+                if blocker:
+                    self._change(record, step, status=StepStatus.SKIPPED, detail=blocker)
+                elif self._ready(spec, record) and not failed:
+                    self._change(record, step, status=StepStatus.EXECUTING, start_time=now())
+                    running[pool.submit(self._run_step, spec, record, context, stop)] = spec.name
+            if not running:
+                break  # every step is now finished or skipped: a pending step is ready or blocked
+            done, _ = wait(running, return_when=FIRST_COMPLETED)
+            for future in done:
+                running.pop(future)
+                future.result()  # _run_step records failures itself; anything else is a bug worth raising
 
     def _ready(self, spec: StepSpec, record: ExecutionRecord) -> bool:
         if not all(record.steps[name].status == StepStatus.SUCCEEDED for name in spec.upstream):
@@ -156,7 +177,9 @@ class Interpreter:
         step.detail = text
         self.on_change(record, step)
 
-    def _run_step(self, spec: StepSpec, record: ExecutionRecord, context: expressions.Context) -> None:
+    def _run_step(
+        self, spec: StepSpec, record: ExecutionRecord, context: expressions.Context, stop: threading.Event
+    ) -> None:
         step = record.steps[spec.name]
         try:
             step_context = expressions.Context(
@@ -165,8 +188,11 @@ class Interpreter:
                 steps={name: record.steps[name].properties for name in spec.upstream},
                 read_json=context.read_json,
             )
-            properties = self._step_properties(spec, record, step, step_context)
+            properties = self._step_properties(spec, record, step, step_context, stop)
         except StepFailed as error:
+            if stop.is_set():  # ended because the execution is being stopped, not a failure of its own
+                self._change(record, step, status=StepStatus.STOPPED, end_time=now(), failure_reason=str(error))
+                return
             self._change(record, step, status=StepStatus.FAILED, end_time=now(), failure_reason=str(error))
         except Exception as error:  # a job crashed: keep the traceback in the record, show its last line
             (record.step_folder(spec.name) / "error.txt").write_text(traceback.format_exc())
@@ -176,7 +202,12 @@ class Interpreter:
             self._change(record, step, status=StepStatus.SUCCEEDED, end_time=now(), properties=properties)
 
     def _step_properties(
-        self, spec: StepSpec, record: ExecutionRecord, step: StepRecord, context: expressions.Context
+        self,
+        spec: StepSpec,
+        record: ExecutionRecord,
+        step: StepRecord,
+        context: expressions.Context,
+        stop: threading.Event,
     ) -> dict[str, Any]:
         if spec.type == "Condition":
             outcome = conditions.evaluate_all(spec.arguments.get("Conditions", []), context)
@@ -190,13 +221,19 @@ class Interpreter:
         write_json_atomically(folder / "arguments.json", arguments)
         key = cache.cache_key(spec.type, arguments) if cache.caching_enabled(spec.definition) else None
         step.cache_key = key
+        note = ""  # why a cache hit was not taken, kept as the step's detail
         if key and self.use_cache:
             hit = cache.find_hit(self.store, self.pipeline_name, spec.definition, key, record.id)
             if hit:
                 source, previous = hit
-                step.cache_hit_source = source
-                step.detail = f"cache hit from execution {source}"
-                return previous.properties
+                missing = [uri for uri in cache.output_uris(previous.properties) if not self.has_objects(uri)]
+                if not missing:
+                    step.cache_hit_source = source
+                    step.detail = f"cache hit from execution {source}"
+                    return previous.properties
+                note = f"cache hit from execution {source} not used: its output {missing[0]} is gone; re-running"
+                step.detail = note
+                self._change(record, step)
         job = Job(
             step=spec,
             arguments=arguments,
@@ -206,9 +243,11 @@ class Interpreter:
             folder=folder,
             arn_prefix=self.arn_prefix,
             report=lambda text: self._progress(record, step, text),
+            stop=stop,
         )
         properties = self.runners[spec.type](job)
-        step.detail = ""  # the last progress line of a finished job says nothing more
+        step.detail = note  # the last progress line of a finished job says nothing more
+
         return {**properties, **self._property_files(spec, properties)}
 
     @staticmethod

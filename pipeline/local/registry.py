@@ -206,6 +206,23 @@ class LocalRegistry:
     @contextmanager
     def _transaction(self, write: bool) -> Iterator[sqlite3.Connection]:
         """One connection, one transaction; writers take the write lock up front (BEGIN IMMEDIATE)."""
+        with self._database_errors():
+            yield from self._transaction_on(write)
+
+    @contextmanager
+    def _database_errors(self) -> Iterator[None]:
+        """SQLite errors (a damaged or read-only file, a folder that cannot be made) as one line naming the file."""
+        try:
+            yield
+        except sqlite3.DatabaseError as error:
+            raise RegistryError(
+                f"{self.db_path}: the model registry cannot be used ({error}); if it is damaged, move it aside "
+                "(a new one is created) or restore it; if it is read-only, make it writable"
+            ) from None
+        except OSError as error:
+            raise RegistryError(f"{self.db_path}: {error.strerror or error}; check the work dir") from None
+
+    def _transaction_on(self, write: bool) -> Iterator[sqlite3.Connection]:
         if write:
             self.db_path.parent.mkdir(parents=True, exist_ok=True)
         connection = sqlite3.connect(self.db_path, timeout=BUSY_TIMEOUT_SECONDS, isolation_level=None)

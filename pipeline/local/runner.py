@@ -1,25 +1,28 @@
 """One local execution from start to end: build the definition, stage its code and data, interpret it, summarise.
 
 The work dir (``pipeline.local.workdir``) holds everything: the local S3 folder, the registry, the models and the
-execution records. Data is staged under ``s3://<bucket>/<pipeline>/input/<name>-<fingerprint>/`` so an unchanged
-data set keeps its URI and cached steps stay valid.
+execution records. Data is staged under ``s3://<bucket>/<pipeline>/input/<name>-<version>/`` and the same version
+is the DataVersion parameter, so an unchanged data set keeps its URI and cache keys, and changed data re-runs
+Preprocess and everything after it.
 """
 
 from __future__ import annotations
 
-import hashlib
 import json
+import shutil
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from pipeline.data_version import PARAMETER as DATA_VERSION
+from pipeline.data_version import DataVersionError, files_version, local_s3_version
 from pipeline.errors import DataError
 from pipeline.files import atomic_path
+from pipeline.local import preflight
 from pipeline.local.executions import ExecutionRecord, ExecutionStore, StepRecord
 from pipeline.local.interpreter import Interpreter
 from pipeline.local.jobs import local_runners
-from pipeline.local.jobs.storage import link_or_copy
 from pipeline.local.plan import load_definition
 from pipeline.local.s3 import LocalS3
 from pipeline.local.workdir import Workdir
@@ -39,8 +42,13 @@ class DataSource:
     parameters: dict[str, str]
 
 
-def data_files(path: Path) -> tuple[Path, list[Path]]:
-    """The CSV/Parquet files of a file or folder (recursively, sorted) and the folder they are relative to."""
+def data_files(path: Path, workdir: Path | None = None) -> tuple[Path, list[Path]]:
+    """The CSV/Parquet files of a file or folder (recursively, sorted) and the folder they are relative to.
+
+    Nothing under ``workdir`` is data: a work dir inside the folder holds this tool's own staged copies."""
+    inside = workdir is not None and path.resolve().is_relative_to(workdir.resolve())
+    if inside:
+        raise DataError(f"--data {path} is inside the work dir {workdir}; give the data's own file or folder")
     if path.is_file():
         if not path.name.lower().endswith(DATA_SUFFIXES):
             raise DataError(f"--data {path}: not a data file; Preprocess reads {', '.join(DATA_SUFFIXES)} files")
@@ -49,14 +57,17 @@ def data_files(path: Path) -> tuple[Path, list[Path]]:
         raise DataError(f"--data {path}: no such file or folder")
     files = sorted(p for p in path.rglob("*") if p.is_file() and p.name.lower().endswith(DATA_SUFFIXES))
     files = [p for p in files if not any(part.startswith((".", "_")) for part in p.relative_to(path).parts)]
+    if workdir is not None:
+        files = [p for p in files if not p.resolve().is_relative_to(workdir.resolve())]
     if not files:
         raise DataError(f"--data {path}: no {', '.join(DATA_SUFFIXES)} files in this folder")
     return path, files
 
 
-def user_data(path: Path, label_column: str, predictor_type: str) -> DataSource:
-    """The user's own data; with a single file, one processing instance (a second would get no object)."""
-    base, files = data_files(path)
+def user_data(path: Path, label_column: str, predictor_type: str, workdir: Path | None = None) -> DataSource:
+    """The user's own data (never the work dir's files); with a single file, one processing instance (a second would
+    get no object)."""
+    base, files = data_files(path, workdir)
     parameters = {"LabelColumn": label_column, "PredictorType": predictor_type}
     if len(files) == 1:
         parameters["ProcessingInstanceCount"] = "1"
@@ -73,23 +84,16 @@ def example_data(workdir: Workdir) -> DataSource:
     return DataSource("breast-cancer", files, folder, parameters)
 
 
-def fingerprint(files: list[Path], base: Path) -> str:
-    """A short hash of the files' relative names, sizes and contents' modification times (cheap on big data)."""
-    digest = hashlib.sha256()
-    for path in files:
-        stat = path.stat()
-        digest.update(f"{path.relative_to(base).as_posix()}\0{stat.st_size}\0{stat.st_mtime_ns}\0".encode())
-    return digest.hexdigest()[:12]
+def stage_data(s3: LocalS3, source: DataSource, prefix: str, version: str) -> str:
+    """Copy the data into the local S3 folder under its version; returns its S3 prefix URI (ending in ``/``).
 
-
-def stage_data(s3: LocalS3, source: DataSource, prefix: str) -> str:
-    """Link the data into the local S3 folder; returns its S3 prefix URI (ending in ``/``)."""
-    uri = f"{prefix}/input/{source.name}-{fingerprint(source.files, source.base)}/"
+    A copy, not a link: editing the user's file later must not rewrite what an earlier execution read."""
+    uri = f"{prefix}/input/{source.name}-{version}/"
     for path in source.files:
         target = s3.path(uri + path.relative_to(source.base).as_posix())
         if not target.exists():
             with atomic_path(target) as temporary:
-                link_or_copy(path, temporary)
+                shutil.copyfile(path, temporary)
     return uri
 
 
@@ -132,6 +136,7 @@ class LocalRun:
             use_cache=self.use_cache,
             arn_prefix=f"arn:aws:sagemaker:{self.config.region}:{account}",
             on_change=self.on_change or (lambda record, step: None),
+            has_objects=self.s3.has_objects,
         )
 
     def infer(self, source: DataSource, overrides: Mapping[str, str], sample_rows: int) -> Inferred | None:
@@ -158,18 +163,38 @@ class LocalRun:
     def execute(
         self, source: DataSource, overrides: Mapping[str, str], schemas: Mapping[str, bytes] | None = None
     ) -> ExecutionRecord:
-        """Validate, stage code, schema and data, then interpret the definition; errors before staging leave nothing."""
+        """Validate, stage code, schemas and data, then interpret the definition; errors before staging leave nothing.
+
+        ``schemas`` are decided schema objects to put into the local S3 (URI -> bytes). DataVersion (unless
+        overridden) is the fingerprint of the data: of ``source``'s files, or of the objects under an
+        ``InputDataUrl`` override in the local S3 folder.
+        """
         definition = load_definition(self.definition_json)
         interpreter = self.interpreter()
         parameters = merge_parameters(source.parameters, overrides)
         checked, values = interpreter.prepare(definition, parameters)
+        preflight.check_parameters(checked, values)
+        if "InputDataUrl" not in overrides:
+            preflight.check_data(source.files, values)
         s3 = self.s3
+        version = self.data_version(source, overrides)
         for uri, body in {**self.uploads, **(schemas or {})}.items():
             if not s3.path(uri).is_file() or s3.path(uri).read_bytes() != body:
                 s3.put_bytes(uri, body)
         if "InputDataUrl" not in overrides:
-            values["InputDataUrl"] = stage_data(s3, source, self.config.pipeline_prefix)
+            values["InputDataUrl"] = stage_data(s3, source, self.config.pipeline_prefix, version)
+        if DATA_VERSION in values and DATA_VERSION not in parameters:  # a --param DataVersion wins
+            values[DATA_VERSION] = version
         return interpreter.execute(checked, values)
+
+    def data_version(self, source: DataSource, overrides: Mapping[str, str]) -> str:
+        """The fingerprint of the data this run reads (see :mod:`pipeline.data_version`)."""
+        if "InputDataUrl" not in overrides:
+            return files_version(source.files, source.base)
+        try:
+            return local_s3_version(self.s3, overrides["InputDataUrl"])
+        except (DataVersionError, ValueError) as error:
+            raise DataError(f"--param InputDataUrl={overrides['InputDataUrl']}: {error}") from None
 
 
 def build_local_run(config: Any, workdir: Workdir, **options: Any) -> LocalRun:

@@ -54,6 +54,11 @@ class LocalS3:
                     found.append(f"s3://{bucket}/{key}")
         return sorted(found)
 
+    def has_objects(self, uri: str) -> bool:
+        """Whether the object, or at least one object under the prefix, exists."""
+        path = self.path(uri)
+        return path.is_file() or (path.is_dir() and any(child.is_file() for child in path.rglob("*")))
+
     def put_bytes(self, uri: str, data: bytes) -> Path:
         """Write one object atomically (temporary name, then rename)."""
         path = self.path(uri)

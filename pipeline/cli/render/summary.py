@@ -52,7 +52,8 @@ def summarise(record: ExecutionRecord, s3: LocalS3, render_plots: bool = True) -
         "execution_id": record.id,
         "status": record.status,
         "steps": {name: step.status for name, step in record.steps.items()},
-        "cache_hits": sorted(name for name, step in record.steps.items() if step.cache_hit_source),
+        # step -> the earlier execution whose results it reused
+        "cache_hits": {name: step.cache_hit_source for name, step in record.steps.items() if step.cache_hit_source},
         "metrics": {},
         "gate": None,
         "model_package": None,
@@ -136,8 +137,11 @@ def print_summary(summary: dict[str, Any], console: Any) -> None:
     succeeded = summary["status"] == StepStatus.SUCCEEDED
     colour = "green" if succeeded else "red"
     console.print(f"\n[bold]Execution {summary['execution_id']}[/bold]: [{colour}]{summary['status']}[/{colour}]")
-    if summary["cache_hits"]:
-        console.print(f"Cache hits: {', '.join(summary['cache_hits'])}")
+    reused: dict[str, list[str]] = {}
+    for step, source in summary["cache_hits"].items():
+        reused.setdefault(source, []).append(step)
+    for source, steps in reused.items():
+        console.print(f"Cache hits: {', '.join(steps)} reused from execution {source}", soft_wrap=True)
     if summary["metrics"]:
         table = Table(title="Model quality on the test split", title_justify="left")
         metrics = summary["metrics"]

@@ -6,6 +6,7 @@ step's properties, the fields SageMaker's Describe* call would return; ``StepFai
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -31,6 +32,7 @@ class Job:
     folder: Path  # the step's folder in the execution record
     arn_prefix: str = "arn:aws:sagemaker:local:000000000000"
     report: Callable[[str], None] = field(default=lambda text: None)
+    stop: threading.Event = field(default_factory=threading.Event)  # set when the execution is being stopped
 
     @property
     def job_name(self) -> str:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import signal
 import subprocess
 import sys
 import time
@@ -137,21 +138,24 @@ class ProcessingJobs:
                             stderr=subprocess.STDOUT,
                             cwd=root,
                             env={**os.environ, **environment, "PYTHONUNBUFFERED": "1"},
+                            start_new_session=True,  # its own process group: ended as a whole, by this job only
                         )
                     )
             while any(process.poll() is None for process in processes):
                 failed = [i for i, process in enumerate(processes) if process.returncode not in (None, 0)]
-                if failed:
-                    break  # one instance failed: the job has failed, stop the others
+                if failed or job.stop.is_set():
+                    break  # one instance failed (the job has failed) or the execution stops: end the others
                 job.report(f"{len(roots)} instance(s) running, {time.monotonic() - started:.0f}s")
                 time.sleep(0.05)
         finally:
             killed = set()
             for index, process in enumerate(processes):
                 if process.poll() is None:
-                    process.kill()
+                    kill_group(process)
                     killed.add(index)
                 process.wait()
+        if job.stop.is_set():
+            raise StepFailed(f"stopped: {len(killed)} running instance(s) ended")
         # the root cause is an instance that ended by itself, not one stopped here because another one failed
         failed = [i for i, process in enumerate(processes) if process.returncode != 0 and i not in killed]
         failed = failed or [i for i, process in enumerate(processes) if process.returncode != 0]
@@ -161,6 +165,14 @@ class ProcessingJobs:
             # the sandbox is gone once the job ends: name paths as the container saw them
             reason = last_error(logs / f"{host_name(index)}.log").replace(str(roots[index] / "opt" / "ml"), "/opt/ml")
             raise StepFailed(f"{host_name(index)} exited with code {code}: {reason}")
+
+
+def kill_group(process: subprocess.Popen) -> None:
+    """End a job process and everything it started (its process group, made by ``start_new_session``)."""
+    try:
+        os.killpg(process.pid, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError):
+        process.kill()
 
 
 def last_error(log_path: Path, lines: int = 1) -> str:

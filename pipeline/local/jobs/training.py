@@ -62,8 +62,11 @@ class TrainingJobs:
                 instance_count=count,
                 work_dir=job.folder / "instances",
                 on_log=logs.write,
+                stop=job.stop,
             )
         except launcher.TrainingError as error:
+            if job.stop.is_set():  # stopped, not failed: nothing to keep for a post-mortem
+                shutil.rmtree(job.folder / "instances", ignore_errors=True)
             raise StepFailed(str(error)) from None
         finally:
             logs.close()

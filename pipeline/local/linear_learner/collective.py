@@ -100,8 +100,10 @@ class ClientCollective:
 class ParameterServer:
     """Aggregates pushes from ``size`` instances; runs in a background thread of the launcher."""
 
-    def __init__(self, size: int, authkey: bytes, timeout: float = DEFAULT_TIMEOUT_SECONDS) -> None:
+    def __init__(self, size: int, authkey: bytes, timeout: float = DEFAULT_TIMEOUT_SECONDS,
+                 names: list[str] | None = None) -> None:
         self.size = size
+        self._names = names or [f"rank {rank}" for rank in range(size)]
         self._authkey = authkey
         self._timeout = timeout
         self._listener = socket.create_server(("127.0.0.1", 0))
@@ -110,6 +112,7 @@ class ParameterServer:
         self._thread = threading.Thread(target=self._serve, name="linear-learner-parameter-server", daemon=True)
         self._stopped = threading.Event()
         self.error: str | None = None
+        self.stalled = False  # an instance sent nothing within the timeout (stopped or hung): ``error`` names it
 
     @property
     def address(self) -> tuple[str, int]:
@@ -161,8 +164,14 @@ class ParameterServer:
             connections = [c for c in self._connections if c is not None]
             while not self._stopped.is_set():
                 total: np.ndarray | None = None
-                for conn in connections:
-                    part = np.frombuffer(_receive_frame(conn), dtype=np.float64)
+                for rank, conn in enumerate(connections):
+                    try:
+                        frame = _receive_frame(conn)
+                    except TimeoutError:
+                        self.stalled = True
+                        raise TimeoutError(f"{self._names[rank]} sent no update for {self._timeout:g} s: "
+                                           "the instance is stopped or hung") from None
+                    part = np.frombuffer(frame, dtype=np.float64)
                     total = part.copy() if total is None else total + part
                 assert total is not None
                 payload = total.tobytes()

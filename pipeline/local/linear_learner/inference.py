@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+import secrets
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -38,7 +40,8 @@ def transform_files(model_path: Path, input_files: Sequence[Path], output_dir: P
                 raise AlgorithmInputError(f"{path}: records have {features.shape[1]} features; the model expects "
                                           f"{model.feature_dim} ({model_path})")
             target = output_dir / (path.name + ".out")
-            temporary = target.with_name(target.name + ".tmp")
+            # unique per writer: two transforms into one folder never share a temporary file
+            temporary = target.with_name(f".{target.name}.{os.getpid()}.{secrets.token_hex(6)}.tmp")
             lines = prediction_lines(model, features) if features.shape[0] else []
             temporary.write_text("".join(line + "\n" for line in lines))
             written.append((temporary, target))

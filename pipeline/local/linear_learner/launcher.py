@@ -13,6 +13,7 @@ import os
 import queue
 import secrets
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
@@ -28,6 +29,8 @@ from pipeline.names import RECORDIO, TRAINING_CONTENT_TYPES
 from pipeline.sharding import DISTRIBUTIONS, objects_for_instance
 
 AUTHKEY_ENV = "LLPIPE_LL_AUTHKEY"
+HEARTBEAT_ENV = "LLPIPE_TRAINING_HEARTBEAT_SECONDS"
+DEFAULT_HEARTBEAT_SECONDS = 60.0
 EXIT_ABORTED = 3  # an instance stopped because another one failed (not the root cause)
 
 
@@ -58,8 +61,10 @@ def host_name(index: int) -> str:
 
 def train(hyperparameters: Mapping[str, str], channels: Mapping[str, Channel], output_dir: Path, *,
           instance_count: int = 1, work_dir: Path | None = None,
-          on_log: Callable[[str], None] | None = None) -> TrainingResult:
-    """Train on ``instance_count`` local processes and write ``model.tar.gz``, ``metrics.json``, ``training.json``."""
+          on_log: Callable[[str], None] | None = None, stop: threading.Event | None = None) -> TrainingResult:
+    """Train on ``instance_count`` local processes and write ``model.tar.gz``, ``metrics.json``, ``training.json``.
+
+    Setting ``stop`` ends every instance's process group and raises ``TrainingError``."""
     if instance_count < 1:
         raise TrainingError(f"instance_count must be at least 1, got {instance_count}")
     _check_channels(channels)
@@ -72,7 +77,7 @@ def train(hyperparameters: Mapping[str, str], channels: Mapping[str, Channel], o
     try:
         roots = [_lay_out_root(Path(work_dir), index, instance_count, hyperparameters, channels)
                  for index in range(instance_count)]
-        _run_instances(roots, log)
+        _run_instances(roots, log, stop or threading.Event())
         return _collect(roots[0], output_dir)
     finally:
         if temporary is not None:
@@ -126,7 +131,7 @@ def _link_or_copy(source: Path, target: Path) -> None:
         shutil.copyfile(source, target)
 
 
-def _run_instances(roots: list[Path], log: Callable[[str], None]) -> None:
+def _run_instances(roots: list[Path], log: Callable[[str], None], stop: threading.Event) -> None:
     """Start one process per root, stream their logs and raise ``TrainingError`` as soon as one fails."""
     from pipeline.local.linear_learner.collective import ParameterServer
 
@@ -135,7 +140,8 @@ def _run_instances(roots: list[Path], log: Callable[[str], None]) -> None:
     extra_args: list[str] = []
     if len(roots) > 1:
         authkey = secrets.token_bytes(16)
-        server = ParameterServer(len(roots), authkey)
+        server = ParameterServer(len(roots), authkey, timeout=heartbeat_timeout(), names=[
+            host_name(index) for index in range(len(roots))])
         server.start()
         host, port = server.address
         extra_args = ["--coordinator", f"{host}:{port}"]
@@ -147,12 +153,13 @@ def _run_instances(roots: list[Path], log: Callable[[str], None]) -> None:
         for index, root in enumerate(roots):
             process = subprocess.Popen(
                 [sys.executable, "-m", "pipeline.local.linear_learner.train", "--root", str(root), *extra_args],
-                stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env)
+                stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env,
+                start_new_session=True)  # its own process group, ended as a whole when training stops
             processes.append(process)
             reader = threading.Thread(target=_pump, args=(process, host_name(index), lines), daemon=True)
             reader.start()
             readers.append(reader)
-        failure = _wait(processes, roots, lines, log)
+        failure = _wait(processes, roots, lines, log, stop, server)
         if failure is not None:
             if server is not None and server.error and f"exit code {EXIT_ABORTED})" in failure:
                 failure += f" (parameter server: {server.error})"
@@ -160,7 +167,7 @@ def _run_instances(roots: list[Path], log: Callable[[str], None]) -> None:
     finally:
         for process in processes:
             if process.poll() is None:
-                process.kill()
+                _kill_group(process)
         if server is not None:
             server.stop()
         for process in processes:
@@ -185,10 +192,36 @@ def _drain(lines: queue.Queue, log: Callable[[str], None]) -> None:
         log(f"[{host}] {line}")
 
 
+def _kill_group(process: subprocess.Popen) -> None:
+    """End an instance and anything it started (its own process group)."""
+    try:
+        os.killpg(process.pid, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError):
+        process.kill()
+
+
+def heartbeat_timeout() -> float:
+    """Seconds an instance may go without reaching the parameter server before the job fails naming it
+    (``LLPIPE_TRAINING_HEARTBEAT_SECONDS``, default 60): a stopped or hung instance is reported, not waited for."""
+    text = os.environ.get(HEARTBEAT_ENV, "")
+    try:
+        seconds = float(text) if text else DEFAULT_HEARTBEAT_SECONDS
+    except ValueError:
+        raise TrainingError(f"{HEARTBEAT_ENV}={text!r} is not a number of seconds") from None
+    if not seconds > 0:
+        raise TrainingError(f"{HEARTBEAT_ENV}={text!r} must be a positive number of seconds")
+    return seconds
+
+
 def _wait(processes: list[subprocess.Popen], roots: list[Path], lines: queue.Queue,
-          log: Callable[[str], None]) -> str | None:
+          log: Callable[[str], None], stop: threading.Event, server: object = None) -> str | None:
     """Wait for all processes; return the failure message of the root-cause host, or None on success."""
     while True:
+        if stop.is_set():
+            return "stopped: the execution is being stopped"
+        stalled = getattr(server, "error", None) if getattr(server, "stalled", False) else None
+        if stalled:
+            return f"{stalled} ({HEARTBEAT_ENV} sets this limit)"
         try:
             host, line = lines.get(timeout=0.05)
             log(f"[{host}] {line}")

@@ -1,0 +1,330 @@
+"""Faults and bad input found by a hostile try-out (issue 11), each run through the real CLI or the real local backend.
+
+Every test here failed before its fix (its docstring says how); they use real files, real subprocesses and real
+signals. Runs are kept short with tiny data and few epochs.
+"""
+
+from __future__ import annotations
+
+import gzip
+import json
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from pipeline import cli
+from pipeline.errors import TrainingError
+from pipeline.files import atomic_path
+from pipeline.local.executions import ExecutionStore
+from pipeline.local.linear_learner import launcher
+from pipeline.local.registry import LocalRegistry
+from pipeline.local.runner import DataSource, stage_data, user_data
+from pipeline.local.s3 import LocalS3
+
+FAST = ["--param", "Epochs=2", "--param", "NumModels=2", "--param", "MiniBatchSize=50"]
+REPOSITORY = Path(__file__).resolve().parents[1]
+
+
+def binary_csv(path: Path, rows: int = 200, seed: int = 0) -> Path:
+    rng = np.random.default_rng(seed)
+    features = rng.normal(size=(rows, 3))
+    frame = pd.DataFrame(features, columns=["a", "b", "c"])
+    frame["label"] = (features[:, 0] > 0).astype(int)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    frame.to_csv(path, index=False)
+    return path
+
+
+def run_cli(argv: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, str]:
+    code = cli.main(argv)
+    return code, capsys.readouterr().err
+
+
+# ------------------------------------------------------------------------------------------ the data option
+
+
+def test_data_folder_holding_the_work_dir_never_reads_the_staged_copies(tmp_path: Path) -> None:
+    """Before: `llpipe run --data .` with the work dir inside `.` staged its own earlier copies (rows 300, 600...)."""
+    binary_csv(tmp_path / "data.csv")
+    staged = tmp_path / "work" / "s3" / "bucket" / "input" / "data-123" / "data.csv"
+    binary_csv(staged)  # what an earlier run left in the work dir
+    source = user_data(tmp_path, "label", "binary_classifier", tmp_path / "work")
+    assert source.files == [tmp_path / "data.csv"]
+    with pytest.raises(Exception, match="inside the work dir"):
+        user_data(staged.parent, "label", "binary_classifier", tmp_path / "work")
+
+
+def test_staging_copies_so_later_edits_do_not_rewrite_an_earlier_execution_s_data(tmp_path: Path) -> None:
+    """Before: staging hard-linked the user's file, so appending to it changed what an earlier execution read."""
+    data = binary_csv(tmp_path / "data" / "data.csv")
+    original = data.read_bytes()
+    s3 = LocalS3(tmp_path / "s3")
+    uri = stage_data(s3, DataSource("data", [data], data.parent, {}), "s3://bucket/p", "v1")
+    with data.open("a") as handle:
+        handle.write("9,9,9,1\n")
+    assert s3.path(uri + "data.csv").read_bytes() == original
+
+
+# ------------------------------------------------------------------------------------- checks before anything runs
+
+
+@pytest.mark.parametrize(
+    ("params", "named"),
+    [
+        (["Epochs=0"], "Epochs"),
+        (["MiniBatchSize=0"], "MiniBatchSize"),
+        (["LearningRate=-1"], "LearningRate"),
+        (["Loss=softmax_loss"], "Loss"),
+        (["Wd=lots"], "Wd"),
+        (["MetricThreshold=nan"], "MetricThreshold"),
+        (["MetricThreshold=1.5"], "MetricThreshold"),
+        (["MetricThreshold=-0.1"], "MetricThreshold"),
+        (["LabelValues=a,b,c"], "LabelValues"),
+        (["ProcessingInstanceCount=2"], "ProcessingInstanceCount"),
+        (["TrainingInstanceCount=500"], "TrainingInstanceCount"),
+    ],
+)
+def test_inconsistent_parameters_are_usage_errors_before_preprocess_starts(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], params: list[str], named: str
+) -> None:
+    """Before: each of these started Preprocess and failed minutes later in Train or the gate (or, for a threshold
+    out of range, ran to a gate that could never pass); now exit 2 naming the parameter, nothing created."""
+    data = binary_csv(tmp_path / "data.csv")
+    argv = ["run", "--workdir", str(tmp_path / "w"), "--data", str(data), "--label-column", "label"]
+    argv += ["--predictor-type", "binary_classifier", "--quiet"]
+    code, err = run_cli(argv + [item for p in params for item in ("--param", p)], capsys)
+    assert code == 2, err
+    assert named in err and "Traceback" not in err
+    assert not (tmp_path / "w" / "executions").exists()
+
+
+def test_num_classes_must_match_label_values_and_thresholds_fit_the_gate_metric(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Before: NumClasses=3 with four LabelValues, or a regressor's MetricThreshold=2 (r2 <= 1), ran and failed late."""
+    data = tmp_path / "iris.csv"
+    pd.DataFrame({"x": np.arange(40.0), "y": ["a", "b", "c", "d"] * 10}).to_csv(data, index=False)
+    base = ["run", "--workdir", str(tmp_path / "w"), "--data", str(data), "--label-column", "y", "--quiet"]
+    code, err = run_cli(
+        base
+        + ["--predictor-type", "multiclass_classifier", "--param", "LabelValues=a,b,c,d", "--param", "NumClasses=3"],
+        capsys,
+    )
+    assert code == 2 and "NumClasses=3" in err and "4 classes" in err
+    code, err = run_cli(base + ["--predictor-type", "regressor", "--param", "MetricThreshold=2"], capsys)
+    assert code == 2 and "r2 is at most 1" in err
+
+
+def test_a_split_that_would_be_empty_is_refused(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Before: 5 rows with 15 % validation gave an empty validation split that failed inside the jobs."""
+    data = binary_csv(tmp_path / "tiny.csv", rows=5)
+    argv = ["run", "--workdir", str(tmp_path / "w"), "--data", str(data), "--label-column", "label"]
+    code, err = run_cli(argv + ["--predictor-type", "binary_classifier", "--quiet"], capsys)
+    assert code == 2 and "ValidationFraction" in err and "5 data rows" in err
+
+
+def test_bad_bytes_extra_fields_and_truncated_gzip_name_the_file_and_row(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Before: a non-UTF-8 byte or a truncated .csv.gz failed inside Preprocess naming a sandbox path and a chunk,
+    and a trailing comma on every row was read silently as an index column (the features shifted by one)."""
+    base = ["run", "--workdir", str(tmp_path / "w"), "--label-column", "label"]
+    base += ["--predictor-type", "binary_classifier", "--quiet", "--data"]
+    latin = tmp_path / "latin.csv"
+    latin.write_bytes(b"a,b,c,label\n1,2,3,0\n4,5,6,1\ncaf\xe9,5,6,1\n" + b"1,2,3,0\n" * 40)
+    code, err = run_cli(base + [str(latin)], capsys)
+    assert code == 2 and str(latin) in err and "data row 3" in err and "UTF-8" in err
+    trailing = tmp_path / "trailing.csv"
+    trailing.write_text("a,b,c,label\n" + "".join(f"{i},2,3,{i % 2},\n" for i in range(60)))
+    code, err = run_cli(base + [str(trailing)], capsys)
+    assert code == 2 and str(trailing) in err and "data row 1" in err and "5 fields" in err
+    truncated = tmp_path / "cut.csv.gz"
+    whole = gzip.compress(binary_csv(tmp_path / "src" / "x.csv").read_bytes())
+    truncated.write_bytes(whole[: len(whole) // 2])
+    code, err = run_cli(base + [str(truncated)], capsys)
+    assert code == 2 and str(truncated) in err and "truncated" in err
+    assert not (tmp_path / "w" / "executions").exists()
+
+
+# ---------------------------------------------------------------------------------------- a damaged work dir
+
+
+def test_damaged_records_and_registry_are_one_line_errors(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Before: a corrupt execution.json or registry.db ended in a JSONDecodeError / sqlite3.DatabaseError traceback."""
+    record = tmp_path / "executions" / "abc123" / "execution.json"
+    record.parent.mkdir(parents=True)
+    record.write_text('{"id": "abc123", "status": "Exec')
+    code, err = run_cli(["execution", "show", "abc123", "--workdir", str(tmp_path)], capsys)
+    assert code == 1 and str(record) in err and "not a readable execution record" in err
+    (tmp_path / "registry.db").write_bytes(b"this is not SQLite" * 100)
+    code, err = run_cli(["models", "list", "--workdir", str(tmp_path)], capsys)
+    assert code == 1 and "registry.db" in err and "move it aside" in err and "Traceback" not in err
+    with pytest.raises(Exception, match="cannot be used"):
+        LocalRegistry(tmp_path / "registry.db").list_packages()
+
+
+def test_a_work_dir_that_cannot_be_created_is_one_line(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Before: a work dir under a regular file ended in a NotADirectoryError traceback."""
+    (tmp_path / "file").write_text("x")
+    code, err = run_cli(["run", "--workdir", str(tmp_path / "file" / "w"), "--quiet", *FAST], capsys)
+    assert code == 1 and str(tmp_path / "file") in err and "--workdir" in err
+
+
+# ----------------------------------------------------------------------------------------------- concurrency
+
+
+def test_temporary_names_differ_even_for_writers_with_the_same_pid(monkeypatch: pytest.MonkeyPatch,
+                                                                   tmp_path: Path) -> None:
+    """Before: the temporary name was pid + thread id, equal for two containers (pid namespaces) sharing a work dir."""
+    monkeypatch.setattr(os, "getpid", lambda: 1)
+    monkeypatch.setattr(threading, "get_ident", lambda: 7)
+    names = []
+    for _ in range(2):
+        with atomic_path(tmp_path / "x.json") as temporary:
+            temporary.write_text("{}")
+            names.append(temporary.name)
+    assert names[0] != names[1]
+
+
+# ------------------------------------------------------------------------------------------------- the cache
+
+
+def test_a_cached_step_whose_outputs_were_deleted_runs_again(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Before: the cache hit was taken and Train failed with 'no S3 objects found' under the deleted prefix."""
+    data = binary_csv(tmp_path / "data.csv")
+    argv = ["run", "--workdir", str(tmp_path / "w"), "--data", str(data), "--label-column", "label"]
+    argv += ["--predictor-type", "binary_classifier", "--json", *FAST]
+    assert cli.main(argv) == 0, capsys.readouterr().err
+    first = json.loads(capsys.readouterr().out)
+    train = next((tmp_path / "w" / "s3").rglob("preprocess/train"))
+    for shard in train.rglob("*"):
+        if shard.is_file():
+            shard.unlink()
+    assert cli.main(argv) == 0, capsys.readouterr().err
+    second = json.loads(capsys.readouterr().out)
+    record = ExecutionStore(tmp_path / "w" / "executions").load(second["execution_id"])
+    preprocess = record.steps["Preprocess"]
+    assert preprocess.cache_hit_source is None and "is gone; re-running" in preprocess.detail
+    assert first["execution_id"] in preprocess.detail
+
+
+# ------------------------------------------------------------------------------------------------- signals
+
+
+def _wait_for_step(folder: Path, step: str, process: subprocess.Popen) -> str:
+    """Poll the only execution record until ``step`` is executing; its id."""
+    while process.poll() is None:
+        for path in folder.glob("*/execution.json"):
+            try:
+                document = json.loads(path.read_text())
+            except (OSError, json.JSONDecodeError):
+                continue
+            if any(s["name"] == step and s["status"] == "Executing" for s in document["steps"]):
+                return document["id"]
+        time.sleep(0.1)
+    raise AssertionError(f"the run ended before {step} started: {process.stderr.read() if process.stderr else ''}")
+
+
+def _processes_mentioning(text: str) -> list[int]:
+    found = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                if text.encode() in (entry / "cmdline").read_bytes():
+                    found.append(int(entry.name))
+            except OSError:
+                continue
+    return found
+
+
+@pytest.mark.parametrize(("sent", "step", "code"), [(signal.SIGTERM, "Train", 143), (signal.SIGINT, "Preprocess", 130)])
+def test_sigterm_and_ctrl_c_stop_the_jobs_and_record_stopped(
+    tmp_path: Path, sent: signal.Signals, step: str, code: int
+) -> None:
+    """Before: SIGTERM killed llpipe at once: the job processes ran on, the sandbox stayed, the record said
+    Executing forever. Now both signals end the jobs' process groups and record Stopped with exit 128 + signal."""
+    work = tmp_path / "w"
+    argv = [sys.executable, "-m", "pipeline", "run", "--workdir", str(work), "--quiet"]
+    argv += ["--param", "Epochs=400", "--param", "MiniBatchSize=10", "--param", "NumModels=2"]
+    process = subprocess.Popen(argv, cwd=tmp_path, stderr=subprocess.PIPE, text=True, start_new_session=True)
+    try:
+        execution_id = _wait_for_step(work / "executions", step, process)
+        time.sleep(1.0)  # let the job's processes start
+        process.send_signal(sent)
+        assert process.wait(timeout=120) == code
+    finally:
+        if process.poll() is None:
+            process.kill()
+    assert signal.Signals(sent).name in process.stderr.read()
+    record = ExecutionStore(work / "executions").load(execution_id)
+    assert record.status == "Stopped" and record.steps[step].status == "Stopped"
+    assert signal.Signals(sent).name in record.failure_reason
+    assert not (record.folder / "steps" / step / "sandbox").exists()
+    assert not (record.folder / "steps" / step / "instances").exists()
+    assert _processes_mentioning(str(work)) == []
+
+
+def test_an_execution_whose_process_was_killed_is_shown_abandoned(tmp_path: Path) -> None:
+    """Before: a run killed with SIGKILL stayed 'Executing' in `llpipe executions` forever, as if still running."""
+    work = tmp_path / "w"
+    argv = [sys.executable, "-m", "pipeline", "run", "--workdir", str(work), "--quiet", *FAST]
+    process = subprocess.Popen(argv, cwd=tmp_path, stderr=subprocess.PIPE, text=True, start_new_session=True)
+    try:
+        execution_id = _wait_for_step(work / "executions", "Preprocess", process)
+        process.kill()
+        process.wait(timeout=60)
+    finally:
+        if process.poll() is None:
+            process.kill()
+    for pid in _processes_mentioning(str(work)):  # the orphaned job processes of the killed run
+        os.killpg(pid, signal.SIGKILL)
+    listed = subprocess.run(
+        [sys.executable, "-m", "pipeline", "executions", "--workdir", str(work), "--json"],
+        capture_output=True, text=True, check=True,
+    )
+    [row] = json.loads(listed.stdout)
+    assert row["id"] == execution_id and row["status"] == "Executing" and row["abandoned"] is True
+    assert f"process {process.pid}" in row["failure_reason"]
+
+
+def test_a_stopped_training_instance_is_reported_within_the_heartbeat(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Before: a SIGSTOPped instance left the others waiting 600 s in silence; now the job fails after the
+    configured heartbeat (LLPIPE_TRAINING_HEARTBEAT_SECONDS) naming the stopped instance."""
+
+    monkeypatch.setenv(launcher.HEARTBEAT_ENV, "2")
+    rng = np.random.default_rng(0)
+    features = rng.normal(size=(2000, 4)).astype(np.float32)
+    labels = (features[:, 0] > 0).astype(np.float32)
+    files = []
+    for part in range(2):
+        path = tmp_path / "data" / f"part-{part}.csv"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        np.savetxt(path, np.column_stack([labels[part::2], features[part::2]]), delimiter=",", fmt="%.6f")
+        files.append(path)
+    stopped: list[int] = []
+
+    def on_log(line: str) -> None:
+        if not stopped and "#quality_metric" in line and "epoch=" in line:  # both instances are connected by now
+            [pid] = [p for p in _processes_mentioning(str(tmp_path / "work" / "algo-2")) if p != os.getpid()]
+            os.kill(pid, signal.SIGSTOP)
+            stopped.append(pid)
+
+    hyperparameters = {"predictor_type": "binary_classifier", "feature_dim": "4", "epochs": "100000",
+                       "mini_batch_size": "10", "num_models": "2", "early_stopping_patience": "100000"}
+    channels = {"train": launcher.Channel(files=files, distribution="ShardedByS3Key", content_type="text/csv")}
+    with pytest.raises(TrainingError, match="algo-2 sent no update for 2 s"):
+        launcher.train(hyperparameters, channels, tmp_path / "out", instance_count=2, work_dir=tmp_path / "work",
+                       on_log=on_log)
+    assert stopped and _processes_mentioning(str(tmp_path / "work")) == []
