@@ -142,13 +142,15 @@ class LocalRun:
     def infer(self, source: DataSource, overrides: Mapping[str, str], sample_rows: int) -> Inferred | None:
         """The schema decided from the first ``sample_rows`` rows of each file; None when the user gave SchemaUrl."""
         from pipeline.inference import infer
-        from pipeline.parameters import resolve_parameters
         from pipeline.schema import sample_local
 
         parameters = merge_parameters(source.parameters, overrides)
         if "SchemaUrl" in parameters:
             return None
-        values = resolve_parameters(load_definition(self.definition_json)["Parameters"], parameters)
+        checked, values = self.interpreter().prepare(load_definition(self.definition_json), parameters)
+        preflight.check_parameters(checked, values)  # the parameter and data checks come before the sample
+        if "InputDataUrl" not in overrides:
+            preflight.check_data(source.files, values)
         files, base = source.files, source.base
         if "InputDataUrl" in overrides:  # the run reads that prefix of the local S3, not --data: sample what it reads
             base = self.s3.path(str(values["InputDataUrl"]))
