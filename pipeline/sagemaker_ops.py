@@ -46,7 +46,7 @@ def aws_session(config: PipelineConfig) -> Any:
 
 
 @contextmanager
-def _aws_call(what: str) -> Iterator[None]:
+def aws_call(what: str) -> Iterator[None]:
     """Turn botocore's errors into one-line :class:`AwsError` messages naming the operation."""
     from botocore.exceptions import BotoCoreError, ClientError, NoCredentialsError
 
@@ -87,17 +87,17 @@ def upsert(config: PipelineConfig, built: Any, session: Any = None, description:
     create = {**request, "ClientRequestToken": uuid.uuid4().hex, **({"Tags": tags} if tags else {})}
     from botocore.exceptions import ClientError
 
-    with _aws_call(f"CreatePipeline {config.pipeline_name}"):
+    with aws_call(f"CreatePipeline {config.pipeline_name}"):
         try:
             response = sagemaker.create_pipeline(**create)
             return UpsertResult(response["PipelineArn"], created=True, uploaded=uploaded)
         except ClientError as error:
             if not _already_exists(error):
                 raise
-    with _aws_call(f"UpdatePipeline {config.pipeline_name}"):
+    with aws_call(f"UpdatePipeline {config.pipeline_name}"):
         arn = sagemaker.update_pipeline(**request)["PipelineArn"]
     if tags:
-        with _aws_call(f"tagging {arn}"):
+        with aws_call(f"tagging {arn}"):
             existing = sagemaker.list_tags(ResourceArn=arn)["Tags"]
             merged = tags + [tag for tag in existing if tag["Key"] not in {t["Key"] for t in tags}]
             sagemaker.add_tags(ResourceArn=arn, Tags=merged)
@@ -116,7 +116,7 @@ def _upload(s3: Any, uri: str, content: bytes, kms_key_id: str | None) -> str:
     request: dict[str, Any] = {"Bucket": parsed.netloc, "Key": parsed.path.lstrip("/"), "Body": content}
     if kms_key_id:
         request.update(ServerSideEncryption="aws:kms", SSEKMSKeyId=kms_key_id)
-    with _aws_call(f"uploading {uri}"):
+    with aws_call(f"uploading {uri}"):
         s3.put_object(**request)
     return uri
 
@@ -124,9 +124,6 @@ def _upload(s3: Any, uri: str, content: bytes, kms_key_id: str | None) -> str:
 def put_object(config: PipelineConfig, uri: str, content: bytes, session: Any = None) -> str:
     """PutObject one object (e.g. a decided schema), encrypted with the configured key like the code bundles."""
     return _upload((session or aws_session(config)).client("s3"), uri, content, config.kms_key_id)
-
-
-aws_call = _aws_call  # the same one-line error handling for callers outside this module
 
 
 def _definition_argument(s3: Any, config: PipelineConfig, definition_json: str) -> dict[str, Any]:
@@ -142,13 +139,70 @@ def _definition_argument(s3: Any, config: PipelineConfig, definition_json: str) 
 # ---------------------------------------------------------------- start
 
 
+def deployed_definition(config: PipelineConfig, session: Any = None) -> dict[str, Any]:
+    """The pipeline definition as deployed (DescribePipeline)."""
+    session = session or aws_session(config)
+    with aws_call(f"DescribePipeline {config.pipeline_name}"):
+        response = session.client("sagemaker").describe_pipeline(PipelineName=config.pipeline_name)
+    return json.loads(response["PipelineDefinition"])
+
+
 def deployed_parameters(config: PipelineConfig, session: Any = None) -> dict[str, dict[str, Any]]:
     """The parameters of the pipeline as deployed (DescribePipeline): name -> declaration."""
-    session = session or aws_session(config)
-    with _aws_call(f"DescribePipeline {config.pipeline_name}"):
-        response = session.client("sagemaker").describe_pipeline(PipelineName=config.pipeline_name)
-    definition = json.loads(response["PipelineDefinition"])
+    return declared_parameters(deployed_definition(config, session))
+
+
+def declared_parameters(definition: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
     return {parameter["Name"]: parameter for parameter in definition.get("Parameters", [])}
+
+
+def steps_from(definition: Mapping[str, Any], first: str) -> list[str]:
+    """``first`` and every step downstream of it, in definition order: what a selective execution from it runs.
+
+    A step depends on the steps in its ``DependsOn``, the steps whose properties it reads (``{"Get": "Steps.X..."}``,
+    property files included) and, inside a Condition's branches, on the Condition.
+    """
+    dependencies: dict[str, set[str]] = {}
+
+    def collect(steps: list[dict[str, Any]], parent: str | None) -> None:
+        for step in steps:
+            arguments = dict(step.get("Arguments", {}))
+            is_condition = step["Type"] == "Condition"
+            branches = [arguments.pop(key, []) for key in ("IfSteps", "ElseSteps")] if is_condition else []
+            needs = set(step.get("DependsOn", [])) | _referenced_steps(arguments) | ({parent} if parent else set())
+            dependencies[step["Name"]] = needs
+            for branch in branches:
+                collect(branch, step["Name"])
+
+    collect(list(definition.get("Steps", [])), None)
+    if first not in dependencies:
+        raise ParameterError(f"--from-step {first!r}: the pipeline has no such step; it has {', '.join(dependencies)}")
+    selected = {first}
+    changed = True
+    while changed:
+        changed = False
+        for name, needs in dependencies.items():
+            if name not in selected and needs & selected:
+                selected.add(name)
+                changed = True
+    return [name for name in dependencies if name in selected]
+
+
+def _referenced_steps(value: Any) -> set[str]:
+    """Names X of every ``{"Get": "Steps.X...."}`` inside a step's arguments."""
+    if isinstance(value, dict):
+        found = set()
+        reference = value.get("Get")
+        if isinstance(reference, str) and reference.startswith("Steps."):
+            found.add(reference.split(".")[1])
+        for item in value.values():
+            found |= _referenced_steps(item)
+        return found
+    if isinstance(value, list):
+        return set().union(*(_referenced_steps(item) for item in value)) if value else set()
+    return set()
+
+
 
 
 def start_request(
@@ -156,28 +210,39 @@ def start_request(
     parameters: Mapping[str, str] | None = None,
     session: Any = None,
     display_name: str | None = None,
-    declared: Mapping[str, Mapping[str, Any]] | None = None,
+    from_step: str | None = None,
+    source_arn: str | None = None,
+    max_parallel: int | None = None,
 ) -> dict[str, Any]:
-    """The StartPipelineExecution request, built with reads only: DescribePipeline (unless ``declared`` is the
-    deployed declaration already read), then ListObjectsV2.
+    """The StartPipelineExecution request, built with reads only: DescribePipeline, then ListObjectsV2.
 
     Overrides are checked against the deployed definition. Unless ``DataVersion`` is given, it is the fingerprint
     of the objects under ``InputDataUrl`` (the override, else the deployed default), so new data is a new cache key.
     A pipeline deployed before DataVersion existed gets no DataVersion (see :func:`missing_data_version`).
+    ``from_step`` with ``source_arn``: a selective execution running that step and everything downstream of it,
+    the other steps' outputs taken from the source execution. ``max_parallel``: ParallelismConfiguration.
     """
     session = session or aws_session(config)
-    declared = declared if declared is not None else deployed_parameters(config, session)
+    definition = deployed_definition(config, session)
+    declared = declared_parameters(definition)
     parameters = dict(parameters or {})
     check_overrides(list(declared.values()), parameters)
     if DATA_VERSION in declared and DATA_VERSION not in parameters:
         url = parameters.get("InputDataUrl") or str(declared.get("InputDataUrl", {}).get("DefaultValue", ""))
-        with _aws_call(f"ListObjectsV2 {url} (for DataVersion; or pass --param {DATA_VERSION}=...)"):
+        with aws_call(f"ListObjectsV2 {url} (for DataVersion; or pass --param {DATA_VERSION}=...)"):
             parameters[DATA_VERSION] = s3_version(session.client("s3"), url)
     request: dict[str, Any] = {"PipelineName": config.pipeline_name}
     if parameters:
         request["PipelineParameters"] = [{"Name": name, "Value": str(value)} for name, value in parameters.items()]
     if display_name:
         request["PipelineExecutionDisplayName"] = display_name
+    if from_step:
+        request["SelectiveExecutionConfig"] = {
+            "SourcePipelineExecutionArn": source_arn,
+            "SelectedSteps": [{"StepName": name} for name in steps_from(definition, from_step)],
+        }
+    if max_parallel is not None:
+        request["ParallelismConfiguration"] = {"MaxParallelExecutionSteps": max_parallel}
     return request
 
 
@@ -196,8 +261,27 @@ def start(
     """StartPipelineExecution of :func:`start_request` (or of ``request``, already built); returns the ARN."""
     session = session or aws_session(config)
     request = request or start_request(config, parameters, session, display_name)
-    with _aws_call(f"StartPipelineExecution {config.pipeline_name}"):
+    with aws_call(f"StartPipelineExecution {config.pipeline_name}"):
         return session.client("sagemaker").start_pipeline_execution(**request)["PipelineExecutionArn"]
+
+
+def retry(config: PipelineConfig, arn: str, max_parallel: int | None = None, session: Any = None) -> str:
+    """RetryPipelineExecution: re-run the failed steps of a failed execution (same ARN, succeeded steps kept)."""
+    request: dict[str, Any] = {"PipelineExecutionArn": arn}
+    if max_parallel is not None:
+        request["ParallelismConfiguration"] = {"MaxParallelExecutionSteps": max_parallel}
+    with aws_call(f"RetryPipelineExecution {arn}"):
+        return (session or aws_session(config)).client("sagemaker").retry_pipeline_execution(**request)[
+            "PipelineExecutionArn"
+        ]
+
+
+def stop(config: PipelineConfig, arn: str, session: Any = None) -> str:
+    """StopPipelineExecution: the running steps' jobs are stopped, the execution ends Stopped."""
+    with aws_call(f"StopPipelineExecution {arn}"):
+        return (session or aws_session(config)).client("sagemaker").stop_pipeline_execution(PipelineExecutionArn=arn)[
+            "PipelineExecutionArn"
+        ]
 
 
 @dataclass
@@ -216,18 +300,24 @@ class ExecutionState:
 
 def poll_execution(sagemaker: Any, arn: str) -> ExecutionState:
     """DescribePipelineExecution + every page of ListPipelineExecutionSteps."""
-    with _aws_call(f"DescribePipelineExecution {arn}"):
+    with aws_call(f"DescribePipelineExecution {arn}"):
         described = sagemaker.describe_pipeline_execution(PipelineExecutionArn=arn)
+    return ExecutionState(
+        arn, described["PipelineExecutionStatus"], described.get("FailureReason"), execution_steps(sagemaker, arn)
+    )
+
+
+def execution_steps(sagemaker: Any, arn: str) -> list[dict[str, Any]]:
+    """Every page of ListPipelineExecutionSteps, oldest step first."""
     steps: list[dict[str, Any]] = []
     request: dict[str, Any] = {"PipelineExecutionArn": arn, "SortOrder": "Ascending"}
-    with _aws_call(f"ListPipelineExecutionSteps {arn}"):
+    with aws_call(f"ListPipelineExecutionSteps {arn}"):
         while True:
             page = sagemaker.list_pipeline_execution_steps(**request)
             steps.extend(page.get("PipelineExecutionSteps", []))
             if not page.get("NextToken"):
-                break
+                return steps
             request["NextToken"] = page["NextToken"]
-    return ExecutionState(arn, described["PipelineExecutionStatus"], described.get("FailureReason"), steps)
 
 
 def wait_for_execution(
@@ -305,7 +395,7 @@ def _step_detail(step: dict[str, Any]) -> str:
 def list_executions(config: PipelineConfig, max_results: int = 10, session: Any = None) -> list[dict[str, Any]]:
     """The newest executions (ListPipelineExecutions summaries, newest first)."""
     session = session or aws_session(config)
-    with _aws_call(f"ListPipelineExecutions {config.pipeline_name}"):
+    with aws_call(f"ListPipelineExecutions {config.pipeline_name}"):
         response = session.client("sagemaker").list_pipeline_executions(
             PipelineName=config.pipeline_name,
             SortBy="CreationTime",
@@ -414,7 +504,7 @@ def put_schedule(
     scheduler = session.client("scheduler")
     from botocore.exceptions import ClientError
 
-    with _aws_call(f"schedule {config.pipeline_name}"):
+    with aws_call(f"schedule {config.pipeline_name}"):
         try:
             return scheduler.update_schedule(**request)["ScheduleArn"]
         except ClientError as error:
@@ -428,11 +518,89 @@ def delete_schedule(config: PipelineConfig, session: Any = None) -> bool:
     from botocore.exceptions import ClientError
 
     scheduler = (session or aws_session(config)).client("scheduler")
-    with _aws_call(f"DeleteSchedule {config.pipeline_name}"):
+    with aws_call(f"DeleteSchedule {config.pipeline_name}"):
         try:
             scheduler.delete_schedule(Name=config.pipeline_name)
         except ClientError as error:
             if error.response.get("Error", {}).get("Code") == "ResourceNotFoundException":
                 return False
             raise
+    return True
+
+
+# ---------------------------------------------------------------- failure alerts
+
+EXECUTION_STATUS_CHANGE = "SageMaker Model Building Pipeline Execution Status Change"
+ALERT_TARGET_ID = "llpipe-failure-topic"
+_RULE_NAME_LIMIT = 64
+
+
+def alert_rule_name(config: PipelineConfig) -> str:
+    """``<pipeline>-failed``; names past EventBridge's 64 characters are cut and suffixed with a hash."""
+    name = f"{config.pipeline_name}-failed"
+    if len(name) <= _RULE_NAME_LIMIT:
+        return name
+    digest = hashlib.sha256(name.encode()).hexdigest()[:8]
+    return f"{name[: _RULE_NAME_LIMIT - 16]}-{digest}-failed"
+
+
+def failure_event_pattern(pipeline_arn: str) -> dict[str, Any]:
+    """EventBridge pattern: this pipeline's executions changing to Failed."""
+    return {
+        "source": ["aws.sagemaker"],
+        "detail-type": [EXECUTION_STATUS_CHANGE],
+        "detail": {"pipelineArn": [pipeline_arn], "currentPipelineExecutionStatus": ["Failed"]},
+    }
+
+
+def put_failure_alert(config: PipelineConfig, topic_arn: str, session: Any = None) -> str:
+    """PutRule on the pipeline's failed executions and PutTargets to the SNS topic (a readable message)."""
+    session = session or aws_session(config)
+    with aws_call(f"DescribePipeline {config.pipeline_name}"):
+        pipeline_arn = session.client("sagemaker").describe_pipeline(PipelineName=config.pipeline_name)["PipelineArn"]
+    events = session.client("events")
+    name = alert_rule_name(config)
+    rule: dict[str, Any] = {
+        "Name": name,
+        "EventPattern": json.dumps(failure_event_pattern(pipeline_arn)),
+        "State": "ENABLED",
+        "Description": f"Failed executions of SageMaker pipeline {config.pipeline_name} to SNS (llpipe alerts)",
+    }
+    if config.all_tags:
+        rule["Tags"] = config.all_tags
+    target = {
+        "Id": ALERT_TARGET_ID,
+        "Arn": topic_arn,
+        "InputTransformer": {
+            "InputPathsMap": {"execution": "$.detail.pipelineExecutionArn", "time": "$.time"},
+            "InputTemplate": (
+                f'"SageMaker pipeline {config.pipeline_name}: execution <execution> failed at <time>. '
+                'Inspect it with: llpipe execution show <execution> --sagemaker --logs"'
+            ),
+        },
+    }
+    with aws_call(f"PutRule {name}"):
+        rule_arn = events.put_rule(**rule)["RuleArn"]
+    with aws_call(f"PutTargets {name}"):
+        response = events.put_targets(Rule=name, Targets=[target])
+    if response.get("FailedEntryCount"):
+        failed = response["FailedEntries"][0]
+        raise AwsError(f"PutTargets {name}: {failed.get('ErrorCode')}: {failed.get('ErrorMessage')}")
+    return rule_arn
+
+
+def delete_failure_alert(config: PipelineConfig, session: Any = None) -> bool:
+    """RemoveTargets then DeleteRule; False when there was no rule."""
+    from botocore.exceptions import ClientError
+
+    events = (session or aws_session(config)).client("events")
+    name = alert_rule_name(config)
+    with aws_call(f"deleting rule {name}"):
+        try:
+            events.remove_targets(Rule=name, Ids=[ALERT_TARGET_ID])
+        except ClientError as error:
+            if error.response.get("Error", {}).get("Code") == "ResourceNotFoundException":
+                return False
+            raise
+        events.delete_rule(Name=name)
     return True

@@ -17,7 +17,7 @@ from typing import Any
 import boto3
 import pytest
 import yaml
-from moto.server import ThreadedMotoServer
+from moto_additions import moto_server
 
 REPOSITORY = Path(__file__).resolve().parent.parent
 BIN = Path(sys.executable).parent
@@ -54,11 +54,8 @@ def run_buildspec(spec: dict[str, Any], workdir: Path, env: dict[str, str]) -> s
 
 @pytest.fixture(scope="module")
 def moto_endpoint() -> Any:
-    server = ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
-    server.start()
-    host, port = server.get_host_and_port()
-    yield f"http://{host}:{port}"
-    server.stop()
+    with moto_server() as endpoint:
+        yield endpoint
 
 
 def client(name: str, endpoint: str) -> Any:
@@ -150,6 +147,42 @@ def test_buildspec_lints_tests_writes_the_definition_upserts_and_starts(moto_end
     assert len(version) == 16  # the fingerprint of the object under the default InputDataUrl
 
 
+def test_a_failed_execution_fails_the_build(
+    moto_endpoint: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The buildspec's start command, verbatim, waits: an execution ending Failed makes the build fail."""
+    from moto.sagemaker import models
+
+    original = models.FakePipelineExecution.__init__
+
+    def failing(self: Any, *args: Any, **kwargs: Any) -> None:
+        original(self, *args, **kwargs)
+        self.pipeline_execution_status = "Failed"
+
+    monkeypatch.setattr(models.FakePipelineExecution, "__init__", failing)
+    client("sagemaker", moto_endpoint).create_pipeline(
+        PipelineName="failing-p-1", PipelineDefinition='{"Version": "2020-12-01", "Steps": []}', RoleArn=ROLE
+    )
+    start = [c for c in buildspec()["phases"]["build"]["commands"] if "START_PIPELINE_EXECUTION" in c]
+    assert len(start) == 1 and "--wait" in start[0]
+    environment = {
+        "PATH": f"{BIN}{os.pathsep}{os.environ['PATH']}",
+        "AWS_ENDPOINT_URL": moto_endpoint,
+        "AWS_ACCESS_KEY_ID": "testing",
+        "AWS_SECRET_ACCESS_KEY": "testing",
+        "AWS_REGION": "us-east-1",
+        "SAGEMAKER_PIPELINE_ROLE_ARN": ROLE,
+        "SAGEMAKER_PROJECT_NAME": "failing",
+        "SAGEMAKER_PROJECT_ID": "p-1",
+        "START_PIPELINE_EXECUTION": "true",
+        "PIPELINE_POLL_SECONDS": "0",
+    }
+    result = run_buildspec({"phases": {"build": {"commands": start}}}, tmp_path, environment)
+    assert result.returncode == 1, result.stdout + result.stderr
+    assert "started arn:aws:sagemaker:us-east-1:123456789012:pipeline/failing-p-1/execution/" in result.stdout
+    assert "step Train: ClientError: feature_dim mismatch" in result.stderr
+
+
 def test_a_typo_in_a_command_fails_the_build(tmp_path: Path) -> None:
     spec = {"phases": {"build": {"commands": ["llpipe definition --help > /dev/null", "llpipe upsret"]}}}
     result = run_buildspec(spec, tmp_path, {"PATH": f"{BIN}{os.pathsep}{os.environ['PATH']}"})
@@ -204,6 +237,9 @@ def test_codebuild_role_allows_what_upsert_and_start_send() -> None:
     sent = {"s3:PutObject", "sagemaker:CreatePipeline", "sagemaker:UpdatePipeline", "sagemaker:ListTags"}
     sent |= {"sagemaker:AddTags", "sagemaker:DescribePipeline", "sagemaker:StartPipelineExecution", "iam:PassRole"}
     sent |= {"s3:ListBucket"}  # start lists the objects under InputDataUrl for DataVersion
+    # start --wait: the polls, then the cost of each job step (tests/test_sagemaker_inspect.py)
+    sent |= {"sagemaker:DescribePipelineExecution", "sagemaker:ListPipelineExecutionSteps"}
+    sent |= {"sagemaker:DescribeProcessingJob", "sagemaker:DescribeTrainingJob", "sagemaker:DescribeTransformJob"}
     assert sent <= allowed_actions("codebuild-role-policy.json")
 
 

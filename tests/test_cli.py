@@ -40,7 +40,14 @@ CONFIGURED = [name for name in sorted(COMMANDS) if name not in ("convert", "line
 def test_a_configuration_error_is_one_line_and_exit_code_2_in_every_command(
     command: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    extra = {"models": ["list"], "schedule": ["--rate", "1 day"], "executions": ["--sagemaker"]}.get(command, [])
+    extra = {
+        "models": ["list"],
+        "schedule": ["--rate", "1 day"],
+        "executions": ["--sagemaker"],
+        "alerts": ["--delete"],
+        "retry": ["k1x9q2w3e4r5"],
+        "stop": ["k1x9q2w3e4r5"],
+    }.get(command, [])
     arguments = [command, *extra, "--role-arn", "not-an-arn"]
     if command in ("run", "executions", "models"):
         arguments += ["--workdir", str(tmp_path)]

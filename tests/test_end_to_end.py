@@ -7,11 +7,13 @@ Kept fast with small data sets (breast cancer, iris, diabetes from scikit-learn)
 from __future__ import annotations
 
 import json
+from datetime import datetime
 from pathlib import Path
 
 import pytest
 
 from pipeline import cli
+from pipeline.cli.render.summary import summarise
 from pipeline.config import load_config
 from pipeline.local.executions import ExecutionStore
 from pipeline.local.registry import LocalRegistry
@@ -75,10 +77,18 @@ def test_binary_with_three_training_instances_registers_then_hits_the_cache_then
         record.steps["CreateModel"].properties["ModelArn"].startswith("arn:aws:sagemaker:us-east-1:111122223333:model/")
     )
 
+    compute = {cost["step"]: cost for cost in summarise(record, run.s3, render_plots=False)["compute"]}
+    assert set(compute) == {"Preprocess", "Train", "Transform", "Evaluate"}
+    train = record.steps["Train"]
+    wall = (datetime.fromisoformat(train.end_time) - datetime.fromisoformat(train.start_time)).total_seconds()
+    assert (compute["Train"]["instance_type"], compute["Train"]["instance_count"]) == ("ml.m5.xlarge", 3)
+    assert compute["Train"]["instance_seconds"] == pytest.approx(3 * wall)
+
     again = run.execute(example_data(Workdir(tmp_path)), {**FAST, "TrainingInstanceCount": "3"})
     assert again.status == "Succeeded"
     cached = {name for name, step in again.steps.items() if step.cache_hit_source == record.id}
     assert cached == {"Preprocess", "Train", "Transform", "Evaluate"}
+    assert all(cost["instance_seconds"] == 0 for cost in summarise(again, run.s3, render_plots=False)["compute"])
     assert [p.version for p in registered(tmp_path)] == [1, 2]
 
     # Inject a failure into one training instance: corrupt the train shard that ShardedByS3Key deals to algo-2,
@@ -127,7 +137,17 @@ def test_multiclass(built: LocalRun, tmp_path: Path) -> None:
 def test_impossible_threshold_ends_in_the_fail_step_with_a_non_zero_exit(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    argv = ["run", "--workdir", str(tmp_path), "--json", "--param", "MetricThreshold=1.0"]
+    """Labels that are coin flips cannot reach an AUC of 0.95 (the example data can reach 1.0, so no threshold in
+    range is impossible there, and an out-of-range one is refused before anything runs)."""
+    import numpy as np
+    import pandas as pd
+
+    rng = np.random.default_rng(7)
+    noise = pd.DataFrame(rng.normal(size=(400, 5)), columns=[f"f{i}" for i in range(5)])
+    noise["label"] = rng.integers(0, 2, size=400)
+    data = write_parts(noise, tmp_path / "noise")
+    argv = ["run", "--workdir", str(tmp_path / "work"), "--json", "--param", "MetricThreshold=0.95"]
+    argv += ["--data", str(data), "--label-column", "label", "--predictor-type", "binary_classifier"]
     argv += [f"--param={name}={value}" for name, value in FAST.items()]
     assert cli.main(argv) == 1
     outcome = json.loads(capsys.readouterr().out)
@@ -135,13 +155,14 @@ def test_impossible_threshold_ends_in_the_fail_step_with_a_non_zero_exit(
     assert outcome["steps"]["QualityGateFailed"] == "Failed"
     assert outcome["steps"]["Register"] == "Skipped"
     assert outcome["failure_reason"].startswith("step QualityGateFailed failed: Quality gate failed: auc = ")
-    assert outcome["failure_reason"].endswith("is below MetricThreshold 1.0")
+    assert outcome["failure_reason"].endswith("is below MetricThreshold 0.95")
     assert outcome["gate"]["metric"] == "auc" and outcome["gate"]["passed"] is False
     assert outcome["model_package"] is None
     assert outcome["metrics"]["auc"] == outcome["gate"]["value"]
     assert Path(outcome["paths"]["model"]).is_file() and Path(outcome["paths"]["report"]).is_file()
-    assert registered(tmp_path) == []
-    [record] = ExecutionStore(tmp_path / "executions").list()
+    assert outcome["gate"]["value"] < 0.95
+    assert registered(tmp_path / "work") == []
+    [record] = ExecutionStore(tmp_path / "work" / "executions").list()
     assert record.id == outcome["execution_id"] and record.status == "Failed"
 
 

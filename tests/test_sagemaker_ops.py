@@ -780,6 +780,7 @@ def test_start_infers_uploads_the_schema_then_starts_with_it(
         "describe_pipeline", describe_pipeline_response(built), {"PipelineName": "churn-pipeline"}
     )
     _expect_sample(session, text)
+    expect_describe(session, built)  # start_request reads the deployed definition itself
     version = expect_listing(session, "s3://data-bucket/raw/", INPUT_OBJECTS)  # DataVersion: the whole listing
     key = uri.removeprefix("s3://artifacts-bucket/")
     session.stubs["s3"].add_response("put_object", {}, {"Bucket": "artifacts-bucket", "Key": key, "Body": body})

@@ -24,13 +24,16 @@ from pipeline.errors import Interrupted, LlpipeError
 COMMANDS: dict[str, tuple[str, str]] = {
     "run": ("pipeline.cli.run", "run the pipeline locally (default: the bundled example data set)"),
     "executions": ("pipeline.cli.executions", "list recent executions (local, or --sagemaker)"),
-    "execution": ("pipeline.cli.execution", "show one local execution: steps, timings, logs"),
+    "execution": ("pipeline.cli.execution", "show one execution (local or --sagemaker): steps, logs, cost"),
     "convert": ("pipeline.cli.convert", "convert CSV/Parquet files to RecordIO-protobuf shards"),
     "linear-learner": ("pipeline.cli.linear_learner", "train or transform with the local Linear Learner"),
     "definition": ("pipeline.cli.definition", "print or write the pipeline definition JSON"),
     "upsert": ("pipeline.cli.upsert", "upload code bundles, create or update the pipeline"),
     "start": ("pipeline.cli.start", "start an execution on SageMaker, optionally wait"),
     "schedule": ("pipeline.cli.schedule", "schedule executions with EventBridge Scheduler"),
+    "retry": ("pipeline.cli.retry", "retry a failed execution on SageMaker"),
+    "stop": ("pipeline.cli.stop", "stop a running execution on SageMaker"),
+    "alerts": ("pipeline.cli.alerts", "notify an SNS topic of failed executions (EventBridge rule)"),
     "models": ("pipeline.cli.models", "list, describe, approve or reject registered model versions"),
 }
 

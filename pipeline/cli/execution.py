@@ -14,15 +14,23 @@ def configure(parser: argparse.ArgumentParser) -> None:
     """``show ID`` with the work dir, ``--json`` and ``--logs``."""
     sub = parser.add_subparsers(dest="action", metavar="ACTION", required=True)
     show = sub.add_parser("show", help="show one execution's steps, timings, failure reasons and log files")
-    show.add_argument("execution_id", metavar="ID", help="the execution id (see `llpipe executions`)")
+    show.add_argument("execution_id", metavar="ID", help="execution id (or ARN with --sagemaker)")
     show.add_argument("--workdir", type=Path, default=DEFAULT_ROOT, help="the run's work dir (.llpipe)")
     show.add_argument("--json", action="store_true", help="print the execution record as JSON")
-    show.add_argument("--logs", action="store_true", help="also print every instance's log")
+    show.add_argument("--logs", action="store_true", help="also print every instance's log (SageMaker: failed steps')")
+    show.add_argument("--sagemaker", action="store_true", help="ID|ARN is an execution on SageMaker")
     show.set_defaults(command_name="execution show")
+    from pipeline.config import add_config_arguments
+
+    add_config_arguments(show)
 
 
 def run(args: argparse.Namespace) -> int:
     """Print the record; exit 2 when the id is unknown."""
+    if args.sagemaker:
+        from pipeline.cli.execution_sagemaker import show
+
+        return show(args)
     from rich.console import Console
 
     from pipeline.cli.render.progress import step_table

@@ -34,6 +34,13 @@ def configure(parser: argparse.ArgumentParser) -> None:
         "--param", action="append", default=[], metavar="NAME=VALUE", help="override a pipeline parameter (repeat)"
     )
     parser.add_argument("--display-name", help="execution display name")
+    parser.add_argument(
+        "--from-step", metavar="STEP", help="run only STEP and the steps downstream of it (selective execution)"
+    )
+    parser.add_argument(
+        "--source", metavar="ID|ARN", help="with --from-step: the execution whose outputs the other steps reuse"
+    )
+    add_max_parallel_argument(parser)
     parser.add_argument("--wait", action="store_true", help="watch the steps until the execution finishes")
     parser.add_argument("--poll-seconds", type=float, default=30.0, help="seconds between polls with --wait (30)")
     parser.add_argument(
@@ -45,18 +52,46 @@ def configure(parser: argparse.ArgumentParser) -> None:
     add_config_arguments(parser)
 
 
+def add_max_parallel_argument(parser: argparse.ArgumentParser) -> None:
+    """``--max-parallel N``: ParallelismConfiguration of the execution (start and retry)."""
+    parser.add_argument(
+        "--max-parallel", type=positive_int, metavar="N", help="run at most N steps at once (ParallelismConfiguration)"
+    )
+
+
+def positive_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"expected at least 1, got {value}")
+    return value
+
+
 def run(args: argparse.Namespace) -> int:
-    """Start; print the ARN; with --wait, a live step table and the exit code of the final status."""
+    """Start; print the ARN; with --wait, a live step table, the compute used and the final status's exit code."""
+    from pipeline.errors import UsageError
     from pipeline.inference import infer_for_execution
     from pipeline.parameters import parse_overrides
-    from pipeline.sagemaker_ops import aws_session, missing_data_version, outcome, put_object, start, start_request
+    from pipeline.sagemaker_inspect import execution_arn
+    from pipeline.sagemaker_ops import aws_session, missing_data_version, put_object, start, start_request
 
     config = config_from_args(args)
+    if bool(args.from_step) != bool(args.source):
+        raise UsageError("--from-step and --source go together (the source execution provides the other steps)")
     session = aws_session(config)
     given = parse_overrides(args.param)
-    declared, inferred = infer_for_execution(config, given, session, args, sys.stderr if args.dry_run else sys.stdout)
-    parameters = {**given, **(inferred.parameters if inferred else {})}
-    request = start_request(config, parameters, session, args.display_name, declared)
+    _, inferred = infer_for_execution(config, given, session, args, sys.stderr if args.dry_run else sys.stdout)
+    request = start_request(
+        config,
+        {**given, **(inferred.parameters if inferred else {})},
+        session,
+        display_name=args.display_name,
+        from_step=args.from_step,
+        source_arn=execution_arn(config, args.source) if args.source else None,
+        max_parallel=args.max_parallel,
+    )
     if missing_data_version(request):
         print(
             f"llpipe start: warning: the deployed {config.pipeline_name} has no DataVersion parameter, so cached "
@@ -77,7 +112,22 @@ def run(args: argparse.Namespace) -> int:
     print(f"started {arn}")
     if not args.wait:
         return 0
-    state = watch(config, arn, args.poll_seconds)
+    return wait_and_report(config, arn, args.poll_seconds)
+
+
+def wait_and_report(config: PipelineConfig, arn: str, poll_seconds: float, console: Console | None = None) -> int:
+    """Watch until the execution finishes, print the compute its jobs used, return the final status's exit code."""
+    from rich.console import Console
+
+    from pipeline.cost import cost_table
+    from pipeline.sagemaker_inspect import job_costs
+    from pipeline.sagemaker_ops import outcome
+
+    console = console or Console()
+    state = watch(config, arn, poll_seconds, console=console)
+    costs = job_costs(config, state.steps)
+    if costs:
+        console.print(cost_table(costs))
     code, summary = outcome(state)
     print(summary, file=sys.stderr if code else sys.stdout)
     return code

@@ -61,6 +61,7 @@ def summarise(record: ExecutionRecord, s3: LocalS3, render_plots: bool = True) -
         "paths": {"execution": str(record.folder), "model": None, "report": None, "plots": []},
         "per_class": None,
         "warnings": preprocess_warnings(record, s3),
+        "compute": _compute(record),
     }
     train = record.steps.get(TRAIN)
     artifact = (train.properties.get("ModelArtifacts") or {}).get("S3ModelArtifacts") if train else None
@@ -122,6 +123,15 @@ def preprocess_warnings(record: ExecutionRecord, s3: LocalS3) -> list[str]:
     return warnings
 
 
+def _compute(record: ExecutionRecord) -> list[dict[str, Any]]:
+    """Instance-seconds per job step, as SageMaker would count them (pipeline.cost)."""
+    from pipeline.cost import local_costs
+
+    definition_file = record.folder / "definition.json"
+    definition = json.loads(definition_file.read_text()) if definition_file.is_file() else {}
+    return [cost.to_json() for cost in local_costs(record.steps, definition, record.parameters)]
+
+
 def _plots(report_path: Path, folder: Path) -> list[str]:
     """PNG plots of the report (pipeline.plots); an execution's plots are rendered once."""
     from pipeline.plots import render_plots
@@ -132,8 +142,6 @@ def _plots(report_path: Path, folder: Path) -> list[str]:
 
 def print_summary(summary: dict[str, Any], console: Any) -> None:
     """The human-readable summary on a rich console."""
-    from rich.table import Table
-
     succeeded = summary["status"] == StepStatus.SUCCEEDED
     colour = "green" if succeeded else "red"
     console.print(f"\n[bold]Execution {summary['execution_id']}[/bold]: [{colour}]{summary['status']}[/{colour}]")
@@ -143,23 +151,10 @@ def print_summary(summary: dict[str, Any], console: Any) -> None:
     for source, steps in reused.items():
         console.print(f"Cache hits: {', '.join(steps)} reused from execution {source}", soft_wrap=True)
     if summary["metrics"]:
-        table = Table(title="Model quality on the test split", title_justify="left")
-        metrics = summary["metrics"]
-        baselines = any(name.endswith(BASELINE_SUFFIX) for name in metrics)
-        table.add_column("metric")
-        table.add_column("value", justify="right")
-        if baselines:
-            table.add_column("best constant classifier", justify="right")
-        for name, value in metrics.items():
-            if name.endswith(BASELINE_SUFFIX):
-                continue
-            row = [name, _number(value)]
-            if baselines:
-                baseline = metrics.get(name + BASELINE_SUFFIX)
-                row.append("" if baseline is None else _number(baseline))
-            table.add_row(*row)
-        console.print(table)
+        print_metrics(summary["metrics"], console)
     if summary.get("per_class"):
+        from rich.table import Table
+
         table = Table(title="Per class", title_justify="left")
         for column in ("class", "precision", "recall", "f1", "support"):
             table.add_column(column, justify="left" if column == "class" else "right")
@@ -183,6 +178,10 @@ def print_summary(summary: dict[str, Any], console: Any) -> None:
         )
     elif not succeeded:
         console.print(f"[red]Failure:[/red] {summary['failure_reason']}")
+    if summary.get("compute"):
+        from pipeline.cost import JobCost, cost_table
+
+        console.print(cost_table([JobCost.from_json(cost) for cost in summary["compute"]]))
     paths = summary["paths"]
     for label in ("model", "report"):
         if paths[label]:
@@ -190,6 +189,27 @@ def print_summary(summary: dict[str, Any], console: Any) -> None:
     if paths["plots"]:
         console.print(f"Plots: {', '.join(paths['plots'])}", soft_wrap=True)
     console.print(f"Record: {paths['execution']}  (llpipe execution show {summary['execution_id']})", soft_wrap=True)
+
+
+def print_metrics(metrics: dict[str, Any], console: Any) -> None:
+    """The report's metrics as a table, each beside its best-constant-classifier baseline when the report has one."""
+    from rich.table import Table
+
+    table = Table(title="Model quality on the test split", title_justify="left")
+    baselines = any(name.endswith(BASELINE_SUFFIX) for name in metrics)
+    table.add_column("metric")
+    table.add_column("value", justify="right")
+    if baselines:
+        table.add_column("best constant classifier", justify="right")
+    for name, value in metrics.items():
+        if name.endswith(BASELINE_SUFFIX):
+            continue
+        row = [name, _number(value)]
+        if baselines:
+            baseline = metrics.get(name + BASELINE_SUFFIX)
+            row.append("" if baseline is None else _number(baseline))
+        table.add_row(*row)
+    console.print(table)
 
 
 def _number(value: Any) -> str:

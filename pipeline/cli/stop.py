@@ -1,0 +1,24 @@
+"""Stop a running execution on SageMaker (StopPipelineExecution); its running jobs are stopped too."""
+
+from __future__ import annotations
+
+import argparse
+
+from pipeline.config import add_config_arguments, config_from_args
+
+
+def configure(parser: argparse.ArgumentParser) -> None:
+    """The execution and the shared configuration."""
+    parser.add_argument("execution", metavar="ID|ARN", help="the execution to stop (id or full ARN)")
+    add_config_arguments(parser)
+
+
+def run(args: argparse.Namespace) -> int:
+    """Ask SageMaker to stop; the execution goes Stopping, then Stopped (see `llpipe execution show`)."""
+    from pipeline.sagemaker_inspect import execution_arn
+    from pipeline.sagemaker_ops import stop
+
+    config = config_from_args(args)
+    arn = stop(config, execution_arn(config, args.execution))
+    print(f"stopping {arn}")
+    return 0
