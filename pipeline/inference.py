@@ -121,14 +121,19 @@ def infer_s3(
 
 
 def infer_for_execution(
-    config: Any, given: Mapping[str, str], session: Any, args: argparse.Namespace, stream: IO[str]
+    config: Any,
+    given: Mapping[str, str],
+    session: Any,
+    args: argparse.Namespace,
+    stream: IO[str],
+    needed: bool = True,
 ) -> tuple[dict[str, dict[str, Any]] | None, Inferred | None]:
     """For start and schedule: the deployed declaration (DescribePipeline) and the schema inferred from the input,
-    reported on ``stream``; (None, None) with ``--no-infer`` (nothing read)."""
+    reported on ``stream``; (None, None) with ``--no-infer`` or when not ``needed`` (nothing read)."""
     from pipeline.parameters import check_overrides
     from pipeline.sagemaker_ops import aws_call, deployed_parameters
 
-    if args.no_infer:
+    if args.no_infer or not needed:
         return None, None
     declared = deployed_parameters(config, session)
     check_overrides(list(declared.values()), given)

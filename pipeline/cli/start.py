@@ -73,6 +73,7 @@ def run(args: argparse.Namespace) -> int:
     """Start; print the ARN; with --wait, a live step table, the compute used and the final status's exit code."""
     from pipeline.errors import UsageError
     from pipeline.inference import infer_for_execution
+    from pipeline.names import PREPROCESS
     from pipeline.parameters import parse_overrides
     from pipeline.sagemaker_inspect import execution_arn
     from pipeline.sagemaker_ops import aws_session, missing_data_version, put_object, start, start_request
@@ -82,7 +83,10 @@ def run(args: argparse.Namespace) -> int:
         raise UsageError("--from-step and --source go together (the source execution provides the other steps)")
     session = aws_session(config)
     given = parse_overrides(args.param)
-    _, inferred = infer_for_execution(config, given, session, args, sys.stderr if args.dry_run else sys.stdout)
+    # a selective execution from a later step reuses the source execution's Preprocess output: no schema to decide
+    needed = args.from_step in (None, PREPROCESS)
+    stream = sys.stderr if args.dry_run else sys.stdout
+    _, inferred = infer_for_execution(config, given, session, args, stream, needed)
     request = start_request(
         config,
         {**given, **(inferred.parameters if inferred else {})},
