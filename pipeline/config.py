@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from pipeline.errors import ConfigError
+from pipeline.images import DEFAULT_PROCESSING_IMAGE
 
 DEFAULT_REGION = "us-east-1"
 DEFAULT_ROLE_ARN = "arn:aws:iam::111122223333:role/llpipe-local"
@@ -53,7 +54,7 @@ class PipelineConfig:
     pipeline_name: str = DEFAULT_PIPELINE_NAME
     model_package_group: str = DEFAULT_MODEL_PACKAGE_GROUP
     base_job_prefix: str = "llpipe"
-    sklearn_image_version: str = "1.2-1"
+    sklearn_image_version: str = DEFAULT_PROCESSING_IMAGE.version  # pipeline.images: its Python and libraries
     linear_learner_image_version: str = "1"
     kms_key_id: str | None = None
     subnets: tuple[str, ...] = ()

@@ -15,6 +15,8 @@ from typing import Any
 
 from pipeline.code_bundles import REPOSITORY_ROOT, CodeBundle, repository_bundle
 from pipeline.config import PipelineConfig, load_config
+from pipeline.definition_cache import cached_definition
+from pipeline.images import DEFAULT_PROCESSING_IMAGE
 from pipeline.names import (
     BINARY_CLASSIFIER,
     CREATE_MODEL,
@@ -78,18 +80,24 @@ class Bundles:
 
 
 def build_definition(config: PipelineConfig, bundles: Bundles | None = None) -> BuiltDefinition:
-    """Build the definition offline; the JSON has sorted keys and 2-space indents, so builds are byte-identical."""
+    """Build the definition offline, or reuse the cached one when nothing that shapes it changed; the JSON has sorted
+    keys and 2-space indents, so builds are byte-identical."""
     bundles = bundles or Bundles.from_repository()
-    with offline_sdk(config.region):
-        pipeline = _build_pipeline(config, bundles, offline_session(config.region, config.bucket))
-        definition = json.loads(pipeline.definition())
+
+    def build() -> str:
+        with offline_sdk(config.region):
+            pipeline = _build_pipeline(config, bundles, offline_session(config.region, config.bucket))
+            return json.dumps(json.loads(pipeline.definition()), indent=2, sort_keys=True) + "\n"
+
+    digests = (bundles.preprocess.digest, bundles.evaluate.digest)
+    definition_json = cached_definition(config, digests, build)  # the SDK is imported only on a miss
     uploads = {
         **bundles.preprocess.uploads(config.pipeline_prefix),
         **bundles.evaluate.uploads(config.pipeline_prefix),
         default_schema_uri(config.pipeline_prefix): DEFAULT_SCHEMA,
     }
     return BuiltDefinition(
-        definition_json=json.dumps(definition, indent=2, sort_keys=True) + "\n",
+        definition_json=definition_json,
         uploads=dict(sorted(uploads.items())),
     )
 
@@ -278,7 +286,7 @@ def _model_step_retries() -> list[Any]:
 
 
 def _sklearn_image(config: PipelineConfig) -> str:
-    return _image_uri("sklearn", config.region, config.sklearn_image_version)
+    return _image_uri(DEFAULT_PROCESSING_IMAGE.framework, config.region, config.sklearn_image_version)
 
 
 def _linear_learner_image(config: PipelineConfig) -> str:
@@ -582,6 +590,8 @@ def _evaluate_step(
             params.predictor_type,
             "--summary-dir",
             EVALUATE_SUMMARY_DIR,
+            "--loss",
+            params.loss,
         ],
         wait=False,
         logs=False,

@@ -114,7 +114,8 @@ def test_builds_with_networking_disabled_and_no_credentials_twice_byte_identical
     # a fresh interpreter: the SDK import itself also runs under the guard, with no AWS variable at all
     home = Path(os.environ.get("TMPDIR", "/tmp")) / "llpipe-no-aws-home"
     home.mkdir(exist_ok=True)
-    env = {"PATH": os.environ["PATH"], "HOME": str(home), "PYTHONPATH": str(REPOSITORY_ROOT)}
+    env = {"PATH": os.environ["PATH"], "HOME": str(home), "PYTHONPATH": str(REPOSITORY_ROOT),
+           "LLPIPE_DEFINITION_CACHE": "off"}  # both builds really build
     result = subprocess.run(
         [sys.executable, "-c", NETWORK_GUARD], env=env, capture_output=True, text=True, timeout=120, cwd=home
     )

@@ -1,4 +1,5 @@
-"""Show one local execution: its parameters, every step's status, times, cache hits, failure reasons and logs."""
+"""Show one local execution: its parameters, every step's status, times, cache hits, failure reasons, logs, and the
+environment (image, Python, libraries, exact or approximate) each processing step ran in."""
 
 from __future__ import annotations
 
@@ -42,7 +43,12 @@ def run(args: argparse.Namespace) -> int:
     except KeyError as error:
         raise UsageError(error.args[0]) from None
     if args.json:
-        print(json.dumps({**record.to_json(), "abandoned": record.abandoned}, indent=2, default=str))
+        document = {**record.to_json(), "abandoned": record.abandoned}
+        for step in document["steps"]:
+            environment = record.folder / "steps" / step["name"] / "environment.json"
+            if environment.is_file():
+                step["environment"] = json.loads(environment.read_text())
+        print(json.dumps(document, indent=2, default=str))
         return 0
     console = Console()
     console.print(f"[bold]Execution {record.id}[/bold] of {record.pipeline_name}: {record.status}")
@@ -60,9 +66,22 @@ def run(args: argparse.Namespace) -> int:
     for step in record.steps.values():
         if step.cache_hit_source:
             console.print(f"{step.name}: cache hit, outputs of execution {step.cache_hit_source}")
+        environment = record.folder / "steps" / step.name / "environment.json"
+        if environment.is_file() and not step.cache_hit_source:
+            console.print(f"{step.name} environment: {_environment_line(json.loads(environment.read_text()))}")
+        for note in step.notes:
+            console.print(f"{step.name}: {note}", markup=False)
         for log in step.logs:
             console.print(f"{step.name} log: {log}")
             if args.logs and Path(log).is_file():
                 console.print(Path(log).read_text(errors="replace"), markup=False, highlight=False)
     console.print(f"Record folder: {record.folder}")
     return 0
+
+
+def _environment_line(environment: dict) -> str:
+    """``sklearn-1.2-1: Python 3.9.18, numpy 1.24.1, ... (exact)`` from a step's environment.json."""
+    libraries = ", ".join(f"{name} {version}" for name, version in environment.get("libraries", {}).items())
+    verdict = "exact" if environment.get("exact") else f"approximate: {environment.get('reason', '')}"
+    image = environment.get("image") or environment.get("image_uri")
+    return f"{image}: Python {environment.get('python')}, {libraries} ({verdict})"

@@ -8,7 +8,9 @@ It reads the pipeline's conventions from the record: the ``Train`` step's artifa
 
 from __future__ import annotations
 
+import hashlib
 import json
+import shutil
 from pathlib import Path
 from typing import Any
 
@@ -58,6 +60,7 @@ def summarise(record: ExecutionRecord, s3: LocalS3, render_plots: bool = True) -
         "gate": None,
         "model_package": None,
         "failure_reason": record.failure_reason,
+        "notes": {name: list(step.notes) for name, step in record.steps.items() if step.notes},
         "paths": {"execution": str(record.folder), "model": None, "report": None, "plots": []},
         "per_class": None,
         "warnings": preprocess_warnings(record, s3),
@@ -133,11 +136,26 @@ def _compute(record: ExecutionRecord) -> list[dict[str, Any]]:
 
 
 def _plots(report_path: Path, folder: Path) -> list[str]:
-    """PNG plots of the report (pipeline.plots); an execution's plots are rendered once."""
-    from pipeline.plots import render_plots
+    """PNG plots of the report (pipeline.plots) in the execution's folder. A report is rendered once per content and
+    plotting code, in ``<workdir>/plots-cache/``, and copied from there: a cached re-run imports no matplotlib."""
+    import pipeline.plots
 
     existing = sorted(folder.glob("*.png")) if folder.is_dir() else []
-    return [str(path) for path in (existing or render_plots(report_path, folder))]
+    if existing:
+        return [str(path) for path in existing]
+    digest = hashlib.sha256(report_path.read_bytes() + Path(pipeline.plots.__file__).read_bytes()).hexdigest()
+    rendered = folder.parent.parent.parent / "plots-cache" / digest[:32]  # <workdir>/executions/<id>/plots
+    index = rendered / "plots.json"  # written last: the names in render order
+    if not index.is_file():
+        shutil.rmtree(rendered, ignore_errors=True)
+        names = [path.name for path in pipeline.plots.render_plots(report_path, rendered)]
+        index.write_text(json.dumps(names))
+    folder.mkdir(parents=True, exist_ok=True)
+    copies = []
+    for name in json.loads(index.read_text()):
+        shutil.copyfile(rendered / name, folder / name)
+        copies.append(str(folder / name))
+    return copies
 
 
 def print_summary(summary: dict[str, Any], console: Any) -> None:
@@ -150,6 +168,10 @@ def print_summary(summary: dict[str, Any], console: Any) -> None:
         reused.setdefault(source, []).append(step)
     for source, steps in reused.items():
         console.print(f"Cache hits: {', '.join(steps)} reused from execution {source}", soft_wrap=True)
+    for step, notes in summary.get("notes", {}).items():
+        for note in notes:
+            colour = "yellow" if note.startswith("approximate") else "dim"
+            console.print(f"[{colour}]{step}: {note}[/{colour}]", soft_wrap=True)
     if summary["metrics"]:
         print_metrics(summary["metrics"], console)
     if summary.get("per_class"):
