@@ -32,6 +32,7 @@ OPERATION_BY_STEP_TYPE = {
     "Model": "CreateModel",
     "Transform": "CreateTransformJob",
     "RegisterModel": "CreateModelPackage",
+    "Tuning": "CreateHyperParameterTuningJob",
 }
 # the job name SageMaker generates when the definition leaves it out
 GENERATED_NAME = {"CreateTrainingJob": "TrainingJobName", "CreateModelPackage": None}
@@ -159,6 +160,8 @@ def resolve(value: Any, defaults: dict[str, Any]) -> Any:
         assert path.startswith("Steps."), path
         if path.endswith(".ModelName"):
             return "llpipe-model-placeholder"
+        if path.endswith(".TrainingJobName"):  # a tuning job's training job
+            return "llpipe-tune-001-0a1b2c3d"
         if path.endswith("S3ModelArtifacts"):
             return "s3://placeholder-bucket/train/output/model.tar.gz"
         if path.endswith(("S3Uri", "S3OutputPath")):

@@ -35,6 +35,7 @@ def run(args: argparse.Namespace) -> int:
     from rich.console import Console
 
     from pipeline.cli.render.progress import step_table
+    from pipeline.cli.render.tuning import is_tuning, trials_table
     from pipeline.local.executions import ExecutionStore
 
     store = ExecutionStore(Workdir.at(args.workdir).executions)
@@ -61,6 +62,9 @@ def run(args: argparse.Namespace) -> int:
     console.print(f"Started {record.start_time}, ended {record.end_time or '-'}")
     console.print("Parameters: " + ", ".join(f"{name}={value}" for name, value in record.parameters.items()))
     console.print(step_table(record))
+    for step in record.steps.values():
+        if is_tuning(step.properties):
+            console.print(trials_table(step.properties, f"{step.name}: training jobs"))
     if record.failure_reason:
         console.print(f"[red]Failure:[/red] {record.failure_reason}")
     for step in record.steps.values():

@@ -14,6 +14,7 @@ import shutil
 from pathlib import Path
 from typing import Any
 
+from pipeline.cli.render.tuning import best_artifact, is_tuning, objective, trials, tuning_summary
 from pipeline.local.executions import ExecutionRecord
 from pipeline.local.s3 import LocalS3
 from pipeline.names import (
@@ -29,6 +30,8 @@ from pipeline.names import (
     TRAIN,
     StepStatus,
 )
+
+TUNING_PLOT = "tuning_objective.png"
 
 
 def flat_metrics(report: dict[str, Any]) -> dict[str, Any]:
@@ -59,6 +62,7 @@ def summarise(record: ExecutionRecord, s3: LocalS3, render_plots: bool = True) -
         "metrics": {},
         "gate": None,
         "model_package": None,
+        "tuning": None,
         "failure_reason": record.failure_reason,
         "notes": {name: list(step.notes) for name, step in record.steps.items() if step.notes},
         "paths": {"execution": str(record.folder), "model": None, "report": None, "plots": []},
@@ -68,6 +72,12 @@ def summarise(record: ExecutionRecord, s3: LocalS3, render_plots: bool = True) -
     }
     train = record.steps.get(TRAIN)
     artifact = (train.properties.get("ModelArtifacts") or {}).get("S3ModelArtifacts") if train else None
+    tune = next((step for step in record.steps.values() if is_tuning(step.properties)), None)
+    if tune:
+        summary["tuning"] = tuning_summary(tune.properties)
+        artifact = best_artifact(tune.properties)
+        if render_plots:
+            summary["paths"]["plots"] = _tuning_plot(tune.properties, record.folder / "plots")
     if artifact and s3.path(artifact).is_file():
         summary["paths"]["model"] = str(s3.path(artifact))
     report_uri = _report_uri(record)
@@ -88,7 +98,7 @@ def summarise(record: ExecutionRecord, s3: LocalS3, render_plots: bool = True) -
             "passed": passed,
         }
         if render_plots:
-            summary["paths"]["plots"] = _plots(report_path, record.folder / "plots")
+            summary["paths"]["plots"] += _plots(report_path, record.folder / "plots")
     register = record.steps.get(REGISTER)
     if register and register.status == StepStatus.SUCCEEDED:
         properties = register.properties
@@ -140,7 +150,7 @@ def _plots(report_path: Path, folder: Path) -> list[str]:
     plotting code, in ``<workdir>/plots-cache/``, and copied from there: a cached re-run imports no matplotlib."""
     import pipeline.plots
 
-    existing = sorted(folder.glob("*.png")) if folder.is_dir() else []
+    existing = sorted(path for path in folder.glob("*.png") if path.name != TUNING_PLOT) if folder.is_dir() else []
     if existing:
         return [str(path) for path in existing]
     digest = hashlib.sha256(report_path.read_bytes() + Path(pipeline.plots.__file__).read_bytes()).hexdigest()
@@ -156,6 +166,17 @@ def _plots(report_path: Path, folder: Path) -> list[str]:
         shutil.copyfile(rendered / name, folder / name)
         copies.append(str(folder / name))
     return copies
+
+
+def _tuning_plot(properties: dict[str, Any], folder: Path) -> list[str]:
+    """The objective of every training job of the tuning step, rendered once."""
+    from pipeline.plots import render_tuning_plot
+
+    target = folder / TUNING_PLOT
+    if not target.is_file():
+        metric, kind = objective(properties)
+        render_tuning_plot(trials(properties), metric, kind, target)
+    return [str(target)]
 
 
 def print_summary(summary: dict[str, Any], console: Any) -> None:
@@ -191,6 +212,15 @@ def print_summary(summary: dict[str, Any], console: Any) -> None:
         console.print(
             f"Quality gate: {gate['metric']} = {_number(gate['value'])} vs threshold "
             f"{_number(gate['threshold'])}: {verdict}"
+        )
+    tuning = summary.get("tuning")
+    if tuning:
+        settings = ", ".join(f"{name}={value}" for name, value in sorted(tuning["best_hyperparameters"].items()))
+        failed = f", {tuning['failed']} without an objective" if tuning["failed"] else ""
+        console.print(
+            f"Tuning: best of {tuning['training_jobs']} training jobs{failed} is {tuning['best_training_job']}, "
+            f"{tuning['objective']} = {_number(tuning['best_value'])} ({tuning['type'].lower()}d)\n  {settings}",
+            soft_wrap=True,
         )
     package = summary["model_package"]
     if package:

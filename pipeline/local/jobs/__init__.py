@@ -9,6 +9,7 @@ from pipeline.local.jobs.processing import ProcessingJobs
 from pipeline.local.jobs.register import RegisterJobs
 from pipeline.local.jobs.training import TrainingJobs
 from pipeline.local.jobs.transform import TransformJobs
+from pipeline.local.jobs.tuning import TuningJobs
 from pipeline.local.s3 import LocalS3
 from pipeline.local.workdir import Workdir
 
@@ -23,6 +24,7 @@ def local_runners(
     return {
         "Processing": ProcessingJobs(s3, environments or ImageEnvironments.default()),
         "Training": TrainingJobs(s3),
+        "Tuning": TuningJobs(s3),
         "Model": ModelJobs(s3, models),
         "Transform": TransformJobs(s3, models),
         "RegisterModel": RegisterJobs(s3, workdir.registry_db, region=region, account=account),
