@@ -7,6 +7,9 @@ model-quality statistics (``binary_classification_metrics``, ``multiclass_classi
 ``{"metric", "value"}`` (higher is always better) that the pipeline's Condition step compares with its threshold.
 Classifiers also get ``class_names`` and ``per_class_metrics``; with Preprocess's summary (``--summary-dir``) holding
 label values, classes are named by them (in the confusion matrix too) instead of 0..K-1.
+Given a model package group, it also scores the group's approved champion on the same test records with the same
+code (``champion``: its package and metrics) and writes the ``decision`` the gate takes (``evaluation/champion.py``
+fetches the champion through boto3).
 
 Runs in a SageMaker processing container: numpy, pandas, scikit-learn and the standard library only; every path
 comes in as an argument.
@@ -29,8 +32,12 @@ import numpy as np
 from sklearn.metrics import precision_recall_curve, roc_curve
 
 if __package__:  # imported from the repository (tests, plots)
+    from evaluation.champion import Champion, ChampionError, aws_clients, download_model, find_champion
+    from evaluation.linear_learner_model import ModelArtifactError, read_model
     from preprocessing.recordio import read as read_recordio
-else:  # run as a script, as in the container: the flat code bundle has recordio.py beside this file
+else:  # run as a script, as in the container: the flat code bundle has these modules beside this file
+    from champion import Champion, ChampionError, aws_clients, download_model, find_champion
+    from linear_learner_model import ModelArtifactError, read_model
     from recordio import read as read_recordio
 
 PREDICTOR_TYPES = ("binary_classifier", "multiclass_classifier", "regressor")
@@ -42,6 +49,8 @@ METRICS_SECTIONS = {
     "regressor": "regression_metrics",
 }
 REPORT_NAME = "evaluation.json"
+CHAMPION = "champion"  # the report's section on the approved champion scored on the same test split
+DECISION = "decision"  # the report's section on the gate's decision
 # Model Monitor reports a standard deviation only from 200 records up; below that it writes the string "NaN".
 MIN_RECORDS_FOR_STANDARD_DEVIATION = 200
 DEFAULT_BOOTSTRAP_ROUNDS = 30
@@ -542,6 +551,156 @@ def build_report(
     return report
 
 
+# ---------------------------------------------------------------------------------------------------------- champion
+
+
+@dataclass(frozen=True)
+class GateSettings:
+    """What the pipeline's gate decides with: the threshold, the tolerance and where the champion is registered."""
+
+    metric_threshold: float
+    champion_tolerance: float = 0.0
+    model_package_group: str | None = None  # None: no champion comparison
+    region: str | None = None  # the AWS region of the registry; None: boto3's configuration decides
+
+    def __post_init__(self) -> None:
+        if not math.isfinite(self.metric_threshold):
+            raise EvaluationError(f"MetricThreshold is {self.metric_threshold}, expected a finite number")
+        if not math.isfinite(self.champion_tolerance) or self.champion_tolerance < 0:
+            raise EvaluationError(
+                f"ChampionTolerance is {self.champion_tolerance}, expected a finite number >= 0 "
+                "(how much worse than the champion the challenger may be)"
+            )
+
+
+def read_test_features(test_dir: Path) -> Any:
+    """The features of every test shard in the order ``load_scored`` reads labels: dense array or CSR matrix."""
+    blocks = []
+    for shard in find_test_shards(test_dir):
+        try:
+            with shard.open("rb") as fileobj:
+                features, _ = read_recordio(fileobj)
+        except Exception as error:
+            raise EvaluationError(f"test shard {shard}: cannot read RecordIO-protobuf: {error}") from error
+        if features.shape[0]:
+            blocks.append(features)
+    if not blocks:
+        raise EvaluationError(f"test dir {test_dir}: the test shards hold no records")
+    if all(isinstance(block, np.ndarray) for block in blocks):
+        return np.concatenate(blocks)
+    from scipy import sparse
+
+    return sparse.vstack([sparse.csr_matrix(block) for block in blocks], format="csr")
+
+
+def score_champion(model_path: Path, champion: Champion, scored: Scored, test_dir: Path, predictor_type: str) -> Scored:
+    """The champion's predictions on the same test records, in the form the challenger's metrics are computed from."""
+    features = read_test_features(test_dir)
+    where = f"champion {champion.model_package_arn} ({champion.model_data_url})"
+    try:
+        model = read_model(model_path, feature_dim=int(features.shape[1]))
+    except ModelArtifactError as error:
+        raise EvaluationError(f"{where}: cannot read its model artifact: {error}") from None
+    if model.predictor_type != predictor_type:
+        raise EvaluationError(
+            f"{where} is a {model.predictor_type}, this execution evaluates a {predictor_type}: the two cannot be "
+            "compared (reject the champion or register into another model package group)"
+        )
+    scores, predicted = model.predict(features)
+    scores = np.asarray(scores, dtype=np.float64)
+    if predictor_type == "multiclass_classifier" and scores.shape[1] != scored.scores.shape[1]:
+        raise EvaluationError(
+            f"{where} predicts {scores.shape[1]} classes, the challenger {scored.scores.shape[1]}: cannot compare"
+        )
+    if len(scores) != len(scored.labels):  # the features and labels come from the same shards: a reader bug
+        raise EvaluationError(f"{where}: scored {len(scores)} records, the test shards hold {len(scored.labels)}")
+    bad = np.flatnonzero(~np.isfinite(scores.reshape(len(scores), -1)).all(axis=1))
+    if bad.size:
+        raise EvaluationError(f"{where}: record {bad[0]} of the test split scores {scores[bad[0]]}, not finite")
+    return Scored(scored.labels, scores, None if predicted is None else predicted.astype(np.int64), scored.file_count)
+
+
+def champion_section(champion: Champion, report: dict[str, Any], predictor_type: str) -> dict[str, Any]:
+    """The report's ``champion``: the package and its metrics on this test split, in the challenger's layout."""
+    section = METRICS_SECTIONS[predictor_type]
+    metric = GATE_METRICS[predictor_type]
+    gate = {"metric": metric, "value": report["gate"]["value"]}
+    result = {**champion.to_dict(), section: report[section], "gate": gate}
+    if "prediction_sample" in report:
+        result["prediction_sample"] = report["prediction_sample"]
+    return result
+
+
+def decide(
+    metric: str, value: float, settings: GateSettings, champion: dict[str, Any] | None, group: str | None
+) -> dict[str, Any]:
+    """Promote when ``value`` reaches MetricThreshold and is no worse than the champion's by more than the tolerance.
+
+    ``champion_floor`` is the champion's value minus the tolerance; without a champion it is the challenger's own
+    value, so the Condition's second comparison holds and the threshold alone decides, as the reason says.
+    """
+    threshold, tolerance = settings.metric_threshold, settings.champion_tolerance
+    clears_threshold = value >= threshold
+    verdict = f"{metric} {value:.6g} {'reaches' if clears_threshold else 'is below'} MetricThreshold {threshold:g}"
+    if champion is None:
+        floor = value
+        beats_champion = True
+        where = f"model package group {group}" if group else "no model package group given"
+        verdict += f"; no approved champion ({where}): the threshold alone decides"
+    else:
+        champion_value = champion["gate"]["value"]
+        floor = champion_value - tolerance
+        beats_champion = value >= floor
+        name = f"champion version {champion['version']} ({metric} {champion_value:.6g} on this test split)"
+        verdict += f"; {'no worse' if beats_champion else 'worse'} than {name} by more than ChampionTolerance"
+        verdict += f" {tolerance:g}"
+    return {
+        "promote": bool(clears_threshold and beats_champion),
+        "metric": metric,
+        "challenger_value": value,
+        "metric_threshold": threshold,
+        "champion_model_package_arn": champion["model_package_arn"] if champion else "none",
+        "champion_value": champion["gate"]["value"] if champion else "none",
+        "champion_tolerance": tolerance,
+        "champion_floor": floor,
+        "reason": verdict,
+    }
+
+
+def compare_with_champion(
+    report: dict[str, Any],
+    scored: Scored,
+    test_dir: Path,
+    predictor_type: str,
+    settings: GateSettings,
+    rounds: int,
+    seed: int,
+    clients: Callable[[str | None], tuple[Any, Any]] | None = None,
+) -> dict[str, Any]:
+    """Adds ``champion`` (None when the group has no approved, completed version) and ``decision`` to the report.
+
+    ``clients`` gives the (SageMaker, S3) boto3 clients for a region; default :func:`champion.aws_clients`.
+    """
+    champion = None
+    group = settings.model_package_group
+    if group:
+        try:
+            sagemaker, s3 = (clients or aws_clients)(settings.region)
+            found = find_champion(sagemaker, group)
+            if found is not None:
+                with tempfile.TemporaryDirectory(prefix="champion-") as folder:
+                    model_path = download_model(s3, found, Path(folder))
+                    champion_scored = score_champion(model_path, found, scored, test_dir, predictor_type)
+                champion_report = build_report(champion_scored, predictor_type, rounds, seed)
+                champion = champion_section(found, champion_report, predictor_type)
+        except ChampionError as error:
+            raise EvaluationError(str(error)) from None
+    gate = report["gate"]
+    report[CHAMPION] = champion
+    report[DECISION] = decide(gate["metric"], gate["value"], settings, champion, group)
+    return report
+
+
 # ---------------------------------------------------------------------------------------------------------- output
 
 
@@ -582,14 +741,20 @@ def evaluate(
     seed: int = DEFAULT_SEED,
     loss: str = "auto",
     summary_dir: Path | None = None,
+    gate: GateSettings | None = None,
 ) -> dict[str, Any]:
-    """Reads predictions and labels, writes the report, returns it (NaN still as float)."""
+    """Reads predictions and labels, writes the report, returns it (NaN still as float).
+
+    With ``gate``, the report also holds the champion's metrics on the same records and the gate's decision.
+    """
     if predictor_type not in PREDICTOR_TYPES:
         raise EvaluationError(f"predictor type {predictor_type!r} is not one of {', '.join(PREDICTOR_TYPES)}")
     scored = load_scored(predictions_dir, test_dir, predictor_type, loss)
     names = label_names(summary_dir)  # also checks that every Preprocess host built the same layout
     names = names if predictor_type != "regressor" else None
     report = build_report(scored, predictor_type, bootstrap_rounds, seed, names)
+    if gate is not None:
+        compare_with_champion(report, scored, test_dir, predictor_type, gate, bootstrap_rounds, seed)
     write_report(report, output_dir)
     return report
 
@@ -606,12 +771,21 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--bootstrap-rounds", type=int, default=DEFAULT_BOOTSTRAP_ROUNDS)
     parser.add_argument("--seed", type=int, default=DEFAULT_SEED)
     parser.add_argument("--loss", default="auto", help="the training loss: hinge_loss makes a binary score a margin")
+    parser.add_argument("--metric-threshold", type=float, help="the gate's MetricThreshold: write the decision")
+    parser.add_argument("--champion-tolerance", type=float, default=0.0, help="how much worse than the champion")
+    parser.add_argument("--model-package-group", help="compare with this group's newest approved version")
+    parser.add_argument("--region", help="the registry's AWS region (default: boto3's configuration)")
     return parser.parse_args(argv)
 
 
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     try:
+        settings = None
+        if args.metric_threshold is not None:
+            settings = GateSettings(
+                args.metric_threshold, args.champion_tolerance, args.model_package_group, args.region
+            )
         report = evaluate(
             args.predictions_dir,
             args.test_dir,
@@ -621,6 +795,7 @@ def main(argv: list[str] | None = None) -> int:
             args.seed,
             args.loss,
             args.summary_dir,
+            settings,
         )
     except EvaluationError as error:
         print(f"evaluate: error: {error}", file=sys.stderr)
@@ -630,6 +805,9 @@ def main(argv: list[str] | None = None) -> int:
         f"evaluate: {report['dataset']['item_count']} records from {report['dataset']['file_count']} test shards; "
         f"gate {gate['metric']} = {gate['value']:.6g}; wrote {args.output_dir / REPORT_NAME}"
     )
+    if DECISION in report:
+        decision = report[DECISION]
+        print(f"evaluate: {'promote' if decision['promote'] else 'do not promote'}: {decision['reason']}")
     return 0
 
 

@@ -1,6 +1,8 @@
 """The Linear Learner pipeline, defined once with the SageMaker Python SDK v3 and built offline.
 
 Preprocess -> Train -> CreateModel -> Transform -> Evaluate -> QualityGate -> Register | QualityGateFailed.
+Evaluate also scores the approved champion on the same test split; the gate registers a model that clears
+MetricThreshold and is no worse than the champion by more than ChampionTolerance.
 With ``tuning_max_jobs`` > 0 a Tuning step named ``Tune`` replaces Train and the model is its best training job's.
 :func:`build_definition` gives the definition JSON (byte-identical on every build) and the code bundles ``upsert``
 must upload first; the local backend interprets the same JSON. :func:`get_pipeline` gives the SDK ``Pipeline``.
@@ -20,8 +22,11 @@ from pipeline.definition_cache import cached_definition
 from pipeline.images import DEFAULT_PROCESSING_IMAGE
 from pipeline.names import (
     BINARY_CLASSIFIER,
+    CHAMPION_FLOOR,
+    CHAMPION_TOLERANCE,
     CREATE_MODEL,
     CSV,
+    DECISION,
     EVALUATE,
     GATE,
     JSON,
@@ -152,6 +157,7 @@ class Parameters:
     l1: Any
     loss: Any
     metric_threshold: Any
+    champion_tolerance: Any
     model_approval_status: Any
 
     @classmethod
@@ -201,6 +207,8 @@ class Parameters:
             l1=ParameterString("L1", "auto"),
             loss=ParameterString("Loss", "auto"),
             metric_threshold=ParameterFloat(METRIC_THRESHOLD, 0.6),
+            # how much worse than the approved champion (same test split, same metric) a new model may be
+            champion_tolerance=ParameterFloat(CHAMPION_TOLERANCE, 0.0),
             model_approval_status=ParameterString(
                 "ModelApprovalStatus",
                 "PendingManualApproval",
@@ -230,7 +238,7 @@ def _build_pipeline(config: PipelineConfig, bundles: Bundles, session: Any) -> A
     create_model = _create_model_step(config, model_data, session)
     transform = _transform_step(config, params, preprocess, create_model, session)
     evaluate, report = _evaluate_step(config, params, bundles.evaluate, preprocess, transform, session)
-    register = _register_step(config, params, model_data, evaluate, session)
+    register = _register_step(config, params, model_data, evaluate, report, session)
     gate = _quality_gate_step(params, evaluate, report, register)
     return Pipeline(
         name=config.pipeline_name,
@@ -255,8 +263,11 @@ def _tuning_key(config: PipelineConfig) -> str:
     return f"{config.pipeline_name}/{TUNING_OUTPUT}"
 
 
-def _job_step_options() -> dict[str, Any]:
-    """Caching and retries shared by every job step: capacity and throttling errors are retried with backoff."""
+def _job_step_options(cache: bool = True) -> dict[str, Any]:
+    """Caching and retries shared by every job step: capacity and throttling errors are retried with backoff.
+
+    ``cache=False`` for a step whose result depends on something outside its request (the registry's champion).
+    """
     from sagemaker.mlops.workflow import CacheConfig
     from sagemaker.mlops.workflow.retry import (
         SageMakerJobExceptionTypeEnum,
@@ -266,7 +277,7 @@ def _job_step_options() -> dict[str, Any]:
     )
 
     return {
-        "cache_config": CacheConfig(enable_caching=True, expire_after=CACHE_EXPIRY),
+        "cache_config": CacheConfig(enable_caching=True, expire_after=CACHE_EXPIRY) if cache else None,
         "retry_policies": [
             StepRetryPolicy(
                 exception_types=[StepExceptionTypeEnum.SERVICE_FAULT, StepExceptionTypeEnum.THROTTLING],
@@ -318,19 +329,28 @@ def _image_uri(framework: str, region: str, version: str) -> str:
     return image_uris.retrieve(framework, region, version=version)
 
 
-def _network_config(config: PipelineConfig) -> Any:
-    """Processing jobs get the same VPC, isolation and encryption settings as training (they need no network)."""
+def _network_config(config: PipelineConfig, isolation: bool = True) -> Any:
+    """Processing jobs get the same VPC, isolation and encryption settings as training; ``isolation=False`` for a job
+    that calls AWS APIs (Evaluate reads the registry: an isolated container cannot reach any API)."""
     from sagemaker.core.network import NetworkConfig
 
     return NetworkConfig(
-        enable_network_isolation=config.enable_network_isolation,
+        enable_network_isolation=config.enable_network_isolation and isolation,
         encrypt_inter_container_traffic=config.encrypt_inter_container_traffic,
         subnets=list(config.subnets) or None,
         security_group_ids=list(config.security_group_ids) or None,
     )
 
 
-def _processor(config: PipelineConfig, entry_point: str, name: str, count: Any, instance_type: Any, session: Any):
+def _processor(
+    config: PipelineConfig,
+    entry_point: str,
+    name: str,
+    count: Any,
+    instance_type: Any,
+    session: Any,
+    isolation: bool = True,
+):
     """A plain Processor running ``python3 <code dir>/<entry point>`` on the scikit-learn image."""
     from sagemaker.core.processing import Processor
 
@@ -347,7 +367,7 @@ def _processor(config: PipelineConfig, entry_point: str, name: str, count: Any, 
         sagemaker_session=session,
         env={"PYTHONUNBUFFERED": "1"},
         tags=config.all_tags or None,
-        network_config=_network_config(config),
+        network_config=_network_config(config, isolation),
     )
 
 
@@ -610,7 +630,9 @@ def _evaluate_step(
     from sagemaker.core.workflow.properties import PropertyFile
     from sagemaker.mlops.workflow import ProcessingStep
 
-    processor = _processor(config, bundle.entry_point, "evaluate", 1, params.evaluation_instance_type, session)
+    processor = _processor(
+        config, bundle.entry_point, "evaluate", 1, params.evaluation_instance_type, session, isolation=False
+    )
     step_args = processor.run(
         inputs=[
             _s3_input("predictions", transform.properties.TransformOutput.S3OutputPath, EVALUATE_PREDICTIONS_DIR),
@@ -632,19 +654,37 @@ def _evaluate_step(
             EVALUATE_SUMMARY_DIR,
             "--loss",
             params.loss,
+            "--metric-threshold",
+            params.metric_threshold.to_string(),
+            "--champion-tolerance",
+            params.champion_tolerance.to_string(),
+            "--model-package-group",
+            config.model_package_group,
+            "--region",
+            config.region,
         ],
         wait=False,
         logs=False,
     )
     report = PropertyFile(name=REPORT_PROPERTY_FILE, output_name="evaluation", path=REPORT_NAME)
-    step = ProcessingStep(name=EVALUATE, step_args=step_args, property_files=[report], **_job_step_options())
+    # Never cached: the champion it compares with is read from the registry, which is in no cache key.
+    step = ProcessingStep(
+        name=EVALUATE, step_args=step_args, property_files=[report], **_job_step_options(cache=False)
+    )
     return step, report
 
 
-def _register_step(config: PipelineConfig, params: Parameters, model_data: Any, evaluate: Any, session: Any) -> Any:
+def _register_step(
+    config: PipelineConfig, params: Parameters, model_data: Any, evaluate: Any, report: Any, session: Any
+) -> Any:
     from sagemaker.core.model_metrics import MetricsSource, ModelMetrics
-    from sagemaker.core.workflow.functions import Join
+    from sagemaker.core.workflow.functions import Join, JsonGet
     from sagemaker.mlops.workflow import ModelStep
+
+    def decision(field: str) -> Any:
+        # Join makes every value a string, as CustomerMetadataProperties requires
+        value = JsonGet(step_name=evaluate.name, property_file=report, json_path=f"{DECISION}.{field}")
+        return Join(on="", values=[value])
 
     report_uri = Join(
         on="/",
@@ -660,18 +700,30 @@ def _register_step(config: PipelineConfig, params: Parameters, model_data: Any, 
             model_statistics=MetricsSource(s3_uri=report_uri, content_type=JSON),
         ),
         approval_status=params.model_approval_status,
+        # the champion this version was compared with on the same test split, and why it was promoted
+        customer_metadata_properties={
+            "ChampionModelPackageArn": decision("champion_model_package_arn"),
+            "ChampionValue": decision("champion_value"),
+            "ChallengerValue": decision("challenger_value"),
+            "GateMetric": decision("metric"),
+            "ChampionTolerance": decision("champion_tolerance"),
+        },
     )
     return ModelStep(name=REGISTER, step_args=step_args, retry_policies=_model_step_retries())
 
 
 def _quality_gate_step(params: Parameters, evaluate: Any, report: Any, register: Any) -> Any:
-    """Register when the report's gate value (higher is better) reaches MetricThreshold, else fail with the reason."""
+    """Register when the report's gate value (higher is better) reaches MetricThreshold and the champion's floor (its
+    value on the same test split minus ChampionTolerance, computed by Evaluate); else fail naming both values."""
     from sagemaker.core.workflow.conditions import ConditionGreaterThanOrEqualTo
     from sagemaker.core.workflow.functions import Join, JsonGet
     from sagemaker.mlops.workflow import ConditionStep, FailStep
 
     def gate(field: str) -> Any:
         return JsonGet(step_name=evaluate.name, property_file=report, json_path=f"{GATE}.{field}")
+
+    def decision(field: str) -> Any:
+        return JsonGet(step_name=evaluate.name, property_file=report, json_path=f"{DECISION}.{field}")
 
     failed = FailStep(
         name=QUALITY_GATE_FAILED,
@@ -682,14 +734,25 @@ def _quality_gate_step(params: Parameters, evaluate: Any, report: Any, register:
                 gate("metric"),
                 "=",
                 gate("value"),
-                "is below MetricThreshold",
+                "vs MetricThreshold",
                 params.metric_threshold,
+                "and champion",
+                decision("champion_value"),
+                "minus ChampionTolerance",
+                params.champion_tolerance,
+                "=",
+                decision(CHAMPION_FLOOR),
+                "|",
+                decision("reason"),
             ],
         ),
     )
     return ConditionStep(
         name=QUALITY_GATE,
-        conditions=[ConditionGreaterThanOrEqualTo(left=gate("value"), right=params.metric_threshold)],
+        conditions=[
+            ConditionGreaterThanOrEqualTo(left=gate("value"), right=params.metric_threshold),
+            ConditionGreaterThanOrEqualTo(left=gate("value"), right=decision(CHAMPION_FLOOR)),
+        ],
         if_steps=[register],
         else_steps=[failed],
     )

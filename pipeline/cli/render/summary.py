@@ -19,6 +19,9 @@ from pipeline.local.executions import ExecutionRecord
 from pipeline.local.s3 import LocalS3
 from pipeline.names import (
     BASELINE_SUFFIX,
+    CHAMPION,
+    CHAMPION_FLOOR,
+    DECISION,
     EVALUATE,
     GATE,
     METRIC_THRESHOLD,
@@ -96,6 +99,7 @@ def summarise(record: ExecutionRecord, s3: LocalS3, render_plots: bool = True) -
             "value": gate.get("value"),
             "threshold": threshold,
             "passed": passed,
+            **champion_comparison(report),
         }
         if render_plots:
             summary["paths"]["plots"] += _plots(report_path, record.folder / "plots")
@@ -134,6 +138,27 @@ def preprocess_warnings(record: ExecutionRecord, s3: LocalS3) -> list[str]:
                 "bucket (the model cannot tell those apart); raise --param HashBuckets"
             )
     return warnings
+
+
+def champion_comparison(report: dict[str, Any]) -> dict[str, Any]:
+    """The gate's comparison with the approved champion on the same test split (empty for an older report)."""
+    decision = report.get(DECISION)
+    if not isinstance(decision, dict):
+        return {}
+    champion = report.get(CHAMPION) or {}
+    return {
+        "champion": {
+            "model_package_arn": champion.get("model_package_arn"),
+            "version": champion.get("version"),
+            "value": (champion.get("gate") or {}).get("value"),
+        }
+        if champion
+        else None,
+        "tolerance": decision.get("champion_tolerance"),
+        "floor": decision.get(CHAMPION_FLOOR),
+        "promote": decision.get("promote"),
+        "reason": decision.get("reason"),
+    }
 
 
 def _compute(record: ExecutionRecord) -> list[dict[str, Any]]:
@@ -213,6 +238,16 @@ def print_summary(summary: dict[str, Any], console: Any) -> None:
             f"Quality gate: {gate['metric']} = {_number(gate['value'])} vs threshold "
             f"{_number(gate['threshold'])}: {verdict}"
         )
+        if "reason" in gate:
+            champion = gate["champion"]
+            if champion:
+                console.print(
+                    f"Champion: version {champion['version']}, {gate['metric']} = {_number(champion['value'])} on the "
+                    f"same test split; tolerance {_number(gate['tolerance'])}, floor {_number(gate['floor'])}"
+                    f"\n  {champion['model_package_arn']}",
+                    soft_wrap=True,
+                )
+            console.print(f"Decision: {'promote' if gate['promote'] else 'do not promote'}: {gate['reason']}")
     tuning = summary.get("tuning")
     if tuning:
         settings = ", ".join(f"{name}={value}" for name, value in sorted(tuning["best_hyperparameters"].items()))
