@@ -5,6 +5,8 @@ one object per record, in order), checks the counts match file by file, and writ
 model-quality statistics (``binary_classification_metrics``, ``multiclass_classification_metrics`` or
 ``regression_metrics``, every metric ``{"value", "standard_deviation"}``) plus a ``gate`` section
 ``{"metric", "value"}`` (higher is always better) that the pipeline's Condition step compares with its threshold.
+Classifiers also get ``class_names`` and ``per_class_metrics``; with Preprocess's summary (``--summary-dir``) holding
+label values, classes are named by them (in the confusion matrix too) instead of 0..K-1.
 Given a model package group, it also scores the group's approved champion on the same test records with the same
 code (``champion``: its package and metrics) and writes the ``decision`` the gate takes (``evaluation/champion.py``
 fetches the champion through boto3).
@@ -399,15 +401,64 @@ def _with_deviation(values: dict[str, float], deviations: dict[str, float]) -> d
     return {name: {"value": values[name], "standard_deviation": deviations[name]} for name in values}
 
 
-def _confusion_dict(matrix: np.ndarray) -> dict[str, dict[str, int]]:
-    """Model Monitor's layout: {true class: {predicted class: count}}."""
+def _confusion_dict(matrix: np.ndarray, names: list[str] | None = None) -> dict[str, dict[str, int]]:
+    """Model Monitor's layout: {true class: {predicted class: count}}, classes named by their label values."""
+    name = _namer(names)
     return {
-        str(actual): {str(guess): int(matrix[actual, guess]) for guess in range(matrix.shape[1])}
+        name(actual): {name(guess): int(matrix[actual, guess]) for guess in range(matrix.shape[1])}
         for actual in range(matrix.shape[0])
     }
 
 
-def binary_report(scored: Scored, rounds: int, seed: int) -> dict[str, Any]:
+def _namer(names: list[str] | None) -> Callable[[int], str]:
+    return lambda index: names[index] if names and index < len(names) else str(index)
+
+
+def per_class_metrics(matrix: np.ndarray, names: list[str] | None = None) -> dict[str, dict[str, float]]:
+    """Precision, recall, F1 and support of every class (rows: true class, columns: predicted)."""
+    name = _namer(names)
+    result = {}
+    for index in range(matrix.shape[0]):
+        true_positive = float(matrix[index, index])
+        precision = _ratio(true_positive, float(matrix[:, index].sum()))
+        recall = _ratio(true_positive, float(matrix[index, :].sum()))
+        result[name(index)] = {
+            "precision": precision,
+            "recall": recall,
+            "f1": _f_beta(precision, recall, 1.0),
+            "support": int(matrix[index, :].sum()),
+        }
+    return result
+
+
+def label_names(summary_dir: Path | None) -> list[str] | None:
+    """The label values Preprocess mapped to 0..K-1 (from its summary), or None when labels were already numeric.
+
+    Every host's summary part must agree on the feature layout and the label values: hosts that built different
+    layouts (possible only when no schema was passed) trained one model on mixed columns, so that is an error."""
+    if summary_dir is None or not summary_dir.is_dir():
+        return None
+    parts = []
+    for path in sorted(summary_dir.glob("summary-*.json")) or sorted(summary_dir.glob("summary.json")):
+        try:
+            parts.append((path, json.loads(path.read_text())))
+        except (OSError, ValueError) as error:
+            raise EvaluationError(f"{path}: not a readable Preprocess summary ({error})") from error
+    if not parts:
+        return None
+    (first_path, first), *others = parts
+    for path, part in others:
+        for key in ("feature_names", "label_values"):
+            if part.get(key) != first.get(key):
+                raise EvaluationError(
+                    f"Preprocess hosts built different layouts: {key} of {first_path.name} is {first.get(key)} but "
+                    f"{path.name} has {part.get(key)}; pass one schema to every host (infer it: drop --no-infer)"
+                )
+    values = first.get("label_values")
+    return [str(value) for value in values] if values else None
+
+
+def binary_report(scored: Scored, rounds: int, seed: int, names: list[str] | None = None) -> dict[str, Any]:
     labels, scores, predicted = scored.labels.astype(np.int64), scored.scores, scored.predicted_labels
     assert predicted is not None
     present = set(np.unique(labels).tolist())
@@ -426,7 +477,7 @@ def binary_report(scored: Scored, rounds: int, seed: int) -> dict[str, Any]:
     metrics = _with_deviation(values, deviations)
     false_positive_rates, true_positive_rates, _ = roc_curve(labels, scores)
     precisions, recalls, _ = precision_recall_curve(labels, scores)
-    ordered: dict[str, Any] = {"confusion_matrix": _confusion_dict(confusion(labels, predicted, 2))}
+    ordered: dict[str, Any] = {"confusion_matrix": _confusion_dict(confusion(labels, predicted, 2), names)}
     for name in list(metrics)[:10]:  # Model Monitor's order: the rates, then the curves, then auc and F-scores
         ordered[name] = metrics[name]
     fpr, tpr = _thin(false_positive_rates, true_positive_rates)
@@ -438,7 +489,7 @@ def binary_report(scored: Scored, rounds: int, seed: int) -> dict[str, Any]:
     return ordered
 
 
-def multiclass_report(scored: Scored, rounds: int, seed: int) -> dict[str, Any]:
+def multiclass_report(scored: Scored, rounds: int, seed: int, names: list[str] | None = None) -> dict[str, Any]:
     labels, predicted = scored.labels.astype(np.int64), scored.predicted_labels
     assert predicted is not None
     classes = scored.scores.shape[1]
@@ -447,12 +498,12 @@ def multiclass_report(scored: Scored, rounds: int, seed: int) -> dict[str, Any]:
         lambda weights: multiclass_scalars(confusion(labels, predicted, classes, weights)), len(labels), rounds, seed
     )
     return {
-        "confusion_matrix": _confusion_dict(confusion(labels, predicted, classes)),
+        "confusion_matrix": _confusion_dict(confusion(labels, predicted, classes), names),
         **_with_deviation(values, deviations),
     }
 
 
-def regression_report(scored: Scored, rounds: int, seed: int) -> dict[str, Any]:
+def regression_report(scored: Scored, rounds: int, seed: int, names: list[str] | None = None) -> dict[str, Any]:
     labels, predictions = scored.labels, scored.scores
     values = regression_scalars(labels, predictions)
     deviations = bootstrap_standard_deviations(
@@ -474,10 +525,12 @@ def prediction_sample(scored: Scored, seed: int) -> dict[str, Any]:
     }
 
 
-def build_report(scored: Scored, predictor_type: str, rounds: int, seed: int) -> dict[str, Any]:
-    """The whole evaluation.json document."""
+def build_report(
+    scored: Scored, predictor_type: str, rounds: int, seed: int, names: list[str] | None = None
+) -> dict[str, Any]:
+    """The whole evaluation.json document; ``names`` (the label values, in class order) name the classes."""
     builders = {"binary_classifier": binary_report, "multiclass_classifier": multiclass_report}
-    metrics = builders.get(predictor_type, regression_report)(scored, rounds, seed)
+    metrics = builders.get(predictor_type, regression_report)(scored, rounds, seed, names)
     gate_metric = GATE_METRICS[predictor_type]
     report: dict[str, Any] = {
         "version": 0.0,
@@ -489,6 +542,12 @@ def build_report(scored: Scored, predictor_type: str, rounds: int, seed: int) ->
     }
     if predictor_type == "regressor":
         report["prediction_sample"] = prediction_sample(scored, seed)
+    else:
+        assert scored.predicted_labels is not None
+        classes = 2 if predictor_type == "binary_classifier" else scored.scores.shape[1]
+        matrix = confusion(scored.labels.astype(np.int64), scored.predicted_labels, classes)
+        report["class_names"] = [_namer(names)(index) for index in range(classes)]
+        report["per_class_metrics"] = per_class_metrics(matrix, names)
     return report
 
 
@@ -681,6 +740,7 @@ def evaluate(
     bootstrap_rounds: int = DEFAULT_BOOTSTRAP_ROUNDS,
     seed: int = DEFAULT_SEED,
     loss: str = "auto",
+    summary_dir: Path | None = None,
     gate: GateSettings | None = None,
 ) -> dict[str, Any]:
     """Reads predictions and labels, writes the report, returns it (NaN still as float).
@@ -690,7 +750,9 @@ def evaluate(
     if predictor_type not in PREDICTOR_TYPES:
         raise EvaluationError(f"predictor type {predictor_type!r} is not one of {', '.join(PREDICTOR_TYPES)}")
     scored = load_scored(predictions_dir, test_dir, predictor_type, loss)
-    report = build_report(scored, predictor_type, bootstrap_rounds, seed)
+    names = label_names(summary_dir)  # also checks that every Preprocess host built the same layout
+    names = names if predictor_type != "regressor" else None
+    report = build_report(scored, predictor_type, bootstrap_rounds, seed, names)
     if gate is not None:
         compare_with_champion(report, scored, test_dir, predictor_type, gate, bootstrap_rounds, seed)
     write_report(report, output_dir)
@@ -703,6 +765,9 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--test-dir", type=Path, default=Path("/opt/ml/processing/input/test"))
     parser.add_argument("--output-dir", type=Path, default=Path("/opt/ml/processing/output/evaluation"))
     parser.add_argument("--predictor-type", required=True, choices=PREDICTOR_TYPES)
+    parser.add_argument(
+        "--summary-dir", type=Path, help="Preprocess's summary folder: its label values name the classes in the report"
+    )
     parser.add_argument("--bootstrap-rounds", type=int, default=DEFAULT_BOOTSTRAP_ROUNDS)
     parser.add_argument("--seed", type=int, default=DEFAULT_SEED)
     parser.add_argument("--loss", default="auto", help="the training loss: hinge_loss makes a binary score a margin")
@@ -729,6 +794,7 @@ def main(argv: list[str] | None = None) -> int:
             args.bootstrap_rounds,
             args.seed,
             args.loss,
+            args.summary_dir,
             settings,
         )
     except EvaluationError as error:

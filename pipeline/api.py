@@ -27,6 +27,7 @@ if TYPE_CHECKING:
 
     from pipeline.config import PipelineConfig
     from pipeline.execution import Execution, LocalExecution
+    from pipeline.inference import Inferred
     from pipeline.local.executions import ExecutionRecord, StepRecord
     from pipeline.local.runner import DataSource
     from pipeline.sagemaker_execution import SageMakerExecution
@@ -88,15 +89,28 @@ def execute_local(
     overrides: Mapping[str, str],
     *,
     use_cache: bool = True,
+    infer: bool = True,
+    sample_rows: int | None = None,
+    on_inferred: Callable[[Inferred, Path], None] | None = None,
     on_change: Callable[[ExecutionRecord, StepRecord], None] | None = None,
 ) -> LocalExecution:
-    """Build the definition, run it locally on ``source`` with ``overrides``; what ``llpipe run`` and
-    :func:`run_local` both call. A bad override or data option raises before anything is staged."""
+    """Build the definition, infer the data's schema from a sample (unless ``infer`` is off or SchemaUrl is given),
+    run it locally on ``source`` with ``overrides``; what ``llpipe run`` and :func:`run_local` both call. A bad
+    override or data option raises before anything is staged. ``on_inferred`` sees the schema and its local path."""
     from pipeline.execution import LocalExecution
     from pipeline.local.runner import build_local_run
+    from pipeline.schema import DEFAULT_SAMPLE_ROWS
 
     local_run = build_local_run(config, workdir, use_cache=use_cache, on_change=on_change)
-    return LocalExecution(local_run.execute(source, overrides), local_run.s3)
+    schemas: dict[str, bytes] = {}
+    if infer:
+        inferred = local_run.infer(source, overrides, sample_rows or DEFAULT_SAMPLE_ROWS)
+        if inferred is not None:
+            overrides = {**overrides, **inferred.parameters}  # a value given explicitly is never replaced
+            schemas[inferred.uri] = inferred.body
+            if on_inferred is not None:
+                on_inferred(inferred, local_run.s3.path(inferred.uri))
+    return LocalExecution(local_run.execute(source, overrides, schemas), local_run.s3)
 
 
 def run_local(

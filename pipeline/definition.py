@@ -45,6 +45,7 @@ from pipeline.names import (
     TUNE,
 )
 from pipeline.offline import offline_sdk, offline_session
+from pipeline.schema import DEFAULT_SCHEMA, default_schema_uri
 
 # The tuning jobs' artifacts: s3://<bucket>/<pipeline>/tune/<training job>/output/model.tar.gz. Not per execution
 # as the other outputs are: a cached Tune step hands on an earlier execution's job names, and the model URI is built
@@ -54,9 +55,11 @@ CODE_DIR = "/opt/ml/processing/input/code"
 PREPROCESS_INPUT_DIR = "/opt/ml/processing/input/data"
 PREPROCESS_OUTPUT_DIR = "/opt/ml/processing/output"
 PREPROCESS_OUTPUTS = ("train", "validation", "test", "summary")
+PREPROCESS_SCHEMA_DIR = "/opt/ml/processing/input/schema"
 RESOURCE_CONFIG = "/opt/ml/config/resourceconfig.json"  # the host list SageMaker gives each processing instance
 EVALUATE_PREDICTIONS_DIR = "/opt/ml/processing/input/predictions"
 EVALUATE_TEST_DIR = "/opt/ml/processing/input/test"
+EVALUATE_SUMMARY_DIR = "/opt/ml/processing/input/summary"
 EVALUATE_OUTPUT_DIR = "/opt/ml/processing/output/evaluation"
 CACHE_EXPIRY = "P30D"  # ISO 8601: reuse a successful step with identical inputs for 30 days
 TRAINING_MAX_RUNTIME_SECONDS = 24 * 3600  # explicit: the SDK v3 default is one hour
@@ -102,6 +105,7 @@ def build_definition(config: PipelineConfig, bundles: Bundles | None = None) -> 
     uploads = {
         **bundles.preprocess.uploads(config.pipeline_prefix),
         **bundles.evaluate.uploads(config.pipeline_prefix),
+        default_schema_uri(config.pipeline_prefix): DEFAULT_SCHEMA,
     }
     return BuiltDefinition(
         definition_json=definition_json,
@@ -135,6 +139,14 @@ class Parameters:
     predictor_type: Any
     label_column: Any
     label_values: Any
+    categorical_columns: Any
+    id_column: Any
+    missing_values: Any
+    hash_buckets: Any
+    validation_fraction: Any
+    test_fraction: Any
+    split_seed: Any
+    schema_url: Any
     feature_dim: Any
     num_classes: Any
     epochs: Any
@@ -172,6 +184,18 @@ class Parameters:
             label_column=ParameterString("LabelColumn", "label"),
             # "NEG,POS" or "A,B,C": label values mapped to 0..K-1; empty = labels already 0/1 or 0..K-1
             label_values=ParameterString("LabelValues", ""),
+            # comma-separated text feature columns, feature-hashed into HashBuckets indicators each; empty = none
+            categorical_columns=ParameterString("CategoricalColumns", ""),
+            # split by a hash of this column (not a feature) instead of the row content; empty = none
+            id_column=ParameterString("IdColumn", ""),
+            missing_values=ParameterString("MissingValues", "error", enum_values=["error", "zero", "drop"]),
+            hash_buckets=ParameterInteger("HashBuckets", 16),
+            validation_fraction=ParameterFloat("ValidationFraction", 0.15),
+            test_fraction=ParameterFloat("TestFraction", 0.15),
+            split_seed=ParameterInteger("SplitSeed", 0),
+            # the schema JSON the client decided (feature order, categorical columns, label values); the default is
+            # the built-in schema that decides nothing (a ProcessingInput needs an object, never an empty URI)
+            schema_url=ParameterString("SchemaUrl", default_schema_uri(config.pipeline_prefix)),
             feature_dim=ParameterString("FeatureDim", "auto"),
             # Linear Learner ignores num_classes unless predictor_type is multiclass_classifier
             num_classes=ParameterInteger("NumClasses", 3),
@@ -387,6 +411,7 @@ def _preprocess_step(config: PipelineConfig, params: Parameters, bundle: CodeBun
         inputs=[
             _s3_input("data", params.input_data_url, PREPROCESS_INPUT_DIR, distribution="ShardedByS3Key"),
             _s3_input("code", bundle.s3_prefix(config.pipeline_prefix), CODE_DIR),
+            _s3_input("schema", params.schema_url, PREPROCESS_SCHEMA_DIR),
         ],
         outputs=[
             _s3_output(name, f"{PREPROCESS_OUTPUT_DIR}/{name}", _execution_uri(config, "preprocess", name))
@@ -403,8 +428,22 @@ def _preprocess_step(config: PipelineConfig, params: Parameters, bundle: CodeBun
             params.predictor_type,
             "--feature-dim",
             params.feature_dim,
-            # one argument with "=", so the empty default never becomes an empty container argument
+            "--schema",
+            PREPROCESS_SCHEMA_DIR,
+            # one argument with "=", so an empty default never becomes an empty container argument
             Join(on="", values=["--label-values=", params.label_values]),
+            Join(on="", values=["--categorical-columns=", params.categorical_columns]),
+            Join(on="", values=["--id-column=", params.id_column]),
+            "--missing",
+            params.missing_values,
+            "--hash-buckets",
+            params.hash_buckets.to_string(),
+            "--validation-fraction",
+            params.validation_fraction.to_string(),
+            "--test-fraction",
+            params.test_fraction.to_string(),
+            "--seed",
+            params.split_seed.to_string(),
             Join(on="", values=["--data-version=", params.data_version]),
             "--train-shards",
             params.training_instance_count.to_string(),
@@ -598,6 +637,7 @@ def _evaluate_step(
         inputs=[
             _s3_input("predictions", transform.properties.TransformOutput.S3OutputPath, EVALUATE_PREDICTIONS_DIR),
             _s3_input("test", _preprocess_output(preprocess, "test"), EVALUATE_TEST_DIR),
+            _s3_input("summary", _preprocess_output(preprocess, "summary"), EVALUATE_SUMMARY_DIR),
             _s3_input("code", bundle.s3_prefix(config.pipeline_prefix), CODE_DIR),
         ],
         outputs=[_s3_output("evaluation", EVALUATE_OUTPUT_DIR, _execution_uri(config, "evaluate", "evaluation"))],
@@ -610,6 +650,8 @@ def _evaluate_step(
             EVALUATE_OUTPUT_DIR,
             "--predictor-type",
             params.predictor_type,
+            "--summary-dir",
+            EVALUATE_SUMMARY_DIR,
             "--loss",
             params.loss,
             "--metric-threshold",

@@ -47,11 +47,14 @@ def render_plots(
         return [
             _save(_roc_figure(metrics, report_path, theirs), output_dir / "roc_curve.png"),
             _save(_precision_recall_figure(metrics, report_path, theirs), output_dir / "precision_recall_curve.png"),
-            _save(_confusion_figure(metrics, "binary classifier", report_path), output_dir / "confusion_matrix.png"),
+            _save(
+                _confusion_figure(metrics, "binary classifier", report_path, report.get("class_names")),
+                output_dir / "confusion_matrix.png",
+            ),
         ]
     if METRICS_SECTIONS[MULTICLASS_CLASSIFIER] in report:
         metrics = report[METRICS_SECTIONS[MULTICLASS_CLASSIFIER]]
-        figure = _confusion_figure(metrics, "multiclass classifier", report_path)
+        figure = _confusion_figure(metrics, "multiclass classifier", report_path, report.get("class_names"))
         paths = [_save(figure, output_dir / "confusion_matrix.png")]
         theirs = _champion_metrics(champion, METRICS_SECTIONS[MULTICLASS_CLASSIFIER])
         if theirs:
@@ -182,11 +185,15 @@ def _precision_recall_figure(
     return figure
 
 
-def _confusion_figure(metrics: dict[str, Any], kind: str, report_path: Path) -> Any:
+def _confusion_figure(
+    metrics: dict[str, Any], kind: str, report_path: Path, class_names: list[str] | None = None
+) -> Any:
     table = metrics.get("confusion_matrix")
     if not isinstance(table, dict) or not table:
         raise PlotError(f"report {report_path}: confusion_matrix is missing")
     classes = sorted({*table, *(guess for row in table.values() for guess in row)}, key=_class_order)
+    if set(class_names or []) == set(classes):
+        classes = list(class_names or [])  # the report's class order: label values in the order mapped to 0..K-1
     counts = np.array([[table.get(actual, {}).get(guess, 0) for guess in classes] for actual in classes], dtype=float)
     row_totals = counts.sum(axis=1, keepdims=True)
     shares = np.divide(counts, row_totals, out=np.zeros_like(counts), where=row_totals > 0)

@@ -43,6 +43,13 @@ LIST_REQUEST = {
 }
 
 
+def execute_as_run(run: LocalRun, source: Any, overrides: dict[str, str]) -> ExecutionRecord:
+    """As ``llpipe run`` executes: with the schema inferred from the data (the feature order of its header)."""
+    inferred = run.infer(source, overrides, sample_rows=10_000)
+    assert inferred is not None
+    return run.execute(source, {**overrides, **inferred.parameters}, {inferred.uri: inferred.body})
+
+
 def report_of(run: LocalRun, record: ExecutionRecord) -> dict[str, Any]:
     return json.loads(run.s3.path(record.steps["Evaluate"].properties["PropertyFiles"]["EvaluationReport"]).read_text())
 
@@ -60,7 +67,7 @@ def test_a_new_model_is_registered_only_when_it_is_no_worse_than_the_approved_ch
     registry = LocalRegistry(tmp_path / "registry.db")
 
     # 1. no champion yet: the threshold alone decides, and the report says so
-    first = run.execute(example_data(workdir), WEAK)
+    first = execute_as_run(run, example_data(workdir), WEAK)
     assert first.status == "Succeeded", first.failure_reason
     first_report = report_of(run, first)
     champion_value = first_report["gate"]["value"]
@@ -88,7 +95,7 @@ def test_a_new_model_is_registered_only_when_it_is_no_worse_than_the_approved_ch
     capsys.readouterr()
 
     # 2. a worse configuration on the same data clears MetricThreshold but not the champion: the gate fails
-    worse = run.execute(example_data(workdir), WORSE)
+    worse = execute_as_run(run, example_data(workdir), WORSE)
     assert worse.status == "Failed"
     assert worse.steps["Preprocess"].cache_hit_source == first.id  # same data, same split
     assert worse.steps["QualityGateFailed"].status == "Failed" and worse.steps["Register"].status == "Skipped"
@@ -123,7 +130,7 @@ def test_a_new_model_is_registered_only_when_it_is_no_worse_than_the_approved_ch
     assert [package.version for package in registry.list_packages()] == [1]
 
     # 3. a better configuration registers, recording the champion it was compared with
-    better = run.execute(example_data(workdir), BETTER)
+    better = execute_as_run(run, example_data(workdir), BETTER)
     assert better.status == "Succeeded", better.failure_reason
     better_report = report_of(run, better)
     assert better_report["gate"]["value"] >= champion_value
@@ -168,7 +175,7 @@ def test_a_new_model_is_registered_only_when_it_is_no_worse_than_the_approved_ch
     # 4. the approved champion's artifact is damaged: Evaluate fails with the reason, nothing is registered
     champion_artifact = run.s3.path(v1.model_data_url)
     champion_artifact.write_bytes(champion_artifact.read_bytes()[:100])
-    damaged = run.execute(example_data(workdir), BETTER)
+    damaged = execute_as_run(run, example_data(workdir), BETTER)
     assert damaged.status == "Failed"
     assert damaged.steps["Train"].cache_hit_source == better.id
     assert damaged.steps["Evaluate"].status == "Failed"

@@ -21,6 +21,9 @@ from pipeline.code_bundles import REPOSITORY_ROOT, build_bundle, repository_bund
 from pipeline.config import PipelineConfig
 from pipeline.definition import BuiltDefinition, build_definition
 from pipeline.names import STEP_NAMES
+from pipeline.schema import DEFAULT_SCHEMA, default_schema_uri
+from preprocessing.preprocess import build_parser as build_preprocess_parser
+from preprocessing.preprocess import load_decided as load_decided_schema
 
 EXECUTION_ID = "a1b2c3d4e5f6"
 OPERATION_BY_STEP_TYPE = {
@@ -219,6 +222,14 @@ def test_steps_and_parameters_are_named_as_documented(definition: dict[str, Any]
         "PredictorType",
         "LabelColumn",
         "LabelValues",
+        "CategoricalColumns",
+        "IdColumn",
+        "MissingValues",
+        "HashBuckets",
+        "ValidationFraction",
+        "TestFraction",
+        "SplitSeed",
+        "SchemaUrl",
         "FeatureDim",
         "NumClasses",
         "Epochs",
@@ -241,6 +252,12 @@ def test_steps_and_parameters_are_named_as_documented(definition: dict[str, Any]
     assert parameters["NumClasses"] == {"Name": "NumClasses", "Type": "Integer", "DefaultValue": 3}
     assert parameters["PredictorType"]["DefaultValue"] == "binary_classifier"
     assert parameters["ModelApprovalStatus"]["DefaultValue"] == "PendingManualApproval"
+    assert parameters["CategoricalColumns"]["DefaultValue"] == parameters["IdColumn"]["DefaultValue"] == ""
+    assert parameters["MissingValues"]["EnumValues"] == ["error", "zero", "drop"]
+    assert (parameters["HashBuckets"]["DefaultValue"], parameters["SplitSeed"]["DefaultValue"]) == (16, 0)
+    assert parameters["ValidationFraction"]["DefaultValue"] == parameters["TestFraction"]["DefaultValue"] == 0.15
+    # a ProcessingInput needs an object: the default SchemaUrl is the built-in schema that decides nothing
+    assert parameters["SchemaUrl"]["DefaultValue"] == default_schema_uri("s3://llpipe-local/linear-learner-pipeline")
     assert parameters["ChampionTolerance"] == {"Name": "ChampionTolerance", "Type": "Float", "DefaultValue": 0.0}
 
 
@@ -273,13 +290,52 @@ def test_preprocess_shards_its_input_and_writes_four_outputs_per_execution(defin
         "binary_classifier",
         "--feature-dim",
         "auto",
+        "--schema",
+        "/opt/ml/processing/input/schema",
         "--label-values=",
+        "--categorical-columns=",
+        "--id-column=",
+        "--missing",
+        "error",
+        "--hash-buckets",
+        "16",
+        "--validation-fraction",
+        "0.15",
+        "--test-fraction",
+        "0.15",
+        "--seed",
+        "0",
         "--data-version=",
         "--train-shards",
         "2",
         "--resource-config",
         "/opt/ml/config/resourceconfig.json",
     ]
+    schema = inputs["schema"]
+    assert schema["S3Uri"] == {"Get": "Parameters.SchemaUrl"}
+    assert (schema["S3DataDistributionType"], schema["LocalPath"]) == (
+        "FullyReplicated",
+        "/opt/ml/processing/input/schema",
+    )
+    # the arguments as the container gets them parse, empty optional values included (no empty argument)
+    parsed = build_preprocess_parser().parse_args(resolve(args["AppSpecification"], defaults)["ContainerArguments"])
+    assert (parsed.categorical_columns, parsed.id_column, parsed.label_values) == ("", "", "")
+    assert parsed.hash_buckets == 16 and parsed.validation_fraction == 0.15 and parsed.seed == 0
+
+
+def test_the_default_schema_is_uploaded_and_decides_nothing(built: BuiltDefinition) -> None:
+    uri = default_schema_uri("s3://llpipe-local/linear-learner-pipeline")
+    assert uri.endswith(f"/schemas/{hashlib.sha256(DEFAULT_SCHEMA).hexdigest()}.json")
+    assert json.loads(built.uploads[uri]) == {"format": "llpipe-schema/1"}
+
+
+
+def test_preprocess_reads_the_default_schema(built: BuiltDefinition, tmp_path: Path) -> None:
+    folder = tmp_path / "schema"
+    folder.mkdir()
+    uri = default_schema_uri("s3://llpipe-local/linear-learner-pipeline")
+    (folder / uri.rsplit("/", 1)[-1]).write_bytes(built.uploads[uri])
+    assert load_decided_schema(folder) == {"format": "llpipe-schema/1"}  # the folder the ProcessingInput fills
 
 
 def test_processing_code_is_mounted_from_its_content_hashed_bundle(built: BuiltDefinition, definition: dict) -> None:
@@ -296,8 +352,8 @@ def test_processing_code_is_mounted_from_its_content_hashed_bundle(built: BuiltD
         assert args["AppSpecification"]["ContainerEntrypoint"] == ["python3", f"/opt/ml/processing/input/code/{entry}"]
         for name, content in bundle.files:
             assert built.uploads[code["S3Uri"] + name] == content
-    # preprocess.py + recordio.py; evaluate.py + champion.py + linear_learner_model.py + recordio.py
-    assert len(built.uploads) == 6
+    # preprocess.py + recordio.py; evaluate.py + champion.py + linear_learner_model.py + recordio.py; the default schema
+    assert len(built.uploads) == 7
 
 
 def test_training_channels_hyperparameters_and_stopping_condition(definition: dict[str, Any]) -> None:
@@ -531,6 +587,9 @@ def test_flat_preprocess_bundle_runs_and_rejects_a_feature_dim_mismatch(
     rows = "\n".join(f"{i % 2},{i},{i * 2},{i * 3}" for i in range(60))
     (data / "part.csv").write_text("label,a,b,c\n" + rows + "\n")
     defaults = {p["Name"]: p["DefaultValue"] for p in definition["Parameters"]}
+    schema = tmp_path / "processing" / "input" / "schema"  # what the schema ProcessingInput materialises
+    schema.mkdir()
+    (schema / "default.json").write_bytes(built.uploads[defaults["SchemaUrl"]])
     defaults["FeatureDim"] = "5"  # the data has 3 features
     container_args = [
         str(tmp_path / a.removeprefix("/opt/ml/")) if a.startswith("/opt/ml/") else a

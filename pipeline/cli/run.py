@@ -2,6 +2,8 @@
 
 With no data option it runs the bundled example (scikit-learn's breast cancer data set, 2 processing and 2 training
 instances). With ``--data FILE_OR_DIR --label-column C --predictor-type T`` it runs on your own CSV/Parquet files.
+Before the run the schema is inferred from the first rows of each file (feature order, text columns, label values;
+``--no-infer`` turns it off); a value given with ``--param`` is never replaced.
 Pipeline parameters are overridden with ``--param Name=Value`` (checked before anything runs). Everything lands in
 the work dir (default ``.llpipe``): ``s3/`` (the local S3 folder), ``registry.db``, ``executions/<id>/``.
 Exit code 0 only when the execution succeeded.
@@ -13,6 +15,7 @@ import argparse
 import json
 import sys
 from pathlib import Path
+from typing import Any
 
 from pipeline.local.workdir import DEFAULT_ROOT
 from pipeline.names import PREDICTOR_TYPES
@@ -21,6 +24,7 @@ from pipeline.names import PREDICTOR_TYPES
 def configure(parser: argparse.ArgumentParser) -> None:
     """The data, parameter, work dir and output options, plus the shared configuration flags."""
     from pipeline.config import add_config_arguments
+    from pipeline.inference import add_inference_arguments
 
     data = parser.add_argument_group("data (default: the bundled breast cancer example)")
     data.add_argument("--data", type=Path, metavar="FILE_OR_DIR", help="CSV or Parquet file, or a folder of them")
@@ -29,6 +33,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--param", action="append", default=[], metavar="Name=Value", help="pipeline parameter override (repeat)"
     )
+    add_inference_arguments(parser)
     parser.add_argument("--workdir", type=Path, default=DEFAULT_ROOT, help="where everything lands (.llpipe)")
     parser.add_argument("--no-cache", action="store_true", help="run every step even if a cached run matches")
     output = parser.add_mutually_exclusive_group()
@@ -45,6 +50,7 @@ def run(args: argparse.Namespace) -> int:
     from pipeline.cli.render.summary import print_summary, summarise
     from pipeline.config import config_from_args
     from pipeline.errors import DataError
+    from pipeline.inference import print_inferred
     from pipeline.local.workdir import Workdir
     from pipeline.parameters import parse_overrides
 
@@ -56,15 +62,24 @@ def run(args: argparse.Namespace) -> int:
     overrides = parse_overrides(args.param)
     config = config_from_args(args)
     source = local_source(args.data, args.label_column, args.predictor_type, workdir)
+
+    def show_inferred(inferred: Any, local_path: Path) -> None:
+        if not args.quiet:
+            print_inferred(inferred, sys.stderr if args.json else sys.stdout, local_path)
+
+    options = {
+        "use_cache": not args.no_cache,
+        "infer": not args.no_infer,
+        "sample_rows": args.sample_rows,
+        "on_inferred": show_inferred,
+    }
     if args.quiet or args.json:
-        execution = execute_local(config, workdir, source, overrides, use_cache=not args.no_cache)
+        execution = execute_local(config, workdir, source, overrides, **options)
     else:
         from pipeline.cli.render.progress import LiveSteps
 
         with LiveSteps(Console(stderr=False)) as live:
-            execution = execute_local(
-                config, workdir, source, overrides, use_cache=not args.no_cache, on_change=live.update
-            )
+            execution = execute_local(config, workdir, source, overrides, on_change=live.update, **options)
     summary = summarise(execution.record, execution.s3)
     if args.json:
         print(json.dumps(summary, indent=2, default=str))
