@@ -67,8 +67,13 @@ def _local_rows(workdir: Workdir, max_results: int) -> list[dict[str, Any]]:
             "steps": {name: step.status for name, step in record.steps.items()},
             "abandoned": record.abandoned,
         }
-        for record in ExecutionStore(workdir.executions).list()[:max_results]
+        for record in ExecutionStore(workdir.executions).list(on_damaged=_skipped)[:max_results]
     ]
+
+
+def _skipped(damaged: Exception) -> None:
+    """A damaged record is not listed, and says so: one line on stderr naming its file."""
+    print(f"llpipe executions: skipped {damaged}", file=sys.stderr)
 
 
 def _abandoned_reason(record: Any) -> str | None:

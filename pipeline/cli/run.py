@@ -55,11 +55,10 @@ def run(args: argparse.Namespace) -> int:
         raise DataError("--data needs --label-column and --predictor-type")
     overrides = parse_overrides(args.param)
     config = config_from_args(args)
-    local_run = build_local_run(config, workdir, use_cache=not args.no_cache)
-    if args.data:
-        source = user_data(args.data, args.label_column, args.predictor_type, workdir.root)
-    else:
-        source = example_data(workdir)
+    workdir.ensure_writable()
+    source = user_data(args.data, args.label_column, args.predictor_type, workdir.root) if args.data else None
+    local_run = build_local_run(config, workdir, use_cache=not args.no_cache)  # seconds: after the cheap checks
+    source = source or example_data(workdir)
     if args.quiet or args.json:
         record = local_run.execute(source, overrides)
     else:

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import os
 import shutil
-import signal
 import subprocess
 import sys
 import time
@@ -23,6 +22,8 @@ from pipeline.local.executions import write_json_atomically
 from pipeline.local.jobs.contract import Job, StepFailed
 from pipeline.local.jobs.storage import download, upload_folder
 from pipeline.local.s3 import LocalS3
+from pipeline.processes import kill_group
+from pipeline.processes import start as start_process
 
 CONTAINER_ROOT = "/opt/ml"
 RESOURCE_CONFIG = "/opt/ml/config/resourceconfig.json"
@@ -131,14 +132,13 @@ class ProcessingJobs:
                 log_path = logs / f"{host_name(index)}.log"
                 job.add_log(log_path)
                 with log_path.open("w") as log:
-                    processes.append(
-                        subprocess.Popen(
+                    processes.append(  # its own process group, ended as a whole; dies with llpipe
+                        start_process(
                             command,
                             stdout=log,
                             stderr=subprocess.STDOUT,
                             cwd=root,
                             env={**os.environ, **environment, "PYTHONUNBUFFERED": "1"},
-                            start_new_session=True,  # its own process group: ended as a whole, by this job only
                         )
                     )
             while any(process.poll() is None for process in processes):
@@ -165,14 +165,6 @@ class ProcessingJobs:
             # the sandbox is gone once the job ends: name paths as the container saw them
             reason = last_error(logs / f"{host_name(index)}.log").replace(str(roots[index] / "opt" / "ml"), "/opt/ml")
             raise StepFailed(f"{host_name(index)} exited with code {code}: {reason}")
-
-
-def kill_group(process: subprocess.Popen) -> None:
-    """End a job process and everything it started (its process group, made by ``start_new_session``)."""
-    try:
-        os.killpg(process.pid, signal.SIGKILL)
-    except (ProcessLookupError, PermissionError):
-        process.kill()
 
 
 def last_error(log_path: Path, lines: int = 1) -> str:

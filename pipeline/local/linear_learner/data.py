@@ -30,8 +30,10 @@ def read_features_and_labels(path: Path, content_type: str, *, labels_in_csv: bo
     try:
         with path.open("rb") as stream:
             features, labels = read(stream)
-    except RecordIOError as error:
-        raise AlgorithmInputError(f"{path}: {error}") from None
+    except RecordIOError as error:  # its message may name the file already: name it once
+        raise AlgorithmInputError(
+            f"{path}: record {error.record_index} at byte offset {error.offset}: {error.problem}"
+        ) from None
     if sp.issparse(features):
         features = sp.csr_matrix(features, dtype=np.float32)
         values = features.data
