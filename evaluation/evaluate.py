@@ -26,9 +26,9 @@ from typing import Any
 import numpy as np
 from sklearn.metrics import precision_recall_curve, roc_curve
 
-try:
+if __package__:  # imported from the repository (tests, plots)
     from preprocessing.recordio import read as read_recordio
-except ImportError:  # flat code bundle: recordio.py sits next to this file
+else:  # run as a script, as in the container: the flat code bundle has recordio.py beside this file
     from recordio import read as read_recordio
 
 PREDICTOR_TYPES = ("binary_classifier", "multiclass_classifier", "regressor")
@@ -47,6 +47,8 @@ DEFAULT_SEED = 0
 MAX_CURVE_POINTS = 201
 MAX_PREDICTION_SAMPLE = 1000
 F_BETAS = {"f0_5": 0.5, "f1": 1.0, "f2": 2.0}
+# Linear Learner's binary classifier emits a probability as "score", except with hinge loss: a margin (any real number).
+MARGIN_LOSSES = ("hinge_loss",)
 
 
 class EvaluationError(Exception):
@@ -55,12 +57,13 @@ class EvaluationError(Exception):
 
 @dataclass(frozen=True)
 class Scored:
-    """All test records in shard order: labels, scores (probabilities or regression values), predicted labels."""
+    """All test records in shard order: labels, scores (probabilities, margins or values), predicted labels."""
 
     labels: np.ndarray
-    scores: np.ndarray  # (n,) binary probability or regression value; (n, k) multiclass probabilities
+    scores: np.ndarray  # (n,) binary probability or margin, or regression value; (n, k) multiclass probabilities
     predicted_labels: np.ndarray | None  # None for regression
     file_count: int
+    score_kind: str = "probability"  # "margin" for a hinge-loss binary classifier, "value" for regression
 
 
 # ---------------------------------------------------------------------------------------------------------- reading
@@ -128,8 +131,18 @@ def _class_index(value: Any, classes: int, out_file: Path, line_number: int) -> 
     return int(number)
 
 
-def read_predictions(out_file: Path, predictor_type: str) -> tuple[np.ndarray, np.ndarray | None]:
-    """Scores and predicted labels of one ``.out`` file, validated against the predictor type's output format."""
+def score_kind(predictor_type: str, loss: str) -> str:
+    """What the predictions' ``score`` is: a probability, a margin (hinge loss) or a regression value."""
+    if predictor_type == "regressor":
+        return "value"
+    return "margin" if predictor_type == "binary_classifier" and loss in MARGIN_LOSSES else "probability"
+
+
+def read_predictions(
+    out_file: Path, predictor_type: str, kind: str = "probability"
+) -> tuple[np.ndarray, np.ndarray | None]:
+    """Scores and predicted labels of one ``.out`` file, validated against the predictor type's output format;
+    a binary ``score`` is a probability in [0, 1] unless ``kind`` is ``margin`` (any finite number)."""
     scores: list[Any] = []
     predicted: list[int] = []
     classes: int | None = None
@@ -141,10 +154,13 @@ def read_predictions(out_file: Path, predictor_type: str) -> tuple[np.ndarray, n
         if "predicted_label" not in record:
             raise EvaluationError(f"{out_file}: line {line_number}: expected a 'predicted_label' field")
         if predictor_type == "binary_classifier":
-            probability = _number(score, out_file, line_number, "score")
-            if not 0.0 <= probability <= 1.0:
-                raise EvaluationError(f"{out_file}: line {line_number}: 'score' is {score!r}, expected a probability")
-            scores.append(probability)
+            value = _number(score, out_file, line_number, "score")
+            if kind != "margin" and not 0.0 <= value <= 1.0:
+                raise EvaluationError(
+                    f"{out_file}: line {line_number}: 'score' is {score!r}, expected a probability "
+                    f"(a margin only with --loss {' or '.join(MARGIN_LOSSES)})"
+                )
+            scores.append(value)
             predicted.append(_class_index(record["predicted_label"], 2, out_file, line_number))
         else:
             if not isinstance(score, list) or len(score) < 2:
@@ -164,8 +180,9 @@ def read_predictions(out_file: Path, predictor_type: str) -> tuple[np.ndarray, n
     return np.asarray(scores, dtype=np.float64), np.asarray(predicted, dtype=np.int64)
 
 
-def load_scored(predictions_dir: Path, test_dir: Path, predictor_type: str) -> Scored:
+def load_scored(predictions_dir: Path, test_dir: Path, predictor_type: str, loss: str = "auto") -> Scored:
     """Pairs every test shard with its ``.out`` file and checks they describe the same records, file by file."""
+    kind = score_kind(predictor_type, loss)
     if not predictions_dir.is_dir():
         raise EvaluationError(f"predictions dir {predictions_dir} does not exist or is not a directory")
     shards = find_test_shards(test_dir)
@@ -186,7 +203,7 @@ def load_scored(predictions_dir: Path, test_dir: Path, predictor_type: str) -> S
         if not out_file.is_file():
             raise EvaluationError(f"missing predictions for test shard {relative}: expected {out_file}")
         shard_labels = read_labels(shard)
-        shard_scores, shard_predicted = read_predictions(out_file, predictor_type)
+        shard_scores, shard_predicted = read_predictions(out_file, predictor_type, kind)
         if len(shard_scores) != len(shard_labels):
             raise EvaluationError(
                 f"{out_file} holds {len(shard_scores)} predictions but test shard {relative} holds "
@@ -209,7 +226,7 @@ def load_scored(predictions_dir: Path, test_dir: Path, predictor_type: str) -> S
             raise EvaluationError(f"{predictions_dir}: .out files disagree on the number of classes: {sorted(widths)}")
     all_scores = np.concatenate(non_empty_scores)
     all_predicted = np.concatenate(predicted) if predictor_type != "regressor" else None
-    return Scored(all_labels, all_scores, all_predicted, len(shards))
+    return Scored(all_labels, all_scores, all_predicted, len(shards), kind)
 
 
 def check_class_labels(labels: np.ndarray, classes: int, shard: Path) -> None:
@@ -456,6 +473,8 @@ def build_report(scored: Scored, predictor_type: str, rounds: int, seed: int) ->
     report: dict[str, Any] = {
         "version": 0.0,
         "dataset": {"item_count": len(scored.labels), "file_count": scored.file_count},
+        # what "score" was: AUC and the curves rank by it; the other binary metrics use predicted_label
+        "score": {"kind": scored.score_kind},
         METRICS_SECTIONS[predictor_type]: metrics,
         "gate": {"metric": gate_metric, "value": metrics[gate_metric]["value"]},
     }
@@ -502,11 +521,12 @@ def evaluate(
     predictor_type: str,
     bootstrap_rounds: int = DEFAULT_BOOTSTRAP_ROUNDS,
     seed: int = DEFAULT_SEED,
+    loss: str = "auto",
 ) -> dict[str, Any]:
     """Reads predictions and labels, writes the report, returns it (NaN still as float)."""
     if predictor_type not in PREDICTOR_TYPES:
         raise EvaluationError(f"predictor type {predictor_type!r} is not one of {', '.join(PREDICTOR_TYPES)}")
-    scored = load_scored(predictions_dir, test_dir, predictor_type)
+    scored = load_scored(predictions_dir, test_dir, predictor_type, loss)
     report = build_report(scored, predictor_type, bootstrap_rounds, seed)
     write_report(report, output_dir)
     return report
@@ -520,6 +540,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--predictor-type", required=True, choices=PREDICTOR_TYPES)
     parser.add_argument("--bootstrap-rounds", type=int, default=DEFAULT_BOOTSTRAP_ROUNDS)
     parser.add_argument("--seed", type=int, default=DEFAULT_SEED)
+    parser.add_argument("--loss", default="auto", help="the training loss: hinge_loss makes a binary score a margin")
     return parser.parse_args(argv)
 
 
@@ -527,7 +548,13 @@ def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     try:
         report = evaluate(
-            args.predictions_dir, args.test_dir, args.output_dir, args.predictor_type, args.bootstrap_rounds, args.seed
+            args.predictions_dir,
+            args.test_dir,
+            args.output_dir,
+            args.predictor_type,
+            args.bootstrap_rounds,
+            args.seed,
+            args.loss,
         )
     except EvaluationError as error:
         print(f"evaluate: error: {error}", file=sys.stderr)

@@ -8,7 +8,9 @@ account id AWS documentation reserves for examples) and bucket ``llpipe-local``.
 Environment variables read (the ones CodeBuild and SageMaker Projects set):
 ``AWS_REGION`` / ``AWS_DEFAULT_REGION`` -> region, ``SAGEMAKER_PIPELINE_ROLE_ARN`` -> role_arn,
 ``ARTIFACT_BUCKET`` -> bucket, ``SAGEMAKER_PROJECT_NAME`` / ``SAGEMAKER_PROJECT_ID`` -> project tags and, when both are
-set, the pipeline and model package group names ``<project-name>-<project-id>`` (the Projects templates' convention).
+set, the pipeline and model package group names ``<project-name>-<project-id>`` (the Projects templates' convention);
+``LLPIPE_TUNING_MAX_JOBS``, ``LLPIPE_TUNING_MAX_PARALLEL_JOBS``, ``LLPIPE_TUNING_OBJECTIVE``, ``LLPIPE_TUNING_STRATEGY``
+-> the tuning settings (``tuning_max_jobs`` > 0 builds a Tuning step in place of Train; see pipeline/tuning.py).
 
 Config file: JSON (``.json``) or TOML (``.toml``, Python >= 3.11), a flat table whose keys are the field names of
 :class:`PipelineConfig`, e.g. ``{"bucket": "my-bucket", "subnets": ["subnet-0abc"], "tags": {"team": "ml"}}``.
@@ -27,6 +29,14 @@ from pathlib import Path
 from typing import Any
 
 from pipeline.errors import ConfigError
+from pipeline.images import DEFAULT_PROCESSING_IMAGE
+from pipeline.tuning import (
+    DEFAULT_OBJECTIVE,
+    MAX_PARALLEL_TRAINING_JOBS,
+    MAX_TRAINING_JOBS,
+    OBJECTIVES,
+    STRATEGIES,
+)
 
 DEFAULT_REGION = "us-east-1"
 DEFAULT_ROLE_ARN = "arn:aws:iam::111122223333:role/llpipe-local"
@@ -53,7 +63,7 @@ class PipelineConfig:
     pipeline_name: str = DEFAULT_PIPELINE_NAME
     model_package_group: str = DEFAULT_MODEL_PACKAGE_GROUP
     base_job_prefix: str = "llpipe"
-    sklearn_image_version: str = "1.2-1"
+    sklearn_image_version: str = DEFAULT_PROCESSING_IMAGE.version  # pipeline.images: its Python and libraries
     linear_learner_image_version: str = "1"
     kms_key_id: str | None = None
     subnets: tuple[str, ...] = ()
@@ -63,6 +73,10 @@ class PipelineConfig:
     tags: tuple[tuple[str, str], ...] = ()
     project_name: str | None = None
     project_id: str | None = None
+    tuning_max_jobs: int = 0  # 0: train once with the parameters; N > 0: a Tuning step of N training jobs
+    tuning_max_parallel_jobs: int = 2
+    tuning_objective: str = DEFAULT_OBJECTIVE
+    tuning_strategy: str = "Bayesian"
 
     def __post_init__(self) -> None:
         _validate(self)
@@ -159,6 +173,10 @@ def _from_environment(env: Mapping[str, str]) -> dict[str, Any]:
         "bucket": ("ARTIFACT_BUCKET",),
         "project_name": ("SAGEMAKER_PROJECT_NAME",),
         "project_id": ("SAGEMAKER_PROJECT_ID",),
+        "tuning_max_jobs": ("LLPIPE_TUNING_MAX_JOBS",),
+        "tuning_max_parallel_jobs": ("LLPIPE_TUNING_MAX_PARALLEL_JOBS",),
+        "tuning_objective": ("LLPIPE_TUNING_OBJECTIVE",),
+        "tuning_strategy": ("LLPIPE_TUNING_STRATEGY",),
     }
     found: dict[str, Any] = {}
     for key, variables in names.items():
@@ -185,6 +203,12 @@ def _coerce(key: str, value: Any, source: str) -> Any:
             return value.lower() in ("true", "1", "yes")
         if not isinstance(value, bool):
             raise ConfigError(f"{where}: expected true or false, got {value!r}")
+        return value
+    if key in ("tuning_max_jobs", "tuning_max_parallel_jobs"):
+        if isinstance(value, str) and value.strip().isdigit():
+            return int(value)
+        if isinstance(value, bool) or not isinstance(value, int):
+            raise ConfigError(f"{where}: expected a whole number, got {value!r}")
         return value
     if not isinstance(value, str):
         raise ConfigError(f"{where}: expected a string, got {value!r}")
@@ -282,6 +306,25 @@ def _validate(config: PipelineConfig) -> None:
         )
         check(len(value) <= 256, "tags", value, "tag values of at most 256 characters")
     check(len(config.all_tags) <= 50, "tags", len(config.all_tags), "at most 50 tags")
+    check(
+        0 <= config.tuning_max_jobs <= MAX_TRAINING_JOBS,
+        "tuning_max_jobs",
+        config.tuning_max_jobs,
+        f"0 (no tuning) up to {MAX_TRAINING_JOBS} training jobs",
+    )
+    check(
+        1 <= config.tuning_max_parallel_jobs <= MAX_PARALLEL_TRAINING_JOBS,
+        "tuning_max_parallel_jobs",
+        config.tuning_max_parallel_jobs,
+        f"1 to {MAX_PARALLEL_TRAINING_JOBS} training jobs at once",
+    )
+    check(
+        config.tuning_objective in OBJECTIVES,
+        "tuning_objective",
+        config.tuning_objective,
+        f"a Linear Learner objective metric: {', '.join(OBJECTIVES)}",
+    )
+    check(config.tuning_strategy in STRATEGIES, "tuning_strategy", config.tuning_strategy, " or ".join(STRATEGIES))
 
 
 def add_config_arguments(parser: argparse.ArgumentParser) -> None:
@@ -314,6 +357,15 @@ def add_config_arguments(parser: argparse.ArgumentParser) -> None:
         help="encrypt traffic between training instances (default on)",
     )
     group.add_argument("--tag", dest="tags", action="append", metavar="KEY=VALUE", help="resource tag (repeat)")
+    tuning = parser.add_argument_group("hyperparameter tuning (a build-time switch: a Tuning step replaces Train)")
+    tuning.add_argument(
+        "--tuning-max-jobs", type=int, metavar="N", help="tune with N training jobs (env LLPIPE_TUNING_MAX_JOBS; 0 off)"
+    )
+    tuning.add_argument("--tuning-max-parallel-jobs", type=int, metavar="N", help="training jobs at once (default 2)")
+    tuning.add_argument(
+        "--tuning-objective", metavar="METRIC", help=f"objective metric (default {DEFAULT_OBJECTIVE}, minimised)"
+    )
+    tuning.add_argument("--tuning-strategy", choices=STRATEGIES, help="search strategy (default Bayesian)")
 
 
 def config_from_args(args: argparse.Namespace, env: Mapping[str, str] = os.environ) -> PipelineConfig:

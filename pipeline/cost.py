@@ -13,11 +13,17 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-JOB_STEP_TYPES = {"Processing": "ProcessingJob", "Training": "TrainingJob", "Transform": "TransformJob"}
+JOB_STEP_TYPES = {
+    "Processing": "ProcessingJob",
+    "Training": "TrainingJob",
+    "Transform": "TransformJob",
+    "Tuning": "HyperParameterTuningJob",
+}
 _RESOURCES = {
     "Processing": ("ProcessingResources", "ClusterConfig"),
     "Training": ("ResourceConfig",),
     "Transform": ("TransformResources",),
+    "Tuning": ("TrainingJobDefinition", "ResourceConfig"),  # every training job of the tuning job
 }
 
 
@@ -119,6 +125,8 @@ def local_costs(
             config = config.get(key, {})
         start = datetime.fromisoformat(record.start_time)
         seconds = (datetime.fromisoformat(record.end_time) - start).total_seconds() if record.end_time else None
+        if record.type == "Tuning" and record.end_time and not record.cache_hit_source:
+            seconds = _training_seconds(record.properties)  # its jobs ran in parallel: their sum, not the wall time
         costs.append(
             JobCost(
                 step=name,
@@ -130,6 +138,16 @@ def local_costs(
             )
         )
     return costs
+
+
+def _training_seconds(properties: Mapping[str, Any]) -> float:
+    """The summed run time of a tuning job's training jobs."""
+    total = 0.0
+    for summary in properties.get("TrainingJobSummaries") or []:
+        if summary.get("TrainingStartTime") and summary.get("TrainingEndTime"):
+            end, start = summary["TrainingEndTime"], summary["TrainingStartTime"]
+            total += (datetime.fromisoformat(end) - datetime.fromisoformat(start)).total_seconds()
+    return total
 
 
 def _all_steps(steps: list[dict[str, Any]]) -> list[dict[str, Any]]:

@@ -1,6 +1,7 @@
 """The Linear Learner pipeline, defined once with the SageMaker Python SDK v3 and built offline.
 
 Preprocess -> Train -> CreateModel -> Transform -> Evaluate -> QualityGate -> Register | QualityGateFailed.
+With ``tuning_max_jobs`` > 0 a Tuning step named ``Tune`` replaces Train and the model is its best training job's.
 :func:`build_definition` gives the definition JSON (byte-identical on every build) and the code bundles ``upsert``
 must upload first; the local backend interprets the same JSON. :func:`get_pipeline` gives the SDK ``Pipeline``.
 """
@@ -15,6 +16,8 @@ from typing import Any
 
 from pipeline.code_bundles import REPOSITORY_ROOT, CodeBundle, repository_bundle
 from pipeline.config import PipelineConfig, load_config
+from pipeline.definition_cache import cached_definition
+from pipeline.images import DEFAULT_PROCESSING_IMAGE
 from pipeline.names import (
     BINARY_CLASSIFIER,
     CREATE_MODEL,
@@ -34,9 +37,14 @@ from pipeline.names import (
     REPORT_PROPERTY_FILE,
     TRAIN,
     TRANSFORM,
+    TUNE,
 )
 from pipeline.offline import offline_sdk, offline_session
 
+# The tuning jobs' artifacts: s3://<bucket>/<pipeline>/tune/<training job>/output/model.tar.gz. Not per execution
+# as the other outputs are: a cached Tune step hands on an earlier execution's job names, and the model URI is built
+# from them and this prefix; the names are unique to each tuning job, so nothing is overwritten.
+TUNING_OUTPUT = "tune"
 CODE_DIR = "/opt/ml/processing/input/code"
 PREPROCESS_INPUT_DIR = "/opt/ml/processing/input/data"
 PREPROCESS_OUTPUT_DIR = "/opt/ml/processing/output"
@@ -75,17 +83,23 @@ class Bundles:
 
 
 def build_definition(config: PipelineConfig, bundles: Bundles | None = None) -> BuiltDefinition:
-    """Build the definition offline; the JSON has sorted keys and 2-space indents, so builds are byte-identical."""
+    """Build the definition offline, or reuse the cached one when nothing that shapes it changed; the JSON has sorted
+    keys and 2-space indents, so builds are byte-identical."""
     bundles = bundles or Bundles.from_repository()
-    with offline_sdk(config.region):
-        pipeline = _build_pipeline(config, bundles, offline_session(config.region, config.bucket))
-        definition = json.loads(pipeline.definition())
+
+    def build() -> str:
+        with offline_sdk(config.region):
+            pipeline = _build_pipeline(config, bundles, offline_session(config.region, config.bucket))
+            return json.dumps(json.loads(pipeline.definition()), indent=2, sort_keys=True) + "\n"
+
+    digests = (bundles.preprocess.digest, bundles.evaluate.digest)
+    definition_json = cached_definition(config, digests, build)  # the SDK is imported only on a miss
     uploads = {
         **bundles.preprocess.uploads(config.pipeline_prefix),
         **bundles.evaluate.uploads(config.pipeline_prefix),
     }
     return BuiltDefinition(
-        definition_json=json.dumps(definition, indent=2, sort_keys=True) + "\n",
+        definition_json=definition_json,
         uploads=dict(sorted(uploads.items())),
     )
 
@@ -182,11 +196,17 @@ def _build_pipeline(config: PipelineConfig, bundles: Bundles, session: Any) -> A
 
     params = Parameters.create(config)
     preprocess = _preprocess_step(config, params, bundles.preprocess, session)
-    train = _train_step(config, params, preprocess, session)
-    create_model = _create_model_step(config, train, session)
+    if config.tuning_max_jobs:
+        train = _tune_step(config, params, preprocess, session)
+        # the best training job's artifact: <S3OutputPath>/<TrainingJobName>/output/model.tar.gz
+        model_data = train.get_top_model_s3_uri(top_k=0, s3_bucket=config.bucket, prefix=_tuning_key(config))
+    else:
+        train = _train_step(config, params, preprocess, session)
+        model_data = train.properties.ModelArtifacts.S3ModelArtifacts
+    create_model = _create_model_step(config, model_data, session)
     transform = _transform_step(config, params, preprocess, create_model, session)
     evaluate, report = _evaluate_step(config, params, bundles.evaluate, preprocess, transform, session)
-    register = _register_step(config, params, train, evaluate, session)
+    register = _register_step(config, params, model_data, evaluate, session)
     gate = _quality_gate_step(params, evaluate, report, register)
     return Pipeline(
         name=config.pipeline_name,
@@ -204,6 +224,11 @@ def _execution_uri(config: PipelineConfig, *parts: str) -> Any:
     from sagemaker.core.workflow.functions import Join
 
     return Join(on="/", values=[config.pipeline_prefix, ExecutionVariables.PIPELINE_EXECUTION_ID, *parts])
+
+
+def _tuning_key(config: PipelineConfig) -> str:
+    """The key prefix (no bucket) under which the tuning jobs' training jobs write their artifacts."""
+    return f"{config.pipeline_name}/{TUNING_OUTPUT}"
 
 
 def _job_step_options() -> dict[str, Any]:
@@ -254,7 +279,7 @@ def _model_step_retries() -> list[Any]:
 
 
 def _sklearn_image(config: PipelineConfig) -> str:
-    return _image_uri("sklearn", config.region, config.sklearn_image_version)
+    return _image_uri(DEFAULT_PROCESSING_IMAGE.framework, config.region, config.sklearn_image_version)
 
 
 def _linear_learner_image(config: PipelineConfig) -> str:
@@ -376,11 +401,9 @@ def _preprocess_output(preprocess: Any, name: str) -> Any:
     return preprocess.properties.ProcessingOutputConfig.Outputs[name].S3Output.S3Uri
 
 
-def _train_step(config: PipelineConfig, params: Parameters, preprocess: Any, session: Any) -> Any:
-    from sagemaker.core.shapes import Channel, DataSource, S3DataSource, StoppingCondition
-    from sagemaker.mlops.workflow import TrainingStep
-    from sagemaker.train import ModelTrainer
-    from sagemaker.train.configs import Compute, Networking, OutputDataConfig
+def _training_channels(preprocess: Any) -> list[Any]:
+    """train (sharded between instances), validation (model selection, early stopping) and test (final metrics)."""
+    from sagemaker.core.shapes import Channel, DataSource, S3DataSource
 
     def channel(name: str, distribution: str) -> Channel:
         return Channel(
@@ -396,6 +419,19 @@ def _train_step(config: PipelineConfig, params: Parameters, preprocess: Any, ses
             ),
         )
 
+    return [
+        channel("train", "ShardedByS3Key"),
+        channel("validation", "FullyReplicated"),
+        channel("test", "FullyReplicated"),
+    ]
+
+
+def _model_trainer(config: PipelineConfig, params: Parameters, name: str, output_path: Any, session: Any) -> Any:
+    """The Linear Learner ModelTrainer: image, compute, networking, hyperparameters, artifacts under output_path."""
+    from sagemaker.core.shapes import StoppingCondition
+    from sagemaker.train import ModelTrainer
+    from sagemaker.train.configs import Compute, Networking, OutputDataConfig
+
     compute: dict[str, Any] = {
         "instance_type": params.training_instance_type,
         "instance_count": params.training_instance_count,
@@ -409,14 +445,14 @@ def _train_step(config: PipelineConfig, params: Parameters, preprocess: Any, ses
     }
     if config.subnets:
         networking.update(subnets=list(config.subnets), security_group_ids=list(config.security_group_ids))
-    output: dict[str, Any] = {"s3_output_path": _execution_uri(config, "train")}
+    output: dict[str, Any] = {"s3_output_path": output_path}
     if config.kms_key_id:
         output["kms_key_id"] = config.kms_key_id
 
-    trainer = ModelTrainer(
+    return ModelTrainer(
         sagemaker_session=session,
         role=config.role_arn,
-        base_job_name=f"{config.base_job_prefix}-train",
+        base_job_name=f"{config.base_job_prefix}-{name}",
         training_image=_linear_learner_image(config),
         training_input_mode="File",
         compute=Compute(**compute),
@@ -438,16 +474,28 @@ def _train_step(config: PipelineConfig, params: Parameters, preprocess: Any, ses
         },
         tags=_trainer_tags(config),
     )
-    step_args = trainer.train(
-        input_data_config=[
-            channel("train", "ShardedByS3Key"),
-            channel("validation", "FullyReplicated"),
-            channel("test", "FullyReplicated"),
-        ],
-        wait=False,
-        logs=False,
-    )
+
+
+def _train_step(config: PipelineConfig, params: Parameters, preprocess: Any, session: Any) -> Any:
+    from sagemaker.mlops.workflow import TrainingStep
+
+    trainer = _model_trainer(config, params, "train", _execution_uri(config, "train"), session)
+    step_args = trainer.train(input_data_config=_training_channels(preprocess), wait=False, logs=False)
     return TrainingStep(name=TRAIN, step_args=step_args, **_job_step_options())
+
+
+def _tune_step(config: PipelineConfig, params: Parameters, preprocess: Any, session: Any) -> Any:
+    """A Tuning step over the documented Linear Learner ranges (pipeline/tuning.py), num_models forced to 1."""
+    from sagemaker.mlops.workflow.steps import TuningStep
+
+    from pipeline.tuning import linear_learner_tuner
+
+    output_path = f"s3://{config.bucket}/{_tuning_key(config)}"
+    trainer = _model_trainer(config, params, TUNING_OUTPUT, output_path, session)
+    trainer.hyperparameters = {**trainer.hyperparameters, "num_models": "1"}  # the service forces it when tuning
+    tuner = linear_learner_tuner(config, trainer, base_name=f"{config.base_job_prefix}-{TUNING_OUTPUT}")
+    step_args = tuner.tune(inputs=_training_channels(preprocess), wait=False)
+    return TuningStep(name=TUNE, step_args=step_args, **_job_step_options())
 
 
 def _trainer_tags(config: PipelineConfig) -> Any:
@@ -456,7 +504,7 @@ def _trainer_tags(config: PipelineConfig) -> Any:
     return [Tag(key=tag["Key"], value=tag["Value"]) for tag in config.all_tags] or None
 
 
-def _model_builder(config: PipelineConfig, train: Any, session: Any) -> Any:
+def _model_builder(config: PipelineConfig, model_data: Any, session: Any) -> Any:
     """A ModelBuilder for the trained Linear Learner artifact, on the same image (the algorithm serves itself)."""
     import logging
 
@@ -468,7 +516,7 @@ def _model_builder(config: PipelineConfig, train: Any, session: Any) -> Any:
         networking.update(subnets=list(config.subnets), security_group_ids=list(config.security_group_ids))
     return ModelBuilder(
         image_uri=_linear_learner_image(config),
-        s3_model_data_url=train.properties.ModelArtifacts.S3ModelArtifacts,
+        s3_model_data_url=model_data,
         role_arn=config.role_arn,
         sagemaker_session=session,
         network=Networking(**networking),
@@ -479,11 +527,11 @@ def _model_builder(config: PipelineConfig, train: Any, session: Any) -> Any:
     )
 
 
-def _create_model_step(config: PipelineConfig, train: Any, session: Any) -> Any:
+def _create_model_step(config: PipelineConfig, model_data: Any, session: Any) -> Any:
     from sagemaker.mlops.workflow import ModelStep
 
     # with use_custom_job_prefix the name is a prefix: SageMaker appends a unique suffix per execution
-    step_args = _model_builder(config, train, session).build(model_name=f"{config.base_job_prefix}-model")
+    step_args = _model_builder(config, model_data, session).build(model_name=f"{config.base_job_prefix}-model")
     return ModelStep(name=CREATE_MODEL, step_args=step_args, retry_policies=_model_step_retries())
 
 
@@ -540,6 +588,8 @@ def _evaluate_step(
             EVALUATE_OUTPUT_DIR,
             "--predictor-type",
             params.predictor_type,
+            "--loss",
+            params.loss,
         ],
         wait=False,
         logs=False,
@@ -549,7 +599,7 @@ def _evaluate_step(
     return step, report
 
 
-def _register_step(config: PipelineConfig, params: Parameters, train: Any, evaluate: Any, session: Any) -> Any:
+def _register_step(config: PipelineConfig, params: Parameters, model_data: Any, evaluate: Any, session: Any) -> Any:
     from sagemaker.core.model_metrics import MetricsSource, ModelMetrics
     from sagemaker.core.workflow.functions import Join
     from sagemaker.mlops.workflow import ModelStep
@@ -558,7 +608,7 @@ def _register_step(config: PipelineConfig, params: Parameters, train: Any, evalu
         on="/",
         values=[evaluate.properties.ProcessingOutputConfig.Outputs["evaluation"].S3Output.S3Uri, REPORT_NAME],
     )
-    step_args = _model_builder(config, train, session).register(
+    step_args = _model_builder(config, model_data, session).register(
         model_package_group_name=config.model_package_group,
         content_types=INFERENCE_CONTENT_TYPES,
         response_types=INFERENCE_RESPONSE_TYPES,

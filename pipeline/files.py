@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import os
 import secrets
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -37,3 +37,11 @@ def write_bytes_atomically(target: Path, data: bytes) -> None:
 def write_text_atomically(target: Path, text: str) -> None:
     """``target`` holds ``text`` (UTF-8), or (on error) whatever it held before."""
     write_bytes_atomically(target, text.encode("utf-8"))
+
+
+def user_cache_dir(env: Mapping[str, str] = os.environ) -> Path:
+    """Where llpipe keeps what outlives a work dir: ``$LLPIPE_CACHE_DIR``, else ``$XDG_CACHE_HOME/llpipe``, else
+    ``~/.cache/llpipe``."""
+    if env.get("LLPIPE_CACHE_DIR"):
+        return Path(env["LLPIPE_CACHE_DIR"]).expanduser()
+    return Path(env.get("XDG_CACHE_HOME") or Path.home() / ".cache").expanduser() / "llpipe"

@@ -18,6 +18,7 @@ QUALITY_GATE = "QualityGate"
 REGISTER = "Register"
 QUALITY_GATE_FAILED = "QualityGateFailed"
 STEP_NAMES = (PREPROCESS, TRAIN, CREATE_MODEL, TRANSFORM, EVALUATE, QUALITY_GATE, REGISTER, QUALITY_GATE_FAILED)
+TUNE = "Tune"  # the Tuning step in place of Train when the configuration turns tuning on
 
 # ------------------------------------------------------------------------------------- evaluation.json report
 REPORT_NAME = "evaluation.json"

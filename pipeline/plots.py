@@ -222,3 +222,33 @@ def _residuals_figure(labels: np.ndarray, predicted: np.ndarray) -> Any:
     histogram.axvline(0, color="grey", ls="--", lw=1)
     histogram.set(xlabel="residual", ylabel="records", title="Residual distribution")
     return figure
+
+
+def render_tuning_plot(trials: Sequence[dict[str, Any]], metric: str, kind: str, target: Path) -> Path:
+    """The objective of each training job of a tuning job in the order they ran, with the best so far as a line;
+    ``trials`` are rows with ``number`` and ``objective`` (None for a job that reported none)."""
+    scored = [(row["number"], float(row["objective"])) for row in trials if row.get("objective") is not None]
+    if not scored:
+        raise PlotError(f"no training job of the tuning job reported {metric}")
+    numbers, values = (np.array(column) for column in zip(*scored, strict=True))
+    better = np.minimum if kind == "Minimize" else np.maximum
+    best_so_far = better.accumulate(values)
+    figure = _figure(6.0, 4.0)
+    axes = figure.add_subplot()
+    axes.plot(numbers, values, "o", color="tab:blue", label="training job")
+    axes.step(numbers, best_so_far, where="post", color="tab:red", lw=2, label="best so far")
+    best = int(np.argmin(values) if kind == "Minimize" else np.argmax(values))
+    axes.plot(numbers[best], values[best], "*", color="tab:red", ms=14, label=f"best: job {numbers[best]}")
+    failed = [row["number"] for row in trials if row.get("objective") is None]
+    if failed:
+        axes.plot(failed, [values.max() if kind == "Minimize" else values.min()] * len(failed), "x", color="grey",
+                  label="no objective")
+    if values.min() > 0 and values.max() / values.min() > 10:  # an outlier would flatten the rest
+        axes.set_yscale("log")
+    axes.xaxis.get_major_locator().set_params(integer=True)
+    axes.set(xlabel="training job (in the order started)", ylabel=metric,
+             title=f"{metric} over {len(trials)} training jobs")
+    axes.legend(loc="best")
+    axes.grid(alpha=0.3)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    return _save(figure, target)

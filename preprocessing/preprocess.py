@@ -1,7 +1,6 @@
 """The Preprocess processing job: split, shuffle, shard and convert a raw table to RecordIO-protobuf.
 
-Runs as a plain script on each processing instance (numpy, pandas and the standard library only; pyarrow is
-imported lazily for Parquet input):
+Runs as a plain script on each processing instance (numpy, pandas, pyarrow and the standard library only):
 
     python preprocess.py --input-dir D --output-dir O --label-column NAME --predictor-type T [options]
 
@@ -33,6 +32,10 @@ Rules that keep the result independent of how many instances ran and how the inp
 - Input: every ``.csv``, ``.csv.gz``, ``.parquet`` or ``.pq`` file under ``--input-dir`` (recursively; names starting
   with ``.`` or ``_`` skipped), each with a header. Without ``--feature-columns`` every file must have the same columns.
   Feature order is the first file's header order; hosts that saw files with another order are caught by the merge.
+- Reading: CSV is parsed by Arrow's streaming reader on a background thread while the previous chunk is converted,
+  taking values as pandas' ``read_csv`` would (its missing-value strings, booleans, no dates); a file Arrow cannot
+  take that way (a malformed row, a column whose type changes, a date) is read from there on by pandas, so results
+  and errors are always pandas'. Chunks are exactly ``--chunk-rows`` rows, so the output does not depend on the reader.
 Row numbers in messages count data rows from 1, after the header (blank CSV lines are not rows).
 Nothing half-written is left behind: files are built in ``O/.preprocess-work-<host>/`` and renamed into place when
 complete; on failure everything this host wrote is removed.
@@ -45,8 +48,10 @@ import hashlib
 import json
 import math
 import os
+import queue
 import shutil
 import sys
+import threading
 import time
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
@@ -56,9 +61,9 @@ from typing import Any, BinaryIO
 import numpy as np
 import pandas as pd
 
-try:
+if __package__:  # imported from the repository (tests, benchmarks)
     from preprocessing.recordio import write_dense
-except ImportError:  # flat code bundle: preprocess.py and recordio.py side by side
+else:  # run as a script, as in the container: the flat code bundle has recordio.py beside this file
     from recordio import write_dense
 
 SPLITS = ("train", "validation", "test")
@@ -362,14 +367,153 @@ def iter_chunks(path: Path, schema: Schema, chunk_rows: int) -> Iterator[tuple[R
         if _is_parquet(path):
             chunks = _parquet_chunks(path, schema.used_columns, text, chunk_rows)
         else:
-            # All columns are parsed (no usecols): with usecols pandas silently ignores a row's extra fields.
-            chunks = pd.read_csv(path, dtype=dict.fromkeys(text, str), chunksize=chunk_rows)
-        for chunk in chunks:
+            chunks = _csv_chunks(path, header, schema.used_columns, text, chunk_rows)
+        for chunk in _prefetched(chunks):
             yield RowLocator(path, first_row), chunk
             first_row += len(chunk)
     except (OSError, ValueError, UnicodeDecodeError, pd.errors.ParserError) as error:
         after = f" after data row {first_row - 1}" if first_row > 1 else ""
         raise PreprocessError(f"{path}: unreadable{after} ({type(error).__name__}: {error})") from error
+
+
+def _pandas_na_values() -> list[str]:
+    """pandas' default missing-value strings, so Arrow reads NaN where this pandas does (2.0 added "None")."""
+    try:
+        from pandas._libs.parsers import STR_NA_VALUES
+
+        return sorted(STR_NA_VALUES)
+    except ImportError:  # a pandas that moved it: 1.x's list
+        return ["", "#N/A", "#N/A N/A", "#NA", "-1.#IND", "-1.#QNAN", "-NaN", "-nan", "1.#IND", "1.#QNAN", "<NA>",
+                "N/A", "NA", "NULL", "NaN", "n/a", "nan", "null"]  # fmt: skip
+
+
+ARROW_BLOCK_BYTES = 4 << 20
+ARROW_TYPES = ("int64", "double", "bool", "string", "null")  # as pandas infers them; others go to pandas
+
+
+class _ArrowCannot(Exception):
+    """Arrow cannot read (the rest of) a CSV file the way pandas would; pandas takes over."""
+
+
+def _csv_chunks(
+    path: Path, header: list[str], columns: list[str], text: list[str], chunk_rows: int
+) -> Iterator[pd.DataFrame]:
+    """The CSV file in chunks of exactly ``chunk_rows`` rows (the last may be shorter), parsed by Arrow; from the first
+    block Arrow cannot take as pandas would, pandas reads the rest, so values and errors are pandas' throughout."""
+    done = 0
+    try:
+        for frame in _arrow_csv_chunks(path, header, columns, text, chunk_rows):
+            yield frame
+            done += len(frame)
+        return
+    except _ArrowCannot:
+        pass
+    # All columns are parsed (no usecols): with usecols pandas silently ignores a row's extra fields.
+    for frame in pd.read_csv(path, dtype=dict.fromkeys(text, str), chunksize=chunk_rows):
+        if done:  # rows Arrow already gave, whole chunks of the same size
+            done -= len(frame)
+            continue
+        yield frame
+
+
+def _arrow_csv_chunks(
+    path: Path, header: list[str], columns: list[str], text: list[str], chunk_rows: int
+) -> Iterator[pd.DataFrame]:
+    import pyarrow as pa
+    import pyarrow.csv as pacsv
+
+    convert = pacsv.ConvertOptions(
+        include_columns=columns,
+        column_types={column: pa.string() for column in text},
+        null_values=_pandas_na_values(),
+        strings_can_be_null=True,
+        true_values=["True", "TRUE", "true"],
+        false_values=["False", "FALSE", "false"],
+        timestamp_parsers=[],
+    )
+    try:
+        reader = pacsv.open_csv(
+            path, read_options=pacsv.ReadOptions(block_size=ARROW_BLOCK_BYTES), convert_options=convert
+        )
+    except (pa.ArrowInvalid, pa.ArrowNotImplementedError) as error:
+        raise _ArrowCannot(str(error)) from error
+    if reader.schema.names != [name for name in header if name in set(columns)]:
+        raise _ArrowCannot("column names differ from pandas' (duplicates or a byte-order mark)")
+    odd = [field.name for field in reader.schema if str(field.type) not in ARROW_TYPES]
+    if odd:
+        raise _ArrowCannot(f"columns {odd} have types pandas would not infer")
+    pending: list[Any] = []
+    pending_rows = first = 0
+    for batch in _arrow_batches(reader):
+        pending.append(batch)
+        pending_rows += batch.num_rows
+        while pending_rows >= chunk_rows:
+            table = pa.Table.from_batches(pending)
+            yield _arrow_frame(table.slice(0, chunk_rows), text, first)
+            first += chunk_rows
+            rest = table.slice(chunk_rows)
+            pending, pending_rows = rest.to_batches(), rest.num_rows
+    if pending_rows:
+        yield _arrow_frame(pa.Table.from_batches(pending), text, first)
+
+
+def _arrow_batches(reader: Any) -> Iterator[Any]:
+    import pyarrow as pa
+
+    try:
+        yield from reader
+    except (pa.ArrowInvalid, pa.ArrowNotImplementedError) as error:
+        raise _ArrowCannot(str(error)) from error
+
+
+def _prefetched(items: Iterator[Any], ahead: int = 2) -> Iterator[Any]:
+    """``items`` produced on a background thread, up to ``ahead`` in advance: the next chunk is parsed (Arrow and
+    pandas' parser release the GIL) while this one is converted and written. Errors reach the caller in order."""
+    produced: queue.Queue[Any] = queue.Queue(maxsize=ahead)
+    stop = threading.Event()
+    end = object()
+
+    def put(item: Any) -> bool:
+        while not stop.is_set():
+            try:
+                produced.put(item, timeout=0.1)
+                return True
+            except queue.Full:
+                continue
+        return False
+
+    def produce() -> None:
+        try:
+            for item in items:
+                if not put((item, None)):
+                    return
+            put((end, None))
+        except BaseException as error:  # noqa: BLE001 - handed to the consuming thread
+            put((None, error))
+
+    worker = threading.Thread(target=produce, name="read-ahead", daemon=True)
+    worker.start()
+    try:
+        while True:
+            item, error = produced.get()
+            if error is not None:
+                raise error
+            if item is end:
+                return
+            yield item
+    finally:
+        stop.set()
+        worker.join()
+
+
+def _arrow_frame(table: Any, text: list[str], first: int) -> pd.DataFrame:
+    """An Arrow table as the DataFrame pandas' reader would give: NaN (not None) for missing text, a running index."""
+    frame = table.to_pandas()
+    for column in text:
+        if table.column(column).null_count:
+            frame[column] = frame[column].where(frame[column].notna(), np.nan)
+    frame.index = pd.RangeIndex(first, first + len(frame))
+    return frame
 
 
 def _parquet_chunks(path: Path, columns: list[str], text: list[str], chunk_rows: int) -> Iterator[pd.DataFrame]:

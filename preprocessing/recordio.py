@@ -403,7 +403,7 @@ def write_sparse(fileobj: IO[bytes], X: Any, y: Any = None) -> int:
             _check_finite(batch_labels, start, "labels")
         return _sparse_frames(batch_data, indices[lo:hi], np.diff(indptr[start : stop + 1]), n_cols, batch_labels)
 
-    for frames in _in_order_threaded(encode, list(zip(row_starts[:-1], row_starts[1:], strict=True))):
+    for frames in _in_order_threaded(encode, list(zip(row_starts[:-1], row_starts[1:]))):
         fileobj.write(frames.data)
     return n_rows
 
@@ -639,7 +639,7 @@ class _RecordReader:
         offsets: list[int] = []
         position = 0
         open_at: int | None = None
-        for head, length, flag in zip(heads.tolist(), lengths.tolist(), flags.tolist(), strict=True):
+        for head, length, flag in zip(heads.tolist(), lengths.tolist(), flags.tolist()):
             offset = self._offset + 4 * head
             if flag in (0, 1) and open_at is not None:
                 raise self.error(
@@ -960,7 +960,7 @@ def _decode(data: np.ndarray, starts: np.ndarray, lengths: np.ndarray) -> _Colum
             groups = np.flatnonzero(np.diff(_exclusive_cumsum(lengths) // _DECODE_GROUP_BYTES)) + 1
             bounds = [0, *groups.tolist(), n]
             return _concat_columns(
-                [_extract(data, regions.subset(a, b)) for a, b in zip(bounds[:-1], bounds[1:], strict=True)]
+                [_extract(data, regions.subset(a, b)) for a, b in zip(bounds[:-1], bounds[1:])]
             )
         except _WireError:
             pass
@@ -1118,7 +1118,7 @@ def _decode_generic(data: np.ndarray, starts: np.ndarray, lengths: np.ndarray) -
     """Decode records one by one with a plain wire-format parser: any valid layout, precise errors."""
     payload = data.tobytes() if not isinstance(data.base, bytes) else data.base
     tensors: list[tuple[_Tensor, _Tensor | None]] = []
-    for i, (start, length) in enumerate(zip(starts.tolist(), lengths.tolist(), strict=True)):
+    for i, (start, length) in enumerate(zip(starts.tolist(), lengths.tolist())):
         try:
             tensors.append(_parse_record(payload, start, start + length))
         except _WireError as error:

@@ -33,7 +33,7 @@ def test_unknown_command_exits_non_zero() -> None:
     assert "invalid choice" in result.stderr
 
 
-CONFIGURED = [name for name in sorted(COMMANDS) if name not in ("convert", "linear-learner", "execution")]
+CONFIGURED = [name for name in sorted(COMMANDS) if name not in ("convert", "linear-learner", "execution", "env")]
 
 
 @pytest.mark.parametrize("command", CONFIGURED)

@@ -29,6 +29,7 @@ OPERATION_BY_STEP_TYPE = {
     "Model": "CreateModel",
     "Transform": "CreateTransformJob",
     "RegisterModel": "CreateModelPackage",
+    "Tuning": "CreateHyperParameterTuningJob",
 }
 # the job name SageMaker generates when the definition leaves it out
 GENERATED_NAME = {"CreateTrainingJob": "TrainingJobName", "CreateModelPackage": None}
@@ -111,7 +112,8 @@ def test_builds_with_networking_disabled_and_no_credentials_twice_byte_identical
     # a fresh interpreter: the SDK import itself also runs under the guard, with no AWS variable at all
     home = Path(os.environ.get("TMPDIR", "/tmp")) / "llpipe-no-aws-home"
     home.mkdir(exist_ok=True)
-    env = {"PATH": os.environ["PATH"], "HOME": str(home), "PYTHONPATH": str(REPOSITORY_ROOT)}
+    env = {"PATH": os.environ["PATH"], "HOME": str(home), "PYTHONPATH": str(REPOSITORY_ROOT),
+           "LLPIPE_DEFINITION_CACHE": "off"}  # both builds really build
     result = subprocess.run(
         [sys.executable, "-c", NETWORK_GUARD], env=env, capture_output=True, text=True, timeout=120, cwd=home
     )
@@ -155,6 +157,8 @@ def resolve(value: Any, defaults: dict[str, Any]) -> Any:
         assert path.startswith("Steps."), path
         if path.endswith(".ModelName"):
             return "llpipe-model-placeholder"
+        if path.endswith(".TrainingJobName"):  # a tuning job's training job
+            return "llpipe-tune-001-0a1b2c3d"
         if path.endswith("S3ModelArtifacts"):
             return "s3://placeholder-bucket/train/output/model.tar.gz"
         if path.endswith(("S3Uri", "S3OutputPath")):

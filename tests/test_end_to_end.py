@@ -10,15 +10,20 @@ import json
 from datetime import datetime
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from pipeline import cli
 from pipeline.cli.render.summary import summarise
 from pipeline.config import load_config
+from pipeline.images import DEFAULT_PROCESSING_IMAGE
+from pipeline.local.environments import JobEnvironment
 from pipeline.local.executions import ExecutionStore
+from pipeline.local.linear_learner.hyperparameters import LOSSES_BY_PREDICTOR
 from pipeline.local.registry import LocalRegistry
 from pipeline.local.runner import LocalRun, build_local_run, example_data, user_data
 from pipeline.local.workdir import Workdir
+from preprocessing.recordio import read as read_recordio
 
 FAST = {"Epochs": "3", "NumModels": "2", "MiniBatchSize": "50"}
 
@@ -170,3 +175,114 @@ def test_bad_override_is_rejected_before_anything_runs(tmp_path: Path, capsys: p
     assert cli.main(["run", "--workdir", str(tmp_path), "--param", "Epochs=many"]) == 2
     assert "parameter Epochs is Integer: 'many'" in capsys.readouterr().err
     assert not (tmp_path / "executions").exists() and not (tmp_path / "s3").exists()
+
+
+# ------------------------------------------------------------------- processing steps in the image's environment
+
+
+def environment_of(record, step: str) -> dict:
+    return json.loads((record.folder / "steps" / step / "environment.json").read_text())
+
+
+def assert_ran_in_the_image(record, image_environment: JobEnvironment, definition: dict) -> None:
+    """Preprocess and Evaluate ran on the image's Python and pins, and their environment.json says so."""
+    images = {step["Name"]: step["Arguments"]["AppSpecification"]["ImageUri"] for step in all_steps(definition)
+              if step["Type"] == "Processing"}  # fmt: skip
+    for step in ("Preprocess", "Evaluate"):
+        environment = environment_of(record, step)
+        assert environment["exact"] is True, environment
+        assert environment["image_uri"] == images[step] and environment["image"] == DEFAULT_PROCESSING_IMAGE.key
+        assert environment["python"].startswith(DEFAULT_PROCESSING_IMAGE.python + ".")
+        assert {name: environment["libraries"][name] for name, _ in DEFAULT_PROCESSING_IMAGE.pins} == dict(
+            DEFAULT_PROCESSING_IMAGE.pins
+        )
+        assert environment["interpreter"] == str(image_environment.python)
+        assert not record.steps[step].notes
+
+
+def all_steps(definition: dict) -> list[dict]:
+    found = []
+    for step in definition["Steps"]:
+        found.append(step)
+        if step["Type"] == "Condition":
+            found += step["Arguments"].get("IfSteps", []) + step["Arguments"].get("ElseSteps", [])
+    return found
+
+
+def test_one_test_record_per_host_runs_in_the_image(
+    built: LocalRun, tmp_path: Path, image_environment: JobEnvironment
+) -> None:
+    """A small table whose test split holds one record per processing host: the single-record decode path of the
+    codec runs on Python 3.9 in Evaluate (where zip(strict=True) used to fail)."""
+    import pandas as pd
+
+    from preprocessing.preprocess import assign_splits, row_hashes
+
+    generator = np.random.default_rng(11)
+    features = generator.normal(size=(400, 2)).astype(np.float32)
+    labels = (features[:, 0] + 0.3 * generator.normal(size=400) > 0).astype(np.float32)
+    splits = assign_splits(row_hashes(features, labels, 0), (0.7, 0.15, 0.15))
+    frame = pd.DataFrame({"x0": features[:, 0], "x1": features[:, 1], "label": labels.astype(int)})
+    test_rows = [int(np.flatnonzero((splits == 2) & (labels == label))[0]) for label in (0, 1)]
+    others = np.flatnonzero(splits != 2)[:60]
+    folder = tmp_path / "table"
+    folder.mkdir()
+    for part, test_row in enumerate(test_rows):  # each host gets one file, so one test record
+        frame.iloc[[*others[part::2], test_row]].to_csv(folder / f"part-{part}.csv", index=False)
+    record = local_run(built, tmp_path / "work").execute(
+        user_data(folder, "label", "binary_classifier"),
+        {**FAST, "ProcessingInstanceCount": "2", "TrainingInstanceCount": "1", "MetricThreshold": "0"},
+    )
+    assert record.status == "Succeeded", record.failure_reason
+    test_uri = record.steps["Preprocess"].properties["ProcessingOutputConfig"]["Outputs"][2]["S3Output"]["S3Uri"]
+    run = local_run(built, tmp_path / "work")
+    shards = [uri for uri in run.s3.list_objects(test_uri.rstrip("/") + "/") if uri.endswith(".pbr")]
+    assert len(shards) == 2
+    for shard in shards:
+        with run.s3.path(shard).open("rb") as handle:
+            assert read_recordio(handle)[0].shape[0] == 1
+    assert_ran_in_the_image(record, image_environment, json.loads(built.definition_json))
+
+
+@pytest.mark.parametrize("predictor_type", ["binary_classifier", "multiclass_classifier", "regressor"])
+def test_every_loss_of_each_predictor_type_ends_in_a_report(
+    built: LocalRun, tmp_path: Path, predictor_type: str, image_environment: JobEnvironment
+) -> None:
+    """Each Loss the Train step accepts for the predictor type, one execution each in one work dir (Preprocess
+    comes from the cache after the first): 1 epoch, 1 model, a tiny table."""
+    import pandas as pd
+
+    generator = np.random.default_rng(4)
+    features = generator.normal(size=(150, 3))
+    signal = features @ np.array([1.5, -1.0, 0.5])
+    labels = {
+        "binary_classifier": (signal > 0).astype(int),
+        "multiclass_classifier": np.digitize(signal, [-0.7, 0.7]),
+        "regressor": 3 * signal + 0.1 * generator.normal(size=150),
+    }[predictor_type]
+    (tmp_path / "data").mkdir()
+    frame = pd.DataFrame({"a": features[:, 0], "b": features[:, 1], "c": features[:, 2], "y": labels})
+    frame.to_csv(tmp_path / "data" / "table.csv", index=False)
+    run = local_run(built, tmp_path / "work")
+    parameters = {"Epochs": "1", "NumModels": "1", "MiniBatchSize": "50", "TrainingInstanceCount": "1"}
+    # a gate every model passes (auc and accuracy lie in [0, 1]; r2 of a 1-epoch model may be far below 0)
+    parameters.update(NumClasses="3", MetricThreshold="-1000000" if predictor_type == "regressor" else "0")
+    first = None
+    for loss in LOSSES_BY_PREDICTOR[predictor_type]:
+        record = run.execute(user_data(tmp_path / "data", "y", predictor_type), {**parameters, "Loss": loss})
+        assert record.status == "Succeeded", f"{loss}: {record.failure_reason}"
+        report_uri = record.steps["Evaluate"].properties["PropertyFiles"]["EvaluationReport"]
+        report = json.loads(run.s3.path(report_uri).read_text())
+        kind = {"binary_classifier": "probability", "multiclass_classifier": "probability"}.get(predictor_type, "value")
+        assert report["score"] == {"kind": "margin" if loss == "hinge_loss" else kind}, loss
+        assert report["dataset"]["item_count"] > 0 and report["gate"]["value"] == report["gate"]["value"]  # not NaN
+        if first is None:
+            first = record
+            assert_ran_in_the_image(record, image_environment, json.loads(built.definition_json))
+        else:
+            assert record.steps["Preprocess"].cache_hit_source == first.id
+    if predictor_type == "binary_classifier":  # the hinge model's margins are not probabilities, yet AUC is ranked
+        transform = record.steps["Transform"].properties["TransformOutput"]["S3OutputPath"]
+        outputs = [uri for uri in run.s3.list_objects(transform.rstrip("/") + "/") if uri.endswith(".out")]
+        scores = [json.loads(line)["score"] for uri in outputs for line in run.s3.path(uri).read_text().splitlines()]
+        assert min(scores) < 0 or max(scores) > 1

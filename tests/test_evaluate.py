@@ -6,20 +6,17 @@ import contextlib
 import io
 import json
 import math
-import shutil
-import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pytest
+from container import Container
 from sklearn import metrics as skm
 
 from evaluation.evaluate import RankedScores, binary_scalars, confusion, main, regression_scalars
 from preprocessing.recordio import write_dense
 
-REPO = Path(__file__).resolve().parents[1]
 SHARD_NAMES = ("part-0.recordio", "part-1.recordio", "nested/part-2.recordio")
 
 
@@ -202,16 +199,17 @@ def binary_inputs(tmp_path: Path) -> tuple[Path, Path]:
     return predictions_dir, test_dir
 
 
-def test_count_mismatch_fails_naming_the_file_and_both_counts(tmp_path: Path, binary_inputs: tuple[Path, Path]) -> None:
+def test_count_mismatch_fails_naming_the_file_and_both_counts(
+    tmp_path: Path, binary_inputs: tuple[Path, Path], container: Container
+) -> None:
     """Run as the container runs it: a separate process, a non-zero exit, one line on stderr, no report."""
     predictions_dir, test_dir = binary_inputs
     out_file = predictions_dir / "nested" / "part-2.recordio.out"
     lines = out_file.read_text().splitlines(keepends=True)
     out_file.write_text("".join(lines[:-1]))
     output_dir = tmp_path / "evaluation"
-    command = [sys.executable, str(REPO / "evaluation" / "evaluate.py"), "--predictor-type", "binary_classifier"]
-    command += ["--predictions-dir", str(predictions_dir), "--test-dir", str(test_dir), "--output-dir", str(output_dir)]
-    result = subprocess.run(command, capture_output=True, text=True, check=False)
+    args = ["--predictions-dir", predictions_dir, "--test-dir", test_dir, "--output-dir", output_dir]
+    result = container.run("evaluate", "--predictor-type", "binary_classifier", *args)
     assert result.returncode == 1 and not output_dir.exists()
     stderr = result.stderr
     assert len(stderr.strip().splitlines()) == 1 and stderr.startswith("evaluate: error: ")
@@ -282,27 +280,12 @@ def test_single_class_binary_test_set_fails_because_auc_is_undefined(tmp_path: P
     assert "only class 0" in run_failing(tmp_path, predictions_dir, test_dir, "binary_classifier")
 
 
-def test_runs_from_a_flat_code_bundle(tmp_path: Path, binary_inputs: tuple[Path, Path]) -> None:
-    """The container runs evaluate.py next to recordio.py, without the repository's packages."""
-    bundle = tmp_path / "code"
-    bundle.mkdir()
-    shutil.copy(REPO / "evaluation" / "evaluate.py", bundle / "evaluate.py")
-    shutil.copy(REPO / "preprocessing" / "recordio.py", bundle / "recordio.py")
+def test_runs_from_a_flat_code_bundle(tmp_path: Path, binary_inputs: tuple[Path, Path], container: Container) -> None:
+    """The container runs evaluate.py next to recordio.py, without the repository's packages, on Python 3.9."""
     predictions_dir, test_dir = binary_inputs
     output_dir = tmp_path / "out"
-    script = (
-        "import os, runpy, sys; sys.modules['preprocessing'] = None; sys.argv = sys.argv[1:];"
-        "sys.path.insert(0, os.path.dirname(sys.argv[0]));"
-        "runpy.run_path(sys.argv[0], run_name='__main__')"
-    )
-    args = ["--predictions-dir", str(predictions_dir), "--test-dir", str(test_dir), "--output-dir", str(output_dir)]
-    result = subprocess.run(
-        [sys.executable, "-c", script, str(bundle / "evaluate.py"), *args, "--predictor-type", "binary_classifier"],
-        capture_output=True,
-        text=True,
-        check=False,
-        cwd=tmp_path,
-    )
+    args = ["--predictions-dir", predictions_dir, "--test-dir", test_dir, "--output-dir", output_dir]
+    result = container.run("evaluate", *args, "--predictor-type", "binary_classifier", cwd=tmp_path)
     assert result.returncode == 0, result.stderr
     assert "gate auc = " in result.stdout
     assert json.loads((output_dir / "evaluation.json").read_text())["gate"]["metric"] == "auc"
@@ -321,3 +304,119 @@ def test_bootstrap_weights_are_resamples() -> None:
     values = regression_scalars(labels.astype(float), scores, weights)
     assert values["r2"] == pytest.approx(skm.r2_score(labels[rows], scores[rows]), abs=1e-12)
     assert values["mae"] == pytest.approx(skm.mean_absolute_error(labels[rows], scores[rows]), abs=1e-12)
+
+
+# ------------------------------------------------------------------------------------- in the scikit-learn image
+
+
+def predictions_for(predictor_type: str, loss: str, n: int) -> tuple[np.ndarray, list[dict[str, Any]]]:
+    """Labels and Linear Learner's jsonlines records for one predictor type and loss."""
+    generator = np.random.default_rng(5)
+    if predictor_type == "binary_classifier":
+        labels, scores, predicted = binary_case(n)
+        if loss == "hinge_loss":  # a margin: any real number, positive means class 1
+            scores = np.log(scores + 1e-3) - np.log(1 - scores + 1e-3)
+        return labels, [{"score": float(s), "predicted_label": int(p)} for s, p in zip(scores, predicted, strict=True)]
+    if predictor_type == "multiclass_classifier":
+        labels = generator.integers(0, 3, size=n).astype(np.float32)
+        probabilities = generator.dirichlet(np.ones(3), size=n)
+        probabilities[np.arange(n), labels.astype(int)] += 0.5
+        probabilities /= probabilities.sum(axis=1, keepdims=True)
+        return labels, [
+            {"score": [float(v) for v in row], "predicted_label": int(np.argmax(row))} for row in probabilities
+        ]
+    labels = generator.normal(10, 3, size=n).astype(np.float32)
+    return labels, [{"score": float(y + generator.normal())} for y in labels]
+
+
+def write_shards_of_every_kind(root: Path, labels: np.ndarray, predictions: list[dict[str, Any]]) -> tuple[Path, Path]:
+    """Test shards as SageMaker may hand them to Evaluate: a one-record dense shard, a one-record sparse shard, a
+    dense shard whose records are split with dmlc's continuation flag, and a sparse shard; with their ``.out`` files."""
+    from scipy import sparse
+    from test_recordio import MAGIC_AS_FLOAT32, dmlc_split_frames, payloads
+
+    from preprocessing.recordio import write_sparse
+
+    test_dir, predictions_dir = root / "test", root / "predictions"
+    test_dir.mkdir(parents=True)
+    predictions_dir.mkdir(parents=True)
+    n = len(labels)
+    features = np.random.default_rng(3).normal(size=(n, 6)).astype(np.float32)
+    features[::3, 2] = 0.0
+    features[2:, 0] = MAGIC_AS_FLOAT32  # an aligned magic number inside a payload: dmlc's writer splits there
+    half = 2 + (n - 2) // 2
+    parts = [("a-one-dense", 0, 1, False), ("b-one-sparse", 1, 2, True), ("c-split", 2, half, False)]
+    parts.append(("d-sparse", half, n, True))
+    for name, start, stop, is_sparse in parts:
+        out = io.BytesIO()
+        if is_sparse:
+            write_sparse(out, sparse.csr_matrix(features[start:stop]), labels[start:stop])
+        else:
+            write_dense(out, features[start:stop], labels[start:stop])
+        data = out.getvalue()
+        if name == "c-split":
+            data = b"".join(dmlc_split_frames(payload) for payload in payloads(data))
+            assert any(int.from_bytes(data[i : i + 4], "little") >> 29 == 1 for i in range(4, len(data), 4))
+        (test_dir / name).write_bytes(data)
+        lines = "".join(json.dumps(record) + "\n" for record in predictions[start:stop])
+        (predictions_dir / f"{name}.out").write_text(lines, encoding="utf-8")
+    return predictions_dir, test_dir
+
+
+@pytest.mark.parametrize(
+    ("predictor_type", "loss"),
+    [
+        ("binary_classifier", "logistic"),
+        ("binary_classifier", "hinge_loss"),
+        ("multiclass_classifier", "softmax_loss"),
+        ("regressor", "squared_loss"),
+    ],
+)
+def test_the_image_environment_gives_the_report_of_this_interpreter(
+    tmp_path: Path, container: Container, predictor_type: str, loss: str
+) -> None:
+    """evaluate.py from its flat bundle on Python 3.9 / numpy 1.24.1 / scikit-learn 1.2.1, on single-record, sparse
+    and split-record shards, writes the report this interpreter's run writes."""
+    labels, predictions = predictions_for(predictor_type, loss, 240)
+    predictions_dir, test_dir = write_shards_of_every_kind(tmp_path, labels, predictions)
+    args = ["--predictions-dir", predictions_dir, "--test-dir", test_dir, "--predictor-type", predictor_type]
+    args += ["--loss", loss]
+    result = container.run("evaluate", *args, "--output-dir", tmp_path / "image")
+    assert result.returncode == 0, result.stderr
+    assert main([*map(str, args), "--output-dir", str(tmp_path / "here")]) == 0
+    in_image = json.loads((tmp_path / "image" / "evaluation.json").read_text())
+    here = json.loads((tmp_path / "here" / "evaluation.json").read_text())
+    assert in_image["dataset"] == {"item_count": 240, "file_count": 4}
+    expected_kind = {"binary_classifier": "probability", "regressor": "value"}.get(predictor_type, "probability")
+    assert in_image["score"] == {"kind": "margin" if loss == "hinge_loss" else expected_kind}
+    assert in_image["gate"]["value"] == pytest.approx(here["gate"]["value"], rel=1e-9)
+    section = next(key for key in in_image if key.endswith("_metrics"))
+    for name, entry in here[section].items():
+        if isinstance(entry, dict) and "value" in entry:
+            assert in_image[section][name]["value"] == pytest.approx(entry["value"], rel=1e-9, nan_ok=True), name
+
+
+def test_hinge_loss_margins_rank_for_auc_and_predicted_labels_count_for_the_rest(tmp_path: Path) -> None:
+    labels, probabilities = predictions_for("binary_classifier", "logistic", 300)
+    _, margins = predictions_for("binary_classifier", "hinge_loss", 300)
+    assert min(record["score"] for record in margins) < 0 < max(record["score"] for record in margins)
+    reports = []
+    for name, predictions, loss in (("p", probabilities, "logistic"), ("m", margins, "hinge_loss")):
+        predictions_dir, test_dir, output_dir = write_job_inputs(tmp_path / name, labels, predictions)
+        args = ["--predictions-dir", predictions_dir, "--test-dir", test_dir, "--output-dir", output_dir]
+        assert main([*map(str, args), "--predictor-type", "binary_classifier", "--loss", loss]) == 0
+        reports.append(json.loads((output_dir / "evaluation.json").read_text()))
+    by_probability, by_margin = (report["binary_classification_metrics"] for report in reports)
+    margin_scores = np.array([record["score"] for record in margins])
+    assert by_margin["auc"]["value"] == pytest.approx(skm.roc_auc_score(labels, margin_scores), abs=1e-12)
+    assert by_margin["auc"]["value"] == pytest.approx(by_probability["auc"]["value"], abs=1e-12)  # same ranking
+    predicted = np.array([record["predicted_label"] for record in margins])
+    assert by_margin["f1"]["value"] == pytest.approx(skm.f1_score(labels, predicted), abs=1e-12)
+    assert reports[1]["score"] == {"kind": "margin"} and reports[0]["score"] == {"kind": "probability"}
+
+
+def test_margins_without_a_margin_loss_fail_naming_the_line(tmp_path: Path) -> None:
+    labels, margins = predictions_for("binary_classifier", "hinge_loss", 60)
+    predictions_dir, test_dir, _ = write_job_inputs(tmp_path, labels, margins)
+    stderr = run_failing(tmp_path, predictions_dir, test_dir, "binary_classifier")
+    assert "expected a probability (a margin only with --loss hinge_loss)" in stderr

@@ -6,11 +6,9 @@ signals. Runs are kept short with tiny data and few epochs.
 
 from __future__ import annotations
 
-import fcntl
 import gzip
 import json
 import os
-import pickle
 import shutil
 import signal
 import subprocess
@@ -34,54 +32,7 @@ from pipeline.local.s3 import LocalS3
 
 FAST = ["--param", "Epochs=2", "--param", "NumModels=2", "--param", "MiniBatchSize=50"]
 REPOSITORY = Path(__file__).resolve().parents[1]
-
-
-@pytest.fixture(scope="module")
-def builds(tmp_path_factory: pytest.TempPathFactory) -> list[tuple[object, object]]:
-    """(configuration, built definition) pairs made so far, starting with the default configuration's, built once
-    for all xdist workers (under a lock, in their shared temporary folder)."""
-    from pipeline.cli import build_parser
-    from pipeline.config import config_from_args
-    from pipeline.definition import build_definition
-
-    config = config_from_args(build_parser().parse_args(["run"]))
-    session = tmp_path_factory.getbasetemp()  # under xdist, each worker's folder within the session's
-    shared = (session.parent if os.environ.get("PYTEST_XDIST_WORKER") else session) / "test_hostile-built.pickle"
-    with (shared.parent / "test_hostile-built.lock").open("w") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)
-        known = pickle.loads(shared.read_bytes()) if shared.is_file() else None
-        if known is None or known[0] != config:
-            known = (config, build_definition(config))
-            shared.write_bytes(pickle.dumps(known))
-    return [known]
-
-
-@pytest.fixture(autouse=True)
-def one_build_per_configuration(monkeypatch: pytest.MonkeyPatch, builds: list[tuple[object, object]]) -> None:
-    """The SDK takes seconds to build the definition; in-process `llpipe run`s share one build per configuration
-    (as tests/test_end_to_end.py shares `built`); runs in subprocesses get it through the `llpipe` fixture."""
-    from pipeline import definition
-
-    real = definition.build_definition
-
-    def build(config: object, bundles: object = None) -> object:
-        if bundles is not None:
-            return real(config, bundles)
-        for known, built in builds:
-            if known == config:
-                return built
-        builds.append((config, real(config)))
-        return builds[-1][1]
-
-    monkeypatch.setattr(definition, "build_definition", build)
-
-
-@pytest.fixture(scope="module")
-def llpipe(tmp_path_factory: pytest.TempPathFactory, builds: list[tuple[object, object]]) -> list[str]:
-    """The command of a real `llpipe` process that reuses the default configuration's build."""
-    path = tmp_path_factory.mktemp("prebuilt") / "built.pickle"
-    path.write_bytes(pickle.dumps(builds[0]))
-    return [sys.executable, str(REPOSITORY / "tests" / "prebuilt_cli.py"), str(path)]
+LLPIPE = [sys.executable, "-m", "pipeline"]  # a real llpipe process; the definition cache spares it the build
 
 
 def binary_csv(path: Path, rows: int = 200, seed: int = 0) -> Path:
@@ -360,12 +311,12 @@ def _processes_mentioning(text: str) -> list[int]:
 
 @pytest.mark.parametrize(("sent", "step", "code"), [(signal.SIGTERM, "Train", 143), (signal.SIGINT, "Preprocess", 130)])
 def test_sigterm_and_ctrl_c_stop_the_jobs_and_record_stopped(
-    tmp_path: Path, llpipe: list[str], sent: signal.Signals, step: str, code: int
+    tmp_path: Path, sent: signal.Signals, step: str, code: int
 ) -> None:
     """Before: SIGTERM killed llpipe at once: the job processes ran on, the sandbox stayed, the record said
     Executing forever. Now both signals end the jobs' process groups and record Stopped with exit 128 + signal."""
     work = tmp_path / "w"
-    argv = [*llpipe, "run", "--workdir", str(work), "--quiet"]
+    argv = [*LLPIPE, "run", "--workdir", str(work), "--quiet"]
     argv += ["--param", "Epochs=400", "--param", "MiniBatchSize=10", "--param", "NumModels=2"]
     process = subprocess.Popen(argv, cwd=tmp_path, stderr=subprocess.PIPE, text=True, start_new_session=True)
     try:
@@ -420,14 +371,14 @@ def test_a_stopped_training_instance_is_reported_within_the_heartbeat(
     assert stopped and _processes_mentioning(str(tmp_path / "work")) == []
 
 
-def test_a_killed_run_takes_its_job_processes_with_it_and_is_shown_abandoned(tmp_path: Path, llpipe: list[str]) -> None:
+def test_a_killed_run_takes_its_job_processes_with_it_and_is_shown_abandoned(tmp_path: Path) -> None:
     """Before: SIGKILL of `llpipe run` (which cannot clean up) left its job processes behind in their own process
     groups: a training instance died only when it next wrote to its closed log pipe, one that was busy or stopped
     (SIGSTOP here, to make it certain) stayed forever, and the record stayed 'Executing' as if still running. Now
     the kernel ends every job process with its parent (PR_SET_PDEATHSIG) and `llpipe executions` shows the record
     abandoned."""
     work = tmp_path / "w"
-    argv = [*llpipe, "run", "--workdir", str(work), "--quiet"]
+    argv = [*LLPIPE, "run", "--workdir", str(work), "--quiet"]
     argv += ["--param", "Epochs=400", "--param", "MiniBatchSize=10", "--param", "NumModels=2"]
     process = subprocess.Popen(argv, cwd=tmp_path, stderr=subprocess.PIPE, text=True, start_new_session=True)
     try:
@@ -507,11 +458,11 @@ def test_executions_says_which_damaged_records_it_skips(tmp_path: Path, capsys: 
         assert any(str(tmp_path / "executions" / name / "execution.json") in line for line in skipped)
 
 
-def test_two_runs_at_once_in_one_work_dir(tmp_path: Path, llpipe: list[str]) -> None:
+def test_two_runs_at_once_in_one_work_dir(tmp_path: Path) -> None:
     """Two real `llpipe run` processes in one work dir (staging, code uploads, records, registry at the same time):
     both succeed with their own execution, no temporary file is left and the registry numbers the versions 1, 2."""
     work = tmp_path / "w"
-    argv = [*llpipe, "run", "--workdir", str(work), "--json", "--no-cache", *FAST]
+    argv = [*LLPIPE, "run", "--workdir", str(work), "--json", "--no-cache", *FAST]
     processes = [
         subprocess.Popen(argv, cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
         for _ in range(2)

@@ -109,10 +109,10 @@ def workdir(tmp_path: Path) -> Path:
     return tmp_path
 
 
-def run(workdir: Path, definition: dict[str, Any]):
+def run(workdir: Path, definition: dict[str, Any], runners: dict[str, Any] | None = None):
     s3 = LocalS3(workdir / "s3")
     interpreter = Interpreter(
-        runners=local_runners(Workdir(workdir), region="us-east-1", account="111122223333"),
+        runners=runners or local_runners(Workdir(workdir), region="us-east-1", account="111122223333"),
         store=ExecutionStore(workdir / "executions"),
         read_json=lambda uri: json.loads(s3.path(uri).read_text()),
         pipeline_name="jobs-test",

@@ -7,7 +7,6 @@ import json
 import re
 import shutil
 import subprocess
-import sys
 from collections import Counter
 from pathlib import Path
 from typing import Any
@@ -15,13 +14,13 @@ from typing import Any
 import numpy as np
 import pandas as pd
 import pytest
+from container import Container
 from sklearn.datasets import load_breast_cancer, load_diabetes, load_iris
 
 from pipeline.sharding import objects_for_instance
 from preprocessing.preprocess import Host, OutputTransaction, PreprocessError, load_summary, main, merge_summaries
 from preprocessing.recordio import read
 
-SCRIPT = Path(__file__).resolve().parents[1] / "preprocessing" / "preprocess.py"
 SPLITS = ("train", "validation", "test")
 HOSTS = ("algo-1", "algo-2", "algo-3")
 BUCKETS = 8
@@ -32,16 +31,13 @@ CANCER_ARGS = [
 ]  # fmt: skip
 
 
-def run_job(*args: str | Path) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, str(SCRIPT), *map(str, args)], capture_output=True, text=True, timeout=120, check=False
-    )
+def run_job(container: Container, *args: str | Path) -> subprocess.CompletedProcess[str]:
+    """The preprocess bundle as the scikit-learn image runs it (Python 3.9, pandas 1.1.3, pyarrow 14.0.1)."""
+    return container.run("preprocess", *args)
 
 
-def start_job(*args: str | Path) -> subprocess.Popen[str]:
-    return subprocess.Popen(
-        [sys.executable, str(SCRIPT), *map(str, args)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
-    )
+def start_job(container: Container, *args: str | Path) -> subprocess.Popen[str]:
+    return container.start("preprocess", *args)
 
 
 def write_resource_config(path: Path, host: str, hosts: tuple[str, ...]) -> Path:
@@ -102,22 +98,23 @@ def is_sorted(labels: np.ndarray) -> bool:
     return bool((steps >= 0).all() or (steps <= 0).all())
 
 
-def test_one_host_and_three_hosts_agree(tmp_path: Path) -> None:
+def test_one_host_and_three_hosts_agree(tmp_path: Path, container: Container) -> None:
     """The same six files preprocessed by one host, and by three hosts each given its ShardedByS3Key share.
 
     One test (not a shared fixture) so that parallel test workers do not each pay for the four runs."""
-    runs = run_cancer(tmp_path)
+    runs = run_cancer(tmp_path, container)
     check_same_rows_per_split(runs)
     check_records_decode_and_are_shuffled(runs)
     check_summaries_merge_to_the_single_host_summary(runs)
 
 
-def run_cancer(root: Path) -> dict[str, Any]:
+def run_cancer(root: Path, container: Container) -> dict[str, Any]:
     frame = cancer_frame()
     names = write_parts(frame, root / "input")
     (root / "input" / "_SUCCESS").write_text("")  # markers and other files next to the data are skipped
     (root / "input" / "README.txt").write_text("not data")
     single = run_job(
+        container,
         "--input-dir", root / "input", "--output-dir", root / "one", "--resource-config", root / "absent.json",
         *CANCER_ARGS, "--feature-dim", "auto",
     )  # fmt: skip
@@ -133,6 +130,7 @@ def run_cancer(root: Path) -> dict[str, Any]:
         config = write_resource_config(root / host / "resourceconfig.json", host, HOSTS)
         jobs.append(
             start_job(
+                container,
                 "--input-dir",
                 share,
                 "--output-dir",
@@ -221,11 +219,12 @@ def check_summaries_merge_to_the_single_host_summary(cancer_runs: dict[str, Any]
         merge_summaries([parts[0], {**parts[1], "input_files": parts[0]["input_files"]}, parts[2]])
 
 
-def test_multiclass_and_regression_labels(tmp_path: Path) -> None:
+def test_multiclass_and_regression_labels(tmp_path: Path, container: Container) -> None:
     iris = load_iris(as_frame=True).frame  # integer classes 0..2, sorted by class
     (tmp_path / "iris").mkdir()
     iris.to_csv(tmp_path / "iris" / "iris.csv", index=False)
     result = run_job(
+        container,
         "--input-dir", tmp_path / "iris", "--output-dir", tmp_path / "iris-out", "--label-column", "target",
         "--predictor-type", "multiclass_classifier", "--resource-config", tmp_path / "none.json",
     )  # fmt: skip
@@ -253,6 +252,7 @@ def test_multiclass_and_regression_labels(tmp_path: Path) -> None:
     (tmp_path / "diabetes").mkdir()
     diabetes.to_parquet(tmp_path / "diabetes" / "diabetes.parquet", index=False)
     result = run_job(
+        container,
         "--input-dir", tmp_path / "diabetes", "--output-dir", tmp_path / "diabetes-out", "--label-column", "target",
         "--predictor-type", "regressor", "--resource-config", tmp_path / "none.json", "--train-shards", "2",
     )  # fmt: skip
@@ -267,7 +267,7 @@ def test_multiclass_and_regression_labels(tmp_path: Path) -> None:
     assert total == pytest.approx(diabetes["target"].sum())
 
 
-def test_id_column_alone_decides_the_split(tmp_path: Path) -> None:
+def test_id_column_alone_decides_the_split(tmp_path: Path, container: Container) -> None:
     frame = load_iris(as_frame=True).frame.reset_index(names="row_id")
     shifted = frame.assign(**{"sepal length (cm)": frame["sepal length (cm)"] + 100.0}).iloc[::-1]
     splits = []
@@ -276,6 +276,7 @@ def test_id_column_alone_decides_the_split(tmp_path: Path) -> None:
         for index, rows in enumerate(np.array_split(np.arange(len(data)), files)):
             data.iloc[rows].to_csv(tmp_path / name / f"part-{index}.csv", index=False)
         result = run_job(
+            container,
             "--input-dir", tmp_path / name, "--output-dir", tmp_path / f"{name}-out", "--label-column", "target",
             "--predictor-type", "multiclass_classifier", "--id-column", "row_id", "--resource-config", tmp_path / "x",
         )  # fmt: skip
@@ -389,11 +390,12 @@ def test_bad_input_fails_naming_file_and_row(
     assert not left, "nothing is left behind"
 
 
-def test_a_host_without_input_files_says_so(tmp_path: Path) -> None:
+def test_a_host_without_input_files_says_so(tmp_path: Path, container: Container) -> None:
     _csv(tmp_path / "in", "d.csv", GOOD)
     config = write_resource_config(tmp_path / "rc.json", "algo-3", HOSTS)
     shutil.move(tmp_path / "in" / "d.csv", tmp_path / "d.csv")  # algo-3's share of a 1-object input is empty
     result = run_job(
+        container,
         "--input-dir", tmp_path / "in", "--output-dir", tmp_path / "out", "--resource-config", config, *BINARY
     )
     assert result.returncode == 1
@@ -409,7 +411,7 @@ def test_gzip_csv_is_read(tmp_path: Path) -> None:
     assert load_summary(tmp_path / "out" / "summary")["rows"] == {"train": 12, "validation": 0, "test": 0}
 
 
-def test_parquet_categories_hash_alike_in_every_batch(tmp_path: Path) -> None:
+def test_parquet_categories_hash_alike_in_every_batch(tmp_path: Path, container: Container) -> None:
     # pandas reads an integer column as float in a batch with nulls; Arrow's string cast keeps 5 as "5" everywhere.
     frame = pd.DataFrame(
         {"x": np.arange(8.0), "code": pd.array([5, 5, None, 5, 7, 5, 7, 5], dtype="Int64"), "label": [0, 1] * 4}
@@ -418,7 +420,8 @@ def test_parquet_categories_hash_alike_in_every_batch(tmp_path: Path) -> None:
     frame.to_parquet(tmp_path / "in" / "d.parquet", index=False)
     args = ["--input-dir", tmp_path / "in", "--output-dir", tmp_path / "out", "--resource-config", tmp_path / "x"]
     args += [*BINARY, "--categorical-columns", "code", "--hash-buckets", "4", "--missing", "zero", "--chunk-rows", "2"]
-    assert main([*map(str, args), "--validation-fraction", "0", "--test-fraction", "0"]) == 0
+    result = run_job(container, *args, "--validation-fraction", "0", "--test-fraction", "0")  # pyarrow 14, pandas 1.1
+    assert result.returncode == 0, result.stderr
     with open(tmp_path / "out" / "train" / "train-algo-1-00000.pbr", "rb") as handle:
         features, _ = read(handle)
     block_of = {int(row[0]): tuple(row[1:]) for row in features.tolist()}
@@ -427,23 +430,18 @@ def test_parquet_categories_hash_alike_in_every_batch(tmp_path: Path) -> None:
     assert block_of[2] == (0.0, 0.0, 0.0, 0.0), "a missing category sets no indicator under --missing zero"
 
 
-def test_runs_from_a_flat_code_bundle(tmp_path: Path) -> None:
-    # In the container the job is preprocess.py + recordio.py in one folder, with no `preprocessing` package.
+def test_a_bundle_without_its_sibling_module_fails_as_in_the_container(tmp_path: Path, container: Container) -> None:
+    """The container has no `preprocessing` package: preprocess.py imports recordio.py from its own folder only."""
     code = tmp_path / "code"
     code.mkdir()
-    for name in ("preprocess.py", "recordio.py"):
-        shutil.copy(SCRIPT.parent / name, code / name)
-    _csv(tmp_path / "in", "d.csv", "a,b,label\n" + "".join(f"{i},{i % 5},{i % 2}\n" for i in range(36)))
-    argv = ["preprocess.py", "--input-dir", str(tmp_path / "in"), "--output-dir", str(tmp_path / "out"), *BINARY]
-    argv += ["--resource-config", str(tmp_path / "absent.json")]
-    runner = (
-        "import runpy, sys; sys.modules['preprocessing'] = None; "
-        f"sys.path.insert(0, {str(code)!r}); sys.argv = {argv!r}; "
-        f"runpy.run_path({str(code / 'preprocess.py')!r}, run_name='__main__')"
-    )
-    result = subprocess.run([sys.executable, "-c", runner], capture_output=True, text=True, timeout=60, check=False)
-    assert result.returncode == 0, result.stderr
-    assert sum(load_summary(tmp_path / "out" / "summary")["rows"].values()) == 36
+    shutil.copy(container.bundle("preprocess"), code / "preprocess.py")  # recordio.py left out
+    _csv(tmp_path / "in", "d.csv", GOOD)
+    result = subprocess.run(
+        [str(container.environment.python), str(code / "preprocess.py"), "--input-dir", str(tmp_path / "in")],
+        capture_output=True, text=True, timeout=60, check=False, env=container.variables(), cwd=tmp_path,
+    )  # fmt: skip
+    assert result.returncode == 1
+    assert result.stderr.strip().splitlines()[-1] == "ModuleNotFoundError: No module named 'recordio'"
 
 
 def test_a_failed_host_removes_the_files_it_already_moved_into_place(tmp_path: Path) -> None:

@@ -12,10 +12,9 @@ import json
 from datetime import datetime, timedelta, timezone
 from typing import Any
 
-import boto3
 import pytest
+from aws_stubs import StubbedSession
 from botocore.response import StreamingBody
-from botocore.stub import Stubber
 from rich.console import Console
 
 from pipeline import sagemaker_inspect, sagemaker_ops
@@ -35,24 +34,6 @@ T0 = datetime(2026, 1, 2, 3, 4, 5, tzinfo=timezone.utc)
 CONFIG_FLAGS = ["--region", REGION, "--role-arn", ROLE, "--pipeline-name", "Churn-Pipeline"]
 SKLEARN_IMAGE = f"246618743249.dkr.ecr.{REGION}.amazonaws.com/sagemaker-scikit-learn:1.2-1-cpu-py3"
 LL_IMAGE = f"174872318107.dkr.ecr.{REGION}.amazonaws.com/linear-learner:1"
-REAL_SESSION = boto3.Session(aws_access_key_id="testing", aws_secret_access_key="testing", region_name=REGION)
-
-
-class StubbedSession:
-    """A boto3-like session handing out one stubbed client per service (the AWS boundary, nothing else)."""
-
-    def __init__(self, *services: str) -> None:
-        self.clients = {name: REAL_SESSION.client(name) for name in services}
-        self.stubs = {name: Stubber(client) for name, client in self.clients.items()}
-        for stub in self.stubs.values():
-            stub.activate()
-
-    def client(self, name: str) -> Any:
-        return self.clients[name]
-
-    def verify(self) -> None:
-        for stub in self.stubs.values():
-            stub.assert_no_pending_responses()
 
 
 @pytest.fixture

@@ -9,8 +9,8 @@ import json
 from datetime import datetime, timedelta, timezone
 from typing import Any
 
-import boto3
 import pytest
+from aws_stubs import REAL_SESSION, StubbedSession
 from botocore.stub import ANY, Stubber
 from rich.console import Console
 
@@ -35,25 +35,6 @@ EXECUTION_ARN = f"{PIPELINE_ARN}/execution/abc123def456"
 T0 = datetime(2026, 1, 2, 3, 4, 5, tzinfo=timezone.utc)
 
 
-# one real session for every test: clients made from it share the parsed service models
-REAL_SESSION = boto3.Session(aws_access_key_id="testing", aws_secret_access_key="testing", region_name="us-west-2")
-
-
-class StubbedSession:
-    """A boto3-like session handing out one stubbed client per service (the AWS boundary, nothing else)."""
-
-    def __init__(self, *services: str) -> None:
-        self.clients = {name: REAL_SESSION.client(name) for name in services}
-        self.stubs = {name: Stubber(client) for name, client in self.clients.items()}
-        for stub in self.stubs.values():
-            stub.activate()
-
-    def client(self, name: str) -> Any:
-        return self.clients[name]
-
-    def verify(self) -> None:
-        for stub in self.stubs.values():
-            stub.assert_no_pending_responses()
 
 
 @pytest.fixture(scope="module")

@@ -25,6 +25,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "run": ("pipeline.cli.run", "run the pipeline locally (default: the bundled example data set)"),
     "executions": ("pipeline.cli.executions", "list recent executions (local, or --sagemaker)"),
     "execution": ("pipeline.cli.execution", "show one execution (local or --sagemaker): steps, logs, cost"),
+    "env": ("pipeline.cli.env", "build or show the processing images' local Python environments"),
     "convert": ("pipeline.cli.convert", "convert CSV/Parquet files to RecordIO-protobuf shards"),
     "linear-learner": ("pipeline.cli.linear_learner", "train or transform with the local Linear Learner"),
     "definition": ("pipeline.cli.definition", "print or write the pipeline definition JSON"),

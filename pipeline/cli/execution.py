@@ -1,4 +1,5 @@
-"""Show one local execution: its parameters, every step's status, times, cache hits, failure reasons and logs."""
+"""Show one local execution: its parameters, every step's status, times, cache hits, failure reasons, logs, and the
+environment (image, Python, libraries, exact or approximate) each processing step ran in."""
 
 from __future__ import annotations
 
@@ -34,6 +35,7 @@ def run(args: argparse.Namespace) -> int:
     from rich.console import Console
 
     from pipeline.cli.render.progress import step_table
+    from pipeline.cli.render.tuning import is_tuning, trials_table
     from pipeline.local.executions import ExecutionStore
 
     store = ExecutionStore(Workdir.at(args.workdir).executions)
@@ -42,7 +44,12 @@ def run(args: argparse.Namespace) -> int:
     except KeyError as error:
         raise UsageError(error.args[0]) from None
     if args.json:
-        print(json.dumps({**record.to_json(), "abandoned": record.abandoned}, indent=2, default=str))
+        document = {**record.to_json(), "abandoned": record.abandoned}
+        for step in document["steps"]:
+            environment = record.folder / "steps" / step["name"] / "environment.json"
+            if environment.is_file():
+                step["environment"] = json.loads(environment.read_text())
+        print(json.dumps(document, indent=2, default=str))
         return 0
     console = Console()
     console.print(f"[bold]Execution {record.id}[/bold] of {record.pipeline_name}: {record.status}")
@@ -55,14 +62,30 @@ def run(args: argparse.Namespace) -> int:
     console.print(f"Started {record.start_time}, ended {record.end_time or '-'}")
     console.print("Parameters: " + ", ".join(f"{name}={value}" for name, value in record.parameters.items()))
     console.print(step_table(record))
+    for step in record.steps.values():
+        if is_tuning(step.properties):
+            console.print(trials_table(step.properties, f"{step.name}: training jobs"))
     if record.failure_reason:
         console.print(f"[red]Failure:[/red] {record.failure_reason}")
     for step in record.steps.values():
         if step.cache_hit_source:
             console.print(f"{step.name}: cache hit, outputs of execution {step.cache_hit_source}")
+        environment = record.folder / "steps" / step.name / "environment.json"
+        if environment.is_file() and not step.cache_hit_source:
+            console.print(f"{step.name} environment: {_environment_line(json.loads(environment.read_text()))}")
+        for note in step.notes:
+            console.print(f"{step.name}: {note}", markup=False)
         for log in step.logs:
             console.print(f"{step.name} log: {log}")
             if args.logs and Path(log).is_file():
                 console.print(Path(log).read_text(errors="replace"), markup=False, highlight=False)
     console.print(f"Record folder: {record.folder}")
     return 0
+
+
+def _environment_line(environment: dict) -> str:
+    """``sklearn-1.2-1: Python 3.9.18, numpy 1.24.1, ... (exact)`` from a step's environment.json."""
+    libraries = ", ".join(f"{name} {version}" for name, version in environment.get("libraries", {}).items())
+    verdict = "exact" if environment.get("exact") else f"approximate: {environment.get('reason', '')}"
+    image = environment.get("image") or environment.get("image_uri")
+    return f"{image}: Python {environment.get('python')}, {libraries} ({verdict})"

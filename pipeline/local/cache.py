@@ -29,7 +29,16 @@ CACHE_KEY_ATTRIBUTES: dict[str, tuple[str, ...]] = {
         "InputDataConfig",
     ),
     "Transform": ("DataProcessing", "Environment", "ModelName", "TransformInput"),
+    "Tuning": ("HyperParameterTuningJobConfig", "TrainingJobDefinition", "TrainingJobDefinitions"),
 }
+# of a tuning step's training job definition(s), only these children count (not the output path, role, instances)
+_TRAINING_JOB_DEFINITION_KEYS = (
+    "AlgorithmSpecification",
+    "HyperParameterRanges",
+    "InputDataConfig",
+    "StaticHyperParameters",
+    "TuningObjective",
+)
 _DURATION = re.compile(
     r"^P(?:(?P<years>\d+)Y)?(?:(?P<months>\d+)M)?(?:(?P<weeks>\d+)W)?(?:(?P<days>\d+)D)?"
     r"(?:T(?:(?P<hours>\d+)H)?(?:(?P<minutes>\d+)M)?(?:(?P<seconds>\d+(?:\.\d+)?)S)?)?$"
@@ -56,9 +65,17 @@ def cache_key(step_type: str, arguments: dict[str, Any]) -> str | None:
     attributes = CACHE_KEY_ATTRIBUTES.get(step_type)
     if attributes is None:
         return None
-    selected = {name: arguments.get(name) for name in attributes}
+    selected = {name: _key_part(name, arguments.get(name)) for name in attributes}
     canonical = json.dumps([step_type, selected], sort_keys=True, separators=(",", ":"), default=str)
     return hashlib.sha256(canonical.encode()).hexdigest()
+
+
+def _key_part(name: str, value: Any) -> Any:
+    if name == "TrainingJobDefinition" and isinstance(value, dict):
+        return {key: value.get(key) for key in _TRAINING_JOB_DEFINITION_KEYS}
+    if name == "TrainingJobDefinitions" and isinstance(value, list):
+        return [_key_part("TrainingJobDefinition", item) for item in value]
+    return value
 
 
 def output_uris(properties: dict[str, Any]) -> list[str]:
@@ -70,7 +87,19 @@ def output_uris(properties: dict[str, Any]) -> list[str]:
     ]
     artifact = (properties.get("ModelArtifacts") or {}).get("S3ModelArtifacts")
     transform = (properties.get("TransformOutput") or {}).get("S3OutputPath")
-    return uris + [uri for uri in (artifact, transform) if uri]
+    return uris + [uri for uri in (artifact, transform) if uri] + _tuning_artifacts(properties)
+
+
+def _tuning_artifacts(properties: dict[str, Any]) -> list[str]:
+    """A tuning job's completed training jobs' models, where ``get_top_model_s3_uri`` finds them."""
+    output = ((properties.get("TrainingJobDefinition") or {}).get("OutputDataConfig") or {}).get("S3OutputPath")
+    if not output:
+        return []
+    return [
+        f"{output.rstrip('/')}/{summary['TrainingJobName']}/output/model.tar.gz"
+        for summary in properties.get("TrainingJobSummaries") or []
+        if summary.get("TrainingJobStatus") == "Completed"
+    ]
 
 
 def caching_enabled(step: dict[str, Any]) -> bool:

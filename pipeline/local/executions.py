@@ -52,6 +52,7 @@ class StepRecord:
     cache_hit_source: str | None = None
     logs: list[str] = field(default_factory=list)
     detail: str = ""
+    notes: list[str] = field(default_factory=list)  # what the run must show after the step (approximate environment)
 
 
 @dataclass

@@ -20,6 +20,7 @@ from pipeline.data_version import DataVersionError, files_version, local_s3_vers
 from pipeline.errors import DataError
 from pipeline.files import atomic_path
 from pipeline.local import preflight
+from pipeline.local.environments import ImageEnvironments
 from pipeline.local.executions import ExecutionRecord, ExecutionStore, StepRecord
 from pipeline.local.interpreter import Interpreter
 from pipeline.local.jobs import local_runners
@@ -111,6 +112,7 @@ class LocalRun:
     use_cache: bool = True
     max_parallel: int = 2
     on_change: Callable[[ExecutionRecord, StepRecord], None] | None = None
+    environments: ImageEnvironments | None = None  # the processing images' environments (default: the user's cache)
 
     @property
     def s3(self) -> LocalS3:
@@ -123,7 +125,9 @@ class LocalRun:
     def interpreter(self) -> Interpreter:
         account = self.config.role_arn.split(":")[4]
         return Interpreter(
-            runners=local_runners(self.workdir, region=self.config.region, account=account),
+            runners=local_runners(
+                self.workdir, region=self.config.region, account=account, environments=self.environments
+            ),
             store=self.store,
             read_json=lambda uri: json.loads(self.s3.path(uri).read_text()),
             pipeline_name=self.config.pipeline_name,

@@ -45,7 +45,7 @@ def step_table(record: ExecutionRecord | None, title: str = "") -> Any:
         return table
     for step in list(record.steps.values()):
         status = "Succeeded (cached)" if step.cache_hit_source else step.status
-        detail = step.failure_reason if step.status == StepStatus.FAILED else step.detail
+        detail = step.failure_reason if step.status == StepStatus.FAILED else step.detail or "; ".join(step.notes)
         style = STATUS_STYLES.get(step.status, "")
         table.add_row(step.name, step.type, f"[{style}]{status}[/{style}]", elapsed(step), detail or "")
     return table

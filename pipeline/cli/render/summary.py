@@ -8,10 +8,13 @@ It reads the pipeline's conventions from the record: the ``Train`` step's artifa
 
 from __future__ import annotations
 
+import hashlib
 import json
+import shutil
 from pathlib import Path
 from typing import Any
 
+from pipeline.cli.render.tuning import best_artifact, is_tuning, objective, trials, tuning_summary
 from pipeline.local.executions import ExecutionRecord
 from pipeline.local.s3 import LocalS3
 from pipeline.names import (
@@ -26,6 +29,8 @@ from pipeline.names import (
     TRAIN,
     StepStatus,
 )
+
+TUNING_PLOT = "tuning_objective.png"
 
 
 def flat_metrics(report: dict[str, Any]) -> dict[str, Any]:
@@ -56,12 +61,20 @@ def summarise(record: ExecutionRecord, s3: LocalS3, render_plots: bool = True) -
         "metrics": {},
         "gate": None,
         "model_package": None,
+        "tuning": None,
         "failure_reason": record.failure_reason,
+        "notes": {name: list(step.notes) for name, step in record.steps.items() if step.notes},
         "paths": {"execution": str(record.folder), "model": None, "report": None, "plots": []},
         "compute": _compute(record),
     }
     train = record.steps.get(TRAIN)
     artifact = (train.properties.get("ModelArtifacts") or {}).get("S3ModelArtifacts") if train else None
+    tune = next((step for step in record.steps.values() if is_tuning(step.properties)), None)
+    if tune:
+        summary["tuning"] = tuning_summary(tune.properties)
+        artifact = best_artifact(tune.properties)
+        if render_plots:
+            summary["paths"]["plots"] = _tuning_plot(tune.properties, record.folder / "plots")
     if artifact and s3.path(artifact).is_file():
         summary["paths"]["model"] = str(s3.path(artifact))
     report_uri = _report_uri(record)
@@ -81,7 +94,7 @@ def summarise(record: ExecutionRecord, s3: LocalS3, render_plots: bool = True) -
             "passed": passed,
         }
         if render_plots:
-            summary["paths"]["plots"] = _plots(report_path, record.folder / "plots")
+            summary["paths"]["plots"] += _plots(report_path, record.folder / "plots")
     register = record.steps.get(REGISTER)
     if register and register.status == StepStatus.SUCCEEDED:
         properties = register.properties
@@ -104,11 +117,37 @@ def _compute(record: ExecutionRecord) -> list[dict[str, Any]]:
 
 
 def _plots(report_path: Path, folder: Path) -> list[str]:
-    """PNG plots of the report (pipeline.plots); an execution's plots are rendered once."""
-    from pipeline.plots import render_plots
+    """PNG plots of the report (pipeline.plots) in the execution's folder. A report is rendered once per content and
+    plotting code, in ``<workdir>/plots-cache/``, and copied from there: a cached re-run imports no matplotlib."""
+    import pipeline.plots
 
-    existing = sorted(folder.glob("*.png")) if folder.is_dir() else []
-    return [str(path) for path in (existing or render_plots(report_path, folder))]
+    existing = sorted(path for path in folder.glob("*.png") if path.name != TUNING_PLOT) if folder.is_dir() else []
+    if existing:
+        return [str(path) for path in existing]
+    digest = hashlib.sha256(report_path.read_bytes() + Path(pipeline.plots.__file__).read_bytes()).hexdigest()
+    rendered = folder.parent.parent.parent / "plots-cache" / digest[:32]  # <workdir>/executions/<id>/plots
+    index = rendered / "plots.json"  # written last: the names in render order
+    if not index.is_file():
+        shutil.rmtree(rendered, ignore_errors=True)
+        names = [path.name for path in pipeline.plots.render_plots(report_path, rendered)]
+        index.write_text(json.dumps(names))
+    folder.mkdir(parents=True, exist_ok=True)
+    copies = []
+    for name in json.loads(index.read_text()):
+        shutil.copyfile(rendered / name, folder / name)
+        copies.append(str(folder / name))
+    return copies
+
+
+def _tuning_plot(properties: dict[str, Any], folder: Path) -> list[str]:
+    """The objective of every training job of the tuning step, rendered once."""
+    from pipeline.plots import render_tuning_plot
+
+    target = folder / TUNING_PLOT
+    if not target.is_file():
+        metric, kind = objective(properties)
+        render_tuning_plot(trials(properties), metric, kind, target)
+    return [str(target)]
 
 
 def print_summary(summary: dict[str, Any], console: Any) -> None:
@@ -121,6 +160,10 @@ def print_summary(summary: dict[str, Any], console: Any) -> None:
         reused.setdefault(source, []).append(step)
     for source, steps in reused.items():
         console.print(f"Cache hits: {', '.join(steps)} reused from execution {source}", soft_wrap=True)
+    for step, notes in summary.get("notes", {}).items():
+        for note in notes:
+            colour = "yellow" if note.startswith("approximate") else "dim"
+            console.print(f"[{colour}]{step}: {note}[/{colour}]", soft_wrap=True)
     if summary["metrics"]:
         print_metrics(summary["metrics"], console)
     gate = summary["gate"]
@@ -129,6 +172,15 @@ def print_summary(summary: dict[str, Any], console: Any) -> None:
         console.print(
             f"Quality gate: {gate['metric']} = {_number(gate['value'])} vs threshold "
             f"{_number(gate['threshold'])}: {verdict}"
+        )
+    tuning = summary.get("tuning")
+    if tuning:
+        settings = ", ".join(f"{name}={value}" for name, value in sorted(tuning["best_hyperparameters"].items()))
+        failed = f", {tuning['failed']} without an objective" if tuning["failed"] else ""
+        console.print(
+            f"Tuning: best of {tuning['training_jobs']} training jobs{failed} is {tuning['best_training_job']}, "
+            f"{tuning['objective']} = {_number(tuning['best_value'])} ({tuning['type'].lower()}d)\n  {settings}",
+            soft_wrap=True,
         )
     package = summary["model_package"]
     if package:

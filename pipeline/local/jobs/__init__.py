@@ -2,23 +2,29 @@
 
 from __future__ import annotations
 
+from pipeline.local.environments import ImageEnvironments
 from pipeline.local.jobs.contract import JobRunner
 from pipeline.local.jobs.create_model import ModelJobs
 from pipeline.local.jobs.processing import ProcessingJobs
 from pipeline.local.jobs.register import RegisterJobs
 from pipeline.local.jobs.training import TrainingJobs
 from pipeline.local.jobs.transform import TransformJobs
+from pipeline.local.jobs.tuning import TuningJobs
 from pipeline.local.s3 import LocalS3
 from pipeline.local.workdir import Workdir
 
 
-def local_runners(workdir: Workdir, *, region: str, account: str) -> dict[str, JobRunner]:
-    """The job runner of every step type the local backend runs, all sharing one work dir."""
+def local_runners(
+    workdir: Workdir, *, region: str, account: str, environments: ImageEnvironments | None = None
+) -> dict[str, JobRunner]:
+    """The job runner of every step type the local backend runs, all sharing one work dir; processing jobs run in
+    their image's environment from ``environments`` (default: the user's cache dir)."""
     s3 = LocalS3(workdir.s3)
     models = workdir.models
     return {
-        "Processing": ProcessingJobs(s3),
+        "Processing": ProcessingJobs(s3, environments or ImageEnvironments.default()),
         "Training": TrainingJobs(s3),
+        "Tuning": TuningJobs(s3),
         "Model": ModelJobs(s3, models),
         "Transform": TransformJobs(s3, models),
         "RegisterModel": RegisterJobs(s3, workdir.registry_db, region=region, account=account),

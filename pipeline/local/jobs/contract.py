@@ -52,5 +52,9 @@ class Job:
         """Declare a log file (stdout/stderr of an instance) so the record lists it."""
         self.record.logs.append(str(path))
 
+    def note(self, text: str) -> None:
+        """Something the run must still show once the job ended (an approximate environment, a first-time build)."""
+        self.record.notes.append(text)
+
 
 JobRunner = Callable[[Job], dict[str, Any]]

@@ -4,7 +4,10 @@ Each instance gets a sandbox standing in for the container's file system: ``/opt
 arguments and the inputs' and outputs' ``LocalPath`` is ``<sandbox>/algo-N/opt/ml/...``; the inputs are the
 instance's share of each S3 prefix (``ShardedByS3Key`` or ``FullyReplicated``), including the ``code`` input the
 entrypoint runs from; ``/opt/ml/config/resourceconfig.json`` names the host and its peers. Python entrypoints run
-with this interpreter. The outputs are uploaded to the local S3 folder only when every instance succeeded.
+in the image's environment (``pipeline.local.environments``: its Python and library pins, built once and cached), from
+the sandbox root as the container runs them from ``/``, with the image's variables and none of this process's
+``PYTHONPATH``: only the code bundle is importable, as in the container. ``environment.json`` in the step's folder
+says what ran. The outputs are uploaded to the local S3 folder only when every instance succeeded.
 """
 
 from __future__ import annotations
@@ -12,12 +15,12 @@ from __future__ import annotations
 import os
 import shutil
 import subprocess
-import sys
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from pipeline.local.environments import ImageEnvironments, JobEnvironment, clean_variables
 from pipeline.local.executions import write_json_atomically
 from pipeline.local.jobs.contract import Job, StepFailed
 from pipeline.local.jobs.storage import download, upload_folder
@@ -50,6 +53,7 @@ class ProcessingJobs:
     """Runs Processing steps against one local S3 folder."""
 
     s3: LocalS3
+    environments: ImageEnvironments = field(default_factory=ImageEnvironments.default)
 
     def __call__(self, job: Job) -> dict[str, Any]:
         arguments = job.arguments
@@ -63,7 +67,8 @@ class ProcessingJobs:
                 f"image {app.get('ImageUri')}: the local backend runs Python entrypoints only, got {entrypoint or None}"
             )
         container_arguments = [str(argument) for argument in app.get("ContainerArguments") or []]
-        environment = {str(k): str(v) for k, v in (arguments.get("Environment") or {}).items()}
+        variables = {str(k): str(v) for k, v in (arguments.get("Environment") or {}).items()}
+        environment = self._environment(job, str(app.get("ImageUri", "")))
         sandbox = job.folder / "sandbox"
         shutil.rmtree(sandbox, ignore_errors=True)
         logs = job.folder / "logs"
@@ -71,7 +76,7 @@ class ProcessingJobs:
         try:
             roots = [self._prepare_instance(sandbox, index, count, arguments) for index in range(count)]
             job.report(f"{count} instance(s) running")
-            self._run(job, roots, entrypoint, container_arguments, environment, logs)
+            self._run(job, roots, entrypoint, container_arguments, environment, variables, logs)
             for output in arguments.get("ProcessingOutputConfig", {}).get("Outputs", []):
                 s3_output = output.get("S3Output")
                 if s3_output is None:
@@ -86,6 +91,16 @@ class ProcessingJobs:
             "ProcessingJobArn": job.arn(f"processing-job/{job.job_name.lower()}"),
             "ProcessingJobStatus": "Completed",
         }
+
+    def _environment(self, job: Job, image_uri: str) -> JobEnvironment:
+        """The image's environment (built on first use, progress shown), recorded in ``environment.json``."""
+        environment = self.environments.for_image_uri(image_uri, job.report)
+        write_json_atomically(job.folder / "environment.json", environment.to_json())
+        if environment.build_seconds is not None:
+            job.note(f"built the {environment.image} environment in {environment.build_seconds:.0f}s")
+        if not environment.exact:
+            job.note(f"approximate environment: {environment.summary()}")
+        return environment
 
     def _prepare_instance(self, sandbox: Path, index: int, count: int, arguments: dict[str, Any]) -> Path:
         root = sandbox / host_name(index)
@@ -121,14 +136,16 @@ class ProcessingJobs:
         roots: list[Path],
         entrypoint: list[str],
         container_arguments: list[str],
-        environment: dict[str, str],
+        environment: JobEnvironment,
+        variables: dict[str, str],
         logs: Path,
     ) -> None:
         processes = []
         started = time.monotonic()
         try:
             for index, root in enumerate(roots):
-                command = [sys.executable, *[remap(part, root) for part in entrypoint[1:] + container_arguments]]
+                arguments = [remap(part, root) for part in entrypoint[1:] + container_arguments]
+                command = [str(environment.python), *arguments]
                 log_path = logs / f"{host_name(index)}.log"
                 job.add_log(log_path)
                 with log_path.open("w") as log:
@@ -138,7 +155,13 @@ class ProcessingJobs:
                             stdout=log,
                             stderr=subprocess.STDOUT,
                             cwd=root,
-                            env={**os.environ, **environment, "PYTHONUNBUFFERED": "1"},
+                            env={
+                                **clean_variables(os.environ),
+                                **environment.variables,
+                                **variables,
+                                "PYTHONUNBUFFERED": "1",
+                                "PYTHONNOUSERSITE": "1",  # the container has no user site-packages
+                            },
                         )
                     )
             while any(process.poll() is None for process in processes):

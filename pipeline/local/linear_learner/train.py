@@ -15,6 +15,7 @@ import json
 import math
 import os
 import sys
+import tempfile
 import time
 import traceback
 from dataclasses import dataclass
@@ -69,17 +70,18 @@ def run(root: Path, coordinator: str | None) -> None:
     hp = parse_hyperparameters(_read_json(config / "hyperparameters.json"))
     log(f"Final configuration: {hp.resolved()}")
     instance = _instance(root)
-    train, validation, test = _read_channels(root, hp, instance)
-    collective = _connect(instance, coordinator)
+    with tempfile.TemporaryDirectory(prefix="linear-learner-blocks-") as blocks:
+        train, validation, test = _read_channels(root, hp, instance, Path(blocks))
+        collective = _connect(instance, coordinator)
 
-    from pipeline.local.linear_learner.trainer import fit
+        from pipeline.local.linear_learner.trainer import fit
 
-    try:
-        result = fit(hp, train, validation, collective, log, instance.host)
-    finally:
-        collective.close()
-    if instance.leader:
-        _write_outputs(root, hp, result, instance.host, {"validation": validation, "test": test})
+        try:
+            result = fit(hp, train, validation, collective, log, instance.host)
+        finally:
+            collective.close()
+        if instance.leader:
+            _write_outputs(root, hp, result, instance.host, {"validation": validation, "test": test})
 
 
 def _instance(root: Path) -> _Instance:
@@ -102,9 +104,10 @@ def _instance(root: Path) -> _Instance:
     return _Instance(resources.get("current_host", "algo-1"), list(resources.get("hosts", ["algo-1"])), channels)
 
 
-def _read_channels(root: Path, hp, instance: _Instance) -> tuple:
-    """(train, validation, test) datasets; only the leader (algo-1) reads validation and test."""
-    from pipeline.local.linear_learner.data import channel_files, read_channel
+def _read_channels(root: Path, hp, instance: _Instance, blocks: Path) -> tuple:
+    """(train, validation, test) channels, each checked once and stored as blocks under ``blocks`` that training
+    reads back one at a time; only the leader (algo-1) reads validation and test."""
+    from pipeline.local.linear_learner.data import channel_files, open_channel
 
     data = root / "input" / "data"
     if not any(p.is_file() for p in (data / "train").rglob("*")):
@@ -116,19 +119,21 @@ def _read_channels(root: Path, hp, instance: _Instance) -> tuple:
         files = channel_files(data / name)
         if not files:
             raise AlgorithmInputError(f"channel {name!r} has no files")
-        return read_channel(name, files, instance.channels[name], feature_dim=hp.feature_dim,
-                            predictor_type=hp.predictor_type, num_classes=hp.num_classes)
+        # train blocks hold whole mini-batches, so a batch spans two blocks only after the last, short one
+        return open_channel(name, files, instance.channels[name], blocks / name, feature_dim=hp.feature_dim,
+                            predictor_type=hp.predictor_type, num_classes=hp.num_classes,
+                            multiple_of=hp.mini_batch_size if name == "train" else 1)
 
     started = time.perf_counter()
     train = load("train")
     validation = load("validation") if instance.leader and "validation" in instance.channels else None
     test = load("test") if instance.leader and "test" in instance.channels else None
-    dim = train.features.shape[1]
+    dim = train.dim
     for name, dataset in (("validation", validation), ("test", test)):
-        if dataset is not None and dataset.features.shape[1] != dim:
-            raise AlgorithmInputError(f"channel {name!r} has {dataset.features.shape[1]} features; train has {dim}")
+        if dataset is not None and dataset.dim != dim:
+            raise AlgorithmInputError(f"channel {name!r} has {dataset.dim} features; train has {dim}")
     log(f"{instance.host}: read {train.rows} train records with {dim} features in "
-        f"{time.perf_counter() - started:.2f} s")
+        f"{time.perf_counter() - started:.2f} s ({len(train.sizes)} block(s) read back one at a time)")
     if hp.mini_batch_size > train.rows:
         log(f"mini_batch_size {hp.mini_batch_size} is larger than the {train.rows} records on {instance.host}")
     return train, validation, test

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import math
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Protocol
 
@@ -58,7 +58,7 @@ class Collective(Protocol):
 
 @dataclass(frozen=True)
 class Dataset:
-    """A channel's records: features (dense float32 ndarray or scipy CSR) and labels (float32)."""
+    """A channel's records in memory: features (dense float32 ndarray or scipy CSR) and labels (float32)."""
 
     features: np.ndarray | sp.csr_matrix
     labels: np.ndarray
@@ -66,6 +66,42 @@ class Dataset:
     @property
     def rows(self) -> int:
         return int(self.features.shape[0])
+
+    @property
+    def dim(self) -> int:
+        return int(self.features.shape[1])
+
+    def blocks(self, rng: np.random.Generator | None = None) -> Iterator[Dataset]:
+        """In memory the whole channel is one block, in its order."""
+        yield self
+
+    def head(self, count: int) -> Dataset:
+        return Dataset(self.features[:count], self.labels[:count])
+
+    def label_histogram(self, classes: int) -> np.ndarray:
+        return np.bincount(self.labels.astype(np.int64), minlength=classes)[:classes].astype(np.float64)
+
+
+class Channel(Protocol):
+    """Records the trainer reads block by block: a :class:`Dataset` in memory, or blocks on disk (``blocks.py``)."""
+
+    @property
+    def rows(self) -> int: ...
+
+    @property
+    def dim(self) -> int: ...
+
+    def blocks(self, rng: np.random.Generator | None = None) -> Iterator[Dataset]:
+        """Every record once, block by block; block order shuffled by ``rng`` when given, file order otherwise."""
+        ...
+
+    def head(self, count: int) -> Dataset:
+        """The first ``count`` records in file order."""
+        ...
+
+    def label_histogram(self, classes: int) -> np.ndarray:
+        """Count of each label 0..classes-1 over the whole channel."""
+        ...
 
 
 @dataclass(frozen=True)
@@ -190,16 +226,17 @@ class Optimizer:
             self._update_lr()
 
 
-def fit_scaler(hp: Hyperparameters, train: Dataset, collective: Collective) -> tuple[Scaler, np.ndarray]:
+def fit_scaler(hp: Hyperparameters, train: Channel, collective: Collective) -> tuple[Scaler, np.ndarray]:
     """Mean/std of features (and label for regression) over ``num_point_for_scaler`` records shared by all hosts.
 
-    Also returns the label histogram of the whole train channel (class counts; for binary [negatives, positives]).
+    Only those records are read. Also returns the label histogram of the whole train channel (class counts; for
+    binary [negatives, positives]).
     """
-    features = train.features
-    d = features.shape[1]
+    d = train.dim
     take = min(train.rows, math.ceil(hp.num_point_for_scaler / collective.size))
-    sample = features[:take]
-    labels = train.labels[:take].astype(np.float64)
+    head = train.head(take)
+    sample = head.features
+    labels = head.labels.astype(np.float64)
     if sp.issparse(sample):
         sums = np.asarray(sample.sum(axis=0), dtype=np.float64).ravel()
         squares = np.asarray(sample.multiply(sample).sum(axis=0), dtype=np.float64).ravel()
@@ -209,7 +246,7 @@ def fit_scaler(hp: Hyperparameters, train: Dataset, collective: Collective) -> t
     classes = hp.num_classes if hp.predictor_type == "multiclass_classifier" else 2
     histogram = np.zeros(classes)
     if hp.predictor_type != "regressor":
-        histogram = np.bincount(train.labels.astype(np.int64), minlength=classes)[:classes].astype(np.float64)
+        histogram = train.label_histogram(classes)
     vector = np.concatenate([[take, d], sums, squares, [labels.sum(), (labels ** 2).sum()], histogram])
     total = collective.allreduce(vector)
     count = total[0]
@@ -219,7 +256,7 @@ def fit_scaler(hp: Hyperparameters, train: Dataset, collective: Collective) -> t
     variance = np.maximum(total[2 + d:2 + 2 * d] / count - mean ** 2, 0.0)
     scale = np.sqrt(variance)
     scale[scale < 1e-12] = 1.0
-    auto_unbias = hp.use_bias and hp.normalize_data and not sp.issparse(features)
+    auto_unbias = hp.use_bias and hp.normalize_data and not sp.issparse(sample)
     unbias = hp.unbias_data if hp.unbias_data is not None else auto_unbias
     feature_mean = mean if unbias else np.zeros(d)
     feature_scale = scale if hp.normalize_data else np.ones(d)
@@ -303,10 +340,25 @@ class Objective:
         return regression_loss(self.params, scores, labels)
 
 
-def _batches(data: Dataset, batch_size: int, prepared_labels: np.ndarray):
-    for start in range(0, data.rows, batch_size):
-        end = min(start + batch_size, data.rows)
-        yield data.features[start:end], prepared_labels[start:end]
+def _batches(data: Channel, batch_size: int, prepare: Callable[[np.ndarray], np.ndarray],
+             rng: np.random.Generator | None = None):
+    """Mini-batches of ``batch_size`` records over the blocks (the last may be smaller); a batch spans two blocks
+    only after a block whose size is not a multiple of the batch size, so every epoch has the same batches count."""
+    carry = None
+    for block in data.blocks(rng):
+        features, labels = block.features, prepare(block.labels)
+        if carry is not None:
+            stack = sp.vstack if sp.issparse(features) else np.concatenate
+            features, labels = stack([carry[0], features]), np.concatenate([carry[1], labels])
+            carry = None
+        rows = features.shape[0]
+        whole = rows - rows % batch_size
+        for start in range(0, whole, batch_size):
+            yield features[start:start + batch_size], labels[start:start + batch_size]
+        if whole < rows:
+            carry = (features[whole:], labels[whole:])
+    if carry is not None:
+        yield carry
 
 
 def _score(models: ParallelModels, features, params: np.ndarray | None = None) -> np.ndarray:
@@ -314,20 +366,22 @@ def _score(models: ParallelModels, features, params: np.ndarray | None = None) -
     return np.asarray(features @ weights, dtype=np.float32) + bias
 
 
-def _evaluation_losses(models: ParallelModels, objective: Objective, data: Dataset, labels: np.ndarray,
+def _evaluation_losses(models: ParallelModels, objective: Objective, data: Channel,
                        params: np.ndarray | None = None) -> np.ndarray:
-    """Mean loss of every model on ``data`` (raw label scale), in chunks to bound memory."""
+    """Mean loss of every model on ``data`` (raw label scale), block by block and in chunks to bound memory."""
     total = np.zeros(models.hp.num_models)
-    for start in range(0, data.rows, EVALUATION_CHUNK):
-        end = min(start + EVALUATION_CHUNK, data.rows)
-        # float64 scores select the exact (uncapped) loss formulas
-        scores = _score(models, data.features[start:end], params).astype(np.float64)
-        sums, _ = objective(scores, labels[start:end])
-        total += sums
+    for block in data.blocks():
+        labels = objective.prepare_labels(block.labels)
+        for start in range(0, block.rows, EVALUATION_CHUNK):
+            end = min(start + EVALUATION_CHUNK, block.rows)
+            # float64 scores select the exact (uncapped) loss formulas
+            scores = _score(models, block.features[start:end], params).astype(np.float64)
+            sums, _ = objective(scores, labels[start:end])
+            total += sums
     return total / max(data.rows, 1) * objective.report_factor
 
 
-def fit(hp: Hyperparameters, train: Dataset, validation: Dataset | None, collective: Collective, log: Log,
+def fit(hp: Hyperparameters, train: Channel, validation: Channel | None, collective: Collective, log: Log,
         host: str = "algo-1") -> FitResult:
     """Train ``hp.num_models`` models on this host's shard with gradients summed over all hosts every step.
 
@@ -340,10 +394,10 @@ def fit(hp: Hyperparameters, train: Dataset, validation: Dataset | None, collect
         return _fit(hp, train, validation, collective, log, host)
 
 
-def _fit(hp: Hyperparameters, train: Dataset, validation: Dataset | None, collective: Collective, log: Log,
+def _fit(hp: Hyperparameters, train: Channel, validation: Channel | None, collective: Collective, log: Log,
          host: str) -> FitResult:
     scaler, histogram = fit_scaler(hp, train, collective)
-    dim = train.features.shape[1]
+    dim = train.dim
     positive_balance = histogram[0] / histogram[1] if hp.predictor_type == "binary_classifier" and histogram[1] else 1.0
     class_weights = None
     if hp.predictor_type == "multiclass_classifier" and hp.balance_multiclass_weights:
@@ -353,10 +407,7 @@ def _fit(hp: Hyperparameters, train: Dataset, validation: Dataset | None, collec
     models = ParallelModels(hp, scaler, dim)
     objective = Objective(hp, scaler, settings, class_weights)
     optimizer = Optimizer(hp, settings, models.params.shape, models.classes)
-    train_labels = objective.prepare_labels(train.labels)
     leader = collective.rank == 0
-    if validation is not None and leader:
-        validation_labels = objective.prepare_labels(validation.labels)
     best_params = models.params.copy()
     best_loss = np.full(hp.num_models, np.inf)
     stopping = EarlyStopping(hp.early_stopping_patience, hp.early_stopping_tolerance)
@@ -365,7 +416,8 @@ def _fit(hp: Hyperparameters, train: Dataset, validation: Dataset | None, collec
     throughput = 0.0
     for epoch in range(hp.epochs):
         started = time.perf_counter()
-        loss_sums, records, local_records = _train_epoch(hp, models, objective, optimizer, train, train_labels,
+        block_order = np.random.default_rng([SEED, collective.rank, epoch])
+        loss_sums, records, local_records = _train_epoch(hp, models, objective, optimizer, train, block_order,
                                                          collective)
         elapsed = max(time.perf_counter() - started, 1e-9)
         throughput = records / elapsed  # all hosts together
@@ -377,7 +429,7 @@ def _fit(hp: Hyperparameters, train: Dataset, validation: Dataset | None, collec
         stop = 0.0
         if leader:
             if validation is not None:
-                losses = _evaluation_losses(models, objective, validation, validation_labels)
+                losses = _evaluation_losses(models, objective, validation)
                 log(f"#quality_metric: host={host}, epoch={epoch}, validation {objective.name} "
                     f"<loss>={np.min(losses)}")
             else:
@@ -431,13 +483,17 @@ class EarlyStopping:
 
 
 def _train_epoch(hp: Hyperparameters, models: ParallelModels, objective: Objective, optimizer: Optimizer,
-                 train: Dataset, train_labels: np.ndarray, collective: Collective) -> tuple[np.ndarray, float, int]:
-    """One pass over this host's shard, one synchronised update per step; (loss sums, records, local records)."""
+                 train: Channel, block_order: np.random.Generator,
+                 collective: Collective) -> tuple[np.ndarray, float, int]:
+    """One pass over this host's shard, one synchronised update per step; (loss sums, records, local records).
+
+    Every host takes ceil(shard records / batch size) steps whatever its block order; a host that is done joins
+    the remaining steps of the others with zero records, so all hosts take the same number of synchronised steps."""
     size = models.params.size
     loss_sums = np.zeros(hp.num_models)
     records_total = 0.0
     local_records = 0
-    batches = _batches(train, hp.mini_batch_size, train_labels)
+    batches = _batches(train, hp.mini_batch_size, objective.prepare_labels, block_order)
     while True:
         batch = next(batches, None)
         if batch is None:
@@ -460,7 +516,7 @@ def _train_epoch(hp: Hyperparameters, models: ParallelModels, objective: Objecti
 
 
 def select_model(hp: Hyperparameters, models: ParallelModels, best_params: np.ndarray, best_loss: np.ndarray,
-                 data: Dataset, scaler: Scaler) -> tuple[LinearModel, int]:
+                 data: Channel, scaler: Scaler) -> tuple[LinearModel, int]:
     """Pick the best of the models' best snapshots; for binary classifiers calibrate the threshold first."""
     # the service writes 0.5 for regressors and multiclass too; hinge loss scores are margins, split at 0
     threshold = 0.0 if hp.loss == "hinge_loss" else 0.5
@@ -481,16 +537,33 @@ def _stops_on_binary_criteria(hp: Hyperparameters) -> bool:
 
 
 def _criteria_values(hp: Hyperparameters, models: ParallelModels, params: np.ndarray,
-                     data: Dataset) -> tuple[np.ndarray, np.ndarray]:
-    """Calibrated threshold and selection-criterion value of every model on the calibration sample of ``data``."""
-    count = min(hp.num_calibration_samples, data.rows)
-    scores = _score(models, data.features[:count], params).astype(np.float64)
+                     data: Channel) -> tuple[np.ndarray, np.ndarray]:
+    """Calibrated threshold and selection-criterion value of every model on the calibration sample of ``data`` (its
+    first ``num_calibration_samples`` records). Scored block by block and calibrated model by model, so memory holds
+    the float32 scores and one model's working arrays, not the features nor every model's float64 arrays at once."""
+    scores, labels = [], []
+    remaining = min(hp.num_calibration_samples, data.rows)
+    for block in data.blocks():
+        if remaining <= 0:
+            break
+        part = block.head(remaining)
+        scores.append(_score(models, part.features, params))
+        labels.append(part.labels)
+        remaining -= part.rows
+    joined = np.concatenate(scores) if len(scores) > 1 else scores[0]
+    sample_labels = np.concatenate(labels)
+    del scores, labels
     default_threshold = 0.5 if hp.loss == "logistic" else 0.0
-    if hp.loss == "logistic":
-        scores = expit(scores)
-    return calibrate_thresholds(data.labels[:count], scores, hp.selection_criteria, beta=hp.f_beta,
-                                target_precision=hp.target_precision, target_recall=hp.target_recall,
-                                default_threshold=default_threshold)
+    thresholds, values = np.empty(joined.shape[1]), np.empty(joined.shape[1])
+    for column in range(joined.shape[1]):  # columns are independent: the same numbers as all at once
+        column_scores = joined[:, column:column + 1].astype(np.float64)
+        if hp.loss == "logistic":
+            column_scores = expit(column_scores)
+        found = calibrate_thresholds(sample_labels, column_scores, hp.selection_criteria, beta=hp.f_beta,
+                                     target_precision=hp.target_precision, target_recall=hp.target_recall,
+                                     default_threshold=default_threshold)
+        thresholds[column], values[column] = found[0][0], found[1][0]
+    return thresholds, values
 
 
 def to_linear_model(hp: Hyperparameters, models: ParallelModels, params: np.ndarray, index: int, scaler: Scaler,
@@ -506,21 +579,27 @@ def to_linear_model(hp: Hyperparameters, models: ParallelModels, params: np.ndar
                        metrics_params=metrics_params(hp, threshold))
 
 
-def evaluate(hp: Hyperparameters, model: LinearModel, data: Dataset) -> list[tuple[str, str, float]]:
-    """Final metrics of ``model`` on ``data`` as (name logged by the service, short key, value)."""
+def evaluate(hp: Hyperparameters, model: LinearModel, data: Channel) -> list[tuple[str, str, float]]:
+    """Final metrics of ``model`` on ``data`` as (name logged by the service, short key, value).
+
+    Read block by block: only the scores, predictions and labels of the whole channel are held, not its features."""
     raw = LossParameters(hp.loss, margin=hp.margin, insensitivity=hp.loss_insensitivity, quantile=hp.quantile,
                          huber_delta=hp.huber_delta)
-    scores = model.linear_scores(data.features).astype(np.float64)
-    labels = data.labels.astype(np.float64)
+    parts = [(model.linear_scores(block.features).astype(np.float64), *model.predict(block.features), block.labels)
+             for block in data.blocks()]
+    scores = np.concatenate([part[0] for part in parts])
+    score = np.concatenate([part[1] for part in parts])
+    predicted = None if parts[0][2] is None else np.concatenate([part[2] for part in parts])
+    labels = np.concatenate([part[3] for part in parts]).astype(np.float64)
+    del parts
     objective_name = OBJECTIVE_NAMES[hp.loss] + "_objective"
     if hp.predictor_type == "binary_classifier":
         loss, _ = binary_loss(raw, scores, labels[:, None], None)
-        score, predicted = model.predict(data.features)
         values = binary_metrics(labels, predicted, score, hp.f_beta)
         names = {"binary_f_beta": f"binary_f_{hp.f_beta:.3f}"}
     elif hp.predictor_type == "multiclass_classifier":
         loss, _ = softmax_loss(scores, labels.astype(np.int64), hp.num_classes, None)
-        probabilities, _ = model.predict(data.features)
+        probabilities = score
         values = multiclass_metrics(labels, probabilities, hp.accuracy_top_k, hp.f_beta)
         names = {"multiclass_top_k_accuracy": f"multiclass_top_{hp.accuracy_top_k}_accuracy",
                  "macro_f_beta": f"macro_f_{hp.f_beta:.3f}"}

@@ -1,0 +1,113 @@
+"""Build the definition once: the JSON is kept on disk under a key over everything that shapes it.
+
+Building imports the SageMaker SDK and runs it (seconds); a hit reads one file and imports nothing of the SDK. The
+key is the SHA-256 of: the configuration, the code bundle digests, the versions of every installed ``sagemaker*``
+distribution and of boto3/botocore/llpipe, the source of every module of the ``pipeline`` package (which holds
+the definition and its helpers), the SDK's user/admin config files and ``SAGEMAKER_*`` variables, and the Python
+version. A change to any of them gives a new key, so a stale definition is never reused; old entries are simply
+never read again. ``LLPIPE_DEFINITION_CACHE=off`` builds every time; ``LLPIPE_DEFINITION_CACHE_DIR`` (or
+``LLPIPE_CACHE_DIR``) moves it.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import json
+import os
+import sys
+from collections.abc import Callable, Mapping, Sequence
+from importlib import metadata
+from pathlib import Path
+from typing import Any
+
+from pipeline.files import user_cache_dir
+
+FORMAT = "llpipe-definition-cache/1"
+PACKAGE_ROOT = Path(__file__).resolve().parent  # the pipeline package: definition.py and everything it imports
+SDK_CONFIG_FILES = (  # read by the SDK's intelligent-defaults loader when present
+    Path("/etc/xdg/sagemaker/config.yaml"),
+    Path.home() / ".config" / "sagemaker" / "config.yaml",
+)
+VERSIONED = ("boto3", "botocore", "llpipe")  # besides every sagemaker* distribution
+
+
+def enabled(env: Mapping[str, str] = os.environ) -> bool:
+    return env.get("LLPIPE_DEFINITION_CACHE", "on").strip().lower() not in ("off", "0", "false", "no")
+
+
+def cache_dir(env: Mapping[str, str] = os.environ) -> Path:
+    """``$LLPIPE_DEFINITION_CACHE_DIR``, else ``definitions/`` in the user cache dir (``pipeline.files``)."""
+    if env.get("LLPIPE_DEFINITION_CACHE_DIR"):
+        return Path(env["LLPIPE_DEFINITION_CACHE_DIR"]).expanduser()
+    return user_cache_dir(env) / "definitions"
+
+
+def package_versions() -> dict[str, str]:
+    """Versions of the distributions that shape the definition, read from their metadata (no import)."""
+    versions = {}
+    for distribution in metadata.distributions():
+        name = (distribution.metadata["Name"] or "").lower().replace("_", "-")
+        if name.startswith("sagemaker") or name in VERSIONED:
+            versions[name] = distribution.version
+    return dict(sorted(versions.items()))
+
+
+def source_digest(root: Path = PACKAGE_ROOT) -> str:
+    """SHA-256 over the names and bytes of every ``.py`` file of the package."""
+    sha = hashlib.sha256()
+    for path in sorted(root.rglob("*.py")):
+        sha.update(path.relative_to(root).as_posix().encode() + b"\0")
+        sha.update(hashlib.sha256(path.read_bytes()).digest())
+    return sha.hexdigest()
+
+
+def _sdk_settings(env: Mapping[str, str]) -> dict[str, Any]:
+    files = [Path(env[name]) for name in ("SAGEMAKER_ADMIN_CONFIG_OVERRIDE", "SAGEMAKER_USER_CONFIG_OVERRIDE")
+             if env.get(name)]
+    contents = {}
+    for path in (*SDK_CONFIG_FILES, *files):
+        targets = sorted(path.rglob("*.yaml")) if path.is_dir() else [path]
+        for target in targets:
+            if target.is_file():
+                contents[str(target)] = hashlib.sha256(target.read_bytes()).hexdigest()
+    variables = {name: value for name, value in env.items() if name.startswith("SAGEMAKER_")}
+    return {"files": contents, "variables": dict(sorted(variables.items()))}
+
+
+def cache_key(config: Any, bundle_digests: Sequence[str], env: Mapping[str, str] = os.environ) -> str:
+    """The key of the definition ``config`` (a PipelineConfig) and the bundles give in this environment."""
+    shape = {
+        "format": FORMAT,
+        "config": dataclasses.asdict(config),
+        "bundles": list(bundle_digests),
+        "packages": package_versions(),
+        "source": source_digest(),
+        "sdk": _sdk_settings(env),
+        "python": list(sys.version_info[:2]),
+    }
+    return hashlib.sha256(json.dumps(shape, sort_keys=True, default=str).encode()).hexdigest()
+
+
+def cached_definition(
+    config: Any, bundle_digests: Sequence[str], build: Callable[[], str], env: Mapping[str, str] = os.environ
+) -> str:
+    """The definition JSON from the cache, or ``build()`` it and keep it (a write failure only costs the reuse)."""
+    if not enabled(env):
+        return build()
+    path = cache_dir(env) / f"{cache_key(config, bundle_digests, env)}.json"
+    try:
+        text = path.read_text(encoding="utf-8")
+        json.loads(text)  # a damaged entry is rebuilt, never returned
+        return text
+    except (OSError, ValueError):
+        pass
+    definition_json = build()
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        temporary = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+        temporary.write_text(definition_json, encoding="utf-8")
+        temporary.replace(path)  # atomic: a concurrent reader sees the whole file or none
+    except OSError:
+        pass
+    return definition_json

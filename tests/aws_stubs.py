@@ -1,0 +1,28 @@
+"""The AWS boundary for tests: real botocore clients (real service models, request validation) behind Stubbers."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import boto3
+from botocore.stub import Stubber
+
+# one real session for every test: clients made from it share the parsed service models
+REAL_SESSION = boto3.Session(aws_access_key_id="testing", aws_secret_access_key="testing", region_name="us-west-2")
+
+
+class StubbedSession:
+    """A boto3-like session handing out one stubbed client per service (the AWS boundary, nothing else)."""
+
+    def __init__(self, *services: str) -> None:
+        self.clients = {name: REAL_SESSION.client(name) for name in services}
+        self.stubs = {name: Stubber(client) for name, client in self.clients.items()}
+        for stub in self.stubs.values():
+            stub.activate()
+
+    def client(self, name: str) -> Any:
+        return self.clients[name]
+
+    def verify(self) -> None:
+        for stub in self.stubs.values():
+            stub.assert_no_pending_responses()

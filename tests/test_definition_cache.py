@@ -1,0 +1,140 @@
+"""The definition is built once: reused, without importing the SDK, while nothing that shapes it changed; rebuilt
+when the configuration, a code bundle, a package version or the definition's source changed."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from pipeline import definition_cache
+from pipeline.code_bundles import REPOSITORY_ROOT, build_bundle
+from pipeline.config import PipelineConfig
+from pipeline.definition import Bundles, build_definition
+
+BUILD = textwrap.dedent(
+    """
+    import hashlib, json, sys
+    from pipeline.config import load_config
+    from pipeline.definition import build_definition
+
+    built = build_definition(load_config(json.loads(sys.argv[1]), env={}))
+    sdk = sorted(name for name in sys.modules if name == "sagemaker" or name.startswith("sagemaker."))
+    print(json.dumps({"sha": hashlib.sha256(built.definition_json.encode()).hexdigest(), "sdk_modules": len(sdk),
+                      "uploads": len(built.uploads)}))
+    """
+)
+
+
+def build_in_subprocess(cache: Path, overrides: dict[str, str]) -> dict:
+    env = {**os.environ, "LLPIPE_DEFINITION_CACHE_DIR": str(cache / "definitions")}
+    env["PYTHONPATH"] = str(REPOSITORY_ROOT)
+    env.pop("LLPIPE_DEFINITION_CACHE", None)
+    result = subprocess.run([sys.executable, "-c", BUILD, json.dumps(overrides)], env=env, capture_output=True,
+                            text=True, timeout=300, check=False)  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    return json.loads(result.stdout.strip().splitlines()[-1])
+
+
+def test_a_second_build_reuses_the_first_without_importing_the_sdk(tmp_path: Path) -> None:
+    first = build_in_subprocess(tmp_path, {"pipeline_name": "cache-test"})
+    assert first["sdk_modules"] > 0, "the first build must really build"
+    assert len(list((tmp_path / "definitions").glob("*.json"))) == 1
+    second = build_in_subprocess(tmp_path, {"pipeline_name": "cache-test"})
+    assert second == {**first, "sdk_modules": 0}, "reused: same bytes, and not one sagemaker module imported"
+    changed = build_in_subprocess(tmp_path, {"pipeline_name": "cache-test-2"})
+    assert changed["sdk_modules"] > 0 and changed["sha"] != first["sha"], "a config change rebuilds"
+    assert len(list((tmp_path / "definitions").glob("*.json"))) == 2
+
+
+@pytest.fixture
+def counted(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> list[str]:
+    """Build calls recorded; the cache in a folder of this test."""
+    monkeypatch.setenv("LLPIPE_DEFINITION_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.delenv("LLPIPE_DEFINITION_CACHE", raising=False)
+    return []
+
+
+def cached(config: PipelineConfig, digests: tuple[str, ...], calls: list[str], text: str = '{"v": 1}\n') -> str:
+    def build() -> str:
+        calls.append(text)
+        return text
+
+    return definition_cache.cached_definition(config, digests, build)
+
+
+def test_each_input_of_the_key_rebuilds(counted: list[str], monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    config = PipelineConfig()
+    assert cached(config, ("a", "b"), counted) == '{"v": 1}\n' and len(counted) == 1
+    assert cached(config, ("a", "b"), counted, '{"v": 2}\n') == '{"v": 1}\n' and len(counted) == 1, "reused"
+    cached(PipelineConfig(pipeline_name="other"), ("a", "b"), counted)
+    assert len(counted) == 2, "config value"
+    cached(config, ("a", "c"), counted)
+    assert len(counted) == 3, "code bundle digest"
+    versions = definition_cache.package_versions()
+    assert any(name.startswith("sagemaker") for name in versions) and "llpipe" in versions
+    monkeypatch.setattr(definition_cache, "package_versions", lambda: {**versions, "sagemaker-core": "0.0.0"})
+    cached(config, ("a", "b"), counted)
+    assert len(counted) == 4, "package version"
+    monkeypatch.setattr(definition_cache, "package_versions", lambda: versions)
+    cached(config, ("a", "b"), counted)
+    assert len(counted) == 4, "back to the first key"
+    monkeypatch.setenv("SAGEMAKER_USER_CONFIG_OVERRIDE", str(tmp_path / "sdk.yaml"))
+    (tmp_path / "sdk.yaml").write_text("SchemaVersion: '1.0'\n")
+    cached(config, ("a", "b"), counted)
+    assert len(counted) == 5, "SDK config file"
+
+
+def test_the_source_of_the_package_is_in_the_key(tmp_path: Path) -> None:
+    package = tmp_path / "pipeline"
+    (package / "local").mkdir(parents=True)
+    (package / "definition.py").write_text("A = 1\n")
+    (package / "local" / "x.py").write_text("B = 1\n")
+    first = definition_cache.source_digest(package)
+    (package / "definition.py").write_text("A = 2\n")
+    assert definition_cache.source_digest(package) != first
+    assert definition_cache.source_digest(definition_cache.PACKAGE_ROOT) == definition_cache.source_digest()
+    assert (definition_cache.PACKAGE_ROOT / "definition.py").is_file()
+
+
+def test_a_damaged_entry_is_rebuilt_and_off_builds_every_time(counted: list[str], monkeypatch) -> None:
+    config = PipelineConfig()
+    cached(config, ("a",), counted)
+    (entry,) = definition_cache.cache_dir().glob("*.json")
+    entry.write_text('{"truncated": ')
+    assert cached(config, ("a",), counted) == '{"v": 1}\n' and len(counted) == 2
+    assert json.loads(entry.read_text()) == {"v": 1}
+    monkeypatch.setenv("LLPIPE_DEFINITION_CACHE", "off")
+    cached(config, ("a",), counted)
+    assert len(counted) == 3
+
+
+def test_a_changed_bundle_file_gives_a_definition_with_the_new_code(tmp_path: Path, monkeypatch) -> None:
+    monkeypatch.setenv("LLPIPE_DEFINITION_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.delenv("LLPIPE_DEFINITION_CACHE", raising=False)
+    code = tmp_path / "code"
+    code.mkdir()
+    for name in ("preprocess.py", "recordio.py", "evaluate.py"):
+        (code / name).write_text(f"# {name}\n")
+
+    def bundles() -> Bundles:
+        return Bundles(preprocess=build_bundle([code / "preprocess.py", code / "recordio.py"]),
+                       evaluate=build_bundle([code / "evaluate.py", code / "recordio.py"]))  # fmt: skip
+
+    before = bundles()
+    first = build_definition(PipelineConfig(), before)
+    assert before.preprocess.digest in first.definition_json
+    assert build_definition(PipelineConfig(), bundles()).definition_json == first.definition_json
+    (code / "recordio.py").write_text("# changed\n")
+    after = bundles()
+    second = build_definition(PipelineConfig(), after)
+    assert after.preprocess.digest in second.definition_json and after.evaluate.digest in second.definition_json
+    assert before.preprocess.digest not in second.definition_json, "never the stale definition"
+    assert set(second.uploads) == set(after.preprocess.uploads(PipelineConfig().pipeline_prefix)) | set(
+        after.evaluate.uploads(PipelineConfig().pipeline_prefix)
+    )

@@ -1,0 +1,182 @@
+"""Preprocess outputs pinned byte for byte: the digests were computed with the pandas-only reader (before the Arrow
+CSV reader; the same in the project's environment and in the processing image's, pandas 1.1.3), so any change of
+parsing, chunking, hashing, split or shuffle order shows up here."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from preprocessing.preprocess import main
+
+
+def write_inputs(folder: Path) -> None:
+    """Three files (CSV, gzip CSV, Parquet) with awkward values: many digits, -0.0, exponents, blank lines, NaN,
+    categorical text, an id column; the CSV parts span several chunks."""
+    rng = np.random.default_rng(11)
+    rows = 2_500
+    frame = pd.DataFrame(
+        {
+            "id": [f"user-{i:05d}" for i in range(rows)],
+            "x1": rng.normal(size=rows) * 1e3,
+            "x2": rng.integers(-5, 5, size=rows),
+            "colour": rng.choice(["red", "green", " blue", "NA-ish"], size=rows),
+            "x3": rng.normal(size=rows).astype(np.float32).astype(np.float64) * 1e-20,
+            "target": rng.integers(0, 3, size=rows),
+            "flag": rng.choice(["yes", "no"], size=rows),
+        }
+    )
+    frame.loc[7, "x1"] = -0.0
+    frame.loc[11, "x3"] = np.nan
+    frame.loc[13, "colour"] = None
+    folder.mkdir()
+    text = frame.iloc[:1000].to_csv(index=False, float_format="%.17g")
+    lines = text.splitlines()
+    lines.insert(50, "")  # a blank line is not a row
+    (folder / "a.csv").write_text("\n".join(lines) + "\n")
+    frame.iloc[1000:2000].to_csv(folder / "b.csv.gz", index=False)
+    frame.iloc[2000:].to_parquet(folder / "c.parquet", index=False)
+
+
+CASES = {
+    "multiclass, categorical, missing zero": (
+        ["--label-column", "target", "--predictor-type", "multiclass_classifier", "--categorical-columns", "colour",
+         "--hash-buckets", "5", "--missing", "zero", "--feature-columns", "x1,x2,colour,x3"],
+        "924225574a6e435f28c070172ad852fbae2c6a16d876ddf8e50297917ad81899",
+    ),
+    "binary by label values, id split, missing drop": (
+        ["--label-column", "flag", "--predictor-type", "binary_classifier", "--label-values", "no,yes",
+         "--id-column", "id", "--categorical-columns", "colour", "--missing", "drop"],
+        "59b382078c056f284d85c1c53355d9fdcbac261ac89c4879ba26713d23623885",
+    ),
+    "regression, numeric only": (
+        ["--label-column", "x1", "--predictor-type", "regressor", "--feature-columns", "x2,x3,target",
+         "--missing", "zero"],
+        "58af18e6ec161da561b4c10dcf11bc7301b64b1e4460f501003002913f8eae58",
+    ),
+}  # fmt: skip
+
+
+LATER_SUMMARY_KEYS = ("data_version",)  # added to the summary after the digests were taken (DataVersion, issue 12)
+
+
+def output_digest(output: Path) -> str:
+    """SHA-256 over every output file: shards byte for byte, summaries as their JSON without the later keys."""
+    digest = hashlib.sha256()
+    for path in sorted(p for p in output.rglob("*") if p.is_file()):
+        content = path.read_bytes()
+        if path.suffix == ".json":
+            summary = json.loads(content)
+            for key in LATER_SUMMARY_KEYS:
+                summary.pop(key, None)
+            content = json.dumps(summary, indent=2, sort_keys=True).encode() + b"\n"
+        digest.update(path.relative_to(output).as_posix().encode() + b"\0" + content)
+    return digest.hexdigest()
+
+
+@pytest.mark.parametrize("case", list(CASES))
+def test_outputs_are_byte_identical_to_the_pandas_reader(tmp_path: Path, case: str) -> None:
+    arguments, expected = CASES[case]
+    write_inputs(tmp_path / "in")
+    code = main(
+        ["--input-dir", str(tmp_path / "in"), "--output-dir", str(tmp_path / "out"), "--resource-config",
+         str(tmp_path / "absent.json"), "--chunk-rows", "300", "--train-shards", "3", "--seed", "5", *arguments]
+    )  # fmt: skip
+    assert code == 0
+    assert output_digest(tmp_path / "out") == expected
+
+
+# ---------------------------------------------------------------------------------------------------------------------
+# The Arrow CSV reader gives the chunks pandas' reader gives (values, dtypes, index), or hands over to pandas
+
+
+def pandas_chunks(path: Path, text: list[str], chunk_rows: int) -> list[pd.DataFrame]:
+    return list(pd.read_csv(path, dtype=dict.fromkeys(text, str), chunksize=chunk_rows))
+
+
+def reader_chunks(path: Path, text: list[str], chunk_rows: int) -> list[pd.DataFrame]:
+    from preprocessing.preprocess import _csv_chunks, read_header
+
+    header = read_header(path)
+    return list(_csv_chunks(path, header, header, text, chunk_rows))
+
+
+def as_job_reads(frame: pd.DataFrame) -> pd.DataFrame:
+    """Float columns as float32, the precision the job keeps: pandas 1.x's default float parser (the processing
+    image's) is off by one float64 ulp now and then where Arrow's (and pandas 2's) is correctly rounded."""
+    floats = [column for column in frame.columns if frame[column].dtype == np.float64]
+    with np.errstate(over="ignore"):  # 1e39 becomes inf, as in the job
+        return frame.astype(dict.fromkeys(floats, np.float32))
+
+
+def assert_same_chunks(ours: list[pd.DataFrame], theirs: list[pd.DataFrame]) -> None:
+    assert [len(frame) for frame in ours] == [len(frame) for frame in theirs]
+    for index, mine in enumerate(ours):  # these tests also run under the processing image's Python 3.9
+        pd.testing.assert_frame_equal(as_job_reads(mine), as_job_reads(theirs[index]), check_exact=True)
+
+
+AWKWARD = [
+    "n,x,flag,big,cat,label",
+    *(f"{i},{(i * 7919) % 1000 / 7 - 50:.17g},{'True' if i % 3 else 'false'},{2**40 + i},c{i % 5},{i % 2}"
+      for i in range(400)),
+    "5,-0.0,TRUE,7,,1",
+    "6,1e39,False,8,NA,0",
+    "7,NaN,True,9,<NA>,1",
+    "8,-inf,True,10,\"quoted, text\",0",
+    "",
+    "9,#N/A,true,11,null,1",
+    "10,,true,12,n/a,0",
+]  # fmt: skip
+
+
+def test_arrow_reader_gives_pandas_chunks(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import preprocessing.preprocess as preprocess
+
+    monkeypatch.setattr(preprocess, "ARROW_BLOCK_BYTES", 2_000)  # many Arrow blocks per chunk and across chunks
+    path = tmp_path / "awkward.csv"
+    path.write_text("\n".join(AWKWARD) + "\n")
+    for text in ([], ["cat"], ["cat", "label"]):
+        assert_same_chunks(reader_chunks(path, text, 64), pandas_chunks(path, text, 64))
+    gzipped = tmp_path / "awkward.csv.gz"
+    gzipped.write_bytes(__import__("gzip").compress(path.read_bytes()))
+    assert_same_chunks(reader_chunks(gzipped, ["cat"], 100), pandas_chunks(gzipped, ["cat"], 100))
+
+
+@pytest.mark.parametrize(
+    "late_line",
+    ["1.5,2,0", "seven,2,0", "1,2", "1,2,0,9", "2021-01-01,2,0"],
+    ids=["int becomes float", "text in a number column", "short row", "long row", "date"],
+)
+def test_pandas_takes_over_where_arrow_would_differ(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, late_line: str
+) -> None:
+    import preprocessing.preprocess as preprocess
+
+    monkeypatch.setattr(preprocess, "ARROW_BLOCK_BYTES", 1_000)
+    path = tmp_path / "late.csv"
+    path.write_text("a,b,label\n" + "".join(f"{i},{i * 2},{i % 2}\n" for i in range(300)) + late_line + "\n")
+    try:
+        expected = pandas_chunks(path, [], 40)
+    except (ValueError, pd.errors.ParserError) as error:
+        with pytest.raises(type(error), match=str(error)):
+            reader_chunks(path, [], 40)
+        return
+    assert_same_chunks(reader_chunks(path, [], 40), expected)
+    dated = tmp_path / "dated.csv"
+    dated.write_text("a,when,label\n" + "".join(f"{i},2021-01-0{1 + i % 9},{i % 2}\n" for i in range(50)))
+    assert_same_chunks(reader_chunks(dated, [], 40), pandas_chunks(dated, [], 40))
+
+
+def test_every_missing_value_string_of_pandas_reads_as_missing(tmp_path: Path) -> None:
+    from pandas._libs.parsers import STR_NA_VALUES
+
+    path = tmp_path / "na.csv"
+    path.write_text("x,cat,label\n" + "".join(f"{value},{value},1\n" for value in sorted(STR_NA_VALUES)) + "1,a,0\n")
+    chunks = reader_chunks(path, ["cat"], 100)
+    assert chunks[0]["x"].isna().sum() == chunks[0]["cat"].isna().sum() == len(STR_NA_VALUES)
+    assert_same_chunks(chunks, pandas_chunks(path, ["cat"], 100))
