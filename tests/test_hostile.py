@@ -460,7 +460,10 @@ def test_executions_says_which_damaged_records_it_skips(tmp_path: Path, capsys: 
 
 def test_two_runs_at_once_in_one_work_dir(tmp_path: Path) -> None:
     """Two real `llpipe run` processes in one work dir (staging, code uploads, records, registry at the same time):
-    both succeed with their own execution, no temporary file is left and the registry numbers the versions 1, 2."""
+    both succeed with their own execution, no temporary file is left and the registry numbers the versions 1, 2.
+    Before (once main cached rendered plots in <workdir>/plots-cache/): the two runs' equal reports were rendered
+    into one folder, one run removing it under the other, which failed with FileNotFoundError (seen here once in
+    two runs); now each renders privately and renames the result into place."""
     work = tmp_path / "w"
     argv = [*LLPIPE, "run", "--workdir", str(work), "--json", "--no-cache", *FAST]
     processes = [
@@ -497,3 +500,37 @@ def test_a_damaged_recordio_shard_is_named_once_by_the_user_s_path(tmp_path: Pat
     message = str(caught.value)
     assert message.count(str(shard)) == 1 and "input/data/train" not in message, message
     assert "record 199 at byte offset" in message and "truncated" in message
+
+
+def test_a_second_interrupt_still_waits_for_the_jobs_to_clean_up(tmp_path: Path) -> None:
+    """Before: `timeout` sends SIGTERM to llpipe and again to its process group; the second one, landing while
+    llpipe waited for its jobs to end, cut the wait short: llpipe exited with a training job's instance folder (a
+    copy of the data) and empty logs left behind. Now the interpreter waits for its jobs whatever arrives."""
+    from test_local_interpreter import definition, processing
+
+    from pipeline.local.interpreter import Interpreter
+    from pipeline.local.jobs.contract import StepFailed
+
+    cleaned: list[str] = []
+    main = threading.main_thread().ident
+
+    def slow_to_stop(job: object) -> dict:
+        signal.pthread_kill(main, signal.SIGINT)  # Ctrl-C while the job runs
+        assert job.stop.wait(60)
+        time.sleep(0.2)  # the main thread now waits for this job
+        signal.pthread_kill(main, signal.SIGINT)  # the second interrupt
+        time.sleep(0.5)  # the job's own clean-up
+        cleaned.append(job.step.name)
+        raise StepFailed("stopped")
+
+    interpreter = Interpreter(runners={"Processing": slow_to_stop}, store=ExecutionStore(tmp_path / "executions"),
+                              read_json=lambda uri: {}, pipeline_name="p")
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            interpreter.run(definition(processing("Slow")), {})
+    finally:
+        signal.signal(signal.SIGINT, previous)
+    assert cleaned == ["Slow"]
+    [record] = ExecutionStore(tmp_path / "executions").list()
+    assert record.status == "Stopped" and record.steps["Slow"].status == "Stopped"
