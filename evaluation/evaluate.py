@@ -5,6 +5,11 @@ one object per record, in order), checks the counts match file by file, and writ
 model-quality statistics (``binary_classification_metrics``, ``multiclass_classification_metrics`` or
 ``regression_metrics``, every metric ``{"value", "standard_deviation"}``) plus a ``gate`` section
 ``{"metric", "value"}`` (higher is always better) that the pipeline's Condition step compares with its threshold.
+Classifiers also get ``class_names`` and ``per_class_metrics``; with Preprocess's summary (``--summary-dir``) holding
+label values, classes are named by them (in the confusion matrix too) instead of 0..K-1.
+Given a model package group, it also scores the group's approved champion on the same test records with the same
+code (``champion``: its package and metrics) and writes the ``decision`` the gate takes (``evaluation/champion.py``
+fetches the champion through boto3).
 
 Runs in a SageMaker processing container: numpy, pandas, scikit-learn and the standard library only; every path
 comes in as an argument.
@@ -27,8 +32,12 @@ import numpy as np
 from sklearn.metrics import precision_recall_curve, roc_curve
 
 if __package__:  # imported from the repository (tests, plots)
+    from evaluation.champion import Champion, ChampionError, aws_clients, download_model, find_champion
+    from evaluation.linear_learner_model import ModelArtifactError, read_model
     from preprocessing.recordio import read as read_recordio
-else:  # run as a script, as in the container: the flat code bundle has recordio.py beside this file
+else:  # run as a script, as in the container: the flat code bundle has these modules beside this file
+    from champion import Champion, ChampionError, aws_clients, download_model, find_champion
+    from linear_learner_model import ModelArtifactError, read_model
     from recordio import read as read_recordio
 
 PREDICTOR_TYPES = ("binary_classifier", "multiclass_classifier", "regressor")
@@ -40,6 +49,8 @@ METRICS_SECTIONS = {
     "regressor": "regression_metrics",
 }
 REPORT_NAME = "evaluation.json"
+CHAMPION = "champion"  # the report's section on the approved champion scored on the same test split
+DECISION = "decision"  # the report's section on the gate's decision
 # Model Monitor reports a standard deviation only from 200 records up; below that it writes the string "NaN".
 MIN_RECORDS_FOR_STANDARD_DEVIATION = 200
 DEFAULT_BOOTSTRAP_ROUNDS = 30
@@ -390,15 +401,64 @@ def _with_deviation(values: dict[str, float], deviations: dict[str, float]) -> d
     return {name: {"value": values[name], "standard_deviation": deviations[name]} for name in values}
 
 
-def _confusion_dict(matrix: np.ndarray) -> dict[str, dict[str, int]]:
-    """Model Monitor's layout: {true class: {predicted class: count}}."""
+def _confusion_dict(matrix: np.ndarray, names: list[str] | None = None) -> dict[str, dict[str, int]]:
+    """Model Monitor's layout: {true class: {predicted class: count}}, classes named by their label values."""
+    name = _namer(names)
     return {
-        str(actual): {str(guess): int(matrix[actual, guess]) for guess in range(matrix.shape[1])}
+        name(actual): {name(guess): int(matrix[actual, guess]) for guess in range(matrix.shape[1])}
         for actual in range(matrix.shape[0])
     }
 
 
-def binary_report(scored: Scored, rounds: int, seed: int) -> dict[str, Any]:
+def _namer(names: list[str] | None) -> Callable[[int], str]:
+    return lambda index: names[index] if names and index < len(names) else str(index)
+
+
+def per_class_metrics(matrix: np.ndarray, names: list[str] | None = None) -> dict[str, dict[str, float]]:
+    """Precision, recall, F1 and support of every class (rows: true class, columns: predicted)."""
+    name = _namer(names)
+    result = {}
+    for index in range(matrix.shape[0]):
+        true_positive = float(matrix[index, index])
+        precision = _ratio(true_positive, float(matrix[:, index].sum()))
+        recall = _ratio(true_positive, float(matrix[index, :].sum()))
+        result[name(index)] = {
+            "precision": precision,
+            "recall": recall,
+            "f1": _f_beta(precision, recall, 1.0),
+            "support": int(matrix[index, :].sum()),
+        }
+    return result
+
+
+def label_names(summary_dir: Path | None) -> list[str] | None:
+    """The label values Preprocess mapped to 0..K-1 (from its summary), or None when labels were already numeric.
+
+    Every host's summary part must agree on the feature layout and the label values: hosts that built different
+    layouts (possible only when no schema was passed) trained one model on mixed columns, so that is an error."""
+    if summary_dir is None or not summary_dir.is_dir():
+        return None
+    parts = []
+    for path in sorted(summary_dir.glob("summary-*.json")) or sorted(summary_dir.glob("summary.json")):
+        try:
+            parts.append((path, json.loads(path.read_text())))
+        except (OSError, ValueError) as error:
+            raise EvaluationError(f"{path}: not a readable Preprocess summary ({error})") from error
+    if not parts:
+        return None
+    (first_path, first), *others = parts
+    for path, part in others:
+        for key in ("feature_names", "label_values"):
+            if part.get(key) != first.get(key):
+                raise EvaluationError(
+                    f"Preprocess hosts built different layouts: {key} of {first_path.name} is {first.get(key)} but "
+                    f"{path.name} has {part.get(key)}; pass one schema to every host (infer it: drop --no-infer)"
+                )
+    values = first.get("label_values")
+    return [str(value) for value in values] if values else None
+
+
+def binary_report(scored: Scored, rounds: int, seed: int, names: list[str] | None = None) -> dict[str, Any]:
     labels, scores, predicted = scored.labels.astype(np.int64), scored.scores, scored.predicted_labels
     assert predicted is not None
     present = set(np.unique(labels).tolist())
@@ -417,7 +477,7 @@ def binary_report(scored: Scored, rounds: int, seed: int) -> dict[str, Any]:
     metrics = _with_deviation(values, deviations)
     false_positive_rates, true_positive_rates, _ = roc_curve(labels, scores)
     precisions, recalls, _ = precision_recall_curve(labels, scores)
-    ordered: dict[str, Any] = {"confusion_matrix": _confusion_dict(confusion(labels, predicted, 2))}
+    ordered: dict[str, Any] = {"confusion_matrix": _confusion_dict(confusion(labels, predicted, 2), names)}
     for name in list(metrics)[:10]:  # Model Monitor's order: the rates, then the curves, then auc and F-scores
         ordered[name] = metrics[name]
     fpr, tpr = _thin(false_positive_rates, true_positive_rates)
@@ -429,7 +489,7 @@ def binary_report(scored: Scored, rounds: int, seed: int) -> dict[str, Any]:
     return ordered
 
 
-def multiclass_report(scored: Scored, rounds: int, seed: int) -> dict[str, Any]:
+def multiclass_report(scored: Scored, rounds: int, seed: int, names: list[str] | None = None) -> dict[str, Any]:
     labels, predicted = scored.labels.astype(np.int64), scored.predicted_labels
     assert predicted is not None
     classes = scored.scores.shape[1]
@@ -438,12 +498,12 @@ def multiclass_report(scored: Scored, rounds: int, seed: int) -> dict[str, Any]:
         lambda weights: multiclass_scalars(confusion(labels, predicted, classes, weights)), len(labels), rounds, seed
     )
     return {
-        "confusion_matrix": _confusion_dict(confusion(labels, predicted, classes)),
+        "confusion_matrix": _confusion_dict(confusion(labels, predicted, classes), names),
         **_with_deviation(values, deviations),
     }
 
 
-def regression_report(scored: Scored, rounds: int, seed: int) -> dict[str, Any]:
+def regression_report(scored: Scored, rounds: int, seed: int, names: list[str] | None = None) -> dict[str, Any]:
     labels, predictions = scored.labels, scored.scores
     values = regression_scalars(labels, predictions)
     deviations = bootstrap_standard_deviations(
@@ -465,10 +525,12 @@ def prediction_sample(scored: Scored, seed: int) -> dict[str, Any]:
     }
 
 
-def build_report(scored: Scored, predictor_type: str, rounds: int, seed: int) -> dict[str, Any]:
-    """The whole evaluation.json document."""
+def build_report(
+    scored: Scored, predictor_type: str, rounds: int, seed: int, names: list[str] | None = None
+) -> dict[str, Any]:
+    """The whole evaluation.json document; ``names`` (the label values, in class order) name the classes."""
     builders = {"binary_classifier": binary_report, "multiclass_classifier": multiclass_report}
-    metrics = builders.get(predictor_type, regression_report)(scored, rounds, seed)
+    metrics = builders.get(predictor_type, regression_report)(scored, rounds, seed, names)
     gate_metric = GATE_METRICS[predictor_type]
     report: dict[str, Any] = {
         "version": 0.0,
@@ -480,6 +542,162 @@ def build_report(scored: Scored, predictor_type: str, rounds: int, seed: int) ->
     }
     if predictor_type == "regressor":
         report["prediction_sample"] = prediction_sample(scored, seed)
+    else:
+        assert scored.predicted_labels is not None
+        classes = 2 if predictor_type == "binary_classifier" else scored.scores.shape[1]
+        matrix = confusion(scored.labels.astype(np.int64), scored.predicted_labels, classes)
+        report["class_names"] = [_namer(names)(index) for index in range(classes)]
+        report["per_class_metrics"] = per_class_metrics(matrix, names)
+    return report
+
+
+# ---------------------------------------------------------------------------------------------------------- champion
+
+
+@dataclass(frozen=True)
+class GateSettings:
+    """What the pipeline's gate decides with: the threshold, the tolerance and where the champion is registered."""
+
+    metric_threshold: float
+    champion_tolerance: float = 0.0
+    model_package_group: str | None = None  # None: no champion comparison
+    region: str | None = None  # the AWS region of the registry; None: boto3's configuration decides
+
+    def __post_init__(self) -> None:
+        if not math.isfinite(self.metric_threshold):
+            raise EvaluationError(f"MetricThreshold is {self.metric_threshold}, expected a finite number")
+        if not math.isfinite(self.champion_tolerance) or self.champion_tolerance < 0:
+            raise EvaluationError(
+                f"ChampionTolerance is {self.champion_tolerance}, expected a finite number >= 0 "
+                "(how much worse than the champion the challenger may be)"
+            )
+
+
+def read_test_features(test_dir: Path) -> Any:
+    """The features of every test shard in the order ``load_scored`` reads labels: dense array or CSR matrix."""
+    blocks = []
+    for shard in find_test_shards(test_dir):
+        try:
+            with shard.open("rb") as fileobj:
+                features, _ = read_recordio(fileobj)
+        except Exception as error:
+            raise EvaluationError(f"test shard {shard}: cannot read RecordIO-protobuf: {error}") from error
+        if features.shape[0]:
+            blocks.append(features)
+    if not blocks:
+        raise EvaluationError(f"test dir {test_dir}: the test shards hold no records")
+    if all(isinstance(block, np.ndarray) for block in blocks):
+        return np.concatenate(blocks)
+    from scipy import sparse
+
+    return sparse.vstack([sparse.csr_matrix(block) for block in blocks], format="csr")
+
+
+def score_champion(model_path: Path, champion: Champion, scored: Scored, test_dir: Path, predictor_type: str) -> Scored:
+    """The champion's predictions on the same test records, in the form the challenger's metrics are computed from."""
+    features = read_test_features(test_dir)
+    where = f"champion {champion.model_package_arn} ({champion.model_data_url})"
+    try:
+        model = read_model(model_path, feature_dim=int(features.shape[1]))
+    except ModelArtifactError as error:
+        raise EvaluationError(f"{where}: cannot read its model artifact: {error}") from None
+    if model.predictor_type != predictor_type:
+        raise EvaluationError(
+            f"{where} is a {model.predictor_type}, this execution evaluates a {predictor_type}: the two cannot be "
+            "compared (reject the champion or register into another model package group)"
+        )
+    scores, predicted = model.predict(features)
+    scores = np.asarray(scores, dtype=np.float64)
+    if predictor_type == "multiclass_classifier" and scores.shape[1] != scored.scores.shape[1]:
+        raise EvaluationError(
+            f"{where} predicts {scores.shape[1]} classes, the challenger {scored.scores.shape[1]}: cannot compare"
+        )
+    if len(scores) != len(scored.labels):  # the features and labels come from the same shards: a reader bug
+        raise EvaluationError(f"{where}: scored {len(scores)} records, the test shards hold {len(scored.labels)}")
+    bad = np.flatnonzero(~np.isfinite(scores.reshape(len(scores), -1)).all(axis=1))
+    if bad.size:
+        raise EvaluationError(f"{where}: record {bad[0]} of the test split scores {scores[bad[0]]}, not finite")
+    return Scored(scored.labels, scores, None if predicted is None else predicted.astype(np.int64), scored.file_count)
+
+
+def champion_section(champion: Champion, report: dict[str, Any], predictor_type: str) -> dict[str, Any]:
+    """The report's ``champion``: the package and its metrics on this test split, in the challenger's layout."""
+    section = METRICS_SECTIONS[predictor_type]
+    metric = GATE_METRICS[predictor_type]
+    gate = {"metric": metric, "value": report["gate"]["value"]}
+    result = {**champion.to_dict(), section: report[section], "gate": gate}
+    if "prediction_sample" in report:
+        result["prediction_sample"] = report["prediction_sample"]
+    return result
+
+
+def decide(
+    metric: str, value: float, settings: GateSettings, champion: dict[str, Any] | None, group: str | None
+) -> dict[str, Any]:
+    """Promote when ``value`` reaches MetricThreshold and is no worse than the champion's by more than the tolerance.
+
+    ``champion_floor`` is the champion's value minus the tolerance; without a champion it is the challenger's own
+    value, so the Condition's second comparison holds and the threshold alone decides, as the reason says.
+    """
+    threshold, tolerance = settings.metric_threshold, settings.champion_tolerance
+    clears_threshold = value >= threshold
+    verdict = f"{metric} {value:.6g} {'reaches' if clears_threshold else 'is below'} MetricThreshold {threshold:g}"
+    if champion is None:
+        floor = value
+        beats_champion = True
+        where = f"model package group {group}" if group else "no model package group given"
+        verdict += f"; no approved champion ({where}): the threshold alone decides"
+    else:
+        champion_value = champion["gate"]["value"]
+        floor = champion_value - tolerance
+        beats_champion = value >= floor
+        name = f"champion version {champion['version']} ({metric} {champion_value:.6g} on this test split)"
+        verdict += f"; {'no worse' if beats_champion else 'worse'} than {name} by more than ChampionTolerance"
+        verdict += f" {tolerance:g}"
+    return {
+        "promote": bool(clears_threshold and beats_champion),
+        "metric": metric,
+        "challenger_value": value,
+        "metric_threshold": threshold,
+        "champion_model_package_arn": champion["model_package_arn"] if champion else "none",
+        "champion_value": champion["gate"]["value"] if champion else "none",
+        "champion_tolerance": tolerance,
+        "champion_floor": floor,
+        "reason": verdict,
+    }
+
+
+def compare_with_champion(
+    report: dict[str, Any],
+    scored: Scored,
+    test_dir: Path,
+    predictor_type: str,
+    settings: GateSettings,
+    rounds: int,
+    seed: int,
+    clients: Callable[[str | None], tuple[Any, Any]] | None = None,
+) -> dict[str, Any]:
+    """Adds ``champion`` (None when the group has no approved, completed version) and ``decision`` to the report.
+
+    ``clients`` gives the (SageMaker, S3) boto3 clients for a region; default :func:`champion.aws_clients`.
+    """
+    champion = None
+    group = settings.model_package_group
+    if group:
+        try:
+            sagemaker, s3 = (clients or aws_clients)(settings.region)
+            found = find_champion(sagemaker, group)
+            if found is not None:
+                with tempfile.TemporaryDirectory(prefix="champion-") as folder:
+                    model_path = download_model(s3, found, Path(folder))
+                    champion_scored = score_champion(model_path, found, scored, test_dir, predictor_type)
+                champion_report = build_report(champion_scored, predictor_type, rounds, seed)
+                champion = champion_section(found, champion_report, predictor_type)
+        except ChampionError as error:
+            raise EvaluationError(str(error)) from None
+    gate = report["gate"]
+    report[CHAMPION] = champion
+    report[DECISION] = decide(gate["metric"], gate["value"], settings, champion, group)
     return report
 
 
@@ -522,12 +740,21 @@ def evaluate(
     bootstrap_rounds: int = DEFAULT_BOOTSTRAP_ROUNDS,
     seed: int = DEFAULT_SEED,
     loss: str = "auto",
+    summary_dir: Path | None = None,
+    gate: GateSettings | None = None,
 ) -> dict[str, Any]:
-    """Reads predictions and labels, writes the report, returns it (NaN still as float)."""
+    """Reads predictions and labels, writes the report, returns it (NaN still as float).
+
+    With ``gate``, the report also holds the champion's metrics on the same records and the gate's decision.
+    """
     if predictor_type not in PREDICTOR_TYPES:
         raise EvaluationError(f"predictor type {predictor_type!r} is not one of {', '.join(PREDICTOR_TYPES)}")
     scored = load_scored(predictions_dir, test_dir, predictor_type, loss)
-    report = build_report(scored, predictor_type, bootstrap_rounds, seed)
+    names = label_names(summary_dir)  # also checks that every Preprocess host built the same layout
+    names = names if predictor_type != "regressor" else None
+    report = build_report(scored, predictor_type, bootstrap_rounds, seed, names)
+    if gate is not None:
+        compare_with_champion(report, scored, test_dir, predictor_type, gate, bootstrap_rounds, seed)
     write_report(report, output_dir)
     return report
 
@@ -538,15 +765,27 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--test-dir", type=Path, default=Path("/opt/ml/processing/input/test"))
     parser.add_argument("--output-dir", type=Path, default=Path("/opt/ml/processing/output/evaluation"))
     parser.add_argument("--predictor-type", required=True, choices=PREDICTOR_TYPES)
+    parser.add_argument(
+        "--summary-dir", type=Path, help="Preprocess's summary folder: its label values name the classes in the report"
+    )
     parser.add_argument("--bootstrap-rounds", type=int, default=DEFAULT_BOOTSTRAP_ROUNDS)
     parser.add_argument("--seed", type=int, default=DEFAULT_SEED)
     parser.add_argument("--loss", default="auto", help="the training loss: hinge_loss makes a binary score a margin")
+    parser.add_argument("--metric-threshold", type=float, help="the gate's MetricThreshold: write the decision")
+    parser.add_argument("--champion-tolerance", type=float, default=0.0, help="how much worse than the champion")
+    parser.add_argument("--model-package-group", help="compare with this group's newest approved version")
+    parser.add_argument("--region", help="the registry's AWS region (default: boto3's configuration)")
     return parser.parse_args(argv)
 
 
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     try:
+        settings = None
+        if args.metric_threshold is not None:
+            settings = GateSettings(
+                args.metric_threshold, args.champion_tolerance, args.model_package_group, args.region
+            )
         report = evaluate(
             args.predictions_dir,
             args.test_dir,
@@ -555,6 +794,8 @@ def main(argv: list[str] | None = None) -> int:
             args.bootstrap_rounds,
             args.seed,
             args.loss,
+            args.summary_dir,
+            settings,
         )
     except EvaluationError as error:
         print(f"evaluate: error: {error}", file=sys.stderr)
@@ -564,6 +805,9 @@ def main(argv: list[str] | None = None) -> int:
         f"evaluate: {report['dataset']['item_count']} records from {report['dataset']['file_count']} test shards; "
         f"gate {gate['metric']} = {gate['value']:.6g}; wrote {args.output_dir / REPORT_NAME}"
     )
+    if DECISION in report:
+        decision = report[DECISION]
+        print(f"evaluate: {'promote' if decision['promote'] else 'do not promote'}: {decision['reason']}")
     return 0
 
 

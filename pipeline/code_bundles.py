@@ -16,7 +16,12 @@ REPOSITORY_ROOT = Path(__file__).resolve().parent.parent
 # bundle name -> (entry script, modules it imports), paths relative to the repository root
 BUNDLE_SOURCES: dict[str, tuple[str, ...]] = {
     "preprocess": ("preprocessing/preprocess.py", "preprocessing/recordio.py"),
-    "evaluate": ("evaluation/evaluate.py", "preprocessing/recordio.py"),
+    "evaluate": (
+        "evaluation/evaluate.py",
+        "evaluation/champion.py",
+        "evaluation/linear_learner_model.py",
+        "preprocessing/recordio.py",
+    ),
 }
 
 

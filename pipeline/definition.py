@@ -1,6 +1,8 @@
 """The Linear Learner pipeline, defined once with the SageMaker Python SDK v3 and built offline.
 
 Preprocess -> Train -> CreateModel -> Transform -> Evaluate -> QualityGate -> Register | QualityGateFailed.
+Evaluate also scores the approved champion on the same test split; the gate registers a model that clears
+MetricThreshold and is no worse than the champion by more than ChampionTolerance.
 With ``tuning_max_jobs`` > 0 a Tuning step named ``Tune`` replaces Train and the model is its best training job's.
 :func:`build_definition` gives the definition JSON (byte-identical on every build) and the code bundles ``upsert``
 must upload first; the local backend interprets the same JSON. :func:`get_pipeline` gives the SDK ``Pipeline``.
@@ -20,8 +22,11 @@ from pipeline.definition_cache import cached_definition
 from pipeline.images import DEFAULT_PROCESSING_IMAGE
 from pipeline.names import (
     BINARY_CLASSIFIER,
+    CHAMPION_FLOOR,
+    CHAMPION_TOLERANCE,
     CREATE_MODEL,
     CSV,
+    DECISION,
     EVALUATE,
     GATE,
     JSON,
@@ -40,6 +45,7 @@ from pipeline.names import (
     TUNE,
 )
 from pipeline.offline import offline_sdk, offline_session
+from pipeline.schema import DEFAULT_SCHEMA, default_schema_uri
 
 # The tuning jobs' artifacts: s3://<bucket>/<pipeline>/tune/<training job>/output/model.tar.gz. Not per execution
 # as the other outputs are: a cached Tune step hands on an earlier execution's job names, and the model URI is built
@@ -49,9 +55,11 @@ CODE_DIR = "/opt/ml/processing/input/code"
 PREPROCESS_INPUT_DIR = "/opt/ml/processing/input/data"
 PREPROCESS_OUTPUT_DIR = "/opt/ml/processing/output"
 PREPROCESS_OUTPUTS = ("train", "validation", "test", "summary")
+PREPROCESS_SCHEMA_DIR = "/opt/ml/processing/input/schema"
 RESOURCE_CONFIG = "/opt/ml/config/resourceconfig.json"  # the host list SageMaker gives each processing instance
 EVALUATE_PREDICTIONS_DIR = "/opt/ml/processing/input/predictions"
 EVALUATE_TEST_DIR = "/opt/ml/processing/input/test"
+EVALUATE_SUMMARY_DIR = "/opt/ml/processing/input/summary"
 EVALUATE_OUTPUT_DIR = "/opt/ml/processing/output/evaluation"
 CACHE_EXPIRY = "P30D"  # ISO 8601: reuse a successful step with identical inputs for 30 days
 TRAINING_MAX_RUNTIME_SECONDS = 24 * 3600  # explicit: the SDK v3 default is one hour
@@ -97,6 +105,7 @@ def build_definition(config: PipelineConfig, bundles: Bundles | None = None) -> 
     uploads = {
         **bundles.preprocess.uploads(config.pipeline_prefix),
         **bundles.evaluate.uploads(config.pipeline_prefix),
+        default_schema_uri(config.pipeline_prefix): DEFAULT_SCHEMA,
     }
     return BuiltDefinition(
         definition_json=definition_json,
@@ -130,6 +139,14 @@ class Parameters:
     predictor_type: Any
     label_column: Any
     label_values: Any
+    categorical_columns: Any
+    id_column: Any
+    missing_values: Any
+    hash_buckets: Any
+    validation_fraction: Any
+    test_fraction: Any
+    split_seed: Any
+    schema_url: Any
     feature_dim: Any
     num_classes: Any
     epochs: Any
@@ -140,6 +157,7 @@ class Parameters:
     l1: Any
     loss: Any
     metric_threshold: Any
+    champion_tolerance: Any
     model_approval_status: Any
 
     @classmethod
@@ -166,6 +184,18 @@ class Parameters:
             label_column=ParameterString("LabelColumn", "label"),
             # "NEG,POS" or "A,B,C": label values mapped to 0..K-1; empty = labels already 0/1 or 0..K-1
             label_values=ParameterString("LabelValues", ""),
+            # comma-separated text feature columns, feature-hashed into HashBuckets indicators each; empty = none
+            categorical_columns=ParameterString("CategoricalColumns", ""),
+            # split by a hash of this column (not a feature) instead of the row content; empty = none
+            id_column=ParameterString("IdColumn", ""),
+            missing_values=ParameterString("MissingValues", "error", enum_values=["error", "zero", "drop"]),
+            hash_buckets=ParameterInteger("HashBuckets", 16),
+            validation_fraction=ParameterFloat("ValidationFraction", 0.15),
+            test_fraction=ParameterFloat("TestFraction", 0.15),
+            split_seed=ParameterInteger("SplitSeed", 0),
+            # the schema JSON the client decided (feature order, categorical columns, label values); the default is
+            # the built-in schema that decides nothing (a ProcessingInput needs an object, never an empty URI)
+            schema_url=ParameterString("SchemaUrl", default_schema_uri(config.pipeline_prefix)),
             feature_dim=ParameterString("FeatureDim", "auto"),
             # Linear Learner ignores num_classes unless predictor_type is multiclass_classifier
             num_classes=ParameterInteger("NumClasses", 3),
@@ -177,6 +207,8 @@ class Parameters:
             l1=ParameterString("L1", "auto"),
             loss=ParameterString("Loss", "auto"),
             metric_threshold=ParameterFloat(METRIC_THRESHOLD, 0.6),
+            # how much worse than the approved champion (same test split, same metric) a new model may be
+            champion_tolerance=ParameterFloat(CHAMPION_TOLERANCE, 0.0),
             model_approval_status=ParameterString(
                 "ModelApprovalStatus",
                 "PendingManualApproval",
@@ -206,7 +238,7 @@ def _build_pipeline(config: PipelineConfig, bundles: Bundles, session: Any) -> A
     create_model = _create_model_step(config, model_data, session)
     transform = _transform_step(config, params, preprocess, create_model, session)
     evaluate, report = _evaluate_step(config, params, bundles.evaluate, preprocess, transform, session)
-    register = _register_step(config, params, model_data, evaluate, session)
+    register = _register_step(config, params, model_data, evaluate, report, session)
     gate = _quality_gate_step(params, evaluate, report, register)
     return Pipeline(
         name=config.pipeline_name,
@@ -231,8 +263,11 @@ def _tuning_key(config: PipelineConfig) -> str:
     return f"{config.pipeline_name}/{TUNING_OUTPUT}"
 
 
-def _job_step_options() -> dict[str, Any]:
-    """Caching and retries shared by every job step: capacity and throttling errors are retried with backoff."""
+def _job_step_options(cache: bool = True) -> dict[str, Any]:
+    """Caching and retries shared by every job step: capacity and throttling errors are retried with backoff.
+
+    ``cache=False`` for a step whose result depends on something outside its request (the registry's champion).
+    """
     from sagemaker.mlops.workflow import CacheConfig
     from sagemaker.mlops.workflow.retry import (
         SageMakerJobExceptionTypeEnum,
@@ -242,7 +277,7 @@ def _job_step_options() -> dict[str, Any]:
     )
 
     return {
-        "cache_config": CacheConfig(enable_caching=True, expire_after=CACHE_EXPIRY),
+        "cache_config": CacheConfig(enable_caching=True, expire_after=CACHE_EXPIRY) if cache else None,
         "retry_policies": [
             StepRetryPolicy(
                 exception_types=[StepExceptionTypeEnum.SERVICE_FAULT, StepExceptionTypeEnum.THROTTLING],
@@ -294,19 +329,28 @@ def _image_uri(framework: str, region: str, version: str) -> str:
     return image_uris.retrieve(framework, region, version=version)
 
 
-def _network_config(config: PipelineConfig) -> Any:
-    """Processing jobs get the same VPC, isolation and encryption settings as training (they need no network)."""
+def _network_config(config: PipelineConfig, isolation: bool = True) -> Any:
+    """Processing jobs get the same VPC, isolation and encryption settings as training; ``isolation=False`` for a job
+    that calls AWS APIs (Evaluate reads the registry: an isolated container cannot reach any API)."""
     from sagemaker.core.network import NetworkConfig
 
     return NetworkConfig(
-        enable_network_isolation=config.enable_network_isolation,
+        enable_network_isolation=config.enable_network_isolation and isolation,
         encrypt_inter_container_traffic=config.encrypt_inter_container_traffic,
         subnets=list(config.subnets) or None,
         security_group_ids=list(config.security_group_ids) or None,
     )
 
 
-def _processor(config: PipelineConfig, entry_point: str, name: str, count: Any, instance_type: Any, session: Any):
+def _processor(
+    config: PipelineConfig,
+    entry_point: str,
+    name: str,
+    count: Any,
+    instance_type: Any,
+    session: Any,
+    isolation: bool = True,
+):
     """A plain Processor running ``python3 <code dir>/<entry point>`` on the scikit-learn image."""
     from sagemaker.core.processing import Processor
 
@@ -323,7 +367,7 @@ def _processor(config: PipelineConfig, entry_point: str, name: str, count: Any, 
         sagemaker_session=session,
         env={"PYTHONUNBUFFERED": "1"},
         tags=config.all_tags or None,
-        network_config=_network_config(config),
+        network_config=_network_config(config, isolation),
     )
 
 
@@ -367,6 +411,7 @@ def _preprocess_step(config: PipelineConfig, params: Parameters, bundle: CodeBun
         inputs=[
             _s3_input("data", params.input_data_url, PREPROCESS_INPUT_DIR, distribution="ShardedByS3Key"),
             _s3_input("code", bundle.s3_prefix(config.pipeline_prefix), CODE_DIR),
+            _s3_input("schema", params.schema_url, PREPROCESS_SCHEMA_DIR),
         ],
         outputs=[
             _s3_output(name, f"{PREPROCESS_OUTPUT_DIR}/{name}", _execution_uri(config, "preprocess", name))
@@ -383,8 +428,22 @@ def _preprocess_step(config: PipelineConfig, params: Parameters, bundle: CodeBun
             params.predictor_type,
             "--feature-dim",
             params.feature_dim,
-            # one argument with "=", so the empty default never becomes an empty container argument
+            "--schema",
+            PREPROCESS_SCHEMA_DIR,
+            # one argument with "=", so an empty default never becomes an empty container argument
             Join(on="", values=["--label-values=", params.label_values]),
+            Join(on="", values=["--categorical-columns=", params.categorical_columns]),
+            Join(on="", values=["--id-column=", params.id_column]),
+            "--missing",
+            params.missing_values,
+            "--hash-buckets",
+            params.hash_buckets.to_string(),
+            "--validation-fraction",
+            params.validation_fraction.to_string(),
+            "--test-fraction",
+            params.test_fraction.to_string(),
+            "--seed",
+            params.split_seed.to_string(),
             Join(on="", values=["--data-version=", params.data_version]),
             "--train-shards",
             params.training_instance_count.to_string(),
@@ -571,11 +630,14 @@ def _evaluate_step(
     from sagemaker.core.workflow.properties import PropertyFile
     from sagemaker.mlops.workflow import ProcessingStep
 
-    processor = _processor(config, bundle.entry_point, "evaluate", 1, params.evaluation_instance_type, session)
+    processor = _processor(
+        config, bundle.entry_point, "evaluate", 1, params.evaluation_instance_type, session, isolation=False
+    )
     step_args = processor.run(
         inputs=[
             _s3_input("predictions", transform.properties.TransformOutput.S3OutputPath, EVALUATE_PREDICTIONS_DIR),
             _s3_input("test", _preprocess_output(preprocess, "test"), EVALUATE_TEST_DIR),
+            _s3_input("summary", _preprocess_output(preprocess, "summary"), EVALUATE_SUMMARY_DIR),
             _s3_input("code", bundle.s3_prefix(config.pipeline_prefix), CODE_DIR),
         ],
         outputs=[_s3_output("evaluation", EVALUATE_OUTPUT_DIR, _execution_uri(config, "evaluate", "evaluation"))],
@@ -588,21 +650,41 @@ def _evaluate_step(
             EVALUATE_OUTPUT_DIR,
             "--predictor-type",
             params.predictor_type,
+            "--summary-dir",
+            EVALUATE_SUMMARY_DIR,
             "--loss",
             params.loss,
+            "--metric-threshold",
+            params.metric_threshold.to_string(),
+            "--champion-tolerance",
+            params.champion_tolerance.to_string(),
+            "--model-package-group",
+            config.model_package_group,
+            "--region",
+            config.region,
         ],
         wait=False,
         logs=False,
     )
     report = PropertyFile(name=REPORT_PROPERTY_FILE, output_name="evaluation", path=REPORT_NAME)
-    step = ProcessingStep(name=EVALUATE, step_args=step_args, property_files=[report], **_job_step_options())
+    # Never cached: the champion it compares with is read from the registry, which is in no cache key.
+    step = ProcessingStep(
+        name=EVALUATE, step_args=step_args, property_files=[report], **_job_step_options(cache=False)
+    )
     return step, report
 
 
-def _register_step(config: PipelineConfig, params: Parameters, model_data: Any, evaluate: Any, session: Any) -> Any:
+def _register_step(
+    config: PipelineConfig, params: Parameters, model_data: Any, evaluate: Any, report: Any, session: Any
+) -> Any:
     from sagemaker.core.model_metrics import MetricsSource, ModelMetrics
-    from sagemaker.core.workflow.functions import Join
+    from sagemaker.core.workflow.functions import Join, JsonGet
     from sagemaker.mlops.workflow import ModelStep
+
+    def decision(field: str) -> Any:
+        # Join makes every value a string, as CustomerMetadataProperties requires
+        value = JsonGet(step_name=evaluate.name, property_file=report, json_path=f"{DECISION}.{field}")
+        return Join(on="", values=[value])
 
     report_uri = Join(
         on="/",
@@ -618,18 +700,30 @@ def _register_step(config: PipelineConfig, params: Parameters, model_data: Any, 
             model_statistics=MetricsSource(s3_uri=report_uri, content_type=JSON),
         ),
         approval_status=params.model_approval_status,
+        # the champion this version was compared with on the same test split, and why it was promoted
+        customer_metadata_properties={
+            "ChampionModelPackageArn": decision("champion_model_package_arn"),
+            "ChampionValue": decision("champion_value"),
+            "ChallengerValue": decision("challenger_value"),
+            "GateMetric": decision("metric"),
+            "ChampionTolerance": decision("champion_tolerance"),
+        },
     )
     return ModelStep(name=REGISTER, step_args=step_args, retry_policies=_model_step_retries())
 
 
 def _quality_gate_step(params: Parameters, evaluate: Any, report: Any, register: Any) -> Any:
-    """Register when the report's gate value (higher is better) reaches MetricThreshold, else fail with the reason."""
+    """Register when the report's gate value (higher is better) reaches MetricThreshold and the champion's floor (its
+    value on the same test split minus ChampionTolerance, computed by Evaluate); else fail naming both values."""
     from sagemaker.core.workflow.conditions import ConditionGreaterThanOrEqualTo
     from sagemaker.core.workflow.functions import Join, JsonGet
     from sagemaker.mlops.workflow import ConditionStep, FailStep
 
     def gate(field: str) -> Any:
         return JsonGet(step_name=evaluate.name, property_file=report, json_path=f"{GATE}.{field}")
+
+    def decision(field: str) -> Any:
+        return JsonGet(step_name=evaluate.name, property_file=report, json_path=f"{DECISION}.{field}")
 
     failed = FailStep(
         name=QUALITY_GATE_FAILED,
@@ -640,14 +734,25 @@ def _quality_gate_step(params: Parameters, evaluate: Any, report: Any, register:
                 gate("metric"),
                 "=",
                 gate("value"),
-                "is below MetricThreshold",
+                "vs MetricThreshold",
                 params.metric_threshold,
+                "and champion",
+                decision("champion_value"),
+                "minus ChampionTolerance",
+                params.champion_tolerance,
+                "=",
+                decision(CHAMPION_FLOOR),
+                "|",
+                decision("reason"),
             ],
         ),
     )
     return ConditionStep(
         name=QUALITY_GATE,
-        conditions=[ConditionGreaterThanOrEqualTo(left=gate("value"), right=params.metric_threshold)],
+        conditions=[
+            ConditionGreaterThanOrEqualTo(left=gate("value"), right=params.metric_threshold),
+            ConditionGreaterThanOrEqualTo(left=gate("value"), right=decision(CHAMPION_FLOOR)),
+        ],
         if_steps=[register],
         else_steps=[failed],
     )

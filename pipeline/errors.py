@@ -33,6 +33,11 @@ class DataError(UsageError):
     """The data given to ``llpipe run --data`` cannot be used."""
 
 
+class SchemaError(UsageError):
+    """The input sample cannot give a schema: a missing label column, files whose columns differ, labels that do
+    not fit the predictor type."""
+
+
 class DefinitionError(UsageError):
     """A definition the local backend cannot run: unknown step type or expression, bad reference, cycle."""
 

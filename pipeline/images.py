@@ -41,7 +41,9 @@ class ProcessingImage:
 # PYTHON_VERSION=3.9 and PYARROW_VERSION=14.0.1 (conda) and pip-installs scikit-learn==1.2.1; requirements.txt pins
 # numpy==1.24.1, pandas==1.1.3, scipy==1.8.0, python-dateutil==2.8.1 (pandas' dependency) and six==1.15.0 (dateutil's).
 # The image does not pin pytz, joblib or threadpoolctl (pandas' and scikit-learn's other dependencies): pip resolves
-# them. The ENV line of the base Dockerfile gives the environment variables.
+# them. The same requirements.txt pins boto3==1.28.57 with botocore>=1.31.57,<1.32.0 and urllib3==1.26.17: Evaluate
+# looks up the champion with boto3 (botocore pinned to its lowest allowed version, the one boto3 1.28.57 was released
+# with). The ENV line of the base Dockerfile gives the environment variables.
 SKLEARN_1_2_1 = ProcessingImage(
     framework="sklearn",
     version="1.2-1",
@@ -55,6 +57,9 @@ SKLEARN_1_2_1 = ProcessingImage(
         ("pyarrow", "14.0.1"),
         ("python-dateutil", "2.8.1"),
         ("six", "1.15.0"),
+        ("boto3", "1.28.57"),
+        ("botocore", "1.31.57"),
+        ("urllib3", "1.26.17"),
     ),
     environment=(
         ("PYTHONDONTWRITEBYTECODE", "1"),

@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from pipeline.errors import ModelsError
-from pipeline.names import GATE
+from pipeline.names import DECISION, GATE
 
 NEW_STATUS = {"approve": "Approved", "reject": "Rejected"}
 PAGE_SIZE = 100
@@ -77,7 +77,23 @@ def _local_view(package: Any) -> dict[str, Any]:
     view = package.to_dict()
     gate = (package.metrics or {}).get(GATE)
     view["gate"] = gate if isinstance(gate, dict) else None
+    decision = (package.metrics or {}).get(DECISION)
+    reason = decision.get("reason") if isinstance(decision, dict) else None
+    view["champion_comparison"] = reason or champion_comparison(package.customer_metadata)
     return view
+
+
+def champion_comparison(metadata: Any) -> str | None:
+    """The champion this version was compared with, from the metadata the pipeline's Register step records."""
+    if not isinstance(metadata, dict) or "ChampionModelPackageArn" not in metadata:
+        return None
+    metric = metadata.get("GateMetric", "metric")
+    if metadata["ChampionModelPackageArn"] == "none":
+        return f"{metric} {metadata.get('ChallengerValue')}; no approved champion to compare with"
+    return (
+        f"{metric} {metadata.get('ChallengerValue')} vs champion {metadata['ChampionModelPackageArn']} "
+        f"{metadata.get('ChampionValue')} on the same test split (tolerance {metadata.get('ChampionTolerance')})"
+    )
 
 
 # ---------------------------------------------------------------------------------------------------- SageMaker
@@ -202,6 +218,7 @@ def _described_view(description: dict[str, Any]) -> dict[str, Any]:
         "approval_description": description.get("ApprovalDescription"),
         "description": description.get("ModelPackageDescription"),
         "customer_metadata": description.get("CustomerMetadataProperties", {}),
+        "champion_comparison": champion_comparison(description.get("CustomerMetadataProperties")),
     }
 
 

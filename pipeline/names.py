@@ -25,6 +25,10 @@ REPORT_NAME = "evaluation.json"
 REPORT_PROPERTY_FILE = "EvaluationReport"  # the Evaluate step's PropertyFile naming the report
 GATE = "gate"  # the report's gate section: {"metric": name, "value": v}, higher is better
 METRIC_THRESHOLD = "MetricThreshold"  # the pipeline parameter the gate value is compared with
+CHAMPION = "champion"  # the report's approved champion scored on the same test split (null when there is none)
+DECISION = "decision"  # the report's gate decision: promote, values, champion_floor, reason
+CHAMPION_FLOOR = "champion_floor"  # decision field: the champion's value minus the tolerance
+CHAMPION_TOLERANCE = "ChampionTolerance"  # the pipeline parameter: how much worse than the champion is acceptable
 
 # ----------------------------------------------------------------------------------------- predictor types
 BINARY_CLASSIFIER = "binary_classifier"

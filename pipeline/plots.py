@@ -2,7 +2,9 @@
 
 Binary classifiers get the ROC curve, the precision-recall curve and the confusion matrix; multiclass classifiers the
 confusion matrix; regressors predicted-versus-actual and residual plots, drawn from the report's
-``prediction_sample`` or from (labels, predictions) arrays handed in. Figures are drawn with matplotlib's Agg canvas
+``prediction_sample`` or from (labels, predictions) arrays handed in. When the report holds the approved champion scored
+on the same test split, its ROC and precision-recall curves, its predictions or its confusion matrix are drawn beside
+the new model's. Figures are drawn with matplotlib's Agg canvas
 directly (no pyplot global state) and written under a temporary name, then renamed.
 """
 
@@ -16,7 +18,7 @@ from typing import Any
 import numpy as np
 
 from pipeline.files import atomic_path
-from pipeline.names import BINARY_CLASSIFIER, METRICS_SECTIONS, MULTICLASS_CLASSIFIER, REGRESSOR
+from pipeline.names import BINARY_CLASSIFIER, CHAMPION, METRICS_SECTIONS, MULTICLASS_CLASSIFIER, REGRESSOR
 
 SECTIONS = tuple(METRICS_SECTIONS.values())
 
@@ -38,26 +40,55 @@ def render_plots(
     report = _read_report(Path(report_path))
     output_dir = Path(output_dir)
     output_dir.mkdir(parents=True, exist_ok=True)
+    champion = report.get(CHAMPION) if isinstance(report.get(CHAMPION), dict) else {}
     if METRICS_SECTIONS[BINARY_CLASSIFIER] in report:
         metrics = report[METRICS_SECTIONS[BINARY_CLASSIFIER]]
+        theirs = _champion_metrics(champion, METRICS_SECTIONS[BINARY_CLASSIFIER])
         return [
-            _save(_roc_figure(metrics, report_path), output_dir / "roc_curve.png"),
-            _save(_precision_recall_figure(metrics, report_path), output_dir / "precision_recall_curve.png"),
-            _save(_confusion_figure(metrics, "binary classifier", report_path), output_dir / "confusion_matrix.png"),
+            _save(_roc_figure(metrics, report_path, theirs), output_dir / "roc_curve.png"),
+            _save(_precision_recall_figure(metrics, report_path, theirs), output_dir / "precision_recall_curve.png"),
+            _save(
+                _confusion_figure(metrics, "binary classifier", report_path, report.get("class_names")),
+                output_dir / "confusion_matrix.png",
+            ),
         ]
     if METRICS_SECTIONS[MULTICLASS_CLASSIFIER] in report:
         metrics = report[METRICS_SECTIONS[MULTICLASS_CLASSIFIER]]
-        figure = _confusion_figure(metrics, "multiclass classifier", report_path)
-        return [_save(figure, output_dir / "confusion_matrix.png")]
+        figure = _confusion_figure(metrics, "multiclass classifier", report_path, report.get("class_names"))
+        paths = [_save(figure, output_dir / "confusion_matrix.png")]
+        theirs = _champion_metrics(champion, METRICS_SECTIONS[MULTICLASS_CLASSIFIER])
+        if theirs:
+            figure = _confusion_figure(theirs[0], f"champion version {theirs[1]}", report_path)
+            paths.append(_save(figure, output_dir / "champion_confusion_matrix.png"))
+        return paths
     labels, predicted, total = _regression_pairs(report, predictions, report_path)
     if labels is None or predicted is None:
         return []
     metrics = report[METRICS_SECTIONS[REGRESSOR]]
-    figure = _predicted_vs_actual_figure(labels, predicted, total, metrics)
+    figure = _predicted_vs_actual_figure(labels, predicted, total, metrics, _champion_sample(champion, labels))
     return [
         _save(figure, output_dir / "predicted_vs_actual.png"),
         _save(_residuals_figure(labels, predicted), output_dir / "residuals.png"),
     ]
+
+
+Champion = tuple[dict[str, Any], str]  # the champion's metrics section and its version
+
+
+def _champion_metrics(champion: dict[str, Any], section: str) -> Champion | None:
+    metrics = champion.get(section)
+    return (metrics, str(champion.get("version", "?"))) if isinstance(metrics, dict) else None
+
+
+def _champion_sample(champion: dict[str, Any], labels: np.ndarray) -> tuple[np.ndarray, str] | None:
+    """The champion's predictions of the same sampled records (same seed, same rows), when the report has them."""
+    sample = champion.get("prediction_sample")
+    if not isinstance(sample, dict):
+        return None
+    predicted = np.asarray(sample.get("predictions", []), dtype=float)
+    if predicted.shape != labels.shape or not np.array_equal(np.asarray(sample.get("labels", []), float), labels):
+        return None
+    return predicted, str(champion.get("version", "?"))
 
 
 def _read_report(path: Path) -> dict[str, Any]:
@@ -100,7 +131,7 @@ def _curve(metrics: dict[str, Any], name: str, x: str, y: str, report_path: Path
     return curve[x], curve[y]
 
 
-def _roc_figure(metrics: dict[str, Any], report_path: Path) -> Any:
+def _roc_figure(metrics: dict[str, Any], report_path: Path, champion: Champion | None = None) -> Any:
     false_positive_rates, true_positive_rates = _curve(
         metrics, "receiver_operating_characteristic_curve", "false_positive_rates", "true_positive_rates", report_path
     )
@@ -108,6 +139,18 @@ def _roc_figure(metrics: dict[str, Any], report_path: Path) -> Any:
     axes = figure.add_subplot()
     auc = _value(metrics, "auc")
     axes.plot(false_positive_rates, true_positive_rates, color="tab:blue", lw=2, label=f"model (AUC {auc:.3f})")
+    if champion:
+        their_metrics, version = champion
+        theirs = _curve(
+            their_metrics,
+            "receiver_operating_characteristic_curve",
+            "false_positive_rates",
+            "true_positive_rates",
+            report_path,
+        )
+        their_auc = _value(their_metrics, "auc")
+        label = f"champion v{version}" + (f" (AUC {their_auc:.3f})" if their_auc is not None else "")
+        axes.plot(*theirs, color="tab:orange", lw=1.5, ls="-.", label=label)
     axes.plot([0, 1], [0, 1], color="grey", ls="--", lw=1, label="chance")
     false_positive_rate, true_positive_rate = _value(metrics, "false_positive_rate"), _value(metrics, "recall")
     if false_positive_rate is not None and true_positive_rate is not None:
@@ -118,11 +161,18 @@ def _roc_figure(metrics: dict[str, Any], report_path: Path) -> Any:
     return figure
 
 
-def _precision_recall_figure(metrics: dict[str, Any], report_path: Path) -> Any:
+def _precision_recall_figure(
+    metrics: dict[str, Any], report_path: Path, champion: Champion | None = None
+) -> Any:
     precisions, recalls = _curve(metrics, "precision_recall_curve", "precisions", "recalls", report_path)
     figure = _figure()
     axes = figure.add_subplot()
     axes.step(recalls, precisions, where="post", color="tab:blue", lw=2, label="model")
+    if champion:
+        their_metrics, version = champion
+        theirs = _curve(their_metrics, "precision_recall_curve", "precisions", "recalls", report_path)
+        label = f"champion v{version}"
+        axes.step(theirs[1], theirs[0], where="post", color="tab:orange", lw=1.5, ls="-.", label=label)
     prevalence = _value(metrics, "precision_best_constant_classifier")
     if prevalence is not None:
         axes.axhline(prevalence, color="grey", ls="--", lw=1, label=f"always positive ({prevalence:.3f})")
@@ -135,11 +185,15 @@ def _precision_recall_figure(metrics: dict[str, Any], report_path: Path) -> Any:
     return figure
 
 
-def _confusion_figure(metrics: dict[str, Any], kind: str, report_path: Path) -> Any:
+def _confusion_figure(
+    metrics: dict[str, Any], kind: str, report_path: Path, class_names: list[str] | None = None
+) -> Any:
     table = metrics.get("confusion_matrix")
     if not isinstance(table, dict) or not table:
         raise PlotError(f"report {report_path}: confusion_matrix is missing")
     classes = sorted({*table, *(guess for row in table.values() for guess in row)}, key=_class_order)
+    if set(class_names or []) == set(classes):
+        classes = list(class_names or [])  # the report's class order: label values in the order mapped to 0..K-1
     counts = np.array([[table.get(actual, {}).get(guess, 0) for guess in classes] for actual in classes], dtype=float)
     row_totals = counts.sum(axis=1, keepdims=True)
     shares = np.divide(counts, row_totals, out=np.zeros_like(counts), where=row_totals > 0)
@@ -191,11 +245,24 @@ def _regression_pairs(
     return labels, predicted, total
 
 
-def _predicted_vs_actual_figure(labels: np.ndarray, predicted: np.ndarray, total: int, metrics: dict[str, Any]) -> Any:
+def _predicted_vs_actual_figure(
+    labels: np.ndarray,
+    predicted: np.ndarray,
+    total: int,
+    metrics: dict[str, Any],
+    champion: tuple[np.ndarray, str] | None = None,
+) -> Any:
     figure = _figure()
     axes = figure.add_subplot()
     shown = f"{labels.size:,} records" + (f" (sample of {total:,})" if total > labels.size else "")
     axes.scatter(labels, predicted, s=8, alpha=0.5, color="tab:blue", edgecolors="none", label=shown)
+    if champion is not None:
+        their_predictions, version = champion
+        axes.scatter(
+            labels, their_predictions, s=8, alpha=0.4, color="tab:orange", marker="x", label=f"champion v{version}"
+        )
+        predicted = np.concatenate([predicted, their_predictions])  # the axis range covers both
+        labels = np.concatenate([labels, labels])
     low, high = float(min(labels.min(), predicted.min())), float(max(labels.max(), predicted.max()))
     axes.plot([low, high], [low, high], color="grey", ls="--", lw=1, label="perfect prediction")
     r2, rmse = _value(metrics, "r2"), _value(metrics, "rmse")

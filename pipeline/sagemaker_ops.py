@@ -121,6 +121,11 @@ def _upload(s3: Any, uri: str, content: bytes, kms_key_id: str | None) -> str:
     return uri
 
 
+def put_object(config: PipelineConfig, uri: str, content: bytes, session: Any = None) -> str:
+    """PutObject one object (e.g. a decided schema), encrypted with the configured key like the code bundles."""
+    return _upload((session or aws_session(config)).client("s3"), uri, content, config.kms_key_id)
+
+
 def _definition_argument(s3: Any, config: PipelineConfig, definition_json: str) -> dict[str, Any]:
     """Inline below 100 KB; above, upload to s3://<bucket>/<pipeline>/definitions/<sha256>.json and point at it."""
     body = definition_json.encode("utf-8")

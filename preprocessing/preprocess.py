@@ -30,8 +30,13 @@ Rules that keep the result independent of how many instances ran and how the inp
   ``--shuffle-memory-mb`` and spilled to the work folder beyond; each shard is then shuffled (in memory, or through
   random buckets on disk), so memory stays bounded by the chunk and shuffle buffers, never by the data set.
 - Input: every ``.csv``, ``.csv.gz``, ``.parquet`` or ``.pq`` file under ``--input-dir`` (recursively; names starting
-  with ``.`` or ``_`` skipped), each with a header. Without ``--feature-columns`` every file must have the same columns.
-  Feature order is the first file's header order; hosts that saw files with another order are caught by the merge.
+  with ``.`` or ``_`` skipped), each with a header whose names are unique (a repeated name is an error naming it).
+- Columns by name, one layout for every host, whatever files it got: the feature order is ``--feature-columns``, else
+  the ``feature_columns`` of ``--schema`` (decided once by the client from a sample of the input), else every column
+  but the label and id sorted by name. Each file's columns are matched to it by name, in any order; a file lacking a
+  column, or (without ``--feature-columns``) holding one the layout does not have, fails naming both.
+- ``--schema`` (a JSON file, or a folder holding one) also gives the categorical columns, label values, number of
+  classes and id column; an argument that is given wins over it.
 - Reading: CSV is parsed by Arrow's streaming reader on a background thread while the previous chunk is converted,
   taking values as pandas' ``read_csv`` would (its missing-value strings, booleans, no dates); a file Arrow cannot
   take that way (a malformed row, a column whose type changes, a date) is read from there on by pandas, so results
@@ -44,6 +49,8 @@ complete; on failure everything this host wrote is removed.
 from __future__ import annotations
 
 import argparse
+import csv
+import gzip
 import hashlib
 import json
 import math
@@ -53,7 +60,7 @@ import shutil
 import sys
 import threading
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, BinaryIO
@@ -72,6 +79,8 @@ MISSING_POLICIES = ("error", "zero", "drop")
 CSV_SUFFIXES = (".csv", ".csv.gz")
 PARQUET_SUFFIXES = (".parquet", ".pq")
 SUMMARY_FORMAT = "llpipe-preprocess-summary/1"
+SCHEMA_FORMAT = "llpipe-schema/1"
+DISTINCT_LIMIT = 100_000  # distinct values counted exactly per categorical column and host; beyond, "at least"
 SHARD_SUFFIX = ".pbr"
 PROGRESS_ROWS = 1_000_000  # a progress line each time this many more rows have been read
 
@@ -144,17 +153,58 @@ def _is_parquet(path: Path) -> bool:
 
 
 def read_header(path: Path) -> list[str]:
-    """The column names of one input file."""
+    """The column names of one input file exactly as written; a name written twice is an error naming it.
+
+    CSV headers are read with the csv module: pandas would silently rename a second ``label`` to ``label.1``."""
     try:
         if _is_parquet(path):
             import pyarrow.parquet as pq
 
-            return list(pq.ParquetFile(path).schema_arrow.names)
-        return [str(name) for name in pd.read_csv(path, nrows=0).columns]
-    except pd.errors.EmptyDataError as error:
-        raise PreprocessError(f"{path}: empty file, expected a header row") from error
-    except (OSError, ValueError, UnicodeDecodeError, pd.errors.ParserError) as error:
+            header = [str(name) for name in pq.ParquetFile(path).schema_arrow.names]
+        else:
+            opener = gzip.open if path.name.lower().endswith(".gz") else open
+            with opener(path, "rt", encoding="utf-8-sig", newline="") as handle:  # type: ignore[operator]
+                header = next(csv.reader(handle), None)
+            if not header or header == [""]:
+                raise PreprocessError(f"{path}: empty file, expected a header row")
+    except (OSError, ValueError, UnicodeDecodeError, EOFError, csv.Error) as error:
         raise PreprocessError(f"{path}: unreadable ({type(error).__name__}: {error})") from error
+    unnamed = [number for number, name in enumerate(header, start=1) if not name.strip()]
+    if unnamed:
+        raise PreprocessError(f"{path}: header column(s) {unnamed} (counted from 1) have no name")
+    duplicated = sorted({name for name in header if header.count(name) > 1})
+    if duplicated:
+        raise PreprocessError(
+            f"{path}: duplicate column name(s) {duplicated} in the header; every column needs its own name"
+        )
+    return header
+
+
+def load_decided(path: Path | None) -> dict[str, Any]:
+    """The schema the client decided (``--schema``: the JSON file, or a folder holding exactly one); {} without.
+
+    Keys used: ``feature_columns``, ``categorical_columns``, ``label_column``, ``label_values``, ``num_classes``,
+    ``id_column``; a missing or null key means "not decided" (the built-in default schema decides nothing)."""
+    if path is None:
+        return {}
+    if path.is_dir():
+        found = sorted(p for p in path.rglob("*.json") if p.is_file())
+        if len(found) != 1:
+            raise PreprocessError(
+                f"--schema {path}: expected exactly one .json file in this folder, found {len(found)}"
+            )
+        path = found[0]
+    try:
+        decided = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as error:
+        raise PreprocessError(f"--schema {path}: not a readable JSON file ({error})") from error
+    if not isinstance(decided, dict) or decided.get("format") != SCHEMA_FORMAT:
+        raise PreprocessError(f"--schema {path}: not an llpipe schema (expected format {SCHEMA_FORMAT!r})")
+    for key in ("feature_columns", "categorical_columns", "label_values"):
+        value = decided.get(key)
+        if value is not None and not (isinstance(value, list) and all(isinstance(item, str) for item in value)):
+            raise PreprocessError(f"--schema {path}: {key} must be a list of strings, got {value!r}")
+    return decided
 
 
 # ---------------------------------------------------------------------------------------------------------------------
@@ -172,7 +222,8 @@ class Schema:
     hash_buckets: int
     feature_columns: tuple[str, ...]  # in output order: numeric ones as one feature, categorical ones as a block
     label_as_text: bool  # with --label-values, labels are matched as the text in the file
-    all_columns: frozenset[str] | None  # without --feature-columns every file must have exactly these columns
+    expected_columns: frozenset[str] | None  # every file has exactly these columns; None: extra columns are ignored
+    layout_source: str  # where the feature order comes from, for messages
 
     @property
     def feature_names(self) -> list[str]:
@@ -211,29 +262,58 @@ def _split_list(text: str | None) -> list[str]:
     return [item.strip() for item in text.split(",") if item.strip()] if text else []
 
 
-def resolve_schema(args: argparse.Namespace, path: Path, header: Sequence[str]) -> Schema:
-    """The schema from the arguments and the header of the first input file."""
-    check_header(path, header, [args.label_column] + ([args.id_column] if args.id_column else []))
-    categorical = _split_list(args.categorical_columns)
-    excluded = {args.label_column, args.id_column}
-    features = _split_list(args.feature_columns) or [column for column in header if column not in excluded]
+def _given_or_decided(given: str | None, decided: dict[str, Any], key: str) -> list[str]:
+    """An argument the user gave wins over the schema's decision (the client never decides what the user set)."""
+    return _split_list(given) if _split_list(given) else list(decided.get(key) or [])
+
+
+def resolve_schema(args: argparse.Namespace, decided: dict[str, Any], path: Path, header: Sequence[str]) -> Schema:
+    """The feature layout every host shares, from the arguments, the decided schema and (last) a fixed rule.
+
+    Feature order: ``--feature-columns``, else the schema's ``feature_columns``, else every column but the label
+    and the id sorted by name (a rule needing no coordination: hosts that see the same columns agree)."""
+    decided_label = decided.get("label_column")
+    if decided_label is not None and decided_label != args.label_column:
+        raise PreprocessError(
+            f"the schema was decided for label column {decided_label!r} but --label-column is {args.label_column!r}; "
+            "infer the schema again (drop --param SchemaUrl) or pass the matching label column"
+        )
+    id_column = args.id_column or decided.get("id_column") or None
+    categorical = _given_or_decided(args.categorical_columns, decided, "categorical_columns")
+    excluded = {args.label_column, id_column}
+    if _split_list(args.feature_columns):
+        features, expected, source = _split_list(args.feature_columns), None, "--feature-columns"
+    elif decided.get("feature_columns"):
+        features = list(decided["feature_columns"])
+        expected = frozenset([args.label_column, *features] + ([id_column] if id_column else []))
+        source = "the schema"
+    else:
+        check_header(path, header, [args.label_column] + ([id_column] if id_column else []))
+        features = sorted(column for column in header if column not in excluded)
+        expected, source = frozenset(header), f"the columns of {path.name} sorted by name"
     clash = excluded.intersection(features)
     if clash:
         raise PreprocessError(f"feature columns must not include the label or id column: {sorted(clash)}")
+    duplicated = sorted({column for column in features if features.count(column) > 1})
+    if duplicated:
+        raise PreprocessError(f"feature columns listed twice: {duplicated}")
     unknown = [column for column in categorical if column not in features]
     if unknown:
-        raise PreprocessError(f"--categorical-columns {unknown} are not feature columns {features}")
+        raise PreprocessError(
+            f"categorical columns {unknown} are not feature columns {features} (check --param CategoricalColumns)"
+        )
     if not features:
         raise PreprocessError(f"{path}: no feature columns besides the label {args.label_column!r}")
     return Schema(
         label_column=args.label_column,
-        id_column=args.id_column,
+        id_column=id_column,
         numeric_columns=tuple(column for column in features if column not in categorical),
-        categorical_columns=tuple(categorical),
+        categorical_columns=tuple(column for column in features if column in categorical),
         hash_buckets=args.hash_buckets,
         feature_columns=tuple(features),
-        label_as_text=bool(args.label_values),
-        all_columns=None if args.feature_columns else frozenset(header),
+        label_as_text=bool(args.label_values or decided.get("label_values")),
+        expected_columns=expected,
+        layout_source=source,
     )
 
 
@@ -241,6 +321,18 @@ def check_header(path: Path, header: Sequence[str], required: Sequence[str]) -> 
     missing = [column for column in required if column not in header]
     if missing:
         raise PreprocessError(f"{path}: missing column(s) {missing}; the header has {list(header)}")
+
+
+def check_columns(path: Path, header: Sequence[str], schema: Schema) -> None:
+    """A file's columns, matched by name against the shared layout: missing or unexpected ones fail naming both."""
+    required = schema.used_columns
+    missing = [column for column in required if column not in header]
+    unexpected = [] if schema.expected_columns is None else [c for c in header if c not in schema.expected_columns]
+    if missing or unexpected:
+        raise PreprocessError(
+            f"{path}: columns differ from the layout every host uses ({schema.layout_source}): "
+            f"missing {missing}, unexpected {unexpected}; every file needs the same column names (in any order)"
+        )
 
 
 def stable_hash64(text: str, key: bytes = b"") -> int:
@@ -274,8 +366,13 @@ class LabelSpec:
         return result
 
 
-def make_label_spec(args: argparse.Namespace) -> LabelSpec:
-    values = tuple(_split_list(args.label_values)) or None
+def make_label_spec(args: argparse.Namespace, decided: dict[str, Any] | None = None) -> LabelSpec:
+    """Label handling from ``--label-values`` / ``--num-classes``, else from the decided schema."""
+    decided = decided or {}
+    values = tuple(_given_or_decided(args.label_values, decided, "label_values")) or None
+    num_classes = args.num_classes if args.num_classes is not None else decided.get("num_classes")
+    if num_classes is not None and args.predictor_type != "multiclass_classifier" and args.num_classes is None:
+        num_classes = None  # a schema decided for another predictor type does not constrain this one
     if values is not None:
         if len(set(values)) != len(values):
             raise PreprocessError(f"--label-values has duplicates: {list(values)}")
@@ -285,14 +382,17 @@ def make_label_spec(args: argparse.Namespace) -> LabelSpec:
             raise PreprocessError(f"binary_classifier needs 2 --label-values (NEGATIVE,POSITIVE), got {values}")
         if args.predictor_type == "multiclass_classifier" and len(values) < 3:
             raise PreprocessError(f"multiclass_classifier needs >= 3 --label-values (num_classes >= 3), got {values}")
-    if args.num_classes is not None:
+    if num_classes is not None:
         if args.predictor_type != "multiclass_classifier":
             raise PreprocessError("--num-classes applies to multiclass_classifier only")
-        if args.num_classes < 3:
-            raise PreprocessError(f"--num-classes must be at least 3 (Linear Learner's range), got {args.num_classes}")
-        if values is not None and len(values) != args.num_classes:
-            raise PreprocessError(f"--num-classes {args.num_classes} but {len(values)} --label-values")
-    return LabelSpec(args.predictor_type, values, args.num_classes)
+        if num_classes < 3:
+            raise PreprocessError(f"--num-classes must be at least 3 (Linear Learner's range), got {num_classes}")
+        if values is not None and len(values) != num_classes:
+            raise PreprocessError(
+                f"NumClasses {num_classes} but {len(values)} label values {list(values)}: "
+                f"pass --param NumClasses={len(values)}"
+            )
+    return LabelSpec(args.predictor_type, values, num_classes)
 
 
 def encode_labels(raw: pd.Series, spec: LabelSpec, where: RowLocator) -> tuple[np.ndarray, np.ndarray]:
@@ -310,31 +410,42 @@ def encode_labels(raw: pd.Series, spec: LabelSpec, where: RowLocator) -> tuple[n
         if unmatched.any():
             row = int(np.flatnonzero(unmatched)[0])
             raise PreprocessError(
-                f"{where.at(row)}: label {_show(raw.iloc[row])} is not one of --label-values {list(spec.values)}"
+                f"{where.at(row)}: label {_show(raw.iloc[row])} is not one of the label values {list(spec.values)}; "
+                f"{_labels_seen(raw)}"
             )
         return index.to_numpy(dtype=np.float32, na_value=np.nan), missing
 
-    numbers = _to_float64(raw, where, f"label column {raw.name!r}")
+    numbers = _to_float64(raw, where, f"label column {raw.name!r}", hint=lambda: _labels_seen(raw))
     with np.errstate(over="ignore", invalid="ignore"):
         labels = numbers.astype(np.float32)
     missing = missing | ~np.isfinite(labels)
     present = ~missing
     if spec.predictor_type == "binary_classifier":
         bad = present & (labels != 0) & (labels != 1)
-        expected = "0 or 1 for binary_classifier (pass --label-values NEGATIVE,POSITIVE to map other values)"
+        expected = "0 or 1 for binary_classifier"
     elif spec.predictor_type == "multiclass_classifier":
         bad = present & ((labels < 0) | (labels != np.floor(labels)))
         if spec.num_classes is not None:
             bad |= present & (labels >= spec.num_classes)
         limit = f"0..{spec.num_classes - 1}" if spec.num_classes else "0..K-1"
-        expected = f"an integer class in {limit} for multiclass_classifier (or pass --label-values)"
+        expected = f"an integer class in {limit} for multiclass_classifier"
     else:
         bad = np.zeros_like(present)
         expected = ""
     if bad.any():
         row = int(np.flatnonzero(bad)[0])
-        raise PreprocessError(f"{where.at(row)}: label {_show(raw.iloc[row])} is not {expected}")
+        raise PreprocessError(f"{where.at(row)}: label {_show(raw.iloc[row])} is not {expected}; {_labels_seen(raw)}")
     return labels, missing
+
+
+def _labels_seen(raw: pd.Series, limit: int = 20) -> str:
+    """The distinct labels of a chunk and the parameter that maps them, for an error message."""
+    seen = sorted({str(value).strip() for value in raw.dropna().unique()})
+    shown = ", ".join(seen[:limit]) + (f", ... ({len(seen)} in all)" if len(seen) > limit else "")
+    return (
+        f"labels seen in this chunk: {shown}; map them to classes in order with --param LabelValues={','.join(seen)} "
+        "(preprocess.py: --label-values)"
+    )
 
 
 # ---------------------------------------------------------------------------------------------------------------------
@@ -355,12 +466,7 @@ class RowLocator:
 def iter_chunks(path: Path, schema: Schema, chunk_rows: int) -> Iterator[tuple[RowLocator, pd.DataFrame]]:
     """The used columns of one file, ``chunk_rows`` rows at a time; read errors name the file."""
     header = read_header(path)
-    check_header(path, header, schema.used_columns)
-    if schema.all_columns is not None and set(header) != schema.all_columns:
-        raise PreprocessError(
-            f"{path}: columns {sorted(header)} differ from the first file's {sorted(schema.all_columns)} "
-            "(list the features with --feature-columns to ignore extra columns)"
-        )
+    check_columns(path, header, schema)
     first_row = 1
     try:
         text = schema.text_columns + ([schema.label_column] if schema.label_as_text else [])
@@ -535,7 +641,9 @@ def _show(value: Any) -> str:
     return repr(value.item() if isinstance(value, np.generic) else value)
 
 
-def _to_float64(column: pd.Series, where: RowLocator, what: str) -> np.ndarray:
+def _to_float64(
+    column: pd.Series, where: RowLocator, what: str, hint: Callable[[], str] | None = None
+) -> np.ndarray:
     """A column as float64 (NaN for missing); text that is not a number is an error naming file, row and column."""
     if pd.api.types.is_numeric_dtype(column.dtype) or pd.api.types.is_bool_dtype(column.dtype):
         return column.to_numpy(dtype=np.float64, na_value=np.nan)
@@ -543,10 +651,13 @@ def _to_float64(column: pd.Series, where: RowLocator, what: str) -> np.ndarray:
     bad = numbers.isna().to_numpy() & column.notna().to_numpy()
     if bad.any():
         row = int(np.flatnonzero(bad)[0])
-        raise PreprocessError(
-            f"{where.at(row)}: {what} has non-numeric value {_show(column.iloc[row])} "
-            "(declare categorical columns with --categorical-columns)"
+        fix = (
+            hint()
+            if hint
+            else f"declare text columns as categorical (feature-hashed) with --param CategoricalColumns={column.name} "
+            "(added to the columns already declared; preprocess.py: --categorical-columns)"
         )
+        raise PreprocessError(f"{where.at(row)}: {what} has non-numeric value {_show(column.iloc[row])}; {fix}")
     return numbers.to_numpy(dtype=np.float64, na_value=np.nan)
 
 
@@ -557,6 +668,7 @@ class Converted:
     rows: np.ndarray  # C-ordered float32 (n, feature_dim + 1): the features, then the label
     split: np.ndarray  # uint8 split code per row
     dropped: int
+    category_hashes: dict[str, np.ndarray] = field(default_factory=dict)  # column -> hashes of its distinct values
 
 
 def convert_chunk(
@@ -572,6 +684,7 @@ def convert_chunk(
     n = len(frame)
     numeric = _numeric_block(frame, schema.numeric_columns, where)
     absent_numeric = ~np.isfinite(numeric)
+    category_hashes: dict[str, np.ndarray] = {}
     if absent_numeric.any():
         numeric = numeric.copy(order="F")  # to_numpy may return pandas' own read-only block
         numeric[absent_numeric] = 0.0
@@ -583,7 +696,7 @@ def convert_chunk(
         features[:, [offsets[column] for column in schema.numeric_columns]] = numeric
         absent[:, numeric_positions] = absent_numeric
         for column in schema.categorical_columns:
-            absent[:, schema.feature_columns.index(column)] = _hash_categorical(
+            absent[:, schema.feature_columns.index(column)], category_hashes[column] = _hash_categorical(
                 frame[column], column, schema.hash_buckets, features, offsets[column]
             )
     else:
@@ -600,8 +713,11 @@ def convert_chunk(
             else:
                 name = schema.feature_columns[int(absent[row].argmax())]
                 what = f"column {name!r} value {_show(frame[name].iloc[row])}"
-            hint = "--missing drop" if missing_policy == "zero" else "--missing zero or --missing drop"
-            raise PreprocessError(f"{where.at(row)}: {what} is missing or not a finite float32 (use {hint})")
+            hint = "=drop" if missing_policy == "zero" else "=zero (features) or =drop (rows)"
+            raise PreprocessError(
+                f"{where.at(row)}: {what} is missing or not a finite float32 (use --param MissingValues{hint}; "
+                "preprocess.py: --missing)"
+            )
     keep = ~bad if missing_policy == "drop" else np.ones(n, dtype=bool)
     if not keep.all():
         features, label_values = features[keep], label_values[keep]
@@ -616,7 +732,7 @@ def convert_chunk(
     rows = np.empty((len(label_values), schema.feature_dim + 1), dtype=np.float32)
     rows[:, :-1] = features
     rows[:, -1] = label_values
-    return Converted(rows, assign_splits(hashes, fractions), int(n - keep.sum()))
+    return Converted(rows, assign_splits(hashes, fractions), int(n - keep.sum()), category_hashes)
 
 
 def _numeric_block(frame: pd.DataFrame, columns: Sequence[str], where: RowLocator) -> np.ndarray:
@@ -632,16 +748,18 @@ def _numeric_block(frame: pd.DataFrame, columns: Sequence[str], where: RowLocato
         return values  # column-major as pandas stores it: row_hashes reads it column by column
 
 
-def _hash_categorical(column: pd.Series, name: str, buckets: int, features: np.ndarray, offset: int) -> np.ndarray:
-    """Set one indicator per row in ``features[:, offset:offset+buckets]``; return the mask of missing values."""
+def _hash_categorical(
+    column: pd.Series, name: str, buckets: int, features: np.ndarray, offset: int
+) -> tuple[np.ndarray, np.ndarray]:
+    """Set one indicator per row in ``features[:, offset:offset+buckets]``; return the mask of missing values and
+    the 64-bit hashes of the distinct values (for the summary's distinct-value and bucket counts)."""
     codes, uniques = pd.factorize(column.astype("object"))  # missing -> code -1
-    bucket_of_unique = np.array(
-        [stable_hash64(f"{name}={str(value).strip()}") % buckets for value in uniques], dtype=np.int64
-    )
+    hashes = np.array([stable_hash64(f"{name}={str(value).strip()}") for value in uniques], dtype=np.uint64)
+    bucket_of_unique = (hashes % np.uint64(buckets)).astype(np.int64)
     present = codes >= 0
     rows = np.flatnonzero(present)
     features[rows, offset + bucket_of_unique[codes[present]]] = 1.0
-    return ~present
+    return ~present, hashes
 
 
 def _hash_texts(values: pd.Series, seed: int) -> np.ndarray:
@@ -705,6 +823,42 @@ class SplitStats:
         self.label_sum_sq += float((as_double * as_double).sum())
         self.label_min = min(self.label_min, float(as_double.min()))
         self.label_max = max(self.label_max, float(as_double.max()))
+
+
+class CategoryStats:
+    """Distinct values of one categorical column (exact up to DISTINCT_LIMIT) and the hash buckets they use."""
+
+    def __init__(self, buckets: int):
+        self.buckets = buckets
+        self.values: set[int] = set()
+        self.capped = False
+        self.used = np.zeros(buckets, dtype=bool)
+
+    def add(self, hashes: np.ndarray) -> None:
+        self.used[(hashes % np.uint64(self.buckets)).astype(np.int64)] = True
+        if not self.capped:
+            self.values.update(hashes.tolist())
+            if len(self.values) > DISTINCT_LIMIT:
+                self.capped = True
+                self.values = set(list(self.values)[:DISTINCT_LIMIT])
+
+    def summary(self) -> dict[str, Any]:
+        distinct, used = len(self.values), int(self.used.sum())
+        return {
+            "distinct_values": distinct,
+            "distinct_values_capped": self.capped,
+            "buckets_used": used,
+            # values that share a bucket with another value of the column: their indicators are indistinguishable
+            "values_in_shared_buckets": _values_in_shared_buckets(self.values, self.buckets),
+            "used_buckets_bitmap": np.packbits(self.used).tobytes().hex(),
+        }
+
+
+def _values_in_shared_buckets(values: set[int], buckets: int) -> int:
+    if not values:
+        return 0
+    _, counts = np.unique(np.array(sorted(values), dtype=np.uint64) % np.uint64(buckets), return_counts=True)
+    return int(counts[counts > 1].sum())
 
 
 class ShardBuffer:
@@ -953,6 +1107,25 @@ def merge_summaries(parts: Sequence[dict[str, Any]]) -> dict[str, Any]:
     merged["label_mapping"] = first["label_mapping"]
     if first["predictor_type"] == "multiclass_classifier" and not first["label_values"]:
         merged["label_mapping"] = {str(index): index for index in range(merged["num_classes"])}
+    merged["categorical_stats"] = _merge_category_stats([part.get("categorical_stats") or {} for part in parts])
+    return merged
+
+
+def _merge_category_stats(parts: list[dict[str, Any]]) -> dict[str, Any]:
+    """Per categorical column: buckets used over all hosts (union of the bitmaps); distinct values and values in
+    shared buckets as the largest count of one host (a lower bound: hosts do not share their value sets)."""
+    merged: dict[str, Any] = {}
+    for column in sorted({name for part in parts for name in part}):
+        seen = [part[column] for part in parts if column in part]
+        bitmaps = [np.frombuffer(bytes.fromhex(item["used_buckets_bitmap"]), np.uint8) for item in seen]
+        bitmap = np.bitwise_or.reduce(bitmaps)
+        merged[column] = {
+            "distinct_values": max(item["distinct_values"] for item in seen),
+            "distinct_values_capped": any(item["distinct_values_capped"] for item in seen),
+            "buckets_used": int(np.unpackbits(bitmap).sum()),
+            "values_in_shared_buckets": max(item["values_in_shared_buckets"] for item in seen),
+            "used_buckets_bitmap": bitmap.tobytes().hex(),
+        }
     return merged
 
 
@@ -1029,6 +1202,11 @@ def build_parser() -> argparse.ArgumentParser:
         type=Path,
         default=Path("/opt/ml/config/resourceconfig.json"),
         help="SageMaker's host list; absent means a single host algo-1 (default: %(default)s)",
+    )
+    parser.add_argument(
+        "--schema",
+        type=Path,
+        help="the schema the client decided: a JSON file or a folder holding one (arguments given win over it)",
     )
     parser.add_argument("--label-column", required=True, help="name of the label column")
     parser.add_argument("--predictor-type", required=True, choices=PREDICTOR_TYPES, help="Linear Learner's")
@@ -1130,9 +1308,20 @@ def preprocess(args: argparse.Namespace) -> dict[str, Any]:
     started = time.monotonic()
     host = read_resource_config(args.resource_config)
     fractions = _fractions(args)
-    labels = make_label_spec(args)
+    decided = load_decided(args.schema)
+    if decided.get("predictor_type") not in (None, args.predictor_type):
+        raise PreprocessError(
+            f"the schema was decided for {decided['predictor_type']} but --predictor-type is {args.predictor_type}; "
+            "infer the schema again (drop --param SchemaUrl)"
+        )
+    labels = make_label_spec(args, decided)
     files = list_input_files(args.input_dir, host)
-    schema = resolve_schema(args, files[0], read_header(files[0]))
+    schema = resolve_schema(args, decided, files[0], read_header(files[0]))
+    print(
+        f"[{host.name}] feature order from {schema.layout_source}: {len(schema.feature_columns)} column(s), "
+        f"categorical {list(schema.categorical_columns)}, label values {list(labels.values or []) or 'numeric'}",
+        flush=True,
+    )
     if args.feature_dim is not None and args.feature_dim != schema.feature_dim:
         raise PreprocessError(
             f"the data has {schema.feature_dim} features ({len(schema.numeric_columns)} numeric + "
@@ -1172,6 +1361,7 @@ def _convert_all(
 ) -> dict[str, Any]:
     classification = labels.predictor_type != "regressor"
     stats = {split: SplitStats() for split in SPLITS}
+    categories = {column: CategoryStats(schema.hash_buckets) for column in schema.categorical_columns}
     rows_read = rows_dropped = 0
     memory_bytes = max(1, int(args.shuffle_memory_mb * 1024 * 1024))
     shards = ShardBuffer(transaction.work_dir, schema.feature_dim + 1, shard_counts, args.seed, host, memory_bytes)
@@ -1190,6 +1380,8 @@ def _convert_all(
                         flush=True,
                     )
                 rows_dropped += converted.dropped
+                for column, hashes in converted.category_hashes.items():
+                    categories[column].add(hashes)
                 for split, code in _SPLIT_CODES.items():
                     chosen = np.flatnonzero(converted.split == code)
                     stats[split].add(converted.rows[chosen, -1], classification)
@@ -1232,6 +1424,16 @@ def _convert_all(
     for target, split in built:
         stats[split].files.append(transaction.commit(target, split))
     summary = build_summary(args, host, schema, labels, stats, input_names, rows_read, rows_dropped, fractions)
+    summary["categorical_stats"] = {column: categories[column].summary() for column in schema.categorical_columns}
+    for column, seen in summary["categorical_stats"].items():
+        count = seen["values_in_shared_buckets"]
+        shared = f", {count} of them sharing a bucket" if count else ""
+        print(
+            f"[{host.name}] categorical {column!r}: {seen['distinct_values']}"
+            f"{'+' if seen['distinct_values_capped'] else ''} distinct value(s) in {seen['buckets_used']} of "
+            f"{schema.hash_buckets} buckets{shared}",
+            flush=True,
+        )
     _write_json(transaction, f"summary-{host.name}.json", summary)
     if host.count == 1:
         _write_json(transaction, "summary.json", merge_summaries([summary]))

@@ -134,7 +134,14 @@ def test_buildspec_lints_tests_writes_the_definition_upserts_and_starts(moto_end
     s3 = client("s3", moto_endpoint)
     code = s3.list_objects_v2(Bucket="codebuild-artifacts", Prefix="churn-p-abc123/code/")
     keys = sorted((item["Key"].rsplit("/", 1)[-1], item["Key"]) for item in code["Contents"])
-    assert [name for name, _ in keys] == ["evaluate.py", "preprocess.py", "recordio.py", "recordio.py"]
+    assert [name for name, _ in keys] == [
+        "champion.py",
+        "evaluate.py",
+        "linear_learner_model.py",
+        "preprocess.py",
+        "recordio.py",
+        "recordio.py",
+    ]
     preprocess_key = dict(keys)["preprocess.py"]
     uploaded = s3.get_object(Bucket="codebuild-artifacts", Key=preprocess_key)["Body"].read()
     assert uploaded == (workdir / "preprocessing" / "preprocess.py").read_bytes()

@@ -21,6 +21,9 @@ from pipeline.code_bundles import REPOSITORY_ROOT, build_bundle, repository_bund
 from pipeline.config import PipelineConfig
 from pipeline.definition import BuiltDefinition, build_definition
 from pipeline.names import STEP_NAMES
+from pipeline.schema import DEFAULT_SCHEMA, default_schema_uri
+from preprocessing.preprocess import build_parser as build_preprocess_parser
+from preprocessing.preprocess import load_decided as load_decided_schema
 
 EXECUTION_ID = "a1b2c3d4e5f6"
 OPERATION_BY_STEP_TYPE = {
@@ -219,6 +222,14 @@ def test_steps_and_parameters_are_named_as_documented(definition: dict[str, Any]
         "PredictorType",
         "LabelColumn",
         "LabelValues",
+        "CategoricalColumns",
+        "IdColumn",
+        "MissingValues",
+        "HashBuckets",
+        "ValidationFraction",
+        "TestFraction",
+        "SplitSeed",
+        "SchemaUrl",
         "FeatureDim",
         "NumClasses",
         "Epochs",
@@ -229,6 +240,7 @@ def test_steps_and_parameters_are_named_as_documented(definition: dict[str, Any]
         "L1",
         "Loss",
         "MetricThreshold",
+        "ChampionTolerance",
         "ModelApprovalStatus",
     }
     assert all("DefaultValue" in p for p in parameters.values()), "scheduled runs need every default"
@@ -240,6 +252,13 @@ def test_steps_and_parameters_are_named_as_documented(definition: dict[str, Any]
     assert parameters["NumClasses"] == {"Name": "NumClasses", "Type": "Integer", "DefaultValue": 3}
     assert parameters["PredictorType"]["DefaultValue"] == "binary_classifier"
     assert parameters["ModelApprovalStatus"]["DefaultValue"] == "PendingManualApproval"
+    assert parameters["CategoricalColumns"]["DefaultValue"] == parameters["IdColumn"]["DefaultValue"] == ""
+    assert parameters["MissingValues"]["EnumValues"] == ["error", "zero", "drop"]
+    assert (parameters["HashBuckets"]["DefaultValue"], parameters["SplitSeed"]["DefaultValue"]) == (16, 0)
+    assert parameters["ValidationFraction"]["DefaultValue"] == parameters["TestFraction"]["DefaultValue"] == 0.15
+    # a ProcessingInput needs an object: the default SchemaUrl is the built-in schema that decides nothing
+    assert parameters["SchemaUrl"]["DefaultValue"] == default_schema_uri("s3://llpipe-local/linear-learner-pipeline")
+    assert parameters["ChampionTolerance"] == {"Name": "ChampionTolerance", "Type": "Float", "DefaultValue": 0.0}
 
 
 def test_preprocess_shards_its_input_and_writes_four_outputs_per_execution(definition: dict[str, Any]) -> None:
@@ -271,13 +290,52 @@ def test_preprocess_shards_its_input_and_writes_four_outputs_per_execution(defin
         "binary_classifier",
         "--feature-dim",
         "auto",
+        "--schema",
+        "/opt/ml/processing/input/schema",
         "--label-values=",
+        "--categorical-columns=",
+        "--id-column=",
+        "--missing",
+        "error",
+        "--hash-buckets",
+        "16",
+        "--validation-fraction",
+        "0.15",
+        "--test-fraction",
+        "0.15",
+        "--seed",
+        "0",
         "--data-version=",
         "--train-shards",
         "2",
         "--resource-config",
         "/opt/ml/config/resourceconfig.json",
     ]
+    schema = inputs["schema"]
+    assert schema["S3Uri"] == {"Get": "Parameters.SchemaUrl"}
+    assert (schema["S3DataDistributionType"], schema["LocalPath"]) == (
+        "FullyReplicated",
+        "/opt/ml/processing/input/schema",
+    )
+    # the arguments as the container gets them parse, empty optional values included (no empty argument)
+    parsed = build_preprocess_parser().parse_args(resolve(args["AppSpecification"], defaults)["ContainerArguments"])
+    assert (parsed.categorical_columns, parsed.id_column, parsed.label_values) == ("", "", "")
+    assert parsed.hash_buckets == 16 and parsed.validation_fraction == 0.15 and parsed.seed == 0
+
+
+def test_the_default_schema_is_uploaded_and_decides_nothing(built: BuiltDefinition) -> None:
+    uri = default_schema_uri("s3://llpipe-local/linear-learner-pipeline")
+    assert uri.endswith(f"/schemas/{hashlib.sha256(DEFAULT_SCHEMA).hexdigest()}.json")
+    assert json.loads(built.uploads[uri]) == {"format": "llpipe-schema/1"}
+
+
+
+def test_preprocess_reads_the_default_schema(built: BuiltDefinition, tmp_path: Path) -> None:
+    folder = tmp_path / "schema"
+    folder.mkdir()
+    uri = default_schema_uri("s3://llpipe-local/linear-learner-pipeline")
+    (folder / uri.rsplit("/", 1)[-1]).write_bytes(built.uploads[uri])
+    assert load_decided_schema(folder) == {"format": "llpipe-schema/1"}  # the folder the ProcessingInput fills
 
 
 def test_processing_code_is_mounted_from_its_content_hashed_bundle(built: BuiltDefinition, definition: dict) -> None:
@@ -294,7 +352,8 @@ def test_processing_code_is_mounted_from_its_content_hashed_bundle(built: BuiltD
         assert args["AppSpecification"]["ContainerEntrypoint"] == ["python3", f"/opt/ml/processing/input/code/{entry}"]
         for name, content in bundle.files:
             assert built.uploads[code["S3Uri"] + name] == content
-    assert len(built.uploads) == 4  # preprocess.py + recordio.py, evaluate.py + recordio.py
+    # preprocess.py + recordio.py; evaluate.py + champion.py + linear_learner_model.py + recordio.py; the default schema
+    assert len(built.uploads) == 7
 
 
 def test_training_channels_hyperparameters_and_stopping_condition(definition: dict[str, Any]) -> None:
@@ -365,14 +424,30 @@ def test_evaluate_reads_predictions_and_test_shards_and_publishes_its_report(def
     ]
 
 
+def test_evaluate_compares_with_the_champion_of_the_registered_group(definition: dict[str, Any]) -> None:
+    arguments = all_steps(definition)["Evaluate"]["Arguments"]["AppSpecification"]["ContainerArguments"]
+    options = {arguments[i]: arguments[i + 1] for i in range(0, len(arguments), 2)}
+    assert options["--model-package-group"] == "linear-learner-models"  # the group Register writes to
+    assert options["--region"] == "us-east-1"
+    assert options["--metric-threshold"] == {"Std:Join": {"On": "", "Values": [{"Get": "Parameters.MetricThreshold"}]}}
+    assert options["--champion-tolerance"] == {
+        "Std:Join": {"On": "", "Values": [{"Get": "Parameters.ChampionTolerance"}]}
+    }
+
+
 def test_quality_gate_registers_or_fails_with_metric_value_and_threshold(definition: dict[str, Any]) -> None:
     gate = all_steps(definition)["QualityGate"]["Arguments"]
     report = {"Get": "Steps.Evaluate.PropertyFiles.EvaluationReport"}
-    (condition,) = gate["Conditions"]
-    assert condition == {
+    threshold, champion = gate["Conditions"]  # a Condition step's conditions must all hold
+    assert threshold == {
         "Type": "GreaterThanOrEqualTo",
         "LeftValue": {"Std:JsonGet": {"Path": "gate.value", "PropertyFile": report}},
         "RightValue": {"Get": "Parameters.MetricThreshold"},
+    }
+    assert champion == {
+        "Type": "GreaterThanOrEqualTo",
+        "LeftValue": {"Std:JsonGet": {"Path": "gate.value", "PropertyFile": report}},
+        "RightValue": {"Std:JsonGet": {"Path": "decision.champion_floor", "PropertyFile": report}},
     }
     assert [s["Name"] for s in gate["IfSteps"]] == ["Register"]
     (failed,) = gate["ElseSteps"]
@@ -381,12 +456,27 @@ def test_quality_gate_registers_or_fails_with_metric_value_and_threshold(definit
     assert {"Std:JsonGet": {"Path": "gate.metric", "PropertyFile": report}} in message
     assert {"Std:JsonGet": {"Path": "gate.value", "PropertyFile": report}} in message
     assert {"Get": "Parameters.MetricThreshold"} in message
+    assert {"Std:JsonGet": {"Path": "decision.champion_value", "PropertyFile": report}} in message
+    assert {"Get": "Parameters.ChampionTolerance"} in message
+    assert {"Std:JsonGet": {"Path": "decision.champion_floor", "PropertyFile": report}} in message
     register = gate["IfSteps"][0]["Arguments"]
     assert register["ModelPackageGroupName"] == "linear-learner-models"
     (container,) = register["InferenceSpecification"]["Containers"]
     assert container["Environment"] == {}  # no framework script-mode variables for a built-in algorithm
     assert container["ModelDataUrl"] == {"Get": "Steps.Train.ModelArtifacts.S3ModelArtifacts"}
     assert register["ModelApprovalStatus"] == {"Get": "Parameters.ModelApprovalStatus"}
+
+    def decision(field: str) -> dict[str, Any]:
+        value = {"Std:JsonGet": {"Path": f"decision.{field}", "PropertyFile": report}}
+        return {"Std:Join": {"On": "", "Values": [value]}}
+
+    assert register["CustomerMetadataProperties"] == {
+        "ChampionModelPackageArn": decision("champion_model_package_arn"),
+        "ChampionValue": decision("champion_value"),
+        "ChallengerValue": decision("challenger_value"),
+        "GateMetric": decision("metric"),
+        "ChampionTolerance": decision("champion_tolerance"),
+    }
     assert register["ModelMetrics"]["ModelQuality"]["Statistics"]["S3Uri"] == {
         "Std:Join": {
             "On": "/",
@@ -401,7 +491,10 @@ def test_quality_gate_registers_or_fails_with_metric_value_and_threshold(definit
 def test_job_steps_are_cached_and_retried(definition: dict[str, Any]) -> None:
     steps = all_steps(definition)
     for name in ("Preprocess", "Train", "Transform", "Evaluate"):
-        assert steps[name]["CacheConfig"] == {"Enabled": True, "ExpireAfter": "P30D"}
+        if name == "Evaluate":  # it reads the registry's champion, which no cache key can see
+            assert "CacheConfig" not in steps[name]
+        else:
+            assert steps[name]["CacheConfig"] == {"Enabled": True, "ExpireAfter": "P30D"}
         kinds = {kind for policy in steps[name]["RetryPolicies"] for kind in policy["ExceptionType"]}
         assert {"SageMaker.CAPACITY_ERROR", "Step.THROTTLING"} <= kinds
     for name in ("CreateModel", "Register"):
@@ -425,8 +518,12 @@ def test_security_options_reach_every_job(secure_definition: dict[str, Any]) -> 
     assert train["OutputDataConfig"]["KmsKeyId"] == key
     assert train["ResourceConfig"]["VolumeKmsKeyId"] == key
     assert train["Tags"] == expected_tags
+    assert steps["Preprocess"]["Arguments"]["NetworkConfig"]["EnableNetworkIsolation"] is True
+    # Evaluate calls the registry and S3: an isolated container reaches no API, VPC endpoints serve it instead
+    assert steps["Evaluate"]["Arguments"]["NetworkConfig"]["EnableNetworkIsolation"] is False
     for name in ("Preprocess", "Evaluate"):
         args = steps[name]["Arguments"]
+        assert args["NetworkConfig"]["EnableInterContainerTrafficEncryption"] is True
         assert args["ProcessingOutputConfig"]["KmsKeyId"] == key
         assert args["ProcessingResources"]["ClusterConfig"]["VolumeKmsKeyId"] == key
         assert args["NetworkConfig"]["VpcConfig"] == vpc
@@ -490,6 +587,9 @@ def test_flat_preprocess_bundle_runs_and_rejects_a_feature_dim_mismatch(
     rows = "\n".join(f"{i % 2},{i},{i * 2},{i * 3}" for i in range(60))
     (data / "part.csv").write_text("label,a,b,c\n" + rows + "\n")
     defaults = {p["Name"]: p["DefaultValue"] for p in definition["Parameters"]}
+    schema = tmp_path / "processing" / "input" / "schema"  # what the schema ProcessingInput materialises
+    schema.mkdir()
+    (schema / "default.json").write_bytes(built.uploads[defaults["SchemaUrl"]])
     defaults["FeatureDim"] = "5"  # the data has 3 features
     container_args = [
         str(tmp_path / a.removeprefix("/opt/ml/")) if a.startswith("/opt/ml/") else a
@@ -513,7 +613,12 @@ def test_evaluate_bundle_imports_its_sibling_module_when_flat(built: BuiltDefini
     for uri, content in built.uploads.items():
         if uri.startswith(prefix):
             (tmp_path / uri.removeprefix(prefix)).write_bytes(content)
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["evaluate.py", "recordio.py"]
+    assert sorted(p.name for p in tmp_path.iterdir()) == [
+        "champion.py",
+        "evaluate.py",
+        "linear_learner_model.py",
+        "recordio.py",
+    ]
     env = {"PATH": os.environ["PATH"]}  # no PYTHONPATH: the package is not importable, the sibling is
     result = subprocess.run(
         [sys.executable, str(tmp_path / "evaluate.py"), "--help"], capture_output=True, text=True, env=env, cwd=tmp_path

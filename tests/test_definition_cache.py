@@ -16,6 +16,7 @@ from pipeline import definition_cache
 from pipeline.code_bundles import REPOSITORY_ROOT, build_bundle
 from pipeline.config import PipelineConfig
 from pipeline.definition import Bundles, build_definition
+from pipeline.schema import default_schema_uri
 
 BUILD = textwrap.dedent(
     """
@@ -135,6 +136,7 @@ def test_a_changed_bundle_file_gives_a_definition_with_the_new_code(tmp_path: Pa
     second = build_definition(PipelineConfig(), after)
     assert after.preprocess.digest in second.definition_json and after.evaluate.digest in second.definition_json
     assert before.preprocess.digest not in second.definition_json, "never the stale definition"
-    assert set(second.uploads) == set(after.preprocess.uploads(PipelineConfig().pipeline_prefix)) | set(
-        after.evaluate.uploads(PipelineConfig().pipeline_prefix)
-    )
+    prefix = PipelineConfig().pipeline_prefix
+    assert set(second.uploads) == set(after.preprocess.uploads(prefix)) | set(after.evaluate.uploads(prefix)) | {
+        default_schema_uri(prefix)  # the built-in schema that decides nothing
+    }

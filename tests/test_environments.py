@@ -15,6 +15,7 @@ from test_local_jobs import processing_definition, run
 
 from pipeline.cli.render.progress import step_table
 from pipeline.cli.render.summary import print_summary, summarise
+from pipeline.code_bundles import repository_bundle
 from pipeline.config import load_config
 from pipeline.definition import _sklearn_image
 from pipeline.files import user_cache_dir
@@ -48,6 +49,9 @@ def test_the_definition_names_an_image_of_the_table() -> None:
         "pyarrow": "14.0.1",
         "python-dateutil": "2.8.1",
         "six": "1.15.0",
+        "boto3": "1.28.57",  # Evaluate's champion lookup
+        "botocore": "1.31.57",
+        "urllib3": "1.26.17",
     }
     assert len({image.key for image in PROCESSING_IMAGES}) == len(PROCESSING_IMAGES)
 
@@ -133,8 +137,7 @@ def sklearn_job(workdir: Path, script: str, *, environments: ImageEnvironments, 
 
 def test_without_a_matching_python_the_job_runs_here_and_the_run_says_so(tmp_path: Path) -> None:
     environments = ImageEnvironments(tmp_path / "cache", locate_python=lambda version: None)
-    bundle = {"evaluate.py": (Path(__file__).parents[1] / "evaluation" / "evaluate.py").read_bytes()}
-    bundle["recordio.py"] = (Path(__file__).parents[1] / "preprocessing" / "recordio.py").read_bytes()
+    bundle = dict(repository_bundle("evaluate").files)  # evaluate.py and the modules it imports, flat
     record, s3 = sklearn_job(tmp_path, "evaluate.py", environments=environments, bundle=bundle)
     assert record.status == "Succeeded", record.failure_reason
     environment = json.loads((record.folder / "steps" / "Job" / "environment.json").read_text())
@@ -158,7 +161,7 @@ def test_a_bundle_without_its_sibling_module_fails_with_the_containers_error(
     tmp_path: Path, image_environment: JobEnvironment
 ) -> None:
     """Only the code bundle is importable, as in the container: not the repository's `preprocessing` package."""
-    bundle = {"evaluate.py": (Path(__file__).parents[1] / "evaluation" / "evaluate.py").read_bytes()}
+    bundle = {name: content for name, content in repository_bundle("evaluate").files if name != "recordio.py"}
     record, _ = sklearn_job(tmp_path, "evaluate.py", environments=ImageEnvironments.default(), bundle=bundle)
     assert record.status == "Failed"
     reason = record.steps["Job"].failure_reason

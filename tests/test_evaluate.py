@@ -159,6 +159,37 @@ def test_multiclass_report_matches_scikit_learn(tmp_path: Path) -> None:
     assert report["gate"] == {"metric": "accuracy", "value": metrics["accuracy"]["value"]}
 
 
+def test_label_values_name_the_classes_and_per_class_metrics_match_scikit_learn(tmp_path: Path) -> None:
+    generator = np.random.default_rng(5)
+    n, names = 600, ["setosa", "versicolor", "virginica"]
+    labels = generator.choice(3, size=n)
+    logits = generator.normal(size=(n, 3)) + 1.5 * np.eye(3)[labels]
+    probabilities = np.exp(logits) / np.exp(logits).sum(axis=1, keepdims=True)
+    predicted = probabilities.argmax(axis=1)
+    pairs = zip(probabilities, predicted, strict=True)
+    records = [{"score": row.tolist(), "predicted_label": int(k)} for row, k in pairs]
+    predictions_dir, test_dir, output_dir = write_job_inputs(tmp_path, labels.astype(np.float32), records)
+    summary_dir = tmp_path / "summary"
+    summary_dir.mkdir()
+    for host in ("algo-1", "algo-2"):  # what Preprocess's summary output holds with several hosts
+        (summary_dir / f"summary-{host}.json").write_text(json.dumps({"host": host, "label_values": names}))
+    args = ["--predictions-dir", str(predictions_dir), "--test-dir", str(test_dir), "--output-dir", str(output_dir)]
+    assert main([*args, "--predictor-type", "multiclass_classifier", "--summary-dir", str(summary_dir)]) == 0
+    report = json.loads((output_dir / "evaluation.json").read_text())
+    matrix = skm.confusion_matrix(labels, predicted, labels=range(3))
+    assert report["multiclass_classification_metrics"]["confusion_matrix"] == {
+        names[i]: {names[j]: int(matrix[i, j]) for j in range(3)} for i in range(3)
+    }
+    assert report["class_names"] == names
+    precision, recall, f1, support = skm.precision_recall_fscore_support(labels, predicted, labels=range(3))
+    for index, name in enumerate(names):
+        per_class = report["per_class_metrics"][name]
+        assert per_class["precision"] == pytest.approx(precision[index], abs=1e-12)
+        assert per_class["recall"] == pytest.approx(recall[index], abs=1e-12)
+        assert per_class["f1"] == pytest.approx(f1[index], abs=1e-12)
+        assert per_class["support"] == support[index]
+
+
 def test_regression_report_matches_scikit_learn(tmp_path: Path) -> None:
     generator = np.random.default_rng(5)
     labels = generator.normal(10, 3, size=2500).astype(np.float32)
@@ -306,6 +337,23 @@ def test_bootstrap_weights_are_resamples() -> None:
     assert values["mae"] == pytest.approx(skm.mean_absolute_error(labels[rows], scores[rows]), abs=1e-12)
 
 
+def test_hosts_that_built_different_layouts_fail_the_evaluation(tmp_path: Path) -> None:
+    """Issue 11: without a schema, hosts with other column sets trained one model on mixed columns, exit 0."""
+    labels, scores, predicted = binary_case(300)
+    records = [{"score": float(s), "predicted_label": int(p)} for s, p in zip(scores, predicted, strict=True)]
+    predictions_dir, test_dir, output_dir = write_job_inputs(tmp_path, labels, records)
+    summary_dir = tmp_path / "summary"
+    summary_dir.mkdir()
+    (summary_dir / "summary-algo-1.json").write_text(json.dumps({"feature_names": ["f0", "f4"], "label_values": None}))
+    (summary_dir / "summary-algo-2.json").write_text(json.dumps({"feature_names": ["f0", "g4"], "label_values": None}))
+    args = ["--predictions-dir", str(predictions_dir), "--test-dir", str(test_dir), "--output-dir", str(output_dir)]
+    stderr = io.StringIO()
+    with contextlib.redirect_stderr(stderr):
+        code = main([*args, "--predictor-type", "binary_classifier", "--summary-dir", str(summary_dir)])
+    assert code == 1 and not (output_dir / "evaluation.json").exists()
+    assert "Preprocess hosts built different layouts: feature_names of summary-algo-1.json is ['f0', 'f4']" in (
+        stderr.getvalue()
+    )
 # ------------------------------------------------------------------------------------- in the scikit-learn image
 
 

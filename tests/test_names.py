@@ -19,6 +19,7 @@ def test_evaluate_keeps_the_shared_names() -> None:
     assert evaluate.GATE_METRICS == names.GATE_METRICS
     assert evaluate.METRICS_SECTIONS == names.METRICS_SECTIONS
     assert evaluate.REPORT_NAME == names.REPORT_NAME
+    assert (evaluate.CHAMPION, evaluate.DECISION) == (names.CHAMPION, names.DECISION)
 
 
 def test_step_status_reads_and_writes_as_plain_strings() -> None:

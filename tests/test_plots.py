@@ -112,3 +112,18 @@ def test_unreadable_reports_fail_clearly(tmp_path: Path) -> None:
     (tmp_path / "other.json").write_text('{"gate": {"metric": "auc", "value": 0.9}}')
     with pytest.raises(PlotError, match="holds none of binary_classification_metrics"):
         render_plots(tmp_path / "other.json", tmp_path / "out")
+
+
+def test_label_values_name_the_confusion_matrix_axes_in_class_order(tmp_path: Path) -> None:
+    generator = np.random.default_rng(4)
+    labels = (generator.random(300) < 0.4).astype(float)
+    scores = 1 / (1 + np.exp(-(3 * labels - 1.5 + generator.normal(size=300))))
+    names = ["malignant", "benign"]  # class 0, class 1: not alphabetical, so the report's order must be kept
+    report = build_report(Scored(labels, scores, (scores > 0.5).astype(np.int64), 1), "binary_classifier", 5, 0, names)
+    assert set(report["binary_classification_metrics"]["confusion_matrix"]) == set(names)
+    from pipeline.plots import _confusion_figure
+
+    figure = _confusion_figure(report["binary_classification_metrics"], "binary", tmp_path, report["class_names"])
+    axes = figure.axes[0]
+    assert [label.get_text() for label in axes.get_xticklabels()] == names
+    assert [label.get_text() for label in axes.get_yticklabels()] == names

@@ -159,12 +159,19 @@ def check_same_rows_per_split(cancer_runs: dict[str, Any]) -> None:
         assert row_multiset(one[split]) == row_multiset(three[split]), split
         assert sum(len(labels) for _, labels in one[split]) > 40
     # Every input row comes out exactly once, its numeric features and label unchanged.
+    # Without a schema the feature order is the column names sorted: the same on every host whatever its files.
     frame = cancer_runs["frame"]
-    numeric = frame.drop(columns=["diagnosis", "size band"]).to_numpy(np.float32)
+    names = load_summary(cancer_runs["one"] / "summary")["feature_names"]
+    expected_names = sorted(frame.columns.drop("diagnosis"))
+    assert [name.split("#")[0] for name in names if not name.startswith("size band#")] == [
+        name for name in expected_names if name != "size band"
+    ]
+    numeric_positions = [index for index, name in enumerate(names) if not name.startswith("size band#")]
+    numeric = frame[[names[index] for index in numeric_positions]].to_numpy(np.float32)
     labels = (frame["diagnosis"] == "benign").to_numpy(np.float32)
     expected = Counter(np.hstack([numeric, labels[:, None]])[row].tobytes() for row in range(len(frame)))
     written = Counter(
-        np.hstack([x[:, :30], y[:, None]])[row].tobytes()
+        np.hstack([x[:, numeric_positions], y[:, None]])[row].tobytes()
         for split in SPLITS
         for x, y in one[split]
         for row in range(len(y))
@@ -178,14 +185,15 @@ def check_records_decode_and_are_shuffled(cancer_runs: dict[str, Any]) -> None:
             [json.loads(p.read_text()) for output in outputs for p in (output / "summary").glob("summary-*.json")]
         )
         assert summary["feature_dim"] == 30 + BUCKETS
-        assert summary["feature_names"][-BUCKETS:] == [f"size band#{b}" for b in range(BUCKETS)]
+        block = summary["feature_names"].index("size band#0")
+        assert summary["feature_names"][block : block + BUCKETS] == [f"size band#{b}" for b in range(BUCKETS)]
         shards, _ = read_output(outputs)
         for split in SPLITS:
             for features, labels in shards[split]:
                 assert features.shape == (len(labels), summary["feature_dim"])
                 assert np.isfinite(features).all() and set(np.unique(labels)) <= {0.0, 1.0}
                 # the categorical column sets exactly one indicator in its block
-                assert (features[:, 30:].sum(axis=1) == 1).all()
+                assert (features[:, block : block + BUCKETS].sum(axis=1) == 1).all()
                 assert not is_sorted(labels), f"a {split} shard is sorted by label"
             assert not is_sorted(np.concatenate([labels for _, labels in shards[split]]))
             assert summary["rows"][split] == sum(len(labels) for _, labels in shards[split])
@@ -284,8 +292,10 @@ def test_id_column_alone_decides_the_split(tmp_path: Path, container: Container)
         shards, _ = read_output([tmp_path / f"{name}-out"])
         assert all(x.shape[1] == 4 for split in SPLITS for x, _ in shards[split]), "the id is not a feature"
         # petal length/width identify an iris row together with sepal width, whatever the shift of sepal length
+        names = load_summary(tmp_path / f"{name}-out" / "summary")["feature_names"]
+        others = [index for index, column in enumerate(names) if column != "sepal length (cm)"]
         splits.append(
-            {split: sorted(map(tuple, np.vstack([x for x, _ in shards[split]])[:, 1:].tolist())) for split in SPLITS}
+            {split: sorted(map(tuple, np.vstack([x for x, _ in shards[split]])[:, others].tolist())) for split in SPLITS}  # noqa: E501
         )
     assert splits[0] == splits[1]
 
@@ -339,7 +349,7 @@ BINARY = ["--label-column", "label", "--predictor-type", "binary_classifier"]
         (
             {"d.csv": GOOD + "7,seven,1\n"},
             [*BINARY, "--chunk-rows", "5"],
-            r"d\.csv row 13: column 'b' has non-numeric value 'seven'",
+            r"d\.csv row 13: column 'b' has non-numeric value 'seven'; .*--param CategoricalColumns=b",
         ),
         ({"d.csv": GOOD + "7,,1\n"}, BINARY, r"d\.csv row 13: column 'b' value .* is missing or not a finite float32"),
         ({"d.csv": GOOD + "7,1e39,1\n"}, BINARY, r"d\.csv row 13: column 'b' value 1e\+39 is missing or not a finite"),
@@ -350,11 +360,16 @@ BINARY = ["--label-column", "label", "--predictor-type", "binary_classifier"]
         ),
         ({"d.csv": GOOD}, [*BINARY, "--train-shards", "50"], r"has \d+ rows, fewer than the 50 train shards"),
         ({"d.csv": GOOD}, [*BINARY, "--feature-dim", "3"], r"the data has 2 features .* but --feature-dim is 3"),
-        ({"d.csv": GOOD + "7,1,2\n"}, BINARY, r"d\.csv row 13: label 2(\.0)? is not 0 or 1 for binary_classifier"),
+        (
+            {"d.csv": GOOD + "7,1,2\n"},
+            BINARY,
+            r"d\.csv row 13: label 2(\.0)? is not 0 or 1 for binary_classifier; labels seen in this chunk: 0, 1, 2; .*"
+            r"--param LabelValues=0,1,2",
+        ),
         (
             {"d.csv": GOOD + "7,1,yes\n"},
             [*BINARY[:2], "--predictor-type", "regressor"],
-            r"d\.csv row 13: label column 'label' has non-numeric value 'yes'",
+            r"d\.csv row 13: label column 'label' has non-numeric value 'yes'; labels seen .*: 0, 1, yes",
         ),
         (
             {"d.csv": GOOD + "7,1,1.5\n"},
@@ -364,13 +379,19 @@ BINARY = ["--label-column", "label", "--predictor-type", "binary_classifier"]
         (
             {"d.csv": GOOD},
             [*BINARY, "--label-values", "no,yes"],
-            r"d\.csv row 1: label '0' is not one of --label-values",
+            r"d\.csv row 1: label '0' is not one of the label values \['no', 'yes'\]; labels seen in this chunk: 0, 1; "
+            r"map them to classes in order with --param LabelValues=0,1",
         ),
         (
             {"d.csv": GOOD, "e.csv": "a,b,c,label\n1,2,3,0\n"},
             BINARY,
-            r"e\.csv: columns \['a', 'b', 'c', 'label'\] differ",
+            r"e\.csv: columns differ from the layout every host uses \(the columns of d\.csv sorted by name\): "
+            r"missing \[\], unexpected \['c'\]",
         ),
+        # Issue 11: pandas renames a repeated name to "label.1", which then trained as a feature (AUC 1.0).
+        ({"d.csv": "a,b,label,label\n1,2,0,0\n"}, BINARY, r"d\.csv: duplicate column name\(s\) \['label'\] in"),
+        ({"d.csv": "f0,f0,f1,label\n1,1,2,0\n"}, BINARY, r"d\.csv: duplicate column name\(s\) \['f0'\]"),
+        ({"d.csv": "a,,label\n1,2,0\n"}, BINARY, r"d\.csv: header column\(s\) \[2\] .* have no name"),
     ],
 )
 def test_bad_input_fails_naming_file_and_row(
@@ -424,7 +445,7 @@ def test_parquet_categories_hash_alike_in_every_batch(tmp_path: Path, container:
     assert result.returncode == 0, result.stderr
     with open(tmp_path / "out" / "train" / "train-algo-1-00000.pbr", "rb") as handle:
         features, _ = read(handle)
-    block_of = {int(row[0]): tuple(row[1:]) for row in features.tolist()}
+    block_of = {int(row[-1]): tuple(row[:-1]) for row in features.tolist()}  # sorted names: code#0..3, then x
     assert {block_of[i] for i in (0, 1, 3, 5, 7)} == {block_of[0]} and sum(block_of[0]) == 1
     assert block_of[4] == block_of[6] and sum(block_of[4]) == 1
     assert block_of[2] == (0.0, 0.0, 0.0, 0.0), "a missing category sets no indicator under --missing zero"

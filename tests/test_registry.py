@@ -118,6 +118,11 @@ def test_approve_and_reject_change_status(tmp_path: Path) -> None:
         ),
         ({"ModelMetrics": {"ModelQuality": {"Statistics": {"ContentType": "application/json"}}}}, "S3Uri is required"),
         ({"CustomerMetadataProperties": {"a": 1}}, "CustomerMetadataProperties must map strings"),
+        # SageMaker's CustomerMetadata pattern: no parentheses, commas or semicolons; at most 256 characters
+        ({"CustomerMetadataProperties": {"Why": "auc 0.9 (champion 0.8)"}}, "characters may hold only letters, spaces"),
+        ({"CustomerMetadataProperties": {"Long": "x" * 257}}, "keys of 1-128 and values of 1-256 characters"),
+        ({"CustomerMetadataProperties": {"": "x"}}, "keys of 1-128 and values of 1-256"),
+        ({"CustomerMetadataProperties": {f"k{i}": "v" for i in range(51)}}, "51 entries, at most 50"),
     ],
 )
 def test_invalid_requests_fail_clearly_and_register_nothing(

@@ -6,7 +6,9 @@ import copy
 import hashlib
 import io
 import json
+import tempfile
 from datetime import datetime, timedelta, timezone
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -62,7 +64,8 @@ def expect_uploads(session: StubbedSession, built: BuiltDefinition, **extra: Any
 def test_upsert_creates_a_new_pipeline_after_uploading_the_code(built: BuiltDefinition) -> None:
     session = StubbedSession("s3", "sagemaker")
     expect_uploads(session, built)
-    assert all(uri.startswith("s3://artifacts-bucket/churn-pipeline/code/") for uri in built.uploads)
+    prefixes = ("s3://artifacts-bucket/churn-pipeline/code/", "s3://artifacts-bucket/churn-pipeline/schemas/")
+    assert all(uri.startswith(prefixes) for uri in built.uploads)  # the code and the built-in empty schema
     session.stubs["sagemaker"].add_response(
         "create_pipeline",
         {"PipelineArn": PIPELINE_ARN},
@@ -287,7 +290,7 @@ def test_start_of_a_pipeline_deployed_without_dataversion_warns(
         "start_pipeline_execution", {"PipelineExecutionArn": EXECUTION_ARN}, {"PipelineName": "churn-pipeline"}
     )
     monkeypatch.setattr(sagemaker_ops, "aws_session", lambda config: session)
-    assert main(["start", "--region", "us-west-2", "--pipeline-name", "churn-pipeline"]) == 0
+    assert main(["start", "--region", "us-west-2", "--pipeline-name", "churn-pipeline", "--no-infer"]) == 0
     session.verify()
     captured = capsys.readouterr()
     assert "warning: the deployed churn-pipeline has no DataVersion parameter" in captured.err
@@ -302,15 +305,15 @@ def test_start_dry_run_prints_the_request_after_reads_only(
     version = expect_listing(session, "s3://artifacts-bucket/churn-pipeline/input/", INPUT_OBJECTS)
     monkeypatch.setattr(sagemaker_ops, "aws_session", lambda config: session)
     argv = ["start", "--dry-run", "--param", "Epochs=3", "--region", "us-west-2", "--pipeline-name", "churn-pipeline"]
-    assert main([*argv, "--bucket", "artifacts-bucket"]) == 0
+    assert main([*argv, "--bucket", "artifacts-bucket", "--no-infer"]) == 0
     session.verify()  # no StartPipelineExecution queued: sending one would have raised
     captured = capsys.readouterr()
     assert json.loads(captured.out) == {
         "PipelineName": "churn-pipeline",
         "PipelineParameters": [{"Name": "Epochs", "Value": "3"}, {"Name": "DataVersion", "Value": version}],
     }
-    assert "dry run: read DescribePipeline and the ListObjectsV2 listing of InputDataUrl only" in captured.err
-    assert "nothing was started" in captured.err
+    assert "dry run: read DescribePipeline, the ListObjectsV2 listing of InputDataUrl" in captured.err
+    assert "nothing was uploaded or started" in captured.err
 
 
 @pytest.mark.parametrize(
@@ -408,7 +411,7 @@ def test_start_wait_exit_code_follows_the_final_status(
     monkeypatch.setattr(sagemaker_ops, "aws_session", lambda config: session)
     code = main(
         ["start", "--wait", "--poll-seconds", "0", "--region", "us-west-2", "--pipeline-name", "churn-pipeline"]
-        + ["--param", "DataVersion=v7"]
+        + ["--param", "DataVersion=v7", "--no-infer"]
     )
     session.verify()
     captured = capsys.readouterr()
@@ -588,7 +591,7 @@ def test_schedule_dry_run_prints_the_exact_request_without_calling_aws(
     monkeypatch.setattr("pipeline.definition.build_definition", build_definition)
     argv = ["schedule", "--dry-run", "--rate", "12 hours", "--param", "Epochs=5", "--disabled"]
     argv += ["--region", "us-west-2", "--role-arn", CONFIG.role_arn, "--bucket", "artifacts-bucket"]
-    argv += ["--pipeline-name", "churn-pipeline", "--tag", "cost-center=ml"]
+    argv += ["--pipeline-name", "churn-pipeline", "--tag", "cost-center=ml", "--no-infer"]
     assert main(argv) == 0
     captured = capsys.readouterr()
     printed = json.loads(captured.out)
@@ -597,7 +600,7 @@ def test_schedule_dry_run_prints_the_exact_request_without_calling_aws(
     expected.pop("StartDate")
     assert printed == expected
     assert start_date.tzinfo is not None
-    assert "dry run: nothing was sent" in captured.err
+    assert "dry run: nothing uploaded or scheduled" in captured.err
 
     assert main([*argv, "--param", "Epoch=5"]) == 2
     assert "llpipe schedule: unknown parameter(s) Epoch; the pipeline declares: " in capsys.readouterr().err
@@ -697,3 +700,114 @@ def test_upsert_of_an_existing_pipeline_sends_what_the_sdk_upsert_sends(
     operations = [request["operation"] for request in sent["ours"]]
     assert operations == ["CreatePipeline", "UpdatePipeline", "ListTags", "AddTags"]
     assert sent["ours"] == sent["sdk"]
+
+
+# ---------------------------------------------------------------- schema inference from S3 (start, schedule)
+
+
+def _sampled_table() -> bytes:
+    rows = ["default,student,balance,income"] + [
+        f"{'Yes' if i % 7 == 0 else 'No'},{'Yes' if i % 3 == 0 else 'No'},{100 + i},{2000 + 3 * i}" for i in range(60)
+    ]
+    return ("\n".join(rows) + "\n").encode()
+
+
+def _expect_sample(session: StubbedSession, text: bytes) -> None:
+    from botocore.response import StreamingBody
+
+    s3 = session.stubs["s3"]
+    s3.add_response(
+        "list_objects_v2",
+        {"Contents": [{"Key": "raw/part-0.csv", "Size": len(text)}], "IsTruncated": False},
+        {"Bucket": "data-bucket", "Prefix": "raw/"},
+    )
+    s3.add_response(
+        "get_object",
+        {"Body": StreamingBody(io.BytesIO(text), len(text))},
+        {"Bucket": "data-bucket", "Key": "raw/part-0.csv", "Range": f"bytes=0-{len(text) - 1}"},
+    )
+
+
+def _inferred_schema(text: bytes) -> tuple[str, bytes]:
+    from pipeline.inference import infer
+    from pipeline.schema import sample_local
+
+    with tempfile.TemporaryDirectory() as folder:
+        (Path(folder) / "part-0.csv").write_bytes(text)
+        sample = sample_local([Path(folder) / "part-0.csv"], Path(folder))
+    sample.source = "s3://data-bucket/raw/"
+    inferred = infer(
+        sample,
+        {"LabelColumn": "default", "PredictorType": "binary_classifier", "HashBuckets": 16, "MissingValues": "error"},
+        {"InputDataUrl", "LabelColumn"},
+        CONFIG.pipeline_prefix,
+    )
+    return inferred.uri, inferred.body
+
+
+CLI_CONFIG = ["--region", "us-west-2", "--role-arn", CONFIG.role_arn, "--bucket", "artifacts-bucket",
+              "--pipeline-name", "churn-pipeline"]  # fmt: skip
+GIVEN = ["--param", "InputDataUrl=s3://data-bucket/raw/", "--param", "LabelColumn=default"]
+
+
+def test_start_infers_uploads_the_schema_then_starts_with_it(
+    built: BuiltDefinition, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    session = StubbedSession("sagemaker", "s3")
+    monkeypatch.setattr(sagemaker_ops, "aws_session", lambda config: session)
+    text = _sampled_table()
+    uri, body = _inferred_schema(text)
+    session.stubs["sagemaker"].add_response(
+        "describe_pipeline", describe_pipeline_response(built), {"PipelineName": "churn-pipeline"}
+    )
+    _expect_sample(session, text)
+    expect_describe(session, built)  # start_request reads the deployed definition itself
+    version = expect_listing(session, "s3://data-bucket/raw/", INPUT_OBJECTS)  # DataVersion: the whole listing
+    key = uri.removeprefix("s3://artifacts-bucket/")
+    session.stubs["s3"].add_response("put_object", {}, {"Bucket": "artifacts-bucket", "Key": key, "Body": body})
+    parameters = [
+        {"Name": "InputDataUrl", "Value": "s3://data-bucket/raw/"},
+        {"Name": "LabelColumn", "Value": "default"},
+        {"Name": "CategoricalColumns", "Value": "student"},
+        {"Name": "LabelValues", "Value": "No,Yes"},
+        {"Name": "SchemaUrl", "Value": uri},
+        {"Name": "DataVersion", "Value": version},
+    ]
+    session.stubs["sagemaker"].add_response(
+        "start_pipeline_execution",
+        {"PipelineExecutionArn": EXECUTION_ARN},
+        {"PipelineName": "churn-pipeline", "PipelineParameters": parameters},
+    )
+    assert main(["start", *CLI_CONFIG, *GIVEN]) == 0
+    session.verify()
+    out = capsys.readouterr().out
+    assert f"schema: {uri}" in out and f"started {EXECUTION_ARN}" in out
+
+
+def test_schedule_gives_every_execution_the_inferred_parameters(
+    built: BuiltDefinition, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    session = StubbedSession("sagemaker", "s3", "scheduler")
+    monkeypatch.setattr(sagemaker_ops, "aws_session", lambda config: session)
+    text = _sampled_table()
+    uri, body = _inferred_schema(text)
+    sagemaker = session.stubs["sagemaker"]
+    sagemaker.add_response("describe_pipeline", describe_pipeline_response(built), {"PipelineName": "churn-pipeline"})
+    _expect_sample(session, text)
+    key = uri.removeprefix("s3://artifacts-bucket/")
+    session.stubs["s3"].add_response("put_object", {}, {"Bucket": "artifacts-bucket", "Key": key, "Body": body})
+    sagemaker.add_response("describe_pipeline", describe_pipeline_response(built), {"PipelineName": "churn-pipeline"})
+    fixed = "".join(
+        json.dumps({"Name": name, "Value": value}) + ", "
+        for name, value in (
+            ("InputDataUrl", "s3://data-bucket/raw/"),
+            ("LabelColumn", "default"),
+            ("CategoricalColumns", "student"),
+            ("LabelValues", "No,Yes"),
+            ("SchemaUrl", uri),
+        )
+    )
+    expected = {**expected_schedule("cron(0 3 * * ? *)", fixed=fixed), "StartDate": ANY}
+    session.stubs["scheduler"].add_response("update_schedule", {"ScheduleArn": "arn:schedule"}, expected)
+    assert main(["schedule", "--cron", "0 3 * * ? *", *CLI_CONFIG, *GIVEN]) == 0
+    session.verify()

@@ -20,6 +20,7 @@ from typing import Any
 
 from pipeline.config import add_config_arguments, config_from_args
 from pipeline.local.workdir import DEFAULT_ROOT, Workdir
+from pipeline.names import CHAMPION
 
 ACTIONS = ("list", "describe", "approve", "reject")
 
@@ -119,11 +120,17 @@ def _print_package(view: dict[str, Any], as_json: bool, headline: str | None = N
         elif isinstance(value, (list, dict)):
             value = ", ".join(value) if isinstance(value, list) else json.dumps(value)
         print(f"{key:>24}: {value if value not in (None, '') else '-'}")
-    for section, metrics in (view.get("metrics") or {}).items():
+    report = view.get("metrics") or {}
+    champion = report.get(CHAMPION) if isinstance(report.get(CHAMPION), dict) else {}
+    for section, metrics in report.items():
         if section.endswith("_metrics") and isinstance(metrics, dict):
-            print(f"{section}:")
+            against = champion.get(section) if isinstance(champion.get(section), dict) else {}
+            heading = f" (champion version {champion.get('version')} on the same test split)" if against else ""
+            print(f"{section}:{heading}")
             for name, metric in metrics.items():
                 if isinstance(metric, dict) and "value" in metric:
                     deviation = metric.get("standard_deviation")
                     spread = f" ± {deviation:.4f}" if isinstance(deviation, (int, float)) else ""
-                    print(f"{name:>42}: {metric['value']:.6f}{spread}")
+                    theirs = (against.get(name) or {}).get("value") if isinstance(against.get(name), dict) else None
+                    versus = f"   champion {theirs:.6f}" if isinstance(theirs, (int, float)) else ""
+                    print(f"{name:>42}: {metric['value']:.6f}{spread}{versus}")

@@ -2,6 +2,8 @@
 
 With no data option it runs the bundled example (scikit-learn's breast cancer data set, 2 processing and 2 training
 instances). With ``--data FILE_OR_DIR --label-column C --predictor-type T`` it runs on your own CSV/Parquet files.
+Before the run the schema is inferred from the first rows of each file (feature order, text columns, label values;
+``--no-infer`` turns it off); a value given with ``--param`` is never replaced.
 Pipeline parameters are overridden with ``--param Name=Value`` (checked before anything runs). Everything lands in
 the work dir (default ``.llpipe``): ``s3/`` (the local S3 folder), ``registry.db``, ``executions/<id>/``.
 Exit code 0 only when the execution succeeded.
@@ -21,6 +23,7 @@ from pipeline.names import PREDICTOR_TYPES, StepStatus
 def configure(parser: argparse.ArgumentParser) -> None:
     """The data, parameter, work dir and output options, plus the shared configuration flags."""
     from pipeline.config import add_config_arguments
+    from pipeline.inference import add_inference_arguments
 
     data = parser.add_argument_group("data (default: the bundled breast cancer example)")
     data.add_argument("--data", type=Path, metavar="FILE_OR_DIR", help="CSV or Parquet file, or a folder of them")
@@ -29,6 +32,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--param", action="append", default=[], metavar="Name=Value", help="pipeline parameter override (repeat)"
     )
+    add_inference_arguments(parser)
     parser.add_argument("--workdir", type=Path, default=DEFAULT_ROOT, help="where everything lands (.llpipe)")
     parser.add_argument("--no-cache", action="store_true", help="run every step even if a cached run matches")
     output = parser.add_mutually_exclusive_group()
@@ -44,6 +48,7 @@ def run(args: argparse.Namespace) -> int:
     from pipeline.cli.render.summary import print_summary, summarise
     from pipeline.config import config_from_args
     from pipeline.errors import DataError
+    from pipeline.inference import print_inferred
     from pipeline.local.runner import build_local_run, example_data, user_data
     from pipeline.local.workdir import Workdir
     from pipeline.parameters import parse_overrides
@@ -59,14 +64,22 @@ def run(args: argparse.Namespace) -> int:
     source = user_data(args.data, args.label_column, args.predictor_type, workdir.root) if args.data else None
     local_run = build_local_run(config, workdir, use_cache=not args.no_cache)  # seconds: after the cheap checks
     source = source or example_data(workdir)
+    schemas: dict[str, bytes] = {}
+    if not args.no_infer:
+        inferred = local_run.infer(source, overrides, args.sample_rows)
+        if inferred is not None:
+            overrides = {**overrides, **inferred.parameters}
+            schemas[inferred.uri] = inferred.body
+            if not args.quiet:
+                print_inferred(inferred, sys.stderr if args.json else sys.stdout, local_run.s3.path(inferred.uri))
     if args.quiet or args.json:
-        record = local_run.execute(source, overrides)
+        record = local_run.execute(source, overrides, schemas)
     else:
         from pipeline.cli.render.progress import LiveSteps
 
         with LiveSteps(Console(stderr=False)) as live:
             local_run.on_change = live.update
-            record = local_run.execute(source, overrides)
+            record = local_run.execute(source, overrides, schemas)
     summary = summarise(record, local_run.s3)
     if args.json:
         print(json.dumps(summary, indent=2, default=str))

@@ -1,7 +1,9 @@
 """Schedule executions of the pipeline with EventBridge Scheduler (one schedule named after the pipeline).
 
 Each scheduled execution gets DataVersion = its scheduled time, so it re-runs Preprocess and everything after it
-on the data under InputDataUrl at that time instead of reusing the previous execution's cached results.
+on the data under InputDataUrl at that time instead of reusing the previous execution's cached results. Unless
+``--no-infer``, the schema is inferred once now from the input (as ``llpipe start`` does), uploaded, and its
+SchemaUrl and short decisions become fixed parameters of every scheduled execution.
 """
 
 from __future__ import annotations
@@ -11,6 +13,7 @@ import json
 import sys
 
 from pipeline.config import PipelineConfig, add_config_arguments, config_from_args
+from pipeline.inference import add_inference_arguments
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
@@ -35,16 +38,18 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--dry-run",
         action="store_true",
-        help="print the CreateSchedule request as JSON without calling AWS (--param checked against the local build)",
+        help="print the CreateSchedule request as JSON; reads only the input sample (none with --no-infer)",
     )
+    add_inference_arguments(parser, s3=True)
     add_config_arguments(parser)
 
 
 def run(args: argparse.Namespace) -> int:
     """Upsert or delete the schedule, or print the request with --dry-run."""
     from pipeline.errors import UsageError
+    from pipeline.inference import infer_for_execution
     from pipeline.parameters import parse_overrides
-    from pipeline.sagemaker_ops import delete_schedule, put_schedule, schedule_expression
+    from pipeline.sagemaker_ops import aws_session, delete_schedule, put_object, put_schedule, schedule_expression
 
     config = config_from_args(args)
     if args.delete:
@@ -56,13 +61,20 @@ def run(args: argparse.Namespace) -> int:
             print(f"no schedule named {config.pipeline_name}; nothing to delete")
         return 0
     expression = schedule_expression(cron=args.cron, rate=args.rate)
-    overrides = parse_overrides(args.param)
+    given = parse_overrides(args.param)
+    session = None if args.no_infer else aws_session(config)
+    _, inferred = infer_for_execution(config, given, session, args, sys.stderr if args.dry_run else sys.stdout)
+    overrides = {**given, **(inferred.parameters if inferred else {})}
     if args.dry_run:
         print(dry_run(config, expression, overrides, args.scheduler_role_arn, not args.disabled))
-        note = "dry run: nothing was sent (the JSON fits aws scheduler create-schedule --cli-input-json)"
+        note = "dry run: nothing uploaded or scheduled (the JSON fits aws scheduler create-schedule --cli-input-json)"
         print(note, file=sys.stderr)
         return 0
-    arn = put_schedule(config, expression, overrides, role_arn=args.scheduler_role_arn, enabled=not args.disabled)
+    if inferred is not None:
+        put_object(config, inferred.uri, inferred.body, session)
+    arn = put_schedule(
+        config, expression, overrides, role_arn=args.scheduler_role_arn, session=session, enabled=not args.disabled
+    )
     print(f"scheduled {config.pipeline_name} {expression}: {arn}")
     return 0
 

@@ -1,8 +1,11 @@
 """Start an execution on SageMaker with parameter overrides; with --wait, watch its steps until it finishes.
 
 Unless ``--param DataVersion=...`` is given, DataVersion is the fingerprint of the objects under InputDataUrl, so
-new data re-runs Preprocess and everything after it instead of coming from the cache. ``--dry-run`` prints the
-StartPipelineExecution request after the same reads (DescribePipeline, ListObjectsV2) and starts nothing.
+new data re-runs Preprocess and everything after it instead of coming from the cache. Unless ``--no-infer``, the
+schema is inferred first from the start of the first objects under InputDataUrl (ListObjectsV2, ranged GetObject),
+uploaded to its content-addressed key and passed as SchemaUrl with the short decisions (never replacing a
+``--param``). ``--dry-run`` prints the StartPipelineExecution request after the same reads (DescribePipeline,
+ListObjectsV2, GetObject) and uploads and starts nothing.
 
 Exit codes with --wait: 0 succeeded, 1 a step failed, 3 the quality gate failed (QualityGateFailed ran),
 4 stopped; 2 for bad arguments.
@@ -17,6 +20,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from pipeline.config import PipelineConfig, add_config_arguments, config_from_args
+from pipeline.inference import add_inference_arguments
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -42,8 +46,9 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--dry-run",
         action="store_true",
-        help="print the StartPipelineExecution request as JSON (reads the pipeline and the input listing only)",
+        help="print the StartPipelineExecution request as JSON (reads the pipeline and the input only)",
     )
+    add_inference_arguments(parser, s3=True)
     add_config_arguments(parser)
 
 
@@ -67,16 +72,25 @@ def positive_int(text: str) -> int:
 def run(args: argparse.Namespace) -> int:
     """Start; print the ARN; with --wait, a live step table, the compute used and the final status's exit code."""
     from pipeline.errors import UsageError
+    from pipeline.inference import infer_for_execution
+    from pipeline.names import PREPROCESS
     from pipeline.parameters import parse_overrides
     from pipeline.sagemaker_inspect import execution_arn
-    from pipeline.sagemaker_ops import missing_data_version, start, start_request
+    from pipeline.sagemaker_ops import aws_session, missing_data_version, put_object, start, start_request
 
     config = config_from_args(args)
     if bool(args.from_step) != bool(args.source):
         raise UsageError("--from-step and --source go together (the source execution provides the other steps)")
+    session = aws_session(config)
+    given = parse_overrides(args.param)
+    # a selective execution from a later step reuses the source execution's Preprocess output: no schema to decide
+    needed = args.from_step in (None, PREPROCESS)
+    stream = sys.stderr if args.dry_run else sys.stdout
+    _, inferred = infer_for_execution(config, given, session, args, stream, needed)
     request = start_request(
         config,
-        parse_overrides(args.param),
+        {**given, **(inferred.parameters if inferred else {})},
+        session,
         display_name=args.display_name,
         from_step=args.from_step,
         source_arn=execution_arn(config, args.source) if args.source else None,
@@ -91,12 +105,14 @@ def run(args: argparse.Namespace) -> int:
     if args.dry_run:
         print(json.dumps(request, indent=2))
         print(
-            "dry run: read DescribePipeline and the ListObjectsV2 listing of InputDataUrl only; nothing was "
-            "started (the JSON fits aws sagemaker start-pipeline-execution --cli-input-json)",
+            "dry run: read DescribePipeline, the ListObjectsV2 listing of InputDataUrl and the sampled objects only; "
+            "nothing was uploaded or started (the JSON fits aws sagemaker start-pipeline-execution --cli-input-json)",
             file=sys.stderr,
         )
         return 0
-    arn = start(config, request=request)
+    if inferred is not None:
+        put_object(config, inferred.uri, inferred.body, session)
+    arn = start(config, session=session, request=request)
     print(f"started {arn}")
     if not args.wait:
         return 0

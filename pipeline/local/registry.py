@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import re
 import sqlite3
+import unicodedata
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field
@@ -22,6 +23,7 @@ APPROVAL_STATUSES = ("Approved", "Rejected", "PendingManualApproval")
 DEFAULT_APPROVAL_STATUS = "PendingManualApproval"
 GROUP_NAME_PATTERN = re.compile(r"[a-zA-Z0-9](-*[a-zA-Z0-9]){0,62}")
 BUSY_TIMEOUT_SECONDS = 60.0
+METADATA_PUNCTUATION = "_.:/=+-@"
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS model_package_groups (
@@ -136,6 +138,26 @@ def _check_status(status: Any) -> str:
     return status
 
 
+def _metadata_text(text: str, longest: int) -> bool:
+    """SageMaker's CustomerMetadata key/value: 1..``longest`` letters, separators, numbers or ``_.:/=+-@``."""
+    allowed = all(unicodedata.category(ch)[0] in "LZN" or ch in METADATA_PUNCTUATION for ch in text)
+    return 1 <= len(text) <= longest and allowed
+
+
+def _check_customer_metadata(metadata: Mapping[str, str]) -> None:
+    """The limits CreateModelPackage enforces: at most 50 entries, keys of 128 and values of 256 allowed characters."""
+    if len(metadata) > 50:
+        raise RegistryError(
+            f"CreateModelPackage request: CustomerMetadataProperties has {len(metadata)} entries, at most 50 allowed"
+        )
+    for key, value in metadata.items():
+        if not _metadata_text(key, 128) or not _metadata_text(value, 256):
+            raise RegistryError(
+                f"CreateModelPackage request: CustomerMetadataProperties {key!r}: {value!r}: keys of 1-128 and values "
+                f"of 1-256 characters may hold only letters, spaces, numbers and {METADATA_PUNCTUATION}"
+            )
+
+
 @dataclass(frozen=True)
 class _Registration:
     """The fields of a CreateModelPackage request the registry keeps, validated."""
@@ -180,6 +202,7 @@ class _Registration:
         metadata = request.get("CustomerMetadataProperties") or {}
         if not isinstance(metadata, Mapping) or not all(isinstance(v, str) for v in metadata.values()):
             raise RegistryError("CreateModelPackage request: CustomerMetadataProperties must map strings to strings")
+        _check_customer_metadata(metadata)
         where = "InferenceSpecification."
         return cls(
             group=group,

@@ -13,7 +13,7 @@ import shutil
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pipeline.data_version import PARAMETER as DATA_VERSION
 from pipeline.data_version import DataVersionError, files_version, local_s3_version
@@ -28,6 +28,9 @@ from pipeline.local.plan import load_definition
 from pipeline.local.s3 import LocalS3
 from pipeline.local.workdir import Workdir
 from pipeline.names import DATA_SUFFIXES
+
+if TYPE_CHECKING:
+    from pipeline.inference import Inferred
 
 
 @dataclass(frozen=True)
@@ -48,6 +51,8 @@ def data_files(path: Path, workdir: Path | None = None) -> tuple[Path, list[Path
     if inside:
         raise DataError(f"--data {path} is inside the work dir {workdir}; give the data's own file or folder")
     if path.is_file():
+        if not path.name.lower().endswith(DATA_SUFFIXES):
+            raise DataError(f"--data {path}: not a data file; Preprocess reads {', '.join(DATA_SUFFIXES)} files")
         return path.parent, [path]
     if not path.is_dir():
         raise DataError(f"--data {path}: no such file or folder")
@@ -138,11 +143,37 @@ class LocalRun:
             has_objects=self.s3.has_objects,
         )
 
-    def execute(self, source: DataSource, overrides: Mapping[str, str]) -> ExecutionRecord:
-        """Validate, stage code and data, then interpret the definition; errors before staging leave nothing.
+    def infer(self, source: DataSource, overrides: Mapping[str, str], sample_rows: int) -> Inferred | None:
+        """The schema decided from the first ``sample_rows`` rows of each file; None when the user gave SchemaUrl."""
+        from pipeline.inference import infer
+        from pipeline.schema import sample_local
 
-        DataVersion (unless overridden) is the fingerprint of the data: of ``source``'s files, or of the objects
-        under an ``InputDataUrl`` override in the local S3 folder.
+        parameters = merge_parameters(source.parameters, overrides)
+        if "SchemaUrl" in parameters:
+            return None
+        checked, values = self.interpreter().prepare(load_definition(self.definition_json), parameters)
+        preflight.check_parameters(checked, values)  # the parameter and data checks come before the sample
+        if "InputDataUrl" not in overrides:
+            preflight.check_data(source.files, values)
+        files, base = source.files, source.base
+        if "InputDataUrl" in overrides:  # the run reads that prefix of the local S3, not --data: sample what it reads
+            base = self.s3.path(str(values["InputDataUrl"]))
+            objects = [self.s3.path(uri) for uri in self.s3.list_objects(str(values["InputDataUrl"]))]
+            files = [p for p in objects if p.name.lower().endswith(DATA_SUFFIXES) and not p.name.startswith((".", "_"))]
+            if not files:
+                raise DataError(f"--param InputDataUrl={values['InputDataUrl']}: no data objects in the local S3")
+            base = base if base.is_dir() else base.parent
+        sample = sample_local(files, base, sample_rows)
+        return infer(sample, values, set(parameters), self.config.pipeline_prefix)
+
+    def execute(
+        self, source: DataSource, overrides: Mapping[str, str], schemas: Mapping[str, bytes] | None = None
+    ) -> ExecutionRecord:
+        """Validate, stage code, schemas and data, then interpret the definition; errors before staging leave nothing.
+
+        ``schemas`` are decided schema objects to put into the local S3 (URI -> bytes). DataVersion (unless
+        overridden) is the fingerprint of the data: of ``source``'s files, or of the objects under an
+        ``InputDataUrl`` override in the local S3 folder.
         """
         definition = load_definition(self.definition_json)
         interpreter = self.interpreter()
@@ -154,7 +185,7 @@ class LocalRun:
             preflight.check_data(source.files, values)
         s3 = self.s3
         version = self.data_version(source, overrides)
-        for uri, body in self.uploads.items():
+        for uri, body in {**self.uploads, **(schemas or {})}.items():
             if not s3.path(uri).is_file() or s3.path(uri).read_bytes() != body:
                 s3.put_bytes(uri, body)
         if "InputDataUrl" not in overrides:

@@ -21,10 +21,14 @@ from pipeline.local.executions import ExecutionRecord
 from pipeline.local.s3 import LocalS3
 from pipeline.names import (
     BASELINE_SUFFIX,
+    CHAMPION,
+    CHAMPION_FLOOR,
+    DECISION,
     EVALUATE,
     GATE,
     METRIC_THRESHOLD,
     METRICS_SECTIONS,
+    PREPROCESS,
     QUALITY_GATE,
     REGISTER,
     REPORT_PROPERTY_FILE,
@@ -67,6 +71,8 @@ def summarise(record: ExecutionRecord, s3: LocalS3, render_plots: bool = True) -
         "failure_reason": record.failure_reason,
         "notes": {name: list(step.notes) for name, step in record.steps.items() if step.notes},
         "paths": {"execution": str(record.folder), "model": None, "report": None, "plots": []},
+        "per_class": None,
+        "warnings": preprocess_warnings(record, s3),
         "compute": _compute(record),
     }
     train = record.steps.get(TRAIN)
@@ -85,6 +91,7 @@ def summarise(record: ExecutionRecord, s3: LocalS3, render_plots: bool = True) -
         report = json.loads(report_path.read_text())
         summary["paths"]["report"] = str(report_path)
         summary["metrics"] = flat_metrics(report)
+        summary["per_class"] = report.get("per_class_metrics")
         gate = report.get(GATE) or {}
         threshold = record.parameters.get(METRIC_THRESHOLD)
         decision = record.steps.get(QUALITY_GATE)
@@ -94,6 +101,7 @@ def summarise(record: ExecutionRecord, s3: LocalS3, render_plots: bool = True) -
             "value": gate.get("value"),
             "threshold": threshold,
             "passed": passed,
+            **champion_comparison(report),
         }
         if render_plots:
             summary["paths"]["plots"] += _plots(report_path, record.folder / "plots")
@@ -107,6 +115,52 @@ def summarise(record: ExecutionRecord, s3: LocalS3, render_plots: bool = True) -
             "approval_status": properties.get("ModelApprovalStatus"),
         }
     return summary
+
+
+def preprocess_warnings(record: ExecutionRecord, s3: LocalS3) -> list[str]:
+    """Warnings from Preprocess's summary: categorical columns whose values share hash buckets."""
+    from preprocessing.preprocess import load_summary
+
+    step = record.steps.get(PREPROCESS)
+    outputs = (step.properties.get("ProcessingOutputConfig") or {}).get("Outputs", []) if step else []
+    uri = next((item["S3Output"]["S3Uri"] for item in outputs if item.get("OutputName") == "summary"), None)
+    if not uri or not s3.path(uri).is_dir():
+        return []
+    try:
+        preprocessed = load_summary(s3.path(uri))
+    except (OSError, ValueError):
+        return []
+    buckets = (preprocessed.get("categorical") or {}).get("hash_buckets")
+    warnings = []
+    for column, seen in (preprocessed.get("categorical_stats") or {}).items():
+        if seen.get("values_in_shared_buckets"):
+            warnings.append(
+                f"categorical column {column!r}: {seen['distinct_values']} distinct value(s) in "
+                f"{seen['buckets_used']} of {buckets} hash buckets, {seen['values_in_shared_buckets']} sharing a "
+                "bucket (the model cannot tell those apart); raise --param HashBuckets"
+            )
+    return warnings
+
+
+def champion_comparison(report: dict[str, Any]) -> dict[str, Any]:
+    """The gate's comparison with the approved champion on the same test split (empty for an older report)."""
+    decision = report.get(DECISION)
+    if not isinstance(decision, dict):
+        return {}
+    champion = report.get(CHAMPION) or {}
+    return {
+        "champion": {
+            "model_package_arn": champion.get("model_package_arn"),
+            "version": champion.get("version"),
+            "value": (champion.get("gate") or {}).get("value"),
+        }
+        if champion
+        else None,
+        "tolerance": decision.get("champion_tolerance"),
+        "floor": decision.get(CHAMPION_FLOOR),
+        "promote": decision.get("promote"),
+        "reason": decision.get("reason"),
+    }
 
 
 def _compute(record: ExecutionRecord) -> list[dict[str, Any]]:
@@ -179,6 +233,17 @@ def print_summary(summary: dict[str, Any], console: Any) -> None:
             console.print(f"[{colour}]{step}: {note}[/{colour}]", soft_wrap=True)
     if summary["metrics"]:
         print_metrics(summary["metrics"], console)
+    if summary.get("per_class"):
+        from rich.table import Table
+
+        table = Table(title="Per class", title_justify="left")
+        for column in ("class", "precision", "recall", "f1", "support"):
+            table.add_column(column, justify="left" if column == "class" else "right")
+        for name, values in summary["per_class"].items():
+            table.add_row(name, *(_number(values[key]) for key in ("precision", "recall", "f1", "support")))
+        console.print(table)
+    for warning in summary.get("warnings") or []:
+        console.print(f"[yellow]Warning:[/yellow] {warning}", soft_wrap=True)
     gate = summary["gate"]
     if gate:
         verdict = {True: "[green]passed[/green]", False: "[red]failed[/red]", None: "not evaluated"}[gate["passed"]]
@@ -186,6 +251,16 @@ def print_summary(summary: dict[str, Any], console: Any) -> None:
             f"Quality gate: {gate['metric']} = {_number(gate['value'])} vs threshold "
             f"{_number(gate['threshold'])}: {verdict}"
         )
+        if "reason" in gate:
+            champion = gate["champion"]
+            if champion:
+                console.print(
+                    f"Champion: version {champion['version']}, {gate['metric']} = {_number(champion['value'])} on the "
+                    f"same test split; tolerance {_number(gate['tolerance'])}, floor {_number(gate['floor'])}"
+                    f"\n  {champion['model_package_arn']}",
+                    soft_wrap=True,
+                )
+            console.print(f"Decision: {'promote' if gate['promote'] else 'do not promote'}: {gate['reason']}")
     tuning = summary.get("tuning")
     if tuning:
         settings = ", ".join(f"{name}={value}" for name, value in sorted(tuning["best_hyperparameters"].items()))

@@ -22,7 +22,9 @@ def local_runners(
     s3 = LocalS3(workdir.s3)
     models = workdir.models
     return {
-        "Processing": ProcessingJobs(s3, environments or ImageEnvironments.default()),
+        "Processing": ProcessingJobs(
+            s3, environments or ImageEnvironments.default(), registry_db=workdir.registry_db, region=region
+        ),
         "Training": TrainingJobs(s3),
         "Tuning": TuningJobs(s3),
         "Model": ModelJobs(s3, models),

@@ -8,6 +8,11 @@ in the image's environment (``pipeline.local.environments``: its Python and libr
 the sandbox root as the container runs them from ``/``, with the image's variables and none of this process's
 ``PYTHONPATH``: only the code bundle is importable, as in the container. ``environment.json`` in the step's folder
 says what ran. The outputs are uploaded to the local S3 folder only when every instance succeeded.
+
+As on SageMaker, a job can call AWS with boto3: the job's variables point ``AWS_ENDPOINT_URL`` at a stand-in endpoint
+(``pipeline.local.aws_endpoint``) serving the local registry and S3 folder, started for the job and stopped after it;
+none of this process's ``AWS_*`` configuration reaches the job. A job with network isolation gets no endpoint and no
+credentials: its AWS calls fail, as they do in an isolated container.
 """
 
 from __future__ import annotations
@@ -16,6 +21,8 @@ import os
 import shutil
 import subprocess
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -28,6 +35,8 @@ from pipeline.local.s3 import LocalS3
 from pipeline.processes import kill_group
 from pipeline.processes import start as start_process
 
+# No AWS configuration file in the job's "container": credentials and region come from its variables only.
+NO_AWS_FILES = {"AWS_CONFIG_FILE": "/nonexistent/aws-config", "AWS_SHARED_CREDENTIALS_FILE": "/nonexistent/aws-creds"}
 CONTAINER_ROOT = "/opt/ml"
 RESOURCE_CONFIG = "/opt/ml/config/resourceconfig.json"
 PYTHON_COMMANDS = ("python", "python3")
@@ -50,10 +59,12 @@ def remap(value: str, root: Path) -> str:
 
 @dataclass(frozen=True)
 class ProcessingJobs:
-    """Runs Processing steps against one local S3 folder."""
+    """Runs Processing steps against one local S3 folder; jobs reach the registry at ``registry_db`` through boto3."""
 
     s3: LocalS3
     environments: ImageEnvironments = field(default_factory=ImageEnvironments.default)
+    registry_db: Path | None = None
+    region: str = "us-east-1"
 
     def __call__(self, job: Job) -> dict[str, Any]:
         arguments = job.arguments
@@ -76,7 +87,9 @@ class ProcessingJobs:
         try:
             roots = [self._prepare_instance(sandbox, index, count, arguments) for index in range(count)]
             job.report(f"{count} instance(s) running")
-            self._run(job, roots, entrypoint, container_arguments, environment, variables, logs)
+            with self._aws(job, arguments) as aws_variables:  # the job's own variables: AWS_ENDPOINT_URL ...
+                job_variables = {**variables, **aws_variables}
+                self._run(job, roots, entrypoint, container_arguments, environment, job_variables, logs)
             for output in arguments.get("ProcessingOutputConfig", {}).get("Outputs", []):
                 s3_output = output.get("S3Output")
                 if s3_output is None:
@@ -101,6 +114,22 @@ class ProcessingJobs:
         if not environment.exact:
             job.note(f"approximate environment: {environment.summary()}")
         return environment
+
+    @contextmanager
+    def _aws(self, job: Job, arguments: dict[str, Any]) -> Iterator[dict[str, str]]:
+        """The job's AWS variables: a stand-in endpoint for its lifetime, or nothing under network isolation."""
+        from pipeline.local.aws_endpoint import serve
+
+        isolated = bool((arguments.get("NetworkConfig") or {}).get("EnableNetworkIsolation"))
+        if isolated or self.registry_db is None:
+            yield {**NO_AWS_FILES, "AWS_EC2_METADATA_DISABLED": "true"}
+            return
+        with serve(self.s3, self.registry_db, self.region) as endpoint:
+            try:
+                yield {**NO_AWS_FILES, **endpoint.environment()}
+            finally:
+                if endpoint.endpoint.requests:
+                    write_json_atomically(job.folder / "aws-requests.json", endpoint.endpoint.requests)
 
     def _prepare_instance(self, sandbox: Path, index: int, count: int, arguments: dict[str, Any]) -> Path:
         root = sandbox / host_name(index)
@@ -156,7 +185,7 @@ class ProcessingJobs:
                             stderr=subprocess.STDOUT,
                             cwd=root,
                             env={
-                                **clean_variables(os.environ),
+                                **without_aws(clean_variables(os.environ)),
                                 **environment.variables,
                                 **variables,
                                 "PYTHONUNBUFFERED": "1",
@@ -188,6 +217,11 @@ class ProcessingJobs:
             # the sandbox is gone once the job ends: name paths as the container saw them
             reason = last_error(logs / f"{host_name(index)}.log").replace(str(roots[index] / "opt" / "ml"), "/opt/ml")
             raise StepFailed(f"{host_name(index)} exited with code {code}: {reason}")
+
+
+def without_aws(variables: Any) -> dict[str, str]:
+    """This process's variables minus its AWS configuration (profile, keys, endpoints): the job gets its own."""
+    return {name: value for name, value in variables.items() if not name.startswith("AWS_")}
 
 
 def last_error(log_path: Path, lines: int = 1) -> str:

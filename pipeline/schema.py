@@ -1,0 +1,500 @@
+"""The schema, decided once by the client from a sample of the input, never inside a processing host.
+
+Preprocess hosts each see only their own files, so they cannot agree on column order or types by themselves. Before
+a run the client reads the first rows of the input (local files for ``llpipe run``; for ``llpipe start`` and
+``llpipe schedule`` the first objects under ``InputDataUrl``, with ranged GETs), decides what the user did not set
+(the feature columns in one order, the categorical ones, the label values, the number of classes) and writes a small
+JSON object at a content-addressed key, ``<pipeline prefix>/schemas/<sha256>.json``. The ``SchemaUrl`` parameter
+names it; Preprocess gets it as a FullyReplicated input. Short decisions also become plain parameters (a parameter
+value holds at most 1,024 characters). The built-in default schema decides nothing.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import json
+import zlib
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from pipeline.errors import SchemaError
+from pipeline.names import DATA_SUFFIXES, PARQUET_SUFFIXES
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+SCHEMA_FORMAT = "llpipe-schema/1"
+PARAMETER_LIMIT = 1024  # characters in one pipeline parameter value
+DEFAULT_SAMPLE_ROWS = 10_000  # rows read from the start of each sampled file
+DEFAULT_SAMPLE_OBJECTS = 16  # S3 objects sampled (the first ones in key order)
+DEFAULT_SAMPLE_BYTES = 4 << 20  # bytes read from each sampled S3 object at most
+DECIDED_PARAMETERS = ("CategoricalColumns", "LabelValues", "NumClasses")  # decided when the user did not set them
+
+
+def schema_bytes(document: Mapping[str, Any]) -> bytes:
+    """The canonical bytes of a schema document (sorted keys), so equal decisions give equal keys."""
+    return (json.dumps(dict(document), indent=2, sort_keys=True, ensure_ascii=False) + "\n").encode("utf-8")
+
+
+DEFAULT_SCHEMA = schema_bytes({"format": SCHEMA_FORMAT})
+
+
+def schema_uri(pipeline_prefix: str, body: bytes) -> str:
+    """``<pipeline prefix>/schemas/<sha256 of the bytes>.json``: the content names the object."""
+    return f"{pipeline_prefix}/schemas/{hashlib.sha256(body).hexdigest()}.json"
+
+
+def default_schema_uri(pipeline_prefix: str) -> str:
+    """Where the built-in schema that decides nothing lives (uploaded with the code bundles)."""
+    return schema_uri(pipeline_prefix, DEFAULT_SCHEMA)
+
+
+# ------------------------------------------------------------------------------------------------------------ sample
+
+
+@dataclass
+class Sample:
+    """The first rows of some input files: each file's header and the rows as text (missing values as NaN)."""
+
+    source: str
+    headers: dict[str, list[str]] = field(default_factory=dict)  # file name -> its columns, as written
+    frames: list[pd.DataFrame] = field(default_factory=list)
+    rows_per_file: int = DEFAULT_SAMPLE_ROWS
+    bytes_read: int = 0
+    files_total: int = 0  # data files under the source (objects listed, for S3)
+
+    @property
+    def rows(self) -> int:
+        return sum(len(frame) for frame in self.frames)
+
+    def add(self, name: str, header: list[str], frame: pd.DataFrame) -> None:
+        duplicated = sorted({column for column in header if header.count(column) > 1})
+        if duplicated:
+            raise SchemaError(f"{name}: duplicate column name(s) {duplicated} in the header")
+        self.headers[name] = header
+        self.frames.append(frame)
+
+    def describe(self) -> dict[str, Any]:
+        return {
+            "source": self.source,
+            "files_sampled": len(self.headers),
+            "files_total": self.files_total,
+            "rows_per_file": self.rows_per_file,
+            "rows": self.rows,
+        }
+
+
+def _csv_frame(data: bytes, name: str, rows: int) -> tuple[list[str], pd.DataFrame]:
+    """Parse CSV text as strings (pandas' default missing values become NaN, as Preprocess reads them)."""
+    import csv
+
+    import pandas as pd
+
+    text = data.decode("utf-8-sig", errors="strict") if data else ""
+    header = next(csv.reader(io.StringIO(text)), None)
+    if not header:
+        raise SchemaError(f"{name}: empty file, expected a header row")
+    try:
+        frame = pd.read_csv(io.StringIO(text), dtype=str, nrows=rows)
+    except (ValueError, pd.errors.ParserError) as error:
+        raise SchemaError(f"{name}: not a readable CSV sample ({error})") from None
+    return header, frame
+
+
+def _parquet_frame(handle: Any, name: str, rows: int) -> tuple[list[str], pd.DataFrame]:
+    """The first ``rows`` rows of a Parquet file, every column cast to text by Arrow (as Preprocess hashes them)."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    try:
+        parquet = pq.ParquetFile(handle)
+        header = [str(column) for column in parquet.schema_arrow.names]
+        first_group = [0] if parquet.num_row_groups else []  # one ranged read of the first row group's columns
+        batch = next(parquet.iter_batches(batch_size=max(rows, 1), row_groups=first_group), None)
+    except SchemaError:
+        raise
+    except (OSError, ValueError, pa.ArrowException) as error:
+        raise SchemaError(f"{name}: not a readable Parquet file ({error})") from None
+    import pandas as pd
+
+    if batch is None:
+        return header, pd.DataFrame(columns=header, dtype=object)
+    columns = {}
+    for index, column in enumerate(header):
+        values = batch.column(index)
+        text = values.cast(pa.string()) if not pa.types.is_string(values.type) else values
+        columns[column] = pd.Series(text.to_numpy(zero_copy_only=False), dtype=object)
+    return header, pd.DataFrame(columns)
+
+
+def _complete_lines(data: bytes, whole: bool) -> bytes:
+    """A prefix of a CSV object cut after its last complete line (everything when the object was read whole)."""
+    if whole:
+        return data
+    end = data.rfind(b"\n")
+    return data[: end + 1] if end >= 0 else b""
+
+
+def sample_local(files: list[Path], base: Path, rows: int = DEFAULT_SAMPLE_ROWS) -> Sample:
+    """The header and first ``rows`` rows of every local file."""
+    import gzip
+
+    # the folder name only: the schema (and so the cache key of Preprocess) must not depend on where it was run
+    sample = Sample(source=base.resolve().name, rows_per_file=rows, files_total=len(files))
+    for path in files:
+        name = path.relative_to(base).as_posix() if path.is_relative_to(base) else str(path)
+        lower = path.name.lower()
+        try:
+            if lower.endswith(PARQUET_SUFFIXES):
+                header, frame = _parquet_frame(str(path), name, rows)
+            else:
+                opener: Any = gzip.open if lower.endswith(".gz") else open
+                with opener(path, "rb") as handle:
+                    data = _read_lines(handle, rows + 1)
+                header, frame = _csv_frame(data, name, rows)
+        except (OSError, EOFError, UnicodeDecodeError) as error:
+            raise SchemaError(f"{path}: unreadable ({error})") from None
+        sample.bytes_read += path.stat().st_size if lower.endswith(PARQUET_SUFFIXES) else len(data)
+        sample.add(name, header, frame)
+    return sample
+
+
+def _read_lines(handle: Any, lines: int) -> bytes:
+    """The first ``lines`` lines of a binary file (quoted newlines may make it fewer rows: enough for a sample)."""
+    chunks = []
+    for _ in range(lines):
+        line = handle.readline()
+        if not line:
+            break
+        chunks.append(line)
+    return b"".join(chunks)
+
+
+def sample_s3(
+    s3: Any,
+    uri: str,
+    rows: int = DEFAULT_SAMPLE_ROWS,
+    max_objects: int = DEFAULT_SAMPLE_OBJECTS,
+    max_bytes: int = DEFAULT_SAMPLE_BYTES,
+) -> Sample:
+    """The first rows of the first ``max_objects`` data objects under an S3 prefix (ListObjectsV2, ranged GETs).
+
+    CSV: bytes ``0..max_bytes-1``, cut after the last complete line. Gzip CSV: the same prefix decompressed as a
+    stream (a gzip prefix decompresses to a prefix of the text). Parquet: objects up to ``max_bytes`` read whole;
+    larger ones through ranged reads of the footer and the first row group, within ``max_bytes``."""
+    from urllib.parse import urlparse
+
+    parsed = urlparse(uri)
+    if parsed.scheme != "s3" or not parsed.netloc:
+        raise SchemaError(f"InputDataUrl {uri!r} is not an s3:// URI")
+    bucket, prefix = parsed.netloc, parsed.path.lstrip("/")
+    objects = _list_data_objects(s3, bucket, prefix, max_objects)
+    if not objects:
+        raise NothingToSample(f"no {', '.join(DATA_SUFFIXES)} objects under {uri} to infer the schema from")
+    sample = Sample(source=uri, rows_per_file=rows, files_total=len(objects))
+    for key, size in objects[:max_objects]:
+        name = key[len(prefix) :].lstrip("/") or key.rsplit("/", 1)[-1]
+        lower = key.lower()
+        if lower.endswith(PARQUET_SUFFIXES):
+            handle = RangedObject(s3, bucket, key, size, budget=max_bytes)
+            header, frame = _parquet_frame(handle, f"s3://{bucket}/{key}", rows)
+            sample.bytes_read += handle.bytes_read
+        else:
+            whole = size <= max_bytes
+            data = _get_range(s3, bucket, key, 0, min(size, max_bytes)) if size else b""
+            sample.bytes_read += len(data)
+            if lower.endswith(".gz"):
+                decompressor = zlib.decompressobj(wbits=31)
+                try:
+                    text = decompressor.decompress(data)
+                except zlib.error as error:
+                    raise SchemaError(f"s3://{bucket}/{key}: not a readable gzip file ({error})") from None
+                data = _complete_lines(text, whole and decompressor.eof)
+            else:
+                data = _complete_lines(data, whole)
+            header, frame = _csv_frame(data, f"s3://{bucket}/{key}", rows)
+        sample.add(name, header, frame)
+    return sample
+
+
+def _list_data_objects(s3: Any, bucket: str, prefix: str, wanted: int) -> list[tuple[str, int]]:
+    """Data objects (key, size) under the prefix in key order, as ShardedByS3Key sees them; stops once ``wanted``
+    are found (hidden and ``_`` names skipped, as Preprocess skips them)."""
+    found: list[tuple[str, int]] = []
+    request: dict[str, Any] = {"Bucket": bucket, "Prefix": prefix}
+    while True:
+        response = s3.list_objects_v2(**request)
+        for item in response.get("Contents", []):
+            key = item["Key"]
+            name = key.rsplit("/", 1)[-1]
+            if key.lower().endswith(DATA_SUFFIXES) and not name.startswith((".", "_")):
+                found.append((key, int(item["Size"])))
+        if len(found) >= wanted or not response.get("IsTruncated"):
+            return found
+        request["ContinuationToken"] = response["NextContinuationToken"]
+
+
+def _get_range(s3: Any, bucket: str, key: str, start: int, end: int) -> bytes:
+    """Bytes ``start..end-1`` of an object (one GetObject with a Range header)."""
+    response = s3.get_object(Bucket=bucket, Key=key, Range=f"bytes={start}-{end - 1}")
+    return response["Body"].read()
+
+
+class NothingToSample(SchemaError):
+    """The input holds no data objects yet (a schedule may be created before data lands)."""
+
+
+class SampleBudgetExceeded(SchemaError):
+    """Reading the sample would take more bytes than allowed."""
+
+
+class RangedObject(io.RawIOBase):
+    """A read-only, seekable file over one S3 object: each read is a ranged GetObject, within a byte budget."""
+
+    def __init__(self, s3: Any, bucket: str, key: str, size: int, budget: int):
+        self.s3, self.bucket, self.key, self.size, self.budget = s3, bucket, key, size, budget
+        self.position = 0
+        self.bytes_read = 0
+        self.cache: dict[int, bytes] = {}  # start offset -> bytes fetched there
+
+    def readable(self) -> bool:
+        return True
+
+    def seekable(self) -> bool:
+        return True
+
+    def tell(self) -> int:
+        return self.position
+
+    def seek(self, offset: int, whence: int = io.SEEK_SET) -> int:
+        base = {io.SEEK_SET: 0, io.SEEK_CUR: self.position, io.SEEK_END: self.size}[whence]
+        self.position = max(0, base + offset)
+        return self.position
+
+    def readinto(self, buffer: Any) -> int:
+        end = min(self.size, self.position + len(buffer))
+        if end <= self.position:
+            return 0
+        data = self._fetch(self.position, end)
+        buffer[: len(data)] = data
+        self.position += len(data)
+        return len(data)
+
+    def _fetch(self, start: int, end: int) -> bytes:
+        if self.size <= self.budget and not self.cache:  # small object: one GET of the whole object
+            self.cache[0] = _get_range(self.s3, self.bucket, self.key, 0, self.size) if self.size else b""
+            self.bytes_read += self.size
+        for offset, data in self.cache.items():
+            if offset <= start and end <= offset + len(data):
+                return data[start - offset : end - offset]
+        if self.bytes_read + (end - start) > self.budget:
+            raise SampleBudgetExceeded(
+                f"s3://{self.bucket}/{self.key}: sampling its first row group needs more than {self.budget} bytes; "
+                "raise --sample-bytes, or give the decisions as --param and pass --no-infer"
+            )
+        data = _get_range(self.s3, self.bucket, self.key, start, end)
+        self.bytes_read += len(data)
+        self.cache[start] = data
+        return data
+
+
+# ------------------------------------------------------------------------------------------------------------ decide
+
+
+@dataclass(frozen=True)
+class Decision:
+    """The schema document, the parameters to pass with it, and what to tell the user."""
+
+    document: dict[str, Any]
+    parameters: dict[str, str]  # SchemaUrl is added by the caller once it knows where the schema lives
+    notes: list[str]
+
+    @property
+    def body(self) -> bytes:
+        return schema_bytes(self.document)
+
+
+def decide(sample: Sample, values: Mapping[str, Any], given: set[str]) -> Decision:
+    """Decide the schema from a sample: ``values`` are the run's parameter values (defaults filled in), ``given``
+    the names the user set; a value the user gave is used as is, never replaced."""
+    label = str(values["LabelColumn"])
+    predictor = str(values["PredictorType"])
+    id_column = str(values.get("IdColumn") or "") or None
+    header = _common_header(sample, label, id_column)
+    features = [column for column in header if column not in (label, id_column)]
+    if not features:
+        raise SchemaError(f"{sample.source}: no feature columns besides the label {label!r}")
+    notes: list[str] = []
+    parameters: dict[str, str] = {}
+    import pandas as pd
+
+    frame = pd.concat(sample.frames, ignore_index=True, sort=False) if sample.frames else pd.DataFrame()
+
+    if "CategoricalColumns" in given:
+        categorical = [item.strip() for item in str(values["CategoricalColumns"]).split(",") if item.strip()]
+        unknown = [column for column in categorical if column not in features]
+        if unknown:
+            raise SchemaError(f"--param CategoricalColumns names {unknown}, which are not feature columns {features}")
+    else:
+        categorical = [column for column in features if _has_text(frame[column])]
+        joined = ",".join(categorical)
+        if categorical and len(joined) <= PARAMETER_LIMIT and not any("," in column for column in categorical):
+            parameters["CategoricalColumns"] = joined
+        notes.append(f"categorical columns (text values in the sample): {', '.join(categorical) or 'none'}")
+    notes.extend(_collision_notes(frame, categorical, int(values.get("HashBuckets") or 16)))
+    if str(values.get("MissingValues") or "error") == "error":
+        _refuse_missing(sample, [label, *features], label)
+
+    label_values, num_classes = _decide_labels(frame[label], label, predictor, values, given)
+    if label_values is not None and "LabelValues" not in given:
+        joined = ",".join(label_values)
+        if len(joined) <= PARAMETER_LIMIT and not any("," in value for value in label_values):
+            parameters["LabelValues"] = joined
+        notes.append(f"label values (mapped to 0..{len(label_values) - 1} in this order): {', '.join(label_values)}")
+    if num_classes is not None and "NumClasses" not in given:
+        parameters["NumClasses"] = str(num_classes)
+        notes.append(f"number of classes: {num_classes}")
+    document = {
+        "format": SCHEMA_FORMAT,
+        "predictor_type": predictor,
+        "label_column": label,
+        "id_column": id_column,
+        "feature_columns": features,
+        "categorical_columns": categorical,
+        "label_values": label_values,
+        "num_classes": num_classes,
+        "sample": sample.describe(),
+    }
+    notes.insert(0, f"feature columns: {len(features)} in the order of {next(iter(sample.headers))}")
+    return Decision(document, parameters, notes)
+
+
+def _common_header(sample: Sample, label: str, id_column: str | None) -> list[str]:
+    """The first file's header; every sampled file must have the same column names (in any order)."""
+    if not sample.headers:
+        raise SchemaError(f"{sample.source}: no files to sample")
+    (first_name, header), *others = sample.headers.items()
+    for required, what in ((label, "label column (LabelColumn)"), (id_column, "id column (IdColumn)")):
+        if required and required not in header:
+            raise SchemaError(f"{first_name}: no {what} {required!r}; the header has {header}")
+    for name, columns in others:
+        missing = [column for column in header if column not in columns]
+        unexpected = [column for column in columns if column not in header]
+        if missing or unexpected:
+            raise SchemaError(
+                f"{name}: columns differ from {first_name}'s: missing {missing}, unexpected {unexpected}; "
+                "every file needs the same column names (in any order)"
+            )
+    return header
+
+
+def _has_text(column: pd.Series) -> bool:
+    """True when a present value does not parse as a number (Preprocess would refuse it as a numeric feature)."""
+    import pandas as pd
+
+    present = column.dropna()
+    present = present[present.astype(str).str.strip() != ""]
+    return bool(pd.to_numeric(present, errors="coerce").isna().any())
+
+
+def _refuse_missing(sample: Sample, columns: list[str], label: str) -> None:
+    """Under MissingValues=error Preprocess fails on the first empty value: say so before anything runs."""
+    for name, frame in zip(sample.headers, sample.frames, strict=True):
+        holes = frame[columns].isna().to_numpy()
+        if holes.any():
+            row, column = (int(index) for index in divmod(int(holes.argmax()), len(columns)))
+            fix = "=drop (drop the rows)" if columns[column] == label else "=zero (impute 0) or =drop (drop the rows)"
+            raise SchemaError(
+                f"{name} row {row + 1}: column {columns[column]!r} is empty; Preprocess would fail on it with "
+                f"MissingValues=error: pass --param MissingValues{fix}"
+            )
+
+
+def _collision_notes(frame: pd.DataFrame, categorical: list[str], buckets: int) -> list[str]:
+    """Warn when sampled values of a categorical column share a hash bucket (Preprocess's blake2b rule)."""
+    notes = []
+    for column in categorical:
+        values = sorted({str(value).strip() for value in frame[column].dropna()})
+        hashes = [_stable_hash64(f"{column}={value}") for value in values]
+        used = {value % buckets for value in hashes}
+        if len(used) < len(values):
+            better = next(
+                (size for size in (2**power for power in range(4, 21)) if size > buckets and
+                 len({value % size for value in hashes}) == len(values)),
+                None,
+            )
+            advice = f"--param HashBuckets={better} separates them" if better else "raise --param HashBuckets"
+            notes.append(
+                f"warning: column {column!r}: {len(values)} distinct value(s) in the sample share {len(used)} of "
+                f"{buckets} hash buckets (collisions make values indistinguishable); {advice}"
+            )
+    return notes
+
+
+def _stable_hash64(text: str) -> int:
+    """Preprocess's bucket hash: blake2b-64 of the text, little-endian (kept in step with preprocess.py)."""
+    return int.from_bytes(hashlib.blake2b(text.encode("utf-8"), digest_size=8).digest(), "little")
+
+
+def _number_text(value: float) -> str:
+    return str(int(value)) if value == int(value) else repr(value)
+
+
+def _decide_labels(
+    column: pd.Series, label: str, predictor: str, values: Mapping[str, Any], given: set[str]
+) -> tuple[list[str] | None, int | None]:
+    """(label values, number of classes) for the schema; the user's LabelValues / NumClasses are kept."""
+    import pandas as pd
+
+    texts = sorted({str(value).strip() for value in column.dropna() if str(value).strip()})
+    numbers = pd.to_numeric(pd.Series(texts, dtype=object), errors="coerce")
+    numeric = bool(texts) and not numbers.isna().any()
+    if predictor == "regressor":
+        if texts and not numeric:
+            bad = [text for text, number in zip(texts, numbers, strict=True) if pd.isna(number)][:5]
+            raise SchemaError(f"regressor needs numeric labels; label column {label!r} has text values {bad}")
+        return None, None
+    if "LabelValues" in given and str(values["LabelValues"]).strip():
+        label_values = [item.strip() for item in str(values["LabelValues"]).split(",") if item.strip()]
+        if predictor == "multiclass_classifier":
+            return label_values, _checked_classes(len(label_values), values, given, label)
+        return label_values, None
+    distinct = sorted(set(numbers)) if numeric else texts
+    if numeric:
+        if predictor == "binary_classifier" and set(distinct) <= {0.0, 1.0}:
+            return None, None
+        if (
+            predictor == "multiclass_classifier"
+            and all(value == int(value) for value in distinct)
+            and distinct == list(range(len(distinct)))
+        ):
+            return None, _checked_classes(len(distinct), values, given, label)
+        label_values = [_number_text(value) for value in distinct]
+    else:
+        label_values = texts
+    if predictor == "binary_classifier" and len(label_values) != 2:
+        raise SchemaError(
+            f"binary_classifier needs 2 label values; the sample of label column {label!r} has {len(label_values)}: "
+            f"{label_values[:10]}; pass --param LabelValues=NEGATIVE,POSITIVE"
+            + (" or use --predictor-type multiclass_classifier" if len(label_values) > 2 else "")
+        )
+    if predictor == "multiclass_classifier":
+        return label_values, _checked_classes(len(label_values), values, given, label)
+    return label_values, None
+
+
+def _checked_classes(count: int, values: Mapping[str, Any], given: set[str], label: str) -> int:
+    if count < 3:
+        raise SchemaError(
+            f"multiclass_classifier needs at least 3 classes; the sample of label column {label!r} has {count}: "
+            "use --predictor-type binary_classifier, or pass --param LabelValues=... listing every class"
+        )
+    if "NumClasses" in given and int(values["NumClasses"]) != count:
+        raise SchemaError(
+            f"--param NumClasses={values['NumClasses']} but label column {label!r} has {count} classes (sample or "
+            "LabelValues); pass matching values, or --param LabelValues=... listing every class"
+        )
+    return count
