@@ -136,6 +136,7 @@ def run_local(
     settings, parameters = split_options(options)
     pipeline_config = load_settings(settings, config)
     where = Workdir.at(Path(workdir))
+    where.ensure_writable()
     source = local_source(data, label_column, predictor_type, where)
     display = progress_display(progress, where)
     with display or nullcontext():

@@ -88,6 +88,7 @@ def recent_executions(
     config: PipelineConfig | None = None,
     session: Any = None,
     gate: bool = False,
+    on_damaged: Any = None,
 ) -> list[dict[str, Any]]:
     """Summary rows, newest first: the work dir's executions, or the pipeline's on SageMaker when ``config``.
 
@@ -99,7 +100,8 @@ def recent_executions(
     from pipeline.local.executions import ExecutionStore
 
     rows = []
-    for record in ExecutionStore(workdir.executions).list()[:max_results]:
+    store = ExecutionStore(workdir.executions)
+    for record in store.list(on_damaged=on_damaged)[:max_results]:
         execution = LocalExecution.in_workdir(record, workdir)
         row = summary_row(execution, local_defaults(record.folder), record.start_time, record.end_time)
         row["abandoned"] = record.abandoned

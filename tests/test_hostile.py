@@ -9,6 +9,7 @@ from __future__ import annotations
 import gzip
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -31,6 +32,7 @@ from pipeline.local.s3 import LocalS3
 
 FAST = ["--param", "Epochs=2", "--param", "NumModels=2", "--param", "MiniBatchSize=50"]
 REPOSITORY = Path(__file__).resolve().parents[1]
+LLPIPE = [sys.executable, "-m", "pipeline"]  # a real llpipe process; the definition cache spares it the build
 
 
 def binary_csv(path: Path, rows: int = 200, seed: int = 0) -> Path:
@@ -131,6 +133,16 @@ def test_a_split_that_would_be_empty_is_refused(tmp_path: Path, capsys: pytest.C
     assert code == 2 and "ValidationFraction" in err and "5 data rows" in err
 
 
+def test_a_header_only_file_is_named(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Before: a CSV with a header and no rows was refused as '--data has a header but no data rows', naming no
+    file (with a folder of files, which one?)."""
+    (tmp_path / "data").mkdir()
+    (tmp_path / "data" / "header.csv").write_text("a,b,c,label\n")
+    argv = ["run", "--workdir", str(tmp_path / "w"), "--data", str(tmp_path / "data"), "--label-column", "label"]
+    code, err = run_cli(argv + ["--predictor-type", "binary_classifier", "--quiet"], capsys)
+    assert code == 2 and f"{tmp_path / 'data' / 'header.csv'}: a header but no data rows" in err
+
+
 def test_bad_bytes_extra_fields_and_truncated_gzip_name_the_file_and_row(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -171,11 +183,61 @@ def test_damaged_records_and_registry_are_one_line_errors(tmp_path: Path, capsys
         LocalRegistry(tmp_path / "registry.db").list_packages()
 
 
+def test_a_damaged_registry_fails_the_run_before_training(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Before: `llpipe run` with a damaged registry.db (or a folder in its place) preprocessed, trained, evaluated
+    and only then failed at the Register step; now it fails before anything runs, naming the file."""
+    data = binary_csv(tmp_path / "data.csv")
+    argv = ["run", "--data", str(data), "--label-column", "label", "--predictor-type", "binary_classifier", "--quiet"]
+    for name, damage in (("bytes", lambda path: path.write_bytes(b"not SQLite" * 300)), ("folder", Path.mkdir)):
+        work = tmp_path / name
+        work.mkdir()
+        damage(work / "registry.db")
+        code, err = run_cli([*argv, "--workdir", str(work), *FAST], capsys)
+        assert code == 1 and f"{work / 'registry.db'}: the model registry cannot be used" in err, err
+        assert "before the run" in err and not (work / "executions").exists()
+
+
 def test_a_work_dir_that_cannot_be_created_is_one_line(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    """Before: a work dir under a regular file ended in a NotADirectoryError traceback."""
+    """Before: a work dir under a regular file ended in a NotADirectoryError traceback; then, after the definition
+    was built, in a generic `<path>/example-data: Not a directory` (exit 1). Now a usage error before anything
+    runs, naming the file in the way."""
     (tmp_path / "file").write_text("x")
     code, err = run_cli(["run", "--workdir", str(tmp_path / "file" / "w"), "--quiet", *FAST], capsys)
-    assert code == 1 and str(tmp_path / "file") in err and "--workdir" in err
+    assert code == 2 and f"{tmp_path / 'file'} is a file, not a folder" in err and "--workdir" in err
+
+
+def _read_only_mount_works() -> bool:
+    unshare = shutil.which("unshare")
+    if unshare is None:
+        return False
+    probe = subprocess.run([unshare, "--user", "--map-root-user", "--mount", "true"], capture_output=True)
+    return probe.returncode == 0
+
+
+@pytest.mark.skipif(not _read_only_mount_works(), reason="needs unprivileged user and mount namespaces (unshare)")
+def test_a_read_only_work_dir(tmp_path: Path) -> None:
+    """A work dir on a read-only file system (a read-only bind mount in a user namespace: root ignores chmod).
+    Before: `llpipe run` built the definition, then failed writing the example data with a generic OSError hint
+    (exit 1), and `llpipe models list` with no registry yet said 'unable to open database file'. Now `run` is a
+    usage error naming --workdir before anything runs, and the reading commands work or say there is nothing."""
+    folder = tmp_path / "ro"
+    kept = ExecutionStore(folder / "w" / "executions").create("p", {"Steps": []}, {})
+    script = 'mount --bind "$0" "$0" && mount -o remount,ro,bind "$0" && exec "$@"'
+
+    def read_only(*argv: str) -> subprocess.CompletedProcess:
+        command = ["unshare", "--user", "--map-root-user", "--mount", "sh", "-c", script, str(folder)]
+        return subprocess.run([*command, sys.executable, "-m", "pipeline", *argv], capture_output=True, text=True)
+
+    for workdir in (folder / "w", folder / "new"):
+        result = read_only("run", "--workdir", str(workdir), "--quiet", *FAST)
+        assert result.returncode == 2, result.stderr
+        assert f"--workdir {workdir}: cannot be created or written (Read-only file system)" in result.stderr
+        assert "Traceback" not in result.stderr
+    listed = read_only("executions", "--workdir", str(folder / "w"), "--json")
+    assert listed.returncode == 0 and [row["id"] for row in json.loads(listed.stdout)] == [kept.id], listed.stderr
+    models = read_only("models", "list", "--workdir", str(folder / "w"))
+    assert "Traceback" not in models.stderr and "unable to open" not in models.stderr, models.stderr
+    assert list(folder.iterdir()) == [folder / "w"]
 
 
 # ----------------------------------------------------------------------------------------------- concurrency
@@ -254,12 +316,14 @@ def test_sigterm_and_ctrl_c_stop_the_jobs_and_record_stopped(
     """Before: SIGTERM killed llpipe at once: the job processes ran on, the sandbox stayed, the record said
     Executing forever. Now both signals end the jobs' process groups and record Stopped with exit 128 + signal."""
     work = tmp_path / "w"
-    argv = [sys.executable, "-m", "pipeline", "run", "--workdir", str(work), "--quiet"]
+    argv = [*LLPIPE, "run", "--workdir", str(work), "--quiet"]
     argv += ["--param", "Epochs=400", "--param", "MiniBatchSize=10", "--param", "NumModels=2"]
     process = subprocess.Popen(argv, cwd=tmp_path, stderr=subprocess.PIPE, text=True, start_new_session=True)
     try:
         execution_id = _wait_for_step(work / "executions", step, process)
-        time.sleep(1.0)  # let the job's processes start
+        while len(_processes_mentioning(f"{work / 'executions' / execution_id / 'steps' / step}/")) < 2:
+            assert process.poll() is None, process.stderr.read() if process.stderr else ""
+            time.sleep(0.05)  # until both instances of the step run: they are still starting up (imports)
         process.send_signal(sent)
         assert process.wait(timeout=120) == code
     finally:
@@ -272,29 +336,6 @@ def test_sigterm_and_ctrl_c_stop_the_jobs_and_record_stopped(
     assert not (record.folder / "steps" / step / "sandbox").exists()
     assert not (record.folder / "steps" / step / "instances").exists()
     assert _processes_mentioning(str(work)) == []
-
-
-def test_an_execution_whose_process_was_killed_is_shown_abandoned(tmp_path: Path) -> None:
-    """Before: a run killed with SIGKILL stayed 'Executing' in `llpipe executions` forever, as if still running."""
-    work = tmp_path / "w"
-    argv = [sys.executable, "-m", "pipeline", "run", "--workdir", str(work), "--quiet", *FAST]
-    process = subprocess.Popen(argv, cwd=tmp_path, stderr=subprocess.PIPE, text=True, start_new_session=True)
-    try:
-        execution_id = _wait_for_step(work / "executions", "Preprocess", process)
-        process.kill()
-        process.wait(timeout=60)
-    finally:
-        if process.poll() is None:
-            process.kill()
-    for pid in _processes_mentioning(str(work)):  # the orphaned job processes of the killed run
-        os.killpg(pid, signal.SIGKILL)
-    listed = subprocess.run(
-        [sys.executable, "-m", "pipeline", "executions", "--workdir", str(work), "--json"],
-        capture_output=True, text=True, check=True,
-    )
-    [row] = json.loads(listed.stdout)
-    assert row["id"] == execution_id and row["status"] == "Executing" and row["abandoned"] is True
-    assert f"process {process.pid}" in row["failure_reason"]
 
 
 def test_a_stopped_training_instance_is_reported_within_the_heartbeat(
@@ -328,3 +369,168 @@ def test_a_stopped_training_instance_is_reported_within_the_heartbeat(
         launcher.train(hyperparameters, channels, tmp_path / "out", instance_count=2, work_dir=tmp_path / "work",
                        on_log=on_log)
     assert stopped and _processes_mentioning(str(tmp_path / "work")) == []
+
+
+def test_a_killed_run_takes_its_job_processes_with_it_and_is_shown_abandoned(tmp_path: Path) -> None:
+    """Before: SIGKILL of `llpipe run` (which cannot clean up) left its job processes behind in their own process
+    groups: a training instance died only when it next wrote to its closed log pipe, one that was busy or stopped
+    (SIGSTOP here, to make it certain) stayed forever, and the record stayed 'Executing' as if still running. Now
+    the kernel ends every job process with its parent (PR_SET_PDEATHSIG) and `llpipe executions` shows the record
+    abandoned."""
+    work = tmp_path / "w"
+    argv = [*LLPIPE, "run", "--workdir", str(work), "--quiet"]
+    argv += ["--param", "Epochs=400", "--param", "MiniBatchSize=10", "--param", "NumModels=2"]
+    process = subprocess.Popen(argv, cwd=tmp_path, stderr=subprocess.PIPE, text=True, start_new_session=True)
+    try:
+        execution_id = _wait_for_step(work / "executions", "Train", process)
+        train = f"{work / 'executions' / execution_id / 'steps' / 'Train'}/"
+        while len(instances := _processes_mentioning(train)) < 2:  # both training instances started
+            assert process.poll() is None, process.stderr.read() if process.stderr else ""
+            time.sleep(0.1)
+        for pid in instances:
+            os.kill(pid, signal.SIGSTOP)  # an instance that writes nothing more: only its parent's death can end it
+        process.kill()
+        process.wait(timeout=60)
+    finally:
+        if process.poll() is None:
+            process.kill()
+    survivors = _processes_mentioning(str(work))
+    for _ in range(600):  # the kernel sends the signal at once; the killed instances take a moment to be reaped
+        if not survivors:
+            break
+        time.sleep(0.05)
+        survivors = _processes_mentioning(str(work))
+    for pid in survivors:  # leave no orphan behind even when the test fails
+        os.kill(pid, signal.SIGKILL)
+    assert survivors == []
+    listed = subprocess.run(
+        [sys.executable, "-m", "pipeline", "executions", "--workdir", str(work), "--json"],
+        capture_output=True, text=True, check=True,
+    )
+    [row] = json.loads(listed.stdout)
+    assert row["id"] == execution_id and row["status"] == "Executing" and row["abandoned"] is True
+    assert f"process {process.pid}" in row["failure_reason"]
+
+
+def test_an_instance_stopped_before_it_connects_is_reported_within_the_connect_limit(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Before: a training instance SIGSTOPped before it reached the parameter server left the others waiting 600 s
+    in silence; now the job fails after LLPIPE_TRAINING_CONNECT_SECONDS naming the instance that never connected."""
+    monkeypatch.setenv(launcher.CONNECT_ENV, "2")
+    started: list[int] = []
+    real_start = launcher.start_process
+
+    def start_then_stop_algo_2(command: list[str], **arguments: object) -> subprocess.Popen:
+        process = real_start(command, **arguments)
+        if any(part.endswith("algo-2") for part in command):
+            os.kill(process.pid, signal.SIGSTOP)  # just after exec: long before it has read its data and connected
+            started.append(process.pid)
+        return process
+
+    monkeypatch.setattr(launcher, "start_process", start_then_stop_algo_2)
+    files = []
+    for part in range(2):
+        files.append(binary_csv(tmp_path / "data" / f"part-{part}.csv", rows=100, seed=part))
+        frame = pd.read_csv(files[-1])
+        frame[["label", "a", "b", "c"]].to_csv(files[-1], index=False, header=False)  # label first, no header
+    hyperparameters = {"predictor_type": "binary_classifier", "feature_dim": "3", "epochs": "2"}
+    channels = {"train": launcher.Channel(files=files, distribution="ShardedByS3Key", content_type="text/csv")}
+    with pytest.raises(TrainingError, match=f"algo-2 did not connect .* within 2 s.*{launcher.CONNECT_ENV}"):
+        launcher.train(hyperparameters, channels, tmp_path / "out", instance_count=2, work_dir=tmp_path / "work")
+    assert started and _processes_mentioning(str(tmp_path / "work")) == []
+
+
+def test_executions_says_which_damaged_records_it_skips(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Before: `llpipe executions` left damaged records out without a word, so an execution silently vanished."""
+    store = ExecutionStore(tmp_path / "executions")
+    kept = store.create("p", {"Steps": []}, {})
+    for name, text in (("cut", '{"id": "cut", "sta'), ("list", "[]"), ("binary", "\udcff")):
+        path = tmp_path / "executions" / name / "execution.json"
+        path.parent.mkdir(parents=True)
+        path.write_bytes(text.encode("utf-8", "surrogateescape"))
+    code = cli.main(["executions", "--workdir", str(tmp_path), "--json"])
+    out, err = capsys.readouterr()
+    assert code == 0 and [row["id"] for row in json.loads(out)] == [kept.id]
+    skipped = [line for line in err.splitlines() if line.startswith("llpipe executions: skipped ")]
+    assert len(skipped) == 3 and all("not a readable execution record" in line for line in skipped)
+    for name in ("cut", "list", "binary"):
+        assert any(str(tmp_path / "executions" / name / "execution.json") in line for line in skipped)
+
+
+def test_two_runs_at_once_in_one_work_dir(tmp_path: Path) -> None:
+    """Two real `llpipe run` processes in one work dir (staging, code uploads, records, registry at the same time):
+    both succeed with their own execution, no temporary file is left and the registry numbers the versions 1, 2.
+    Before (once main cached rendered plots in <workdir>/plots-cache/): the two runs' equal reports were rendered
+    into one folder, one run removing it under the other, which failed with FileNotFoundError (seen here once in
+    two runs); now each renders privately and renames the result into place."""
+    work = tmp_path / "w"
+    argv = [*LLPIPE, "run", "--workdir", str(work), "--json", "--no-cache", *FAST]
+    processes = [
+        subprocess.Popen(argv, cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        for _ in range(2)
+    ]
+    results = [process.communicate(timeout=600) for process in processes]
+    assert [process.returncode for process in processes] == [0, 0], [err for _, err in results]
+    summaries = [json.loads(out) for out, _ in results]
+    assert summaries[0]["execution_id"] != summaries[1]["execution_id"]
+    assert all(summary["status"] == "Succeeded" for summary in summaries)
+    packages = LocalRegistry(work / "registry.db").list_packages()
+    assert sorted(package.version for package in packages) == [1, 2]
+    assert len({package.model_data_url for package in packages}) == 2
+    assert list(work.rglob("*.tmp")) == []
+
+
+def test_a_damaged_recordio_shard_is_named_once_by_the_user_s_path(tmp_path: Path) -> None:
+    """Before: a truncated RecordIO train file failed naming the instance's temporary copy
+    (/tmp/linear-learner-*/algo-1/input/data/train/000000-part.rec, gone by the time it is read) twice over."""
+    from preprocessing.recordio import write_dense
+
+    rng = np.random.default_rng(0)
+    features = rng.normal(size=(200, 3)).astype(np.float32)
+    shard = tmp_path / "train" / "part.rec"
+    shard.parent.mkdir()
+    with shard.open("wb") as handle:
+        write_dense(handle, features, (features[:, 0] > 0).astype(np.float32))
+    shard.write_bytes(shard.read_bytes()[:-5])
+    channels = {"train": launcher.Channel(files=[shard])}
+    with pytest.raises(TrainingError) as caught:
+        launcher.train({"predictor_type": "binary_classifier", "feature_dim": "3", "epochs": "1"}, channels,
+                       tmp_path / "out")
+    message = str(caught.value)
+    assert message.count(str(shard)) == 1 and "input/data/train" not in message, message
+    assert "record 199 at byte offset" in message and "truncated" in message
+
+
+def test_a_second_interrupt_still_waits_for_the_jobs_to_clean_up(tmp_path: Path) -> None:
+    """Before: `timeout` sends SIGTERM to llpipe and again to its process group; the second one, landing while
+    llpipe waited for its jobs to end, cut the wait short: llpipe exited with a training job's instance folder (a
+    copy of the data) and empty logs left behind. Now the interpreter waits for its jobs whatever arrives."""
+    from test_local_interpreter import definition, processing
+
+    from pipeline.local.interpreter import Interpreter
+    from pipeline.local.jobs.contract import StepFailed
+
+    cleaned: list[str] = []
+    main = threading.main_thread().ident
+
+    def slow_to_stop(job: object) -> dict:
+        signal.pthread_kill(main, signal.SIGINT)  # Ctrl-C while the job runs
+        assert job.stop.wait(60)
+        time.sleep(0.2)  # the main thread now waits for this job
+        signal.pthread_kill(main, signal.SIGINT)  # the second interrupt
+        time.sleep(0.5)  # the job's own clean-up
+        cleaned.append(job.step.name)
+        raise StepFailed("stopped")
+
+    interpreter = Interpreter(runners={"Processing": slow_to_stop}, store=ExecutionStore(tmp_path / "executions"),
+                              read_json=lambda uri: {}, pipeline_name="p")
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            interpreter.run(definition(processing("Slow")), {})
+    finally:
+        signal.signal(signal.SIGINT, previous)
+    assert cleaned == ["Slow"]
+    [record] = ExecutionStore(tmp_path / "executions").list()
+    assert record.status == "Stopped" and record.steps["Slow"].status == "Stopped"

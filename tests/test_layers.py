@@ -6,7 +6,7 @@ import ast
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-VOCABULARY = {"pipeline.names", "pipeline.errors", "pipeline.files", "pipeline.sharding"}
+VOCABULARY = {"pipeline.names", "pipeline.errors", "pipeline.files", "pipeline.sharding", "pipeline.processes"}
 
 
 def imported(folder: str) -> dict[str, set[str]]:

@@ -42,7 +42,7 @@ def run(args: argparse.Namespace) -> int:
         from pipeline.config import config_from_args
 
         config = config_from_args(args)
-    rows = recent_executions(Workdir.at(args.workdir), args.max_results, config, gate=args.gate)
+    rows = recent_executions(Workdir.at(args.workdir), args.max_results, config, gate=args.gate, on_damaged=_skipped)
     if args.json:
         print(json.dumps(rows, indent=2, default=str))
         return 0
@@ -68,6 +68,11 @@ def run(args: argparse.Namespace) -> int:
         where = "on SageMaker" if args.sagemaker else f"in {args.workdir}"
         print(f"no executions {where}; start one with `llpipe run`", file=sys.stderr)
     return 0
+
+
+def _skipped(damaged: Exception) -> None:
+    """A damaged record is not listed, and says so: one line on stderr naming its file."""
+    print(f"llpipe executions: skipped {damaged}", file=sys.stderr)
 
 
 def _time(value: Any) -> str:

@@ -61,6 +61,7 @@ def run(args: argparse.Namespace) -> int:
         raise DataError("--data needs --label-column and --predictor-type")
     overrides = parse_overrides(args.param)
     config = config_from_args(args)
+    workdir.ensure_writable()
     source = local_source(args.data, args.label_column, args.predictor_type, workdir)
 
     def show_inferred(inferred: Any, local_path: Path) -> None:

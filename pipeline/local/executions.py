@@ -14,6 +14,7 @@ import os
 import secrets
 import socket
 import threading
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
@@ -187,17 +188,20 @@ class ExecutionStore:
             raise KeyError(f"no execution {execution_id!r} under {self.root}")
         try:
             return record_from_json(json.loads(path.read_text()), path.parent)
-        except (json.JSONDecodeError, UnicodeDecodeError, KeyError, TypeError) as error:
+        except (json.JSONDecodeError, UnicodeDecodeError, KeyError, TypeError, AttributeError) as error:
             raise DamagedRecord(path, error) from None
 
-    def list(self) -> list[ExecutionRecord]:
-        """Every execution, newest first."""
+    def list(self, on_damaged: Callable[[DamagedRecord], None] | None = None) -> list[ExecutionRecord]:
+        """Every readable execution, newest first; each damaged record is passed to ``on_damaged`` and skipped.
+
+        Records are written atomically, so a damaged one was truncated or edited outside ``llpipe``."""
         if not self.root.is_dir():
             return []
         records = []
         for path in self.root.glob(f"*/{EXECUTION_FILE}"):
             try:
                 records.append(record_from_json(json.loads(path.read_text()), path.parent))
-            except (json.JSONDecodeError, KeyError, TypeError):
-                continue  # a record being written by another process or from an older layout
+            except (json.JSONDecodeError, UnicodeDecodeError, KeyError, TypeError, AttributeError) as error:
+                if on_damaged is not None:
+                    on_damaged(DamagedRecord(path, error))
         return sorted(records, key=lambda record: record.start_time, reverse=True)

@@ -113,7 +113,7 @@ class Interpreter:
             try:
                 self._schedule(checked, record, context, stop, pool, running)
             except BaseException:
-                stop.set()  # the running jobs end their processes; leaving this block waits for them
+                _stop_and_wait(stop, running)
                 raise
 
     def _schedule(
@@ -261,3 +261,16 @@ class Interpreter:
                 raise StepFailed(f"property file {file['PropertyFileName']} names unknown output {file['OutputName']}")
             files[file["PropertyFileName"]] = output["S3Output"]["S3Uri"].rstrip("/") + "/" + file["FilePath"]
         return {"PropertyFiles": files} if files else {}
+
+
+def _stop_and_wait(stop: threading.Event, running: Mapping[Future, str]) -> None:
+    """Tell the running jobs to end their processes, then wait for their clean-up even when a second Ctrl-C or
+    SIGTERM arrives (``timeout`` sends SIGTERM to the process and to its group): leaving early would exit with the
+    jobs' sandboxes and logs half cleaned up."""
+    while True:
+        try:
+            stop.set()
+            wait(running)
+            return
+        except KeyboardInterrupt:
+            continue  # already stopping

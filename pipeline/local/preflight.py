@@ -2,7 +2,8 @@
 
 ``check_parameters`` takes the planned definition and the resolved parameter values: the hyperparameters the Train
 step will receive go through the local Linear Learner's own validation, ``NumClasses`` must match ``LabelValues``,
-``MetricThreshold`` must be reachable by the gate metric. ``check_data`` reads the staged files cheaply (one pass,
+``MetricThreshold`` must be reachable by the gate metric. ``check_registry`` reads the model registry the Register
+step will write. ``check_data`` reads the staged files cheaply (one pass,
 no parsing beyond the header): text that is not UTF-8, a truncated ``.csv.gz``, rows with a trailing extra field,
 and, with the row count, instance counts and splits that would leave an instance or a split with nothing.
 Every finding is a ``ParameterError`` or ``DataError`` (exit 2) naming the parameter or the file and row.
@@ -21,7 +22,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from pipeline.errors import DataError, ParameterError
+from pipeline.errors import DataError, LlpipeError, ParameterError
 from pipeline.local import expressions
 from pipeline.local.plan import Plan
 from pipeline.names import GATE_METRICS, METRIC_THRESHOLD, MULTICLASS_CLASSIFIER, PARQUET_SUFFIXES, REGRESSOR
@@ -123,6 +124,18 @@ def _check_threshold(values: Mapping[str, Any]) -> None:
                              f"{'never' if threshold > 1 else 'always'} pass")
 
 
+def check_registry(path: Path) -> None:
+    """A ``registry.db`` that cannot be read (damaged, a folder) fails now, not at the Register step after training."""
+    from pipeline.local.registry import LocalRegistry, RegistryError
+
+    if not path.exists():
+        return  # the Register step creates it
+    try:
+        LocalRegistry(path).list_groups()
+    except RegistryError as error:
+        raise LlpipeError(f"{error} (checked before the run: its Register step would fail after training)") from None
+
+
 # ----------------------------------------------------------------------------------------------- the data itself
 
 
@@ -137,6 +150,9 @@ class DataFacts:
 def check_data(files: list[Path], values: Mapping[str, Any]) -> DataFacts:
     """Scan the input files (when small enough), then check instance counts and splits against what was found."""
     facts = scan_files(files)
+    if facts.rows == 0:
+        shown = ", ".join(str(path) for path in files[:3]) + (f" and {len(files) - 3} more" if len(files) > 3 else "")
+        raise DataError(f"{shown}: a header but no data rows; give data with at least one row per split")
     _check_counts(facts, values)
     return facts
 
@@ -239,8 +255,6 @@ def _check_counts(facts: DataFacts, values: Mapping[str, Any]) -> None:
         )
     if facts.rows is None:
         return
-    if facts.rows == 0:
-        raise DataError("--data has a header but no data rows")
     fractions = _fractions(values)
     for name, fraction in fractions.items():
         if fraction > 0 and facts.rows * fraction < 1:

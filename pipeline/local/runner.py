@@ -180,6 +180,7 @@ class LocalRun:
         parameters = merge_parameters(source.parameters, overrides)
         checked, values = interpreter.prepare(definition, parameters)
         preflight.check_parameters(checked, values)
+        preflight.check_registry(self.workdir.registry_db)
         if "InputDataUrl" not in overrides:
             preflight.check_data(source.files, values)
         s3 = self.s3

@@ -7,8 +7,11 @@ bundled example written once; ``frames/`` the DataFrames given to ``pipeline.run
 
 from __future__ import annotations
 
+import tempfile
 from dataclasses import dataclass
 from pathlib import Path
+
+from pipeline.errors import UsageError
 
 DEFAULT_ROOT = Path(".llpipe")
 
@@ -23,6 +26,20 @@ class Workdir:
     def at(cls, root: Path) -> Workdir:
         """The work dir at ``root`` as an absolute path (so jobs that change directory still find it)."""
         return cls(Path(root).resolve())
+
+    def ensure_writable(self) -> None:
+        """Create the root if needed and prove it writable (a file is created and removed), before anything runs;
+        else a ``UsageError`` naming the path and the reason (a file in the way, a read-only or full disk)."""
+        try:
+            self.root.mkdir(parents=True, exist_ok=True)
+            with tempfile.NamedTemporaryFile(dir=self.root, prefix=".llpipe-write-check-"):
+                pass
+        except OSError as error:
+            in_the_way = next((p for p in (self.root, *self.root.parents) if p.exists() and not p.is_dir()), None)
+            reason = f"{in_the_way} is a file, not a folder" if in_the_way else error.strerror or str(error)
+            raise UsageError(
+                f"--workdir {self.root}: cannot be created or written ({reason}); pick another with --workdir DIR"
+            ) from None
 
     @property
     def s3(self) -> Path:

@@ -10,7 +10,9 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import shutil
+import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -180,17 +182,28 @@ def _plots(report_path: Path, folder: Path) -> list[str]:
         return [str(path) for path in existing]
     digest = hashlib.sha256(report_path.read_bytes() + Path(pipeline.plots.__file__).read_bytes()).hexdigest()
     rendered = folder.parent.parent.parent / "plots-cache" / digest[:32]  # <workdir>/executions/<id>/plots
-    index = rendered / "plots.json"  # written last: the names in render order
-    if not index.is_file():
-        shutil.rmtree(rendered, ignore_errors=True)
-        names = [path.name for path in pipeline.plots.render_plots(report_path, rendered)]
-        index.write_text(json.dumps(names))
-    folder.mkdir(parents=True, exist_ok=True)
-    copies = []
-    for name in json.loads(index.read_text()):
-        shutil.copyfile(rendered / name, folder / name)
-        copies.append(str(folder / name))
-    return copies
+    index = rendered / "plots.json"  # the names in render order
+    staging = None
+    if not index.is_file():  # render privately, then rename: runs at once in one work dir never share a folder
+        rendered.parent.mkdir(parents=True, exist_ok=True)
+        staging = Path(tempfile.mkdtemp(dir=rendered.parent, prefix=".rendering-"))
+        names = [path.name for path in pipeline.plots.render_plots(report_path, staging)]
+        (staging / "plots.json").write_text(json.dumps(names))
+        try:
+            os.rename(staging, rendered)
+        except OSError:  # another run renamed its rendering first, or an older partial folder is in the way
+            if not index.is_file():
+                rendered, index = staging, staging / "plots.json"
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+        copies = []
+        for name in json.loads(index.read_text()):
+            shutil.copyfile(rendered / name, folder / name)
+            copies.append(str(folder / name))
+        return copies
+    finally:
+        if staging is not None:
+            shutil.rmtree(staging, ignore_errors=True)
 
 
 def _tuning_plot(properties: dict[str, Any], folder: Path) -> list[str]:

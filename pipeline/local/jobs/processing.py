@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import os
 import shutil
-import signal
 import subprocess
 import time
 from collections.abc import Iterator
@@ -33,6 +32,8 @@ from pipeline.local.executions import write_json_atomically
 from pipeline.local.jobs.contract import Job, StepFailed
 from pipeline.local.jobs.storage import download, upload_folder
 from pipeline.local.s3 import LocalS3
+from pipeline.processes import kill_group
+from pipeline.processes import start as start_process
 
 # No AWS configuration file in the job's "container": credentials and region come from its variables only.
 NO_AWS_FILES = {"AWS_CONFIG_FILE": "/nonexistent/aws-config", "AWS_SHARED_CREDENTIALS_FILE": "/nonexistent/aws-creds"}
@@ -177,8 +178,8 @@ class ProcessingJobs:
                 log_path = logs / f"{host_name(index)}.log"
                 job.add_log(log_path)
                 with log_path.open("w") as log:
-                    processes.append(
-                        subprocess.Popen(
+                    processes.append(  # its own process group, ended as a whole; dies with llpipe
+                        start_process(
                             command,
                             stdout=log,
                             stderr=subprocess.STDOUT,
@@ -190,7 +191,6 @@ class ProcessingJobs:
                                 "PYTHONUNBUFFERED": "1",
                                 "PYTHONNOUSERSITE": "1",  # the container has no user site-packages
                             },
-                            start_new_session=True,  # its own process group: ended as a whole, by this job only
                         )
                     )
             while any(process.poll() is None for process in processes):
@@ -222,14 +222,6 @@ class ProcessingJobs:
 def without_aws(variables: Any) -> dict[str, str]:
     """This process's variables minus its AWS configuration (profile, keys, endpoints): the job gets its own."""
     return {name: value for name, value in variables.items() if not name.startswith("AWS_")}
-
-
-def kill_group(process: subprocess.Popen) -> None:
-    """End a job process and everything it started (its process group, made by ``start_new_session``)."""
-    try:
-        os.killpg(process.pid, signal.SIGKILL)
-    except (ProcessLookupError, PermissionError):
-        process.kill()
 
 
 def last_error(log_path: Path, lines: int = 1) -> str:

@@ -14,6 +14,7 @@ import hmac
 import socket
 import struct
 import threading
+import time
 
 import numpy as np
 
@@ -101,24 +102,30 @@ class ParameterServer:
     """Aggregates pushes from ``size`` instances; runs in a background thread of the launcher."""
 
     def __init__(self, size: int, authkey: bytes, timeout: float = DEFAULT_TIMEOUT_SECONDS,
-                 names: list[str] | None = None) -> None:
+                 names: list[str] | None = None, connect_timeout: float | None = None) -> None:
         self.size = size
         self._names = names or [f"rank {rank}" for rank in range(size)]
         self._authkey = authkey
         self._timeout = timeout
+        self._connect_timeout = connect_timeout  # None: wait for every instance until stop()
         self._listener = socket.create_server(("127.0.0.1", 0))
         self._listener.settimeout(0.2)  # accept() wakes up regularly to notice stop()
         self._connections: list[socket.socket | None] = [None] * size
         self._thread = threading.Thread(target=self._serve, name="linear-learner-parameter-server", daemon=True)
         self._stopped = threading.Event()
         self.error: str | None = None
-        self.stalled = False  # an instance sent nothing within the timeout (stopped or hung): ``error`` names it
+        self.stalled = False  # an instance did not connect or went silent (stopped or hung): ``error`` names it
 
     @property
     def address(self) -> tuple[str, int]:
         """Host and port the instances connect to."""
         host, port = self._listener.getsockname()[:2]
         return host, port
+
+    @property
+    def connected(self) -> bool:
+        """Whether every instance has connected (it stays so once the connections are closed)."""
+        return all(conn is not None for conn in self._connections)
 
     def start(self) -> None:
         """Start serving in the background."""
@@ -141,9 +148,16 @@ class ParameterServer:
                 conn.close()
 
     def _accept_all(self) -> None:
+        deadline = None if self._connect_timeout is None else time.monotonic() + self._connect_timeout
         while any(conn is None for conn in self._connections):
             if self._stopped.is_set():
                 raise EOFError("stopped before every instance connected")
+            if deadline is not None and time.monotonic() > deadline:
+                missing = [self._names[rank] for rank, conn in enumerate(self._connections) if conn is None]
+                self.stalled = True
+                raise TimeoutError(f"{', '.join(missing)} did not connect to the parameter server within "
+                                   f"{self._connect_timeout:g} s: the instance is stopped, hung or still reading its "
+                                   "data")
             try:
                 conn, _ = self._listener.accept()
             except TimeoutError:

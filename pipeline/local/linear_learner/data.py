@@ -52,8 +52,10 @@ def iter_file(path: Path, content_type: str, records: int, *, labels_in_csv: boo
             for features, labels in iter_batches(stream, records):
                 yield first, _checked_recordio(path, features, first), labels
                 first += features.shape[0]
-    except RecordIOError as error:
-        raise AlgorithmInputError(f"{path}: {error}") from None
+    except RecordIOError as error:  # its message may name the file already: name it once
+        raise AlgorithmInputError(
+            f"{path}: record {error.record_index} at byte offset {error.offset}: {error.problem}"
+        ) from None
 
 
 def _checked_recordio(path: Path, features, first: int):

@@ -13,7 +13,6 @@ import os
 import queue
 import secrets
 import shutil
-import signal
 import subprocess
 import sys
 import tempfile
@@ -26,11 +25,15 @@ from pathlib import Path
 from pipeline.errors import TrainingError
 from pipeline.files import atomic_path, write_text_atomically
 from pipeline.names import RECORDIO, TRAINING_CONTENT_TYPES
+from pipeline.processes import kill_group
+from pipeline.processes import start as start_process
 from pipeline.sharding import DISTRIBUTIONS, objects_for_instance
 
 AUTHKEY_ENV = "LLPIPE_LL_AUTHKEY"
 HEARTBEAT_ENV = "LLPIPE_TRAINING_HEARTBEAT_SECONDS"
 DEFAULT_HEARTBEAT_SECONDS = 60.0
+CONNECT_ENV = "LLPIPE_TRAINING_CONNECT_SECONDS"
+DEFAULT_CONNECT_SECONDS = 300.0
 EXIT_ABORTED = 3  # an instance stopped because another one failed (not the root cause)
 
 
@@ -75,9 +78,13 @@ def train(hyperparameters: Mapping[str, str], channels: Mapping[str, Channel], o
         temporary = tempfile.TemporaryDirectory(prefix="linear-learner-")
         work_dir = Path(temporary.name)
     try:
-        roots = [_lay_out_root(Path(work_dir), index, instance_count, hyperparameters, channels)
+        sources: dict[str, str] = {}  # an instance's copy of an input file -> the file it came from
+        roots = [_lay_out_root(Path(work_dir), index, instance_count, hyperparameters, channels, sources)
                  for index in range(instance_count)]
-        _run_instances(roots, log, stop or threading.Event())
+        try:
+            _run_instances(roots, log, stop or threading.Event())
+        except TrainingError as error:  # name the user's files, not the instances' copies (often removed by now)
+            raise TrainingError(_with_sources(str(error), sources)) from None
         return _collect(roots[0], output_dir)
     finally:
         if temporary is not None:
@@ -94,8 +101,14 @@ def _check_channels(channels: Mapping[str, Channel]) -> None:
                                 f"expected one of {TRAINING_CONTENT_TYPES}")
 
 
+def _with_sources(text: str, sources: Mapping[str, str]) -> str:
+    for copy, source in sources.items():
+        text = text.replace(copy, source)
+    return text
+
+
 def _lay_out_root(work_dir: Path, index: int, count: int, hyperparameters: Mapping[str, str],
-                  channels: Mapping[str, Channel]) -> Path:
+                  channels: Mapping[str, Channel], sources: dict[str, str]) -> Path:
     """Create ``work_dir/algo-N`` in SageMaker's /opt/ml layout with this host's files of every channel."""
     host = host_name(index)
     root = work_dir / host
@@ -118,6 +131,7 @@ def _lay_out_root(work_dir: Path, index: int, count: int, hyperparameters: Mappi
         for position, source in enumerate(files):
             # a position prefix keeps the sharded order and tells apart equal names from different folders
             _link_or_copy(source, channel_dir / f"{position:06d}-{source.name}")
+            sources[str(channel_dir / f"{position:06d}-{source.name}")] = str(source)
     (config / "inputdataconfig.json").write_text(json.dumps(data_config))
     return root
 
@@ -140,8 +154,8 @@ def _run_instances(roots: list[Path], log: Callable[[str], None], stop: threadin
     extra_args: list[str] = []
     if len(roots) > 1:
         authkey = secrets.token_bytes(16)
-        server = ParameterServer(len(roots), authkey, timeout=heartbeat_timeout(), names=[
-            host_name(index) for index in range(len(roots))])
+        server = ParameterServer(len(roots), authkey, timeout=heartbeat_timeout(), connect_timeout=connect_timeout(),
+                                 names=[host_name(index) for index in range(len(roots))])
         server.start()
         host, port = server.address
         extra_args = ["--coordinator", f"{host}:{port}"]
@@ -151,10 +165,9 @@ def _run_instances(roots: list[Path], log: Callable[[str], None], stop: threadin
     readers = []
     try:
         for index, root in enumerate(roots):
-            process = subprocess.Popen(
+            process = start_process(  # its own process group, ended as a whole; dies with this process
                 [sys.executable, "-m", "pipeline.local.linear_learner.train", "--root", str(root), *extra_args],
-                stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env,
-                start_new_session=True)  # its own process group, ended as a whole when training stops
+                stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env)
             processes.append(process)
             reader = threading.Thread(target=_pump, args=(process, host_name(index), lines), daemon=True)
             reader.start()
@@ -167,7 +180,7 @@ def _run_instances(roots: list[Path], log: Callable[[str], None], stop: threadin
     finally:
         for process in processes:
             if process.poll() is None:
-                _kill_group(process)
+                kill_group(process)
         if server is not None:
             server.stop()
         for process in processes:
@@ -192,24 +205,26 @@ def _drain(lines: queue.Queue, log: Callable[[str], None]) -> None:
         log(f"[{host}] {line}")
 
 
-def _kill_group(process: subprocess.Popen) -> None:
-    """End an instance and anything it started (its own process group)."""
-    try:
-        os.killpg(process.pid, signal.SIGKILL)
-    except (ProcessLookupError, PermissionError):
-        process.kill()
-
-
 def heartbeat_timeout() -> float:
     """Seconds an instance may go without reaching the parameter server before the job fails naming it
     (``LLPIPE_TRAINING_HEARTBEAT_SECONDS``, default 60): a stopped or hung instance is reported, not waited for."""
-    text = os.environ.get(HEARTBEAT_ENV, "")
+    return _seconds(HEARTBEAT_ENV, DEFAULT_HEARTBEAT_SECONDS)
+
+
+def connect_timeout() -> float:
+    """Seconds every instance has from its start to connect to the parameter server (it reads its data first)
+    before the job fails naming the missing ones (``LLPIPE_TRAINING_CONNECT_SECONDS``, default 300)."""
+    return _seconds(CONNECT_ENV, DEFAULT_CONNECT_SECONDS)
+
+
+def _seconds(variable: str, default: float) -> float:
+    text = os.environ.get(variable, "")
     try:
-        seconds = float(text) if text else DEFAULT_HEARTBEAT_SECONDS
+        seconds = float(text) if text else default
     except ValueError:
-        raise TrainingError(f"{HEARTBEAT_ENV}={text!r} is not a number of seconds") from None
+        raise TrainingError(f"{variable}={text!r} is not a number of seconds") from None
     if not seconds > 0:
-        raise TrainingError(f"{HEARTBEAT_ENV}={text!r} must be a positive number of seconds")
+        raise TrainingError(f"{variable}={text!r} must be a positive number of seconds")
     return seconds
 
 
@@ -221,7 +236,8 @@ def _wait(processes: list[subprocess.Popen], roots: list[Path], lines: queue.Que
             return "stopped: the execution is being stopped"
         stalled = getattr(server, "error", None) if getattr(server, "stalled", False) else None
         if stalled:
-            return f"{stalled} ({HEARTBEAT_ENV} sets this limit)"
+            limit = HEARTBEAT_ENV if getattr(server, "connected", True) else CONNECT_ENV
+            return f"{stalled} ({limit} sets this limit)"
         try:
             host, line = lines.get(timeout=0.05)
             log(f"[{host}] {line}")
