@@ -21,12 +21,14 @@ run: $(STAMP)  ## run the whole pipeline locally on the bundled example data set
 image-env: $(STAMP)
 	$(BIN)/llpipe env build || test "$$CI" != true
 
-test: $(STAMP) image-env  ## lint, then the test suite
+test: $(STAMP) image-env  ## lint and format check, then the test suite
 	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
 	$(BIN)/python -m pytest -q -n 2
 
 lint: $(STAMP)
 	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
 
 bench: $(STAMP)
 	for b in benchmarks/*.py; do $(BIN)/python $$b || exit 1; done

@@ -34,9 +34,14 @@ def main() -> None:
     parser.add_argument("--epochs", type=int, default=3)
     parser.add_argument("--num-models", type=int, default=32)
     parser.add_argument("--mini-batch-size", type=int, default=1000)
-    parser.add_argument("--instances", type=int, nargs="*", default=[],
-                        help="also train through the launcher with these instance counts (RecordIO shards, one "
-                             "process per instance) and print their combined train throughput")
+    parser.add_argument(
+        "--instances",
+        type=int,
+        nargs="*",
+        default=[],
+        help="also train through the launcher with these instance counts (RecordIO shards, one "
+        "process per instance) and print their combined train throughput",
+    )
     args = parser.parse_args()
 
     from sklearn.linear_model import SGDClassifier
@@ -50,11 +55,16 @@ def main() -> None:
     holdout = slice(0, 50_000)
     print(f"data: {args.rows:,} x {args.features} float32, {args.epochs} epochs")
 
-    hp = parse_hyperparameters({
-        "predictor_type": "binary_classifier", "num_models": str(args.num_models), "epochs": str(args.epochs),
-        "mini_batch_size": str(args.mini_batch_size), "early_stopping_patience": str(args.epochs + 1),
-        "binary_classifier_model_selection_criteria": "loss_function",
-    })
+    hp = parse_hyperparameters(
+        {
+            "predictor_type": "binary_classifier",
+            "num_models": str(args.num_models),
+            "epochs": str(args.epochs),
+            "mini_batch_size": str(args.mini_batch_size),
+            "early_stopping_patience": str(args.epochs + 1),
+            "binary_classifier_model_selection_criteria": "loss_function",
+        }
+    )
     started = time.perf_counter()
     result = fit(hp, Dataset(X, y), None, LocalCollective(), lambda line: None)
     ll_seconds = time.perf_counter() - started
@@ -73,17 +83,32 @@ def main() -> None:
     sk_auc = roc_auc_score(y[holdout], sgd.decision_function(X[holdout]))
 
     records = args.rows * args.epochs
-    print(f"linear learner ({args.num_models} models): {ll_seconds:8.2f} s  {records / ll_seconds:14,.0f} records/s  "
-          f"({records * args.num_models / ll_seconds:,.0f} model-records/s)  holdout AUC {ll_auc:.4f}")
-    print(f"scikit-learn SGDClassifier (1 model): {sk_seconds:8.2f} s  {records / sk_seconds:14,.0f} records/s  "
-          f"holdout AUC {sk_auc:.4f}")
+    print(
+        f"linear learner ({args.num_models} models): {ll_seconds:8.2f} s  {records / ll_seconds:14,.0f} records/s  "
+        f"({records * args.num_models / ll_seconds:,.0f} model-records/s)  holdout AUC {ll_auc:.4f}"
+    )
+    print(
+        f"scikit-learn SGDClassifier (1 model): {sk_seconds:8.2f} s  {records / sk_seconds:14,.0f} records/s  "
+        f"holdout AUC {sk_auc:.4f}"
+    )
     ratio = ll_seconds / sk_seconds
-    print(f"time ratio (linear learner {args.num_models} models / sklearn 1 model): {ratio:.2f}x "
-          f"(goal <= 2x: {'met' if ratio <= 2.0 else 'not met'})")
+    print(
+        f"time ratio (linear learner {args.num_models} models / sklearn 1 model): {ratio:.2f}x "
+        f"(goal <= 2x: {'met' if ratio <= 2.0 else 'not met'})"
+    )
     if args.instances:
-        launcher_throughput(X, y, args, hp_strings={
-            "predictor_type": "binary_classifier", "num_models": str(args.num_models), "epochs": str(args.epochs),
-            "mini_batch_size": str(args.mini_batch_size), "early_stopping_patience": str(args.epochs + 1)})
+        launcher_throughput(
+            X,
+            y,
+            args,
+            hp_strings={
+                "predictor_type": "binary_classifier",
+                "num_models": str(args.num_models),
+                "epochs": str(args.epochs),
+                "mini_batch_size": str(args.mini_batch_size),
+                "early_stopping_patience": str(args.epochs + 1),
+            },
+        )
 
 
 def launcher_throughput(X: np.ndarray, y: np.ndarray, args: argparse.Namespace, hp_strings: dict[str, str]) -> None:
@@ -103,11 +128,17 @@ def launcher_throughput(X: np.ndarray, y: np.ndarray, args: argparse.Namespace, 
             shards.append(path)
         for count in args.instances:
             started = time.perf_counter()
-            result = train(hp_strings, {"train": Channel(shards, "ShardedByS3Key")}, Path(folder) / f"out-{count}",
-                           instance_count=count)
+            result = train(
+                hp_strings,
+                {"train": Channel(shards, "ShardedByS3Key")},
+                Path(folder) / f"out-{count}",
+                instance_count=count,
+            )
             seconds = time.perf_counter() - started
-            print(f"launcher, {count} instance(s): job {seconds:.2f} s (with process start and reading), last epoch "
-                  f"{result.metrics['train:throughput']:,.0f} records/s over all instances")
+            print(
+                f"launcher, {count} instance(s): job {seconds:.2f} s (with process start and reading), last epoch "
+                f"{result.metrics['train:throughput']:,.0f} records/s over all instances"
+            )
 
 
 if __name__ == "__main__":

@@ -92,20 +92,26 @@ def main() -> int:
         return 0
     direction = objective_type(args.objective).lower()
     print(f"table: {args.rows} rows, {args.positives:.0%} positives, 12 features (4 informative): {data}")
-    print(f"objective: {args.objective} ({direction}d); tuning: {args.jobs} jobs, {args.parallel} at once, "
-          f"{args.strategy}")
+    print(
+        f"objective: {args.objective} ({direction}d); tuning: {args.jobs} jobs, {args.parallel} at once, "
+        f"{args.strategy}"
+    )
     print(f"{'run':<10} {'status':<10} {'validation':>11} {'test AUC':>9} {'registered':>10} {'seconds':>8}")
     for name, result in (("untuned", untuned), ("tuned", tuned)):
         print(
             f"{name:<10} {result['status']:<10} {result['validation']:>11.5f} {result['test_auc']:>9.4f} "
             f"{result['registered'] or '-':>10} {result['seconds']:>8.1f}"
         )
-    better = tuned["validation"] < untuned["validation"] if direction == "minimize" else (
-        tuned["validation"] > untuned["validation"]
+    better = (
+        tuned["validation"] < untuned["validation"]
+        if direction == "minimize"
+        else (tuned["validation"] > untuned["validation"])
     )
-    print(f"validation objective tuned / untuned: {tuned['validation'] / untuned['validation']:.3f} "
-          f"({'better' if better else 'not better'}); test AUC tuned - untuned: "
-          f"{tuned['test_auc'] - untuned['test_auc']:+.4f}")
+    print(
+        f"validation objective tuned / untuned: {tuned['validation'] / untuned['validation']:.3f} "
+        f"({'better' if better else 'not better'}); test AUC tuned - untuned: "
+        f"{tuned['test_auc'] - untuned['test_auc']:+.4f}"
+    )
     if tuned["tuning"]:
         print(f"best training job: {tuned['tuning']['best_training_job']} {tuned['tuning']['best_hyperparameters']}")
     return 0

@@ -40,8 +40,18 @@ NDARRAY_LIST_MAGIC = 0x112  # kMXAPINDArrayListMagic
 NDARRAY_V2_MAGIC = 0xF993FAC9
 DENSE_STORAGE = 0
 FLOAT32_FLAG = 0  # mshadow::kFloat32
-METRICS_PARAMS_KEYS = ("quantile", "huber_delta", "margin", "loss_insensitivity", "eps_insensitive_loss_type",
-                       "accuracy_top_k", "f_beta", "positive_example_weight_mult", "class_weights", "threshold")
+METRICS_PARAMS_KEYS = (
+    "quantile",
+    "huber_delta",
+    "margin",
+    "loss_insensitivity",
+    "eps_insensitive_loss_type",
+    "accuracy_top_k",
+    "f_beta",
+    "positive_example_weight_mult",
+    "class_weights",
+    "threshold",
+)
 
 
 class ModelArtifactError(ValueError):
@@ -109,7 +119,7 @@ def read_model_bytes(data: bytes, name: str = "model.tar.gz", feature_dim: int |
     where = f"{name}: {INNER_MEMBER}/"
     manifest = _json_member(members, MANIFEST, where)
     if manifest.get("mx-mod") != "mxnet_module":
-        raise ModelArtifactError(f"{where}{MANIFEST}: expected \"mx-mod\": \"mxnet_module\", got {manifest!r}")
+        raise ModelArtifactError(f'{where}{MANIFEST}: expected "mx-mod": "mxnet_module", got {manifest!r}')
     additional = _json_member(members, ADDITIONAL_PARAMS, where)
     symbol = _json_member(members, SYMBOL, where)
     arrays = decode_ndarray_list(members[PARAMS], f"{where}{PARAMS}")
@@ -165,16 +175,18 @@ def decode_ndarray_list(data: bytes, where: str) -> dict[str, np.ndarray]:
 
     magic, _reserved, count = take("<QQQ")
     if magic != NDARRAY_LIST_MAGIC:
-        raise ModelArtifactError(f"{where}: starts with {magic:#x}; expected the NDArray list magic "
-                                 f"{NDARRAY_LIST_MAGIC:#x}")
+        raise ModelArtifactError(
+            f"{where}: starts with {magic:#x}; expected the NDArray list magic {NDARRAY_LIST_MAGIC:#x}"
+        )
     if count > 64:
         raise ModelArtifactError(f"{where}: claims {count} arrays; a Linear Learner model has 2")
     arrays = []
     for index in range(count):
         array_magic, storage = take("<Ii")
         if array_magic != NDARRAY_V2_MAGIC or storage != DENSE_STORAGE:
-            raise ModelArtifactError(f"{where}: array {index} is not a dense V2 NDArray "
-                                     f"(magic {array_magic:#x}, storage type {storage})")
+            raise ModelArtifactError(
+                f"{where}: array {index} is not a dense V2 NDArray (magic {array_magic:#x}, storage type {storage})"
+            )
         (ndim,) = take("<i")
         if not 0 <= ndim <= 8:
             raise ModelArtifactError(f"{where}: array {index} has {ndim} dimensions")
@@ -187,10 +199,12 @@ def decode_ndarray_list(data: bytes, where: str) -> dict[str, np.ndarray]:
             raise ModelArtifactError(f"{where}: array {index} has a negative dimension {shape}")
         size = int(np.prod(shape, dtype=np.int64)) * 4
         if position + size > len(data):
-            raise ModelArtifactError(f"{where}: array {index} data truncated (needs {size} bytes at {position}, "
-                                     f"the file has {len(data)})")
-        arrays.append(np.frombuffer(data, dtype="<f4", count=size // 4, offset=position).reshape(shape)
-                      .astype(np.float32))
+            raise ModelArtifactError(
+                f"{where}: array {index} data truncated (needs {size} bytes at {position}, the file has {len(data)})"
+            )
+        arrays.append(
+            np.frombuffer(data, dtype="<f4", count=size // 4, offset=position).reshape(shape).astype(np.float32)
+        )
         position += size
     (name_count,) = take("<Q")
     if name_count != count:
@@ -200,7 +214,7 @@ def decode_ndarray_list(data: bytes, where: str) -> dict[str, np.ndarray]:
         (length,) = take("<Q")
         if position + length > len(data):
             raise ModelArtifactError(f"{where}: truncated in the array names")
-        names.append(data[position:position + length].decode("utf-8", errors="replace"))
+        names.append(data[position : position + length].decode("utf-8", errors="replace"))
         position += length
     if position != len(data):
         raise ModelArtifactError(f"{where}: {len(data) - position} unexpected bytes after the array names")
@@ -217,15 +231,21 @@ def _json_member(members: dict[str, bytes], member: str, where: str) -> dict[str
     return value
 
 
-def _model(additional: dict[str, Any], symbol: dict[str, Any], arrays: dict[str, np.ndarray], where: str,
-           feature_dim: int | None) -> LinearModel:
+def _model(
+    additional: dict[str, Any],
+    symbol: dict[str, Any],
+    arrays: dict[str, np.ndarray],
+    where: str,
+    feature_dim: int | None,
+) -> LinearModel:
     """Check what scoring needs (predictor type, loss, threshold, names and shapes) and build the model."""
     params_where = f"{where}{PARAMS}"
     additional_where = f"{where}{ADDITIONAL_PARAMS}"
     predictor_type = additional.get("predictor_type")
     if predictor_type not in PREDICTOR_TYPES:
-        raise ModelArtifactError(f"{additional_where}: predictor_type {predictor_type!r} is not one of "
-                                 f"{', '.join(PREDICTOR_TYPES)}")
+        raise ModelArtifactError(
+            f"{additional_where}: predictor_type {predictor_type!r} is not one of {', '.join(PREDICTOR_TYPES)}"
+        )
     loss_type = additional.get("loss_type")
     if not isinstance(loss_type, str):
         raise ModelArtifactError(f"{additional_where}: loss_type is missing or not a string ({loss_type!r})")
@@ -233,41 +253,53 @@ def _model(additional: dict[str, Any], symbol: dict[str, Any], arrays: dict[str,
     if isinstance(threshold, bool) or not isinstance(threshold, (int, float)) or not math.isfinite(threshold):
         raise ModelArtifactError(f"{additional_where}: threshold is missing or not a finite number ({threshold!r})")
     if sorted(arrays) != sorted((WEIGHT, BIAS)):
-        raise ModelArtifactError(f"{params_where}: expected exactly the arrays {WEIGHT} and {BIAS}, "
-                                 f"got {sorted(arrays)}")
+        raise ModelArtifactError(
+            f"{params_where}: expected exactly the arrays {WEIGHT} and {BIAS}, got {sorted(arrays)}"
+        )
     weights, bias = arrays[WEIGHT], arrays[BIAS]
     if weights.ndim != 2:
-        raise ModelArtifactError(f"{params_where}: {WEIGHT} has shape {weights.shape}; expected "
-                                 "(feature_dim, outputs)")
+        raise ModelArtifactError(f"{params_where}: {WEIGHT} has shape {weights.shape}; expected (feature_dim, outputs)")
     outputs = weights.shape[1]
     if predictor_type == "multiclass_classifier" and outputs < 2:
-        raise ModelArtifactError(f"{params_where}: {WEIGHT} has shape {weights.shape}; a multiclass classifier "
-                                 "needs (feature_dim, num_classes) with num_classes >= 2")
+        raise ModelArtifactError(
+            f"{params_where}: {WEIGHT} has shape {weights.shape}; a multiclass classifier "
+            "needs (feature_dim, num_classes) with num_classes >= 2"
+        )
     if predictor_type != "multiclass_classifier" and outputs != 1:
-        raise ModelArtifactError(f"{params_where}: {WEIGHT} has shape {weights.shape}; a {predictor_type} needs "
-                                 "(feature_dim, 1)")
+        raise ModelArtifactError(
+            f"{params_where}: {WEIGHT} has shape {weights.shape}; a {predictor_type} needs (feature_dim, 1)"
+        )
     if bias.shape != (1, outputs):
-        raise ModelArtifactError(f"{params_where}: {BIAS} has shape {bias.shape}; expected (1, {outputs}) to go "
-                                 f"with {WEIGHT} {weights.shape}")
+        raise ModelArtifactError(
+            f"{params_where}: {BIAS} has shape {bias.shape}; expected (1, {outputs}) to go "
+            f"with {WEIGHT} {weights.shape}"
+        )
     declared = _declared_weight_shape(symbol, f"{where}{SYMBOL}")
     if declared is not None and declared != weights.shape:
-        raise ModelArtifactError(f"{where}{SYMBOL}: fc0_weight is declared {declared} but {PARAMS} holds "
-                                 f"{WEIGHT} {weights.shape}")
+        raise ModelArtifactError(
+            f"{where}{SYMBOL}: fc0_weight is declared {declared} but {PARAMS} holds {WEIGHT} {weights.shape}"
+        )
     if feature_dim is not None and weights.shape[0] != feature_dim:
-        raise ModelArtifactError(f"{params_where}: {WEIGHT} has shape {weights.shape}: the model takes "
-                                 f"{weights.shape[0]} features, the data has {feature_dim}")
+        raise ModelArtifactError(
+            f"{params_where}: {WEIGHT} has shape {weights.shape}: the model takes "
+            f"{weights.shape[0]} features, the data has {feature_dim}"
+        )
     metrics_params = additional.get("metrics_params")
-    return LinearModel(predictor_type=predictor_type, loss_type=loss_type,
-                       weights=np.ascontiguousarray(weights, dtype=np.float32),
-                       bias=np.ascontiguousarray(bias[0], dtype=np.float32), threshold=float(threshold),
-                       metrics_params=metrics_params if isinstance(metrics_params, dict) else None)
+    return LinearModel(
+        predictor_type=predictor_type,
+        loss_type=loss_type,
+        weights=np.ascontiguousarray(weights, dtype=np.float32),
+        bias=np.ascontiguousarray(bias[0], dtype=np.float32),
+        threshold=float(threshold),
+        metrics_params=metrics_params if isinstance(metrics_params, dict) else None,
+    )
 
 
 def _declared_weight_shape(symbol: dict[str, Any], where: str) -> tuple[int, ...] | None:
     """The ``__shape__`` the symbol declares for fc0_weight, if it declares one."""
     nodes = symbol.get("nodes")
     if not isinstance(nodes, list):
-        raise ModelArtifactError(f"{where}: no \"nodes\" list")
+        raise ModelArtifactError(f'{where}: no "nodes" list')
     for node in nodes:
         if isinstance(node, dict) and node.get("name") == "fc0_weight":
             attrs = node.get("attrs") or node.get("attr") or {}  # MXNet before 1.0 wrote "attr"

@@ -668,9 +668,7 @@ def _evaluate_step(
     )
     report = PropertyFile(name=REPORT_PROPERTY_FILE, output_name="evaluation", path=REPORT_NAME)
     # Never cached: the champion it compares with is read from the registry, which is in no cache key.
-    step = ProcessingStep(
-        name=EVALUATE, step_args=step_args, property_files=[report], **_job_step_options(cache=False)
-    )
+    step = ProcessingStep(name=EVALUATE, step_args=step_args, property_files=[report], **_job_step_options(cache=False))
     return step, report
 
 

@@ -63,8 +63,11 @@ def source_digest(root: Path = PACKAGE_ROOT) -> str:
 
 
 def _sdk_settings(env: Mapping[str, str]) -> dict[str, Any]:
-    files = [Path(env[name]) for name in ("SAGEMAKER_ADMIN_CONFIG_OVERRIDE", "SAGEMAKER_USER_CONFIG_OVERRIDE")
-             if env.get(name)]
+    files = [
+        Path(env[name])
+        for name in ("SAGEMAKER_ADMIN_CONFIG_OVERRIDE", "SAGEMAKER_USER_CONFIG_OVERRIDE")
+        if env.get(name)
+    ]
     contents = {}
     for path in (*SDK_CONFIG_FILES, *files):
         targets = sorted(path.rglob("*.yaml")) if path.is_dir() else [path]

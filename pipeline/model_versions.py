@@ -134,9 +134,7 @@ def sagemaker_describe(region: str, target: str, group: str) -> dict[str, Any]:
         return _described_view(client.describe_model_package(ModelPackageName=name))
 
 
-def sagemaker_set_status(
-    region: str, target: str, group: str, status: str, description: str | None
-) -> dict[str, Any]:
+def sagemaker_set_status(region: str, target: str, group: str, status: str, description: str | None) -> dict[str, Any]:
     """UpdateModelPackage with the new approval status; ``{"arn", "approval_status", "approval_description"}``."""
     client = sagemaker_client(region)
     with _aws_errors():
@@ -220,5 +218,3 @@ def _described_view(description: dict[str, Any]) -> dict[str, Any]:
         "customer_metadata": description.get("CustomerMetadataProperties", {}),
         "champion_comparison": champion_comparison(description.get("CustomerMetadataProperties")),
     }
-
-

@@ -36,8 +36,10 @@ def _table(frame: Any, float_format: str = "{:.4f}") -> str:
 def _image(path: Path) -> str:
     encoded = base64.b64encode(Path(path).read_bytes()).decode("ascii")
     title = html.escape(Path(path).stem.replace("_", " "))
-    return f'<figure style="display:inline-block;margin:4px"><img src="data:image/png;base64,{encoded}" ' \
+    return (
+        f'<figure style="display:inline-block;margin:4px"><img src="data:image/png;base64,{encoded}" '
         f'alt="{title}" width="320"/><figcaption>{title}</figcaption></figure>'
+    )
 
 
 def steps_html(title: str, steps: Any) -> str:

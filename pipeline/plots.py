@@ -161,9 +161,7 @@ def _roc_figure(metrics: dict[str, Any], report_path: Path, champion: Champion |
     return figure
 
 
-def _precision_recall_figure(
-    metrics: dict[str, Any], report_path: Path, champion: Champion | None = None
-) -> Any:
+def _precision_recall_figure(metrics: dict[str, Any], report_path: Path, champion: Champion | None = None) -> Any:
     precisions, recalls = _curve(metrics, "precision_recall_curve", "precisions", "recalls", report_path)
     figure = _figure()
     axes = figure.add_subplot()
@@ -308,13 +306,19 @@ def render_tuning_plot(trials: Sequence[dict[str, Any]], metric: str, kind: str,
     axes.plot(numbers[best], values[best], "*", color="tab:red", ms=14, label=f"best: job {numbers[best]}")
     failed = [row["number"] for row in trials if row.get("objective") is None]
     if failed:
-        axes.plot(failed, [values.max() if kind == "Minimize" else values.min()] * len(failed), "x", color="grey",
-                  label="no objective")
+        axes.plot(
+            failed,
+            [values.max() if kind == "Minimize" else values.min()] * len(failed),
+            "x",
+            color="grey",
+            label="no objective",
+        )
     if values.min() > 0 and values.max() / values.min() > 10:  # an outlier would flatten the rest
         axes.set_yscale("log")
     axes.xaxis.get_major_locator().set_params(integer=True)
-    axes.set(xlabel="training job (in the order started)", ylabel=metric,
-             title=f"{metric} over {len(trials)} training jobs")
+    axes.set(
+        xlabel="training job (in the order started)", ylabel=metric, title=f"{metric} over {len(trials)} training jobs"
+    )
     axes.legend(loc="best")
     axes.grid(alpha=0.3)
     target.parent.mkdir(parents=True, exist_ok=True)

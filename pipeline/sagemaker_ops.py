@@ -203,8 +203,6 @@ def _referenced_steps(value: Any) -> set[str]:
     return set()
 
 
-
-
 def start_request(
     config: PipelineConfig,
     parameters: Mapping[str, str] | None = None,
@@ -271,17 +269,21 @@ def retry(config: PipelineConfig, arn: str, max_parallel: int | None = None, ses
     if max_parallel is not None:
         request["ParallelismConfiguration"] = {"MaxParallelExecutionSteps": max_parallel}
     with aws_call(f"RetryPipelineExecution {arn}"):
-        return (session or aws_session(config)).client("sagemaker").retry_pipeline_execution(**request)[
-            "PipelineExecutionArn"
-        ]
+        return (
+            (session or aws_session(config))
+            .client("sagemaker")
+            .retry_pipeline_execution(**request)["PipelineExecutionArn"]
+        )
 
 
 def stop(config: PipelineConfig, arn: str, session: Any = None) -> str:
     """StopPipelineExecution: the running steps' jobs are stopped, the execution ends Stopped."""
     with aws_call(f"StopPipelineExecution {arn}"):
-        return (session or aws_session(config)).client("sagemaker").stop_pipeline_execution(PipelineExecutionArn=arn)[
-            "PipelineExecutionArn"
-        ]
+        return (
+            (session or aws_session(config))
+            .client("sagemaker")
+            .stop_pipeline_execution(PipelineExecutionArn=arn)["PipelineExecutionArn"]
+        )
 
 
 @dataclass

@@ -422,8 +422,11 @@ def _collision_notes(frame: pd.DataFrame, categorical: list[str], buckets: int) 
         used = {value % buckets for value in hashes}
         if len(used) < len(values):
             better = next(
-                (size for size in (2**power for power in range(4, 21)) if size > buckets and
-                 len({value % size for value in hashes}) == len(values)),
+                (
+                    size
+                    for size in (2**power for power in range(4, 21))
+                    if size > buckets and len({value % size for value in hashes}) == len(values)
+                ),
                 None,
             )
             advice = f"--param HashBuckets={better} separates them" if better else "raise --param HashBuckets"

@@ -641,9 +641,7 @@ def _show(value: Any) -> str:
     return repr(value.item() if isinstance(value, np.generic) else value)
 
 
-def _to_float64(
-    column: pd.Series, where: RowLocator, what: str, hint: Callable[[], str] | None = None
-) -> np.ndarray:
+def _to_float64(column: pd.Series, where: RowLocator, what: str, hint: Callable[[], str] | None = None) -> np.ndarray:
     """A column as float64 (NaN for missing); text that is not a number is an error naming file, row and column."""
     if pd.api.types.is_numeric_dtype(column.dtype) or pd.api.types.is_bool_dtype(column.dtype):
         return column.to_numpy(dtype=np.float64, na_value=np.nan)

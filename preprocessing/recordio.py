@@ -959,9 +959,7 @@ def _decode(data: np.ndarray, starts: np.ndarray, lengths: np.ndarray) -> _Colum
         try:  # in groups of records, so temporaries stay small enough for the allocator to recycle
             groups = np.flatnonzero(np.diff(_exclusive_cumsum(lengths) // _DECODE_GROUP_BYTES)) + 1
             bounds = [0, *groups.tolist(), n]
-            return _concat_columns(
-                [_extract(data, regions.subset(a, b)) for a, b in zip(bounds[:-1], bounds[1:])]
-            )
+            return _concat_columns([_extract(data, regions.subset(a, b)) for a, b in zip(bounds[:-1], bounds[1:])])
         except _WireError:
             pass
     return _decode_generic(data, starts, lengths)

@@ -42,7 +42,7 @@ def parse_mxnet_params(data: bytes) -> dict[str, np.ndarray]:
     names = []
     for _ in range(name_count):
         (length,) = read("Q")
-        names.append(data[offset:offset + length].decode())
+        names.append(data[offset : offset + length].decode())
         offset += length
     assert offset == len(data)
     return dict(zip(names, arrays, strict=True))
@@ -71,37 +71,55 @@ def service_symbol(predictor_type: str, feature_dim: int, outputs: int, number: 
         node("null", "data"),
         node("null", "fc0_weight", attrs={"__shape__": f"({feature_dim}, {outputs})"}),
         node("dot", f"dot{n}", [0, 1]),
-        node("null", "fc0_bias", attrs={"__lr_mult__": "1.0" if predictor_type == "multiclass_classifier" else "10.0",
-                                        "__shape__": f"(1, {outputs})"}),
+        node(
+            "null",
+            "fc0_bias",
+            attrs={
+                "__lr_mult__": "1.0" if predictor_type == "multiclass_classifier" else "10.0",
+                "__shape__": f"(1, {outputs})",
+            },
+        ),
         node("broadcast_add", f"broadcast_plus{n}", [2, 3]),
     ]
     if predictor_type == "binary_classifier":
-        nodes = head + [node("null", "out_label"), node("LogisticRegressionOutput", f"logisticregressionoutput{n}",
-                                                        [4, 5])]
+        nodes = head + [
+            node("null", "out_label"),
+            node("LogisticRegressionOutput", f"logisticregressionoutput{n}", [4, 5]),
+        ]
         arg_nodes = [0, 1, 3, 5]
     elif predictor_type == "regressor":
-        nodes = head + [node("null", "out_label"), node("LinearRegressionOutput", f"linearregressionoutput{n}",
-                                                        [4, 5])]
+        nodes = head + [node("null", "out_label"), node("LinearRegressionOutput", f"linearregressionoutput{n}", [4, 5])]
         arg_nodes = [0, 1, 3, 5]
     else:
         nodes = head + [
-            node("max", f"max{n}", [4], {"axis": "1"}), node("Reshape", f"reshape{n}", [5], {"shape": "(-1, 1)"}),
+            node("max", f"max{n}", [4], {"axis": "1"}),
+            node("Reshape", f"reshape{n}", [5], {"shape": "(-1, 1)"}),
             node("broadcast_sub", f"broadcast_minus{n}", [4, 6]),
-            node("_plus_scalar", f"_plusscalar{n}", [7], {"scalar": "10.0"}), node("exp", f"exp{n}", [8]),
-            node("sum", f"sum{n}", [9], {"axis": "1"}), node("Reshape", f"reshape{n + 1}", [10], {"shape": "(-1, 1)"}),
+            node("_plus_scalar", f"_plusscalar{n}", [7], {"scalar": "10.0"}),
+            node("exp", f"exp{n}", [8]),
+            node("sum", f"sum{n}", [9], {"axis": "1"}),
+            node("Reshape", f"reshape{n + 1}", [10], {"shape": "(-1, 1)"}),
             node("broadcast_div", f"broadcast_div{n}", [9, 11]),
             node("clip", f"clip{n}", [12], {"a_max": "1.0", "a_min": "1e-10"}),
             node("BlockGrad", f"blockgrad{n}", [13]),
-            node("null", "out_label"), node("Reshape", f"reshape{n + 2}", [15], {"shape": "(-1,)"}),
-            node("pick", f"pick{n}", [13, 16]), node("log", f"log{n}", [17]),
-            node("_mul_scalar", f"_mulscalar{n}", [18], {"scalar": "-1.0"}), node("make_loss", f"makeloss{n}", [19]),
+            node("null", "out_label"),
+            node("Reshape", f"reshape{n + 2}", [15], {"shape": "(-1,)"}),
+            node("pick", f"pick{n}", [13, 16]),
+            node("log", f"log{n}", [17]),
+            node("_mul_scalar", f"_mulscalar{n}", [18], {"scalar": "-1.0"}),
+            node("make_loss", f"makeloss{n}", [19]),
             node("Reshape", f"reshape{n + 3}", [20], {"shape": "(-1, 1)"}),
             node("_mul_scalar", f"_mulscalar{n + 1}", [21], {"scalar": "1e-30"}),
             node("broadcast_add", f"broadcast_plus{n + 1}", [14, 22]),
         ]
         arg_nodes = [0, 1, 3, 15]
-    return {"nodes": nodes, "arg_nodes": arg_nodes, "node_row_ptr": list(range(len(nodes) + 1)),
-            "heads": [[len(nodes) - 1, 0, 0]], "attrs": {"mxnet_version": ["int", 10301]}}
+    return {
+        "nodes": nodes,
+        "arg_nodes": arg_nodes,
+        "node_row_ptr": list(range(len(nodes) + 1)),
+        "heads": [[len(nodes) - 1, 0, 0]],
+        "attrs": {"mxnet_version": ["int", 10301]},
+    }
 
 
 LOSS_TYPES = {"binary_classifier": "logistic", "regressor": "squared_loss", "multiclass_classifier": "softmax_loss"}
@@ -110,17 +128,33 @@ LOSS_TYPES = {"binary_classifier": "logistic", "regressor": "squared_loss", "mul
 def additional_params_json(predictor_type: str, threshold: float, *, old_order: bool) -> bytes:
     """additional-params.json: 2022-2024 key order, or 2018-2021's (predictor_type last, metrics_params reordered)."""
     threshold = float(np.float32(threshold))
-    metrics = {"quantile": None, "huber_delta": None, "margin": None, "loss_insensitivity": None,
-               "eps_insensitive_loss_type": None, "accuracy_top_k": 3,
-               "f_beta": None if predictor_type == "regressor" else 1.0, "positive_example_weight_mult": 1.0,
-               "class_weights": None, "threshold": threshold}
+    metrics = {
+        "quantile": None,
+        "huber_delta": None,
+        "margin": None,
+        "loss_insensitivity": None,
+        "eps_insensitive_loss_type": None,
+        "accuracy_top_k": 3,
+        "f_beta": None if predictor_type == "regressor" else 1.0,
+        "positive_example_weight_mult": 1.0,
+        "class_weights": None,
+        "threshold": threshold,
+    }
     if old_order:
         metrics = dict(reversed(list(metrics.items())))
-        document = {"threshold": threshold, "loss_type": LOSS_TYPES[predictor_type], "metrics_params": metrics,
-                    "predictor_type": predictor_type}
+        document = {
+            "threshold": threshold,
+            "loss_type": LOSS_TYPES[predictor_type],
+            "metrics_params": metrics,
+            "predictor_type": predictor_type,
+        }
     else:
-        document = {"threshold": threshold, "loss_type": LOSS_TYPES[predictor_type], "predictor_type": predictor_type,
-                    "metrics_params": metrics}
+        document = {
+            "threshold": threshold,
+            "loss_type": LOSS_TYPES[predictor_type],
+            "predictor_type": predictor_type,
+            "metrics_params": metrics,
+        }
     return json.dumps(document).encode()
 
 
@@ -146,8 +180,9 @@ def tar_gz(member: str, payload: bytes) -> bytes:
     return gzip.compress(out.getvalue(), mtime=0)
 
 
-def service_members(predictor_type: str, weights: np.ndarray, bias: np.ndarray, threshold: float = 0.5, *,
-                    old_order: bool = False) -> list[tuple[str, bytes]]:
+def service_members(
+    predictor_type: str, weights: np.ndarray, bias: np.ndarray, threshold: float = 0.5, *, old_order: bool = False
+) -> list[tuple[str, bytes]]:
     """The four zip members as the service writes them; the 2018-2021 variant also stores them in another order."""
     feature_dim, outputs = weights.shape
     arrays = [("arg:fc0_weight", weights), ("arg:fc0_bias", bias.reshape(1, outputs))]
@@ -160,21 +195,56 @@ def service_members(predictor_type: str, weights: np.ndarray, bias: np.ndarray, 
     return members[::-1] if old_order else members
 
 
-def service_artifact(predictor_type: str, weights: np.ndarray, bias: np.ndarray, threshold: float = 0.5, *,
-                     old_order: bool = False) -> bytes:
+def service_artifact(
+    predictor_type: str, weights: np.ndarray, bias: np.ndarray, threshold: float = 0.5, *, old_order: bool = False
+) -> bytes:
     """A model.tar.gz as the service writes it."""
-    return tar_gz("model_algo-1", zip_stored(service_members(predictor_type, weights, bias, threshold,
-                                                             old_order=old_order)))
+    return tar_gz(
+        "model_algo-1", zip_stored(service_members(predictor_type, weights, bias, threshold, old_order=old_order))
+    )
 
 
 MEMBERS = ["manifest.json", "additional-params.json", "mx-mod-symbol.json", "mx-mod-0000.params"]
 TOP_KEYS = ["threshold", "loss_type", "predictor_type", "metrics_params"]
-METRICS_KEYS = ["quantile", "huber_delta", "margin", "loss_insensitivity", "eps_insensitive_loss_type",
-                "accuracy_top_k", "f_beta", "positive_example_weight_mult", "class_weights", "threshold"]
+METRICS_KEYS = [
+    "quantile",
+    "huber_delta",
+    "margin",
+    "loss_insensitivity",
+    "eps_insensitive_loss_type",
+    "accuracy_top_k",
+    "f_beta",
+    "positive_example_weight_mult",
+    "class_weights",
+    "threshold",
+]
 SIMPLE_OPS = ["null", "null", "dot", "null", "broadcast_add", "null"]
-MULTICLASS_OPS = ["null", "null", "dot", "null", "broadcast_add", "max", "Reshape", "broadcast_sub", "_plus_scalar",
-                  "exp", "sum", "Reshape", "broadcast_div", "clip", "BlockGrad", "null", "Reshape", "pick", "log",
-                  "_mul_scalar", "make_loss", "Reshape", "_mul_scalar", "broadcast_add"]
+MULTICLASS_OPS = [
+    "null",
+    "null",
+    "dot",
+    "null",
+    "broadcast_add",
+    "max",
+    "Reshape",
+    "broadcast_sub",
+    "_plus_scalar",
+    "exp",
+    "sum",
+    "Reshape",
+    "broadcast_div",
+    "clip",
+    "BlockGrad",
+    "null",
+    "Reshape",
+    "pick",
+    "log",
+    "_mul_scalar",
+    "make_loss",
+    "Reshape",
+    "_mul_scalar",
+    "broadcast_add",
+]
 
 
 def ordered(data: bytes) -> list:
@@ -225,8 +295,12 @@ def check_service_layout(data: bytes, *, new_order: bool = True) -> dict:
     assert metrics["accuracy_top_k"] == 3 and metrics["positive_example_weight_mult"] == 1.0
     assert metrics["class_weights"] is None
     predictor_type = top["predictor_type"]
-    assert top["loss_type"] == {"binary_classifier": "logistic", "regressor": "squared_loss",
-                                "multiclass_classifier": "softmax_loss"}[predictor_type]
+    assert (
+        top["loss_type"]
+        == {"binary_classifier": "logistic", "regressor": "squared_loss", "multiclass_classifier": "softmax_loss"}[
+            predictor_type
+        ]
+    )
     if predictor_type == "regressor":
         assert threshold == 0.5 and metrics["f_beta"] is None
     else:
@@ -242,12 +316,20 @@ def check_service_layout(data: bytes, *, new_order: bool = True) -> dict:
     nodes = symbol["nodes"]
     assert symbol["attrs"] == {"mxnet_version": ["int", 10301]}
     assert nodes[0] == {"op": "null", "name": "data", "inputs": []}
-    assert nodes[1] == {"op": "null", "name": "fc0_weight", "attrs": {"__shape__": f"({feature_dim}, {outputs})"},
-                        "inputs": []}
+    assert nodes[1] == {
+        "op": "null",
+        "name": "fc0_weight",
+        "attrs": {"__shape__": f"({feature_dim}, {outputs})"},
+        "inputs": [],
+    }
     assert nodes[2]["name"].startswith("dot") and nodes[2]["inputs"] == [[0, 0, 0], [1, 0, 0]]
     lr_mult = "1.0" if predictor_type == "multiclass_classifier" else "10.0"
-    assert nodes[3] == {"op": "null", "name": "fc0_bias", "inputs": [],
-                        "attrs": {"__lr_mult__": lr_mult, "__shape__": f"(1, {outputs})"}}
+    assert nodes[3] == {
+        "op": "null",
+        "name": "fc0_bias",
+        "inputs": [],
+        "attrs": {"__lr_mult__": lr_mult, "__shape__": f"(1, {outputs})"},
+    }
     assert list(nodes[3]["attrs"]) == ["__lr_mult__", "__shape__"]
     assert nodes[4]["name"].startswith("broadcast_plus") and nodes[4]["inputs"] == [[2, 0, 0], [3, 0, 0]]
     assert symbol["node_row_ptr"] == list(range(len(nodes) + 1))

@@ -88,9 +88,7 @@ def check_three_runs(run: LocalRun, execute, change) -> tuple[ExecutionRecord, E
         [row] = [line for line in table.splitlines() if line.startswith(f"│ {name} ")]
         assert "Succeeded (cached)" in row and f"cache hit from execution {second.id}" in row
     print_summary(third_summary, console)
-    assert f"Cache hits: Preprocess, Train, Transform reused from execution {second.id}" in (
-        console.export_text()
-    )
+    assert f"Cache hits: Preprocess, Train, Transform reused from execution {second.id}" in (console.export_text())
     return first, second
 
 

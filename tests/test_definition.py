@@ -115,8 +115,12 @@ def test_builds_with_networking_disabled_and_no_credentials_twice_byte_identical
     # a fresh interpreter: the SDK import itself also runs under the guard, with no AWS variable at all
     home = Path(os.environ.get("TMPDIR", "/tmp")) / "llpipe-no-aws-home"
     home.mkdir(exist_ok=True)
-    env = {"PATH": os.environ["PATH"], "HOME": str(home), "PYTHONPATH": str(REPOSITORY_ROOT),
-           "LLPIPE_DEFINITION_CACHE": "off"}  # both builds really build
+    env = {
+        "PATH": os.environ["PATH"],
+        "HOME": str(home),
+        "PYTHONPATH": str(REPOSITORY_ROOT),
+        "LLPIPE_DEFINITION_CACHE": "off",
+    }  # both builds really build
     result = subprocess.run(
         [sys.executable, "-c", NETWORK_GUARD], env=env, capture_output=True, text=True, timeout=120, cwd=home
     )
@@ -327,7 +331,6 @@ def test_the_default_schema_is_uploaded_and_decides_nothing(built: BuiltDefiniti
     uri = default_schema_uri("s3://llpipe-local/linear-learner-pipeline")
     assert uri.endswith(f"/schemas/{hashlib.sha256(DEFAULT_SCHEMA).hexdigest()}.json")
     assert json.loads(built.uploads[uri]) == {"format": "llpipe-schema/1"}
-
 
 
 def test_preprocess_reads_the_default_schema(built: BuiltDefinition, tmp_path: Path) -> None:

@@ -354,6 +354,8 @@ def test_hosts_that_built_different_layouts_fail_the_evaluation(tmp_path: Path) 
     assert "Preprocess hosts built different layouts: feature_names of summary-algo-1.json is ['f0', 'f4']" in (
         stderr.getvalue()
     )
+
+
 # ------------------------------------------------------------------------------------- in the scikit-learn image
 
 

@@ -243,8 +243,9 @@ def test_a_read_only_work_dir(tmp_path: Path) -> None:
 # ----------------------------------------------------------------------------------------------- concurrency
 
 
-def test_temporary_names_differ_even_for_writers_with_the_same_pid(monkeypatch: pytest.MonkeyPatch,
-                                                                   tmp_path: Path) -> None:
+def test_temporary_names_differ_even_for_writers_with_the_same_pid(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
     """Before: the temporary name was pid + thread id, equal for two containers (pid namespaces) sharing a work dir."""
     monkeypatch.setattr(os, "getpid", lambda: 1)
     monkeypatch.setattr(threading, "get_ident", lambda: 7)
@@ -362,12 +363,19 @@ def test_a_stopped_training_instance_is_reported_within_the_heartbeat(
             os.kill(pid, signal.SIGSTOP)
             stopped.append(pid)
 
-    hyperparameters = {"predictor_type": "binary_classifier", "feature_dim": "4", "epochs": "100000",
-                       "mini_batch_size": "10", "num_models": "2", "early_stopping_patience": "100000"}
+    hyperparameters = {
+        "predictor_type": "binary_classifier",
+        "feature_dim": "4",
+        "epochs": "100000",
+        "mini_batch_size": "10",
+        "num_models": "2",
+        "early_stopping_patience": "100000",
+    }
     channels = {"train": launcher.Channel(files=files, distribution="ShardedByS3Key", content_type="text/csv")}
     with pytest.raises(TrainingError, match="algo-2 sent no update for 2 s"):
-        launcher.train(hyperparameters, channels, tmp_path / "out", instance_count=2, work_dir=tmp_path / "work",
-                       on_log=on_log)
+        launcher.train(
+            hyperparameters, channels, tmp_path / "out", instance_count=2, work_dir=tmp_path / "work", on_log=on_log
+        )
     assert stopped and _processes_mentioning(str(tmp_path / "work")) == []
 
 
@@ -405,7 +413,9 @@ def test_a_killed_run_takes_its_job_processes_with_it_and_is_shown_abandoned(tmp
     assert survivors == []
     listed = subprocess.run(
         [sys.executable, "-m", "pipeline", "executions", "--workdir", str(work), "--json"],
-        capture_output=True, text=True, check=True,
+        capture_output=True,
+        text=True,
+        check=True,
     )
     [row] = json.loads(listed.stdout)
     assert row["id"] == execution_id and row["status"] == "Executing" and row["abandoned"] is True
@@ -495,8 +505,9 @@ def test_a_damaged_recordio_shard_is_named_once_by_the_user_s_path(tmp_path: Pat
     shard.write_bytes(shard.read_bytes()[:-5])
     channels = {"train": launcher.Channel(files=[shard])}
     with pytest.raises(TrainingError) as caught:
-        launcher.train({"predictor_type": "binary_classifier", "feature_dim": "3", "epochs": "1"}, channels,
-                       tmp_path / "out")
+        launcher.train(
+            {"predictor_type": "binary_classifier", "feature_dim": "3", "epochs": "1"}, channels, tmp_path / "out"
+        )
     message = str(caught.value)
     assert message.count(str(shard)) == 1 and "input/data/train" not in message, message
     assert "record 199 at byte offset" in message and "truncated" in message
@@ -523,8 +534,12 @@ def test_a_second_interrupt_still_waits_for_the_jobs_to_clean_up(tmp_path: Path)
         cleaned.append(job.step.name)
         raise StepFailed("stopped")
 
-    interpreter = Interpreter(runners={"Processing": slow_to_stop}, store=ExecutionStore(tmp_path / "executions"),
-                              read_json=lambda uri: {}, pipeline_name="p")
+    interpreter = Interpreter(
+        runners={"Processing": slow_to_stop},
+        store=ExecutionStore(tmp_path / "executions"),
+        read_json=lambda uri: {},
+        pipeline_name="p",
+    )
     previous = signal.signal(signal.SIGINT, signal.default_int_handler)
     try:
         with pytest.raises(KeyboardInterrupt):

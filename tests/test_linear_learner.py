@@ -31,10 +31,12 @@ from pipeline.local.linear_learner.trainer import Dataset, evaluate, fit
 def split(X, y, *, stratify: bool):
     """train / validation / test = 60 / 15 / 25 %, fixed seed."""
     X, y = X.astype(np.float32), y.astype(np.float32)
-    X_rest, X_test, y_rest, y_test = train_test_split(X, y, test_size=0.25, random_state=0,
-                                                      stratify=y if stratify else None)
-    X_train, X_val, y_train, y_val = train_test_split(X_rest, y_rest, test_size=0.2, random_state=0,
-                                                      stratify=y_rest if stratify else None)
+    X_rest, X_test, y_rest, y_test = train_test_split(
+        X, y, test_size=0.25, random_state=0, stratify=y if stratify else None
+    )
+    X_train, X_val, y_train, y_val = train_test_split(
+        X_rest, y_rest, test_size=0.2, random_state=0, stratify=y_rest if stratify else None
+    )
     return Dataset(X_train, y_train), Dataset(X_val, y_val), Dataset(X_test, y_test)
 
 
@@ -49,11 +51,13 @@ def train_and_score(hyperparameters: dict[str, str], train: Dataset, validation:
 def sklearn_fit(estimator, train: Dataset, validation: Dataset):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        return estimator.fit(np.vstack([train.features, validation.features]),
-                             np.concatenate([train.labels, validation.labels]))
+        return estimator.fit(
+            np.vstack([train.features, validation.features]), np.concatenate([train.labels, validation.labels])
+        )
 
 
 # ---------------------------------------------------------------- hyperparameters
+
 
 def test_defaults_and_auto_resolution_match_the_service_log():
     hp = parse_hyperparameters({"predictor_type": "binary_classifier"})
@@ -66,10 +70,20 @@ def test_defaults_and_auto_resolution_match_the_service_log():
 
 
 def test_strings_are_coerced_as_the_service_does():
-    hp = parse_hyperparameters({"predictor_type": "multiclass_classifier", "num_classes": "5", "use_bias": "True",
-                                "epochs": "7", "learning_rate": "0.05", "normalize_data": "False",
-                                "positive_example_weight_mult": "balanced", "feature_dim": "12", "wd": "auto",
-                                "binary_classifier_model_selection_criteria": "f1"})
+    hp = parse_hyperparameters(
+        {
+            "predictor_type": "multiclass_classifier",
+            "num_classes": "5",
+            "use_bias": "True",
+            "epochs": "7",
+            "learning_rate": "0.05",
+            "normalize_data": "False",
+            "positive_example_weight_mult": "balanced",
+            "feature_dim": "12",
+            "wd": "auto",
+            "binary_classifier_model_selection_criteria": "f1",
+        }
+    )
     assert hp.num_classes == 5 and hp.use_bias is True and hp.epochs == 7 and hp.learning_rate == 0.05
     assert hp.normalize_data is False and hp.positive_example_weight_mult == "balanced" and hp.feature_dim == 12
     assert hp.selection_criteria == "f_beta" and hp.f_beta == 1.0
@@ -79,27 +93,33 @@ def test_strings_are_coerced_as_the_service_does():
 
 
 def test_automatic_model_tuning_turns_parallel_models_off():
-    hp = parse_hyperparameters({"predictor_type": "regressor", "num_models": "8",
-                                "_tuning_objective_metric": "validation:rmse"})
+    hp = parse_hyperparameters(
+        {"predictor_type": "regressor", "num_models": "8", "_tuning_objective_metric": "validation:rmse"}
+    )
     assert hp.num_models == 1
 
 
-@pytest.mark.parametrize(("given", "expected"), [
-    ({"predictor_type": "binary_classifier", "epochs": "0"}, "'epochs' has the invalid value '0': allowed is a"),
-    ({"predictor_type": "binary_classifier", "epochs": "ten"}, "'epochs' has the invalid value 'ten'"),
-    ({"predictor_type": "binary_classifier", "learning_rate": "-1"}, "allowed is auto or a positive number"),
-    ({"predictor_type": "binary_classifier", "optimizer": "lbfgs"}, "allowed is one of auto, sgd, adam, rmsprop"),
-    ({"predictor_type": "binary_classifier", "loss": "squared_loss"},
-     "'loss' has the invalid value 'squared_loss': allowed is auto or one of logistic, hinge_loss"),
-    ({"predictor_type": "ranker"}, "'predictor_type' has the invalid value 'ranker'"),
-    ({"predictor_type": "multiclass_classifier"}, "'num_classes' is required"),
-    ({"predictor_type": "multiclass_classifier", "num_classes": "2"}, "allowed is an integer from 3 to 1,000,000"),
-    ({"predictor_type": "binary_classifier", "use_bias": "yes"}, "'use_bias' has the invalid value 'yes'"),
-    ({"predictor_type": "binary_classifier", "quantile": "1.5"}, "'quantile' has the invalid value '1.5'"),
-    ({"predictor_type": "binary_classifier", "wd": "nan"}, "'wd' has the invalid value 'nan'"),
-    ({"predictor_type": "binary_classifier", "learning_rat": "0.1"}, "Unknown hyperparameter(s) 'learning_rat'"),
-    ({"epochs": "3"}, "'predictor_type' is required"),
-])
+@pytest.mark.parametrize(
+    ("given", "expected"),
+    [
+        ({"predictor_type": "binary_classifier", "epochs": "0"}, "'epochs' has the invalid value '0': allowed is a"),
+        ({"predictor_type": "binary_classifier", "epochs": "ten"}, "'epochs' has the invalid value 'ten'"),
+        ({"predictor_type": "binary_classifier", "learning_rate": "-1"}, "allowed is auto or a positive number"),
+        ({"predictor_type": "binary_classifier", "optimizer": "lbfgs"}, "allowed is one of auto, sgd, adam, rmsprop"),
+        (
+            {"predictor_type": "binary_classifier", "loss": "squared_loss"},
+            "'loss' has the invalid value 'squared_loss': allowed is auto or one of logistic, hinge_loss",
+        ),
+        ({"predictor_type": "ranker"}, "'predictor_type' has the invalid value 'ranker'"),
+        ({"predictor_type": "multiclass_classifier"}, "'num_classes' is required"),
+        ({"predictor_type": "multiclass_classifier", "num_classes": "2"}, "allowed is an integer from 3 to 1,000,000"),
+        ({"predictor_type": "binary_classifier", "use_bias": "yes"}, "'use_bias' has the invalid value 'yes'"),
+        ({"predictor_type": "binary_classifier", "quantile": "1.5"}, "'quantile' has the invalid value '1.5'"),
+        ({"predictor_type": "binary_classifier", "wd": "nan"}, "'wd' has the invalid value 'nan'"),
+        ({"predictor_type": "binary_classifier", "learning_rat": "0.1"}, "Unknown hyperparameter(s) 'learning_rat'"),
+        ({"epochs": "3"}, "'predictor_type' is required"),
+    ],
+)
 def test_invalid_hyperparameters_name_the_parameter_value_and_what_is_allowed(given, expected):
     with pytest.raises(HyperparameterError) as error:
         parse_hyperparameters(given)
@@ -108,31 +128,41 @@ def test_invalid_hyperparameters_name_the_parameter_value_and_what_is_allowed(gi
 
 # ---------------------------------------------------------------- quality against scikit-learn
 
+
 def test_binary_classifier_matches_logistic_regression_cv_on_breast_cancer():
     train, validation, test = split(*load_breast_cancer(return_X_y=True), stratify=True)
     result, metrics, lines = train_and_score(
-        {"predictor_type": "binary_classifier", "mini_batch_size": "32", "epochs": "15"}, train, validation, test)
-    baseline = sklearn_fit(make_pipeline(StandardScaler(), LogisticRegressionCV(Cs=5, cv=3, max_iter=5000)),
-                           train, validation)
+        {"predictor_type": "binary_classifier", "mini_batch_size": "32", "epochs": "15"}, train, validation, test
+    )
+    baseline = sklearn_fit(
+        make_pipeline(StandardScaler(), LogisticRegressionCV(Cs=5, cv=3, max_iter=5000)), train, validation
+    )
     baseline_auc = roc_auc_score(test.labels, baseline.predict_proba(test.features)[:, 1])
     assert metrics["roc_auc_score"] >= baseline_auc - 0.01
     assert metrics["binary_classification_accuracy"] > 0.93
-    assert any("#quality_metric: host=algo-1, epoch=0, validation binary_classification_cross_entropy_objective "
-               "<loss>=" in line for line in lines)
+    assert any(
+        "#quality_metric: host=algo-1, epoch=0, validation binary_classification_cross_entropy_objective "
+        "<loss>=" in line
+        for line in lines
+    )
     assert any(line.startswith("#throughput_metric: host=algo-1, train throughput=") for line in lines)
 
 
-@pytest.mark.parametrize(("loader", "hyperparameters"), [
-    (load_iris, {"mini_batch_size": "8", "epochs": "40"}),
-    (load_wine, {"mini_batch_size": "16", "epochs": "20"}),
-    (load_digits, {"mini_batch_size": "64", "epochs": "15", "balance_multiclass_weights": "true"}),
-])
+@pytest.mark.parametrize(
+    ("loader", "hyperparameters"),
+    [
+        (load_iris, {"mini_batch_size": "8", "epochs": "40"}),
+        (load_wine, {"mini_batch_size": "16", "epochs": "20"}),
+        (load_digits, {"mini_batch_size": "64", "epochs": "15", "balance_multiclass_weights": "true"}),
+    ],
+)
 def test_multiclass_classifier_matches_multinomial_logistic_regression(loader, hyperparameters):
     X, y = loader(return_X_y=True)
     train, validation, test = split(X, y, stratify=True)
     classes = str(len(np.unique(y)))
-    _, metrics, _ = train_and_score({"predictor_type": "multiclass_classifier", "num_classes": classes,
-                                     **hyperparameters}, train, validation, test)
+    _, metrics, _ = train_and_score(
+        {"predictor_type": "multiclass_classifier", "num_classes": classes, **hyperparameters}, train, validation, test
+    )
     baseline = sklearn_fit(make_pipeline(StandardScaler(), LogisticRegression(max_iter=5000)), train, validation)
     assert metrics["multiclass_accuracy"] >= baseline.score(test.features, test.labels) - 0.01
     assert metrics["multiclass_top_k_accuracy"] >= metrics["multiclass_accuracy"]
@@ -145,19 +175,26 @@ def test_regressor_rmse_within_3_percent_of_ridge_cv(data):
     else:
         X, y = make_regression(n_samples=2000, n_features=20, noise=10.0, random_state=0)
     train, validation, test = split(X, y, stratify=False)
-    _, metrics, _ = train_and_score({"predictor_type": "regressor", "mini_batch_size": "32", "epochs": "15"},
-                                    train, validation, test)
+    _, metrics, _ = train_and_score(
+        {"predictor_type": "regressor", "mini_batch_size": "32", "epochs": "15"}, train, validation, test
+    )
     baseline = sklearn_fit(RidgeCV(alphas=np.logspace(-3, 3, 13)), train, validation)
     baseline_rmse = float(np.sqrt(np.mean((baseline.predict(test.features) - test.labels) ** 2)))
     assert metrics["rmse"] <= baseline_rmse * 1.03
 
 
-@pytest.mark.parametrize("loss", ["absolute_loss", "huber_loss", "eps_insensitive_squared_loss",
-                                  "eps_insensitive_absolute_loss", "quantile_loss"])
+@pytest.mark.parametrize(
+    "loss",
+    ["absolute_loss", "huber_loss", "eps_insensitive_squared_loss", "eps_insensitive_absolute_loss", "quantile_loss"],
+)
 def test_other_regression_losses_train_to_a_useful_model(loss):
     train, validation, test = split(*load_diabetes(return_X_y=True), stratify=False)
-    _, metrics, _ = train_and_score({"predictor_type": "regressor", "loss": loss, "mini_batch_size": "32",
-                                     "epochs": "15", "huber_delta": "10"}, train, validation, test)
+    _, metrics, _ = train_and_score(
+        {"predictor_type": "regressor", "loss": loss, "mini_batch_size": "32", "epochs": "15", "huber_delta": "10"},
+        train,
+        validation,
+        test,
+    )
     baseline = sklearn_fit(RidgeCV(alphas=np.logspace(-3, 3, 13)), train, validation)
     baseline_rmse = float(np.sqrt(np.mean((baseline.predict(test.features) - test.labels) ** 2)))
     assert metrics["rmse"] <= baseline_rmse * 1.10
@@ -168,8 +205,15 @@ def test_quantile_loss_moves_predictions_towards_the_quantile():
     train, validation, test = split(X, y, stratify=False)
     covered = {}
     for q in ("0.1", "0.9"):
-        hp = parse_hyperparameters({"predictor_type": "regressor", "loss": "quantile_loss", "quantile": q,
-                                    "mini_batch_size": "32", "epochs": "10"})
+        hp = parse_hyperparameters(
+            {
+                "predictor_type": "regressor",
+                "loss": "quantile_loss",
+                "quantile": q,
+                "mini_batch_size": "32",
+                "epochs": "10",
+            }
+        )
         model = fit(hp, train, validation, LocalCollective(), lambda line: None).model
         covered[q] = float(np.mean(test.labels > model.predict(test.features)[0]))
     assert covered["0.1"] > 0.75 and covered["0.9"] < 0.25
@@ -177,17 +221,30 @@ def test_quantile_loss_moves_predictions_towards_the_quantile():
 
 def test_hinge_loss_sgd_and_rmsprop_and_balanced_weights_train():
     train, validation, test = split(*load_breast_cancer(return_X_y=True), stratify=True)
-    for extra in ({"loss": "hinge_loss"}, {"optimizer": "sgd", "momentum": "0.9", "learning_rate": "0.01"},
-                  {"optimizer": "rmsprop"}, {"positive_example_weight_mult": "balanced", "l1": "0.001"}):
-        _, metrics, _ = train_and_score({"predictor_type": "binary_classifier", "mini_batch_size": "32",
-                                         "epochs": "8", "num_models": "4", **extra}, train, validation, test)
+    for extra in (
+        {"loss": "hinge_loss"},
+        {"optimizer": "sgd", "momentum": "0.9", "learning_rate": "0.01"},
+        {"optimizer": "rmsprop"},
+        {"positive_example_weight_mult": "balanced", "l1": "0.001"},
+    ):
+        _, metrics, _ = train_and_score(
+            {"predictor_type": "binary_classifier", "mini_batch_size": "32", "epochs": "8", "num_models": "4", **extra},
+            train,
+            validation,
+            test,
+        )
         assert metrics["roc_auc_score"] > 0.98, extra
 
 
 def test_training_is_reproducible_and_num_models_one_uses_the_given_settings():
     train, validation, _ = split(*load_breast_cancer(return_X_y=True), stratify=True)
-    hyperparameters = {"predictor_type": "binary_classifier", "mini_batch_size": "50", "epochs": "3",
-                       "num_models": "1", "learning_rate": "0.02"}
+    hyperparameters = {
+        "predictor_type": "binary_classifier",
+        "mini_batch_size": "50",
+        "epochs": "3",
+        "num_models": "1",
+        "learning_rate": "0.02",
+    }
     first = fit(parse_hyperparameters(hyperparameters), train, validation, LocalCollective(), lambda line: None)
     lines: list[str] = []
     second = fit(parse_hyperparameters(hyperparameters), train, validation, LocalCollective(), lines.append)
@@ -198,9 +255,18 @@ def test_training_is_reproducible_and_num_models_one_uses_the_given_settings():
 def test_early_stopping_follows_an_explicit_binary_selection_criterion():
     train, validation, test = split(*load_breast_cancer(return_X_y=True), stratify=True)
     _, metrics, lines = train_and_score(
-        {"predictor_type": "binary_classifier", "mini_batch_size": "32", "epochs": "4", "num_models": "4",
-         "binary_classifier_model_selection_criteria": "recall_at_target_precision", "target_precision": "0.95"},
-        train, validation, test)
+        {
+            "predictor_type": "binary_classifier",
+            "mini_batch_size": "32",
+            "epochs": "4",
+            "num_models": "4",
+            "binary_classifier_model_selection_criteria": "recall_at_target_precision",
+            "target_precision": "0.95",
+        },
+        train,
+        validation,
+        test,
+    )
     assert any("criteria=recall_at_target_precision, value=-" in line for line in lines)
     assert metrics["precision"] > 0.9
 
@@ -208,13 +274,23 @@ def test_early_stopping_follows_an_explicit_binary_selection_criterion():
 def test_training_without_validation_selects_on_train_and_early_stops():
     train, _, test = split(*load_breast_cancer(return_X_y=True), stratify=True)
     result, metrics, lines = train_and_score(
-        {"predictor_type": "binary_classifier", "mini_batch_size": "32", "epochs": "50",
-         "early_stopping_patience": "1", "early_stopping_tolerance": "0.5"}, train, None, test)
+        {
+            "predictor_type": "binary_classifier",
+            "mini_batch_size": "32",
+            "epochs": "50",
+            "early_stopping_patience": "1",
+            "early_stopping_tolerance": "0.5",
+        },
+        train,
+        None,
+        test,
+    )
     assert result.epochs < 50 and any("Early stop condition met" in line for line in lines)
     assert metrics["roc_auc_score"] > 0.97
 
 
 # ---------------------------------------------------------------- metrics and calibration
+
 
 def test_roc_auc_matches_scikit_learn_with_ties():
     rng = np.random.default_rng(0)
@@ -223,14 +299,14 @@ def test_roc_auc_matches_scikit_learn_with_ties():
     assert roc_auc(labels, scores) == pytest.approx(roc_auc_score(labels, scores))
 
 
-@pytest.mark.parametrize("criteria", ["accuracy", "f_beta", "precision_at_target_recall",
-                                      "recall_at_target_precision"])
+@pytest.mark.parametrize("criteria", ["accuracy", "f_beta", "precision_at_target_recall", "recall_at_target_precision"])
 def test_calibrated_threshold_is_the_best_by_brute_force(criteria):
     rng = np.random.default_rng(1)
     labels = rng.integers(0, 2, 300).astype(float)
     scores = np.column_stack([rng.random(300) * 0.6 + labels * 0.4, rng.random(300)])
-    thresholds, values = calibrate_thresholds(labels, scores, criteria, beta=1.0, target_precision=0.8,
-                                              target_recall=0.8, default_threshold=0.5)
+    thresholds, values = calibrate_thresholds(
+        labels, scores, criteria, beta=1.0, target_precision=0.8, target_recall=0.8, default_threshold=0.5
+    )
 
     def value(column, threshold):
         predicted = scores[:, column] > threshold
@@ -254,11 +330,13 @@ def test_calibrated_threshold_is_the_best_by_brute_force(criteria):
 
 # ---------------------------------------------------------------- artifact
 
+
 def test_artifact_layout_params_format_and_folded_normalisation(tmp_path):
     X, y = load_wine(return_X_y=True)
     train, validation, test = split(X, y, stratify=True)
-    hp = parse_hyperparameters({"predictor_type": "multiclass_classifier", "num_classes": "3",
-                                "mini_batch_size": "16", "epochs": "5"})
+    hp = parse_hyperparameters(
+        {"predictor_type": "multiclass_classifier", "num_classes": "3", "mini_batch_size": "16", "epochs": "5"}
+    )
     model = fit(hp, train, validation, LocalCollective(), lambda line: None).model
     path = tmp_path / "model.tar.gz"
     save_model(model, path)
@@ -266,8 +344,12 @@ def test_artifact_layout_params_format_and_folded_normalisation(tmp_path):
         assert tar.getnames() == ["model_algo-1"]
         inner = tar.extractfile("model_algo-1").read()
     with zipfile.ZipFile(io.BytesIO(inner)) as archive:
-        assert archive.namelist() == ["manifest.json", "additional-params.json", "mx-mod-symbol.json",
-                                      "mx-mod-0000.params"]
+        assert archive.namelist() == [
+            "manifest.json",
+            "additional-params.json",
+            "mx-mod-symbol.json",
+            "mx-mod-0000.params",
+        ]
         params = parse_mxnet_params(archive.read("mx-mod-0000.params"))
         symbol = json.loads(archive.read("mx-mod-symbol.json"))
         additional = json.loads(archive.read("additional-params.json"))
@@ -283,6 +365,7 @@ def test_artifact_layout_params_format_and_folded_normalisation(tmp_path):
 
 # ---------------------------------------------------------------- channel data
 
+
 def test_sparse_recordio_channel_trains_without_mean_shift(tmp_path):
     import scipy.sparse as sp
 
@@ -293,24 +376,40 @@ def test_sparse_recordio_channel_trains_without_mean_shift(tmp_path):
     path = tmp_path / "train.pbr"
     with path.open("wb") as stream:
         write_sparse(stream, sp.csr_matrix(train.features), train.labels)
-    sparse_train = read_channel("train", [path], "application/x-recordio-protobuf", feature_dim=30,
-                                predictor_type="binary_classifier", num_classes=1)
+    sparse_train = read_channel(
+        "train",
+        [path],
+        "application/x-recordio-protobuf",
+        feature_dim=30,
+        predictor_type="binary_classifier",
+        num_classes=1,
+    )
     assert sp.issparse(sparse_train.features)
     np.testing.assert_array_equal(sparse_train.features.toarray(), train.features)
-    _, metrics, _ = train_and_score({"predictor_type": "binary_classifier", "mini_batch_size": "32",
-                                     "epochs": "10", "num_models": "8"}, sparse_train, validation, test)
+    _, metrics, _ = train_and_score(
+        {"predictor_type": "binary_classifier", "mini_batch_size": "32", "epochs": "10", "num_models": "8"},
+        sparse_train,
+        validation,
+        test,
+    )
     assert metrics["roc_auc_score"] > 0.98
 
 
-@pytest.mark.parametrize(("content", "options", "expected"), [
-    ("1,0.5,2\n2,0.1,3\n", {}, "record 1 (0-based) has label 2.0; expected 0 or 1 for a binary_classifier"),
-    ("1,0.5,2\n0,nan,3\n", {}, "row 2, column 2 is 'nan'; expected a finite number"),
-    ("1,0.5,2\n0,0.1\n", {}, "row 2, column 3 is ''; expected a finite number"),
-    ("1,0.5,2\n0,0.1,3\n", {"feature_dim": 3}, "records have 2 features; expected 3 (from feature_dim)"),
-    ("", {}, "the CSV file is empty"),
-    ("1.5,0.5,2\n", {"predictor_type": "multiclass_classifier", "num_classes": 3},
-     "label 1.5; expected an integer from 0 to 2"),
-])
+@pytest.mark.parametrize(
+    ("content", "options", "expected"),
+    [
+        ("1,0.5,2\n2,0.1,3\n", {}, "record 1 (0-based) has label 2.0; expected 0 or 1 for a binary_classifier"),
+        ("1,0.5,2\n0,nan,3\n", {}, "row 2, column 2 is 'nan'; expected a finite number"),
+        ("1,0.5,2\n0,0.1\n", {}, "row 2, column 3 is ''; expected a finite number"),
+        ("1,0.5,2\n0,0.1,3\n", {"feature_dim": 3}, "records have 2 features; expected 3 (from feature_dim)"),
+        ("", {}, "the CSV file is empty"),
+        (
+            "1.5,0.5,2\n",
+            {"predictor_type": "multiclass_classifier", "num_classes": 3},
+            "label 1.5; expected an integer from 0 to 2",
+        ),
+    ],
+)
 def test_bad_csv_channels_name_the_file_record_and_expectation(tmp_path, content, options, expected):
     from pipeline.local.linear_learner.data import read_channel
 
@@ -331,5 +430,11 @@ def test_truncated_recordio_names_the_file(tmp_path):
         write_dense(stream, np.ones((5, 3), dtype=np.float32), np.ones(5, dtype=np.float32))
     path.write_bytes(path.read_bytes()[:-9])
     with pytest.raises(AlgorithmInputError, match="bad.pbr"):
-        read_channel("train", [path], "application/x-recordio-protobuf", feature_dim=None,
-                     predictor_type="binary_classifier", num_classes=1)
+        read_channel(
+            "train",
+            [path],
+            "application/x-recordio-protobuf",
+            feature_dim=None,
+            predictor_type="binary_classifier",
+            num_classes=1,
+        )

@@ -21,7 +21,7 @@ from preprocessing.recordio import write_dense, write_sparse
 
 
 def pieces(data: Dataset, size: int) -> list[Dataset]:
-    return [Dataset(data.features[i:i + size], data.labels[i:i + size]) for i in range(0, data.rows, size)]
+    return [Dataset(data.features[i : i + size], data.labels[i : i + size]) for i in range(0, data.rows, size)]
 
 
 @pytest.fixture

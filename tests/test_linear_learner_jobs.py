@@ -48,8 +48,10 @@ def cancer(tmp_path_factory):
     X_rest, X_test, y_rest, y_test = train_test_split(X, y, test_size=0.25, random_state=0, stratify=y)
     X_train, X_val, y_train, y_val = train_test_split(X_rest, y_rest, test_size=0.2, random_state=0, stratify=y_rest)
     bounds = [0, 130, 230, 300, len(y_train)]  # 130, 100, 70 and 40 records: uneven shards
-    shards = [write_recordio(root / f"train-{i}.pbr", X_train[a:b], y_train[a:b])
-              for i, (a, b) in enumerate(zip(bounds[:-1], bounds[1:], strict=True))]
+    shards = [
+        write_recordio(root / f"train-{i}.pbr", X_train[a:b], y_train[a:b])
+        for i, (a, b) in enumerate(zip(bounds[:-1], bounds[1:], strict=True))
+    ]
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         baseline = make_pipeline(StandardScaler(), LogisticRegressionCV(Cs=5, cv=3, max_iter=5000)).fit(X_rest, y_rest)
@@ -64,8 +66,11 @@ def cancer(tmp_path_factory):
 
 
 def channels(data, train_distribution="ShardedByS3Key"):
-    return {"train": Channel(data["train"], train_distribution),
-            "validation": Channel(data["validation"]), "test": Channel(data["test"])}
+    return {
+        "train": Channel(data["train"], train_distribution),
+        "validation": Channel(data["validation"]),
+        "test": Channel(data["test"]),
+    }
 
 
 @pytest.mark.parametrize("instances", [1, 2, 4])
@@ -73,8 +78,14 @@ def test_one_two_and_four_instances_reach_the_same_quality(cancer, tmp_path, ins
     lines: list[str] = []
     # the same global batch (64 records per step) whatever the instance count
     hyperparameters = {**BINARY, "mini_batch_size": str(64 // instances)}
-    result = train(hyperparameters, channels(cancer), tmp_path / "out", instance_count=instances,
-                   work_dir=tmp_path / "work", on_log=lines.append)
+    result = train(
+        hyperparameters,
+        channels(cancer),
+        tmp_path / "out",
+        instance_count=instances,
+        work_dir=tmp_path / "work",
+        on_log=lines.append,
+    )
     assert result.model_path == tmp_path / "out" / "model.tar.gz" and result.model_path.is_file()
     assert json.loads((tmp_path / "out" / "metrics.json").read_text()) == pytest.approx(result.metrics)
     # the artifact is the service's; what the run needs beyond it lies beside it
@@ -87,8 +98,9 @@ def test_one_two_and_four_instances_reach_the_same_quality(cancer, tmp_path, ins
     assert result.metrics["validation:objective_loss"] < 0.2
     for index in range(instances):
         host = f"algo-{index + 1}"
-        assert any(f"[{host}]" in line and f"#throughput_metric: host={host}, train throughput=" in line
-                   for line in lines)
+        assert any(
+            f"[{host}]" in line and f"#throughput_metric: host={host}, train throughput=" in line for line in lines
+        )
         # every host saw only its ShardedByS3Key share of the train files
         shard = sorted(p.name for p in (tmp_path / "work" / host / "input" / "data" / "train").iterdir())
         assert len(shard) == len(cancer["train"][index::instances])
@@ -106,12 +118,25 @@ def test_two_instances_are_one_instance_with_a_double_batch(tmp_path):
     interleaved = np.r_[0:20, 40:60, 20:40, 60:80]
     single = write_recordio(tmp_path / "all.pbr", X[interleaved], y[interleaved])
     shards = [write_recordio(tmp_path / "a.pbr", *first), write_recordio(tmp_path / "b.pbr", *second)]
-    common = {"predictor_type": "binary_classifier", "epochs": "3", "num_models": "4", "use_lr_scheduler": "false",
-              "binary_classifier_model_selection_criteria": "loss_function"}
-    one = train({**common, "mini_batch_size": "40"}, {"train": Channel([single], "ShardedByS3Key")},
-                tmp_path / "one", instance_count=1)
-    two = train({**common, "mini_batch_size": "20"}, {"train": Channel(shards, "ShardedByS3Key")},
-                tmp_path / "two", instance_count=2)
+    common = {
+        "predictor_type": "binary_classifier",
+        "epochs": "3",
+        "num_models": "4",
+        "use_lr_scheduler": "false",
+        "binary_classifier_model_selection_criteria": "loss_function",
+    }
+    one = train(
+        {**common, "mini_batch_size": "40"},
+        {"train": Channel([single], "ShardedByS3Key")},
+        tmp_path / "one",
+        instance_count=1,
+    )
+    two = train(
+        {**common, "mini_batch_size": "20"},
+        {"train": Channel(shards, "ShardedByS3Key")},
+        tmp_path / "two",
+        instance_count=2,
+    )
     model_one, model_two = read_model(one.model_path), read_model(two.model_path)
     np.testing.assert_allclose(model_two.weights, model_one.weights, rtol=1e-5, atol=1e-5)
     np.testing.assert_allclose(model_two.bias, model_one.bias, rtol=1e-5, atol=1e-5)
@@ -138,8 +163,12 @@ def test_a_corrupt_shard_fails_the_job_naming_the_host_and_file(cancer, tmp_path
     corrupt.write_bytes(cancer["train"][1].read_bytes()[:-7])  # truncated mid-record
     started = time.monotonic()
     with pytest.raises(TrainingError) as error:
-        train(BINARY, {"train": Channel([cancer["train"][0], corrupt], "ShardedByS3Key")}, tmp_path / "out",
-              instance_count=2)
+        train(
+            BINARY,
+            {"train": Channel([cancer["train"][0], corrupt], "ShardedByS3Key")},
+            tmp_path / "out",
+            instance_count=2,
+        )
     assert "algo-2 failed" in str(error.value) and "train-1.pbr" in str(error.value)
     assert time.monotonic() - started < 60  # algo-1, blocked in the scaler allreduce, did not hang the job
 
@@ -156,8 +185,13 @@ def test_an_instance_killed_mid_training_fails_the_job_promptly_naming_it(cancer
 
     started = time.monotonic()
     with pytest.raises(TrainingError) as error:
-        train({**BINARY, "epochs": "500", "mini_batch_size": "8"}, channels(cancer), tmp_path / "out",
-              instance_count=2, on_log=kill_algo_2_at_epoch_2)
+        train(
+            {**BINARY, "epochs": "500", "mini_batch_size": "8"},
+            channels(cancer),
+            tmp_path / "out",
+            instance_count=2,
+            on_log=kill_algo_2_at_epoch_2,
+        )
     assert killed and "algo-2 failed (exit code -9)" in str(error.value)
     assert time.monotonic() - started < 60  # 500 epochs were not waited for; algo-1 did not hang
     assert not (tmp_path / "out").exists()
@@ -167,12 +201,19 @@ def test_a_crashed_peer_makes_the_others_fail_promptly():
     server = ParameterServer(2, b"secret-key", timeout=30)
     server.start()
     host, port = server.address
-    peer = subprocess.Popen([sys.executable, "-c", (
-        "import os, numpy as np\n"
-        "from pipeline.local.linear_learner.collective import ClientCollective\n"
-        f"c = ClientCollective(({host!r}, {port}), b'secret-key', 1, 2)\n"
-        "c.allreduce(np.ones(3))\n"
-        "os._exit(17)  # crash without closing anything\n")])
+    peer = subprocess.Popen(
+        [
+            sys.executable,
+            "-c",
+            (
+                "import os, numpy as np\n"
+                "from pipeline.local.linear_learner.collective import ClientCollective\n"
+                f"c = ClientCollective(({host!r}, {port}), b'secret-key', 1, 2)\n"
+                "c.allreduce(np.ones(3))\n"
+                "os._exit(17)  # crash without closing anything\n"
+            ),
+        ]
+    )
     try:
         collective = ClientCollective((host, port), b"secret-key", 0, 2, timeout=30)
         np.testing.assert_array_equal(collective.allreduce(np.arange(3.0)), [1.0, 2.0, 3.0])
@@ -216,15 +257,27 @@ class _Single:
 
 def test_transform_output_format_for_multiclass_and_regression(tmp_path):
     X, y = load_iris(return_X_y=True)
-    hp = parse_hyperparameters({"predictor_type": "multiclass_classifier", "num_classes": "3", "epochs": "2",
-                                "num_models": "2", "mini_batch_size": "30"})
-    save_model(fit(hp, Dataset(X.astype(np.float32), y.astype(np.float32)), None, _Single(),
-                   lambda line: None).model, tmp_path / "multi.tar.gz")
+    hp = parse_hyperparameters(
+        {
+            "predictor_type": "multiclass_classifier",
+            "num_classes": "3",
+            "epochs": "2",
+            "num_models": "2",
+            "mini_batch_size": "30",
+        }
+    )
+    save_model(
+        fit(hp, Dataset(X.astype(np.float32), y.astype(np.float32)), None, _Single(), lambda line: None).model,
+        tmp_path / "multi.tar.gz",
+    )
     X_r, y_r = load_diabetes(return_X_y=True)
-    hp = parse_hyperparameters({"predictor_type": "regressor", "epochs": "2", "num_models": "2",
-                                "mini_batch_size": "50"})
-    save_model(fit(hp, Dataset(X_r.astype(np.float32), y_r.astype(np.float32)), None, _Single(),
-                   lambda line: None).model, tmp_path / "reg.tar.gz")
+    hp = parse_hyperparameters(
+        {"predictor_type": "regressor", "epochs": "2", "num_models": "2", "mini_batch_size": "50"}
+    )
+    save_model(
+        fit(hp, Dataset(X_r.astype(np.float32), y_r.astype(np.float32)), None, _Single(), lambda line: None).model,
+        tmp_path / "reg.tar.gz",
+    )
     iris_csv = tmp_path / "iris.csv"
     np.savetxt(iris_csv, X[:5], delimiter=",")
     diabetes_csv = tmp_path / "diabetes.csv"
@@ -232,8 +285,7 @@ def test_transform_output_format_for_multiclass_and_regression(tmp_path):
     [multi] = transform(tmp_path / "multi.tar.gz", [iris_csv], tmp_path / "m", content_type="text/csv")
     [reg] = transform(tmp_path / "reg.tar.gz", [diabetes_csv], tmp_path / "r", content_type="text/csv")
     multi_rows = [json.loads(line) for line in multi.read_text().splitlines()]
-    assert len(multi_rows) == 5 and all(len(r["score"]) == 3 and r["predicted_label"] in (0, 1, 2)
-                                        for r in multi_rows)
+    assert len(multi_rows) == 5 and all(len(r["score"]) == 3 and r["predicted_label"] in (0, 1, 2) for r in multi_rows)
     assert all(abs(sum(r["score"]) - 1.0) < 1e-6 for r in multi_rows)
     reg_rows = [json.loads(line) for line in reg.read_text().splitlines()]
     assert len(reg_rows) == 4 and all(set(r) == {"score"} and 25 < r["score"] < 346 for r in reg_rows)
@@ -250,21 +302,62 @@ def test_llpipe_linear_learner_train_and_transform_with_csv(tmp_path, capsys):
     (tmp_path / "score").mkdir()
     np.savetxt(tmp_path / "score" / "batch.csv", X[400:], delimiter=",")
     hyperparameters = json.dumps({**BINARY, "mini_batch_size": "32"})
-    code = llpipe(["linear-learner", "train", "--train", str(tmp_path / "train"), "--validation",
-                   str(tmp_path / "validation"), "--hyperparameters", hyperparameters, "--output",
-                   str(tmp_path / "model"), "--content-type", "text/csv"])
+    code = llpipe(
+        [
+            "linear-learner",
+            "train",
+            "--train",
+            str(tmp_path / "train"),
+            "--validation",
+            str(tmp_path / "validation"),
+            "--hyperparameters",
+            hyperparameters,
+            "--output",
+            str(tmp_path / "model"),
+            "--content-type",
+            "text/csv",
+        ]
+    )
     assert code == 0
     shown = capsys.readouterr().out
     assert "100.0 % of epochs" in shown and "validation:roc_auc_score" in shown  # progress bar, then summary
     metrics = json.loads((tmp_path / "model" / "metrics.json").read_text())
     assert metrics["validation:roc_auc_score"] > 0.97
-    assert llpipe(["linear-learner", "transform", "--model", str(tmp_path / "model" / "model.tar.gz"), "--input",
-                   str(tmp_path / "score"), "--output", str(tmp_path / "out"), "--content-type", "text/csv"]) == 0
+    assert (
+        llpipe(
+            [
+                "linear-learner",
+                "transform",
+                "--model",
+                str(tmp_path / "model" / "model.tar.gz"),
+                "--input",
+                str(tmp_path / "score"),
+                "--output",
+                str(tmp_path / "out"),
+                "--content-type",
+                "text/csv",
+            ]
+        )
+        == 0
+    )
     assert len((tmp_path / "out" / "batch.csv.out").read_text().splitlines()) == 169
     # malformed CSV: the error names the file, row and column
     (tmp_path / "train" / "train.csv").write_text("1,2.0,3.0\n0,abc,1.0\n")
     capsys.readouterr()
-    code = llpipe(["linear-learner", "train", "--train", str(tmp_path / "train"), "--hyperparameters",
-                   hyperparameters, "--output", str(tmp_path / "model2"), "--content-type", "text/csv", "--quiet"])
+    code = llpipe(
+        [
+            "linear-learner",
+            "train",
+            "--train",
+            str(tmp_path / "train"),
+            "--hyperparameters",
+            hyperparameters,
+            "--output",
+            str(tmp_path / "model2"),
+            "--content-type",
+            "text/csv",
+            "--quiet",
+        ]
+    )
     error = capsys.readouterr().err
     assert code == 1 and "train.csv: row 2, column 2 is 'abc'" in error

@@ -56,7 +56,7 @@ def test_a_service_artifact_scores_as_the_service_scores(predictor_type, old_ord
     score, label = model.predict(X)
     z = np.zeros((len(X), weights.shape[1]), np.float32)  # float32 arithmetic, feature by feature
     for j in range(weights.shape[0]):
-        z += X[:, j:j + 1] * weights[j]
+        z += X[:, j : j + 1] * weights[j]
     z += bias
     if predictor_type == "regressor":
         assert label is None and score.dtype == np.float32
@@ -97,13 +97,26 @@ def test_binary_predicted_label_is_score_above_the_threshold(tmp_path):
 
 # ---------------------------------------------------------------- clear errors
 
+
 def _cli_transform(model: Path, tmp_path: Path, capsys) -> tuple[int, str]:
     from pipeline.cli import main
 
     features = tmp_path / "features.csv"
     features.write_text("1,2,3,4,5,6\n")
-    code = main(["linear-learner", "transform", "--model", str(model), "--input", str(features), "--output",
-                 str(tmp_path / "predictions"), "--content-type", "text/csv"])
+    code = main(
+        [
+            "linear-learner",
+            "transform",
+            "--model",
+            str(model),
+            "--input",
+            str(features),
+            "--output",
+            str(tmp_path / "predictions"),
+            "--content-type",
+            "text/csv",
+        ]
+    )
     captured = capsys.readouterr()
     return code, captured.err
 
@@ -143,17 +156,33 @@ def _with_params(predictor_type: str, arrays: list[tuple[str, np.ndarray]], **sy
     return tar_gz("model_algo-1", zip_stored(list(members.items())))
 
 
-@pytest.mark.parametrize(("arrays", "symbol_shape", "message"), [
-    ([("arg:fc0_weight", np.zeros((6, 1))), ("arg:fc0_bias", np.zeros(1))], {},
-     r"mx-mod-0000\.params: arg:fc0_bias has shape \(1,\); expected \(1, 1\)"),
-    ([("arg:fc0_weight", np.zeros((6, 2))), ("arg:fc0_bias", np.zeros((1, 2)))], {"feature_dim": 6, "outputs": 2},
-     r"mx-mod-0000\.params: arg:fc0_weight has shape \(6, 2\); a binary_classifier needs \(feature_dim, 1\)"),
-    ([("arg:fc0_weight", np.zeros((1, 6))), ("arg:fc0_bias", np.zeros((1, 1)))], {},
-     r"mx-mod-0000\.params: arg:fc0_weight has shape \(1, 6\); a binary_classifier needs \(feature_dim, 1\)"),
-    ([("arg:fc0_weight", np.zeros((5, 1))), ("arg:fc0_bias", np.zeros((1, 1)))], {},
-     r"mx-mod-symbol\.json: fc0_weight is declared \(6, 1\) but mx-mod-0000\.params holds arg:fc0_weight \(5, 1\)"),
-    ([("arg:fc0_weight", np.zeros((6, 1)))], {}, r"expected exactly the arrays arg:fc0_weight and arg:fc0_bias"),
-])
+@pytest.mark.parametrize(
+    ("arrays", "symbol_shape", "message"),
+    [
+        (
+            [("arg:fc0_weight", np.zeros((6, 1))), ("arg:fc0_bias", np.zeros(1))],
+            {},
+            r"mx-mod-0000\.params: arg:fc0_bias has shape \(1,\); expected \(1, 1\)",
+        ),
+        (
+            [("arg:fc0_weight", np.zeros((6, 2))), ("arg:fc0_bias", np.zeros((1, 2)))],
+            {"feature_dim": 6, "outputs": 2},
+            r"mx-mod-0000\.params: arg:fc0_weight has shape \(6, 2\); a binary_classifier needs \(feature_dim, 1\)",
+        ),
+        (
+            [("arg:fc0_weight", np.zeros((1, 6))), ("arg:fc0_bias", np.zeros((1, 1)))],
+            {},
+            r"mx-mod-0000\.params: arg:fc0_weight has shape \(1, 6\); a binary_classifier needs \(feature_dim, 1\)",
+        ),
+        (
+            [("arg:fc0_weight", np.zeros((5, 1))), ("arg:fc0_bias", np.zeros((1, 1)))],
+            {},
+            r"mx-mod-symbol\.json: fc0_weight is declared \(6, 1\) "
+            r"but mx-mod-0000\.params holds arg:fc0_weight \(5, 1\)",
+        ),
+        ([("arg:fc0_weight", np.zeros((6, 1)))], {}, r"expected exactly the arrays arg:fc0_weight and arg:fc0_bias"),
+    ],
+)
 def test_wrong_params_are_named(arrays, symbol_shape, message, tmp_path):
     path = tmp_path / "model.tar.gz"
     path.write_bytes(_with_params("binary_classifier", arrays, **symbol_shape))
@@ -172,8 +201,20 @@ def test_feature_count_is_checked_against_the_weights(tmp_path, capsys):
     features.write_text("1,2,3,4,5\n")
     from pipeline.cli import main
 
-    code = main(["linear-learner", "transform", "--model", str(path), "--input", str(features), "--output",
-                 str(tmp_path / "predictions"), "--content-type", "text/csv"])
+    code = main(
+        [
+            "linear-learner",
+            "transform",
+            "--model",
+            str(path),
+            "--input",
+            str(features),
+            "--output",
+            str(tmp_path / "predictions"),
+            "--content-type",
+            "text/csv",
+        ]
+    )
     err = capsys.readouterr().err
     assert code != 0 and "five.csv: records have 5 features; the model expects 6" in err
 
@@ -193,13 +234,15 @@ def test_truncated_params_and_bad_additional_params_are_named(tmp_path):
 
 # ---------------------------------------------------------------- writing: the service's layout, round trip
 
+
 def _train(predictor_type: str) -> tuple[LinearModel, np.ndarray]:
     loaders = {"binary_classifier": load_breast_cancer, "regressor": load_diabetes, "multiclass_classifier": load_wine}
     features, labels = loaders[predictor_type](return_X_y=True)
     features, labels = features.astype(np.float32), labels.astype(np.float32)
     extra = {"num_classes": "3"} if predictor_type == "multiclass_classifier" else {}
-    hp = parse_hyperparameters({"predictor_type": predictor_type, "epochs": "3", "num_models": "4",
-                                "mini_batch_size": "64", **extra})
+    hp = parse_hyperparameters(
+        {"predictor_type": predictor_type, "epochs": "3", "num_models": "4", "mini_batch_size": "64", **extra}
+    )
     model = fit(hp, Dataset(features, labels), Dataset(features, labels), LocalCollective(), lambda line: None).model
     return model, features
 
@@ -236,27 +279,36 @@ def test_normalisation_is_folded_into_the_weights():
     np.testing.assert_array_equal(np.argmax(logits, axis=1), model.predict(features)[1])
 
 
-@pytest.mark.parametrize(("predictor_type", "loss", "used"), [
-    ("binary_classifier", "hinge_loss", {"margin": 1.0}),
-    ("regressor", "quantile_loss", {"quantile": 0.5}),
-    ("regressor", "eps_insensitive_squared_loss", {"loss_insensitivity": 0.01,
-                                                   "eps_insensitive_loss_type": "eps_insensitive_squared_loss"}),
-])
+@pytest.mark.parametrize(
+    ("predictor_type", "loss", "used"),
+    [
+        ("binary_classifier", "hinge_loss", {"margin": 1.0}),
+        ("regressor", "quantile_loss", {"quantile": 0.5}),
+        (
+            "regressor",
+            "eps_insensitive_squared_loss",
+            {"loss_insensitivity": 0.01, "eps_insensitive_loss_type": "eps_insensitive_squared_loss"},
+        ),
+    ],
+)
 def test_other_losses_round_trip_with_their_metrics_params(predictor_type, loss, used):
-    features, labels = (load_breast_cancer if predictor_type == "binary_classifier" else load_diabetes)(
-        return_X_y=True)
+    features, labels = (load_breast_cancer if predictor_type == "binary_classifier" else load_diabetes)(return_X_y=True)
     features, labels = features.astype(np.float32), labels.astype(np.float32)
-    hp = parse_hyperparameters({"predictor_type": predictor_type, "loss": loss, "epochs": "2", "num_models": "2",
-                                "mini_batch_size": "64"})
+    hp = parse_hyperparameters(
+        {"predictor_type": predictor_type, "loss": loss, "epochs": "2", "num_models": "2", "mini_batch_size": "64"}
+    )
     model = fit(hp, Dataset(features, labels), None, LocalCollective(), lambda line: None).model
     data = artifact_bytes(model)
     loaded = read_model_bytes(data)
     additional = json.loads(artifact_member(data, "additional-params.json"))
     assert additional["loss_type"] == loss
     assert {key: additional["metrics_params"][key] for key in used} == used
-    assert all(value is None for key, value in additional["metrics_params"].items()
-               if key in ("quantile", "huber_delta", "margin", "loss_insensitivity", "eps_insensitive_loss_type")
-               and key not in used)
+    assert all(
+        value is None
+        for key, value in additional["metrics_params"].items()
+        if key in ("quantile", "huber_delta", "margin", "loss_insensitivity", "eps_insensitive_loss_type")
+        and key not in used
+    )
     for got, expected in zip(loaded.predict(features), model.predict(features), strict=True):
         np.testing.assert_array_equal(got, expected)
     if loss == "hinge_loss":  # the score is the margin, split at the calibrated threshold
@@ -277,10 +329,12 @@ def test_the_reader_is_container_code_python_3_9_and_numpy_only():
 
     source = (Path(__file__).parents[1] / "evaluation" / "linear_learner_model.py").read_text()
     tree = ast.parse(source, feature_version=(3, 9))
-    imported = {alias.name.split(".")[0] for node in ast.walk(tree) if isinstance(node, ast.Import)
-                for alias in node.names}
-    imported |= {node.module.split(".")[0] for node in ast.walk(tree)
-                 if isinstance(node, ast.ImportFrom) and node.module}
+    imported = {
+        alias.name.split(".")[0] for node in ast.walk(tree) if isinstance(node, ast.Import) for alias in node.names
+    }
+    imported |= {
+        node.module.split(".")[0] for node in ast.walk(tree) if isinstance(node, ast.ImportFrom) and node.module
+    }
     assert imported - set(sys.stdlib_module_names) == {"numpy"}
     calls = [node for node in ast.walk(tree) if isinstance(node, ast.Call) and getattr(node.func, "id", "") == "zip"]
     assert all(not any(k.arg == "strict" for k in call.keywords) for call in calls)

@@ -87,9 +87,7 @@ def test_the_quickstart_runs_end_to_end_in_a_jupyter_kernel(
     run_dir = tmp_path / "notebooks"
     run_dir.mkdir()
     notebook = nbformat.read(NOTEBOOK, as_version=4)
-    client = NotebookClient(
-        notebook, kernel_name=KERNEL, timeout=300, resources={"metadata": {"path": str(run_dir)}}
-    )
+    client = NotebookClient(notebook, kernel_name=KERNEL, timeout=300, resources={"metadata": {"path": str(run_dir)}})
     client.execute(env=kernel_environment(moto_endpoint))  # raises CellExecutionError on any failing cell
 
     cells = {cell.source.split("\n", 1)[0]: cell for cell in notebook.cells if cell.cell_type == "code"}

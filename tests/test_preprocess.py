@@ -295,7 +295,10 @@ def test_id_column_alone_decides_the_split(tmp_path: Path, container: Container)
         names = load_summary(tmp_path / f"{name}-out" / "summary")["feature_names"]
         others = [index for index, column in enumerate(names) if column != "sepal length (cm)"]
         splits.append(
-            {split: sorted(map(tuple, np.vstack([x for x, _ in shards[split]])[:, others].tolist())) for split in SPLITS}  # noqa: E501
+            {
+                split: sorted(map(tuple, np.vstack([x for x, _ in shards[split]])[:, others].tolist()))
+                for split in SPLITS
+            }  # noqa: E501
         )
     assert splits[0] == splits[1]
 
@@ -417,7 +420,13 @@ def test_a_host_without_input_files_says_so(tmp_path: Path, container: Container
     shutil.move(tmp_path / "in" / "d.csv", tmp_path / "d.csv")  # algo-3's share of a 1-object input is empty
     result = run_job(
         container,
-        "--input-dir", tmp_path / "in", "--output-dir", tmp_path / "out", "--resource-config", config, *BINARY
+        "--input-dir",
+        tmp_path / "in",
+        "--output-dir",
+        tmp_path / "out",
+        "--resource-config",
+        config,
+        *BINARY,
     )
     assert result.returncode == 1
     assert "host algo-3 (3 of 3) received no CSV or Parquet files" in result.stderr

@@ -27,7 +27,11 @@ def test_objects_round_trip_and_prefix_listing(tmp_path: Path) -> None:
     assert s3.path("s3://b/data/part-1.csv").read_bytes() == b"1"
     assert s3.uri(tmp_path / "b" / "data" / "part-2.csv") == "s3://b/data/part-2.csv"
     # S3 prefixes are string prefixes of keys, not folders: "data" also matches "database/...".
-    assert s3.list_objects("s3://b/data") == ["s3://b/data/part-1.csv", "s3://b/data/part-2.csv", "s3://b/database/other"]
+    assert s3.list_objects("s3://b/data") == [
+        "s3://b/data/part-1.csv",
+        "s3://b/data/part-2.csv",
+        "s3://b/database/other",
+    ]
     assert s3.list_objects("s3://b/data/") == ["s3://b/data/part-1.csv", "s3://b/data/part-2.csv"]
     assert s3.list_objects("s3://missing/x") == []
     assert not list(tmp_path.rglob(".*.tmp")), "atomic writes leave no temporary files"

@@ -37,8 +37,6 @@ EXECUTION_ARN = f"{PIPELINE_ARN}/execution/abc123def456"
 T0 = datetime(2026, 1, 2, 3, 4, 5, tzinfo=timezone.utc)
 
 
-
-
 @pytest.fixture(scope="module")
 def built() -> BuiltDefinition:
     return build_definition(CONFIG)

@@ -104,11 +104,16 @@ def test_tuning_job_config_holds_the_settings_and_the_documented_ranges(tuned: d
     assert isinstance(config["RandomSeed"], int)
     ranges = config["ParameterRanges"]
     found = {item["Name"]: item for kind in ranges.values() for item in kind}
-    assert set(found) == set(RANGES) == {
-        "learning_rate", "l1", "wd", "mini_batch_size", "positive_example_weight_mult", "use_bias"
-    }
+    assert (
+        set(found)
+        == set(RANGES)
+        == {"learning_rate", "l1", "wd", "mini_batch_size", "positive_example_weight_mult", "use_bias"}
+    )
     assert found["learning_rate"] == {
-        "Name": "learning_rate", "MinValue": "1e-05", "MaxValue": "1.0", "ScalingType": "Logarithmic"
+        "Name": "learning_rate",
+        "MinValue": "1e-05",
+        "MaxValue": "1.0",
+        "ScalingType": "Logarithmic",
     }
     assert (found["wd"]["MinValue"], found["wd"]["MaxValue"]) == ("1e-07", "1.0")
     assert (found["l1"]["MinValue"], found["l1"]["MaxValue"]) == ("1e-07", "1.0")
@@ -209,8 +214,9 @@ def test_matches_what_sdk_v3s_tuning_step_makes_for_the_same_tuner(
         tuner = HyperparameterTuner(**tuner_arguments(config, trainer, f"{config.base_job_prefix}-tune"))
         step_args = tuner.tune(inputs=module._training_channels(preprocess), wait=False)
         sdk_step = TuningStep(name=TUNING_STEP, step_args=step_args, **module._job_step_options())
-        pipeline = Pipeline(name="parity", parameters=params.all(), steps=[preprocess, sdk_step],
-                            sagemaker_session=session)
+        pipeline = Pipeline(
+            name="parity", parameters=params.all(), steps=[preprocess, sdk_step], sagemaker_session=session
+        )
         sdk = all_steps(json.loads(pipeline.definition()))[TUNING_STEP]
     theirs_definition = sdk["Arguments"]["TrainingJobDefinition"]
     ours_definition = ours["Arguments"]["TrainingJobDefinition"]

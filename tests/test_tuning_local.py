@@ -51,7 +51,11 @@ FAST = {
 def test_values_follow_each_ranges_scale() -> None:
     batch, rate, momentum, bias, use_bias = dimensions(RANGES)
     assert [d.name for d in (batch, rate, momentum, bias, use_bias)] == [
-        "mini_batch_size", "learning_rate", "momentum", "init_bias", "use_bias"
+        "mini_batch_size",
+        "learning_rate",
+        "momentum",
+        "init_bias",
+        "use_bias",
     ]
     assert (rate.value(0.0), rate.value(0.5), rate.value(1.0)) == ("1e-05", "0.00316228", "1")  # geometric middle
     assert (batch.value(0.0), batch.value(0.5), batch.value(1.0)) == ("100", "707", "5000")
@@ -66,10 +70,14 @@ def test_values_follow_each_ranges_scale() -> None:
             {"ContinuousParameterRanges": [{"Name": "wd", "MinValue": "0", "MaxValue": "1", "ScalingType": "Log"}]},
             "hyperparameter range wd: ScalingType 'Log' is not one of Auto, Linear, Logarithmic, ReverseLogarithmic",
         ),
-        ({"ContinuousParameterRanges": [{"Name": "wd", "MinValue": "1", "MaxValue": "0.5"}]},
-         "hyperparameter range wd: MinValue 1 is above MaxValue 0.5"),
-        ({"IntegerParameterRanges": [{"Name": "epochs", "MinValue": "one", "MaxValue": "5"}]},
-         "hyperparameter range epochs: MinValue 'one' is not a number"),
+        (
+            {"ContinuousParameterRanges": [{"Name": "wd", "MinValue": "1", "MaxValue": "0.5"}]},
+            "hyperparameter range wd: MinValue 1 is above MaxValue 0.5",
+        ),
+        (
+            {"IntegerParameterRanges": [{"Name": "epochs", "MinValue": "one", "MaxValue": "5"}]},
+            "hyperparameter range epochs: MinValue 'one' is not a number",
+        ),
         ({"CategoricalParameterRanges": [{"Name": "loss", "Values": []}]}, "hyperparameter range loss: no Values"),
         ({}, "ParameterRanges holds no range to search"),
     ],
@@ -124,7 +132,10 @@ def test_the_model_based_search_starts_from_the_defaults_it_is_given() -> None:
     first = search.point_values(search.propose(1, [])[0])
     # given values where they are values of the range (clipped into it), the centre elsewhere
     assert first == {
-        "learning_rate": "0.1", "use_bias": "false", "init_bias": "2", "mini_batch_size": "707",
+        "learning_rate": "0.1",
+        "use_bias": "false",
+        "init_bias": "2",
+        "mini_batch_size": "707",
         "momentum": space[2].value(0.5),
     }
     for dimension in space:
@@ -138,8 +149,9 @@ def test_the_model_based_search_starts_from_the_defaults_it_is_given() -> None:
 @pytest.fixture(scope="module")
 def tuned_run(tmp_path_factory: pytest.TempPathFactory) -> tuple[LocalRun, ExecutionRecord, Path]:
     workdir = tmp_path_factory.mktemp("tuning")
-    table = write_imbalanced_table(workdir / "data" / "table.csv", rows=600, features=6, informative=3,
-                                   positive_share=0.15)
+    table = write_imbalanced_table(
+        workdir / "data" / "table.csv", rows=600, features=6, informative=3, positive_share=0.15
+    )
     config = load_config({"tuning_max_jobs": 3, "tuning_max_parallel_jobs": 2}, env={})
     run = build_local_run(config, Workdir.at(workdir))
     record = run.execute(user_data(table, "label", "binary_classifier"), FAST)
@@ -162,8 +174,12 @@ def test_the_tuning_job_trains_every_candidate_and_reports_the_best(tuned_run) -
     # the Bayesian search starts where an untuned run stands: Linear Learner's defaults, clipped into the ranges
     first = next(s for s in summaries if s["TrainingJobName"].rsplit("-", 2)[-2] == "001")
     assert first["TunedHyperParameters"] == {
-        "learning_rate": "0.1", "wd": "0.0001", "l1": "1e-07", "mini_batch_size": "1000",
-        "positive_example_weight_mult": "1", "use_bias": "true",
+        "learning_rate": "0.1",
+        "wd": "0.0001",
+        "l1": "1e-07",
+        "mini_batch_size": "1000",
+        "positive_example_weight_mult": "1",
+        "use_bias": "true",
     }
     ranges = dimensions(tune["HyperParameterTuningJobConfig"]["ParameterRanges"])
     for summary in summaries:
@@ -200,8 +216,12 @@ def test_expressions_resolve_the_tuning_steps_property_paths(tuned_run) -> None:
     assert resolve({"Get": "Steps.Tune.TrainingJobSummaries[0].TrainingJobName"}, context) == best
     assert resolve({"Get": "Steps.Tune.BestTrainingJob.TrainingJobName"}, context) == best
     value = resolve({"Get": "Steps.Tune.BestTrainingJob.FinalHyperParameterTuningJobObjectiveMetric.Value"}, context)
-    assert value == record.steps["Tune"].properties["TrainingJobSummaries"][0][
-        "FinalHyperParameterTuningJobObjectiveMetric"]["Value"]
+    assert (
+        value
+        == record.steps["Tune"].properties["TrainingJobSummaries"][0]["FinalHyperParameterTuningJobObjectiveMetric"][
+            "Value"
+        ]
+    )
     assert resolve({"Get": "Steps.Tune.HyperParameterTuningJobStatus"}, context) == "Completed"
 
 
@@ -281,8 +301,10 @@ def test_an_objective_no_training_job_reports_fails_the_step_naming_it(tuned_run
         config["HyperParameterTuningJobObjective"] = {"MetricName": "validation:rmse", "Type": "Minimize"}
         config["ResourceLimits"] = {"MaxNumberOfTrainingJobs": 1, "MaxParallelTrainingJobs": 1}
 
-    with pytest.raises(StepFailed, match="none of the 1 training jobs reported validation:rmse: the training job "
-                                         "reported no validation:rmse"):
+    with pytest.raises(
+        StepFailed,
+        match="none of the 1 training jobs reported validation:rmse: the training job reported no validation:rmse",
+    ):
         run_job(run, record, tmp_path, regression_metric)
 
 
@@ -303,7 +325,7 @@ def test_failed_training_jobs_are_listed_with_their_reason(tuned_run, tmp_path: 
     failed = [s for s in summaries if s["TrainingJobStatus"] == "Failed"]
     assert failed and all(s["TunedHyperParameters"]["epochs"] == "0" for s in failed)
     assert all("epochs" in s["FailureReason"] for s in failed)
-    assert summaries[-len(failed):] == failed, "jobs without an objective come last"
+    assert summaries[-len(failed) :] == failed, "jobs without an objective come last"
     assert properties["TrainingJobStatusCounters"]["NonRetryableError"] == len(failed)
     assert properties["BestTrainingJob"]["TunedHyperParameters"]["epochs"] == "1"
 
@@ -311,13 +333,22 @@ def test_failed_training_jobs_are_listed_with_their_reason(tuned_run, tmp_path: 
 @pytest.mark.parametrize(
     "change, message",
     [
-        (lambda a: a["HyperParameterTuningJobConfig"].update(Strategy="Hyperband"),
-         "tuning strategy 'Hyperband' is not run locally"),
-        (lambda a: a["TrainingJobDefinition"]["StaticHyperParameters"].update(wd="0.1"),
-         "hyperparameter\\(s\\) both static and tuned: wd"),
-        (lambda a: a["HyperParameterTuningJobConfig"]["ParameterRanges"].update(ContinuousParameterRanges=[
-            {"Name": "wd", "MinValue": "0", "MaxValue": "1", "ScalingType": "Logarithmic"}]),
-         "hyperparameter range wd: a logarithmic scale needs MinValue > 0"),
+        (
+            lambda a: a["HyperParameterTuningJobConfig"].update(Strategy="Hyperband"),
+            "tuning strategy 'Hyperband' is not run locally",
+        ),
+        (
+            lambda a: a["TrainingJobDefinition"]["StaticHyperParameters"].update(wd="0.1"),
+            "hyperparameter\\(s\\) both static and tuned: wd",
+        ),
+        (
+            lambda a: a["HyperParameterTuningJobConfig"]["ParameterRanges"].update(
+                ContinuousParameterRanges=[
+                    {"Name": "wd", "MinValue": "0", "MaxValue": "1", "ScalingType": "Logarithmic"}
+                ]
+            ),
+            "hyperparameter range wd: a logarithmic scale needs MinValue > 0",
+        ),
     ],
 )
 def test_requests_the_local_backend_cannot_run_fail_before_training(tuned_run, tmp_path: Path, change, message) -> None:
@@ -343,8 +374,9 @@ def test_cache_key_follows_the_services_tuning_attributes(tuned_run) -> None:
     assert changed(lambda a: a["TrainingJobDefinition"]["ResourceConfig"].update(InstanceCount=4)) == key
     # what the jobs compute from is
     assert changed(lambda a: a["TrainingJobDefinition"]["StaticHyperParameters"].update(epochs="5")) != key
-    assert changed(lambda a: a["HyperParameterTuningJobConfig"]["ResourceLimits"].update(
-        MaxNumberOfTrainingJobs=4)) != key
+    assert (
+        changed(lambda a: a["HyperParameterTuningJobConfig"]["ResourceLimits"].update(MaxNumberOfTrainingJobs=4)) != key
+    )
     assert changed(lambda a: a["TrainingJobDefinition"]["InputDataConfig"][0].update(ChannelName="other")) != key
 
 
@@ -362,8 +394,23 @@ def test_tuning_run_of_the_cli_flag(tuned_run, tmp_path: Path, capsys: pytest.Ca
 
     _, _, table = tuned_run
     params = [arg for name, value in {**FAST, "Epochs": "2"}.items() for arg in ("--param", f"{name}={value}")]
-    code = cli.main(["run", "--workdir", str(tmp_path), "--data", str(table), "--label-column", "label",
-                     "--predictor-type", "binary_classifier", "--tuning-max-jobs", "2", "--quiet", *params])
+    code = cli.main(
+        [
+            "run",
+            "--workdir",
+            str(tmp_path),
+            "--data",
+            str(table),
+            "--label-column",
+            "label",
+            "--predictor-type",
+            "binary_classifier",
+            "--tuning-max-jobs",
+            "2",
+            "--quiet",
+            *params,
+        ]
+    )
     assert code == 0
     store_record = json.loads(next((tmp_path / "executions").glob("*/execution.json")).read_text())
     steps = {step["name"]: step for step in store_record["steps"]}

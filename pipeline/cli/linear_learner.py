@@ -1,8 +1,8 @@
 """Train or batch-transform with the local Linear Learner (SageMaker's container contract, several instances).
 
-  llpipe linear-learner train --train DIR [--validation DIR] [--test DIR] --hyperparameters JSON_OR_FILE
-                              --output DIR [--instance-count N] [--content-type TYPE]
-  llpipe linear-learner transform --model model.tar.gz --input DIR --output DIR [--content-type TYPE]
+llpipe linear-learner train --train DIR [--validation DIR] [--test DIR] --hyperparameters JSON_OR_FILE
+                            --output DIR [--instance-count N] [--content-type TYPE]
+llpipe linear-learner transform --model model.tar.gz --input DIR --output DIR [--content-type TYPE]
 """
 
 from __future__ import annotations
@@ -23,14 +23,22 @@ def configure(parser: argparse.ArgumentParser) -> None:
     train.add_argument("--train", type=Path, required=True, help="folder of train files (ShardedByS3Key)")
     train.add_argument("--validation", type=Path, help="folder of validation files (FullyReplicated)")
     train.add_argument("--test", type=Path, help="folder of test files (FullyReplicated)")
-    train.add_argument("--hyperparameters", required=True,
-                       help='a JSON object (e.g. \'{"predictor_type": "binary_classifier"}\') or a JSON file')
-    train.add_argument("--output", type=Path, required=True,
-                       help="folder for model.tar.gz, metrics.json and training.json")
+    train.add_argument(
+        "--hyperparameters",
+        required=True,
+        help='a JSON object (e.g. \'{"predictor_type": "binary_classifier"}\') or a JSON file',
+    )
+    train.add_argument(
+        "--output", type=Path, required=True, help="folder for model.tar.gz, metrics.json and training.json"
+    )
     train.add_argument("--instance-count", type=int, default=1, help="number of instances (default 1)")
     train.add_argument("--content-type", choices=TRAINING_CONTENT_TYPES, default=TRAINING_CONTENT_TYPES[0])
-    train.add_argument("--train-distribution", choices=("ShardedByS3Key", "FullyReplicated"),
-                       default="ShardedByS3Key", help="how train files are divided between instances")
+    train.add_argument(
+        "--train-distribution",
+        choices=("ShardedByS3Key", "FullyReplicated"),
+        default="ShardedByS3Key",
+        help="how train files are divided between instances",
+    )
     train.add_argument("--work-dir", type=Path, help="keep the instances' /opt/ml roots here (default: temporary)")
     output = train.add_mutually_exclusive_group()
     output.add_argument("--verbose", action="store_true", help="stream every instance's log lines")
@@ -79,12 +87,24 @@ def run(args: argparse.Namespace) -> int:
                 channels[name] = Channel(_files(folder), "FullyReplicated", args.content_type)
         if args.verbose or args.quiet:
             on_log = None if args.quiet else (lambda line: print(line, flush=True))
-            result = train(hyperparameters, channels, args.output, instance_count=args.instance_count,
-                           work_dir=args.work_dir, on_log=on_log)
+            result = train(
+                hyperparameters,
+                channels,
+                args.output,
+                instance_count=args.instance_count,
+                work_dir=args.work_dir,
+                on_log=on_log,
+            )
         else:
             with EpochProgress(args.instance_count) as progress:
-                result = train(hyperparameters, channels, args.output, instance_count=args.instance_count,
-                               work_dir=args.work_dir, on_log=progress.update)
+                result = train(
+                    hyperparameters,
+                    channels,
+                    args.output,
+                    instance_count=args.instance_count,
+                    work_dir=args.work_dir,
+                    on_log=progress.update,
+                )
     except TrainingError as error:
         raise TrainingError(f"training failed: {error}") from None
     except (ValueError, OSError) as error:
@@ -99,9 +119,14 @@ class EpochProgress:
     def __init__(self, instances: int) -> None:
         from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 
-        self._progress = Progress(TextColumn("[bold]training[/] on {task.fields[instances]} instance(s)"), BarColumn(),
-                                  TextColumn("{task.percentage:>5.1f} % of epochs"), TimeElapsedColumn(),
-                                  TextColumn("{task.fields[loss]}"), transient=False)
+        self._progress = Progress(
+            TextColumn("[bold]training[/] on {task.fields[instances]} instance(s)"),
+            BarColumn(),
+            TextColumn("{task.percentage:>5.1f} % of epochs"),
+            TimeElapsedColumn(),
+            TextColumn("{task.fields[loss]}"),
+            transient=False,
+        )
         self._task = self._progress.add_task("train", total=100.0, instances=instances, loss="")
 
     def __enter__(self) -> EpochProgress:

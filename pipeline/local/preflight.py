@@ -115,13 +115,16 @@ def _check_threshold(values: Mapping[str, Any]) -> None:
     threshold = values[METRIC_THRESHOLD]
     metric = GATE_METRICS.get(str(values.get("PredictorType")), "the gate metric")
     if not isinstance(threshold, (int, float)) or not math.isfinite(threshold):
-        raise ParameterError(f"--param {METRIC_THRESHOLD}={threshold} is not a finite number ({metric} is compared "
-                             "with it)")
+        raise ParameterError(
+            f"--param {METRIC_THRESHOLD}={threshold} is not a finite number ({metric} is compared with it)"
+        )
     if metric == "r2" and threshold > 1:
         raise ParameterError(f"--param {METRIC_THRESHOLD}={threshold}: r2 is at most 1, so the gate could never pass")
     if metric in ("auc", "accuracy") and not 0 <= threshold <= 1:
-        raise ParameterError(f"--param {METRIC_THRESHOLD}={threshold}: {metric} lies in [0, 1], so the gate would "
-                             f"{'never' if threshold > 1 else 'always'} pass")
+        raise ParameterError(
+            f"--param {METRIC_THRESHOLD}={threshold}: {metric} lies in [0, 1], so the gate would "
+            f"{'never' if threshold > 1 else 'always'} pass"
+        )
 
 
 def check_registry(path: Path) -> None:
@@ -188,8 +191,9 @@ def _blocks(path: Path) -> Iterator[bytes]:
             while block := handle.read(BLOCK):
                 yield block
     except (EOFError, gzip.BadGzipFile, zlib.error) as error:
-        raise DataError(f"{path}: the gzip data is truncated or damaged ({error}); re-create or re-download it") \
-            from None
+        raise DataError(
+            f"{path}: the gzip data is truncated or damaged ({error}); re-create or re-download it"
+        ) from None
 
 
 def _csv_rows(path: Path) -> int:

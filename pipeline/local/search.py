@@ -58,7 +58,6 @@ class Dimension:
             return str(int(min(max(round(number), math.ceil(self.low)), math.floor(self.high))))
         return f"{number:.6g}"
 
-
     def unit(self, text: str) -> float | None:
         """Where a value lies in [0, 1] (clipped to the range), or None when it is not a value of this range."""
         if self.kind == "Categorical":

@@ -101,8 +101,7 @@ def symbol_graph(predictor_type: str, feature_dim: int, outputs: int) -> dict[st
         _node("null", "data", []),
         _node("null", "fc0_weight", [], {"__shape__": f"({feature_dim}, {outputs})"}),
         _node("dot", f"dot{n}", [0, 1]),
-        _node("null", "fc0_bias", [], {"__lr_mult__": "1.0" if multiclass else "10.0",
-                                       "__shape__": f"(1, {outputs})"}),
+        _node("null", "fc0_bias", [], {"__lr_mult__": "1.0" if multiclass else "10.0", "__shape__": f"(1, {outputs})"}),
         _node("broadcast_add", f"broadcast_plus{n}", [2, 3]),
     ]
     if not multiclass:
@@ -163,8 +162,12 @@ def additional_params(model: LinearModel) -> dict[str, Any]:
     threshold = float32_double(model.threshold)
     params = dict(model.metrics_params or {})
     params["threshold"] = threshold
-    return {"threshold": threshold, "loss_type": model.loss_type, "predictor_type": model.predictor_type,
-            "metrics_params": {key: params.get(key) for key in METRICS_PARAMS_KEYS}}
+    return {
+        "threshold": threshold,
+        "loss_type": model.loss_type,
+        "predictor_type": model.predictor_type,
+        "metrics_params": {key: params.get(key) for key in METRICS_PARAMS_KEYS},
+    }
 
 
 def artifact_bytes(model: LinearModel) -> bytes:
@@ -174,10 +177,12 @@ def artifact_bytes(model: LinearModel) -> bytes:
         MANIFEST: MANIFEST_BYTES,
         ADDITIONAL_PARAMS: json.dumps(additional_params(model)).encode(),
         SYMBOL: symbol_json(symbol_graph(model.predictor_type, model.feature_dim, outputs)),
-        PARAMS: encode_ndarray_list({
-            WEIGHT: model.weights,
-            BIAS: np.asarray(model.bias, dtype=np.float32).reshape(1, outputs),
-        }),
+        PARAMS: encode_ndarray_list(
+            {
+                WEIGHT: model.weights,
+                BIAS: np.asarray(model.bias, dtype=np.float32).reshape(1, outputs),
+            }
+        ),
     }
     inner = io.BytesIO()
     with zipfile.ZipFile(inner, "w", compression=zipfile.ZIP_STORED) as archive:
@@ -201,4 +206,3 @@ def artifact_bytes(model: LinearModel) -> bytes:
 def save_model(model: LinearModel, path: Path) -> None:
     """Write ``path`` (model.tar.gz) atomically: a temporary name, renamed when complete."""
     write_bytes_atomically(path, artifact_bytes(model))
-

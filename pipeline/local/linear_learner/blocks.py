@@ -105,8 +105,12 @@ def write_blocks(folder: Path, records: Iterable[Dataset], multiple_of: int = 1)
         if not pending:
             return
         stack = sp.vstack if sparse else np.concatenate
-        joined = pending[0] if len(pending) == 1 else Dataset(
-            stack([piece.features for piece in pending]), np.concatenate([piece.labels for piece in pending])
+        joined = (
+            pending[0]
+            if len(pending) == 1
+            else Dataset(
+                stack([piece.features for piece in pending]), np.concatenate([piece.labels for piece in pending])
+            )
         )
         start = 0
         while joined.rows - start >= rows_per_block or (final and start < joined.rows):

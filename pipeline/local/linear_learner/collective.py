@@ -70,8 +70,9 @@ class LocalCollective:
 class ClientCollective:
     """One instance's connection to the parameter server."""
 
-    def __init__(self, address: tuple[str, int], authkey: bytes, rank: int, size: int,
-                 timeout: float = DEFAULT_TIMEOUT_SECONDS) -> None:
+    def __init__(
+        self, address: tuple[str, int], authkey: bytes, rank: int, size: int, timeout: float = DEFAULT_TIMEOUT_SECONDS
+    ) -> None:
         self.rank = rank
         self.size = size
         try:
@@ -90,8 +91,9 @@ class ClientCollective:
         except TimeoutError as error:
             raise CollectiveAborted("no answer from the parameter server in time") from error
         except (EOFError, OSError) as error:
-            raise CollectiveAborted("training aborted: another instance failed or the parameter server stopped") \
-                from error
+            raise CollectiveAborted(
+                "training aborted: another instance failed or the parameter server stopped"
+            ) from error
 
     def close(self) -> None:
         """Close the connection."""
@@ -101,8 +103,14 @@ class ClientCollective:
 class ParameterServer:
     """Aggregates pushes from ``size`` instances; runs in a background thread of the launcher."""
 
-    def __init__(self, size: int, authkey: bytes, timeout: float = DEFAULT_TIMEOUT_SECONDS,
-                 names: list[str] | None = None, connect_timeout: float | None = None) -> None:
+    def __init__(
+        self,
+        size: int,
+        authkey: bytes,
+        timeout: float = DEFAULT_TIMEOUT_SECONDS,
+        names: list[str] | None = None,
+        connect_timeout: float | None = None,
+    ) -> None:
         self.size = size
         self._names = names or [f"rank {rank}" for rank in range(size)]
         self._authkey = authkey
@@ -155,19 +163,24 @@ class ParameterServer:
             if deadline is not None and time.monotonic() > deadline:
                 missing = [self._names[rank] for rank, conn in enumerate(self._connections) if conn is None]
                 self.stalled = True
-                raise TimeoutError(f"{', '.join(missing)} did not connect to the parameter server within "
-                                   f"{self._connect_timeout:g} s: the instance is stopped, hung or still reading its "
-                                   "data")
+                raise TimeoutError(
+                    f"{', '.join(missing)} did not connect to the parameter server within "
+                    f"{self._connect_timeout:g} s: the instance is stopped, hung or still reading its "
+                    "data"
+                )
             try:
                 conn, _ = self._listener.accept()
             except TimeoutError:
                 continue
             _configure(conn, self._timeout)
             hello = _receive_frame(conn)
-            key, rank_bytes = hello[:-_HELLO.size], hello[-_HELLO.size:]
+            key, rank_bytes = hello[: -_HELLO.size], hello[-_HELLO.size :]
             (rank,) = _HELLO.unpack(rank_bytes)
-            if not hmac.compare_digest(key, self._authkey) or not 0 <= rank < self.size \
-                    or self._connections[rank] is not None:
+            if (
+                not hmac.compare_digest(key, self._authkey)
+                or not 0 <= rank < self.size
+                or self._connections[rank] is not None
+            ):
                 conn.close()  # not one of ours
                 continue
             self._connections[rank] = conn
@@ -183,8 +196,10 @@ class ParameterServer:
                         frame = _receive_frame(conn)
                     except TimeoutError:
                         self.stalled = True
-                        raise TimeoutError(f"{self._names[rank]} sent no update for {self._timeout:g} s: "
-                                           "the instance is stopped or hung") from None
+                        raise TimeoutError(
+                            f"{self._names[rank]} sent no update for {self._timeout:g} s: "
+                            "the instance is stopped or hung"
+                        ) from None
                     part = np.frombuffer(frame, dtype=np.float64)
                     total = part.copy() if total is None else total + part
                 assert total is not None

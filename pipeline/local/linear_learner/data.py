@@ -78,8 +78,9 @@ def _iter_csv(path: Path, records: int, labels_in_csv: bool):
 
     first = 0
     try:
-        chunks = pd.read_csv(path, header=None, dtype=str, keep_default_na=False, skip_blank_lines=True,
-                             chunksize=min(records, 1 << 30))
+        chunks = pd.read_csv(
+            path, header=None, dtype=str, keep_default_na=False, skip_blank_lines=True, chunksize=min(records, 1 << 30)
+        )
         for frame in chunks:
             yield first, *_csv_numbers(path, frame, first, labels_in_csv)
             first += len(frame)
@@ -113,8 +114,16 @@ def _csv_numbers(path: Path, frame, first: int, labels_in_csv: bool):
     return np.ascontiguousarray(numbers, dtype=np.float32), None
 
 
-def checked_records(name: str, files: Sequence[Path], content_type: str, *, feature_dim: int | None,
-                    predictor_type: str, num_classes: int, records: int = READ_RECORDS) -> Iterator[Dataset]:
+def checked_records(
+    name: str,
+    files: Sequence[Path],
+    content_type: str,
+    *,
+    feature_dim: int | None,
+    predictor_type: str,
+    num_classes: int,
+    records: int = READ_RECORDS,
+) -> Iterator[Dataset]:
     """Every record of a channel, checked, as pieces of up to ``records``: each must have a valid label and
     ``feature_dim`` features (or as many as the first file's)."""
     width = feature_dim
@@ -127,8 +136,9 @@ def checked_records(name: str, files: Sequence[Path], content_type: str, *, feat
                 width = int(features.shape[1])
             if features.shape[1] != width:
                 expected = "feature_dim" if feature_dim is not None else f"the first file of channel {name!r}"
-                raise AlgorithmInputError(f"{path}: records have {features.shape[1]} features; expected {width} (from "
-                                f"{expected})")
+                raise AlgorithmInputError(
+                    f"{path}: records have {features.shape[1]} features; expected {width} (from {expected})"
+                )
             if file_labels is None:
                 raise AlgorithmInputError(f"{path}: records have no label; channel {name!r} needs labelled records")
             check_labels(path, file_labels, predictor_type, num_classes, first)
@@ -138,11 +148,27 @@ def checked_records(name: str, files: Sequence[Path], content_type: str, *, feat
         raise AlgorithmInputError(f"channel {name!r} has no records")
 
 
-def read_channel(name: str, files: Sequence[Path], content_type: str, *, feature_dim: int | None,
-                 predictor_type: str, num_classes: int) -> Dataset:
+def read_channel(
+    name: str,
+    files: Sequence[Path],
+    content_type: str,
+    *,
+    feature_dim: int | None,
+    predictor_type: str,
+    num_classes: int,
+) -> Dataset:
     """All files of a channel as one in-memory Dataset (see :func:`checked_records`)."""
-    parts = list(checked_records(name, files, content_type, feature_dim=feature_dim, predictor_type=predictor_type,
-                                 num_classes=num_classes, records=sys.maxsize))
+    parts = list(
+        checked_records(
+            name,
+            files,
+            content_type,
+            feature_dim=feature_dim,
+            predictor_type=predictor_type,
+            num_classes=num_classes,
+            records=sys.maxsize,
+        )
+    )
     if any(sp.issparse(p.features) for p in parts):
         matrix = sp.vstack([sp.csr_matrix(p.features) for p in parts], format="csr", dtype=np.float32)
     else:
@@ -150,11 +176,21 @@ def read_channel(name: str, files: Sequence[Path], content_type: str, *, feature
     return Dataset(features=matrix, labels=np.concatenate([p.labels for p in parts]))
 
 
-def open_channel(name: str, files: Sequence[Path], content_type: str, folder: Path, *, feature_dim: int | None,
-                 predictor_type: str, num_classes: int, multiple_of: int = 1) -> BlockChannel:
+def open_channel(
+    name: str,
+    files: Sequence[Path],
+    content_type: str,
+    folder: Path,
+    *,
+    feature_dim: int | None,
+    predictor_type: str,
+    num_classes: int,
+    multiple_of: int = 1,
+) -> BlockChannel:
     """A channel checked once and stored in ``folder`` as blocks read back one at a time (``blocks.py``)."""
-    records = checked_records(name, files, content_type, feature_dim=feature_dim, predictor_type=predictor_type,
-                              num_classes=num_classes)
+    records = checked_records(
+        name, files, content_type, feature_dim=feature_dim, predictor_type=predictor_type, num_classes=num_classes
+    )
     return write_blocks(folder, records, multiple_of)
 
 
@@ -171,5 +207,6 @@ def check_labels(path: Path, labels: np.ndarray, predictor_type: str, num_classe
         expected = "a finite number"
     if np.any(bad):
         index = int(np.flatnonzero(bad)[0])
-        raise AlgorithmInputError(f"{path}: record {first + index} (0-based) has label {float(labels[index])!r}; "
-                        f"expected {expected}")
+        raise AlgorithmInputError(
+            f"{path}: record {first + index} (0-based) has label {float(labels[index])!r}; expected {expected}"
+        )

@@ -18,18 +18,39 @@ from pipeline.names import PREDICTOR_TYPES
 LOSSES_BY_PREDICTOR = {
     "binary_classifier": ("logistic", "hinge_loss"),
     "multiclass_classifier": ("softmax_loss",),
-    "regressor": ("squared_loss", "absolute_loss", "eps_insensitive_squared_loss", "eps_insensitive_absolute_loss",
-                  "quantile_loss", "huber_loss"),
+    "regressor": (
+        "squared_loss",
+        "absolute_loss",
+        "eps_insensitive_squared_loss",
+        "eps_insensitive_absolute_loss",
+        "quantile_loss",
+        "huber_loss",
+    ),
 }
-ALL_LOSSES = ("auto", "logistic", "squared_loss", "absolute_loss", "hinge_loss", "eps_insensitive_squared_loss",
-              "eps_insensitive_absolute_loss", "quantile_loss", "huber_loss", "softmax_loss")
-SELECTION_CRITERIA = ("accuracy", "f_beta", "precision_at_target_recall", "recall_at_target_precision",
-                      "loss_function")
+ALL_LOSSES = (
+    "auto",
+    "logistic",
+    "squared_loss",
+    "absolute_loss",
+    "hinge_loss",
+    "eps_insensitive_squared_loss",
+    "eps_insensitive_absolute_loss",
+    "quantile_loss",
+    "huber_loss",
+    "softmax_loss",
+)
+SELECTION_CRITERIA = ("accuracy", "f_beta", "precision_at_target_recall", "recall_at_target_precision", "loss_function")
 # the SDK also accepts these spellings; the service treats them as their documented equivalents
 SELECTION_ALIASES = {"f1": "f_beta", "cross_entropy_loss": "loss_function"}
 # internal names the service and automatic model tuning add; accepted and ignored
-INTERNAL_NAMES = ("_kvstore", "_num_gpus", "_num_kv_servers", "_log_level", "_tuning_objective_metric",
-                  "_enable_profiler")
+INTERNAL_NAMES = (
+    "_kvstore",
+    "_num_gpus",
+    "_num_kv_servers",
+    "_log_level",
+    "_tuning_objective_metric",
+    "_enable_profiler",
+)
 
 AUTO_LEARNING_RATE = {"adam": 0.1, "sgd": 0.1, "rmsprop": 0.01}
 AUTO_NUM_MODELS = 32
@@ -56,8 +77,11 @@ def _boolean(text: str) -> bool:
 
 
 def _integer(low: int, high: float = math.inf) -> Callable[[str], int]:
-    allowed = f"an integer from {low} to {high:,}" if high != math.inf else (
-        "a positive integer" if low == 1 else f"an integer >= {low}")
+    allowed = (
+        f"an integer from {low} to {high:,}"
+        if high != math.inf
+        else ("a positive integer" if low == 1 else f"an integer >= {low}")
+    )
 
     def parse(text: str) -> int:
         try:
@@ -71,8 +95,9 @@ def _integer(low: int, high: float = math.inf) -> Callable[[str], int]:
     return parse
 
 
-def _real(low: float = -math.inf, high: float = math.inf, *, low_open: bool = False, high_open: bool = False,
-          allowed: str) -> Callable[[str], float]:
+def _real(
+    low: float = -math.inf, high: float = math.inf, *, low_open: bool = False, high_open: bool = False, allowed: str
+) -> Callable[[str], float]:
     def parse(text: str) -> float:
         try:
             number = float(text)
@@ -125,8 +150,7 @@ SPECS: dict[str, tuple[str | None, Callable[[str], Any]]] = {
     "beta_2": ("auto", _auto_or(_UNIT_HALF_OPEN)),
     "bias_lr_mult": ("auto", _auto_or(_POSITIVE)),
     "bias_wd_mult": ("auto", _auto_or(_NON_NEGATIVE)),
-    "binary_classifier_model_selection_criteria": (
-        "accuracy", _choice(*SELECTION_CRITERIA, *SELECTION_ALIASES)),
+    "binary_classifier_model_selection_criteria": ("accuracy", _choice(*SELECTION_CRITERIA, *SELECTION_ALIASES)),
     "early_stopping_patience": ("3", _integer(1)),
     "early_stopping_tolerance": ("0.001", _POSITIVE),
     "epochs": ("15", _integer(1)),
@@ -229,7 +253,8 @@ def parse_hyperparameters(raw: Mapping[str, Any]) -> Hyperparameters:
     if unknown:
         raise HyperparameterError(
             f"Unknown hyperparameter(s) {', '.join(repr(n) for n in unknown)}: allowed names are "
-            + ", ".join(sorted(SPECS)))
+            + ", ".join(sorted(SPECS))
+        )
     values: dict[str, Any] = {}
     multiclass = str(raw.get("predictor_type", "")).strip() == "multiclass_classifier"
     for name, (default, parse) in SPECS.items():
@@ -244,8 +269,9 @@ def parse_hyperparameters(raw: Mapping[str, Any]) -> Hyperparameters:
         elif default is not None:
             values[name] = parse(default)
     if "predictor_type" not in values:
-        raise HyperparameterError("Hyperparameter 'predictor_type' is required: allowed is one of "
-                                  + ", ".join(PREDICTOR_TYPES))
+        raise HyperparameterError(
+            "Hyperparameter 'predictor_type' is required: allowed is one of " + ", ".join(PREDICTOR_TYPES)
+        )
     if "_tuning_objective_metric" in raw:
         values["num_models"] = 1  # the service turns its internal tuning off under automatic model tuning
     # "auto" given explicitly is still auto (the pipeline always sends learning_rate, wd, l1)
@@ -257,8 +283,10 @@ def _resolve(values: dict[str, Any], explicit: frozenset[str]) -> Hyperparameter
     predictor = values["predictor_type"]
     if predictor == "multiclass_classifier":
         if "num_classes" not in values:
-            raise HyperparameterError("Hyperparameter 'num_classes' is required when predictor_type is "
-                                      "multiclass_classifier: allowed is an integer from 3 to 1,000,000")
+            raise HyperparameterError(
+                "Hyperparameter 'num_classes' is required when predictor_type is "
+                "multiclass_classifier: allowed is an integer from 3 to 1,000,000"
+            )
         num_classes = values["num_classes"]
     else:
         num_classes = 1
@@ -278,11 +306,15 @@ def _resolve(values: dict[str, Any], explicit: frozenset[str]) -> Hyperparameter
 
     use_bias = values["use_bias"]
     normalize_label = values["normalize_label"]
-    normalize_label = (predictor == "regressor") if normalize_label == "auto" else (
-        normalize_label and predictor == "regressor")
+    normalize_label = (
+        (predictor == "regressor") if normalize_label == "auto" else (normalize_label and predictor == "regressor")
+    )
     unbias_label = values["unbias_label"]
-    unbias_label = (predictor == "regressor" and use_bias) if unbias_label == "auto" else (
-        unbias_label and predictor == "regressor")
+    unbias_label = (
+        (predictor == "regressor" and use_bias)
+        if unbias_label == "auto"
+        else (unbias_label and predictor == "regressor")
+    )
     feature_dim = None if values["feature_dim"] == "auto" else values["feature_dim"]
     calibration = auto("num_calibration_samples", AUTO_CALIBRATION_SAMPLES)
     return Hyperparameters(

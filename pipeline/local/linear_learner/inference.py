@@ -23,8 +23,10 @@ def prediction_lines(model: LinearModel, features) -> list[str]:
     if model.predictor_type == "regressor":
         return [f'{{"score": {s!r}}}' for s in score.tolist()]
     if model.predictor_type == "multiclass_classifier":
-        return [f'{{"score": [{", ".join(map(repr, row))}], "predicted_label": {k}}}'
-                for row, k in zip(score.tolist(), label.tolist(), strict=True)]
+        return [
+            f'{{"score": [{", ".join(map(repr, row))}], "predicted_label": {k}}}'
+            for row, k in zip(score.tolist(), label.tolist(), strict=True)
+        ]
     return [f'{{"score": {s!r}, "predicted_label": {k}}}' for s, k in zip(score.tolist(), label.tolist(), strict=True)]
 
 
@@ -37,8 +39,10 @@ def transform_files(model_path: Path, input_files: Sequence[Path], output_dir: P
         for path in input_files:
             features, _ = read_features_and_labels(path, content_type, labels_in_csv=False)
             if features.shape[1] != model.feature_dim:
-                raise AlgorithmInputError(f"{path}: records have {features.shape[1]} features; the model expects "
-                                          f"{model.feature_dim} ({model_path})")
+                raise AlgorithmInputError(
+                    f"{path}: records have {features.shape[1]} features; the model expects "
+                    f"{model.feature_dim} ({model_path})"
+                )
             target = output_dir / (path.name + ".out")
             # unique per writer: two transforms into one folder never share a temporary file
             temporary = target.with_name(f".{target.name}.{os.getpid()}.{secrets.token_hex(6)}.tmp")
@@ -52,4 +56,3 @@ def transform_files(model_path: Path, input_files: Sequence[Path], output_dir: P
     for temporary, target in written:
         temporary.replace(target)
     return [target for _, target in written]
-

@@ -62,9 +62,16 @@ def host_name(index: int) -> str:
     return f"algo-{index + 1}"
 
 
-def train(hyperparameters: Mapping[str, str], channels: Mapping[str, Channel], output_dir: Path, *,
-          instance_count: int = 1, work_dir: Path | None = None,
-          on_log: Callable[[str], None] | None = None, stop: threading.Event | None = None) -> TrainingResult:
+def train(
+    hyperparameters: Mapping[str, str],
+    channels: Mapping[str, Channel],
+    output_dir: Path,
+    *,
+    instance_count: int = 1,
+    work_dir: Path | None = None,
+    on_log: Callable[[str], None] | None = None,
+    stop: threading.Event | None = None,
+) -> TrainingResult:
     """Train on ``instance_count`` local processes and write ``model.tar.gz``, ``metrics.json``, ``training.json``.
 
     Setting ``stop`` ends every instance's process group and raises ``TrainingError``."""
@@ -79,8 +86,10 @@ def train(hyperparameters: Mapping[str, str], channels: Mapping[str, Channel], o
         work_dir = Path(temporary.name)
     try:
         sources: dict[str, str] = {}  # an instance's copy of an input file -> the file it came from
-        roots = [_lay_out_root(Path(work_dir), index, instance_count, hyperparameters, channels, sources)
-                 for index in range(instance_count)]
+        roots = [
+            _lay_out_root(Path(work_dir), index, instance_count, hyperparameters, channels, sources)
+            for index in range(instance_count)
+        ]
         try:
             _run_instances(roots, log, stop or threading.Event())
         except TrainingError as error:  # name the user's files, not the instances' copies (often removed by now)
@@ -94,11 +103,14 @@ def train(hyperparameters: Mapping[str, str], channels: Mapping[str, Channel], o
 def _check_channels(channels: Mapping[str, Channel]) -> None:
     for name, channel in channels.items():
         if channel.distribution not in DISTRIBUTIONS:
-            raise TrainingError(f"channel {name!r}: unknown distribution {channel.distribution!r}; "
-                                f"expected one of {DISTRIBUTIONS}")
+            raise TrainingError(
+                f"channel {name!r}: unknown distribution {channel.distribution!r}; expected one of {DISTRIBUTIONS}"
+            )
         if channel.content_type.split(";")[0].strip() not in TRAINING_CONTENT_TYPES:  # e.g. "text/csv;label_size=1"
-            raise TrainingError(f"channel {name!r}: content type {channel.content_type!r} is not supported; "
-                                f"expected one of {TRAINING_CONTENT_TYPES}")
+            raise TrainingError(
+                f"channel {name!r}: content type {channel.content_type!r} is not supported; "
+                f"expected one of {TRAINING_CONTENT_TYPES}"
+            )
 
 
 def _with_sources(text: str, sources: Mapping[str, str]) -> str:
@@ -107,8 +119,14 @@ def _with_sources(text: str, sources: Mapping[str, str]) -> str:
     return text
 
 
-def _lay_out_root(work_dir: Path, index: int, count: int, hyperparameters: Mapping[str, str],
-                  channels: Mapping[str, Channel], sources: dict[str, str]) -> Path:
+def _lay_out_root(
+    work_dir: Path,
+    index: int,
+    count: int,
+    hyperparameters: Mapping[str, str],
+    channels: Mapping[str, Channel],
+    sources: dict[str, str],
+) -> Path:
     """Create ``work_dir/algo-N`` in SageMaker's /opt/ml layout with this host's files of every channel."""
     host = host_name(index)
     root = work_dir / host
@@ -119,12 +137,19 @@ def _lay_out_root(work_dir: Path, index: int, count: int, hyperparameters: Mappi
     (root / "model").mkdir()
     (root / "output" / "data").mkdir(parents=True)
     (config / "hyperparameters.json").write_text(json.dumps({k: str(v) for k, v in hyperparameters.items()}))
-    (config / "resourceconfig.json").write_text(json.dumps({
-        "current_host": host, "hosts": [host_name(i) for i in range(count)], "network_interface_name": "lo"}))
+    (config / "resourceconfig.json").write_text(
+        json.dumps(
+            {"current_host": host, "hosts": [host_name(i) for i in range(count)], "network_interface_name": "lo"}
+        )
+    )
     data_config = {}
     for name, channel in channels.items():
-        data_config[name] = {"ContentType": channel.content_type, "TrainingInputMode": "File",
-                             "S3DistributionType": channel.distribution, "RecordWrapperType": "None"}
+        data_config[name] = {
+            "ContentType": channel.content_type,
+            "TrainingInputMode": "File",
+            "S3DistributionType": channel.distribution,
+            "RecordWrapperType": "None",
+        }
         channel_dir = root / "input" / "data" / name
         channel_dir.mkdir(parents=True)
         files = objects_for_instance([Path(f) for f in channel.files], channel.distribution, index, count)
@@ -154,8 +179,13 @@ def _run_instances(roots: list[Path], log: Callable[[str], None], stop: threadin
     extra_args: list[str] = []
     if len(roots) > 1:
         authkey = secrets.token_bytes(16)
-        server = ParameterServer(len(roots), authkey, timeout=heartbeat_timeout(), connect_timeout=connect_timeout(),
-                                 names=[host_name(index) for index in range(len(roots))])
+        server = ParameterServer(
+            len(roots),
+            authkey,
+            timeout=heartbeat_timeout(),
+            connect_timeout=connect_timeout(),
+            names=[host_name(index) for index in range(len(roots))],
+        )
         server.start()
         host, port = server.address
         extra_args = ["--coordinator", f"{host}:{port}"]
@@ -167,7 +197,11 @@ def _run_instances(roots: list[Path], log: Callable[[str], None], stop: threadin
         for index, root in enumerate(roots):
             process = start_process(  # its own process group, ended as a whole; dies with this process
                 [sys.executable, "-m", "pipeline.local.linear_learner.train", "--root", str(root), *extra_args],
-                stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env)
+                stdout=subprocess.PIPE,
+                stderr=subprocess.STDOUT,
+                text=True,
+                env=env,
+            )
             processes.append(process)
             reader = threading.Thread(target=_pump, args=(process, host_name(index), lines), daemon=True)
             reader.start()
@@ -228,8 +262,14 @@ def _seconds(variable: str, default: float) -> float:
     return seconds
 
 
-def _wait(processes: list[subprocess.Popen], roots: list[Path], lines: queue.Queue,
-          log: Callable[[str], None], stop: threading.Event, server: object = None) -> str | None:
+def _wait(
+    processes: list[subprocess.Popen],
+    roots: list[Path],
+    lines: queue.Queue,
+    log: Callable[[str], None],
+    stop: threading.Event,
+    server: object = None,
+) -> str | None:
     """Wait for all processes; return the failure message of the root-cause host, or None on success."""
     while True:
         if stop.is_set():
@@ -278,9 +318,12 @@ def _collect(root: Path, output_dir: Path) -> TrainingResult:
     _atomic_copy(artifact, model_path)
     for name, value in (("metrics.json", metrics), ("training.json", training)):
         write_text_atomically(output_dir / name, json.dumps(value, indent=2, sort_keys=True))
-    return TrainingResult(model_path=model_path, metrics={k: float(v) for k, v in metrics.items()},
-                          epochs_run=int(training.get("epochs_run", 0)),
-                          hyperparameters=dict(training.get("hyperparameters", {})))
+    return TrainingResult(
+        model_path=model_path,
+        metrics={k: float(v) for k, v in metrics.items()},
+        epochs_run=int(training.get("epochs_run", 0)),
+        hyperparameters=dict(training.get("hyperparameters", {})),
+    )
 
 
 def _atomic_copy(source: Path, target: Path) -> None:
@@ -288,8 +331,9 @@ def _atomic_copy(source: Path, target: Path) -> None:
         shutil.copyfile(source, temporary)
 
 
-def transform(model_path: Path, input_files: Sequence[Path], output_dir: Path, *,
-              content_type: str = RECORDIO) -> list[Path]:
+def transform(
+    model_path: Path, input_files: Sequence[Path], output_dir: Path, *, content_type: str = RECORDIO
+) -> list[Path]:
     """Batch transform: for each input file F write ``output_dir/F.name + ".out"`` (jsonlines, in record order)."""
     from pipeline.local.linear_learner.inference import transform_files
 

@@ -25,8 +25,14 @@ OBJECTIVE_NAMES = {
     "huber_loss": "huber_loss",
 }
 # degree of homogeneity in the residual: a loss on the normalised scale times scale**degree is the raw-scale loss
-REGRESSION_DEGREE = {"squared_loss": 2, "absolute_loss": 1, "eps_insensitive_squared_loss": 2,
-                     "eps_insensitive_absolute_loss": 1, "quantile_loss": 1, "huber_loss": 2}
+REGRESSION_DEGREE = {
+    "squared_loss": 2,
+    "absolute_loss": 1,
+    "eps_insensitive_squared_loss": 2,
+    "eps_insensitive_absolute_loss": 1,
+    "quantile_loss": 1,
+    "huber_loss": 2,
+}
 
 
 @dataclass(frozen=True)
@@ -40,8 +46,9 @@ class LossParameters:
     huber_delta: float = 1.0
 
 
-def binary_loss(params: LossParameters, scores: np.ndarray, labels: np.ndarray,
-                weights: np.ndarray | None) -> tuple[np.ndarray, np.ndarray]:
+def binary_loss(
+    params: LossParameters, scores: np.ndarray, labels: np.ndarray, weights: np.ndarray | None
+) -> tuple[np.ndarray, np.ndarray]:
     """Logistic or hinge loss; ``labels`` is (n, 1) of 0/1, ``weights`` (n, M) or None."""
     if params.name == "logistic":
         gradient = expit(scores) - labels
@@ -63,8 +70,9 @@ def binary_loss(params: LossParameters, scores: np.ndarray, labels: np.ndarray,
     return loss.sum(axis=0), gradient.astype(scores.dtype, copy=False)
 
 
-def softmax_loss(scores: np.ndarray, labels: np.ndarray, classes: int,
-                 weights: np.ndarray | None) -> tuple[np.ndarray, np.ndarray]:
+def softmax_loss(
+    scores: np.ndarray, labels: np.ndarray, classes: int, weights: np.ndarray | None
+) -> tuple[np.ndarray, np.ndarray]:
     """Softmax cross entropy; ``scores`` is (n, M*K), ``labels`` (n,) class ids, ``weights`` (n,) or None."""
     n = scores.shape[0]
     z = scores.reshape(n, -1, classes)

@@ -76,7 +76,7 @@ def multiclass_metrics(labels: np.ndarray, probabilities: np.ndarray, top_k: int
 def regression_metrics(labels: np.ndarray, predictions: np.ndarray) -> dict[str, float]:
     """MSE, RMSE, mean absolute error and R^2."""
     residual = predictions.astype(np.float64) - labels
-    mse = float(np.mean(residual ** 2))
+    mse = float(np.mean(residual**2))
     variance = float(np.var(labels))
     return {
         "mse": mse,
@@ -86,9 +86,16 @@ def regression_metrics(labels: np.ndarray, predictions: np.ndarray) -> dict[str,
     }
 
 
-def calibrate_thresholds(labels: np.ndarray, scores: np.ndarray, criteria: str, *, beta: float,
-                         target_precision: float, target_recall: float,
-                         default_threshold: float) -> tuple[np.ndarray, np.ndarray]:
+def calibrate_thresholds(
+    labels: np.ndarray,
+    scores: np.ndarray,
+    criteria: str,
+    *,
+    beta: float,
+    target_precision: float,
+    target_recall: float,
+    default_threshold: float,
+) -> tuple[np.ndarray, np.ndarray]:
     """Best decision threshold and the criterion's value for each column of ``scores`` (n, M).
 
     A record is predicted positive when its score is greater than the threshold. For ``loss_function`` the

@@ -98,8 +98,10 @@ def _instance(root: Path) -> _Instance:
     for name, channel in data_config.items():
         content_type = channel.get("ContentType", RECORDIO).split(";")[0].strip()
         if content_type not in TRAINING_CONTENT_TYPES:
-            raise AlgorithmInputError(f"channel {name!r}: content type {content_type!r} is not supported; expected "
-                                      "application/x-recordio-protobuf or text/csv")
+            raise AlgorithmInputError(
+                f"channel {name!r}: content type {content_type!r} is not supported; expected "
+                "application/x-recordio-protobuf or text/csv"
+            )
         channels[name] = content_type
     return _Instance(resources.get("current_host", "algo-1"), list(resources.get("hosts", ["algo-1"])), channels)
 
@@ -113,16 +115,24 @@ def _read_channels(root: Path, hp, instance: _Instance, blocks: Path) -> tuple:
     if not any(p.is_file() for p in (data / "train").rglob("*")):
         raise AlgorithmInputError(
             f"{instance.host} has no files in the train channel: more instances ({len(instance.hosts)}) than shards "
-            "of the ShardedByS3Key train data; use at most as many instances as train files")
+            "of the ShardedByS3Key train data; use at most as many instances as train files"
+        )
 
     def load(name: str):
         files = channel_files(data / name)
         if not files:
             raise AlgorithmInputError(f"channel {name!r} has no files")
         # train blocks hold whole mini-batches, so a batch spans two blocks only after the last, short one
-        return open_channel(name, files, instance.channels[name], blocks / name, feature_dim=hp.feature_dim,
-                            predictor_type=hp.predictor_type, num_classes=hp.num_classes,
-                            multiple_of=hp.mini_batch_size if name == "train" else 1)
+        return open_channel(
+            name,
+            files,
+            instance.channels[name],
+            blocks / name,
+            feature_dim=hp.feature_dim,
+            predictor_type=hp.predictor_type,
+            num_classes=hp.num_classes,
+            multiple_of=hp.mini_batch_size if name == "train" else 1,
+        )
 
     started = time.perf_counter()
     train = load("train")
@@ -132,8 +142,10 @@ def _read_channels(root: Path, hp, instance: _Instance, blocks: Path) -> tuple:
     for name, dataset in (("validation", validation), ("test", test)):
         if dataset is not None and dataset.dim != dim:
             raise AlgorithmInputError(f"channel {name!r} has {dataset.dim} features; train has {dim}")
-    log(f"{instance.host}: read {train.rows} train records with {dim} features in "
-        f"{time.perf_counter() - started:.2f} s ({len(train.sizes)} block(s) read back one at a time)")
+    log(
+        f"{instance.host}: read {train.rows} train records with {dim} features in "
+        f"{time.perf_counter() - started:.2f} s ({len(train.sizes)} block(s) read back one at a time)"
+    )
     if hp.mini_batch_size > train.rows:
         log(f"mini_batch_size {hp.mini_batch_size} is larger than the {train.rows} records on {instance.host}")
     return train, validation, test

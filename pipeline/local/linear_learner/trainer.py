@@ -150,8 +150,9 @@ def model_settings(hp: Hyperparameters, positive_balance: float) -> ModelSetting
         values[0] = base
         return values
 
-    learning_rate = around("learning_rate", hp.learning_rate, math.log10(hp.learning_rate) - 1.5,
-                           math.log10(hp.learning_rate) + 0.3)
+    learning_rate = around(
+        "learning_rate", hp.learning_rate, math.log10(hp.learning_rate) - 1.5, math.log10(hp.learning_rate) + 0.3
+    )
     wd = around("wd", hp.wd, -7.0, -2.0)
     l1 = around("l1", hp.l1, -7.0, -3.0)
     if "l1" not in hp.explicit:
@@ -204,7 +205,7 @@ class Optimizer:
             self.first += (1.0 - hp.beta_1) * gradient
             self.second *= hp.beta_2
             self.second += (1.0 - hp.beta_2) * gradient * gradient
-            correction = math.sqrt(1.0 - hp.beta_2 ** self.steps) / (1.0 - hp.beta_1 ** self.steps)
+            correction = math.sqrt(1.0 - hp.beta_2**self.steps) / (1.0 - hp.beta_1**self.steps)
             params -= (self.lr * np.float32(correction)) * self.first / (np.sqrt(self.second) + ADAM_EPSILON)
         elif self.kind == "rmsprop":
             self.second *= 0.9
@@ -221,8 +222,9 @@ class Optimizer:
             shrink = self.lr * self.l1
             np.copyto(params, np.sign(params) * np.maximum(np.abs(params) - shrink, 0.0))
         if hp.use_lr_scheduler and self.steps % hp.lr_scheduler_step == 0:
-            self.column_lr = np.maximum(self.column_lr * hp.lr_scheduler_factor,
-                                        np.float32(hp.lr_scheduler_minimum_lr)).astype(np.float32)
+            self.column_lr = np.maximum(
+                self.column_lr * hp.lr_scheduler_factor, np.float32(hp.lr_scheduler_minimum_lr)
+            ).astype(np.float32)
             self._update_lr()
 
 
@@ -247,13 +249,13 @@ def fit_scaler(hp: Hyperparameters, train: Channel, collective: Collective) -> t
     histogram = np.zeros(classes)
     if hp.predictor_type != "regressor":
         histogram = train.label_histogram(classes)
-    vector = np.concatenate([[take, d], sums, squares, [labels.sum(), (labels ** 2).sum()], histogram])
+    vector = np.concatenate([[take, d], sums, squares, [labels.sum(), (labels**2).sum()], histogram])
     total = collective.allreduce(vector)
     count = total[0]
     if total[1] != d * collective.size:
         raise ValueError("the instances' train shards have different feature counts")
-    mean = total[2:2 + d] / count
-    variance = np.maximum(total[2 + d:2 + 2 * d] / count - mean ** 2, 0.0)
+    mean = total[2 : 2 + d] / count
+    variance = np.maximum(total[2 + d : 2 + 2 * d] / count - mean**2, 0.0)
     scale = np.sqrt(variance)
     scale[scale < 1e-12] = 1.0
     auto_unbias = hp.use_bias and hp.normalize_data and not sp.issparse(sample)
@@ -262,14 +264,14 @@ def fit_scaler(hp: Hyperparameters, train: Channel, collective: Collective) -> t
     feature_scale = scale if hp.normalize_data else np.ones(d)
     label_sum, label_squares = total[2 + 2 * d], total[3 + 2 * d]
     label_mean = label_sum / count
-    label_std = math.sqrt(max(label_squares / count - label_mean ** 2, 0.0))
+    label_std = math.sqrt(max(label_squares / count - label_mean**2, 0.0))
     scaler = Scaler(
         feature_mean=feature_mean,
         feature_scale=feature_scale,
         label_mean=label_mean if hp.unbias_label else 0.0,
         label_scale=label_std if hp.normalize_label and label_std > 1e-12 else 1.0,
     )
-    return scaler, total[4 + 2 * d:]
+    return scaler, total[4 + 2 * d :]
 
 
 class ParallelModels:
@@ -311,8 +313,13 @@ class Objective:
         self.hp = hp
         self.scaler = scaler
         scale = scaler.label_scale
-        self.params = LossParameters(hp.loss, margin=hp.margin, insensitivity=hp.loss_insensitivity / scale,
-                                     quantile=hp.quantile, huber_delta=hp.huber_delta / scale)
+        self.params = LossParameters(
+            hp.loss,
+            margin=hp.margin,
+            insensitivity=hp.loss_insensitivity / scale,
+            quantile=hp.quantile,
+            huber_delta=hp.huber_delta / scale,
+        )
         self.positive_weight = settings.positive_weight.astype(np.float32)
         self.weighted = bool(np.any(self.positive_weight != 1.0))
         self.class_weights = class_weights
@@ -340,8 +347,9 @@ class Objective:
         return regression_loss(self.params, scores, labels)
 
 
-def _batches(data: Channel, batch_size: int, prepare: Callable[[np.ndarray], np.ndarray],
-             rng: np.random.Generator | None = None):
+def _batches(
+    data: Channel, batch_size: int, prepare: Callable[[np.ndarray], np.ndarray], rng: np.random.Generator | None = None
+):
     """Mini-batches of ``batch_size`` records over the blocks (the last may be smaller); a batch spans two blocks
     only after a block whose size is not a multiple of the batch size, so every epoch has the same batches count."""
     carry = None
@@ -354,7 +362,7 @@ def _batches(data: Channel, batch_size: int, prepare: Callable[[np.ndarray], np.
         rows = features.shape[0]
         whole = rows - rows % batch_size
         for start in range(0, whole, batch_size):
-            yield features[start:start + batch_size], labels[start:start + batch_size]
+            yield features[start : start + batch_size], labels[start : start + batch_size]
         if whole < rows:
             carry = (features[whole:], labels[whole:])
     if carry is not None:
@@ -366,8 +374,9 @@ def _score(models: ParallelModels, features, params: np.ndarray | None = None) -
     return np.asarray(features @ weights, dtype=np.float32) + bias
 
 
-def _evaluation_losses(models: ParallelModels, objective: Objective, data: Channel,
-                       params: np.ndarray | None = None) -> np.ndarray:
+def _evaluation_losses(
+    models: ParallelModels, objective: Objective, data: Channel, params: np.ndarray | None = None
+) -> np.ndarray:
     """Mean loss of every model on ``data`` (raw label scale), block by block and in chunks to bound memory."""
     total = np.zeros(models.hp.num_models)
     for block in data.blocks():
@@ -381,8 +390,14 @@ def _evaluation_losses(models: ParallelModels, objective: Objective, data: Chann
     return total / max(data.rows, 1) * objective.report_factor
 
 
-def fit(hp: Hyperparameters, train: Channel, validation: Channel | None, collective: Collective, log: Log,
-        host: str = "algo-1") -> FitResult:
+def fit(
+    hp: Hyperparameters,
+    train: Channel,
+    validation: Channel | None,
+    collective: Collective,
+    log: Log,
+    host: str = "algo-1",
+) -> FitResult:
     """Train ``hp.num_models`` models on this host's shard with gradients summed over all hosts every step.
 
     BLAS runs single-threaded: the per-batch products are small, and threads only add synchronisation cost
@@ -394,8 +409,9 @@ def fit(hp: Hyperparameters, train: Channel, validation: Channel | None, collect
         return _fit(hp, train, validation, collective, log, host)
 
 
-def _fit(hp: Hyperparameters, train: Channel, validation: Channel | None, collective: Collective, log: Log,
-         host: str) -> FitResult:
+def _fit(
+    hp: Hyperparameters, train: Channel, validation: Channel | None, collective: Collective, log: Log, host: str
+) -> FitResult:
     scaler, histogram = fit_scaler(hp, train, collective)
     dim = train.dim
     positive_balance = histogram[0] / histogram[1] if hp.predictor_type == "binary_classifier" and histogram[1] else 1.0
@@ -417,8 +433,9 @@ def _fit(hp: Hyperparameters, train: Channel, validation: Channel | None, collec
     for epoch in range(hp.epochs):
         started = time.perf_counter()
         block_order = np.random.default_rng([SEED, collective.rank, epoch])
-        loss_sums, records, local_records = _train_epoch(hp, models, objective, optimizer, train, block_order,
-                                                         collective)
+        loss_sums, records, local_records = _train_epoch(
+            hp, models, objective, optimizer, train, block_order, collective
+        )
         elapsed = max(time.perf_counter() - started, 1e-9)
         throughput = records / elapsed  # all hosts together
         epochs_run = epoch + 1
@@ -430,8 +447,7 @@ def _fit(hp: Hyperparameters, train: Channel, validation: Channel | None, collec
         if leader:
             if validation is not None:
                 losses = _evaluation_losses(models, objective, validation)
-                log(f"#quality_metric: host={host}, epoch={epoch}, validation {objective.name} "
-                    f"<loss>={np.min(losses)}")
+                log(f"#quality_metric: host={host}, epoch={epoch}, validation {objective.name} <loss>={np.min(losses)}")
             else:
                 losses = last_epoch_loss
             losses = np.where(np.isfinite(losses), losses, np.inf)  # a diverged model never becomes the best
@@ -444,8 +460,7 @@ def _fit(hp: Hyperparameters, train: Channel, validation: Channel | None, collec
                 # better, so it is tracked negated)
                 values = _criteria_values(hp, models, models.params, validation)[1]
                 criteria, metric = hp.selection_criteria, -float(np.max(values))
-            log(f"#early_stopping_criteria_metric: host={host}, epoch={epoch}, criteria={criteria}, "
-                f"value={metric}")
+            log(f"#early_stopping_criteria_metric: host={host}, epoch={epoch}, criteria={criteria}, value={metric}")
             if stopping.should_stop(metric):
                 log(f"Early stop condition met. Stopping training at epoch {epoch}.")
                 stop = 1.0
@@ -457,8 +472,10 @@ def _fit(hp: Hyperparameters, train: Channel, validation: Channel | None, collec
         return FitResult(model=None, metrics={}, epochs=epochs_run)
     selection_data = validation if validation is not None else train
     model, index = select_model(hp, models, best_params, best_loss, selection_data, scaler)
-    log(f"Selected model #{index} (learning_rate={settings.learning_rate[index]:.6g}, wd={settings.wd[index]:.6g}, "
-        f"l1={settings.l1[index]:.6g}, positive_example_weight_mult={settings.positive_weight[index]:.6g})")
+    log(
+        f"Selected model #{index} (learning_rate={settings.learning_rate[index]:.6g}, wd={settings.wd[index]:.6g}, "
+        f"l1={settings.l1[index]:.6g}, positive_example_weight_mult={settings.positive_weight[index]:.6g})"
+    )
     metrics = {"train:objective_loss": float(last_epoch_loss[index]), "train:throughput": throughput}
     return FitResult(model=model, metrics=metrics, epochs=epochs_run)
 
@@ -482,9 +499,15 @@ class EarlyStopping:
         return self.epochs_without_improvement >= self.patience
 
 
-def _train_epoch(hp: Hyperparameters, models: ParallelModels, objective: Objective, optimizer: Optimizer,
-                 train: Channel, block_order: np.random.Generator,
-                 collective: Collective) -> tuple[np.ndarray, float, int]:
+def _train_epoch(
+    hp: Hyperparameters,
+    models: ParallelModels,
+    objective: Objective,
+    optimizer: Optimizer,
+    train: Channel,
+    block_order: np.random.Generator,
+    collective: Collective,
+) -> tuple[np.ndarray, float, int]:
     """One pass over this host's shard, one synchronised update per step; (loss sums, records, local records).
 
     Every host takes ceil(shard records / batch size) steps whatever its block order; a host that is done joins
@@ -510,13 +533,19 @@ def _train_epoch(hp: Hyperparameters, models: ParallelModels, objective: Objecti
         if records == 0:
             return loss_sums, records_total, local_records
         records_total += records
-        loss_sums += total[size:size + hp.num_models]
+        loss_sums += total[size : size + hp.num_models]
         mean_gradient = (total[:size] / records).astype(np.float32).reshape(models.params.shape)
         optimizer.step(models.params, mean_gradient)
 
 
-def select_model(hp: Hyperparameters, models: ParallelModels, best_params: np.ndarray, best_loss: np.ndarray,
-                 data: Channel, scaler: Scaler) -> tuple[LinearModel, int]:
+def select_model(
+    hp: Hyperparameters,
+    models: ParallelModels,
+    best_params: np.ndarray,
+    best_loss: np.ndarray,
+    data: Channel,
+    scaler: Scaler,
+) -> tuple[LinearModel, int]:
     """Pick the best of the models' best snapshots; for binary classifiers calibrate the threshold first."""
     # the service writes 0.5 for regressors and multiclass too; hinge loss scores are margins, split at 0
     threshold = 0.0 if hp.loss == "hinge_loss" else 0.5
@@ -532,12 +561,16 @@ def select_model(hp: Hyperparameters, models: ParallelModels, best_params: np.nd
 
 
 def _stops_on_binary_criteria(hp: Hyperparameters) -> bool:
-    return (hp.predictor_type == "binary_classifier" and hp.selection_criteria != "loss_function"
-            and "binary_classifier_model_selection_criteria" in hp.explicit)
+    return (
+        hp.predictor_type == "binary_classifier"
+        and hp.selection_criteria != "loss_function"
+        and "binary_classifier_model_selection_criteria" in hp.explicit
+    )
 
 
-def _criteria_values(hp: Hyperparameters, models: ParallelModels, params: np.ndarray,
-                     data: Channel) -> tuple[np.ndarray, np.ndarray]:
+def _criteria_values(
+    hp: Hyperparameters, models: ParallelModels, params: np.ndarray, data: Channel
+) -> tuple[np.ndarray, np.ndarray]:
     """Calibrated threshold and selection-criterion value of every model on the calibration sample of ``data`` (its
     first ``num_calibration_samples`` records). Scored block by block and calibrated model by model, so memory holds
     the float32 scores and one model's working arrays, not the features nor every model's float64 arrays at once."""
@@ -556,37 +589,52 @@ def _criteria_values(hp: Hyperparameters, models: ParallelModels, params: np.nda
     default_threshold = 0.5 if hp.loss == "logistic" else 0.0
     thresholds, values = np.empty(joined.shape[1]), np.empty(joined.shape[1])
     for column in range(joined.shape[1]):  # columns are independent: the same numbers as all at once
-        column_scores = joined[:, column:column + 1].astype(np.float64)
+        column_scores = joined[:, column : column + 1].astype(np.float64)
         if hp.loss == "logistic":
             column_scores = expit(column_scores)
-        found = calibrate_thresholds(sample_labels, column_scores, hp.selection_criteria, beta=hp.f_beta,
-                                     target_precision=hp.target_precision, target_recall=hp.target_recall,
-                                     default_threshold=default_threshold)
+        found = calibrate_thresholds(
+            sample_labels,
+            column_scores,
+            hp.selection_criteria,
+            beta=hp.f_beta,
+            target_precision=hp.target_precision,
+            target_recall=hp.target_recall,
+            default_threshold=default_threshold,
+        )
         thresholds[column], values[column] = found[0][0], found[1][0]
     return thresholds, values
 
 
-def to_linear_model(hp: Hyperparameters, models: ParallelModels, params: np.ndarray, index: int, scaler: Scaler,
-                    threshold: float) -> LinearModel:
+def to_linear_model(
+    hp: Hyperparameters, models: ParallelModels, params: np.ndarray, index: int, scaler: Scaler, threshold: float
+) -> LinearModel:
     """Fold the normalisation (features and label) into model ``index``'s raw-scale weights and bias."""
     columns = slice(index * models.classes, (index + 1) * models.classes)
     weights, bias = models.effective(params[:, columns].astype(np.float64))
     weights = weights.astype(np.float64) * scaler.label_scale
     bias = bias.astype(np.float64) * scaler.label_scale + scaler.label_mean
     threshold = float32_double(threshold)  # the artifact stores it as float32: score with what is stored
-    return LinearModel(predictor_type=hp.predictor_type, loss_type=hp.loss, weights=weights.astype(np.float32),
-                       bias=bias.astype(np.float32), threshold=threshold,
-                       metrics_params=metrics_params(hp, threshold))
+    return LinearModel(
+        predictor_type=hp.predictor_type,
+        loss_type=hp.loss,
+        weights=weights.astype(np.float32),
+        bias=bias.astype(np.float32),
+        threshold=threshold,
+        metrics_params=metrics_params(hp, threshold),
+    )
 
 
 def evaluate(hp: Hyperparameters, model: LinearModel, data: Channel) -> list[tuple[str, str, float]]:
     """Final metrics of ``model`` on ``data`` as (name logged by the service, short key, value).
 
     Read block by block: only the scores, predictions and labels of the whole channel are held, not its features."""
-    raw = LossParameters(hp.loss, margin=hp.margin, insensitivity=hp.loss_insensitivity, quantile=hp.quantile,
-                         huber_delta=hp.huber_delta)
-    parts = [(model.linear_scores(block.features).astype(np.float64), *model.predict(block.features), block.labels)
-             for block in data.blocks()]
+    raw = LossParameters(
+        hp.loss, margin=hp.margin, insensitivity=hp.loss_insensitivity, quantile=hp.quantile, huber_delta=hp.huber_delta
+    )
+    parts = [
+        (model.linear_scores(block.features).astype(np.float64), *model.predict(block.features), block.labels)
+        for block in data.blocks()
+    ]
     scores = np.concatenate([part[0] for part in parts])
     score = np.concatenate([part[1] for part in parts])
     predicted = None if parts[0][2] is None else np.concatenate([part[2] for part in parts])
@@ -601,8 +649,10 @@ def evaluate(hp: Hyperparameters, model: LinearModel, data: Channel) -> list[tup
         loss, _ = softmax_loss(scores, labels.astype(np.int64), hp.num_classes, None)
         probabilities = score
         values = multiclass_metrics(labels, probabilities, hp.accuracy_top_k, hp.f_beta)
-        names = {"multiclass_top_k_accuracy": f"multiclass_top_{hp.accuracy_top_k}_accuracy",
-                 "macro_f_beta": f"macro_f_{hp.f_beta:.3f}"}
+        names = {
+            "multiclass_top_k_accuracy": f"multiclass_top_{hp.accuracy_top_k}_accuracy",
+            "macro_f_beta": f"macro_f_{hp.f_beta:.3f}",
+        }
     else:
         loss, _ = regression_loss(raw, scores, labels[:, None])
         values = regression_metrics(labels, scores[:, 0])
