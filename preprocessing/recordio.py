@@ -170,7 +170,9 @@ def _as_labels(y: Any, n_rows: int) -> np.ndarray | None:
 
 def _check_finite(values: np.ndarray, first_row: int, what: str, indptr: np.ndarray | None = None) -> None:
     """ValueError naming the first row holding NaN or infinity (``indptr`` maps CSR values to rows)."""
-    if np.isfinite(np.add.reduce(values, axis=None)):  # one cheap pass; overflow falls through to the exact check
+    with np.errstate(over="ignore"):  # one cheap pass; an overflow only sends it on to the exact check below
+        total = np.add.reduce(values, axis=None)
+    if np.isfinite(total):
         return
     finite = np.isfinite(values)
     if finite.all():
