@@ -8,6 +8,7 @@ llpipe linear-learner transform --model model.tar.gz --input DIR --output DIR [-
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 from pathlib import Path
 
@@ -85,8 +86,12 @@ def run(args: argparse.Namespace) -> int:
             folder = getattr(args, name)
             if folder is not None:
                 channels[name] = Channel(_files(folder), "FullyReplicated", args.content_type)
-        if args.verbose or args.quiet:
+        progress = None if (args.verbose or args.quiet) else EpochProgress(args.instance_count)
+        if progress is not None:
+            on_log = progress.update
+        else:
             on_log = None if args.quiet else (lambda line: print(line, flush=True))
+        with progress or contextlib.nullcontext():
             result = train(
                 hyperparameters,
                 channels,
@@ -95,16 +100,6 @@ def run(args: argparse.Namespace) -> int:
                 work_dir=args.work_dir,
                 on_log=on_log,
             )
-        else:
-            with EpochProgress(args.instance_count) as progress:
-                result = train(
-                    hyperparameters,
-                    channels,
-                    args.output,
-                    instance_count=args.instance_count,
-                    work_dir=args.work_dir,
-                    on_log=progress.update,
-                )
     except TrainingError as error:
         raise TrainingError(f"training failed: {error}") from None
     except (ValueError, OSError) as error:
