@@ -513,39 +513,64 @@ def test_a_damaged_recordio_shard_is_named_once_by_the_user_s_path(tmp_path: Pat
     assert "record 199 at byte offset" in message and "truncated" in message
 
 
+SECOND_INTERRUPT = """
+import json, signal, sys, threading, time
+from pathlib import Path
+
+from test_local_interpreter import definition, processing
+
+from pipeline.local.executions import ExecutionStore
+from pipeline.local.interpreter import Interpreter
+from pipeline.local.jobs.contract import StepFailed
+
+folder = Path(sys.argv[1])
+cleaned = []
+main = threading.main_thread().ident
+
+
+def slow_to_stop(job):
+    time.sleep(0.5)  # the main thread is waiting for this job by now
+    signal.pthread_kill(main, signal.SIGINT)  # Ctrl-C while the job runs
+    assert job.stop.wait(60)
+    time.sleep(1.0)  # the main thread now waits for this job's clean-up
+    signal.pthread_kill(main, signal.SIGINT)  # the second interrupt
+    time.sleep(0.5)  # the job's own clean-up
+    cleaned.append(job.step.name)
+    raise StepFailed("stopped")
+
+
+interpreter = Interpreter(
+    runners={"Processing": slow_to_stop},
+    store=ExecutionStore(folder / "executions"),
+    read_json=lambda uri: {},
+    pipeline_name="p",
+)
+try:
+    interpreter.run(definition(processing("Slow")), {})
+    outcome = "returned"
+except KeyboardInterrupt:
+    outcome = "interrupted"
+[record] = ExecutionStore(folder / "executions").list()
+print(json.dumps({"outcome": outcome, "cleaned": cleaned, "status": record.status,
+                  "step": record.steps["Slow"].status}))
+"""
+
+
 def test_a_second_interrupt_still_waits_for_the_jobs_to_clean_up(tmp_path: Path) -> None:
     """Before: `timeout` sends SIGTERM to llpipe and again to its process group; the second one, landing while
     llpipe waited for its jobs to end, cut the wait short: llpipe exited with a training job's instance folder (a
-    copy of the data) and empty logs left behind. Now the interpreter waits for its jobs whatever arrives."""
-    from test_local_interpreter import definition, processing
-
-    from pipeline.local.interpreter import Interpreter
-    from pipeline.local.jobs.contract import StepFailed
-
-    cleaned: list[str] = []
-    main = threading.main_thread().ident
-
-    def slow_to_stop(job: object) -> dict:
-        signal.pthread_kill(main, signal.SIGINT)  # Ctrl-C while the job runs
-        assert job.stop.wait(60)
-        time.sleep(0.2)  # the main thread now waits for this job
-        signal.pthread_kill(main, signal.SIGINT)  # the second interrupt
-        time.sleep(0.5)  # the job's own clean-up
-        cleaned.append(job.step.name)
-        raise StepFailed("stopped")
-
-    interpreter = Interpreter(
-        runners={"Processing": slow_to_stop},
-        store=ExecutionStore(tmp_path / "executions"),
-        read_json=lambda uri: {},
-        pipeline_name="p",
+    copy of the data) and empty logs left behind. Now the interpreter waits for its jobs whatever arrives.
+    Run in a child process: the signals go to that process's main thread, never to the test runner's."""
+    tests = Path(__file__).resolve().parent
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(tests), str(tests.parent)])}
+    result = subprocess.run(
+        [sys.executable, "-c", SECOND_INTERRUPT, str(tmp_path)],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=120,
+        check=False,
     )
-    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
-    try:
-        with pytest.raises(KeyboardInterrupt):
-            interpreter.run(definition(processing("Slow")), {})
-    finally:
-        signal.signal(signal.SIGINT, previous)
-    assert cleaned == ["Slow"]
-    [record] = ExecutionStore(tmp_path / "executions").list()
-    assert record.status == "Stopped" and record.steps["Slow"].status == "Stopped"
+    assert result.returncode == 0, result.stderr
+    outcome = json.loads(result.stdout.strip().splitlines()[-1])
+    assert outcome == {"outcome": "interrupted", "cleaned": ["Slow"], "status": "Stopped", "step": "Stopped"}
