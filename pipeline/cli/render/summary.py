@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from pipeline.cli.render.tuning import best_artifact, is_tuning, objective, trials, tuning_summary
+from pipeline.execution import LocalExecution
 from pipeline.local.executions import ExecutionRecord
 from pipeline.local.s3 import LocalS3
 from pipeline.names import (
@@ -24,14 +25,10 @@ from pipeline.names import (
     CHAMPION,
     CHAMPION_FLOOR,
     DECISION,
-    EVALUATE,
     GATE,
     METRIC_THRESHOLD,
     METRICS_SECTIONS,
     PREPROCESS,
-    QUALITY_GATE,
-    REGISTER,
-    REPORT_PROPERTY_FILE,
     TRAIN,
     StepStatus,
 )
@@ -49,11 +46,6 @@ def flat_metrics(report: dict[str, Any]) -> dict[str, Any]:
                 if isinstance(entry, dict) and isinstance(entry.get("value"), (int, float, str))
             }
     return {}
-
-
-def _report_uri(record: ExecutionRecord) -> str | None:
-    files = record.steps.get(EVALUATE)
-    return (files.properties.get("PropertyFiles") or {}).get(REPORT_PROPERTY_FILE) if files else None
 
 
 def summarise(record: ExecutionRecord, s3: LocalS3, render_plots: bool = True) -> dict[str, Any]:
@@ -85,35 +77,24 @@ def summarise(record: ExecutionRecord, s3: LocalS3, render_plots: bool = True) -
             summary["paths"]["plots"] = _tuning_plot(tune.properties, record.folder / "plots")
     if artifact and s3.path(artifact).is_file():
         summary["paths"]["model"] = str(s3.path(artifact))
-    report_uri = _report_uri(record)
-    if report_uri and s3.path(report_uri).is_file():
-        report_path = s3.path(report_uri)
+    execution = LocalExecution(record, s3)
+    report_path = execution.report_path
+    if report_path is not None:
         report = json.loads(report_path.read_text())
         summary["paths"]["report"] = str(report_path)
         summary["metrics"] = flat_metrics(report)
         summary["per_class"] = report.get("per_class_metrics")
         gate = report.get(GATE) or {}
-        threshold = record.parameters.get(METRIC_THRESHOLD)
-        decision = record.steps.get(QUALITY_GATE)
-        passed = decision.properties.get("Outcome") if decision and decision.status == StepStatus.SUCCEEDED else None
         summary["gate"] = {
             "metric": gate.get("metric"),
             "value": gate.get("value"),
-            "threshold": threshold,
-            "passed": passed,
+            "threshold": record.parameters.get(METRIC_THRESHOLD),
+            "passed": execution.gate_passed(),
             **champion_comparison(report),
         }
         if render_plots:
             summary["paths"]["plots"] += _plots(report_path, record.folder / "plots")
-    register = record.steps.get(REGISTER)
-    if register and register.status == StepStatus.SUCCEEDED:
-        properties = register.properties
-        summary["model_package"] = {
-            "group": properties.get("ModelPackageGroupName"),
-            "version": properties.get("ModelPackageVersion"),
-            "arn": properties.get("ModelPackageArn"),
-            "approval_status": properties.get("ModelApprovalStatus"),
-        }
+    summary["model_package"] = execution.model_package
     return summary
 
 
