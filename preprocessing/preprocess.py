@@ -37,10 +37,11 @@ Rules that keep the result independent of how many instances ran and how the inp
   column, or (without ``--feature-columns``) holding one the layout does not have, fails naming both.
 - ``--schema`` (a JSON file, or a folder holding one) also gives the categorical columns, label values, number of
   classes and id column; an argument that is given wins over it.
-- Reading: CSV is parsed by Arrow's streaming reader on a background thread while the previous chunk is converted,
-  taking values as pandas' ``read_csv`` would (its missing-value strings, booleans, no dates); a file Arrow cannot
-  take that way (a malformed row, a column whose type changes, a date) is read from there on by pandas, so results
-  and errors are always pandas'. Chunks are exactly ``--chunk-rows`` rows, so the output does not depend on the reader.
+- Reading: CSV is parsed by Arrow's multi-threaded reader, a few MB of whole lines at a time, on a background thread
+  while the previous chunk is converted, taking values as pandas' ``read_csv`` would (its missing-value strings,
+  booleans, no dates); a file Arrow cannot take that way (a malformed row, a column whose type changes, a date) is
+  read from there on by pandas, so results and errors are always pandas'. Chunks are exactly ``--chunk-rows`` rows, so
+  the output does not depend on the reader.
 Row numbers in messages count data rows from 1, after the header (blank CSV lines are not rows).
 Nothing half-written is left behind: files are built in ``O/.preprocess-work-<host>/`` and renamed into place when
 complete; on failure everything this host wrote is removed.
@@ -61,6 +62,7 @@ import sys
 import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, BinaryIO
@@ -526,10 +528,31 @@ def _arrow_csv_chunks(
     path: Path, header: list[str], columns: list[str], text: list[str], chunk_rows: int
 ) -> Iterator[pd.DataFrame]:
     import pyarrow as pa
+
+    pending: list[Any] = []
+    pending_rows = first = 0
+    for table in _arrow_csv_tables(path, header, columns, text):
+        pending.append(table)
+        pending_rows += table.num_rows
+        while pending_rows >= chunk_rows:
+            combined = pa.concat_tables(pending)
+            yield _arrow_frame(combined.slice(0, chunk_rows), text, first)
+            first += chunk_rows
+            pending, pending_rows = [combined.slice(chunk_rows)], combined.num_rows - chunk_rows
+    if pending_rows:
+        yield _arrow_frame(pa.concat_tables(pending), text, first)
+
+
+def _arrow_csv_tables(path: Path, header: list[str], columns: list[str], text: list[str]) -> Iterator[Any]:
+    """The file as Arrow tables, one per range of whole lines, each parsed by Arrow's multi-threaded reader (its
+    streaming reader parses on one thread). Types are those the first range inferred, as a streaming reader keeps
+    them; a range that does not fit them is a type change pandas takes over from."""
+    import pyarrow as pa
     import pyarrow.csv as pacsv
 
+    in_file_order = [name for name in header if name in set(columns)]  # Arrow keeps include_columns' order
     convert = pacsv.ConvertOptions(
-        include_columns=columns,
+        include_columns=in_file_order,
         column_types={column: pa.string() for column in text},
         null_values=_pandas_na_values(),
         strings_can_be_null=True,
@@ -537,39 +560,45 @@ def _arrow_csv_chunks(
         false_values=["False", "FALSE", "false"],
         timestamp_parsers=[],
     )
-    try:
-        reader = pacsv.open_csv(
-            path, read_options=pacsv.ReadOptions(block_size=ARROW_BLOCK_BYTES), convert_options=convert
-        )
-    except (pa.ArrowInvalid, pa.ArrowNotImplementedError) as error:
-        raise _ArrowCannot(str(error)) from error
-    if reader.schema.names != [name for name in header if name in set(columns)]:
-        raise _ArrowCannot("column names differ from pandas' (duplicates or a byte-order mark)")
-    odd = [field.name for field in reader.schema if str(field.type) not in ARROW_TYPES]
-    if odd:
-        raise _ArrowCannot(f"columns {odd} have types pandas would not infer")
-    pending: list[Any] = []
-    pending_rows = first = 0
-    for batch in _arrow_batches(reader):
-        pending.append(batch)
-        pending_rows += batch.num_rows
-        while pending_rows >= chunk_rows:
-            table = pa.Table.from_batches(pending)
-            yield _arrow_frame(table.slice(0, chunk_rows), text, first)
-            first += chunk_rows
-            rest = table.slice(chunk_rows)
-            pending, pending_rows = rest.to_batches(), rest.num_rows
-    if pending_rows:
-        yield _arrow_frame(pa.Table.from_batches(pending), text, first)
+    read = pacsv.ReadOptions()
+    schema = None
+    for lines in _line_ranges(path, ARROW_BLOCK_BYTES):
+        try:
+            table = pacsv.read_csv(pa.py_buffer(lines), read_options=read, convert_options=convert)
+        except pa.ArrowException as error:  # e.g. ArrowInvalid, or ArrowKeyError for a name Arrow reads otherwise
+            raise _ArrowCannot(str(error)) from error
+        if schema is None:  # the first range, with the header line
+            if table.schema.names != in_file_order:
+                raise _ArrowCannot("column names differ from pandas' (duplicates or a byte-order mark)")
+            odd = [field.name for field in table.schema if str(field.type) not in ARROW_TYPES]
+            if odd:
+                raise _ArrowCannot(f"columns {odd} have types pandas would not infer")
+            schema = table.schema
+            read = pacsv.ReadOptions(column_names=header)
+            convert.column_types = {field.name: field.type for field in schema if str(field.type) != "null"}
+        elif not table.schema.equals(schema):
+            raise _ArrowCannot("a column's type changes after the first range")
+        yield table
 
 
-def _arrow_batches(reader: Any) -> Iterator[Any]:
+def _line_ranges(path: Path, size: int) -> Iterator[bytes]:
+    """The (decompressed) bytes of a file in pieces of about ``size`` bytes, each ending at the end of a line."""
     import pyarrow as pa
 
-    try:
-        yield from reader
-    except (pa.ArrowInvalid, pa.ArrowNotImplementedError) as error:
-        raise _ArrowCannot(str(error)) from error
+    with pa.input_stream(str(path)) as stream:  # gunzips a .gz file
+        rest = b""
+        while True:
+            block = stream.read(size)
+            if not block:
+                if rest:
+                    yield rest
+                return
+            cut = block.rfind(b"\n") + 1
+            if cut == 0:  # no line ends in this block
+                rest += block
+                continue
+            yield rest + block[:cut]
+            rest = block[cut:]
 
 
 def _prefetched(items: Iterator[Any], ahead: int = 2) -> Iterator[Any]:
@@ -906,18 +935,30 @@ class ShardBuffer:
         for handle in (self.spill_files or {}).values():
             handle.close()
 
-    def shuffled_blocks(self, split: str, shard: int, rng: np.random.Generator) -> Iterator[np.ndarray]:
-        """The shard's rows in a uniformly random order, in blocks of at most about ``memory_bytes``.
+    @property
+    def in_memory(self) -> bool:
+        return self.spill_files is None
 
-        Spilled rows are dealt to random buckets on disk first; shuffling each bucket and concatenating the buckets
-        is a uniformly random permutation, like shuffling in memory.
-        """
-        if self.spill_files is None:
-            pieces = self.pending.pop((split, shard))
-            rows = np.concatenate(pieces) if pieces else np.empty((0, self.width), dtype=np.float32)
+    def shuffled_in_memory(
+        self, split: str, shard: int, rng: np.random.Generator
+    ) -> tuple[Callable[[], np.ndarray], np.ndarray]:
+        """The shard's rows (gathered when called, so shards are built one at a time) and their shuffled order."""
+        pieces = self.pending.pop((split, shard))
+        order = rng.permutation(sum(len(piece) for piece in pieces))
+
+        def rows() -> np.ndarray:
+            gathered = np.concatenate(pieces) if pieces else np.empty((0, self.width), dtype=np.float32)
             pieces.clear()
-            yield rows[rng.permutation(len(rows))]
-            return
+            return gathered
+
+        return rows, order
+
+    def shuffled_spilled(self, split: str, shard: int, rng: np.random.Generator) -> Iterator[np.ndarray]:
+        """The spilled shard's rows in a uniformly random order, in blocks of at most about ``memory_bytes``.
+
+        Rows are dealt to random buckets on disk first; shuffling each bucket and concatenating the buckets is a
+        uniformly random permutation, like shuffling in memory.
+        """
         spill = self.spill_path(split, shard)
         buckets = max(1, math.ceil(spill.stat().st_size / self.memory_bytes))
         paths = [spill] if buckets == 1 else self._deal_to_buckets(spill, buckets, rng)
@@ -1405,19 +1446,9 @@ def _convert_all(
             if fraction > 0 and stats[split].rows == 0:
                 raise PreprocessError(f"the {split} split is empty ({kept} rows, --{split}-fraction {fraction})")
 
-    built: list[tuple[Path, str]] = []
-    for split, code in _SPLIT_CODES.items():
-        rng = np.random.default_rng([args.seed, host.index, code, 1])
-        for shard in range(shard_counts[split]):
-            if stats[split].rows == 0:
-                continue  # a host with no rows for validation/test writes no file for it
-            target = transaction.work_dir / f"{split}-{host.name}-{shard:05d}{SHARD_SUFFIX}"
-            with open(target, "wb") as out:
-                for block in shards.shuffled_blocks(split, shard, rng):
-                    if len(block):
-                        write_dense(out, block[:, :-1], block[:, -1])
-            built.append((target, split))
-
+    built = _write_shards(
+        shards, [split for split in SPLITS if stats[split].rows], shard_counts, args.seed, host, transaction.work_dir
+    )
     input_names = [path.relative_to(args.input_dir).as_posix() for path in files]
     for target, split in built:
         stats[split].files.append(transaction.commit(target, split))
@@ -1436,6 +1467,45 @@ def _convert_all(
     if host.count == 1:
         _write_json(transaction, "summary.json", merge_summaries([summary]))
     return summary
+
+
+WRITE_ROWS = 16_384  # rows gathered and encoded at a time while writing a shard (a few MB, kept in cache)
+
+
+def _write_shards(
+    shards: ShardBuffer, splits: list[str], shard_counts: dict[str, int], seed: int, host: Host, work_dir: Path
+) -> list[tuple[Path, str]]:
+    """Shuffle each shard of the splits that have rows and write it as RecordIO-protobuf; returns (file, split) in
+    order. The shuffles are drawn in a fixed order; in memory, shards are then gathered and written by a few threads
+    (numpy's copies and file writes release the GIL), spilled ones one after another."""
+    built, writes = [], []
+    for split in splits:
+        rng = np.random.default_rng([seed, host.index, _SPLIT_CODES[split], 1])
+        for shard in range(shard_counts[split]):
+            target = work_dir / f"{split}-{host.name}-{shard:05d}{SHARD_SUFFIX}"
+            built.append((target, split))
+            if shards.in_memory:
+                writes.append((target, *shards.shuffled_in_memory(split, shard, rng)))
+                continue
+            with open(target, "wb") as out:
+                for block in shards.shuffled_spilled(split, shard, rng):
+                    _write_rows(out, block, np.arange(len(block)))
+    with ThreadPoolExecutor(max_workers=min(4, os.cpu_count() or 1), thread_name_prefix="write") as pool:
+        for done in [pool.submit(_write_shard, *write) for write in writes]:
+            done.result()
+    return built
+
+
+def _write_shard(target: Path, rows: Callable[[], np.ndarray], order: np.ndarray) -> None:
+    with open(target, "wb") as out:
+        _write_rows(out, rows(), order)
+
+
+def _write_rows(out: BinaryIO, rows: np.ndarray, order: np.ndarray) -> None:
+    """``rows[order]`` (features, then the label) as RecordIO-protobuf records, gathered a batch at a time."""
+    for start in range(0, len(order), WRITE_ROWS):
+        block = rows[order[start : start + WRITE_ROWS]]
+        write_dense(out, block[:, :-1], block[:, -1])
 
 
 def _write_json(transaction: OutputTransaction, name: str, content: dict[str, Any]) -> None:

@@ -189,3 +189,22 @@ def test_every_missing_value_string_of_pandas_reads_as_missing(tmp_path: Path) -
     chunks = reader_chunks(path, ["cat"], 100)
     assert chunks[0]["x"].isna().sum() == chunks[0]["cat"].isna().sum() == len(STR_NA_VALUES)
     assert_same_chunks(chunks, pandas_chunks(path, ["cat"], 100))
+
+
+def test_arrow_reads_columns_wanted_in_another_order_than_the_file(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The layout's feature order (sorted names) is rarely the file's: Arrow must still read it, not pandas."""
+    import preprocessing.preprocess as preprocess
+
+    monkeypatch.setattr(preprocess, "ARROW_BLOCK_BYTES", 1_000)
+    path = tmp_path / "unsorted.csv"
+    path.write_text("f2,f10,label,f1\n" + "".join(f"{i / 3:.6g},{i},{i % 2},{-i}\n" for i in range(200)))
+    expected = pandas_chunks(path, [], 64)
+
+    def pandas_is_not_used(*args: object, **kwargs: object) -> None:
+        raise AssertionError("the CSV file was read by pandas' reader")
+
+    monkeypatch.setattr(preprocess.pd, "read_csv", pandas_is_not_used)
+    header = preprocess.read_header(path)
+    assert_same_chunks(list(preprocess._csv_chunks(path, header, ["f1", "f10", "f2", "label"], [], 64)), expected)
