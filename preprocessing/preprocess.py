@@ -564,7 +564,7 @@ def _arrow_csv_tables(path: Path, header: list[str], columns: list[str], text: l
     schema = None
     for lines in _line_ranges(path, ARROW_BLOCK_BYTES):
         try:
-            table = pacsv.read_csv(pa.py_buffer(lines), read_options=read, convert_options=convert)
+            table = pacsv.read_csv(lines, read_options=read, convert_options=convert)
         except pa.ArrowException as error:  # e.g. ArrowInvalid, or ArrowKeyError for a name Arrow reads otherwise
             raise _ArrowCannot(str(error)) from error
         if schema is None:  # the first range, with the header line
@@ -581,29 +581,52 @@ def _arrow_csv_tables(path: Path, header: list[str], columns: list[str], text: l
         yield table
 
 
-def _line_ranges(path: Path, size: int) -> Iterator[bytes]:
-    """The (decompressed) bytes of a file in pieces of about ``size`` bytes, each ending at the end of a line."""
+def _line_ranges(path: Path, size: int) -> Iterator[Any]:
+    """The file's bytes as Arrow buffers of about ``size`` bytes, each ending at the end of a line: slices of the
+    memory-mapped file (no copy), or for a .gz file of its text decompressed a block at a time."""
     import pyarrow as pa
 
-    with pa.input_stream(str(path)) as stream:  # gunzips a .gz file
+    if path.name.endswith(".gz"):
+        yield from _decompressed_line_ranges(path, size)
+        return
+    with pa.memory_map(str(path)) as source:
+        whole = source.read_buffer()
+        view = memoryview(whole)
+        start, end = 0, len(whole)
+        while start < end:
+            stop = min(start + size, end)
+            while stop < end:  # on to the end of the line
+                found = bytes(view[stop : stop + 65536]).find(b"\n")
+                stop = min(stop + 65536, end) if found < 0 else stop + found + 1
+                if found >= 0:
+                    break
+            yield whole.slice(start, stop - start)
+            start = stop
+
+
+def _decompressed_line_ranges(path: Path, size: int) -> Iterator[Any]:
+    import pyarrow as pa
+
+    with pa.input_stream(str(path)) as stream:  # gunzips
         rest = b""
         while True:
             block = stream.read(size)
             if not block:
                 if rest:
-                    yield rest
+                    yield pa.py_buffer(rest)
                 return
             cut = block.rfind(b"\n") + 1
             if cut == 0:  # no line ends in this block
                 rest += block
                 continue
-            yield rest + block[:cut]
+            yield pa.py_buffer(rest + block[:cut])
             rest = block[cut:]
 
 
 def _prefetched(items: Iterator[Any], ahead: int = 2) -> Iterator[Any]:
-    """``items`` produced on a background thread, up to ``ahead`` in advance: the next chunk is parsed (Arrow and
-    pandas' parser release the GIL) while this one is converted and written. Errors reach the caller in order."""
+    """``items`` produced on a background thread, up to ``ahead`` in advance, so stages overlap: the next chunk is
+    parsed (Arrow and pandas' parser release the GIL) while one is converted (numpy does too) and another dealt to
+    shards. Errors reach the caller in order."""
     produced: queue.Queue[Any] = queue.Queue(maxsize=ahead)
     stop = threading.Event()
     end = object()
@@ -625,6 +648,10 @@ def _prefetched(items: Iterator[Any], ahead: int = 2) -> Iterator[Any]:
             put((end, None))
         except BaseException as error:  # noqa: BLE001 - handed to the consuming thread
             put((None, error))
+        finally:
+            close = getattr(items, "close", None)
+            if close:  # a generator that is itself prefetched stops its own thread now, on this one
+                close()
 
     worker = threading.Thread(target=produce, name="read-ahead", daemon=True)
     worker.start()
@@ -1408,11 +1435,15 @@ def _convert_all(
     try:
         for number, path in enumerate(files, start=1):
             file_rows = 0
-            for where, frame in iter_chunks(path, schema, args.chunk_rows):
-                converted = convert_chunk(frame, where, schema, labels, args.missing, args.seed, fractions)
-                rows_read += len(frame)
-                file_rows += len(frame)
-                if rows_read // PROGRESS_ROWS != (rows_read - len(frame)) // PROGRESS_ROWS:
+            converting = (
+                convert_chunk(frame, where, schema, labels, args.missing, args.seed, fractions)
+                for where, frame in iter_chunks(path, schema, args.chunk_rows)
+            )
+            for converted in _prefetched(converting):  # converted on a thread of its own while this one deals
+                chunk_rows = len(converted.rows) + converted.dropped
+                rows_read += chunk_rows
+                file_rows += chunk_rows
+                if rows_read // PROGRESS_ROWS != (rows_read - chunk_rows) // PROGRESS_ROWS:
                     rate = rows_read / max(time.monotonic() - started, 1e-9)
                     print(
                         f"[{host.name}] {rows_read:,} rows read ({rate:,.0f} rows/s), file {number}/{len(files)}",
