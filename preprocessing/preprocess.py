@@ -465,17 +465,38 @@ class RowLocator:
         return f"{self.path} row {self.first_row + index}"
 
 
-def iter_chunks(path: Path, schema: Schema, chunk_rows: int) -> Iterator[tuple[RowLocator, pd.DataFrame]]:
+@dataclass
+class Chunk:
+    """Consecutive rows of one file: the used columns as pandas' reader gives them, except the numeric features when
+    an Arrow reader gave those straight as one float32 matrix (no float64 pandas block in between)."""
+
+    frame: pd.DataFrame
+    numeric: np.ndarray | None = None  # float32 (rows, schema.numeric_columns), column-major, NaN where missing
+    table: Any = None  # the Arrow table ``numeric`` came from, for a value shown in a message
+
+    def __len__(self) -> int:
+        return len(self.frame)
+
+    def value(self, column: str, row: int) -> Any:
+        """The cell as pandas would hold it (NaN for missing), for a message."""
+        if column in self.frame:
+            return self.frame[column].iloc[row]
+        value = self.table.column(column)[row].as_py()
+        return float("nan") if value is None else value
+
+
+def iter_chunks(path: Path, schema: Schema, chunk_rows: int) -> Iterator[tuple[RowLocator, Chunk]]:
     """The used columns of one file, ``chunk_rows`` rows at a time; read errors name the file."""
     header = read_header(path)
     check_columns(path, header, schema)
     first_row = 1
     try:
         text = schema.text_columns + ([schema.label_column] if schema.label_as_text else [])
+        numeric = schema.numeric_columns
         if _is_parquet(path):
-            chunks = _parquet_chunks(path, schema.used_columns, text, chunk_rows)
+            chunks = _parquet_chunks(path, schema.used_columns, text, numeric, chunk_rows)
         else:
-            chunks = _csv_chunks(path, header, schema.used_columns, text, chunk_rows)
+            chunks = _csv_chunks(path, header, schema.used_columns, text, numeric, chunk_rows)
         for chunk in _prefetched(chunks):
             yield RowLocator(path, first_row), chunk
             first_row += len(chunk)
@@ -504,15 +525,15 @@ class _ArrowCannot(Exception):
 
 
 def _csv_chunks(
-    path: Path, header: list[str], columns: list[str], text: list[str], chunk_rows: int
-) -> Iterator[pd.DataFrame]:
+    path: Path, header: list[str], columns: list[str], text: list[str], numeric: Sequence[str], chunk_rows: int
+) -> Iterator[Chunk]:
     """The CSV file in chunks of exactly ``chunk_rows`` rows (the last may be shorter), parsed by Arrow; from the first
     block Arrow cannot take as pandas would, pandas reads the rest, so values and errors are pandas' throughout."""
     done = 0
     try:
-        for frame in _arrow_csv_chunks(path, header, columns, text, chunk_rows):
-            yield frame
-            done += len(frame)
+        for chunk in _arrow_csv_chunks(path, header, columns, text, numeric, chunk_rows):
+            yield chunk
+            done += len(chunk)
         return
     except _ArrowCannot:
         pass
@@ -521,12 +542,12 @@ def _csv_chunks(
         if done:  # rows Arrow already gave, whole chunks of the same size
             done -= len(frame)
             continue
-        yield frame
+        yield Chunk(frame)
 
 
 def _arrow_csv_chunks(
-    path: Path, header: list[str], columns: list[str], text: list[str], chunk_rows: int
-) -> Iterator[pd.DataFrame]:
+    path: Path, header: list[str], columns: list[str], text: list[str], numeric: Sequence[str], chunk_rows: int
+) -> Iterator[Chunk]:
     import pyarrow as pa
 
     pending: list[Any] = []
@@ -536,11 +557,11 @@ def _arrow_csv_chunks(
         pending_rows += table.num_rows
         while pending_rows >= chunk_rows:
             combined = pa.concat_tables(pending)
-            yield _arrow_frame(combined.slice(0, chunk_rows), text, first)
+            yield _arrow_chunk(combined.slice(0, chunk_rows), text, numeric, first)
             first += chunk_rows
             pending, pending_rows = [combined.slice(chunk_rows)], combined.num_rows - chunk_rows
     if pending_rows:
-        yield _arrow_frame(pa.concat_tables(pending), text, first)
+        yield _arrow_chunk(pa.concat_tables(pending), text, numeric, first)
 
 
 def _arrow_csv_tables(path: Path, header: list[str], columns: list[str], text: list[str]) -> Iterator[Any]:
@@ -678,18 +699,42 @@ def _arrow_frame(table: Any, text: list[str], first: int) -> pd.DataFrame:
     return frame
 
 
-def _parquet_chunks(path: Path, columns: list[str], text: list[str], chunk_rows: int) -> Iterator[pd.DataFrame]:
-    """Parquet record batches as DataFrames; ``text`` columns cast to strings by Arrow, the same in every batch
+def _parquet_chunks(
+    path: Path, columns: list[str], text: list[str], numeric: Sequence[str], chunk_rows: int
+) -> Iterator[Chunk]:
+    """Parquet record batches as chunks; ``text`` columns cast to strings by Arrow, the same in every batch
     (pandas would make an integer column float in a batch with nulls, so 5 would read "5.0" there)."""
     import pyarrow as pa
     import pyarrow.parquet as pq
 
+    first = 0
     for batch in pq.ParquetFile(path).iter_batches(batch_size=chunk_rows, columns=columns):
-        frame = batch.to_pandas()
+        table = pa.Table.from_batches([batch])
         for column in text:
-            values = batch.column(batch.schema.get_field_index(column)).cast(pa.string())
-            frame[column] = values.to_numpy(zero_copy_only=False)
-        yield frame
+            index = table.schema.get_field_index(column)
+            table = table.set_column(index, column, table.column(index).cast(pa.string()))
+        yield _arrow_chunk(table, text, numeric, first)
+        first += batch.num_rows
+
+
+def _arrow_chunk(table: Any, text: list[str], numeric: Sequence[str], first: int) -> Chunk:
+    """An Arrow table as a chunk: its numeric feature columns, when all are Arrow numbers, cast to float32 column by
+    column as pandas would (integers directly, missing as NaN), the other columns as a DataFrame."""
+    import pyarrow as pa
+
+    types = [table.schema.field(column).type for column in numeric]
+    if not types or not all(pa.types.is_integer(kind) or pa.types.is_floating(kind) for kind in types):
+        return Chunk(_arrow_frame(table, text, first))
+    matrix = np.empty((table.num_rows, len(numeric)), dtype=np.float32, order="F")
+    with np.errstate(over="ignore", invalid="ignore"):  # beyond float32's range becomes inf, as in pandas
+        for index, column in enumerate(numeric):
+            start = 0
+            for piece in table.column(column).chunks:
+                matrix[start : start + len(piece), index] = piece.to_numpy(zero_copy_only=False)
+                start += len(piece)
+    wanted = set(numeric)
+    rest = table.select([name for name in table.column_names if name not in wanted])
+    return Chunk(_arrow_frame(rest, text, first), matrix, table)
 
 
 def _show(value: Any) -> str:
@@ -726,7 +771,7 @@ class Converted:
 
 
 def convert_chunk(
-    frame: pd.DataFrame,
+    chunk: Chunk,
     where: RowLocator,
     schema: Schema,
     labels: LabelSpec,
@@ -735,12 +780,12 @@ def convert_chunk(
     fractions: tuple[float, float, float],
 ) -> Converted:
     """Features, labels and the split of every row of one chunk, applying the missing-value policy."""
-    n = len(frame)
-    numeric = _numeric_block(frame, schema.numeric_columns, where)
+    frame, n = chunk.frame, len(chunk)
+    numeric = chunk.numeric if chunk.numeric is not None else _numeric_block(frame, schema.numeric_columns, where)
     absent_numeric = ~np.isfinite(numeric)
     category_hashes: dict[str, np.ndarray] = {}
     if absent_numeric.any():
-        numeric = numeric.copy(order="F")  # to_numpy may return pandas' own read-only block
+        numeric = numeric.copy(order="F")  # to_numpy may return pandas' own read-only block; keep the chunk's
         numeric[absent_numeric] = 0.0
     if schema.categorical_columns:
         features = np.zeros((n, schema.feature_dim), dtype=np.float32, order="F")
@@ -763,10 +808,10 @@ def convert_chunk(
         if missing_policy == "error" or (missing_policy == "zero" and missing_label.any()):
             row = int(np.flatnonzero(missing_label if missing_policy == "zero" else bad)[0])
             if missing_label[row]:
-                what = f"label column {schema.label_column!r} value {_show(frame[schema.label_column].iloc[row])}"
+                what = f"label column {schema.label_column!r} value {_show(chunk.value(schema.label_column, row))}"
             else:
                 name = schema.feature_columns[int(absent[row].argmax())]
-                what = f"column {name!r} value {_show(frame[name].iloc[row])}"
+                what = f"column {name!r} value {_show(chunk.value(name, row))}"
             hint = "=drop" if missing_policy == "zero" else "=zero (features) or =drop (rows)"
             raise PreprocessError(
                 f"{where.at(row)}: {what} is missing or not a finite float32 (use --param MissingValues{hint}; "
@@ -1436,8 +1481,8 @@ def _convert_all(
         for number, path in enumerate(files, start=1):
             file_rows = 0
             converting = (
-                convert_chunk(frame, where, schema, labels, args.missing, args.seed, fractions)
-                for where, frame in iter_chunks(path, schema, args.chunk_rows)
+                convert_chunk(chunk, where, schema, labels, args.missing, args.seed, fractions)
+                for where, chunk in iter_chunks(path, schema, args.chunk_rows)
             )
             for converted in _prefetched(converting):  # converted on a thread of its own while this one deals
                 chunk_rows = len(converted.rows) + converted.dropped

@@ -112,7 +112,9 @@ def reader_chunks(path: Path, text: list[str], chunk_rows: int) -> list[pd.DataF
     from preprocessing.preprocess import _csv_chunks, read_header
 
     header = read_header(path)
-    return list(_csv_chunks(path, header, header, text, chunk_rows))
+    chunks = list(_csv_chunks(path, header, header, text, [], chunk_rows))
+    assert all(chunk.numeric is None for chunk in chunks)  # no numeric features asked for: every column a frame's
+    return [chunk.frame for chunk in chunks]
 
 
 def as_job_reads(frame: pd.DataFrame) -> pd.DataFrame:
@@ -207,4 +209,42 @@ def test_arrow_reads_columns_wanted_in_another_order_than_the_file(
 
     monkeypatch.setattr(preprocess.pd, "read_csv", pandas_is_not_used)
     header = preprocess.read_header(path)
-    assert_same_chunks(list(preprocess._csv_chunks(path, header, ["f1", "f10", "f2", "label"], [], 64)), expected)
+    chunks = preprocess._csv_chunks(path, header, ["f1", "f10", "f2", "label"], [], [], 64)
+    assert_same_chunks([chunk.frame for chunk in chunks], expected)
+
+
+@pytest.mark.parametrize("suffix", [".csv", ".parquet"])
+def test_numeric_features_straight_from_arrow_equal_pandas_block(tmp_path: Path, suffix: str) -> None:
+    """The float32 matrix an Arrow reader builds equals the one made from pandas' frame: -0.0, 1e39 (inf in float32),
+    missing, integers beyond float32's precision, a column with missing integers; a message shows pandas' value."""
+    import pyarrow.csv as pacsv
+    import pyarrow.parquet as pq
+
+    from preprocessing.preprocess import _csv_chunks, _numeric_block, _parquet_chunks, read_header
+
+    lines = ["x,big,sparse,cat,label", *(f"{i / 7 - 3:.9g},{2**40 + 3 * i},{i if i % 4 else ''},c{i % 3},{i % 2}"
+             for i in range(150)), "-0.0,16777217,,c1,1", "1e39,-9007199254740993,5,,0", ",7,,c2,1"]  # fmt: skip
+    source = tmp_path / "in.csv"
+    source.write_text("\n".join(lines) + "\n")
+    numeric, columns = ["big", "sparse", "x"], ["x", "big", "sparse", "cat", "label"]
+    if suffix == ".parquet":
+        path = tmp_path / "in.parquet"
+        pq.write_table(pacsv.read_csv(source), path, row_group_size=40)
+        chunks = list(_parquet_chunks(path, columns, ["cat"], numeric, 64))
+    else:
+        path = source
+        chunks = list(_csv_chunks(path, read_header(path), columns, ["cat"], numeric, 64))
+    expected = pandas_chunks(source, ["cat"], 64)
+    assert [len(chunk) for chunk in chunks] == [len(frame) for frame in expected]
+    shown = 0
+    for chunk, frame in zip(chunks, expected):  # noqa: B905 - lengths compared above
+        assert chunk.numeric is not None and chunk.numeric.dtype == np.float32
+        np.testing.assert_array_equal(
+            chunk.numeric.view(np.uint32), _numeric_block(frame, numeric, None).view(np.uint32)
+        )
+        assert list(chunk.frame.columns) == ["cat", "label"]
+        for row, index in np.argwhere(~np.isfinite(chunk.numeric)):  # the cells a message names
+            column = numeric[index]
+            assert repr(chunk.value(column, row)) == repr(frame[column].iloc[row].item())
+            shown += 1
+    assert shown == 38 + 4  # "sparse" empty in every 4th row and 2 of the last 3; x 1e39 and empty
