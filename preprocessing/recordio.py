@@ -147,12 +147,15 @@ def _decode_varints(data: np.ndarray) -> np.ndarray:
 
 
 def _as_feature_matrix(X: Any) -> np.ndarray:
-    """X as a C-contiguous little-endian float32 matrix; float64 converted, other dtypes a TypeError."""
+    """X as a little-endian float32 matrix whose rows are contiguous (not copied when they are, e.g. the features of
+    wider rows that end with the label); float64 converted, other dtypes a TypeError."""
     array = np.asarray(X)
     if array.dtype.kind != "f":
         raise TypeError(f"features must be a float32 or float64 array, got dtype {array.dtype}")
     if array.ndim != 2:
         raise ValueError(f"features must be a 2-D array (rows x features), got {array.ndim} dimension(s)")
+    if array.dtype == np.dtype("<f4") and array.strides[1] == 4 and array.strides[0] >= 4 * array.shape[1]:
+        return array  # .view(np.uint8) works on it: its last axis is contiguous
     return np.ascontiguousarray(array, dtype="<f4")
 
 

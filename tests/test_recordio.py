@@ -159,6 +159,17 @@ def test_float64_input_is_written_as_float32() -> None:
     )
 
 
+def test_features_sliced_from_wider_rows_write_the_same_bytes_as_a_copy() -> None:
+    """Preprocess passes rows[:, :-1] (features before the label) uncopied; other strides are copied first."""
+    rows = np.random.default_rng(3).normal(size=(300, 8)).astype(np.float32)
+    expected = write(recordio.write_dense, np.ascontiguousarray(rows[:, :-1]), rows[:, -1].copy())
+    assert write(recordio.write_dense, rows[:, :-1], rows[:, -1]) == expected
+    backwards = rows[::-1]  # a negative row stride
+    reversed_copy = write(recordio.write_dense, np.ascontiguousarray(backwards[:, :-1]), backwards[:, -1].copy())
+    assert write(recordio.write_dense, backwards[:, :-1], backwards[:, -1]) == reversed_copy
+    assert write(recordio.write_dense, np.asfortranarray(rows[:, :-1]), rows[:, -1]) == expected
+
+
 def test_float64_int32_tensors_and_label_types_read_back(record_protobuf: ModuleType) -> None:
     out = b""
     for i in range(3):
