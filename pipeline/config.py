@@ -9,6 +9,7 @@ Environment variables read (the ones CodeBuild and SageMaker Projects set):
 ``AWS_REGION`` / ``AWS_DEFAULT_REGION`` -> region, ``SAGEMAKER_PIPELINE_ROLE_ARN`` -> role_arn,
 ``ARTIFACT_BUCKET`` -> bucket, ``SAGEMAKER_PROJECT_NAME`` / ``SAGEMAKER_PROJECT_ID`` -> project tags and, when both are
 set, the pipeline and model package group names ``<project-name>-<project-id>`` (the Projects templates' convention);
+``LLPIPE_KMS_KEY_ID`` -> kms_key_id (infra/pipeline.yaml passes its KmsKeyArn to CodeBuild so);
 ``LLPIPE_TUNING_MAX_JOBS``, ``LLPIPE_TUNING_MAX_PARALLEL_JOBS``, ``LLPIPE_TUNING_OBJECTIVE``, ``LLPIPE_TUNING_STRATEGY``
 -> the tuning settings (``tuning_max_jobs`` > 0 builds a Tuning step in place of Train; see pipeline/tuning.py).
 
@@ -173,6 +174,7 @@ def _from_environment(env: Mapping[str, str]) -> dict[str, Any]:
         "bucket": ("ARTIFACT_BUCKET",),
         "project_name": ("SAGEMAKER_PROJECT_NAME",),
         "project_id": ("SAGEMAKER_PROJECT_ID",),
+        "kms_key_id": ("LLPIPE_KMS_KEY_ID",),
         "tuning_max_jobs": ("LLPIPE_TUNING_MAX_JOBS",),
         "tuning_max_parallel_jobs": ("LLPIPE_TUNING_MAX_PARALLEL_JOBS",),
         "tuning_objective": ("LLPIPE_TUNING_OBJECTIVE",),
@@ -337,7 +339,7 @@ def add_config_arguments(parser: argparse.ArgumentParser) -> None:
     group.add_argument("--pipeline-name", help=f"pipeline name (default {DEFAULT_PIPELINE_NAME})")
     group.add_argument("--model-package-group", help=f"model package group (default {DEFAULT_MODEL_PACKAGE_GROUP})")
     group.add_argument("--base-job-prefix", help="prefix of job names")
-    group.add_argument("--kms-key-id", help="KMS key for job outputs and volumes")
+    group.add_argument("--kms-key-id", help="KMS key for job outputs and volumes (env LLPIPE_KMS_KEY_ID)")
     group.add_argument("--subnet", dest="subnets", action="append", metavar="SUBNET_ID", help="VPC subnet (repeat)")
     group.add_argument(
         "--security-group-id", dest="security_group_ids", action="append", metavar="SG_ID", help="VPC SG (repeat)"

@@ -546,7 +546,7 @@ def _pandas_na_values() -> list[str]:
                 "N/A", "NA", "NULL", "NaN", "n/a", "nan", "null"]  # fmt: skip
 
 
-ARROW_BLOCK_BYTES = 4 << 20
+ARROW_RANGE_BYTES = 4 << 20  # whole lines parsed at once by Arrow's multi-threaded reader
 ARROW_TYPES = ("int64", "double", "bool", "string", "null")  # as pandas infers them; others go to pandas
 
 
@@ -613,7 +613,7 @@ def _arrow_csv_tables(path: Path, header: list[str], columns: list[str], text: l
     )
     read = pacsv.ReadOptions()
     schema = None
-    for lines in _line_ranges(path, ARROW_BLOCK_BYTES):
+    for lines in _line_ranges(path, ARROW_RANGE_BYTES):
         try:
             table = pacsv.read_csv(lines, read_options=read, convert_options=convert)
         except pa.ArrowException as error:  # e.g. ArrowInvalid, or ArrowKeyError for a name Arrow reads otherwise
@@ -648,9 +648,10 @@ def _line_ranges(path: Path, size: int) -> Iterator[Any]:
             stop = min(start + size, end)
             while stop < end:  # on to the end of the line
                 found = bytes(view[stop : stop + 65536]).find(b"\n")
-                stop = min(stop + 65536, end) if found < 0 else stop + found + 1
                 if found >= 0:
+                    stop += found + 1
                     break
+                stop = min(stop + 65536, end)
             yield whole.slice(start, stop - start)
             start = stop
 
@@ -704,7 +705,7 @@ def _prefetched(items: Iterator[Any], ahead: int = 2) -> Iterator[Any]:
             if close:  # a generator that is itself prefetched stops its own thread now, on this one
                 close()
 
-    worker = threading.Thread(target=produce, name="read-ahead", daemon=True)
+    worker = threading.Thread(target=produce, name="prefetch", daemon=True)
     worker.start()
     try:
         while True:

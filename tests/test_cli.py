@@ -64,3 +64,19 @@ def test_errors_map_to_exit_codes_in_one_place() -> None:
         assert issubclass(usage, errors.UsageError)
     for failure in (errors.AwsError, errors.ConvertError, errors.ModelsError, errors.TrainingError):
         assert not issubclass(failure, errors.UsageError) and issubclass(failure, errors.LlpipeError)
+
+
+def test_a_run_refused_before_any_step_leaves_no_empty_step_table_on_the_terminal() -> None:
+    """The live table starts before preflight; when nothing ran it is erased, so the message stands alone."""
+    import io
+
+    from rich.console import Console
+
+    from pipeline.cli.render.progress import LiveSteps
+
+    terminal = io.StringIO()
+    with pytest.raises(errors.DataError), LiveSteps(Console(file=terminal, force_terminal=True, width=80)):
+        raise errors.DataError("data.csv row 1: column 'x' is empty")
+    erased = terminal.getvalue()
+    assert "step" in erased and erased.endswith("\x1b[2K")  # drawn, then each of its lines cleared
+    assert erased.count("\x1b[1A\x1b[2K") == 5  # the five lines of the empty table

@@ -66,6 +66,10 @@ def test_codebuild_and_projects_environment() -> None:
     assert load_config({"pipeline_name": "mine"}, env=env).pipeline_name == "mine"
     # AWS_REGION is preferred over AWS_DEFAULT_REGION, as boto3 does
     assert load_config(env={**env, "AWS_REGION": "us-west-2"}).region == "us-west-2"
+    # the template's KmsKeyArn reaches the jobs; empty (no key) leaves them unencrypted by a customer key
+    key = "arn:aws:kms:ap-southeast-2:123456789012:key/1234abcd-12ab-34cd-56ef-1234567890ab"
+    assert load_config(env={**env, "LLPIPE_KMS_KEY_ID": key}).kms_key_id == key
+    assert load_config(env={**env, "LLPIPE_KMS_KEY_ID": ""}).kms_key_id is None
 
 
 def test_command_line_flags(tmp_path: Path) -> None:

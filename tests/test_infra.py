@@ -135,7 +135,10 @@ def test_the_template_declares_what_moto_cannot_check() -> None:
         "SAGEMAKER_PROJECT_NAME",
         "SAGEMAKER_PROJECT_ID",
         "START_PIPELINE_EXECUTION",
+        "LLPIPE_KMS_KEY_ID",
     }
+    [kms] = [variable for variable in build["Environment"]["EnvironmentVariables"] if "KMS" in variable["Name"]]
+    assert kms["Value"] == {"Ref": "KmsKeyArn"}  # the key that encrypts the bucket also encrypts the jobs' outputs
     assert build["Source"]["BuildSpec"] == "buildspec.yml"
 
 

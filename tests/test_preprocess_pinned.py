@@ -148,7 +148,7 @@ AWKWARD = [
 def test_arrow_reader_gives_pandas_chunks(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     import preprocessing.preprocess as preprocess
 
-    monkeypatch.setattr(preprocess, "ARROW_BLOCK_BYTES", 2_000)  # many Arrow blocks per chunk and across chunks
+    monkeypatch.setattr(preprocess, "ARROW_RANGE_BYTES", 2_000)  # many Arrow ranges per chunk and across chunks
     path = tmp_path / "awkward.csv"
     path.write_text("\n".join(AWKWARD) + "\n")
     for text in ([], ["cat"], ["cat", "label"]):
@@ -168,7 +168,7 @@ def test_pandas_takes_over_where_arrow_would_differ(
 ) -> None:
     import preprocessing.preprocess as preprocess
 
-    monkeypatch.setattr(preprocess, "ARROW_BLOCK_BYTES", 1_000)
+    monkeypatch.setattr(preprocess, "ARROW_RANGE_BYTES", 1_000)
     path = tmp_path / "late.csv"
     path.write_text("a,b,label\n" + "".join(f"{i},{i * 2},{i % 2}\n" for i in range(300)) + late_line + "\n")
     try:
@@ -199,7 +199,7 @@ def test_arrow_reads_columns_wanted_in_another_order_than_the_file(
     """The layout's feature order (sorted names) is rarely the file's: Arrow must still read it, not pandas."""
     import preprocessing.preprocess as preprocess
 
-    monkeypatch.setattr(preprocess, "ARROW_BLOCK_BYTES", 1_000)
+    monkeypatch.setattr(preprocess, "ARROW_RANGE_BYTES", 1_000)
     path = tmp_path / "unsorted.csv"
     path.write_text("f2,f10,label,f1\n" + "".join(f"{i / 3:.6g},{i},{i % 2},{-i}\n" for i in range(200)))
     expected = pandas_chunks(path, [], 64)
@@ -248,3 +248,27 @@ def test_numeric_features_straight_from_arrow_equal_pandas_block(tmp_path: Path,
             assert repr(chunk.value(column, row)) == repr(frame[column].iloc[row].item())
             shown += 1
     assert shown == 38 + 4  # "sparse" empty in every 4th row and 2 of the last 3; x 1e39 and empty
+
+
+def test_a_quoted_line_break_cut_by_a_range_reads_as_pandas_reads_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Ranges end at a line break, which may sit inside a quoted value: the range then ends in an open quote, Arrow
+    refuses it and pandas reads on; wherever the cut falls, the values are pandas'."""
+    import preprocessing.preprocess as preprocess
+
+    path = tmp_path / "quoted.csv"
+    lines = [f"{i},c{i},{i % 2}" for i in range(80)]
+    lines[41] = '41,"two\nlines, and\nthree",1'
+    path.write_text("x,cat,label\n" + "\n".join(lines) + "\n")
+    expected = pd.concat(pandas_chunks(path, ["cat"], 16))
+    header = preprocess.read_header(path)
+    pandas_took_over = 0
+    for size in range(20, 1_000, 7):  # cuts before, inside and after the quoted value
+        monkeypatch.setattr(preprocess, "ARROW_RANGE_BYTES", size)
+        chunks = list(preprocess._csv_chunks(path, header, header, ["cat"], ["x"], 16))
+        pandas_took_over += any(chunk.numeric is None for chunk in chunks)
+        read = pd.concat([chunk.frame for chunk in chunks])
+        assert read["cat"].tolist() == expected["cat"].tolist(), size
+        assert read["label"].tolist() == expected["label"].tolist(), size
+    assert pandas_took_over > 0  # some cut fell inside the quotes

@@ -76,4 +76,8 @@ class LiveSteps:
         return self
 
     def __exit__(self, *exc: Any) -> None:
+        with self.lock:
+            nothing_ran = self.record is None
+        if nothing_ran:  # refused before any step (a preflight error): no empty table left above the message
+            self.live.transient = True
         self.live.__exit__(*exc)
