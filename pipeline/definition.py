@@ -420,6 +420,9 @@ def _preprocess_step(config: PipelineConfig, params: Parameters, bundle: CodeBun
         arguments=[
             "--input-dir",
             PREPROCESS_INPUT_DIR,
+            # the S3 URI the input came from: errors name s3://.../d.csv row 7, not the file's path in the container
+            "--input-source",
+            params.input_data_url,
             "--output-dir",
             PREPROCESS_OUTPUT_DIR,
             "--label-column",

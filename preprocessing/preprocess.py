@@ -42,7 +42,8 @@ Rules that keep the result independent of how many instances ran and how the inp
   booleans, no dates); a file Arrow cannot take that way (a malformed row, a column whose type changes, a date) is
   read from there on by pandas, so results and errors are always pandas'. Chunks are exactly ``--chunk-rows`` rows, so
   the output does not depend on the reader.
-Row numbers in messages count data rows from 1, after the header (blank CSV lines are not rows).
+Row numbers in messages count data rows from 1, after the header (blank CSV lines are not rows); files are named by
+``--input-source`` (the input's S3 URI) when given, so a user reads s3://bucket/in/d.csv, not the container's path.
 Nothing half-written is left behind: files are built in ``O/.preprocess-work-<host>/`` and renamed into place when
 complete; on failure everything this host wrote is removed.
 """
@@ -64,7 +65,7 @@ import time
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 from typing import Any, BinaryIO
 
 import numpy as np
@@ -128,8 +129,30 @@ def read_resource_config(path: Path) -> Host:
     return Host(name, hosts.index(name), hosts)
 
 
-def list_input_files(input_dir: Path, host: Host) -> list[Path]:
-    """Every CSV (optionally gzip) or Parquet file under ``input_dir``, sorted; hidden and ``_``-files are skipped."""
+@dataclass(frozen=True)
+class InputNames:
+    """How messages name the input files: by where they came from (``--input-source``, the input's S3 URI), else by
+    their path here. A user knows s3://bucket/in/d.csv, not /opt/ml/processing/input/data/d.csv.
+
+    The inverse of SageMaker's S3Prefix download: the object under the prefix lands at its key after the prefix (a
+    prefix that is a whole key lands at its last part)."""
+
+    input_dir: Path
+    source: str | None = None
+
+    def __call__(self, path: Path) -> str:
+        if not self.source or not path.is_relative_to(self.input_dir):
+            return str(path)
+        relative = path.relative_to(self.input_dir).as_posix()
+        if relative == "." or self.source.endswith("/" + relative):
+            return self.source
+        return self.source + ("" if self.source.endswith("/") else "/") + relative
+
+
+def list_input_files(input_dir: Path, host: Host, name: str | None = None) -> list[Path]:
+    """Every CSV (optionally gzip) or Parquet file under ``input_dir``, sorted; hidden and ``_``-files are skipped.
+    ``name`` is the folder's name in messages (default: its path)."""
+    name = name or str(input_dir)
     if not input_dir.is_dir():
         raise PreprocessError(f"input dir {input_dir} does not exist or is not a folder")
     candidates = [path for path in input_dir.rglob("*") if path.is_file() and not path.name.startswith((".", "_"))]
@@ -143,10 +166,10 @@ def list_input_files(input_dir: Path, host: Host) -> list[Path]:
         if host.count > 1:
             raise PreprocessError(
                 f"host {host.name} ({host.index + 1} of {host.count}) received no CSV or Parquet files under "
-                f"{input_dir}: there are more processing instances than input objects (with ShardedByS3Key each "
+                f"{name}: there are more processing instances than input objects (with ShardedByS3Key each "
                 "instance needs at least one object); use fewer instances or split the input into more files"
             )
-        raise PreprocessError(f"no CSV (.csv, .csv.gz) or Parquet (.parquet, .pq) files under {input_dir}")
+        raise PreprocessError(f"no CSV (.csv, .csv.gz) or Parquet (.parquet, .pq) files under {name}")
     return files
 
 
@@ -154,10 +177,12 @@ def _is_parquet(path: Path) -> bool:
     return path.name.lower().endswith(PARQUET_SUFFIXES)
 
 
-def read_header(path: Path) -> list[str]:
-    """The column names of one input file exactly as written; a name written twice is an error naming it.
+def read_header(path: Path, name: str | None = None) -> list[str]:
+    """The column names of one input file exactly as written; a name written twice is an error naming it (as
+    ``name``, default its path).
 
     CSV headers are read with the csv module: pandas would silently rename a second ``label`` to ``label.1``."""
+    name = name or str(path)
     try:
         if _is_parquet(path):
             import pyarrow.parquet as pq
@@ -168,16 +193,16 @@ def read_header(path: Path) -> list[str]:
             with opener(path, "rt", encoding="utf-8-sig", newline="") as handle:  # type: ignore[operator]
                 header = next(csv.reader(handle), None)
             if not header or header == [""]:
-                raise PreprocessError(f"{path}: empty file, expected a header row")
+                raise PreprocessError(f"{name}: empty file, expected a header row")
     except (OSError, ValueError, UnicodeDecodeError, EOFError, csv.Error) as error:
-        raise PreprocessError(f"{path}: unreadable ({type(error).__name__}: {error})") from error
-    unnamed = [number for number, name in enumerate(header, start=1) if not name.strip()]
+        raise PreprocessError(f"{name}: unreadable ({type(error).__name__}: {error})") from error
+    unnamed = [number for number, column in enumerate(header, start=1) if not column.strip()]
     if unnamed:
-        raise PreprocessError(f"{path}: header column(s) {unnamed} (counted from 1) have no name")
-    duplicated = sorted({name for name in header if header.count(name) > 1})
+        raise PreprocessError(f"{name}: header column(s) {unnamed} (counted from 1) have no name")
+    duplicated = sorted({column for column in header if header.count(column) > 1})
     if duplicated:
         raise PreprocessError(
-            f"{path}: duplicate column name(s) {duplicated} in the header; every column needs its own name"
+            f"{name}: duplicate column name(s) {duplicated} in the header; every column needs its own name"
         )
     return header
 
@@ -269,8 +294,9 @@ def _given_or_decided(given: str | None, decided: dict[str, Any], key: str) -> l
     return _split_list(given) if _split_list(given) else list(decided.get(key) or [])
 
 
-def resolve_schema(args: argparse.Namespace, decided: dict[str, Any], path: Path, header: Sequence[str]) -> Schema:
-    """The feature layout every host shares, from the arguments, the decided schema and (last) a fixed rule.
+def resolve_schema(args: argparse.Namespace, decided: dict[str, Any], name: str, header: Sequence[str]) -> Schema:
+    """The feature layout every host shares, from the arguments, the decided schema and (last) a fixed rule;
+    ``header`` is that of the first file, named ``name`` in messages.
 
     Feature order: ``--feature-columns``, else the schema's ``feature_columns``, else every column but the label
     and the id sorted by name (a rule needing no coordination: hosts that see the same columns agree)."""
@@ -290,9 +316,9 @@ def resolve_schema(args: argparse.Namespace, decided: dict[str, Any], path: Path
         expected = frozenset([args.label_column, *features] + ([id_column] if id_column else []))
         source = "the schema"
     else:
-        check_header(path, header, [args.label_column] + ([id_column] if id_column else []))
+        check_header(name, header, [args.label_column] + ([id_column] if id_column else []))
         features = sorted(column for column in header if column not in excluded)
-        expected, source = frozenset(header), f"the columns of {path.name} sorted by name"
+        expected, source = frozenset(header), f"the columns of {PurePosixPath(name).name} sorted by name"
     clash = excluded.intersection(features)
     if clash:
         raise PreprocessError(f"feature columns must not include the label or id column: {sorted(clash)}")
@@ -305,7 +331,7 @@ def resolve_schema(args: argparse.Namespace, decided: dict[str, Any], path: Path
             f"categorical columns {unknown} are not feature columns {features} (check --param CategoricalColumns)"
         )
     if not features:
-        raise PreprocessError(f"{path}: no feature columns besides the label {args.label_column!r}")
+        raise PreprocessError(f"{name}: no feature columns besides the label {args.label_column!r}")
     return Schema(
         label_column=args.label_column,
         id_column=id_column,
@@ -319,20 +345,20 @@ def resolve_schema(args: argparse.Namespace, decided: dict[str, Any], path: Path
     )
 
 
-def check_header(path: Path, header: Sequence[str], required: Sequence[str]) -> None:
+def check_header(name: str, header: Sequence[str], required: Sequence[str]) -> None:
     missing = [column for column in required if column not in header]
     if missing:
-        raise PreprocessError(f"{path}: missing column(s) {missing}; the header has {list(header)}")
+        raise PreprocessError(f"{name}: missing column(s) {missing}; the header has {list(header)}")
 
 
-def check_columns(path: Path, header: Sequence[str], schema: Schema) -> None:
+def check_columns(name: str, header: Sequence[str], schema: Schema) -> None:
     """A file's columns, matched by name against the shared layout: missing or unexpected ones fail naming both."""
     required = schema.used_columns
     missing = [column for column in required if column not in header]
     unexpected = [] if schema.expected_columns is None else [c for c in header if c not in schema.expected_columns]
     if missing or unexpected:
         raise PreprocessError(
-            f"{path}: columns differ from the layout every host uses ({schema.layout_source}): "
+            f"{name}: columns differ from the layout every host uses ({schema.layout_source}): "
             f"missing {missing}, unexpected {unexpected}; every file needs the same column names (in any order)"
         )
 
@@ -458,11 +484,11 @@ def _labels_seen(raw: pd.Series, limit: int = 20) -> str:
 class RowLocator:
     """Turns a row index within a chunk into 'file row N' for messages."""
 
-    path: Path
+    name: str  # the file's name in messages (InputNames)
     first_row: int  # 1-based data row number of the chunk's first row
 
     def at(self, index: int) -> str:
-        return f"{self.path} row {self.first_row + index}"
+        return f"{self.name} row {self.first_row + index}"
 
 
 @dataclass
@@ -485,10 +511,14 @@ class Chunk:
         return float("nan") if value is None else value
 
 
-def iter_chunks(path: Path, schema: Schema, chunk_rows: int) -> Iterator[tuple[RowLocator, Chunk]]:
-    """The used columns of one file, ``chunk_rows`` rows at a time; read errors name the file."""
-    header = read_header(path)
-    check_columns(path, header, schema)
+def iter_chunks(
+    path: Path, schema: Schema, chunk_rows: int, name: str | None = None
+) -> Iterator[tuple[RowLocator, Chunk]]:
+    """The used columns of one file, ``chunk_rows`` rows at a time; errors name the file as ``name`` (default: its
+    path)."""
+    name = name or str(path)
+    header = read_header(path, name)
+    check_columns(name, header, schema)
     first_row = 1
     try:
         text = schema.text_columns + ([schema.label_column] if schema.label_as_text else [])
@@ -498,11 +528,11 @@ def iter_chunks(path: Path, schema: Schema, chunk_rows: int) -> Iterator[tuple[R
         else:
             chunks = _csv_chunks(path, header, schema.used_columns, text, numeric, chunk_rows)
         for chunk in _prefetched(chunks):
-            yield RowLocator(path, first_row), chunk
+            yield RowLocator(name, first_row), chunk
             first_row += len(chunk)
     except (OSError, ValueError, UnicodeDecodeError, pd.errors.ParserError) as error:
         after = f" after data row {first_row - 1}" if first_row > 1 else ""
-        raise PreprocessError(f"{path}: unreadable{after} ({type(error).__name__}: {error})") from error
+        raise PreprocessError(f"{name}: unreadable{after} ({type(error).__name__}: {error})") from error
 
 
 def _pandas_na_values() -> list[str]:
@@ -1304,6 +1334,12 @@ def build_parser() -> argparse.ArgumentParser:
         help="folder of CSV/Parquet input files (default: %(default)s)",
     )
     parser.add_argument(
+        "--input-source",
+        metavar="URI",
+        help="where --input-dir's files came from, e.g. the input's S3 prefix: messages name files by it "
+        "(s3://bucket/in/d.csv row 7), not by their path here",
+    )
+    parser.add_argument(
         "--output-dir",
         type=Path,
         default=Path("/opt/ml/processing/output"),
@@ -1427,8 +1463,9 @@ def preprocess(args: argparse.Namespace) -> dict[str, Any]:
             "infer the schema again (drop --param SchemaUrl)"
         )
     labels = make_label_spec(args, decided)
-    files = list_input_files(args.input_dir, host)
-    schema = resolve_schema(args, decided, files[0], read_header(files[0]))
+    names = InputNames(args.input_dir, args.input_source)
+    files = list_input_files(args.input_dir, host, names(args.input_dir))
+    schema = resolve_schema(args, decided, names(files[0]), read_header(files[0], names(files[0])))
     print(
         f"[{host.name}] feature order from {schema.layout_source}: {len(schema.feature_columns)} column(s), "
         f"categorical {list(schema.categorical_columns)}, label values {list(labels.values or []) or 'numeric'}",
@@ -1438,7 +1475,7 @@ def preprocess(args: argparse.Namespace) -> dict[str, Any]:
         raise PreprocessError(
             f"the data has {schema.feature_dim} features ({len(schema.numeric_columns)} numeric + "
             f"{len(schema.categorical_columns)} categorical x {schema.hash_buckets} buckets) but --feature-dim is "
-            f"{args.feature_dim}; first file {files[0]}"
+            f"{args.feature_dim}; first file {names(files[0])}"
         )
     train_shards = math.ceil(args.train_shards / host.count)
     shard_counts = {"train": train_shards, "validation": 1, "test": 1}
@@ -1446,7 +1483,7 @@ def preprocess(args: argparse.Namespace) -> dict[str, Any]:
     transaction.begin()
     failed = True
     try:
-        summary = _convert_all(args, host, schema, labels, files, fractions, shard_counts, transaction)
+        summary = _convert_all(args, host, schema, labels, files, fractions, shard_counts, transaction, names)
         failed = False
     finally:
         transaction.cleanup(failed)
@@ -1470,6 +1507,7 @@ def _convert_all(
     fractions: tuple[float, float, float],
     shard_counts: dict[str, int],
     transaction: OutputTransaction,
+    names: InputNames,
 ) -> dict[str, Any]:
     classification = labels.predictor_type != "regressor"
     stats = {split: SplitStats() for split in SPLITS}
@@ -1483,7 +1521,7 @@ def _convert_all(
             file_rows = 0
             converting = (
                 convert_chunk(chunk, where, schema, labels, args.missing, args.seed, fractions)
-                for where, chunk in iter_chunks(path, schema, args.chunk_rows)
+                for where, chunk in iter_chunks(path, schema, args.chunk_rows, names(path))
             )
             for converted in _prefetched(converting):  # converted on a thread of its own while this one deals
                 chunk_rows = len(converted.rows) + converted.dropped

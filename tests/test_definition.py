@@ -286,6 +286,8 @@ def test_preprocess_shards_its_input_and_writes_four_outputs_per_execution(defin
     assert resolve(args["AppSpecification"], defaults)["ContainerArguments"] == [
         "--input-dir",
         "/opt/ml/processing/input/data",
+        "--input-source",
+        "s3://llpipe-local/linear-learner-pipeline/input/",
         "--output-dir",
         "/opt/ml/processing/output",
         "--label-column",
@@ -325,6 +327,17 @@ def test_preprocess_shards_its_input_and_writes_four_outputs_per_execution(defin
     parsed = build_preprocess_parser().parse_args(resolve(args["AppSpecification"], defaults)["ContainerArguments"])
     assert (parsed.categorical_columns, parsed.id_column, parsed.label_values) == ("", "", "")
     assert parsed.hash_buckets == 16 and parsed.validation_fraction == 0.15 and parsed.seed == 0
+
+
+def test_preprocess_is_told_the_s3_uri_its_input_came_from(definition: dict[str, Any]) -> None:
+    """Its errors name s3://.../d.csv row 7 (the object the user put there), not /opt/ml/processing/input/data/d.csv:
+    the same parameter as the data input's S3Uri, resolved by SageMaker (or the local backend) per execution."""
+    args = all_steps(definition)["Preprocess"]["Arguments"]
+    container_arguments = args["AppSpecification"]["ContainerArguments"]
+    data = next(i["S3Input"] for i in args["ProcessingInputs"] if i["InputName"] == "data")
+    source = container_arguments[container_arguments.index("--input-source") + 1]
+    assert source == data["S3Uri"] == {"Get": "Parameters.InputDataUrl"}
+    assert container_arguments[container_arguments.index("--input-dir") + 1] == data["LocalPath"]
 
 
 def test_the_default_schema_is_uploaded_and_decides_nothing(built: BuiltDefinition) -> None:

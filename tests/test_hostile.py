@@ -69,10 +69,63 @@ def test_staging_copies_so_later_edits_do_not_rewrite_an_earlier_execution_s_dat
     data = binary_csv(tmp_path / "data" / "data.csv")
     original = data.read_bytes()
     s3 = LocalS3(tmp_path / "s3")
-    uri = stage_data(s3, DataSource("data", [data], data.parent, {}), "s3://bucket/p", "v1")
+    uri = stage_data(s3, DataSource("data", [data], data.parent, {}), "s3://bucket/p", "v1").uri
     with data.open("a") as handle:
         handle.write("9,9,9,1\n")
     assert s3.path(uri + "data.csv").read_bytes() == original
+
+
+NON_NUMERIC = (
+    "row 301: column 'b' has non-numeric value 'oops'; declare text columns as categorical (feature-hashed) with "
+    "--param CategoricalColumns=b (added to the columns already declared; preprocess.py: --categorical-columns)"
+)
+
+
+def unwrapped(text: str) -> str:
+    """Text without its white space: rich wraps the summary's lines, a long path even inside a word."""
+    return "".join(text.split())
+
+
+def test_a_bad_value_is_named_by_the_path_the_user_gave(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Before: Preprocess failed naming /opt/ml/processing/input/data/bad.csv row 301, the file's path inside the
+    job's container, in the step table, the summary and `llpipe execution show`; the user gave bad.csv."""
+    monkeypatch.chdir(tmp_path)
+    bad = binary_csv(tmp_path / "bad.csv", rows=300)
+    with bad.open("a") as handle:
+        handle.write("0.1,oops,0.3,1\n")
+    folder = tmp_path / "parts"
+    binary_csv(folder / "a.csv")
+    (folder / "sub").mkdir()
+    shutil.copyfile(bad, folder / "sub" / "bad.csv")  # the second object: algo-2's
+    runs = [
+        ("bad.csv", "algo-1", "bad.csv", "bad.csv"),
+        (str(folder), "algo-2", f"{folder}/sub/bad.csv", "sub/bad.csv"),
+    ]
+    for data, host, named, key in runs:  # as passed: relative, or a folder's absolute path and the file below it
+        argv = ["run", "--workdir", "w", "--data", data, "--label-column", "label", "--no-infer"]
+        code = cli.main(argv + ["--predictor-type", "binary_classifier"])
+        expected = f"step Preprocess failed: {host} exited with code 1: preprocess: error: {named} {NON_NUMERIC}"
+        assert code == 1 and unwrapped(f"Failure: {expected}") in unwrapped(capsys.readouterr().out)
+        [record, *_] = ExecutionStore(tmp_path / "w" / "executions").list()
+        assert record.failure_reason == expected
+        assert record.steps["Preprocess"].failure_reason == expected.removeprefix("step Preprocess failed: ")
+        assert cli.main(["execution", "show", record.id, "--workdir", "w"]) == 0
+        assert unwrapped(f"Failure: {expected}") in unwrapped(capsys.readouterr().out)
+        log = (record.folder / "steps" / "Preprocess" / "logs" / f"{host}.log").read_text()
+        staged = record.parameters["InputDataUrl"] + key  # the job itself names the object it read, as on SageMaker
+        assert staged.startswith("s3://") and f"preprocess: error: {staged} {NON_NUMERIC}\n" in log
+
+
+def test_staged_objects_are_named_back_by_the_user_s_paths(tmp_path: Path) -> None:
+    data = tmp_path / "data"
+    files = [binary_csv(data / "a.csv"), data / "a.csv.gz", binary_csv(data / "sub" / "b.csv")]
+    files[1].write_bytes(gzip.compress(files[0].read_bytes()))
+    staged = stage_data(LocalS3(tmp_path / "s3"), DataSource("data", files, data, {}), "s3://bucket/p", "v1")
+    assert staged.uri == "s3://bucket/p/input/data-v1/"
+    text = f"{staged.uri}a.csv.gz row 2; {staged.uri}a.csv row 3; {staged.uri}sub/b.csv: unreadable; {staged.uri}"
+    assert staged.user_paths(text) == f"{files[1]} row 2; {files[0]} row 3; {files[2]}: unreadable; {staged.uri}"
 
 
 # ------------------------------------------------------------------------------------- checks before anything runs

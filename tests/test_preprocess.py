@@ -414,6 +414,50 @@ def test_bad_input_fails_naming_file_and_row(
     assert not left, "nothing is left behind"
 
 
+NON_NUMERIC = (
+    "row 13: column 'b' has non-numeric value 'seven'; declare text columns as categorical (feature-hashed) with "
+    "--param CategoricalColumns=b (added to the columns already declared; preprocess.py: --categorical-columns)"
+)
+
+
+@pytest.mark.parametrize(
+    ("source", "where", "named"),
+    [
+        ("s3://bucket/in/", "sub/d.csv", "s3://bucket/in/sub/d.csv"),  # a prefix: the object's key after it
+        ("s3://bucket/in", "sub/d.csv", "s3://bucket/in/sub/d.csv"),
+        ("s3://bucket/in/d.csv", "d.csv", "s3://bucket/in/d.csv"),  # a whole key lands at its last part
+    ],
+)
+def test_errors_name_the_input_by_its_source(
+    tmp_path: Path, container: Container, source: str, where: str, named: str
+) -> None:
+    """Before: on SageMaker the message named /opt/ml/processing/input/data/d.csv, a path the user never saw."""
+    data = tmp_path / "in"
+    if source.endswith("/in/"):
+        _csv(data, "e.csv", GOOD)  # read before sub/d.csv: every file is named by its source, not only the first
+    _csv((data / where).parent, Path(where).name, GOOD + "7,seven,1\n")
+    args = ["--output-dir", tmp_path / "out", "--resource-config", tmp_path / "absent.json", *BINARY]
+    result = run_job(container, "--input-dir", data, "--input-source", source, *args)
+    assert result.returncode == 1
+    assert result.stderr == f"preprocess: error: {named} {NON_NUMERIC}\n"
+    without = run_job(container, "--input-dir", data, *args)  # outside SageMaker: the path here
+    assert without.stderr == f"preprocess: error: {data / where} {NON_NUMERIC}\n"
+
+
+def test_header_and_empty_input_errors_name_the_source_too(tmp_path: Path, container: Container) -> None:
+    args = ["--output-dir", tmp_path / "out", "--resource-config", tmp_path / "absent.json", *BINARY]
+    _csv(tmp_path / "in", "d.csv", "a,b,target\n1,2,0\n")
+    result = run_job(container, "--input-dir", tmp_path / "in", "--input-source", "s3://bucket/in/", *args)
+    assert result.stderr == (
+        "preprocess: error: s3://bucket/in/d.csv: missing column(s) ['label']; the header has ['a', 'b', 'target']\n"
+    )
+    (tmp_path / "empty").mkdir()
+    result = run_job(container, "--input-dir", tmp_path / "empty", "--input-source", "s3://bucket/empty/", *args)
+    assert result.stderr == (
+        "preprocess: error: no CSV (.csv, .csv.gz) or Parquet (.parquet, .pq) files under s3://bucket/empty/\n"
+    )
+
+
 def test_a_host_without_input_files_says_so(tmp_path: Path, container: Container) -> None:
     _csv(tmp_path / "in", "d.csv", GOOD)
     config = write_resource_config(tmp_path / "rc.json", "algo-3", HOSTS)

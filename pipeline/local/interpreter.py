@@ -38,6 +38,8 @@ class Interpreter:
     arn_prefix: str = "arn:aws:sagemaker:local:000000000000"  # arn:aws:sagemaker:<region>:<account>
     on_change: Callable[[ExecutionRecord, StepRecord], None] = field(default=lambda record, step: None)
     has_objects: Callable[[str], bool] = field(default=lambda uri: True)  # does an S3 object or prefix exist
+    # a step's failure reason as the user reads it: the runner names the data it staged by the user's own paths
+    reword_failure: Callable[[str], str] = field(default=lambda reason: reason)
 
     def prepare(self, definition: dict[str, Any], overrides: Mapping[str, Any]) -> tuple[Plan, dict[str, Any]]:
         """The checked plan and the parameter values; raises before any record is created."""
@@ -190,13 +192,14 @@ class Interpreter:
             )
             properties = self._step_properties(spec, record, step, step_context, stop)
         except StepFailed as error:
+            reason = self.reword_failure(str(error))
             if stop.is_set():  # ended because the execution is being stopped, not a failure of its own
-                self._change(record, step, status=StepStatus.STOPPED, end_time=now(), failure_reason=str(error))
+                self._change(record, step, status=StepStatus.STOPPED, end_time=now(), failure_reason=reason)
                 return
-            self._change(record, step, status=StepStatus.FAILED, end_time=now(), failure_reason=str(error))
+            self._change(record, step, status=StepStatus.FAILED, end_time=now(), failure_reason=reason)
         except Exception as error:  # a job crashed: keep the traceback in the record, show its last line
             (record.step_folder(spec.name) / "error.txt").write_text(traceback.format_exc())
-            reason = f"{type(error).__name__}: {error}"
+            reason = self.reword_failure(f"{type(error).__name__}: {error}")
             self._change(record, step, status=StepStatus.FAILED, end_time=now(), failure_reason=reason)
         else:
             self._change(record, step, status=StepStatus.SUCCEEDED, end_time=now(), properties=properties)

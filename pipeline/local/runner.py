@@ -3,15 +3,16 @@
 The work dir (``pipeline.local.workdir``) holds everything: the local S3 folder, the registry, the models and the
 execution records. Data is staged under ``s3://<bucket>/<pipeline>/input/<name>-<version>/`` and the same version
 is the DataVersion parameter, so an unchanged data set keeps its URI and cache keys, and changed data re-runs
-Preprocess and everything after it.
+Preprocess and everything after it. A step failure naming a staged object names the user's file instead.
 """
 
 from __future__ import annotations
 
 import json
+import re
 import shutil
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -85,17 +86,37 @@ def example_data(workdir: Workdir) -> DataSource:
     return DataSource("breast-cancer", files, folder, parameters)
 
 
-def stage_data(s3: LocalS3, source: DataSource, prefix: str, version: str) -> str:
-    """Copy the data into the local S3 folder under its version; returns its S3 prefix URI (ending in ``/``).
+@dataclass(frozen=True)
+class StagedData:
+    """Data staged into the local S3 folder: its prefix URI and the user's own file behind each staged object."""
+
+    uri: str  # ends with "/": the InputDataUrl of the run
+    files: dict[str, Path]  # staged object URI -> the file as the user named it (--data's path, or below its folder)
+
+    def user_paths(self, text: str) -> str:
+        """``text`` with each staged object's URI replaced by the user's file: jobs name the objects they read
+        (Preprocess's ``--input-source``), but the user gave ``bad.csv``, not ``s3://<bucket>/.../bad.csv``."""
+        if not self.files:
+            return text
+        longest_first = sorted(self.files, key=len, reverse=True)  # .../a.csv must not take the start of .../a.csv.gz
+        pattern = "|".join(re.escape(uri) for uri in longest_first)
+        return re.sub(pattern, lambda match: str(self.files[match.group(0)]), text)
+
+
+def stage_data(s3: LocalS3, source: DataSource, prefix: str, version: str) -> StagedData:
+    """Copy the data into the local S3 folder under its version; returns where it went and what came from where.
 
     A copy, not a link: editing the user's file later must not rewrite what an earlier execution read."""
     uri = f"{prefix}/input/{source.name}-{version}/"
+    files = {}
     for path in source.files:
-        target = s3.path(uri + path.relative_to(source.base).as_posix())
+        object_uri = uri + path.relative_to(source.base).as_posix()
+        target = s3.path(object_uri)
         if not target.exists():
             with atomic_path(target) as temporary:
                 shutil.copyfile(path, temporary)
-    return uri
+        files[object_uri] = path
+    return StagedData(uri, files)
 
 
 def merge_parameters(implied: Mapping[str, str], overrides: Mapping[str, str]) -> dict[str, str]:
@@ -189,7 +210,9 @@ class LocalRun:
             if not s3.path(uri).is_file() or s3.path(uri).read_bytes() != body:
                 s3.put_bytes(uri, body)
         if "InputDataUrl" not in overrides:
-            values["InputDataUrl"] = stage_data(s3, source, self.config.pipeline_prefix, version)
+            staged = stage_data(s3, source, self.config.pipeline_prefix, version)
+            values["InputDataUrl"] = staged.uri
+            interpreter = replace(interpreter, reword_failure=staged.user_paths)
         if DATA_VERSION in values and DATA_VERSION not in parameters:  # a --param DataVersion wins
             values[DATA_VERSION] = version
         return interpreter.execute(checked, values)
