@@ -759,6 +759,32 @@ def evaluate(
     return report
 
 
+EXIT_MESSAGE_FILE = "/opt/ml/output/message"  # SageMaker's: DescribeProcessingJob's ExitMessage is its first 1 KB
+EXIT_MESSAGE_BYTES = 1024
+
+
+def write_exit_message(path: Path, message: str, resource_config: Path) -> None:
+    """``<host>: <message>`` into SageMaker's exit-message file, so the job's ExitMessage says why it failed (not
+    only its CloudWatch log); nothing when the file's folder does not exist (the script is not in a job).
+
+    Valid UTF-8 (other bytes would fail the job), at most ``EXIT_MESSAGE_BYTES``, cut on a character boundary; the
+    host names the instance, since SageMaker concatenates every instance's message. Kept identical in preprocess.py
+    and evaluate.py (tests/test_names.py)."""
+    import socket
+
+    if not path.parent.is_dir():
+        return
+    try:
+        host = str(json.loads(resource_config.read_text())["current_host"])
+    except (OSError, ValueError, KeyError, TypeError):
+        host = socket.gethostname()
+    data = f"{host}: {message}\n".encode("utf-8", "backslashreplace")[:EXIT_MESSAGE_BYTES]
+    try:
+        path.write_bytes(data.decode("utf-8", "ignore").encode("utf-8"))  # "ignore" drops a character cut in two
+    except OSError as error:
+        print(f"exit message not written to {path}: {error}", file=sys.stderr)
+
+
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--predictions-dir", type=Path, default=Path("/opt/ml/processing/input/predictions"))
@@ -775,6 +801,19 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--champion-tolerance", type=float, default=0.0, help="how much worse than the champion")
     parser.add_argument("--model-package-group", help="compare with this group's newest approved version")
     parser.add_argument("--region", help="the registry's AWS region (default: boto3's configuration)")
+    parser.add_argument(
+        "--resource-config",
+        type=Path,
+        default=Path("/opt/ml/config/resourceconfig.json"),
+        help="SageMaker's host list: names this host in the exit message (default: %(default)s)",
+    )
+    parser.add_argument(
+        "--exit-message-file",
+        type=Path,
+        default=Path(EXIT_MESSAGE_FILE),
+        help="on failure the reason is also written here, if its folder exists: SageMaker shows the file as the "
+        "job's ExitMessage (default: %(default)s)",
+    )
     return parser.parse_args(argv)
 
 
@@ -798,7 +837,9 @@ def main(argv: list[str] | None = None) -> int:
             settings,
         )
     except EvaluationError as error:
-        print(f"evaluate: error: {error}", file=sys.stderr)
+        message = f"evaluate: error: {error}"
+        print(message, file=sys.stderr)
+        write_exit_message(args.exit_message_file, message, args.resource_config)
         return 1
     gate = report["gate"]
     print(

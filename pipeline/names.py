@@ -57,6 +57,10 @@ PARQUET_SUFFIXES = (".parquet", ".pq")
 DATA_SUFFIXES = CSV_SUFFIXES + PARQUET_SUFFIXES  # tabular input of `llpipe run --data`, convert and Preprocess
 SHARD_SUFFIX = ".pbr"  # a RecordIO-protobuf shard
 
+# ---------------------------------------------------------------------------------- a processing job's exit message
+EXIT_MESSAGE_FILE = "/opt/ml/output/message"  # what a container writes; DescribeProcessingJob's ExitMessage shows it
+EXIT_MESSAGE_BYTES = 1024  # ExitMessage: the first 1 KB of every instance's message, concatenated
+
 
 class StepStatus(str, Enum):
     """A step's (and an execution's) status, spelled as SageMaker Pipelines does; str-valued for JSON records."""

@@ -1324,6 +1324,32 @@ def _positive_int(text: str) -> int:
     return value
 
 
+EXIT_MESSAGE_FILE = "/opt/ml/output/message"  # SageMaker's: DescribeProcessingJob's ExitMessage is its first 1 KB
+EXIT_MESSAGE_BYTES = 1024
+
+
+def write_exit_message(path: Path, message: str, resource_config: Path) -> None:
+    """``<host>: <message>`` into SageMaker's exit-message file, so the job's ExitMessage says why it failed (not
+    only its CloudWatch log); nothing when the file's folder does not exist (the script is not in a job).
+
+    Valid UTF-8 (other bytes would fail the job), at most ``EXIT_MESSAGE_BYTES``, cut on a character boundary; the
+    host names the instance, since SageMaker concatenates every instance's message. Kept identical in preprocess.py
+    and evaluate.py (tests/test_names.py)."""
+    import socket
+
+    if not path.parent.is_dir():
+        return
+    try:
+        host = str(json.loads(resource_config.read_text())["current_host"])
+    except (OSError, ValueError, KeyError, TypeError):
+        host = socket.gethostname()
+    data = f"{host}: {message}\n".encode("utf-8", "backslashreplace")[:EXIT_MESSAGE_BYTES]
+    try:
+        path.write_bytes(data.decode("utf-8", "ignore").encode("utf-8"))  # "ignore" drops a character cut in two
+    except OSError as error:
+        print(f"exit message not written to {path}: {error}", file=sys.stderr)
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The job's arguments; paths default to SageMaker's container layout."""
     parser = argparse.ArgumentParser(prog="preprocess.py", description=(__doc__ or "").split("\n\n")[0])
@@ -1350,6 +1376,13 @@ def build_parser() -> argparse.ArgumentParser:
         type=Path,
         default=Path("/opt/ml/config/resourceconfig.json"),
         help="SageMaker's host list; absent means a single host algo-1 (default: %(default)s)",
+    )
+    parser.add_argument(
+        "--exit-message-file",
+        type=Path,
+        default=Path(EXIT_MESSAGE_FILE),
+        help="on failure the reason is also written here, if its folder exists: SageMaker shows the file as the "
+        "job's ExitMessage (default: %(default)s)",
     )
     parser.add_argument(
         "--schema",
@@ -1634,7 +1667,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         preprocess(args)
     except PreprocessError as error:
-        print(f"preprocess: error: {' '.join(str(error).split())}", file=sys.stderr)
+        message = f"preprocess: error: {' '.join(str(error).split())}"
+        print(message, file=sys.stderr)
+        write_exit_message(args.exit_message_file, message, args.resource_config)
         return 1
     return 0
 

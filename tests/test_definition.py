@@ -316,6 +316,8 @@ def test_preprocess_shards_its_input_and_writes_four_outputs_per_execution(defin
         "2",
         "--resource-config",
         "/opt/ml/config/resourceconfig.json",
+        "--exit-message-file",
+        "/opt/ml/output/message",
     ]
     schema = inputs["schema"]
     assert schema["S3Uri"] == {"Get": "Parameters.SchemaUrl"}
@@ -438,6 +440,15 @@ def test_evaluate_reads_predictions_and_test_shards_and_publishes_its_report(def
     assert step["PropertyFiles"] == [
         {"FilePath": "evaluation.json", "OutputName": "evaluation", "PropertyFileName": "EvaluationReport"}
     ]
+
+
+def test_processing_steps_say_why_they_failed_where_sagemaker_shows_it(definition: dict[str, Any]) -> None:
+    """Both scripts get SageMaker's exit-message file (its first 1 KB becomes the job's ExitMessage) and the host list
+    naming the instance in it, as container paths: the local backend remaps them into each instance's sandbox."""
+    for name in ("Preprocess", "Evaluate"):
+        arguments = all_steps(definition)[name]["Arguments"]["AppSpecification"]["ContainerArguments"]
+        assert arguments[arguments.index("--exit-message-file") + 1] == "/opt/ml/output/message", name
+        assert arguments[arguments.index("--resource-config") + 1] == "/opt/ml/config/resourceconfig.json", name
 
 
 def test_evaluate_compares_with_the_champion_of_the_registered_group(definition: dict[str, Any]) -> None:

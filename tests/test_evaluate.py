@@ -240,12 +240,17 @@ def test_count_mismatch_fails_naming_the_file_and_both_counts(
     out_file.write_text("".join(lines[:-1]))
     output_dir = tmp_path / "evaluation"
     args = ["--predictions-dir", predictions_dir, "--test-dir", test_dir, "--output-dir", output_dir]
+    (tmp_path / "output").mkdir()  # SageMaker's /opt/ml/output: the line is also the job's ExitMessage
+    resource_config = tmp_path / "resourceconfig.json"
+    resource_config.write_text(json.dumps({"current_host": "algo-1", "hosts": ["algo-1"]}))
+    args += ["--exit-message-file", tmp_path / "output" / "message", "--resource-config", resource_config]
     result = container.run("evaluate", "--predictor-type", "binary_classifier", *args)
     assert result.returncode == 1 and not output_dir.exists()
     stderr = result.stderr
     assert len(stderr.strip().splitlines()) == 1 and stderr.startswith("evaluate: error: ")
     assert f"{out_file} holds {len(lines) - 1} predictions" in stderr
     assert f"test shard nested/part-2.recordio holds {len(lines)} records" in stderr
+    assert (tmp_path / "output" / "message").read_bytes() == f"algo-1: {stderr}".encode()
 
 
 def test_missing_out_file_fails_clearly(tmp_path: Path, binary_inputs: tuple[Path, Path]) -> None:

@@ -22,6 +22,16 @@ def test_evaluate_keeps_the_shared_names() -> None:
     assert (evaluate.CHAMPION, evaluate.DECISION) == (names.CHAMPION, names.DECISION)
 
 
+def test_both_scripts_write_the_exit_message_alike() -> None:
+    """Each script keeps its own copy of the helper, as of the names above: both write SageMaker's file alike."""
+    import inspect
+
+    for script in (preprocess, evaluate):
+        assert script.EXIT_MESSAGE_FILE == names.EXIT_MESSAGE_FILE
+        assert script.EXIT_MESSAGE_BYTES == names.EXIT_MESSAGE_BYTES
+    assert inspect.getsource(preprocess.write_exit_message) == inspect.getsource(evaluate.write_exit_message)
+
+
 def test_step_status_reads_and_writes_as_plain_strings() -> None:
     import json
 

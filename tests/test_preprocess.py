@@ -444,6 +444,43 @@ def test_errors_name_the_input_by_its_source(
     assert without.stderr == f"preprocess: error: {data / where} {NON_NUMERIC}\n"
 
 
+def test_the_error_is_also_the_exit_message_sagemaker_shows(tmp_path: Path, container: Container) -> None:
+    """Before: on SageMaker the job's FailureReason said only "AlgorithmError: See job logs"; the first 1 KB of
+    /opt/ml/output/message is its ExitMessage. The line stderr gets, after the host's name (SageMaker concatenates
+    every instance's message); written only where the folder exists, so a run by hand elsewhere writes nothing."""
+    _csv(tmp_path / "in", "d.csv", GOOD + "7,seven,1\n")
+    config = write_resource_config(tmp_path / "resourceconfig.json", "algo-2", HOSTS)
+    (tmp_path / "output").mkdir()
+    message = tmp_path / "output" / "message"
+    args = ["--input-dir", tmp_path / "in", "--input-source", "s3://bucket/in/", "--resource-config", config, *BINARY]
+    result = run_job(container, *args, "--output-dir", tmp_path / "out", "--exit-message-file", message)
+    assert result.returncode == 1
+    assert result.stderr == f"preprocess: error: s3://bucket/in/d.csv {NON_NUMERIC}\n"
+    assert message.read_bytes() == f"algo-2: preprocess: error: s3://bucket/in/d.csv {NON_NUMERIC}\n".encode()
+    elsewhere = tmp_path / "no-such-folder" / "message"
+    by_hand = run_job(container, *args, "--output-dir", tmp_path / "out2", "--exit-message-file", elsewhere)
+    assert by_hand.returncode == 1 and by_hand.stderr == result.stderr
+    assert not elsewhere.parent.exists()
+
+
+def test_the_exit_message_is_cut_to_1_kb_of_utf_8_between_characters(tmp_path: Path, container: Container) -> None:
+    """SageMaker keeps 1 KB and fails a job whose message is not UTF-8: a two-byte character across byte 1024 is
+    left out whole, not cut in half."""
+    value = "x" + "é" * 600
+    _csv(tmp_path / "in", "d.csv", GOOD + f"7,{value},1\n")
+    config = write_resource_config(tmp_path / "resourceconfig.json", "algo-2", HOSTS)
+    (tmp_path / "output").mkdir()
+    message = tmp_path / "output" / "message"
+    args = ["--input-dir", tmp_path / "in", "--input-source", "s3://bucket/in/", "--resource-config", config, *BINARY]
+    result = run_job(container, *args, "--output-dir", tmp_path / "out", "--exit-message-file", message)
+    line = f"preprocess: error: s3://bucket/in/d.csv {NON_NUMERIC.replace(repr('seven'), repr(value))}"
+    assert result.returncode == 1 and result.stderr == line + "\n"
+    full = f"algo-2: {line}\n".encode()
+    assert full[1023:1025] == "é".encode(), "the message's layout puts a character across byte 1024"
+    written = message.read_bytes()
+    assert written == full[:1023] and written.decode("utf-8").endswith("'xé" + "é" * 465)  # 1023 bytes, all of them
+
+
 def test_header_and_empty_input_errors_name_the_source_too(tmp_path: Path, container: Container) -> None:
     args = ["--output-dir", tmp_path / "out", "--resource-config", tmp_path / "absent.json", *BINARY]
     _csv(tmp_path / "in", "d.csv", "a,b,target\n1,2,0\n")
