@@ -79,3 +79,9 @@ class Interrupted(KeyboardInterrupt):
         super().__init__(signal_name)
         self.signal_number = signal_number
         self.signal_name = signal_name
+
+
+def one_line(text: str) -> str:
+    """Lines of a message (a log's tail, the ExitMessage of several instances) as one line: the non-empty ones,
+    stripped, joined by `` | ``; how a failure reason shows them, in a table cell or a summary."""
+    return " | ".join(line.strip() for line in text.splitlines() if line.strip())

@@ -90,7 +90,10 @@ def test_a_bad_value_is_named_by_the_path_the_user_gave(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
     """Before: Preprocess failed naming /opt/ml/processing/input/data/bad.csv row 301, the file's path inside the
-    job's container, in the step table, the summary and `llpipe execution show`; the user gave bad.csv."""
+    job's container, in the step table, the summary and `llpipe execution show`; the user gave bad.csv.
+
+    The reason is the job's ExitMessage, as SageMaker would record it from the instance's /opt/ml/output/message: the
+    step's properties keep it verbatim (naming the object the job read), the failure reason shows it."""
     monkeypatch.chdir(tmp_path)
     bad = binary_csv(tmp_path / "bad.csv", rows=300)
     with bad.open("a") as handle:
@@ -106,7 +109,8 @@ def test_a_bad_value_is_named_by_the_path_the_user_gave(
     for data, host, named, key in runs:  # as passed: relative, or a folder's absolute path and the file below it
         argv = ["run", "--workdir", "w", "--data", data, "--label-column", "label", "--no-infer"]
         code = cli.main(argv + ["--predictor-type", "binary_classifier"])
-        expected = f"step Preprocess failed: {host} exited with code 1: preprocess: error: {named} {NON_NUMERIC}"
+        said = f"{host}: preprocess: error: {named} {NON_NUMERIC}"
+        expected = f"step Preprocess failed: {host} exited with code 1; ExitMessage: {said}"
         assert code == 1 and unwrapped(f"Failure: {expected}") in unwrapped(capsys.readouterr().out)
         [record, *_] = ExecutionStore(tmp_path / "w" / "executions").list()
         assert record.failure_reason == expected
@@ -116,6 +120,10 @@ def test_a_bad_value_is_named_by_the_path_the_user_gave(
         log = (record.folder / "steps" / "Preprocess" / "logs" / f"{host}.log").read_text()
         staged = record.parameters["InputDataUrl"] + key  # the job itself names the object it read, as on SageMaker
         assert staged.startswith("s3://") and f"preprocess: error: {staged} {NON_NUMERIC}\n" in log
+        assert cli.main(["execution", "show", record.id, "--workdir", "w", "--json"]) == 0
+        [shown] = [step for step in json.loads(capsys.readouterr().out)["steps"] if step["name"] == "Preprocess"]
+        assert shown["properties"]["ExitMessage"] == f"{host}: preprocess: error: {staged} {NON_NUMERIC}\n"
+        assert shown["properties"]["ProcessingJobStatus"] == "Failed"
 
 
 def test_staged_objects_are_named_back_by_the_user_s_paths(tmp_path: Path) -> None:

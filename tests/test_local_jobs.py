@@ -153,6 +153,74 @@ def test_a_failing_instance_fails_the_job_with_its_error_and_uploads_nothing(wor
     assert "boom on algo-2" in (record.folder / "steps" / "Job" / "logs" / "algo-2.log").read_text()
 
 
+SAYS = """
+import argparse, json, pathlib, time
+parser = argparse.ArgumentParser()
+parser.add_argument("--data-dir")
+parser.add_argument("--resource-config")
+parser.add_argument("--exit-message-file")
+parser.add_argument("--say", type=json.loads)  # host -> [message as hex, {data} its data dir; exit code; delay]
+args = parser.parse_args()
+host = json.loads(pathlib.Path(args.resource_config).read_text())["current_host"]
+message, code, delay = args.say.get(host, ["", 0, 0])
+if message:
+    text = bytes.fromhex(message).replace(b"{data}", args.data_dir.encode())
+    pathlib.Path(args.exit_message_file).write_bytes(text)
+time.sleep(delay)
+raise SystemExit(code)
+"""
+
+
+def saying(workdir: Path, say: dict[str, tuple[bytes, int, float]]) -> dict[str, Any]:
+    """Two instances of SAYS: each writes its bytes (if any) to /opt/ml/output/message and exits with its code."""
+    LocalS3(workdir / "s3").put_bytes("s3://bkt/code/says.py", SAYS.encode())
+    definition = processing_definition(instances=2)
+    app = definition["Steps"][0]["Arguments"]["AppSpecification"]
+    app["ContainerEntrypoint"] = ["python3", "/opt/ml/processing/input/code/says.py"]
+    app["ContainerArguments"] = [
+        "--data-dir=/opt/ml/processing/input/data",
+        "--resource-config=/opt/ml/config/resourceconfig.json",
+        "--exit-message-file=/opt/ml/output/message",
+        "--say",
+        json.dumps({host: [text.hex(), code, delay] for host, (text, code, delay) in say.items()}),
+    ]
+    return definition
+
+
+def test_the_instances_exit_messages_make_the_job_s_exit_message_and_failure_reason(workdir: Path) -> None:
+    """As SageMaker: each instance's /opt/ml/output/message, concatenated in host order, is the ExitMessage; paths
+    are named as the container saw them. algo-2 ends last, so algo-1's message is written before it fails."""
+    say = {"algo-1": (b"algo-1: cannot read {data}\n", 0, 0), "algo-2": (b"algo-2: no rows in {data}\n", 3, 2.0)}
+    record, s3 = run(workdir, saying(workdir, say))
+    step = record.steps["Job"]
+    assert step.properties["ExitMessage"] == (
+        "algo-1: cannot read /opt/ml/processing/input/data\nalgo-2: no rows in /opt/ml/processing/input/data\n"
+    )
+    assert step.properties["ProcessingJobStatus"] == "Failed"
+    assert step.properties["ProcessingJobName"] == f"pipelines-{record.id}-Job"
+    assert step.failure_reason == (
+        "algo-2 exited with code 3; ExitMessage: algo-1: cannot read /opt/ml/processing/input/data | "
+        "algo-2: no rows in /opt/ml/processing/input/data"
+    )
+    assert s3.list_objects("s3://bkt/out/") == []
+
+
+def test_the_exit_message_keeps_its_first_kilobyte_and_fails_the_job_unless_utf_8(workdir: Path) -> None:
+    """Concatenated, then cut to 1024 bytes on a character boundary (a job that succeeds keeps its message too); a
+    message that is not UTF-8 fails the job, as SageMaker's ClientError does."""
+    say = {"algo-1": ("é" * 350).encode(), "algo-2": ("x" + "é" * 350).encode()}  # 700 + 701 bytes
+    record, _ = run(workdir, saying(workdir, {host: (text, 0, 0) for host, text in say.items()}))
+    assert record.status == "Succeeded", record.failure_reason
+    message = record.steps["Job"].properties["ExitMessage"]
+    assert message == "é" * 350 + "x" + "é" * 161 and len(message.encode()) == 1023  # byte 1024 was half an é
+    record, _ = run(workdir, saying(workdir, {"algo-2": (b"bad \xff byte", 0, 0)}))
+    assert record.status == "Failed"
+    assert record.steps["Job"].failure_reason == (
+        "ClientError: algo-2's /opt/ml/output/message is not UTF-8 "
+        "('utf-8' codec can't decode byte 0xff in position 4: invalid start byte)"
+    )
+
+
 def test_more_instances_than_objects_leave_an_instance_without_data(workdir: Path) -> None:
     record, s3 = run(workdir, processing_definition(instances=6))
     assert record.status == "Succeeded", record.failure_reason

@@ -196,7 +196,14 @@ class Interpreter:
             if stop.is_set():  # ended because the execution is being stopped, not a failure of its own
                 self._change(record, step, status=StepStatus.STOPPED, end_time=now(), failure_reason=reason)
                 return
-            self._change(record, step, status=StepStatus.FAILED, end_time=now(), failure_reason=reason)
+            self._change(
+                record,
+                step,
+                status=StepStatus.FAILED,
+                end_time=now(),
+                failure_reason=reason,
+                properties=error.properties,
+            )
         except Exception as error:  # a job crashed: keep the traceback in the record, show its last line
             (record.step_folder(spec.name) / "error.txt").write_text(traceback.format_exc())
             reason = self.reword_failure(f"{type(error).__name__}: {error}")

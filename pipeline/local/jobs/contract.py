@@ -17,7 +17,14 @@ from pipeline.local.plan import StepSpec
 
 
 class StepFailed(Exception):
-    """A job failed for a reason worth showing as is (no traceback): the step's FailureReason."""
+    """A job failed for a reason worth showing as is (no traceback): the step's FailureReason.
+
+    ``properties`` are what SageMaker's Describe*Job still returns for the failed job (its status, a processing job's
+    ExitMessage): the step's record keeps them, as ListPipelineExecutionSteps links a failed step to its job."""
+
+    def __init__(self, reason: str, properties: dict[str, Any] | None = None) -> None:
+        super().__init__(reason)
+        self.properties = properties or {}
 
 
 @dataclass

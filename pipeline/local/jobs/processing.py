@@ -9,6 +9,9 @@ the sandbox root as the container runs them from ``/``, with the image's variabl
 ``PYTHONPATH``: only the code bundle is importable, as in the container. ``environment.json`` in the step's folder
 says what ran. The outputs are uploaded to the local S3 folder only when every instance succeeded.
 
+As on SageMaker, an instance can say why it failed in ``/opt/ml/output/message`` (its sandbox's): the files make the
+job's ``ExitMessage`` (:func:`exit_message`), kept in the step's properties, and the failure reason shows it.
+
 As on SageMaker, a job can call AWS with boto3: the job's variables point ``AWS_ENDPOINT_URL`` at a stand-in endpoint
 (``pipeline.local.aws_endpoint``) serving the local registry and S3 folder, started for the job and stopped after it;
 none of this process's ``AWS_*`` configuration reaches the job. A job with network isolation gets no endpoint and no
@@ -21,17 +24,19 @@ import os
 import shutil
 import subprocess
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from pipeline.errors import one_line
 from pipeline.local.environments import ImageEnvironments, JobEnvironment, clean_variables
 from pipeline.local.executions import write_json_atomically
 from pipeline.local.jobs.contract import Job, StepFailed
 from pipeline.local.jobs.storage import download, upload_folder
 from pipeline.local.s3 import LocalS3
+from pipeline.names import EXIT_MESSAGE_BYTES, EXIT_MESSAGE_FILE
 from pipeline.processes import kill_group
 from pipeline.processes import start as start_process
 
@@ -89,7 +94,24 @@ class ProcessingJobs:
             job.report(f"{count} instance(s) running")
             with self._aws(job, arguments) as aws_variables:  # the job's own variables: AWS_ENDPOINT_URL ...
                 job_variables = {**variables, **aws_variables}
-                self._run(job, roots, entrypoint, container_arguments, environment, job_variables, logs)
+                failed = self._run(job, roots, entrypoint, container_arguments, environment, job_variables, logs)
+            described = {
+                **arguments,
+                "ProcessingJobName": job.job_name,
+                "ProcessingJobArn": job.arn(f"processing-job/{job.job_name.lower()}"),
+                "ProcessingJobStatus": "Completed",
+            }
+            message = exit_message(roots)
+            if message is not None:
+                described["ExitMessage"] = message
+            if failed is not None:
+                index, code = failed
+                if message is None:  # the failing instance's last log line, its paths as the container saw them
+                    detail = ": " + container_paths(last_error(logs / f"{host_name(index)}.log"), roots[index])
+                else:
+                    detail = f"; ExitMessage: {one_line(message)}"
+                reason = f"{host_name(index)} exited with code {code}{detail}"
+                raise StepFailed(reason, {**described, "ProcessingJobStatus": "Failed"})
             for output in arguments.get("ProcessingOutputConfig", {}).get("Outputs", []):
                 s3_output = output.get("S3Output")
                 if s3_output is None:
@@ -98,12 +120,7 @@ class ProcessingJobs:
                     upload_folder(self.s3, Path(remap(s3_output["LocalPath"], root)), s3_output["S3Uri"])
         finally:
             shutil.rmtree(sandbox, ignore_errors=True)
-        return {
-            **arguments,
-            "ProcessingJobName": job.job_name,
-            "ProcessingJobArn": job.arn(f"processing-job/{job.job_name.lower()}"),
-            "ProcessingJobStatus": "Completed",
-        }
+        return described
 
     def _environment(self, job: Job, image_uri: str) -> JobEnvironment:
         """The image's environment (built on first use, progress shown), recorded in ``environment.json``."""
@@ -135,6 +152,7 @@ class ProcessingJobs:
         root = sandbox / host_name(index)
         hosts = [host_name(i) for i in range(count)]
         write_json_atomically(Path(remap(RESOURCE_CONFIG, root)), {"current_host": hosts[index], "hosts": hosts})
+        Path(remap(EXIT_MESSAGE_FILE, root)).parent.mkdir(parents=True, exist_ok=True)  # where it can say why it failed
         for item in arguments.get("ProcessingInputs", []):
             name = item.get("InputName")
             s3_input = item.get("S3Input")
@@ -168,7 +186,8 @@ class ProcessingJobs:
         environment: JobEnvironment,
         variables: dict[str, str],
         logs: Path,
-    ) -> None:
+    ) -> tuple[int, int] | None:
+        """Run every instance until all end, one fails or the execution stops; the failed instance and its exit code."""
         processes = []
         started = time.monotonic()
         try:
@@ -211,12 +230,7 @@ class ProcessingJobs:
         # the root cause is an instance that ended by itself, not one stopped here because another one failed
         failed = [i for i, process in enumerate(processes) if process.returncode != 0 and i not in killed]
         failed = failed or [i for i, process in enumerate(processes) if process.returncode != 0]
-        if failed:
-            index = failed[0]
-            code = processes[index].returncode
-            # the sandbox is gone once the job ends: name paths as the container saw them
-            reason = last_error(logs / f"{host_name(index)}.log").replace(str(roots[index] / "opt" / "ml"), "/opt/ml")
-            raise StepFailed(f"{host_name(index)} exited with code {code}: {reason}")
+        return (failed[0], processes[failed[0]].returncode) if failed else None
 
 
 def without_aws(variables: Any) -> dict[str, str]:
@@ -230,5 +244,29 @@ def last_error(log_path: Path, lines: int = 1) -> str:
         text = log_path.read_text(errors="replace")
     except OSError:
         return "no log"
-    tail = [line.strip() for line in text.splitlines() if line.strip()][-lines:]
-    return " | ".join(tail) or "no output"
+    tail = [line for line in text.splitlines() if line.strip()][-lines:]
+    return one_line("\n".join(tail)) or "no output"
+
+
+def container_paths(text: str, root: Path) -> str:
+    """``text`` naming an instance's sandbox paths as the container saw them, ``/opt/ml/...``: the sandbox is gone
+    once the job ends, and SageMaker's messages name those paths."""
+    return text.replace(str(root / "opt" / "ml"), CONTAINER_ROOT)
+
+
+def exit_message(roots: Sequence[Path]) -> str | None:
+    """DescribeProcessingJob's ExitMessage, built as SageMaker builds it from the instances' exit-message files: their
+    text (in host order, paths as the container saw them) concatenated, then cut to the first ``EXIT_MESSAGE_BYTES``
+    (on a character boundary); None when no instance wrote one. A file that is not UTF-8 fails the job, as on
+    SageMaker (ClientError)."""
+    parts = []
+    for index, root in enumerate(roots):
+        path = Path(remap(EXIT_MESSAGE_FILE, root))
+        if not path.is_file():
+            continue
+        try:
+            parts.append(container_paths(path.read_bytes().decode("utf-8"), root))
+        except UnicodeDecodeError as error:
+            raise StepFailed(f"ClientError: {host_name(index)}'s {EXIT_MESSAGE_FILE} is not UTF-8 ({error})") from None
+    text = "".join(parts).encode("utf-8")[:EXIT_MESSAGE_BYTES].decode("utf-8", "ignore")
+    return text or None
