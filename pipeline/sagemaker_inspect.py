@@ -329,18 +329,19 @@ def job_cost(step_name: str, kind: str, described: dict[str, Any], cached: bool)
     return JobCost(step_name, kind, instance_type, count, seconds, cached=cached)
 
 
-def job_costs(config: PipelineConfig, steps: list[dict[str, Any]], session: Any = None) -> list[JobCost]:
-    """The cost of every job step of ListPipelineExecutionSteps output (one Describe*Job each)."""
+def step_jobs(config: PipelineConfig, steps: list[dict[str, Any]], session: Any = None) -> dict[str, JobView]:
+    """The job of every job step of ListPipelineExecutionSteps output (one Describe*Job each, no log requests):
+    step name -> its cost, status and a processing job's ExitMessage."""
     sagemaker = (session or aws_session(config)).client("sagemaker")
-    costs = []
+    jobs = {}
     for step in steps:
         for key, kind in JOB_KINDS.items():
             arn = step.get("Metadata", {}).get(key, {}).get("Arn")
             if arn:
                 cached = bool(step.get("CacheHitResult"))
-                job = describe_job(sagemaker, None, arn.split(":")[3], kind, arn, step["StepName"], cached=cached)
-                costs.append(job.cost)
-    return [cost for cost in costs if cost]
+                name = step["StepName"]
+                jobs[name] = describe_job(sagemaker, None, arn.split(":")[3], kind, arn, name, cached=cached)
+    return jobs
 
 
 def log_streams(logs: Any, log_group: str, job_name: str) -> list[str]:

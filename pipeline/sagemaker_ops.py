@@ -24,7 +24,7 @@ from urllib.parse import urlparse
 from pipeline.config import PipelineConfig
 from pipeline.data_version import PARAMETER as DATA_VERSION
 from pipeline.data_version import SCHEDULED_TIME, s3_version
-from pipeline.errors import AwsError, ParameterError, UsageError
+from pipeline.errors import AwsError, ParameterError, UsageError, one_line
 from pipeline.names import StepStatus
 from pipeline.parameters import check_overrides
 
@@ -340,8 +340,11 @@ def wait_for_execution(
         sleep(poll_seconds)
 
 
-def outcome(state: ExecutionState) -> tuple[int, str]:
-    """Exit code and one-line summary of a finished execution: 0 Succeeded, 3 quality gate, 1 Failed, 4 Stopped."""
+def outcome(state: ExecutionState, exit_messages: Mapping[str, str] | None = None) -> tuple[int, str]:
+    """Exit code and one-line summary of a finished execution: 0 Succeeded, 3 quality gate, 1 Failed, 4 Stopped.
+
+    ``exit_messages`` (step name -> its processing job's ExitMessage) say why a failed step's script failed, where
+    the step's own FailureReason says only "AlgorithmError: See job logs"."""
     if state.status == StepStatus.SUCCEEDED:
         return EXIT_SUCCEEDED, "execution succeeded"
     if state.status == StepStatus.STOPPED:
@@ -352,7 +355,11 @@ def outcome(state: ExecutionState) -> tuple[int, str]:
             message = fail.get("ErrorMessage") or step.get("FailureReason") or "no message"
             return EXIT_QUALITY_GATE, f"step {step['StepName']} failed the execution: {message}"
     failed = [step for step in state.steps if step.get("StepStatus") == StepStatus.FAILED]
-    reasons = [f"step {s['StepName']}: {s.get('FailureReason', 'no reason given')}" for s in failed]
+    reasons = []
+    for step in failed:
+        reason = f"step {step['StepName']}: {step.get('FailureReason', 'no reason given')}"
+        message = (exit_messages or {}).get(step["StepName"])
+        reasons.append(f"{reason}; ExitMessage: {one_line(message)}" if message else reason)
     reason = "; ".join(reasons) or state.failure_reason or "no reason given"
     return EXIT_FAILED, f"execution {state.status.lower()}: {reason}"
 

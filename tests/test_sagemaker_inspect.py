@@ -136,6 +136,20 @@ TRANSFORM = job_name("Transform")
 OLD_PREPROCESS = job_name("Preprocess", "a0b1c2d3e4f5")
 TRAIN_FAILURE = "AlgorithmError: feature_dim 5 does not match the data (3 columns), exit code: 2"
 EVALUATE_FAILURE = "AlgorithmError: See job logs for more information"
+PREPROCESS_FAILURE = "AlgorithmError: See job logs for more information"  # what SageMaker says of a script's exit 1
+BAD_VALUE = (
+    "column 'b' has non-numeric value 'oops'; declare text columns as categorical (feature-hashed) with --param "
+    "CategoricalColumns=b (added to the columns already declared; preprocess.py: --categorical-columns)"
+)
+# what preprocess.py wrote to /opt/ml/output/message on each instance, concatenated by SageMaker
+PREPROCESS_EXIT = (
+    f"algo-1: preprocess: error: s3://artifacts-bucket/data/a.csv row 7: {BAD_VALUE}\n"
+    f"algo-2: preprocess: error: s3://artifacts-bucket/data/bad.csv row 301: {BAD_VALUE}\n"
+)
+PREPROCESS_EXIT_LINE = (  # as `execution show` and `start --wait` print it, as the local backend's failure reason does
+    f"algo-1: preprocess: error: s3://artifacts-bucket/data/a.csv row 7: {BAD_VALUE} | "
+    f"algo-2: preprocess: error: s3://artifacts-bucket/data/bad.csv row 301: {BAD_VALUE}"
+)
 
 
 def scenario(name: str) -> dict[str, Any]:
@@ -235,6 +249,39 @@ def scenario(name: str) -> dict[str, Any]:
                     "ProcessingJobs",
                     1,
                 ),
+            ],
+        }
+    if name == "failed-preprocess":  # both instances' scripts failed on bad values; the job's ExitMessage says so
+        return {
+            "status": "Failed",
+            "reason": "Step failure: One or multiple steps failed.",
+            "steps": [
+                step(
+                    "Preprocess",
+                    "Failed",
+                    T0,
+                    200,
+                    FailureReason=f"ClientError: {PREPROCESS_FAILURE}",
+                    Metadata=preprocess_metadata,
+                )
+            ],
+            "jobs": [
+                (
+                    "describe_processing_job",
+                    {"ProcessingJobName": PREPROCESS.lower()},
+                    processing_job(
+                        PREPROCESS,
+                        "Failed",
+                        2,
+                        "ml.m5.xlarge",
+                        T0 + timedelta(seconds=60),
+                        120,
+                        FailureReason=PREPROCESS_FAILURE,
+                        ExitMessage=PREPROCESS_EXIT,
+                    ),
+                    "ProcessingJobs",
+                    2,
+                )
             ],
         }
     if name == "stopped":
@@ -461,6 +508,20 @@ def test_show_failed_processing_step_with_cached_steps_and_its_logs(
     assert rows["total"] == ["ml.m5.large", "", "", "171"]  # nothing on ml.m5.xlarge: the cached step cost none
 
 
+def test_show_failed_preprocess_says_why_its_scripts_failed(
+    session: StubbedSession, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Before: the job's FailureReason said "See job logs", and the script wrote no /opt/ml/output/message, so the
+    ExitMessage was empty. Now each instance's message, one line as the local backend's failure reason shows it."""
+    expect_show(session, "failed-preprocess")  # DescribeProcessingJob {"ProcessingJobName": <lower-cased name>}
+    code, out, _ = show([EXECUTION_ID], capsys)
+    session.verify()
+    assert code == 0
+    assert f"Preprocess failed: ClientError: {PREPROCESS_FAILURE}\n" in out
+    assert f"  failure  {PREPROCESS_FAILURE}\n" in out
+    assert f"  exit     {PREPROCESS_EXIT_LINE}\n  console  " in out
+
+
 def table_rows(text: str, title: str) -> list[list[str]]:
     """The body rows of the rich table under ``title``, as lists of stripped cells."""
     lines = [line.strip() for line in text.splitlines()]
@@ -597,10 +658,9 @@ def test_retry_with_max_parallel(session: StubbedSession, capsys: pytest.Capture
     assert capsys.readouterr().out == f"retrying {EXECUTION_ARN}\n"
 
 
-def test_retry_wait_reports_cost_and_fails_with_the_execution(
-    session: StubbedSession, capsys: pytest.CaptureFixture[str]
-) -> None:
-    data = scenario("failed-training")
+def retry_and_wait(session: StubbedSession, name: str, capsys: pytest.CaptureFixture[str]) -> tuple[int, str, str]:
+    """`llpipe retry --wait` of the scenario's execution: the retry, one poll, then Describe*Job of each job step."""
+    data = scenario(name)
     stub = session.stubs["sagemaker"]
     stub.add_response(
         "retry_pipeline_execution", {"PipelineExecutionArn": EXECUTION_ARN}, {"PipelineExecutionArn": EXECUTION_ARN}
@@ -620,9 +680,26 @@ def test_retry_wait_reports_cost_and_fails_with_the_execution(
     code = main(["retry", EXECUTION_ARN, "--wait", "--poll-seconds", "0", *CONFIG_FLAGS])
     session.verify()
     captured = capsys.readouterr()
+    return code, captured.out, captured.err
+
+
+def test_retry_wait_reports_cost_and_fails_with_the_execution(
+    session: StubbedSession, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code, out, err = retry_and_wait(session, "failed-training", capsys)
     assert code == 1
-    assert f"step Train: ClientError: {TRAIN_FAILURE}" in captured.err
-    assert "Compute (instance-seconds)" in captured.out and "670" in captured.out
+    assert err == f"execution failed: step Train: ClientError: {TRAIN_FAILURE}\n"
+    assert "Compute (instance-seconds)" in out and "670" in out
+
+
+def test_wait_says_why_a_processing_script_failed(session: StubbedSession, capsys: pytest.CaptureFixture[str]) -> None:
+    """Before: "step Preprocess: ClientError: AlgorithmError: See job logs for more information", and the reason was
+    in CloudWatch only. The DescribeProcessingJob made for the cost brings the job's ExitMessage, no extra request."""
+    code, out, err = retry_and_wait(session, "failed-preprocess", capsys)
+    assert code == 1
+    reason = f"step Preprocess: ClientError: {PREPROCESS_FAILURE}; ExitMessage: {PREPROCESS_EXIT_LINE}"
+    assert err == f"execution failed: {reason}\n"
+    assert "Compute (instance-seconds)" in out and "240" in out  # 120 s x 2 instances
 
 
 def test_stop(session: StubbedSession, capsys: pytest.CaptureFixture[str]) -> None:

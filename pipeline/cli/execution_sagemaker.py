@@ -14,6 +14,7 @@ from typing import Any
 
 from pipeline.cli.render.summary import flat_metrics, print_metrics
 from pipeline.config import config_from_args
+from pipeline.errors import one_line
 
 
 def show(args: argparse.Namespace, console: Any = None) -> int:
@@ -96,7 +97,8 @@ def render(view: Any, console: Any) -> None:
         if job.failure_reason:
             console.print(f"  [red]failure[/red]  {job.failure_reason}", soft_wrap=True)
         if job.exit_message:
-            console.print(f"  exit     {job.exit_message}", soft_wrap=True, markup=False)
+            # every instance's message (SageMaker concatenates them), one line as the local failure reason shows it
+            console.print(f"  exit     {one_line(job.exit_message)}", soft_wrap=True, markup=False)
         console.print(f"  console  {job.console_url}", soft_wrap=True)
         console.print(f"  logs     {job.log_group}  {job.logs_url}", soft_wrap=True)
         for index, stream in enumerate(job.log_streams or ["(none yet)"]):

@@ -120,19 +120,21 @@ def run(args: argparse.Namespace) -> int:
 
 
 def wait_and_report(config: PipelineConfig, arn: str, poll_seconds: float, console: Console | None = None) -> int:
-    """Watch until the execution finishes, print the compute its jobs used, return the final status's exit code."""
+    """Watch until the execution finishes, print the compute its jobs used, return the final status's exit code; a
+    failed processing job's ExitMessage (why its script failed) joins the summary."""
     from rich.console import Console
 
     from pipeline.cost import cost_table
-    from pipeline.sagemaker_inspect import job_costs
+    from pipeline.sagemaker_inspect import step_jobs
     from pipeline.sagemaker_ops import outcome
 
     console = console or Console()
     state = watch(config, arn, poll_seconds, console=console)
-    costs = job_costs(config, state.steps)
+    jobs = step_jobs(config, state.steps)
+    costs = [job.cost for job in jobs.values() if job.cost]
     if costs:
         console.print(cost_table(costs))
-    code, summary = outcome(state)
+    code, summary = outcome(state, {name: job.exit_message for name, job in jobs.items() if job.exit_message})
     print(summary, file=sys.stderr if code else sys.stdout)
     return code
 
