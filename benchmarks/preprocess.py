@@ -88,7 +88,7 @@ def floor(path: Path, output_bytes: int, scratch: Path) -> None:
     from preprocessing.preprocess import iter_chunks, load_decided, read_header, resolve_schema
 
     args = job_arguments(path.parent, scratch)
-    schema = resolve_schema(args, load_decided(None), path, read_header(path))
+    schema = resolve_schema(args, load_decided(None), str(path), read_header(path))
     for _ in iter_chunks(path, schema, args.chunk_rows):
         pass
     block = np.ones(4 << 20, dtype=np.uint8)

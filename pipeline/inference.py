@@ -126,19 +126,19 @@ def infer_for_execution(
     session: Any,
     args: argparse.Namespace,
     stream: IO[str],
+    declared: Mapping[str, dict[str, Any]],
     needed: bool = True,
-) -> tuple[dict[str, dict[str, Any]] | None, Inferred | None]:
-    """For start and schedule: the deployed declaration (DescribePipeline) and the schema inferred from the input,
-    reported on ``stream``; (None, None) with ``--no-infer`` or when not ``needed`` (nothing read)."""
+) -> Inferred | None:
+    """For start and schedule: the schema inferred from the input, reported on ``stream``, for the pipeline as
+    deployed (``declared``: its parameters, from DescribePipeline); None with ``--no-infer`` or when not ``needed``."""
     from pipeline.parameters import check_overrides
-    from pipeline.sagemaker_ops import aws_call, deployed_parameters
+    from pipeline.sagemaker_ops import aws_call
 
     if args.no_infer or not needed:
-        return None, None
-    declared = deployed_parameters(config, session)
+        return None
     check_overrides(list(declared.values()), given)
     with aws_call(f"sampling the input of {config.pipeline_name}"):
         inferred = infer_s3(config.pipeline_prefix, declared, given, session, args)
     if inferred is not None:
         print_inferred(inferred, stream)
-    return declared, inferred
+    return inferred

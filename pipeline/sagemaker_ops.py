@@ -211,8 +211,10 @@ def start_request(
     from_step: str | None = None,
     source_arn: str | None = None,
     max_parallel: int | None = None,
+    definition: Mapping[str, Any] | None = None,
 ) -> dict[str, Any]:
-    """The StartPipelineExecution request, built with reads only: DescribePipeline, then ListObjectsV2.
+    """The StartPipelineExecution request, built with reads only: DescribePipeline (unless ``definition``, the
+    deployed one, was read already), then ListObjectsV2.
 
     Overrides are checked against the deployed definition. Unless ``DataVersion`` is given, it is the fingerprint
     of the objects under ``InputDataUrl`` (the override, else the deployed default), so new data is a new cache key.
@@ -221,7 +223,7 @@ def start_request(
     the other steps' outputs taken from the source execution. ``max_parallel``: ParallelismConfiguration.
     """
     session = session or aws_session(config)
-    definition = deployed_definition(config, session)
+    definition = definition or deployed_definition(config, session)
     declared = declared_parameters(definition)
     parameters = dict(parameters or {})
     check_overrides(list(declared.values()), parameters)
@@ -495,14 +497,16 @@ def put_schedule(
     session: Any = None,
     now: datetime | None = None,
     enabled: bool = True,
+    declared: Mapping[str, dict[str, Any]] | None = None,
 ) -> str:
     """Create or update the EventBridge Scheduler schedule named after the pipeline (see :func:`schedule_request`).
 
-    The overrides are checked against the deployed definition first, which must declare DataVersion (else every
-    scheduled execution would fail on an unknown parameter): an older deployment needs ``llpipe upsert`` first.
+    The overrides are checked against the deployed definition first (``declared``: its parameters, when already read
+    with DescribePipeline), which must declare DataVersion (else every scheduled execution would fail on an unknown
+    parameter): an older deployment needs ``llpipe upsert`` first.
     """
     session = session or aws_session(config)
-    declared = deployed_parameters(config, session)
+    declared = declared or deployed_parameters(config, session)
     check_overrides(list(declared.values()), parameters or {})
     if DATA_VERSION not in declared:
         raise ParameterError(

@@ -758,8 +758,7 @@ def test_start_infers_uploads_the_schema_then_starts_with_it(
     session.stubs["sagemaker"].add_response(
         "describe_pipeline", describe_pipeline_response(built), {"PipelineName": "churn-pipeline"}
     )
-    _expect_sample(session, text)
-    expect_describe(session, built)  # start_request reads the deployed definition itself
+    _expect_sample(session, text)  # the definition read once serves the inference and the request
     version = expect_listing(session, "s3://data-bucket/raw/", INPUT_OBJECTS)  # DataVersion: the whole listing
     key = uri.removeprefix("s3://artifacts-bucket/")
     session.stubs["s3"].add_response("put_object", {}, {"Bucket": "artifacts-bucket", "Key": key, "Body": body})
@@ -794,7 +793,6 @@ def test_schedule_gives_every_execution_the_inferred_parameters(
     _expect_sample(session, text)
     key = uri.removeprefix("s3://artifacts-bucket/")
     session.stubs["s3"].add_response("put_object", {}, {"Bucket": "artifacts-bucket", "Key": key, "Body": body})
-    sagemaker.add_response("describe_pipeline", describe_pipeline_response(built), {"PipelineName": "churn-pipeline"})
     fixed = "".join(
         json.dumps({"Name": name, "Value": value}) + ", "
         for name, value in (

@@ -49,7 +49,14 @@ def run(args: argparse.Namespace) -> int:
     from pipeline.errors import UsageError
     from pipeline.inference import infer_for_execution
     from pipeline.parameters import parse_overrides
-    from pipeline.sagemaker_ops import aws_session, delete_schedule, put_object, put_schedule, schedule_expression
+    from pipeline.sagemaker_ops import (
+        aws_session,
+        delete_schedule,
+        deployed_parameters,
+        put_object,
+        put_schedule,
+        schedule_expression,
+    )
 
     config = config_from_args(args)
     if args.delete:
@@ -62,8 +69,13 @@ def run(args: argparse.Namespace) -> int:
         return 0
     expression = schedule_expression(cron=args.cron, rate=args.rate)
     given = parse_overrides(args.param)
-    session = None if args.no_infer else aws_session(config)
-    _, inferred = infer_for_execution(config, given, session, args, sys.stderr if args.dry_run else sys.stdout)
+    session = declared = inferred = None
+    if not args.no_infer:  # the deployed parameters are read once, for the inference and the schedule
+        session = aws_session(config)
+        declared = deployed_parameters(config, session)
+        inferred = infer_for_execution(
+            config, given, session, args, sys.stderr if args.dry_run else sys.stdout, declared
+        )
     overrides = {**given, **(inferred.parameters if inferred else {})}
     if args.dry_run:
         print(dry_run(config, expression, overrides, args.scheduler_role_arn, not args.disabled))
@@ -73,7 +85,13 @@ def run(args: argparse.Namespace) -> int:
     if inferred is not None:
         put_object(config, inferred.uri, inferred.body, session)
     arn = put_schedule(
-        config, expression, overrides, role_arn=args.scheduler_role_arn, session=session, enabled=not args.disabled
+        config,
+        expression,
+        overrides,
+        role_arn=args.scheduler_role_arn,
+        session=session,
+        enabled=not args.disabled,
+        declared=declared,
     )
     print(f"scheduled {config.pipeline_name} {expression}: {arn}")
     return 0

@@ -76,7 +76,15 @@ def run(args: argparse.Namespace) -> int:
     from pipeline.names import PREPROCESS
     from pipeline.parameters import parse_overrides
     from pipeline.sagemaker_inspect import execution_arn
-    from pipeline.sagemaker_ops import aws_session, missing_data_version, put_object, start, start_request
+    from pipeline.sagemaker_ops import (
+        aws_session,
+        declared_parameters,
+        deployed_definition,
+        missing_data_version,
+        put_object,
+        start,
+        start_request,
+    )
 
     config = config_from_args(args)
     if bool(args.from_step) != bool(args.source):
@@ -86,7 +94,8 @@ def run(args: argparse.Namespace) -> int:
     # a selective execution from a later step reuses the source execution's Preprocess output: no schema to decide
     needed = args.from_step in (None, PREPROCESS)
     stream = sys.stderr if args.dry_run else sys.stdout
-    _, inferred = infer_for_execution(config, given, session, args, stream, needed)
+    definition = deployed_definition(config, session)  # read once: for the inference and the request
+    inferred = infer_for_execution(config, given, session, args, stream, declared_parameters(definition), needed)
     request = start_request(
         config,
         {**given, **(inferred.parameters if inferred else {})},
@@ -95,6 +104,7 @@ def run(args: argparse.Namespace) -> int:
         from_step=args.from_step,
         source_arn=execution_arn(config, args.source) if args.source else None,
         max_parallel=args.max_parallel,
+        definition=definition,
     )
     if missing_data_version(request):
         print(
