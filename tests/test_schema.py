@@ -299,11 +299,7 @@ def test_start_dry_run_only_reads_and_prints_the_inferred_parameters(
             {"Body": body(text)},
             {"Bucket": "bkt", "Key": "raw/default.csv", "Range": f"bytes=0-{len(text) - 1}"},
         )
-        sagemaker.add_response(  # start_request reads the deployed definition itself
-            "describe_pipeline",
-            {"PipelineArn": "arn:aws:sagemaker:eu-west-1:123456789012:pipeline/p", "PipelineDefinition": definition},
-            {"PipelineName": config.pipeline_name},
-        )
+        # the definition read once serves the inference and the request: no second DescribePipeline
         listing = [{"Key": "raw/default.csv", "Size": len(text), "ETag": '"e1"'}]
         s3.add_response(  # the DataVersion fingerprint lists the whole input
             "list_objects_v2", {"Contents": listing, "IsTruncated": False}, {"Bucket": "bkt", "Prefix": "raw/"}
