@@ -841,6 +841,10 @@ def main(argv: list[str] | None = None) -> int:
         print(message, file=sys.stderr)
         write_exit_message(args.exit_message_file, message, args.resource_config)
         return 1
+    except Exception as error:  # a defect, not bad input: the traceback goes to the log, its last line to ExitMessage
+        message = f"evaluate: unexpected {type(error).__name__}: {' '.join(str(error).split())} (traceback in the log)"
+        write_exit_message(args.exit_message_file, message, args.resource_config)
+        raise
     gate = report["gate"]
     print(
         f"evaluate: {report['dataset']['item_count']} records from {report['dataset']['file_count']} test shards; "

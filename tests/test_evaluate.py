@@ -253,6 +253,26 @@ def test_count_mismatch_fails_naming_the_file_and_both_counts(
     assert (tmp_path / "output" / "message").read_bytes() == f"algo-1: {stderr}".encode()
 
 
+def test_an_unexpected_failure_still_says_what_it_was_in_the_exit_message(
+    tmp_path: Path, binary_inputs: tuple[Path, Path], container: Container
+) -> None:
+    """A defect rather than bad input (here the output folder is a file): traceback in the log, last line in
+    ExitMessage."""
+    predictions_dir, test_dir = binary_inputs
+    not_a_folder = tmp_path / "evaluation"
+    not_a_folder.write_text("")
+    (tmp_path / "output").mkdir()
+    resource_config = tmp_path / "resourceconfig.json"
+    resource_config.write_text(json.dumps({"current_host": "algo-1", "hosts": ["algo-1"]}))
+    args = ["--predictions-dir", predictions_dir, "--test-dir", test_dir, "--output-dir", not_a_folder]
+    args += ["--exit-message-file", tmp_path / "output" / "message", "--resource-config", resource_config]
+    result = container.run("evaluate", "--predictor-type", "binary_classifier", *args)
+    assert result.returncode == 1 and "Traceback (most recent call last)" in result.stderr
+    message = (tmp_path / "output" / "message").read_text()
+    assert message.startswith("algo-1: evaluate: unexpected ") and message.endswith(" (traceback in the log)\n")
+    assert str(not_a_folder) in message and message.count("\n") == 1
+
+
 def test_missing_out_file_fails_clearly(tmp_path: Path, binary_inputs: tuple[Path, Path]) -> None:
     predictions_dir, test_dir = binary_inputs
     (predictions_dir / "part-1.recordio.out").unlink()

@@ -463,6 +463,23 @@ def test_the_error_is_also_the_exit_message_sagemaker_shows(tmp_path: Path, cont
     assert not elsewhere.parent.exists()
 
 
+def test_an_unexpected_failure_still_says_what_it_was_in_the_exit_message(tmp_path: Path, container: Container) -> None:
+    """A defect rather than bad input (here the output folder is a file) keeps its traceback in the log and puts its
+    last line in ExitMessage, instead of leaving SageMaker's "See job logs" alone."""
+    _csv(tmp_path / "in", "d.csv", GOOD)
+    config = write_resource_config(tmp_path / "resourceconfig.json", "algo-1", HOSTS)
+    (tmp_path / "output").mkdir()
+    message, not_a_folder = tmp_path / "output" / "message", tmp_path / "out"
+    not_a_folder.write_text("")
+    args = ["--input-dir", tmp_path / "in", "--resource-config", config, "--output-dir", not_a_folder, *BINARY]
+    result = run_job(container, *args, "--exit-message-file", message)
+    assert result.returncode == 1 and "Traceback (most recent call last)" in result.stderr
+    assert message.read_text() == (
+        f"algo-1: preprocess: unexpected NotADirectoryError: [Errno 20] Not a directory: '{not_a_folder}/train' "
+        "(traceback in the log)\n"
+    )
+
+
 def test_the_exit_message_is_cut_to_1_kb_of_utf_8_between_characters(tmp_path: Path, container: Container) -> None:
     """SageMaker keeps 1 KB and fails a job whose message is not UTF-8: a two-byte character across byte 1024 is
     left out whole, not cut in half."""
