@@ -524,10 +524,11 @@ def iter_chunks(
         text = schema.text_columns + ([schema.label_column] if schema.label_as_text else [])
         numeric = schema.numeric_columns
         if _is_parquet(path):
-            chunks = _parquet_chunks(path, schema.used_columns, text, numeric, chunk_rows)
+            pieces = _parquet_pieces(path, schema.used_columns, text, chunk_rows)
         else:
-            chunks = _csv_chunks(path, header, schema.used_columns, text, numeric, chunk_rows)
-        for chunk in _prefetched(chunks):
+            pieces = _csv_pieces(path, header, schema.used_columns, text, chunk_rows)
+        # read on a thread of its own, which goes straight on to the next piece; made chunks on the caller's
+        for chunk in _as_chunks(_prefetched(pieces), text, numeric):
             yield RowLocator(name, first_row), chunk
             first_row += len(chunk)
     except (OSError, ValueError, UnicodeDecodeError, pd.errors.ParserError) as error:
@@ -554,16 +555,22 @@ class _ArrowCannot(Exception):
     """Arrow cannot read (the rest of) a CSV file the way pandas would; pandas takes over."""
 
 
-def _csv_chunks(
-    path: Path, header: list[str], columns: list[str], text: list[str], numeric: Sequence[str], chunk_rows: int
-) -> Iterator[Chunk]:
-    """The CSV file in chunks of exactly ``chunk_rows`` rows (the last may be shorter), parsed by Arrow; from the first
-    block Arrow cannot take as pandas would, pandas reads the rest, so values and errors are pandas' throughout."""
+def _as_chunks(pieces: Iterator[Any], text: list[str], numeric: Sequence[str]) -> Iterator[Chunk]:
+    """Pieces read (Arrow tables, or pandas' frames where pandas took over) as chunks."""
+    first = 0
+    for piece in pieces:
+        yield Chunk(piece) if isinstance(piece, pd.DataFrame) else _arrow_chunk(piece, text, numeric, first)
+        first += len(piece)
+
+
+def _csv_pieces(path: Path, header: list[str], columns: list[str], text: list[str], chunk_rows: int) -> Iterator[Any]:
+    """The CSV file in pieces of exactly ``chunk_rows`` rows (the last may be shorter), Arrow tables; from the first
+    block Arrow cannot take as pandas would, pandas reads the rest (DataFrames), so values and errors are pandas'."""
     done = 0
     try:
-        for chunk in _arrow_csv_chunks(path, header, columns, text, numeric, chunk_rows):
-            yield chunk
-            done += len(chunk)
+        for table in _arrow_csv_pieces(path, header, columns, text, chunk_rows):
+            yield table
+            done += table.num_rows
         return
     except _ArrowCannot:
         pass
@@ -572,26 +579,25 @@ def _csv_chunks(
         if done:  # rows Arrow already gave, whole chunks of the same size
             done -= len(frame)
             continue
-        yield Chunk(frame)
+        yield frame
 
 
-def _arrow_csv_chunks(
-    path: Path, header: list[str], columns: list[str], text: list[str], numeric: Sequence[str], chunk_rows: int
-) -> Iterator[Chunk]:
+def _arrow_csv_pieces(
+    path: Path, header: list[str], columns: list[str], text: list[str], chunk_rows: int
+) -> Iterator[Any]:
     import pyarrow as pa
 
     pending: list[Any] = []
-    pending_rows = first = 0
+    pending_rows = 0
     for table in _arrow_csv_tables(path, header, columns, text):
         pending.append(table)
         pending_rows += table.num_rows
         while pending_rows >= chunk_rows:
             combined = pa.concat_tables(pending)
-            yield _arrow_chunk(combined.slice(0, chunk_rows), text, numeric, first)
-            first += chunk_rows
+            yield combined.slice(0, chunk_rows)
             pending, pending_rows = [combined.slice(chunk_rows)], combined.num_rows - chunk_rows
     if pending_rows:
-        yield _arrow_chunk(pa.concat_tables(pending), text, numeric, first)
+        yield pa.concat_tables(pending)
 
 
 def _arrow_csv_tables(path: Path, header: list[str], columns: list[str], text: list[str]) -> Iterator[Any]:
@@ -730,22 +736,18 @@ def _arrow_frame(table: Any, text: list[str], first: int) -> pd.DataFrame:
     return frame
 
 
-def _parquet_chunks(
-    path: Path, columns: list[str], text: list[str], numeric: Sequence[str], chunk_rows: int
-) -> Iterator[Chunk]:
-    """Parquet record batches as chunks; ``text`` columns cast to strings by Arrow, the same in every batch
+def _parquet_pieces(path: Path, columns: list[str], text: list[str], chunk_rows: int) -> Iterator[Any]:
+    """Parquet record batches as Arrow tables; ``text`` columns cast to strings by Arrow, the same in every batch
     (pandas would make an integer column float in a batch with nulls, so 5 would read "5.0" there)."""
     import pyarrow as pa
     import pyarrow.parquet as pq
 
-    first = 0
     for batch in pq.ParquetFile(path).iter_batches(batch_size=chunk_rows, columns=columns):
         table = pa.Table.from_batches([batch])
         for column in text:
             index = table.schema.get_field_index(column)
             table = table.set_column(index, column, table.column(index).cast(pa.string()))
-        yield _arrow_chunk(table, text, numeric, first)
-        first += batch.num_rows
+        yield table
 
 
 def _arrow_chunk(table: Any, text: list[str], numeric: Sequence[str], first: int) -> Chunk:

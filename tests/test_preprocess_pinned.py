@@ -109,10 +109,10 @@ def pandas_chunks(path: Path, text: list[str], chunk_rows: int) -> list[pd.DataF
 
 
 def reader_chunks(path: Path, text: list[str], chunk_rows: int) -> list[pd.DataFrame]:
-    from preprocessing.preprocess import _csv_chunks, read_header
+    from preprocessing.preprocess import _as_chunks, _csv_pieces, read_header
 
     header = read_header(path)
-    chunks = list(_csv_chunks(path, header, header, text, [], chunk_rows))
+    chunks = list(_as_chunks(_csv_pieces(path, header, header, text, chunk_rows), text, []))
     assert all(chunk.numeric is None for chunk in chunks)  # no numeric features asked for: every column a frame's
     return [chunk.frame for chunk in chunks]
 
@@ -209,7 +209,7 @@ def test_arrow_reads_columns_wanted_in_another_order_than_the_file(
 
     monkeypatch.setattr(preprocess.pd, "read_csv", pandas_is_not_used)
     header = preprocess.read_header(path)
-    chunks = preprocess._csv_chunks(path, header, ["f1", "f10", "f2", "label"], [], [], 64)
+    chunks = preprocess._as_chunks(preprocess._csv_pieces(path, header, ["f1", "f10", "f2", "label"], [], 64), [], [])
     assert_same_chunks([chunk.frame for chunk in chunks], expected)
 
 
@@ -220,7 +220,7 @@ def test_numeric_features_straight_from_arrow_equal_pandas_block(tmp_path: Path,
     import pyarrow.csv as pacsv
     import pyarrow.parquet as pq
 
-    from preprocessing.preprocess import _csv_chunks, _numeric_block, _parquet_chunks, read_header
+    from preprocessing.preprocess import _as_chunks, _csv_pieces, _numeric_block, _parquet_pieces, read_header
 
     lines = ["x,big,sparse,cat,label", *(f"{i / 7 - 3:.9g},{2**40 + 3 * i},{i if i % 4 else ''},c{i % 3},{i % 2}"
              for i in range(150)), "-0.0,16777217,,c1,1", "1e39,-9007199254740993,5,,0", ",7,,c2,1"]  # fmt: skip
@@ -230,10 +230,10 @@ def test_numeric_features_straight_from_arrow_equal_pandas_block(tmp_path: Path,
     if suffix == ".parquet":
         path = tmp_path / "in.parquet"
         pq.write_table(pacsv.read_csv(source), path, row_group_size=40)
-        chunks = list(_parquet_chunks(path, columns, ["cat"], numeric, 64))
+        chunks = list(_as_chunks(_parquet_pieces(path, columns, ["cat"], 64), ["cat"], numeric))
     else:
         path = source
-        chunks = list(_csv_chunks(path, read_header(path), columns, ["cat"], numeric, 64))
+        chunks = list(_as_chunks(_csv_pieces(path, read_header(path), columns, ["cat"], 64), ["cat"], numeric))
     expected = pandas_chunks(source, ["cat"], 64)
     assert [len(chunk) for chunk in chunks] == [len(frame) for frame in expected]
     shown = 0
@@ -266,7 +266,7 @@ def test_a_quoted_line_break_cut_by_a_range_reads_as_pandas_reads_it(
     pandas_took_over = 0
     for size in range(20, 1_000, 7):  # cuts before, inside and after the quoted value
         monkeypatch.setattr(preprocess, "ARROW_RANGE_BYTES", size)
-        chunks = list(preprocess._csv_chunks(path, header, header, ["cat"], ["x"], 16))
+        chunks = list(preprocess._as_chunks(preprocess._csv_pieces(path, header, header, ["cat"], 16), ["cat"], ["x"]))
         pandas_took_over += any(chunk.numeric is None for chunk in chunks)
         read = pd.concat([chunk.frame for chunk in chunks])
         assert read["cat"].tolist() == expected["cat"].tolist(), size
