@@ -1639,7 +1639,7 @@ def _write_shards(
                 continue
             with open(target, "wb") as out:
                 for block in shards.shuffled_spilled(split, shard, rng):
-                    _write_rows(out, block, np.arange(len(block)))
+                    _write_rows(out, block)
     with ThreadPoolExecutor(max_workers=min(4, os.cpu_count() or 1), thread_name_prefix="write") as pool:
         for done in [pool.submit(_write_shard, *write) for write in writes]:
             done.result()
@@ -1651,10 +1651,10 @@ def _write_shard(target: Path, rows: Callable[[], np.ndarray], order: np.ndarray
         _write_rows(out, rows(), order)
 
 
-def _write_rows(out: BinaryIO, rows: np.ndarray, order: np.ndarray) -> None:
-    """``rows[order]`` (features, then the label) as RecordIO-protobuf records, gathered a batch at a time."""
-    for start in range(0, len(order), WRITE_ROWS):
-        block = rows[order[start : start + WRITE_ROWS]]
+def _write_rows(out: BinaryIO, rows: np.ndarray, order: np.ndarray | None = None) -> None:
+    """``rows[order]`` (or ``rows``; features, then the label) as RecordIO-protobuf records, a batch at a time."""
+    for start in range(0, len(rows), WRITE_ROWS):
+        block = rows[start : start + WRITE_ROWS] if order is None else rows[order[start : start + WRITE_ROWS]]
         write_dense(out, block[:, :-1], block[:, -1])
 
 
