@@ -593,17 +593,19 @@ def _arrow_csv_pieces(
         pending.append(table)
         pending_rows += table.num_rows
         while pending_rows >= chunk_rows:
-            combined = pa.concat_tables(pending)
+            combined = pa.concat_tables(pending, promote_options="default")  # an empty column's nulls take its type
             yield combined.slice(0, chunk_rows)
             pending, pending_rows = [combined.slice(chunk_rows)], combined.num_rows - chunk_rows
     if pending_rows:
-        yield pa.concat_tables(pending)
+        yield pa.concat_tables(pending, promote_options="default")
 
 
 def _arrow_csv_tables(path: Path, header: list[str], columns: list[str], text: list[str]) -> Iterator[Any]:
     """The file as Arrow tables, one per range of whole lines, each parsed by Arrow's multi-threaded reader (its
     streaming reader parses on one thread). Types are those the first range inferred, as a streaming reader keeps
-    them; a range that does not fit them is a type change pandas takes over from."""
+    them, but for a column empty so far, which takes the first type a later range finds in it (its earlier nulls are
+    missing values of that type, as in pandas); a range that does not fit them is a type change pandas takes over
+    from."""
     import pyarrow as pa
     import pyarrow.csv as pacsv
 
@@ -627,15 +629,25 @@ def _arrow_csv_tables(path: Path, header: list[str], columns: list[str], text: l
         if schema is None:  # the first range, with the header line
             if table.schema.names != in_file_order:
                 raise _ArrowCannot("column names differ from pandas' (duplicates or a byte-order mark)")
-            odd = [field.name for field in table.schema if str(field.type) not in ARROW_TYPES]
-            if odd:
-                raise _ArrowCannot(f"columns {odd} have types pandas would not infer")
-            schema = table.schema
             read = pacsv.ReadOptions(column_names=header)
-            convert.column_types = {field.name: field.type for field in schema if str(field.type) != "null"}
-        elif not table.schema.equals(schema):
+        odd = [field.name for field in table.schema if str(field.type) not in ARROW_TYPES]
+        if odd:
+            raise _ArrowCannot(f"columns {odd} have types pandas would not infer")
+        if schema is not None and any(
+            str(known.type) not in ("null", str(found.type)) for known, found in zip(schema, table.schema)
+        ):
             raise _ArrowCannot("a column's type changes after the first range")
+        if schema is None or not table.schema.equals(schema):  # first range, or a column empty so far filled
+            schema = table.schema if schema is None else _filled(schema, table.schema)
+            convert.column_types = {field.name: field.type for field in schema if str(field.type) != "null"}
         yield table
+
+
+def _filled(known: Any, found: Any) -> Any:
+    """``known`` with each column still of Arrow's null type (empty so far) taking the type ``found`` has for it."""
+    import pyarrow as pa
+
+    return pa.schema([field if str(field.type) != "null" else found.field(field.name) for field in known])
 
 
 def _line_ranges(path: Path, size: int) -> Iterator[Any]:
@@ -756,11 +768,15 @@ def _arrow_chunk(table: Any, text: list[str], numeric: Sequence[str], first: int
     import pyarrow as pa
 
     types = [table.schema.field(column).type for column in numeric]
-    if not types or not all(pa.types.is_integer(kind) or pa.types.is_floating(kind) for kind in types):
+    if not types or not all(pa.types.is_integer(kind) or pa.types.is_floating(kind) or pa.types.is_null(kind)
+                            for kind in types):  # fmt: skip
         return Chunk(_arrow_frame(table, text, first))
     matrix = np.empty((table.num_rows, len(numeric)), dtype=np.float32, order="F")
     with np.errstate(over="ignore", invalid="ignore"):  # beyond float32's range becomes inf, as in pandas
         for index, column in enumerate(numeric):
+            if pa.types.is_null(types[index]):  # every value missing, as pandas' all-NaN float column
+                matrix[:, index] = np.nan
+                continue
             start = 0
             for piece in table.column(column).chunks:
                 matrix[start : start + len(piece), index] = piece.to_numpy(zero_copy_only=False)

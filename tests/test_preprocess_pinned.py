@@ -272,3 +272,27 @@ def test_a_quoted_line_break_cut_by_a_range_reads_as_pandas_reads_it(
         assert read["cat"].tolist() == expected["cat"].tolist(), size
         assert read["label"].tolist() == expected["label"].tolist(), size
     assert pandas_took_over > 0  # some cut fell inside the quotes
+
+
+def test_a_column_empty_at_first_takes_the_type_found_later_and_arrow_reads_on(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A column empty in the first ranges (a feature that starts late) is missing there, as in pandas; Arrow does
+    not hand the rest of the file to pandas because of it."""
+    import preprocessing.preprocess as preprocess
+
+    monkeypatch.setattr(preprocess, "ARROW_RANGE_BYTES", 300)
+    path = tmp_path / "late.csv"
+    lines = [f"{i},{'' if i < 90 else i / 4},{'' if i < 150 else 'c' + str(i % 3)},{i % 2}" for i in range(200)]
+    path.write_text("n,late,cat,label\n" + "\n".join(lines) + "\n")
+    expected = pandas_chunks(path, ["cat"], 32)
+    header = preprocess.read_header(path)
+    chunks = list(
+        preprocess._as_chunks(preprocess._csv_pieces(path, header, header, ["cat"], 32), ["cat"], ["late", "n"])
+    )
+    assert all(chunk.numeric is not None for chunk in chunks)  # Arrow read every row
+    assert [len(chunk) for chunk in chunks] == [len(frame) for frame in expected]
+    for chunk, frame in zip(chunks, expected):  # noqa: B905 - lengths compared above
+        block = preprocess._numeric_block(frame, ["late", "n"], None)
+        np.testing.assert_array_equal(chunk.numeric.view(np.uint32), block.view(np.uint32))
+        pd.testing.assert_series_equal(chunk.frame["cat"], frame["cat"])
