@@ -39,9 +39,10 @@ Rules that keep the result independent of how many instances ran and how the inp
   classes and id column; an argument that is given wins over it.
 - Reading: CSV is parsed by Arrow's multi-threaded reader, a few MB of whole lines at a time, on a background thread
   while the previous chunk is converted, taking values as pandas' ``read_csv`` would (its missing-value strings,
-  booleans, no dates); a file Arrow cannot take that way (a malformed row, a column whose type changes, a date) is
-  read from there on by pandas, so results and errors are always pandas'. Chunks are exactly ``--chunk-rows`` rows, so
-  the output does not depend on the reader.
+  booleans, no dates; a column's integers may turn to floats, or its empty values to anything, as within a pandas
+  chunk); a file Arrow cannot take that way (a malformed row, text in a number column, a date) is read from there
+  on by pandas, so results and errors are always pandas'. Chunks are exactly ``--chunk-rows`` rows, so the output
+  does not depend on the reader.
 Row numbers in messages count data rows from 1, after the header (blank CSV lines are not rows); files are named by
 ``--input-source`` (the input's S3 URI) when given, so a user reads s3://bucket/in/d.csv, not the container's path.
 Nothing half-written is left behind: files are built in ``O/.preprocess-work-<host>/`` and renamed into place when
@@ -585,7 +586,6 @@ def _csv_pieces(path: Path, header: list[str], columns: list[str], text: list[st
 def _arrow_csv_pieces(
     path: Path, header: list[str], columns: list[str], text: list[str], chunk_rows: int
 ) -> Iterator[Any]:
-    import pyarrow as pa
 
     pending: list[Any] = []
     pending_rows = 0
@@ -593,19 +593,28 @@ def _arrow_csv_pieces(
         pending.append(table)
         pending_rows += table.num_rows
         while pending_rows >= chunk_rows:
-            combined = pa.concat_tables(pending, promote_options="default")  # an empty column's nulls take its type
+            combined = _concatenated(pending)
             yield combined.slice(0, chunk_rows)
             pending, pending_rows = [combined.slice(chunk_rows)], combined.num_rows - chunk_rows
     if pending_rows:
-        yield pa.concat_tables(pending, promote_options="default")
+        yield _concatenated(pending)
+
+
+def _concatenated(tables: list[Any]) -> Any:
+    """Tables as one, a widened column's earlier values cast to its type (exact: integers beyond 2**53 refuse)."""
+    import pyarrow as pa
+
+    try:
+        return pa.concat_tables(tables, promote_options="permissive")
+    except pa.ArrowException as error:
+        raise _ArrowCannot(str(error)) from error
 
 
 def _arrow_csv_tables(path: Path, header: list[str], columns: list[str], text: list[str]) -> Iterator[Any]:
     """The file as Arrow tables, one per range of whole lines, each parsed by Arrow's multi-threaded reader (its
-    streaming reader parses on one thread). Types are those the first range inferred, as a streaming reader keeps
-    them, but for a column empty so far, which takes the first type a later range finds in it (its earlier nulls are
-    missing values of that type, as in pandas); a range that does not fit them is a type change pandas takes over
-    from."""
+    streaming reader parses on one thread). A column's type may widen from range to range as pandas' would within a
+    chunk: empty so far, then whatever a range finds; integers, then floats. Any other change (text in a number
+    column, a date) is one pandas takes over from."""
     import pyarrow as pa
     import pyarrow.csv as pacsv
 
@@ -633,21 +642,27 @@ def _arrow_csv_tables(path: Path, header: list[str], columns: list[str], text: l
         odd = [field.name for field in table.schema if str(field.type) not in ARROW_TYPES]
         if odd:
             raise _ArrowCannot(f"columns {odd} have types pandas would not infer")
-        if schema is not None and any(
-            str(known.type) not in ("null", str(found.type)) for known, found in zip(schema, table.schema)
-        ):
-            raise _ArrowCannot("a column's type changes after the first range")
-        if schema is None or not table.schema.equals(schema):  # first range, or a column empty so far filled
-            schema = table.schema if schema is None else _filled(schema, table.schema)
-            convert.column_types = {field.name: field.type for field in schema if str(field.type) != "null"}
+        schema = table.schema if schema is None else _widened(schema, table.schema)
+        # types that cannot widen further are fixed; integer and empty columns are inferred again in every range
+        convert.column_types = {field.name: field.type for field in schema if str(field.type) in _FINAL_TYPES}
         yield table
 
 
-def _filled(known: Any, found: Any) -> Any:
-    """``known`` with each column still of Arrow's null type (empty so far) taking the type ``found`` has for it."""
+_FINAL_TYPES = ("double", "string", "bool")
+
+
+def _widened(known: Any, found: Any) -> Any:
+    """Each column's type so far widened by the one a new range found (null < int64 < double); _ArrowCannot for
+    any other pair."""
     import pyarrow as pa
 
-    return pa.schema([field if str(field.type) != "null" else found.field(field.name) for field in known])
+    fields = []
+    for before, now in zip(known, found):
+        kinds = {str(before.type), str(now.type)} - {"null"}
+        if len(kinds) > 1 and kinds != {"int64", "double"}:
+            raise _ArrowCannot(f"column {before.name!r} changes from {before.type} to {now.type} after the first range")
+        fields.append(before if str(now.type) in ("null", "int64") and str(before.type) != "null" else now)
+    return pa.schema(fields)
 
 
 def _line_ranges(path: Path, size: int) -> Iterator[Any]:

@@ -118,9 +118,11 @@ def reader_chunks(path: Path, text: list[str], chunk_rows: int) -> list[pd.DataF
 
 
 def as_job_reads(frame: pd.DataFrame) -> pd.DataFrame:
-    """Float columns as float32, the precision the job keeps: pandas 1.x's default float parser (the processing
-    image's) is off by one float64 ulp now and then where Arrow's (and pandas 2's) is correctly rounded."""
-    floats = [column for column in frame.columns if frame[column].dtype == np.float64]
+    """Number columns as float32, what the job keeps: pandas 1.x's default float parser (the processing image's) is
+    off by one float64 ulp now and then where Arrow's (and pandas 2's) is correctly rounded; and a column whose
+    integers turn to floats in a later range is float64 in every chunk Arrow parsed with those rows (pandas decides
+    chunk by chunk), the same float32 values either way."""
+    floats = [column for column in frame.columns if frame[column].dtype in (np.float64, np.int64)]
     with np.errstate(over="ignore"):  # 1e39 becomes inf, as in the job
         return frame.astype(dict.fromkeys(floats, np.float32))
 
@@ -296,3 +298,28 @@ def test_a_column_empty_at_first_takes_the_type_found_later_and_arrow_reads_on(
         block = preprocess._numeric_block(frame, ["late", "n"], None)
         np.testing.assert_array_equal(chunk.numeric.view(np.uint32), block.view(np.uint32))
         pd.testing.assert_series_equal(chunk.frame["cat"], frame["cat"])
+
+
+def test_integers_then_floats_widen_in_arrow_as_in_pandas(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A column of integers that shows a float in a later range is read on by Arrow as floats (integers up to 2**53
+    are exact), not handed to pandas; beyond 2**53 a cast would round, so pandas takes over there."""
+    import preprocessing.preprocess as preprocess
+
+    monkeypatch.setattr(preprocess, "ARROW_RANGE_BYTES", 300)
+    header = ["n", "price", "label"]
+    for big, arrow_throughout in ((10, True), (2**53 + 1, False)):
+        path = tmp_path / f"prices-{arrow_throughout}.csv"
+        lines = [f"{i},{big + i if i < 120 else i / 4},{i % 2}" for i in range(200)]
+        path.write_text("n,price,label\n" + "\n".join(lines) + "\n")
+        expected = pandas_chunks(path, [], 32)
+        chunks = list(preprocess._as_chunks(preprocess._csv_pieces(path, header, header, [], 32), [], ["n", "price"]))
+        assert all(chunk.numeric is not None for chunk in chunks) == arrow_throughout
+        assert [len(chunk) for chunk in chunks] == [len(frame) for frame in expected]
+        for chunk, frame in zip(chunks, expected):  # noqa: B905 - lengths compared above
+            block = preprocess._numeric_block(frame, ["n", "price"], None)
+            got = (
+                chunk.numeric
+                if chunk.numeric is not None
+                else preprocess._numeric_block(chunk.frame, ["n", "price"], None)
+            )
+            np.testing.assert_array_equal(got.view(np.uint32), block.view(np.uint32))
