@@ -763,13 +763,21 @@ def _arrow_frame(table: Any, text: list[str], first: int) -> pd.DataFrame:
     return frame
 
 
+PARQUET_PRE_BUFFER_BYTES = 512 << 20  # row groups up to this size (uncompressed) are read in large requests
+
+
 def _parquet_pieces(path: Path, columns: list[str], text: list[str], chunk_rows: int) -> Iterator[Any]:
     """Parquet record batches as Arrow tables; ``text`` columns cast to strings by Arrow, the same in every batch
     (pandas would make an integer column float in a batch with nulls, so 5 would read "5.0" there)."""
     import pyarrow as pa
     import pyarrow.parquet as pq
 
-    for batch in pq.ParquetFile(path).iter_batches(batch_size=chunk_rows, columns=columns):
+    # pre_buffer: a row group's column chunks are read in a few large requests rather than page by page, which about
+    # halves the time to decode; it holds the row group's bytes meanwhile, so only for row groups of moderate size
+    metadata = pq.read_metadata(path)
+    largest = max((metadata.row_group(index).total_byte_size for index in range(metadata.num_row_groups)), default=0)
+    parquet = pq.ParquetFile(path, pre_buffer=largest <= PARQUET_PRE_BUFFER_BYTES)
+    for batch in parquet.iter_batches(batch_size=chunk_rows, columns=columns):
         table = pa.Table.from_batches([batch])
         for column in text:
             index = table.schema.get_field_index(column)

@@ -323,3 +323,28 @@ def test_integers_then_floats_widen_in_arrow_as_in_pandas(tmp_path: Path, monkey
                 else preprocess._numeric_block(chunk.frame, ["n", "price"], None)
             )
             np.testing.assert_array_equal(got.view(np.uint32), block.view(np.uint32))
+
+
+def test_parquet_chunks_are_the_same_read_in_large_requests_or_page_by_page(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Row groups above PARQUET_PRE_BUFFER_BYTES are read page by page (bounded memory); the chunks do not change."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    import preprocessing.preprocess as preprocess
+
+    path = tmp_path / "groups.parquet"
+    rows = 500
+    table = pa.table(
+        {"x": np.arange(rows) / 7, "cat": [f"c{i % 4}" for i in range(rows)], "label": np.arange(rows) % 2}
+    )
+    pq.write_table(table, path, row_group_size=70)  # chunks of 64 cross row groups
+    columns, read = ["x", "cat", "label"], []
+    for limit in (preprocess.PARQUET_PRE_BUFFER_BYTES, 0):
+        monkeypatch.setattr(preprocess, "PARQUET_PRE_BUFFER_BYTES", limit)
+        read.append(list(preprocess._as_chunks(preprocess._parquet_pieces(path, columns, ["cat"], 64), ["cat"], ["x"])))
+    assert [len(chunk) for chunk in read[0]] == [len(chunk) for chunk in read[1]] == [64] * 7 + [52]
+    for large, paged in zip(*read):  # noqa: B905 - lengths compared above
+        np.testing.assert_array_equal(large.numeric, paged.numeric)
+        pd.testing.assert_frame_equal(large.frame, paged.frame)
