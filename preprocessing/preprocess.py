@@ -1614,7 +1614,7 @@ def _convert_all(
                     chosen = np.flatnonzero(converted.split == code)
                     stats[split].add(converted.rows[chosen, -1], classification)
                     shards.add(split, converted.rows, chosen)
-            print(f"[{host.name}] read file {number}/{len(files)} {path} ({file_rows:,} rows)", flush=True)
+            print(f"[{host.name}] read file {number}/{len(files)} {names(path)} ({file_rows:,} rows)", flush=True)
     finally:
         shards.close()
 

@@ -440,6 +440,8 @@ def test_errors_name_the_input_by_its_source(
     result = run_job(container, "--input-dir", data, "--input-source", source, *args)
     assert result.returncode == 1
     assert result.stderr == f"preprocess: error: {named} {NON_NUMERIC}\n"
+    if source.endswith("/in/"):  # the progress lines of the log name the source too
+        assert "[algo-1] read file 1/2 s3://bucket/in/e.csv (12 rows)" in result.stdout
     without = run_job(container, "--input-dir", data, *args)  # outside SageMaker: the path here
     assert without.stderr == f"preprocess: error: {data / where} {NON_NUMERIC}\n"
 
