@@ -548,7 +548,7 @@ def _pandas_na_values() -> list[str]:
                 "N/A", "NA", "NULL", "NaN", "n/a", "nan", "null"]  # fmt: skip
 
 
-ARROW_RANGE_BYTES = 4 << 20  # whole lines parsed at once by Arrow's multi-threaded reader
+ARROW_RANGE_BYTES = 8 << 20  # whole lines parsed at once by Arrow's multi-threaded reader (8 MB measured best)
 ARROW_TYPES = ("int64", "double", "bool", "string", "null")  # as pandas infers them; others go to pandas
 
 
