@@ -776,7 +776,9 @@ def _parquet_pieces(path: Path, columns: list[str], text: list[str], chunk_rows:
     # halves the time to decode; it holds the row group's bytes meanwhile, so only for row groups of moderate size
     metadata = pq.read_metadata(path)
     largest = max((metadata.row_group(index).total_byte_size for index in range(metadata.num_row_groups)), default=0)
-    parquet = pq.ParquetFile(path, pre_buffer=largest <= PARQUET_PRE_BUFFER_BYTES)
+    parquet = pq.ParquetFile(
+        path, metadata=metadata, pre_buffer=largest <= PARQUET_PRE_BUFFER_BYTES
+    )  # footer read once
     for batch in parquet.iter_batches(batch_size=chunk_rows, columns=columns):
         table = pa.Table.from_batches([batch])
         for column in text:
