@@ -58,7 +58,7 @@ def seconds(start: str | None, end: str | None) -> float:
 
 def measure_run(data: Path, workdir: Path, overrides: dict[str, str]) -> dict:
     """In the child: build and run the pipeline once without the step cache; the timings as a dict."""
-    from pipeline.config import load_config
+    from pipeline.definition.config import load_config
     from pipeline.local.runner import build_local_run, user_data
     from pipeline.local.workdir import Workdir
 
@@ -145,7 +145,7 @@ def main() -> int:
     args = parser.parse_args()
     workdir = args.workdir.resolve()
     if args.measure:
-        from pipeline.parameters import parse_overrides
+        from pipeline.definition.parameters import parse_overrides
 
         overrides = {"Epochs": "3", "MiniBatchSize": "1000", **parse_overrides(args.param)}
         print(json.dumps(measure_run(args.data, workdir, overrides)))

@@ -22,8 +22,8 @@ from pathlib import Path
 from rich.console import Console
 from rich.table import Table
 
-from pipeline.config import load_config
-from pipeline.images import DEFAULT_PROCESSING_IMAGE
+from pipeline.core.images import DEFAULT_PROCESSING_IMAGE
+from pipeline.definition.config import load_config
 from pipeline.local.environments import ImageEnvironments
 from pipeline.local.runner import LocalRun, build_local_run, example_data
 from pipeline.local.workdir import Workdir

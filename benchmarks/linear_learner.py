@@ -47,9 +47,9 @@ def main() -> None:
     from sklearn.linear_model import SGDClassifier
     from sklearn.metrics import roc_auc_score
 
-    from pipeline.local.linear_learner.collective import LocalCollective
-    from pipeline.local.linear_learner.hyperparameters import parse_hyperparameters
-    from pipeline.local.linear_learner.trainer import Dataset, evaluate, fit
+    from pipeline.linear_learner.collective import LocalCollective
+    from pipeline.linear_learner.hyperparameters import parse_hyperparameters
+    from pipeline.linear_learner.trainer import Dataset, evaluate, fit
 
     X, y = make_data(args.rows, args.features)
     holdout = slice(0, 50_000)
@@ -116,7 +116,7 @@ def launcher_throughput(X: np.ndarray, y: np.ndarray, args: argparse.Namespace, 
     import tempfile
     from pathlib import Path
 
-    from pipeline.local.linear_learner.launcher import Channel, train
+    from pipeline.linear_learner.launcher import Channel, train
     from preprocessing.recordio import write_dense
 
     with tempfile.TemporaryDirectory(prefix="ll-bench-") as folder:

@@ -20,10 +20,10 @@ from types import ModuleType
 from typing import Any
 
 from pipeline.cli.render.summary import summarise
-from pipeline.config import load_config
+from pipeline.definition.config import load_config
+from pipeline.definition.tuning import DEFAULT_OBJECTIVE, objective_type
 from pipeline.local.runner import build_local_run, user_data
 from pipeline.local.workdir import Workdir
-from pipeline.tuning import DEFAULT_OBJECTIVE, objective_type
 
 TABLE = Path(__file__).resolve().parent.parent / "tests" / "imbalanced_table.py"
 

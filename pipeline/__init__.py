@@ -23,10 +23,10 @@ EXPORTS = {
     "get_execution": "pipeline.api",
     "executions": "pipeline.api",
     "compare": "pipeline.api",
-    "Execution": "pipeline.execution",
-    "LocalExecution": "pipeline.execution",
-    "SageMakerExecution": "pipeline.sagemaker_execution",
-    "get_pipeline": "pipeline.definition",
+    "Execution": "pipeline.api.execution",
+    "LocalExecution": "pipeline.api.execution",
+    "SageMakerExecution": "pipeline.api.sagemaker_execution",
+    "get_pipeline": "pipeline.definition.build",
 }
 __all__ = sorted(EXPORTS)
 

@@ -10,7 +10,7 @@ import pytest
 from container import Container
 from protobuf_oracle import compile_record_protobuf
 
-from pipeline.images import DEFAULT_PROCESSING_IMAGE
+from pipeline.core.images import DEFAULT_PROCESSING_IMAGE
 from pipeline.local.environments import EnvironmentBuildError, ImageEnvironments, JobEnvironment
 
 

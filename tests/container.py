@@ -8,7 +8,7 @@ import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 
-from pipeline.code_bundles import repository_bundle
+from pipeline.definition.code_bundles import repository_bundle
 from pipeline.local.environments import JobEnvironment, clean_variables
 
 

@@ -14,9 +14,9 @@ import pytest
 
 from pipeline import cli
 from pipeline.api import run_local, split_options
-from pipeline.comparison import side_by_side
-from pipeline.errors import ConfigError, DataError, ParameterError
-from pipeline.execution import LocalExecution, metrics_frame
+from pipeline.api.comparison import side_by_side
+from pipeline.api.execution import LocalExecution, metrics_frame
+from pipeline.core.errors import ConfigError, DataError, ParameterError
 
 FAST = {"Epochs": 3, "NumModels": 2, "MiniBatchSize": 50}
 REPOSITORY = Path(__file__).resolve().parent.parent

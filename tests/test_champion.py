@@ -23,8 +23,8 @@ from test_evaluate import binary_case, write_job_inputs
 from evaluation.champion import Champion, ChampionError, download_model, find_champion
 from evaluation.evaluate import EvaluationError, GateSettings, decide, evaluate
 from evaluation.linear_learner_model import LinearModel
+from pipeline.linear_learner.artifact import artifact_bytes
 from pipeline.local.aws_endpoint import serve
-from pipeline.local.linear_learner.artifact import artifact_bytes
 from pipeline.local.registry import LocalRegistry
 from pipeline.local.s3 import LocalS3
 
@@ -550,7 +550,7 @@ def report_with_champion(predictor_type: str) -> dict[str, Any]:
     ],
 )
 def test_plots_draw_the_champion_beside_the_new_model(tmp_path: Path, predictor_type: str, files: list[str]) -> None:
-    from pipeline import plots
+    from pipeline.api import plots
 
     report = report_with_champion(predictor_type)
     path = tmp_path / "evaluation.json"

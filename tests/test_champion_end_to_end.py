@@ -17,7 +17,7 @@ from rich.console import Console
 
 from pipeline import cli
 from pipeline.cli.render.summary import print_summary, summarise
-from pipeline.config import load_config
+from pipeline.definition.config import load_config
 from pipeline.local.executions import ExecutionRecord
 from pipeline.local.registry import LocalRegistry
 from pipeline.local.runner import LocalRun, build_local_run, example_data

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from pipeline import errors
 from pipeline.cli import COMMANDS, build_parser, main
+from pipeline.core import errors
 
 
 @pytest.mark.parametrize("command", sorted(COMMANDS))

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from pipeline.config import (
+from pipeline.definition.config import (
     DEFAULT_ROLE_ARN,
     ConfigError,
     PipelineConfig,

@@ -10,7 +10,7 @@ import pandas as pd
 import pytest
 import scipy.sparse
 
-from pipeline import convert as convert_module
+from pipeline.api import convert as convert_module
 from pipeline.cli import main
 from preprocessing import recordio
 

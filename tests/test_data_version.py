@@ -10,7 +10,7 @@ import boto3
 import pytest
 from botocore.stub import Stubber
 
-from pipeline.data_version import DataVersionError, files_version, fingerprint, local_s3_version, s3_version
+from pipeline.core.data_version import DataVersionError, files_version, fingerprint, local_s3_version, s3_version
 from pipeline.local.s3 import LocalS3
 
 

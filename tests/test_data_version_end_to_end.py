@@ -12,9 +12,9 @@ from rich.console import Console
 
 from pipeline.cli.render.progress import step_table
 from pipeline.cli.render.summary import print_summary, summarise
-from pipeline.config import load_config
-from pipeline.data_version import files_version, local_s3_version
-from pipeline.example_data import write_example_data
+from pipeline.core.data_version import files_version, local_s3_version
+from pipeline.definition.config import load_config
+from pipeline.local.example_data import write_example_data
 from pipeline.local.executions import ExecutionRecord
 from pipeline.local.runner import LocalRun, build_local_run, example_data, user_data
 from pipeline.local.workdir import Workdir
@@ -135,7 +135,7 @@ def test_input_data_url_changed_in_place_reruns_everything_and_unchanged_hits_th
 
 
 def test_an_empty_input_prefix_is_an_error_before_anything_is_staged(built: LocalRun, tmp_path: Path) -> None:
-    from pipeline.errors import DataError
+    from pipeline.core.errors import DataError
 
     run = LocalRun(built.config, Workdir(tmp_path), built.definition_json, built.uploads)
     with pytest.raises(DataError, match=r"--param InputDataUrl=s3://llpipe-local/nothing/: no objects under"):

@@ -17,11 +17,11 @@ import pytest
 from botocore.exceptions import ParamValidationError
 from botocore.validate import validate_parameters
 
-from pipeline.code_bundles import REPOSITORY_ROOT, build_bundle, repository_bundle
-from pipeline.config import PipelineConfig
-from pipeline.definition import BuiltDefinition, build_definition
-from pipeline.names import STEP_NAMES
-from pipeline.schema import DEFAULT_SCHEMA, default_schema_uri
+from pipeline.core.names import STEP_NAMES
+from pipeline.definition.build import BuiltDefinition, build_definition
+from pipeline.definition.code_bundles import REPOSITORY_ROOT, build_bundle, repository_bundle
+from pipeline.definition.config import PipelineConfig
+from pipeline.definition.schema import DEFAULT_SCHEMA, default_schema_uri
 from preprocessing.preprocess import build_parser as build_preprocess_parser
 from preprocessing.preprocess import load_decided as load_decided_schema
 
@@ -98,8 +98,8 @@ NETWORK_GUARD = textwrap.dedent(
     socket.create_connection = refuse
     socket.getaddrinfo = refuse
 
-    from pipeline.config import load_config
-    from pipeline.definition import build_definition
+    from pipeline.definition.config import load_config
+    from pipeline.definition.build import build_definition
 
     config = load_config(env={})
     first = build_definition(config)

@@ -12,17 +12,17 @@ from pathlib import Path
 
 import pytest
 
-from pipeline import definition_cache
-from pipeline.code_bundles import REPOSITORY_ROOT, build_bundle
-from pipeline.config import PipelineConfig
-from pipeline.definition import Bundles, build_definition
-from pipeline.schema import default_schema_uri
+from pipeline.definition.build import Bundles, build_definition
+from pipeline.definition.build import cache as definition_cache
+from pipeline.definition.code_bundles import REPOSITORY_ROOT, build_bundle
+from pipeline.definition.config import PipelineConfig
+from pipeline.definition.schema import default_schema_uri
 
 BUILD = textwrap.dedent(
     """
     import hashlib, json, sys
-    from pipeline.config import load_config
-    from pipeline.definition import build_definition
+    from pipeline.definition.config import load_config
+    from pipeline.definition.build import build_definition
 
     built = build_definition(load_config(json.loads(sys.argv[1]), env={}))
     sdk = sorted(name for name in sys.modules if name == "sagemaker" or name.startswith("sagemaker."))

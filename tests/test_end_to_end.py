@@ -15,11 +15,11 @@ import pytest
 
 from pipeline import cli
 from pipeline.cli.render.summary import summarise
-from pipeline.config import load_config
-from pipeline.images import DEFAULT_PROCESSING_IMAGE
+from pipeline.core.images import DEFAULT_PROCESSING_IMAGE
+from pipeline.definition.config import load_config
+from pipeline.linear_learner.hyperparameters import LOSSES_BY_PREDICTOR
 from pipeline.local.environments import JobEnvironment
 from pipeline.local.executions import ExecutionStore
-from pipeline.local.linear_learner.hyperparameters import LOSSES_BY_PREDICTOR
 from pipeline.local.registry import LocalRegistry
 from pipeline.local.runner import LocalRun, build_local_run, example_data, user_data
 from pipeline.local.workdir import Workdir

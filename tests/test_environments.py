@@ -15,11 +15,11 @@ from test_local_jobs import processing_definition, run
 
 from pipeline.cli.render.progress import step_table
 from pipeline.cli.render.summary import print_summary, summarise
-from pipeline.code_bundles import repository_bundle
-from pipeline.config import load_config
-from pipeline.definition import _sklearn_image
-from pipeline.files import user_cache_dir
-from pipeline.images import DEFAULT_PROCESSING_IMAGE, PROCESSING_IMAGES, ProcessingImage, image_for_uri
+from pipeline.core.files import user_cache_dir
+from pipeline.core.images import DEFAULT_PROCESSING_IMAGE, PROCESSING_IMAGES, ProcessingImage, image_for_uri
+from pipeline.definition.build import _sklearn_image
+from pipeline.definition.code_bundles import repository_bundle
+from pipeline.definition.config import load_config
 from pipeline.local.environments import (
     EnvironmentBuildError,
     ImageEnvironments,

@@ -22,10 +22,10 @@ import pandas as pd
 import pytest
 
 from pipeline import cli
-from pipeline.errors import TrainingError
-from pipeline.files import atomic_path
+from pipeline.core.errors import TrainingError
+from pipeline.core.files import atomic_path
+from pipeline.linear_learner import launcher
 from pipeline.local.executions import ExecutionStore
-from pipeline.local.linear_learner import launcher
 from pipeline.local.registry import LocalRegistry
 from pipeline.local.runner import DataSource, stage_data, user_data
 from pipeline.local.s3 import LocalS3

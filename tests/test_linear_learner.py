@@ -20,12 +20,12 @@ from sklearn.pipeline import make_pipeline
 from sklearn.preprocessing import StandardScaler
 
 from evaluation.linear_learner_model import read_model
-from pipeline.errors import AlgorithmInputError
-from pipeline.local.linear_learner.artifact import save_model
-from pipeline.local.linear_learner.collective import LocalCollective
-from pipeline.local.linear_learner.hyperparameters import HyperparameterError, parse_hyperparameters
-from pipeline.local.linear_learner.metrics import calibrate_thresholds, roc_auc
-from pipeline.local.linear_learner.trainer import Dataset, evaluate, fit
+from pipeline.core.errors import AlgorithmInputError
+from pipeline.linear_learner.artifact import save_model
+from pipeline.linear_learner.collective import LocalCollective
+from pipeline.linear_learner.hyperparameters import HyperparameterError, parse_hyperparameters
+from pipeline.linear_learner.metrics import calibrate_thresholds, roc_auc
+from pipeline.linear_learner.trainer import Dataset, evaluate, fit
 
 
 def split(X, y, *, stratify: bool):
@@ -369,7 +369,7 @@ def test_artifact_layout_params_format_and_folded_normalisation(tmp_path):
 def test_sparse_recordio_channel_trains_without_mean_shift(tmp_path):
     import scipy.sparse as sp
 
-    from pipeline.local.linear_learner.data import read_channel
+    from pipeline.linear_learner.data import read_channel
     from preprocessing.recordio import write_sparse
 
     train, validation, test = split(*load_breast_cancer(return_X_y=True), stratify=True)
@@ -411,7 +411,7 @@ def test_sparse_recordio_channel_trains_without_mean_shift(tmp_path):
     ],
 )
 def test_bad_csv_channels_name_the_file_record_and_expectation(tmp_path, content, options, expected):
-    from pipeline.local.linear_learner.data import read_channel
+    from pipeline.linear_learner.data import read_channel
 
     path = tmp_path / "part.csv"
     path.write_text(content)
@@ -422,7 +422,7 @@ def test_bad_csv_channels_name_the_file_record_and_expectation(tmp_path, content
 
 
 def test_truncated_recordio_names_the_file(tmp_path):
-    from pipeline.local.linear_learner.data import read_channel
+    from pipeline.linear_learner.data import read_channel
     from preprocessing.recordio import write_dense
 
     path = tmp_path / "bad.pbr"

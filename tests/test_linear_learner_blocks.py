@@ -10,13 +10,13 @@ import pytest
 import scipy.sparse as sp
 from sklearn.datasets import load_breast_cancer, load_digits
 
-from pipeline.errors import AlgorithmInputError
-from pipeline.local.linear_learner import blocks
-from pipeline.local.linear_learner.blocks import write_blocks
-from pipeline.local.linear_learner.collective import LocalCollective
-from pipeline.local.linear_learner.data import open_channel
-from pipeline.local.linear_learner.hyperparameters import parse_hyperparameters
-from pipeline.local.linear_learner.trainer import Dataset, _batches, evaluate, fit
+from pipeline.core.errors import AlgorithmInputError
+from pipeline.linear_learner import blocks
+from pipeline.linear_learner.blocks import write_blocks
+from pipeline.linear_learner.collective import LocalCollective
+from pipeline.linear_learner.data import open_channel
+from pipeline.linear_learner.hyperparameters import parse_hyperparameters
+from pipeline.linear_learner.trainer import Dataset, _batches, evaluate, fit
 from preprocessing.recordio import write_dense, write_sparse
 
 

@@ -24,11 +24,11 @@ from sklearn.preprocessing import StandardScaler
 
 from evaluation.linear_learner_model import read_model
 from pipeline.cli import main as llpipe
-from pipeline.local.linear_learner.artifact import save_model
-from pipeline.local.linear_learner.collective import ClientCollective, CollectiveAborted, ParameterServer
-from pipeline.local.linear_learner.hyperparameters import parse_hyperparameters
-from pipeline.local.linear_learner.launcher import Channel, TrainingError, train, transform
-from pipeline.local.linear_learner.trainer import Dataset, fit
+from pipeline.linear_learner.artifact import save_model
+from pipeline.linear_learner.collective import ClientCollective, CollectiveAborted, ParameterServer
+from pipeline.linear_learner.hyperparameters import parse_hyperparameters
+from pipeline.linear_learner.launcher import Channel, TrainingError, train, transform
+from pipeline.linear_learner.trainer import Dataset, fit
 from preprocessing.recordio import write_dense
 
 BINARY = {"predictor_type": "binary_classifier", "epochs": "12", "num_models": "8"}

@@ -56,8 +56,8 @@ def test_sagemaker_errors_are_one_line(aws, capsys: pytest.CaptureFixture[str]) 
 def test_durations_read_as_people_write_them() -> None:
     from datetime import datetime, timezone
 
+    from pipeline.api.execution import seconds_between
     from pipeline.cli.executions import _duration
-    from pipeline.execution import seconds_between
 
     start = datetime(2026, 11, 30, 5, 0, 0, tzinfo=timezone.utc)
     assert _duration(seconds_between(start.isoformat(), "2026-11-30T05:00:11.84+00:00")) == "11.8s"

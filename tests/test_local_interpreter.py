@@ -15,14 +15,14 @@ from typing import Any
 
 import pytest
 
-from pipeline.errors import DefinitionError, ParameterError
+from pipeline.core.errors import DefinitionError, ParameterError
+from pipeline.definition.parameters import parse_overrides
 from pipeline.local import cache, conditions
 from pipeline.local.executions import ExecutionStore
 from pipeline.local.expressions import Context, ExpressionError, parse_path, resolve
 from pipeline.local.interpreter import Interpreter
 from pipeline.local.jobs.contract import Job
 from pipeline.local.s3 import LocalS3
-from pipeline.parameters import parse_overrides
 
 PARAMETERS = [
     {"Name": "Threshold", "Type": "Float", "DefaultValue": 0.5},

@@ -26,11 +26,11 @@ from mxnet_oracle import (
 from sklearn.datasets import load_breast_cancer, load_diabetes, load_wine
 
 from evaluation.linear_learner_model import LinearModel, ModelArtifactError, read_model, read_model_bytes
-from pipeline.local.linear_learner.artifact import artifact_bytes, save_model
-from pipeline.local.linear_learner.collective import LocalCollective
-from pipeline.local.linear_learner.hyperparameters import parse_hyperparameters
-from pipeline.local.linear_learner.inference import prediction_lines, transform_files
-from pipeline.local.linear_learner.trainer import Dataset, fit
+from pipeline.linear_learner.artifact import artifact_bytes, save_model
+from pipeline.linear_learner.collective import LocalCollective
+from pipeline.linear_learner.hyperparameters import parse_hyperparameters
+from pipeline.linear_learner.inference import prediction_lines, transform_files
+from pipeline.linear_learner.trainer import Dataset, fit
 
 # ---------------------------------------------------------------- reading the service's artifacts
 

@@ -11,7 +11,7 @@ import boto3
 import pytest
 from botocore.stub import Stubber
 
-from pipeline import model_versions
+from pipeline.api import models as model_versions
 from pipeline.cli import main
 from pipeline.local.registry import LocalRegistry
 

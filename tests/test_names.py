@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from evaluation import evaluate
-from pipeline import names
+from pipeline.core import names
 from preprocessing import preprocess
 
 

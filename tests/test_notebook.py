@@ -15,8 +15,8 @@ import pytest
 from moto.server import ThreadedMotoServer
 from nbclient import NotebookClient
 
-from pipeline.config import load_config
-from pipeline.definition import build_definition
+from pipeline.definition.build import build_definition
+from pipeline.definition.config import load_config
 
 REPOSITORY = Path(__file__).resolve().parent.parent
 NOTEBOOK = REPOSITORY / "notebooks" / "quickstart.ipynb"

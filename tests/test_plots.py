@@ -11,7 +11,7 @@ import pytest
 from matplotlib.image import imread
 
 from evaluation.evaluate import Scored, build_report, write_report
-from pipeline.plots import PlotError, render_plots
+from pipeline.api.plots import PlotError, render_plots
 
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 
@@ -121,7 +121,7 @@ def test_label_values_name_the_confusion_matrix_axes_in_class_order(tmp_path: Pa
     names = ["malignant", "benign"]  # class 0, class 1: not alphabetical, so the report's order must be kept
     report = build_report(Scored(labels, scores, (scores > 0.5).astype(np.int64), 1), "binary_classifier", 5, 0, names)
     assert set(report["binary_classification_metrics"]["confusion_matrix"]) == set(names)
-    from pipeline.plots import _confusion_figure
+    from pipeline.api.plots import _confusion_figure
 
     figure = _confusion_figure(report["binary_classification_metrics"], "binary", tmp_path, report["class_names"])
     axes = figure.axes[0]

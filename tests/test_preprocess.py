@@ -17,7 +17,7 @@ import pytest
 from container import Container
 from sklearn.datasets import load_breast_cancer, load_diabetes, load_iris
 
-from pipeline.sharding import objects_for_instance
+from pipeline.core.sharding import objects_for_instance
 from preprocessing.preprocess import Host, OutputTransaction, PreprocessError, load_summary, main, merge_summaries
 from preprocessing.recordio import read
 

@@ -14,7 +14,7 @@ import pandas as pd
 import pytest
 
 from pipeline import cli
-from pipeline.config import load_config
+from pipeline.definition.config import load_config
 from pipeline.local.executions import ExecutionStore
 from pipeline.local.runner import LocalRun, build_local_run, user_data
 from pipeline.local.workdir import Workdir

@@ -10,14 +10,14 @@ from pathlib import Path
 import pytest
 from test_plots import report_file
 
-import pipeline.plots
+import pipeline.api.plots
 from pipeline.cli.render.summary import _plots
-from pipeline.code_bundles import REPOSITORY_ROOT
+from pipeline.definition.code_bundles import REPOSITORY_ROOT
 
 EXAMPLE = """
 import sys
 from pathlib import Path
-from pipeline.example_data import write_example_data
+from pipeline.local.example_data import write_example_data
 
 paths = write_example_data(Path(sys.argv[1]))
 print(len(paths), "sklearn" in sys.modules)

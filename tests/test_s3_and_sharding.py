@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
+from pipeline.core.sharding import objects_for_instance
 from pipeline.local.s3 import LocalS3, split_uri
-from pipeline.sharding import objects_for_instance
 
 
 def test_split_uri_accepts_only_s3_uris() -> None:

@@ -14,8 +14,8 @@ import pytest
 from botocore.stub import Stubber
 
 from pipeline.api import deploy, get_execution, start
-from pipeline.config import load_config
-from pipeline.sagemaker_execution import SageMakerExecution
+from pipeline.api.sagemaker_execution import SageMakerExecution
+from pipeline.definition.config import load_config
 
 REGION = "eu-west-1"
 ROLE = "arn:aws:iam::123456789012:role/PipelineRole"
@@ -77,7 +77,7 @@ def test_deploy_then_start_returns_an_execution_the_service_fills(aws) -> None:
 
 
 def test_unknown_parameters_are_refused_against_the_deployed_definition(aws) -> None:
-    from pipeline.errors import ParameterError
+    from pipeline.core.errors import ParameterError
 
     deploy(**SETTINGS)
     with pytest.raises(ParameterError, match="unknown parameter"):

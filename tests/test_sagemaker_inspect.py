@@ -17,10 +17,11 @@ from aws_stubs import StubbedSession
 from botocore.response import StreamingBody
 from rich.console import Console
 
-from pipeline import sagemaker_inspect, sagemaker_ops
 from pipeline.cli import main
-from pipeline.config import PipelineConfig
-from pipeline.cost import JobCost, cost_table, local_costs, total_instance_seconds
+from pipeline.core.cost import JobCost, cost_table, local_costs, total_instance_seconds
+from pipeline.definition.config import PipelineConfig
+from pipeline.sagemaker import inspect as sagemaker_inspect
+from pipeline.sagemaker import ops as sagemaker_ops
 
 REGION = "us-west-2"
 ACCOUNT = "123456789012"
@@ -725,7 +726,7 @@ def test_stop_of_a_finished_execution_is_one_line(session: StubbedSession, capsy
 
 @pytest.fixture(scope="module")
 def definition_json() -> str:
-    from pipeline.definition import build_definition
+    from pipeline.definition.build import build_definition
 
     return build_definition(CONFIG).definition_json
 

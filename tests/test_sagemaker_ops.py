@@ -16,13 +16,13 @@ from aws_stubs import REAL_SESSION, StubbedSession
 from botocore.stub import ANY, Stubber
 from rich.console import Console
 
-from pipeline import sagemaker_ops
 from pipeline.cli import main
 from pipeline.cli.start import watch
-from pipeline.config import PipelineConfig
-from pipeline.data_version import DataVersionError
-from pipeline.definition import BuiltDefinition, build_definition
-from pipeline.errors import ParameterError
+from pipeline.core.data_version import DataVersionError
+from pipeline.core.errors import ParameterError
+from pipeline.definition.build import BuiltDefinition, build_definition
+from pipeline.definition.config import PipelineConfig
+from pipeline.sagemaker import ops as sagemaker_ops
 
 ACCOUNT = "123456789012"
 CONFIG = PipelineConfig(
@@ -45,7 +45,7 @@ def built() -> BuiltDefinition:
 @pytest.fixture(scope="module")
 def sdk_pipeline() -> Any:
     """SDK v3's own Pipeline object for the same configuration, to compare requests with."""
-    from pipeline.definition import get_pipeline
+    from pipeline.definition.build import get_pipeline
 
     return get_pipeline(**CONFIG.__dict__)
 
@@ -727,8 +727,8 @@ def _expect_sample(session: StubbedSession, text: bytes) -> None:
 
 
 def _inferred_schema(text: bytes) -> tuple[str, bytes]:
-    from pipeline.inference import infer
-    from pipeline.schema import sample_local
+    from pipeline.definition.inference import infer
+    from pipeline.definition.schema import sample_local
 
     with tempfile.TemporaryDirectory() as folder:
         (Path(folder) / "part-0.csv").write_bytes(text)

@@ -18,8 +18,8 @@ import pytest
 from botocore.response import StreamingBody
 from botocore.stub import Stubber
 
-from pipeline.inference import infer
-from pipeline.schema import (
+from pipeline.definition.inference import infer
+from pipeline.definition.schema import (
     SCHEMA_FORMAT,
     SchemaError,
     decide,
@@ -267,8 +267,8 @@ def test_start_dry_run_only_reads_and_prints_the_inferred_parameters(
     monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
     from pipeline.cli import main as llpipe
-    from pipeline.config import PipelineConfig
-    from pipeline.definition import build_definition
+    from pipeline.definition.build import build_definition
+    from pipeline.definition.config import PipelineConfig
 
     config = PipelineConfig(region="eu-west-1", role_arn="arn:aws:iam::123456789012:role/R", bucket="bkt")
     definition = build_definition(config).definition_json
@@ -399,7 +399,7 @@ def test_a_file_with_other_column_names_fails_naming_it(tmp_path: Path, capsys: 
 
 
 def test_the_client_hashes_categories_into_the_buckets_preprocess_uses() -> None:
-    from pipeline.schema import _stable_hash64
+    from pipeline.definition.schema import _stable_hash64
     from preprocessing.preprocess import stable_hash64
 
     for text in ("student=No", "student=Yes", "city=Zürich", ""):

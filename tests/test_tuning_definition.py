@@ -14,11 +14,11 @@ from botocore.validate import validate_parameters
 from test_definition import SECURE, all_steps, resolve
 from test_definition import sagemaker_model as sagemaker_model  # a fixture
 
-from pipeline.config import ConfigError, PipelineConfig, add_config_arguments, config_from_args, load_config
-from pipeline.definition import build_definition
-from pipeline.names import STEP_NAMES, TRAIN
-from pipeline.names import TUNE as TUNING_STEP
-from pipeline.tuning import DEFAULT_OBJECTIVE, OBJECTIVES, RANGES, objective_type
+from pipeline.core.names import STEP_NAMES, TRAIN
+from pipeline.core.names import TUNE as TUNING_STEP
+from pipeline.definition.build import build_definition
+from pipeline.definition.config import ConfigError, PipelineConfig, add_config_arguments, config_from_args, load_config
+from pipeline.definition.tuning import DEFAULT_OBJECTIVE, OBJECTIVES, RANGES, objective_type
 
 TUNED = PipelineConfig(tuning_max_jobs=12, tuning_max_parallel_jobs=3)
 SECURE_TUNED = replace(SECURE, tuning_max_jobs=4)
@@ -193,9 +193,9 @@ def test_matches_what_sdk_v3s_tuning_step_makes_for_the_same_tuner(
 ) -> None:
     """The plain SDK v3 HyperparameterTuner with the same arguments gives the same request, except for the three
     settings SDK v3 drops from the training job definition and pipeline/tuning.py puts back."""
-    from pipeline import definition as module
-    from pipeline.offline import offline_sdk, offline_session
-    from pipeline.tuning import tuner_arguments
+    from pipeline.definition.build import build as module
+    from pipeline.definition.offline import offline_sdk, offline_session
+    from pipeline.definition.tuning import tuner_arguments
 
     config, built = (TUNED, tuned) if name == "default" else (SECURE_TUNED, secure_tuned)
     ours = json.loads(json.dumps(all_steps(built)[TUNING_STEP]))  # a copy: the fixture is shared

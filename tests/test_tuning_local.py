@@ -14,7 +14,7 @@ import pytest
 from imbalanced_table import write_imbalanced_table
 
 from pipeline.cli.render.summary import summarise
-from pipeline.config import load_config
+from pipeline.definition.config import load_config
 from pipeline.local import cache
 from pipeline.local.executions import ExecutionRecord, StepRecord
 from pipeline.local.expressions import Context, resolve
@@ -253,7 +253,7 @@ def test_summary_names_the_best_and_plots_the_objective(tuned_run) -> None:
 def test_the_tuning_steps_cost_is_its_training_jobs_instance_seconds(tuned_run) -> None:
     from datetime import datetime
 
-    from pipeline.cost import local_costs
+    from pipeline.core.cost import local_costs
 
     _, record, _ = tuned_run
     definition = json.loads((record.folder / "definition.json").read_text())
@@ -381,7 +381,7 @@ def test_cache_key_follows_the_services_tuning_attributes(tuned_run) -> None:
 
 
 def test_plot_error_names_the_metric(tmp_path: Path) -> None:
-    from pipeline.plots import PlotError, render_tuning_plot
+    from pipeline.api.plots import PlotError, render_tuning_plot
 
     with pytest.raises(PlotError, match="no training job of the tuning job reported validation:rmse"):
         render_tuning_plot([{"number": 1, "objective": None}], "validation:rmse", "Minimize", tmp_path / "p.png")

@@ -18,7 +18,7 @@ import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 
-from pipeline.errors import Interrupted, LlpipeError
+from pipeline.core.errors import Interrupted, LlpipeError
 
 # name -> (module, one-line help)
 COMMANDS: dict[str, tuple[str, str]] = {

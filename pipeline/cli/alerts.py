@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import argparse
 
-from pipeline.config import add_config_arguments, config_from_args
+from pipeline.definition.config import add_config_arguments, config_from_args
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
@@ -21,8 +21,8 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """Create or update the rule and its target, or delete them."""
-    from pipeline.errors import UsageError
-    from pipeline.sagemaker_ops import alert_rule_name, delete_failure_alert, put_failure_alert
+    from pipeline.core.errors import UsageError
+    from pipeline.sagemaker.ops import alert_rule_name, delete_failure_alert, put_failure_alert
 
     config = config_from_args(args)
     if args.delete:

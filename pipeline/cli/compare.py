@@ -12,7 +12,7 @@ from pipeline.local.workdir import DEFAULT_ROOT
 
 def configure(parser: argparse.ArgumentParser) -> None:
     """The two execution ids, where they are, and how to print."""
-    from pipeline.config import add_config_arguments
+    from pipeline.definition.config import add_config_arguments
 
     parser.add_argument("first", metavar="A", help="an execution id (or ARN with --sagemaker)")
     parser.add_argument("second", metavar="B", help="another execution id (or ARN)")
@@ -25,13 +25,13 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """Print the side by side (:func:`pipeline.comparison.side_by_side`)."""
-    from pipeline.comparison import side_by_side
-    from pipeline.execution import LocalExecution
+    from pipeline.api.comparison import side_by_side
+    from pipeline.api.execution import LocalExecution
     from pipeline.local.workdir import Workdir
 
     if args.sagemaker:
-        from pipeline.config import config_from_args
-        from pipeline.sagemaker_execution import SageMakerExecution
+        from pipeline.api.sagemaker_execution import SageMakerExecution
+        from pipeline.definition.config import config_from_args
 
         config = config_from_args(args)
         first, second = (SageMakerExecution.find(config, item) for item in (args.first, args.second))

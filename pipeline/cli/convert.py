@@ -26,7 +26,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """Convert and print what was written; bad input raises ``ConvertError`` (one line, exit code 1)."""
-    from pipeline.convert import convert
+    from pipeline.api.convert import convert
 
     conversion = convert(args.inputs, args.label_column, args.output, args.shards, args.sparse, args.overwrite)
     print(conversion.describe())

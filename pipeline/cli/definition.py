@@ -6,9 +6,9 @@ import argparse
 import sys
 from pathlib import Path
 
-from pipeline.config import add_config_arguments, config_from_args
-from pipeline.errors import LlpipeError
-from pipeline.files import write_text_atomically
+from pipeline.core.errors import LlpipeError
+from pipeline.core.files import write_text_atomically
+from pipeline.definition.config import add_config_arguments, config_from_args
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
@@ -20,7 +20,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     """Build the definition; write it atomically to --output, or print it."""
     config = config_from_args(args)
-    from pipeline.definition import build_definition
+    from pipeline.definition.build import build_definition
 
     try:
         built = build_definition(config)

@@ -14,7 +14,7 @@ import sys
 
 def configure(parser: argparse.ArgumentParser) -> None:
     """``build`` and ``show``, each for every image of the table or one named by its key."""
-    from pipeline.images import PROCESSING_IMAGES
+    from pipeline.core.images import PROCESSING_IMAGES
 
     keys = [image.key for image in PROCESSING_IMAGES]
     sub = parser.add_subparsers(dest="action", metavar="ACTION", required=True)
@@ -29,7 +29,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """0 when every environment asked for is (now) built and exact; 1 otherwise."""
-    from pipeline.images import PROCESSING_IMAGES
+    from pipeline.core.images import PROCESSING_IMAGES
     from pipeline.local.environments import EnvironmentBuildError, ImageEnvironments
 
     environments = ImageEnvironments.default()

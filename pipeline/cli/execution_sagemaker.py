@@ -13,15 +13,15 @@ from datetime import datetime, timezone
 from typing import Any
 
 from pipeline.cli.render.summary import flat_metrics, print_metrics
-from pipeline.config import config_from_args
-from pipeline.errors import one_line
+from pipeline.core.errors import one_line
+from pipeline.definition.config import config_from_args
 
 
 def show(args: argparse.Namespace, console: Any = None) -> int:
     """Inspect and print (errors are raised: a bad id is a usage error, a refusal by AWS a failure)."""
     from rich.console import Console
 
-    from pipeline.sagemaker_inspect import execution_arn, inspect_execution, job_log_events
+    from pipeline.sagemaker.inspect import execution_arn, inspect_execution, job_log_events
 
     config = config_from_args(args)
     view = inspect_execution(config, execution_arn(config, args.execution_id))
@@ -51,7 +51,7 @@ def render(view: Any, console: Any) -> None:
     """The human-readable view on a rich console."""
     from rich.table import Table
 
-    from pipeline.cost import cost_table
+    from pipeline.core.cost import cost_table
 
     colour = {"Succeeded": "green", "Failed": "red", "Stopped": "yellow"}.get(view.status, "cyan")
     name = f" ({view.display_name})" if view.display_name else ""

@@ -13,13 +13,13 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from pipeline.errors import UsageError
+from pipeline.core.errors import UsageError
 from pipeline.local.workdir import DEFAULT_ROOT, Workdir
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
     """Where to look, how many, and how to print."""
-    from pipeline.config import add_config_arguments
+    from pipeline.definition.config import add_config_arguments
 
     parser.add_argument("--sagemaker", action="store_true", help="list the pipeline's executions on SageMaker")
     parser.add_argument("--workdir", type=Path, default=DEFAULT_ROOT, help="local work dir (.llpipe)")
@@ -33,13 +33,13 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """Print the executions, newest first, with what tells them apart: data, changed parameters, gate metric."""
-    from pipeline.comparison import recent_executions
+    from pipeline.api.comparison import recent_executions
 
     if args.max_results < 1:
         raise UsageError("--max-results must be at least 1")
     config = None
     if args.sagemaker:
-        from pipeline.config import config_from_args
+        from pipeline.definition.config import config_from_args
 
         config = config_from_args(args)
     rows = recent_executions(Workdir.at(args.workdir), args.max_results, config, gate=args.gate, on_damaged=_skipped)

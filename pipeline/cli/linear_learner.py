@@ -12,8 +12,8 @@ import contextlib
 import json
 from pathlib import Path
 
-from pipeline.errors import UsageError
-from pipeline.names import TRAINING_CONTENT_TYPES
+from pipeline.core.errors import UsageError
+from pipeline.core.names import TRAINING_CONTENT_TYPES
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
@@ -73,7 +73,7 @@ def _files(folder: Path) -> list[Path]:
 
 def run(args: argparse.Namespace) -> int:
     """Run the chosen action; user errors are one line on stderr and exit code 2 (training failures 1)."""
-    from pipeline.local.linear_learner.launcher import Channel, TrainingError, train, transform
+    from pipeline.linear_learner.launcher import Channel, TrainingError, train, transform
 
     try:
         if args.action == "transform":

@@ -18,9 +18,9 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from pipeline.config import add_config_arguments, config_from_args
+from pipeline.core.names import CHAMPION
+from pipeline.definition.config import add_config_arguments, config_from_args
 from pipeline.local.workdir import DEFAULT_ROOT, Workdir
-from pipeline.names import CHAMPION
 
 ACTIONS = ("list", "describe", "approve", "reject")
 
@@ -45,7 +45,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """Do the action on the local registry or, with --sagemaker, on SageMaker's; print a table, fields or JSON."""
-    from pipeline import model_versions as versions
+    from pipeline.api import models as versions
 
     config = config_from_args(args)
     group = config.model_package_group

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import argparse
 
-from pipeline.config import add_config_arguments, config_from_args
+from pipeline.definition.config import add_config_arguments, config_from_args
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
@@ -25,8 +25,8 @@ def configure(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     """Retry; print the ARN; with --wait, the live step table, the compute used and the final status's exit code."""
     from pipeline.cli.start import wait_and_report
-    from pipeline.sagemaker_inspect import execution_arn
-    from pipeline.sagemaker_ops import retry
+    from pipeline.sagemaker.inspect import execution_arn
+    from pipeline.sagemaker.ops import retry
 
     config = config_from_args(args)
     arn = retry(config, execution_arn(config, args.execution), max_parallel=args.max_parallel)

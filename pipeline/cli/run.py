@@ -17,14 +17,14 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from pipeline.core.names import PREDICTOR_TYPES
 from pipeline.local.workdir import DEFAULT_ROOT
-from pipeline.names import PREDICTOR_TYPES
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
     """The data, parameter, work dir and output options, plus the shared configuration flags."""
-    from pipeline.config import add_config_arguments
-    from pipeline.inference import add_inference_arguments
+    from pipeline.definition.config import add_config_arguments
+    from pipeline.definition.inference import add_inference_arguments
 
     data = parser.add_argument_group("data (default: the bundled breast cancer example)")
     data.add_argument("--data", type=Path, metavar="FILE_OR_DIR", help="CSV or Parquet file, or a folder of them")
@@ -48,11 +48,11 @@ def run(args: argparse.Namespace) -> int:
 
     from pipeline.api import execute_local, local_source
     from pipeline.cli.render.summary import print_summary, summarise
-    from pipeline.config import config_from_args
-    from pipeline.errors import DataError
-    from pipeline.inference import print_inferred
+    from pipeline.core.errors import DataError
+    from pipeline.definition.config import config_from_args
+    from pipeline.definition.inference import print_inferred
+    from pipeline.definition.parameters import parse_overrides
     from pipeline.local.workdir import Workdir
-    from pipeline.parameters import parse_overrides
 
     workdir = Workdir.at(args.workdir)
     if args.data is None and (args.label_column or args.predictor_type):

@@ -12,8 +12,8 @@ import argparse
 import json
 import sys
 
-from pipeline.config import PipelineConfig, add_config_arguments, config_from_args
-from pipeline.inference import add_inference_arguments
+from pipeline.definition.config import PipelineConfig, add_config_arguments, config_from_args
+from pipeline.definition.inference import add_inference_arguments
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
@@ -46,10 +46,10 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """Upsert or delete the schedule, or print the request with --dry-run."""
-    from pipeline.errors import UsageError
-    from pipeline.inference import infer_for_execution
-    from pipeline.parameters import parse_overrides
-    from pipeline.sagemaker_ops import (
+    from pipeline.core.errors import UsageError
+    from pipeline.definition.inference import infer_for_execution
+    from pipeline.definition.parameters import parse_overrides
+    from pipeline.sagemaker.ops import (
         aws_session,
         delete_schedule,
         deployed_parameters,
@@ -101,9 +101,9 @@ def dry_run(
     config: PipelineConfig, expression: str, overrides: dict[str, str], role_arn: str | None, enabled: bool
 ) -> str:
     """The request as indented JSON, overrides checked against the definition ``llpipe upsert`` would deploy."""
-    from pipeline.definition import build_definition
-    from pipeline.parameters import check_overrides
-    from pipeline.sagemaker_ops import schedule_request
+    from pipeline.definition.build import build_definition
+    from pipeline.definition.parameters import check_overrides
+    from pipeline.sagemaker.ops import schedule_request
 
     definition = json.loads(build_definition(config).definition_json)
     check_overrides(definition["Parameters"], overrides)

@@ -19,13 +19,13 @@ import sys
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from pipeline.config import PipelineConfig, add_config_arguments, config_from_args
-from pipeline.inference import add_inference_arguments
+from pipeline.definition.config import PipelineConfig, add_config_arguments, config_from_args
+from pipeline.definition.inference import add_inference_arguments
 
 if TYPE_CHECKING:
     from rich.console import Console
 
-    from pipeline.sagemaker_ops import ExecutionState
+    from pipeline.sagemaker.ops import ExecutionState
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
@@ -71,12 +71,12 @@ def positive_int(text: str) -> int:
 
 def run(args: argparse.Namespace) -> int:
     """Start; print the ARN; with --wait, a live step table, the compute used and the final status's exit code."""
-    from pipeline.errors import UsageError
-    from pipeline.inference import infer_for_execution
-    from pipeline.names import PREPROCESS
-    from pipeline.parameters import parse_overrides
-    from pipeline.sagemaker_inspect import execution_arn
-    from pipeline.sagemaker_ops import (
+    from pipeline.core.errors import UsageError
+    from pipeline.core.names import PREPROCESS
+    from pipeline.definition.inference import infer_for_execution
+    from pipeline.definition.parameters import parse_overrides
+    from pipeline.sagemaker.inspect import execution_arn
+    from pipeline.sagemaker.ops import (
         aws_session,
         declared_parameters,
         deployed_definition,
@@ -134,9 +134,9 @@ def wait_and_report(config: PipelineConfig, arn: str, poll_seconds: float, conso
     failed processing job's ExitMessage (why its script failed) joins the summary."""
     from rich.console import Console
 
-    from pipeline.cost import cost_table
-    from pipeline.sagemaker_inspect import step_jobs
-    from pipeline.sagemaker_ops import outcome
+    from pipeline.core.cost import cost_table
+    from pipeline.sagemaker.inspect import step_jobs
+    from pipeline.sagemaker.ops import outcome
 
     console = console or Console()
     state = watch(config, arn, poll_seconds, console=console)
@@ -164,7 +164,7 @@ def watch(
     from rich.live import Live
     from rich.table import Table
 
-    from pipeline.sagemaker_ops import step_rows, wait_for_execution
+    from pipeline.sagemaker.ops import step_rows, wait_for_execution
 
     console = console or Console()
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 
-from pipeline.config import add_config_arguments, config_from_args
+from pipeline.definition.config import add_config_arguments, config_from_args
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
@@ -15,8 +15,8 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """Ask SageMaker to stop; the execution goes Stopping, then Stopped (see `llpipe execution show`)."""
-    from pipeline.sagemaker_inspect import execution_arn
-    from pipeline.sagemaker_ops import stop
+    from pipeline.sagemaker.inspect import execution_arn
+    from pipeline.sagemaker.ops import stop
 
     config = config_from_args(args)
     arn = stop(config, execution_arn(config, args.execution))

@@ -14,8 +14,8 @@ import re
 from datetime import datetime, timedelta, timezone
 from typing import Any
 
+from pipeline.core.names import StepStatus
 from pipeline.local.executions import ExecutionStore, StepRecord
-from pipeline.names import StepStatus
 
 CACHE_KEY_ATTRIBUTES: dict[str, tuple[str, ...]] = {
     "Processing": ("AppSpecification", "Environment", "ProcessingInputs"),

@@ -11,7 +11,7 @@ import operator
 from collections.abc import Callable
 from typing import Any
 
-from pipeline.errors import ConditionError
+from pipeline.core.errors import ConditionError
 from pipeline.local.expressions import Context, resolve
 
 _COMPARISONS: dict[str, Callable[[Any, Any], bool]] = {

@@ -30,8 +30,8 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any
 
-from pipeline.files import user_cache_dir
-from pipeline.images import ProcessingImage, image_for_uri
+from pipeline.core.files import user_cache_dir
+from pipeline.core.images import ProcessingImage, image_for_uri
 
 MANIFEST = "llpipe-environment.json"
 BUILD_LOG = "build.log"

@@ -20,9 +20,9 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-from pipeline.errors import LlpipeError
-from pipeline.files import write_text_atomically
-from pipeline.names import StepStatus
+from pipeline.core.errors import LlpipeError
+from pipeline.core.files import write_text_atomically
+from pipeline.core.names import StepStatus
 
 EXECUTION_FILE = "execution.json"
 

@@ -14,7 +14,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
-from pipeline.errors import ExpressionError
+from pipeline.core.errors import ExpressionError
 
 FUNCTIONS = ("Std:Join", "Std:JsonGet")
 EXECUTION_VARIABLES = (

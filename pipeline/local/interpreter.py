@@ -17,12 +17,12 @@ from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
 from typing import Any
 
+from pipeline.core.names import StepStatus
+from pipeline.definition.parameters import resolve_parameters
 from pipeline.local import cache, conditions, expressions
 from pipeline.local.executions import ExecutionRecord, ExecutionStore, StepRecord, now, write_json_atomically
 from pipeline.local.jobs.contract import Job, JobRunner, StepFailed
 from pipeline.local.plan import Plan, StepSpec, plan, walk_steps
-from pipeline.names import StepStatus
-from pipeline.parameters import resolve_parameters
 
 
 @dataclass

@@ -10,7 +10,7 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
-from pipeline.errors import DefinitionError
+from pipeline.core.errors import DefinitionError
 from pipeline.local import conditions, expressions
 
 SUPPORTED_VERSION = "2020-12-01"

@@ -22,10 +22,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from pipeline.errors import DataError, LlpipeError, ParameterError
+from pipeline.core.errors import DataError, LlpipeError, ParameterError
+from pipeline.core.names import GATE_METRICS, METRIC_THRESHOLD, MULTICLASS_CLASSIFIER, PARQUET_SUFFIXES, REGRESSOR
 from pipeline.local import expressions
 from pipeline.local.plan import Plan
-from pipeline.names import GATE_METRICS, METRIC_THRESHOLD, MULTICLASS_CLASSIFIER, PARQUET_SUFFIXES, REGRESSOR
 
 LINEAR_LEARNER_IMAGE = "linear-learner"
 SCAN_LIMIT_BYTES = 1 << 30  # data larger than this (uncompressed) is not pre-scanned: rows stay unknown
@@ -71,7 +71,7 @@ def check_parameters(plan: Plan, values: Mapping[str, Any]) -> None:
 
 
 def _check_hyperparameters(plan: Plan, values: Mapping[str, Any]) -> None:
-    from pipeline.local.linear_learner.hyperparameters import HyperparameterError, parse_hyperparameters
+    from pipeline.linear_learner.hyperparameters import HyperparameterError, parse_hyperparameters
 
     hyperparameters = _resolved_hyperparameters(plan, values)
     if not hyperparameters:

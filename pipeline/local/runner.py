@@ -16,10 +16,11 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from pipeline.data_version import PARAMETER as DATA_VERSION
-from pipeline.data_version import DataVersionError, files_version, local_s3_version
-from pipeline.errors import DataError
-from pipeline.files import atomic_path
+from pipeline.core.data_version import PARAMETER as DATA_VERSION
+from pipeline.core.data_version import DataVersionError, files_version, local_s3_version
+from pipeline.core.errors import DataError
+from pipeline.core.files import atomic_path
+from pipeline.core.names import DATA_SUFFIXES
 from pipeline.local import preflight
 from pipeline.local.environments import ImageEnvironments
 from pipeline.local.executions import ExecutionRecord, ExecutionStore, StepRecord
@@ -28,10 +29,9 @@ from pipeline.local.jobs import local_runners
 from pipeline.local.plan import load_definition
 from pipeline.local.s3 import LocalS3
 from pipeline.local.workdir import Workdir
-from pipeline.names import DATA_SUFFIXES
 
 if TYPE_CHECKING:
-    from pipeline.inference import Inferred
+    from pipeline.definition.inference import Inferred
 
 
 @dataclass(frozen=True)
@@ -78,7 +78,7 @@ def user_data(path: Path, label_column: str, predictor_type: str, workdir: Path 
 
 def example_data(workdir: Workdir) -> DataSource:
     """The bundled breast cancer example, written once into the work dir."""
-    from pipeline.example_data import EXAMPLE_LABEL_COLUMN, EXAMPLE_PREDICTOR_TYPE, write_example_data
+    from pipeline.local.example_data import EXAMPLE_LABEL_COLUMN, EXAMPLE_PREDICTOR_TYPE, write_example_data
 
     folder = workdir.example_data
     files = write_example_data(folder)
@@ -166,8 +166,8 @@ class LocalRun:
 
     def infer(self, source: DataSource, overrides: Mapping[str, str], sample_rows: int) -> Inferred | None:
         """The schema decided from the first ``sample_rows`` rows of each file; None when the user gave SchemaUrl."""
-        from pipeline.inference import infer
-        from pipeline.schema import sample_local
+        from pipeline.definition.inference import infer
+        from pipeline.definition.schema import sample_local
 
         parameters = merge_parameters(source.parameters, overrides)
         if "SchemaUrl" in parameters:
@@ -229,7 +229,7 @@ class LocalRun:
 
 def build_local_run(config: Any, workdir: Workdir, **options: Any) -> LocalRun:
     """Build the definition offline for ``config`` and wrap it in a ``LocalRun``."""
-    from pipeline.definition import build_definition
+    from pipeline.definition.build import build_definition
 
     built = build_definition(config)
     return LocalRun(config, workdir, built.definition_json, built.uploads, **options)

@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import urlparse
 
-from pipeline.files import write_bytes_atomically
+from pipeline.core.files import write_bytes_atomically
 
 
 def split_uri(uri: str) -> tuple[str, str]:

@@ -11,7 +11,7 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
-from pipeline.errors import UsageError
+from pipeline.core.errors import UsageError
 
 DEFAULT_ROOT = Path(".llpipe")
 

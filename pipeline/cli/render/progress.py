@@ -6,8 +6,8 @@ import threading
 from datetime import datetime, timezone
 from typing import Any
 
+from pipeline.core.names import StepStatus
 from pipeline.local.executions import ExecutionRecord, StepRecord
-from pipeline.names import StepStatus
 
 STATUS_STYLES = {
     StepStatus.PENDING: "dim",

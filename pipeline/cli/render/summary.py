@@ -16,11 +16,9 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
+from pipeline.api.execution import LocalExecution
 from pipeline.cli.render.tuning import best_artifact, is_tuning, objective, trials, tuning_summary
-from pipeline.execution import LocalExecution
-from pipeline.local.executions import ExecutionRecord
-from pipeline.local.s3 import LocalS3
-from pipeline.names import (
+from pipeline.core.names import (
     BASELINE_SUFFIX,
     CHAMPION,
     CHAMPION_FLOOR,
@@ -32,6 +30,8 @@ from pipeline.names import (
     TRAIN,
     StepStatus,
 )
+from pipeline.local.executions import ExecutionRecord
+from pipeline.local.s3 import LocalS3
 
 TUNING_PLOT = "tuning_objective.png"
 
@@ -146,7 +146,7 @@ def champion_comparison(report: dict[str, Any]) -> dict[str, Any]:
 
 def _compute(record: ExecutionRecord) -> list[dict[str, Any]]:
     """Instance-seconds per job step, as SageMaker would count them (pipeline.cost)."""
-    from pipeline.cost import local_costs
+    from pipeline.core.cost import local_costs
 
     definition_file = record.folder / "definition.json"
     definition = json.loads(definition_file.read_text()) if definition_file.is_file() else {}
@@ -156,7 +156,7 @@ def _compute(record: ExecutionRecord) -> list[dict[str, Any]]:
 def _plots(report_path: Path, folder: Path) -> list[str]:
     """PNG plots of the report (pipeline.plots) in the execution's folder. A report is rendered once per content and
     plotting code, in ``<workdir>/plots-cache/``, and copied from there: a cached re-run imports no matplotlib."""
-    import pipeline.plots
+    import pipeline.api.plots
 
     existing = sorted(path for path in folder.glob("*.png") if path.name != TUNING_PLOT) if folder.is_dir() else []
     if existing:
@@ -189,7 +189,7 @@ def _plots(report_path: Path, folder: Path) -> list[str]:
 
 def _tuning_plot(properties: dict[str, Any], folder: Path) -> list[str]:
     """The objective of every training job of the tuning step, rendered once."""
-    from pipeline.plots import render_tuning_plot
+    from pipeline.api.plots import render_tuning_plot
 
     target = folder / TUNING_PLOT
     if not target.is_file():
@@ -260,7 +260,7 @@ def print_summary(summary: dict[str, Any], console: Any) -> None:
     elif not succeeded:
         console.print(f"[red]Failure:[/red] {summary['failure_reason']}")
     if summary.get("compute"):
-        from pipeline.cost import JobCost, cost_table
+        from pipeline.core.cost import JobCost, cost_table
 
         console.print(cost_table([JobCost.from_json(cost) for cost in summary["compute"]]))
     paths = summary["paths"]

@@ -30,15 +30,15 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from pipeline.errors import one_line
+from pipeline.core.errors import one_line
+from pipeline.core.names import EXIT_MESSAGE_BYTES, EXIT_MESSAGE_FILE
+from pipeline.core.processes import kill_group
+from pipeline.core.processes import start as start_process
 from pipeline.local.environments import ImageEnvironments, JobEnvironment, clean_variables
 from pipeline.local.executions import write_json_atomically
 from pipeline.local.jobs.contract import Job, StepFailed
 from pipeline.local.jobs.storage import download, upload_folder
 from pipeline.local.s3 import LocalS3
-from pipeline.names import EXIT_MESSAGE_BYTES, EXIT_MESSAGE_FILE
-from pipeline.processes import kill_group
-from pipeline.processes import start as start_process
 
 # No AWS configuration file in the job's "container": credentials and region come from its variables only.
 NO_AWS_FILES = {"AWS_CONFIG_FILE": "/nonexistent/aws-config", "AWS_SHARED_CREDENTIALS_FILE": "/nonexistent/aws-creds"}

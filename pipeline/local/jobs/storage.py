@@ -6,10 +6,10 @@ import os
 import shutil
 from pathlib import Path
 
-from pipeline.files import atomic_path
+from pipeline.core.files import atomic_path
+from pipeline.core.sharding import objects_for_instance
 from pipeline.local.jobs.contract import StepFailed
 from pipeline.local.s3 import LocalS3, split_uri
-from pipeline.sharding import objects_for_instance
 
 
 def list_prefix(s3: LocalS3, uri: str, what: str) -> list[str]:

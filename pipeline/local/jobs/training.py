@@ -14,11 +14,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from pipeline.core.names import RECORDIO
 from pipeline.local.executions import now
 from pipeline.local.jobs.contract import Job, StepFailed
 from pipeline.local.jobs.storage import list_prefix, upload_file
 from pipeline.local.s3 import LocalS3
-from pipeline.names import RECORDIO
 
 LINEAR_LEARNER_IMAGE = "linear-learner"
 _HOST_LINE = re.compile(r"^\[(algo-\d+)\] (.*)$")
@@ -31,7 +31,7 @@ class TrainingJobs:
     s3: LocalS3
 
     def __call__(self, job: Job) -> dict[str, Any]:
-        from pipeline.local.linear_learner import launcher
+        from pipeline.linear_learner import launcher
 
         arguments = job.arguments
         image = arguments.get("AlgorithmSpecification", {}).get("TrainingImage", "")

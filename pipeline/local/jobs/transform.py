@@ -11,12 +11,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from pipeline.core.names import CSV, RECORDIO
 from pipeline.local.jobs.contract import Job, StepFailed
 from pipeline.local.jobs.create_model import read_created_model
 from pipeline.local.jobs.storage import list_prefix, relative_key, upload_file
 from pipeline.local.jobs.training import LINEAR_LEARNER_IMAGE
 from pipeline.local.s3 import LocalS3
-from pipeline.names import CSV, RECORDIO
 
 SPLIT_TYPES = {RECORDIO: ("RecordIO",), CSV: ("Line", "None")}
 
@@ -29,7 +29,7 @@ class TransformJobs:
     models: Path
 
     def __call__(self, job: Job) -> dict[str, Any]:
-        from pipeline.local.linear_learner import launcher
+        from pipeline.linear_learner import launcher
 
         arguments = job.arguments
         model = read_created_model(self.models, arguments["ModelName"])

@@ -164,7 +164,7 @@ def algorithm_defaults(static: dict[str, str]) -> dict[str, str]:
     resolves it for a single model), as strings; empty when the static hyperparameters are themselves invalid."""
     from dataclasses import asdict
 
-    from pipeline.local.linear_learner.hyperparameters import HyperparameterError, parse_hyperparameters
+    from pipeline.linear_learner.hyperparameters import HyperparameterError, parse_hyperparameters
 
     try:
         resolved = parse_hyperparameters({**static, "num_models": "1"})

@@ -13,11 +13,11 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
-from pipeline.config import DEFAULT_ROLE_ARN, PipelineConfig
-from pipeline.cost import JobCost
-from pipeline.errors import LlpipeError, UsageError
-from pipeline.names import EVALUATE, REPORT_NAME, StepStatus
-from pipeline.sagemaker_ops import aws_call, aws_session, execution_steps
+from pipeline.core.cost import JobCost
+from pipeline.core.errors import LlpipeError, UsageError
+from pipeline.core.names import EVALUATE, REPORT_NAME, StepStatus
+from pipeline.definition.config import DEFAULT_ROLE_ARN, PipelineConfig
+from pipeline.sagemaker.ops import aws_call, aws_session, execution_steps
 
 EVALUATION_OUTPUT = "evaluation"  # the Evaluate step's ProcessingOutput name; the report is evaluation.json in it
 
@@ -146,7 +146,7 @@ class ExecutionView:
         return [step for step in self.steps if step.status == StepStatus.FAILED]
 
     def to_json(self) -> dict[str, Any]:
-        from pipeline.cost import total_instance_seconds
+        from pipeline.core.cost import total_instance_seconds
 
         return {
             "id": self.id,

@@ -12,8 +12,8 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from pipeline.errors import AlgorithmInputError
-from pipeline.names import PREDICTOR_TYPES
+from pipeline.core.errors import AlgorithmInputError
+from pipeline.core.names import PREDICTOR_TYPES
 
 LOSSES_BY_PREDICTOR = {
     "binary_classifier": ("logistic", "hinge_loss"),

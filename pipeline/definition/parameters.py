@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from pipeline.errors import ParameterError
+from pipeline.core.errors import ParameterError
 
 PARAMETER_TYPES = ("String", "Integer", "Float", "Boolean")
 

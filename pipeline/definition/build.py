@@ -16,11 +16,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from pipeline.code_bundles import REPOSITORY_ROOT, CodeBundle, repository_bundle
-from pipeline.config import PipelineConfig, load_config
-from pipeline.definition_cache import cached_definition
-from pipeline.images import DEFAULT_PROCESSING_IMAGE
-from pipeline.names import (
+from pipeline.core.images import DEFAULT_PROCESSING_IMAGE
+from pipeline.core.names import (
     BINARY_CLASSIFIER,
     CHAMPION_FLOOR,
     CHAMPION_TOLERANCE,
@@ -45,8 +42,11 @@ from pipeline.names import (
     TRANSFORM,
     TUNE,
 )
-from pipeline.offline import offline_sdk, offline_session
-from pipeline.schema import DEFAULT_SCHEMA, default_schema_uri
+from pipeline.definition.cache import cached_definition
+from pipeline.definition.code_bundles import REPOSITORY_ROOT, CodeBundle, repository_bundle
+from pipeline.definition.config import PipelineConfig, load_config
+from pipeline.definition.offline import offline_sdk, offline_session
+from pipeline.definition.schema import DEFAULT_SCHEMA, default_schema_uri
 
 # The tuning jobs' artifacts: s3://<bucket>/<pipeline>/tune/<training job>/output/model.tar.gz. Not per execution
 # as the other outputs are: a cached Tune step hands on an earlier execution's job names, and the model URI is built
@@ -554,7 +554,7 @@ def _tune_step(config: PipelineConfig, params: Parameters, preprocess: Any, sess
     """A Tuning step over the documented Linear Learner ranges (pipeline/tuning.py), num_models forced to 1."""
     from sagemaker.mlops.workflow.steps import TuningStep
 
-    from pipeline.tuning import linear_learner_tuner
+    from pipeline.definition.tuning import linear_learner_tuner
 
     output_path = f"s3://{config.bucket}/{_tuning_key(config)}"
     trainer = _model_trainer(config, params, TUNING_OUTPUT, output_path, session)

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from pipeline.execution import Execution
+    from pipeline.api.execution import Execution
     from pipeline.local.executions import ExecutionRecord, StepRecord
     from pipeline.local.workdir import Workdir
 
@@ -89,7 +89,7 @@ class NotebookSteps:
     def _html(self) -> Any:
         from IPython.display import HTML
 
-        from pipeline.execution import LocalExecution
+        from pipeline.api.execution import LocalExecution
 
         with self.lock:
             record = self.record
@@ -126,7 +126,7 @@ class PrintedSteps:
         self.seen: dict[str, str] = {}
 
     def update(self, record: ExecutionRecord, step: StepRecord) -> None:
-        from pipeline.execution import seconds_between
+        from pipeline.api.execution import seconds_between
 
         status = str(step.status)
         with self.lock:
@@ -149,7 +149,7 @@ def progress_display(progress: bool | str, workdir: Workdir) -> NotebookSteps | 
     """``"auto"``: a live table in Jupyter, nothing elsewhere; True: the table in Jupyter, lines elsewhere;
     False: nothing."""
     if progress not in (True, False, "auto"):
-        from pipeline.errors import UsageError
+        from pipeline.core.errors import UsageError
 
         raise UsageError(f"progress must be True, False or 'auto', got {progress!r}")
     if progress is False:

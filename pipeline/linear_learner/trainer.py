@@ -25,9 +25,9 @@ import scipy.sparse as sp
 from scipy.special import expit
 
 from evaluation.linear_learner_model import LinearModel
-from pipeline.local.linear_learner.artifact import float32_double, metrics_params
-from pipeline.local.linear_learner.hyperparameters import Hyperparameters
-from pipeline.local.linear_learner.losses import (
+from pipeline.linear_learner.artifact import float32_double, metrics_params
+from pipeline.linear_learner.hyperparameters import Hyperparameters
+from pipeline.linear_learner.losses import (
     OBJECTIVE_NAMES,
     REGRESSION_DEGREE,
     LossParameters,
@@ -35,7 +35,7 @@ from pipeline.local.linear_learner.losses import (
     regression_loss,
     softmax_loss,
 )
-from pipeline.local.linear_learner.metrics import (
+from pipeline.linear_learner.metrics import (
     binary_metrics,
     calibrate_thresholds,
     multiclass_metrics,

@@ -10,7 +10,7 @@ import hashlib
 import re
 from pathlib import Path
 
-from pipeline.files import write_text_atomically
+from pipeline.core.files import write_text_atomically
 
 EXAMPLE_LABEL_COLUMN = "label"
 EXAMPLE_PREDICTOR_TYPE = "binary_classifier"

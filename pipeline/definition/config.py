@@ -29,9 +29,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from pipeline.errors import ConfigError
-from pipeline.images import DEFAULT_PROCESSING_IMAGE
-from pipeline.tuning import (
+from pipeline.core.errors import ConfigError
+from pipeline.core.images import DEFAULT_PROCESSING_IMAGE
+from pipeline.definition.tuning import (
     DEFAULT_OBJECTIVE,
     MAX_PARALLEL_TRAINING_JOBS,
     MAX_TRAINING_JOBS,

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any
 
-from pipeline.schema import (
+from pipeline.definition.schema import (
     DEFAULT_SAMPLE_BYTES,
     DEFAULT_SAMPLE_OBJECTS,
     DEFAULT_SAMPLE_ROWS,
@@ -131,8 +131,8 @@ def infer_for_execution(
 ) -> Inferred | None:
     """For start and schedule: the schema inferred from the input, reported on ``stream``, for the pipeline as
     deployed (``declared``: its parameters, from DescribePipeline); None with ``--no-infer`` or when not ``needed``."""
-    from pipeline.parameters import check_overrides
-    from pipeline.sagemaker_ops import aws_call
+    from pipeline.definition.parameters import check_overrides
+    from pipeline.sagemaker.ops import aws_call
 
     if args.no_infer or not needed:
         return None

@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlparse
 
-from pipeline.errors import UsageError
+from pipeline.core.errors import UsageError
 
 PARAMETER = "DataVersion"
 SCHEDULED_TIME = "<aws.scheduler.scheduled-time>"  # EventBridge Scheduler replaces it in the target's Input

@@ -11,8 +11,8 @@ import hashlib
 from pathlib import Path
 from typing import Any
 
-from pipeline.errors import DataError
-from pipeline.files import write_text_atomically
+from pipeline.core.errors import DataError
+from pipeline.core.files import write_text_atomically
 
 NAME_PREFIX = "frame-"
 

@@ -34,8 +34,8 @@ from evaluation.linear_learner_model import (
     WEIGHT,
     LinearModel,
 )
-from pipeline.files import write_bytes_atomically
-from pipeline.local.linear_learner.hyperparameters import Hyperparameters
+from pipeline.core.files import write_bytes_atomically
+from pipeline.linear_learner.hyperparameters import Hyperparameters
 
 MANIFEST_BYTES = b'{"mx-mod": "mxnet_module", "additional-params.json": "json", "version": 1}'
 MXNET_VERSION = 10301

@@ -18,20 +18,20 @@ from contextlib import nullcontext
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from pipeline.errors import DataError
+from pipeline.core.errors import DataError
+from pipeline.core.names import PREDICTOR_TYPES
 from pipeline.local.workdir import DEFAULT_ROOT, Workdir
-from pipeline.names import PREDICTOR_TYPES
 
 if TYPE_CHECKING:
     import pandas as pd
 
-    from pipeline.config import PipelineConfig
-    from pipeline.execution import Execution, LocalExecution
-    from pipeline.inference import Inferred
+    from pipeline.api.execution import Execution, LocalExecution
+    from pipeline.api.sagemaker_execution import SageMakerExecution
+    from pipeline.definition.config import PipelineConfig
+    from pipeline.definition.inference import Inferred
     from pipeline.local.executions import ExecutionRecord, StepRecord
     from pipeline.local.runner import DataSource
-    from pipeline.sagemaker_execution import SageMakerExecution
-    from pipeline.sagemaker_ops import UpsertResult
+    from pipeline.sagemaker.ops import UpsertResult
 
 PathLike = str | Path
 
@@ -51,7 +51,7 @@ def split_options(options: Mapping[str, Any]) -> tuple[dict[str, Any], dict[str,
 
 def load_settings(settings: Mapping[str, Any], config: PathLike | None = None) -> PipelineConfig:
     """The configuration: ``settings`` > environment > the ``config`` file > defaults (as the CLI's flags)."""
-    from pipeline.config import load_config
+    from pipeline.definition.config import load_config
 
     return load_config(settings, path=Path(config) if config is not None else None)
 
@@ -74,7 +74,7 @@ def local_source(data: Any, label_column: str | None, predictor_type: str | None
         raise DataError(f"predictor_type {predictor_type!r}: expected one of {', '.join(PREDICTOR_TYPES)}")
     if isinstance(data, (str, Path)):
         return user_data(Path(data), label_column, predictor_type, workdir.root)
-    from pipeline.frames import write_frame
+    from pipeline.api.frames import write_frame
 
     columns = [str(column) for column in getattr(data, "columns", [])]
     if columns and label_column not in columns:
@@ -97,9 +97,9 @@ def execute_local(
     """Build the definition, infer the data's schema from a sample (unless ``infer`` is off or SchemaUrl is given),
     run it locally on ``source`` with ``overrides``; what ``llpipe run`` and :func:`run_local` both call. A bad
     override or data option raises before anything is staged. ``on_inferred`` sees the schema and its local path."""
-    from pipeline.execution import LocalExecution
+    from pipeline.api.execution import LocalExecution
+    from pipeline.definition.schema import DEFAULT_SAMPLE_ROWS
     from pipeline.local.runner import build_local_run
-    from pipeline.schema import DEFAULT_SAMPLE_ROWS
 
     local_run = build_local_run(config, workdir, use_cache=use_cache, on_change=on_change)
     schemas: dict[str, bytes] = {}
@@ -131,7 +131,7 @@ def run_local(
     ``progress``: a live step table; ``"auto"`` shows it in Jupyter only, True also prints step changes elsewhere.
     Other keyword arguments: pipeline parameters (``Epochs=5``) and settings (``bucket=...``), see the module.
     """
-    from pipeline.notebook import progress_display
+    from pipeline.api.notebook import progress_display
 
     settings, parameters = split_options(options)
     pipeline_config = load_settings(settings, config)
@@ -156,9 +156,9 @@ def run_local(
 def upsert_pipeline(config: PipelineConfig, description: str | None = None) -> UpsertResult:
     """Build the definition offline, upload its code bundles, create or update the pipeline: what ``llpipe upsert``
     and :func:`deploy` both call."""
-    from pipeline.definition import build_definition
-    from pipeline.errors import LlpipeError
-    from pipeline.sagemaker_ops import upsert
+    from pipeline.core.errors import LlpipeError
+    from pipeline.definition.build import build_definition
+    from pipeline.sagemaker.ops import upsert
 
     try:
         built = build_definition(config)
@@ -183,9 +183,9 @@ def start(
     """Start an execution of the deployed pipeline with parameter overrides (``InputDataUrl="s3://..."``,
     ``Epochs=5``); DataVersion is the fingerprint of the data under InputDataUrl, as with ``llpipe start``.
     Returns the execution at once, or when it finished with ``wait=True`` (else call ``.wait()``)."""
-    from pipeline.sagemaker_execution import SageMakerExecution
-    from pipeline.sagemaker_ops import aws_session
-    from pipeline.sagemaker_ops import start as start_execution
+    from pipeline.api.sagemaker_execution import SageMakerExecution
+    from pipeline.sagemaker.ops import aws_session
+    from pipeline.sagemaker.ops import start as start_execution
 
     settings, parameters = split_options(options)
     pipeline_config = load_settings(settings, config)
@@ -208,10 +208,10 @@ def get_execution(
 ) -> Execution:
     """One execution by id (or ARN on SageMaker)."""
     if not sagemaker:
-        from pipeline.execution import LocalExecution
+        from pipeline.api.execution import LocalExecution
 
         return LocalExecution.load(Workdir.at(Path(workdir)), execution_id)
-    from pipeline.sagemaker_execution import SageMakerExecution
+    from pipeline.api.sagemaker_execution import SageMakerExecution
 
     pipeline_config = load_settings(settings, config)
     return SageMakerExecution.find(pipeline_config, execution_id)
@@ -230,7 +230,7 @@ def executions(
     defaults, and the gate metric (on SageMaker only with ``gate=True``: three more calls per execution)."""
     import pandas as pd
 
-    from pipeline.comparison import SUMMARY_COLUMNS, recent_executions
+    from pipeline.api.comparison import SUMMARY_COLUMNS, recent_executions
 
     pipeline_config = load_settings(settings, config) if sagemaker else None
     rows = recent_executions(Workdir.at(Path(workdir)), max_results, pipeline_config, gate=gate)
@@ -248,7 +248,7 @@ def compare(
 ) -> pd.DataFrame:
     """Two executions side by side: status, parameters, metrics (value ± standard deviation), gate, model package;
     a column per execution, a row per item, and a ``differs`` column. Executions or their ids."""
-    from pipeline.comparison import side_by_side
+    from pipeline.api.comparison import side_by_side
 
     def resolve(item: Execution | str) -> Execution:
         if isinstance(item, str):

@@ -21,7 +21,7 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any
 
-from pipeline.files import user_cache_dir
+from pipeline.core.files import user_cache_dir
 
 FORMAT = "llpipe-definition-cache/1"
 PACKAGE_ROOT = Path(__file__).resolve().parent  # the pipeline package: definition.py and everything it imports

@@ -17,8 +17,8 @@ from typing import Any
 
 import numpy as np
 
-from pipeline.files import atomic_path
-from pipeline.names import BINARY_CLASSIFIER, CHAMPION, METRICS_SECTIONS, MULTICLASS_CLASSIFIER, REGRESSOR
+from pipeline.core.files import atomic_path
+from pipeline.core.names import BINARY_CLASSIFIER, CHAMPION, METRICS_SECTIONS, MULTICLASS_CLASSIFIER, REGRESSOR
 
 SECTIONS = tuple(METRICS_SECTIONS.values())
 

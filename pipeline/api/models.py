@@ -11,8 +11,8 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from pipeline.errors import ModelsError
-from pipeline.names import DECISION, GATE
+from pipeline.core.errors import ModelsError
+from pipeline.core.names import DECISION, GATE
 
 NEW_STATUS = {"approve": "Approved", "reject": "Rejected"}
 PAGE_SIZE = 100

@@ -9,14 +9,14 @@ from __future__ import annotations
 import json
 from typing import TYPE_CHECKING, Any
 
-from pipeline.data_version import PARAMETER as DATA_VERSION
-from pipeline.names import METRIC_THRESHOLD
+from pipeline.core.data_version import PARAMETER as DATA_VERSION
+from pipeline.core.names import METRIC_THRESHOLD
 
 if TYPE_CHECKING:
     import pandas as pd
 
-    from pipeline.config import PipelineConfig
-    from pipeline.execution import Execution
+    from pipeline.api.execution import Execution
+    from pipeline.definition.config import PipelineConfig
     from pipeline.local.workdir import Workdir
 
 SUMMARY_COLUMNS = ["id", "status", "start_time", "seconds", "data", "parameters", "gate", "failure_reason"]
@@ -57,7 +57,7 @@ def summary_row(
     execution: Execution, defaults: dict[str, Any], start_time: Any, end_time: Any, gate: bool = True
 ) -> dict[str, Any]:
     """One row of :data:`SUMMARY_COLUMNS` for an execution (``gate=False``: the gate column left empty)."""
-    from pipeline.execution import seconds_between
+    from pipeline.api.execution import seconds_between
 
     parameters = execution.parameters
     changed = changed_parameters(parameters, defaults)
@@ -96,7 +96,7 @@ def recent_executions(
     GetObject of the report): it is read only with ``gate=True``; locally it is always read."""
     if config is not None:
         return _sagemaker_rows(config, max_results, session, gate)
-    from pipeline.execution import LocalExecution
+    from pipeline.api.execution import LocalExecution
     from pipeline.local.executions import ExecutionStore
 
     rows = []
@@ -119,8 +119,8 @@ def abandoned_reason(record: Any) -> str | None:
 
 
 def _sagemaker_rows(config: PipelineConfig, max_results: int, session: Any, gate: bool) -> list[dict[str, Any]]:
-    from pipeline.sagemaker_execution import SageMakerExecution
-    from pipeline.sagemaker_ops import TERMINAL_STATUSES, aws_session, deployed_parameters, list_executions
+    from pipeline.api.sagemaker_execution import SageMakerExecution
+    from pipeline.sagemaker.ops import TERMINAL_STATUSES, aws_session, deployed_parameters, list_executions
 
     session = session or aws_session(config)
     summaries = list_executions(config, max_results, session=session)[:max_results]

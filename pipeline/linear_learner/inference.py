@@ -10,8 +10,8 @@ from pathlib import Path
 import numpy as np
 
 from evaluation.linear_learner_model import LinearModel, read_model
-from pipeline.errors import AlgorithmInputError
-from pipeline.local.linear_learner.data import read_features_and_labels
+from pipeline.core.errors import AlgorithmInputError
+from pipeline.linear_learner.data import read_features_and_labels
 
 
 def prediction_lines(model: LinearModel, features) -> list[str]:

@@ -21,12 +21,12 @@ from datetime import datetime, timezone
 from typing import Any
 from urllib.parse import urlparse
 
-from pipeline.config import PipelineConfig
-from pipeline.data_version import PARAMETER as DATA_VERSION
-from pipeline.data_version import SCHEDULED_TIME, s3_version
-from pipeline.errors import AwsError, ParameterError, UsageError, one_line
-from pipeline.names import StepStatus
-from pipeline.parameters import check_overrides
+from pipeline.core.data_version import PARAMETER as DATA_VERSION
+from pipeline.core.data_version import SCHEDULED_TIME, s3_version
+from pipeline.core.errors import AwsError, ParameterError, UsageError, one_line
+from pipeline.core.names import StepStatus
+from pipeline.definition.config import PipelineConfig
+from pipeline.definition.parameters import check_overrides
 
 START_PIPELINE_EXECUTION_TARGET = "arn:aws:scheduler:::aws-sdk:sagemaker:startPipelineExecution"  # universal target
 SCHEDULE_ARN = "<aws.scheduler.schedule-arn>"  # a context attribute EventBridge Scheduler fills in, like the time

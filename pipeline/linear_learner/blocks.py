@@ -13,7 +13,7 @@ from pathlib import Path
 import numpy as np
 import scipy.sparse as sp
 
-from pipeline.local.linear_learner.trainer import Dataset
+from pipeline.linear_learner.trainer import Dataset
 
 BLOCK_BYTES = 8 << 20  # features per block (dense size), small next to the interpreter and its libraries
 

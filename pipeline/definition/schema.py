@@ -20,8 +20,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from pipeline.errors import SchemaError
-from pipeline.names import DATA_SUFFIXES, PARQUET_SUFFIXES
+from pipeline.core.errors import SchemaError
+from pipeline.core.names import DATA_SUFFIXES, PARQUET_SUFFIXES
 
 if TYPE_CHECKING:
     import pandas as pd

@@ -14,8 +14,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any
 
-from pipeline.errors import ConvertError
-from pipeline.names import DATA_SUFFIXES
+from pipeline.core.errors import ConvertError
+from pipeline.core.names import DATA_SUFFIXES
 
 if TYPE_CHECKING:
     import numpy as np

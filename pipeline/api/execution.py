@@ -13,8 +13,8 @@ from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from pipeline.errors import LlpipeError
-from pipeline.names import (
+from pipeline.core.errors import LlpipeError
+from pipeline.core.names import (
     BASELINE_SUFFIX,
     CREATE_MODEL,
     EVALUATE,
@@ -195,7 +195,7 @@ class Execution:
         }
 
     def _repr_html_(self) -> str:
-        from pipeline.notebook import execution_html
+        from pipeline.api.notebook import execution_html
 
         return execution_html(self)
 
@@ -307,7 +307,7 @@ class LocalExecution(Execution):
     @property
     def plots(self) -> list[Path]:
         """PNG plots of the report (:mod:`pipeline.plots`), rendered once into ``executions/<id>/plots/``."""
-        from pipeline.plots import render_plots
+        from pipeline.api.plots import render_plots
 
         report_path = self.report_path
         if report_path is None:

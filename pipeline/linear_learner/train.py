@@ -21,9 +21,9 @@ import traceback
 from dataclasses import dataclass
 from pathlib import Path
 
-from pipeline.errors import AlgorithmInputError
-from pipeline.files import write_text_atomically
-from pipeline.names import RECORDIO, TRAINING_CONTENT_TYPES
+from pipeline.core.errors import AlgorithmInputError
+from pipeline.core.files import write_text_atomically
+from pipeline.core.names import RECORDIO, TRAINING_CONTENT_TYPES
 
 CHANNELS = ("train", "validation", "test")
 EXIT_FAILED = 1
@@ -64,7 +64,7 @@ class _Instance:
 
 def run(root: Path, coordinator: str | None) -> None:
     """Train this instance: read the configuration and channels, fit with the other instances, write the outputs."""
-    from pipeline.local.linear_learner.hyperparameters import parse_hyperparameters
+    from pipeline.linear_learner.hyperparameters import parse_hyperparameters
 
     config = root / "input" / "config"
     hp = parse_hyperparameters(_read_json(config / "hyperparameters.json"))
@@ -74,7 +74,7 @@ def run(root: Path, coordinator: str | None) -> None:
         train, validation, test = _read_channels(root, hp, instance, Path(blocks))
         collective = _connect(instance, coordinator)
 
-        from pipeline.local.linear_learner.trainer import fit
+        from pipeline.linear_learner.trainer import fit
 
         try:
             result = fit(hp, train, validation, collective, log, instance.host)
@@ -109,7 +109,7 @@ def _instance(root: Path) -> _Instance:
 def _read_channels(root: Path, hp, instance: _Instance, blocks: Path) -> tuple:
     """(train, validation, test) channels, each checked once and stored as blocks under ``blocks`` that training
     reads back one at a time; only the leader (algo-1) reads validation and test."""
-    from pipeline.local.linear_learner.data import channel_files, open_channel
+    from pipeline.linear_learner.data import channel_files, open_channel
 
     data = root / "input" / "data"
     if not any(p.is_file() for p in (data / "train").rglob("*")):
@@ -153,7 +153,7 @@ def _read_channels(root: Path, hp, instance: _Instance, blocks: Path) -> tuple:
 
 def _connect(instance: _Instance, coordinator: str | None):
     """The gradient exchange: with the parameter server when there are several hosts, else a local no-op."""
-    from pipeline.local.linear_learner.collective import ClientCollective, LocalCollective
+    from pipeline.linear_learner.collective import ClientCollective, LocalCollective
 
     if len(instance.hosts) == 1:
         return LocalCollective()
@@ -166,8 +166,8 @@ def _connect(instance: _Instance, coordinator: str | None):
 
 def _write_outputs(root: Path, hp, result, host: str, channels: dict) -> None:
     """The leader's outputs: each channel's scores logged and in metrics.json, and model.tar.gz."""
-    from pipeline.local.linear_learner.artifact import save_model
-    from pipeline.local.linear_learner.trainer import evaluate
+    from pipeline.linear_learner.artifact import save_model
+    from pipeline.linear_learner.trainer import evaluate
 
     assert result.model is not None
     metrics = dict(result.metrics)
@@ -192,7 +192,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--root", type=Path, default=Path("/opt/ml"), help="the container root (default /opt/ml)")
     parser.add_argument("--coordinator", help="HOST:PORT of the parameter server (several instances)")
     args = parser.parse_args(argv)
-    from pipeline.local.linear_learner.collective import CollectiveAborted
+    from pipeline.linear_learner.collective import CollectiveAborted
 
     try:
         run(args.root, args.coordinator)

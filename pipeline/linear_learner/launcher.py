@@ -22,12 +22,12 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from pipeline.errors import TrainingError
-from pipeline.files import atomic_path, write_text_atomically
-from pipeline.names import RECORDIO, TRAINING_CONTENT_TYPES
-from pipeline.processes import kill_group
-from pipeline.processes import start as start_process
-from pipeline.sharding import DISTRIBUTIONS, objects_for_instance
+from pipeline.core.errors import TrainingError
+from pipeline.core.files import atomic_path, write_text_atomically
+from pipeline.core.names import RECORDIO, TRAINING_CONTENT_TYPES
+from pipeline.core.processes import kill_group
+from pipeline.core.processes import start as start_process
+from pipeline.core.sharding import DISTRIBUTIONS, objects_for_instance
 
 AUTHKEY_ENV = "LLPIPE_LL_AUTHKEY"
 HEARTBEAT_ENV = "LLPIPE_TRAINING_HEARTBEAT_SECONDS"
@@ -172,7 +172,7 @@ def _link_or_copy(source: Path, target: Path) -> None:
 
 def _run_instances(roots: list[Path], log: Callable[[str], None], stop: threading.Event) -> None:
     """Start one process per root, stream their logs and raise ``TrainingError`` as soon as one fails."""
-    from pipeline.local.linear_learner.collective import ParameterServer
+    from pipeline.linear_learner.collective import ParameterServer
 
     server = None
     env = dict(os.environ)
@@ -335,7 +335,7 @@ def transform(
     model_path: Path, input_files: Sequence[Path], output_dir: Path, *, content_type: str = RECORDIO
 ) -> list[Path]:
     """Batch transform: for each input file F write ``output_dir/F.name + ".out"`` (jsonlines, in record order)."""
-    from pipeline.local.linear_learner.inference import transform_files
+    from pipeline.linear_learner.inference import transform_files
 
     content_type = content_type.split(";")[0].strip()
     if content_type not in TRAINING_CONTENT_TYPES:

@@ -15,15 +15,15 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlparse
 
-from pipeline.execution import Execution, NoResultsError, predictions_frame, seconds_between, steps_frame
-from pipeline.names import EVALUATE, QUALITY_GATE, REGISTER, REGRESSOR, REPORT_NAME, TRAIN, TRANSFORM, StepStatus
-from pipeline.sagemaker_inspect import JOB_KINDS, execution_arn, execution_parameters
-from pipeline.sagemaker_ops import TERMINAL_STATUSES, aws_call, aws_session, execution_steps
+from pipeline.api.execution import Execution, NoResultsError, predictions_frame, seconds_between, steps_frame
+from pipeline.core.names import EVALUATE, QUALITY_GATE, REGISTER, REGRESSOR, REPORT_NAME, TRAIN, TRANSFORM, StepStatus
+from pipeline.sagemaker.inspect import JOB_KINDS, execution_arn, execution_parameters
+from pipeline.sagemaker.ops import TERMINAL_STATUSES, aws_call, aws_session, execution_steps
 
 if TYPE_CHECKING:
     import pandas as pd
 
-    from pipeline.config import PipelineConfig
+    from pipeline.definition.config import PipelineConfig
 
 # ListPipelineExecutionSteps' Metadata key -> the step type of the definition
 STEP_TYPES = {
@@ -78,7 +78,7 @@ class SageMakerExecution(Execution):
         """Poll until Succeeded, Failed or Stopped; in Jupyter a live step table (``progress``, as ``run_local``)."""
         import time
 
-        from pipeline.notebook import in_notebook
+        from pipeline.api.notebook import in_notebook
 
         show = progress is True or (progress == "auto" and in_notebook())
         handle = None
@@ -92,7 +92,7 @@ class SageMakerExecution(Execution):
 
     def _show_steps(self, handle: Any) -> Any:
         """One poll's view: in Jupyter the step table (a display updated in place), elsewhere one line on stderr."""
-        from pipeline.notebook import in_notebook, steps_html
+        from pipeline.api.notebook import in_notebook, steps_html
 
         assert self._described is not None
         status, steps = self._described["PipelineExecutionStatus"], self.steps
@@ -222,7 +222,7 @@ class SageMakerExecution(Execution):
     @property
     def plots(self) -> list[Path]:
         """The report's plots, rendered into a temporary folder (the report itself stays in S3)."""
-        from pipeline.plots import render_plots
+        from pipeline.api.plots import render_plots
 
         report = self.report
         if report is None:

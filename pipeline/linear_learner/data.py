@@ -10,10 +10,10 @@ from pathlib import Path
 import numpy as np
 import scipy.sparse as sp
 
-from pipeline.errors import AlgorithmInputError
-from pipeline.local.linear_learner.blocks import BlockChannel, write_blocks
-from pipeline.local.linear_learner.trainer import Dataset
-from pipeline.names import CSV
+from pipeline.core.errors import AlgorithmInputError
+from pipeline.core.names import CSV
+from pipeline.linear_learner.blocks import BlockChannel, write_blocks
+from pipeline.linear_learner.trainer import Dataset
 
 
 def channel_files(directory: Path) -> list[Path]:
