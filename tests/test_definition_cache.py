@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
+from pipeline.definition import cache as definition_cache
 from pipeline.definition.build import Bundles, build_definition
-from pipeline.definition.build import cache as definition_cache
 from pipeline.definition.code_bundles import REPOSITORY_ROOT, build_bundle
 from pipeline.definition.config import PipelineConfig
 from pipeline.definition.schema import default_schema_uri
@@ -100,7 +100,7 @@ def test_the_source_of_the_package_is_in_the_key(tmp_path: Path) -> None:
     (package / "definition.py").write_text("A = 2\n")
     assert definition_cache.source_digest(package) != first
     assert definition_cache.source_digest(definition_cache.PACKAGE_ROOT) == definition_cache.source_digest()
-    assert (definition_cache.PACKAGE_ROOT / "definition.py").is_file()
+    assert (definition_cache.PACKAGE_ROOT / "definition" / "build.py").is_file()
 
 
 def test_a_damaged_entry_is_rebuilt_and_off_builds_every_time(counted: list[str], monkeypatch) -> None:

@@ -207,7 +207,7 @@ def test_a_crashed_peer_makes_the_others_fail_promptly():
             "-c",
             (
                 "import os, numpy as np\n"
-                "from pipeline.local.linear_learner.collective import ClientCollective\n"
+                "from pipeline.linear_learner.collective import ClientCollective\n"
                 f"c = ClientCollective(({host!r}, {port}), b'secret-key', 1, 2)\n"
                 "c.allreduce(np.ones(3))\n"
                 "os._exit(17)  # crash without closing anything\n"

@@ -42,8 +42,8 @@ def test_example_data_is_reused_without_scikit_learn_unless_a_part_changed(tmp_p
 def test_a_report_is_rendered_once_and_copied_into_each_execution(tmp_path: Path, monkeypatch) -> None:
     report = report_file(tmp_path, "binary_classifier")
     calls = []
-    render = pipeline.plots.render_plots
-    monkeypatch.setattr(pipeline.plots, "render_plots", lambda *args: calls.append(args) or render(*args))
+    render = pipeline.api.plots.render_plots
+    monkeypatch.setattr(pipeline.api.plots, "render_plots", lambda *args: calls.append(args) or render(*args))
     executions = tmp_path / "work" / "executions"
     first = _plots(report, executions / "one" / "plots")
     second = _plots(report, executions / "two" / "plots")

@@ -586,7 +586,7 @@ def test_schedule_dry_run_prints_the_exact_request_without_calling_aws(
         return built
 
     monkeypatch.setattr(sagemaker_ops, "aws_session", no_aws)
-    monkeypatch.setattr("pipeline.definition.build_definition", build_definition)
+    monkeypatch.setattr("pipeline.definition.build.build_definition", build_definition)
     argv = ["schedule", "--dry-run", "--rate", "12 hours", "--param", "Epochs=5", "--disabled"]
     argv += ["--region", "us-west-2", "--role-arn", CONFIG.role_arn, "--bucket", "artifacts-bucket"]
     argv += ["--pipeline-name", "churn-pipeline", "--tag", "cost-center=ml", "--no-infer"]

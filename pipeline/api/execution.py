@@ -306,7 +306,7 @@ class LocalExecution(Execution):
 
     @property
     def plots(self) -> list[Path]:
-        """PNG plots of the report (:mod:`pipeline.plots`), rendered once into ``executions/<id>/plots/``."""
+        """PNG plots of the report (:mod:`pipeline.api.plots`), rendered once into ``executions/<id>/plots/``."""
         from pipeline.api.plots import render_plots
 
         report_path = self.report_path

@@ -24,7 +24,7 @@ from typing import Any
 from pipeline.core.files import user_cache_dir
 
 FORMAT = "llpipe-definition-cache/1"
-PACKAGE_ROOT = Path(__file__).resolve().parent  # the pipeline package: definition.py and everything it imports
+PACKAGE_ROOT = Path(__file__).resolve().parents[1]  # the pipeline package: the definition and everything it imports
 SDK_CONFIG_FILES = (  # read by the SDK's intelligent-defaults loader when present
     Path("/etc/xdg/sagemaker/config.yaml"),
     Path.home() / ".config" / "sagemaker" / "config.yaml",

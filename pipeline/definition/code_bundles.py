@@ -11,7 +11,7 @@ import hashlib
 from dataclasses import dataclass
 from pathlib import Path
 
-REPOSITORY_ROOT = Path(__file__).resolve().parent.parent
+REPOSITORY_ROOT = Path(__file__).resolve().parents[2]
 
 # bundle name -> (entry script, modules it imports), paths relative to the repository root
 BUNDLE_SOURCES: dict[str, tuple[str, ...]] = {

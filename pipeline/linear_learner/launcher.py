@@ -1,7 +1,7 @@
 """Run a local Linear Learner training job the way SageMaker does: one container root and one process per instance.
 
 ``train`` lays out ``work_dir/algo-N/`` like ``/opt/ml`` (config files, the host's share of every channel, model/,
-output/), starts ``python -m pipeline.local.linear_learner.train --root ROOT`` for every host, runs the parameter
+output/), starts ``python -m pipeline.linear_learner.train --root ROOT`` for every host, runs the parameter
 server that synchronises their gradients, streams their logs, and fails fast with the failing host's error.
 ``transform`` is batch transform: it reads only the ``model.tar.gz`` artifact.
 """
@@ -196,7 +196,7 @@ def _run_instances(roots: list[Path], log: Callable[[str], None], stop: threadin
     try:
         for index, root in enumerate(roots):
             process = start_process(  # its own process group, ended as a whole; dies with this process
-                [sys.executable, "-m", "pipeline.local.linear_learner.train", "--root", str(root), *extra_args],
+                [sys.executable, "-m", "pipeline.linear_learner.train", "--root", str(root), *extra_args],
                 stdout=subprocess.PIPE,
                 stderr=subprocess.STDOUT,
                 text=True,

@@ -1,6 +1,6 @@
 """One Linear Learner training instance, with SageMaker's container contract.
 
-``python -m pipeline.local.linear_learner.train --root ROOT [--coordinator HOST:PORT]`` reads
+``python -m pipeline.linear_learner.train --root ROOT [--coordinator HOST:PORT]`` reads
 ``ROOT/input/config/{hyperparameters,resourceconfig,inputdataconfig}.json`` and ``ROOT/input/data/<channel>/``,
 trains (synchronising gradients with the other instances through the coordinator), and on algo-1 writes
 ``ROOT/model/model.tar.gz`` (the service's layout), ``ROOT/output/metrics.json`` and ``ROOT/output/training.json``

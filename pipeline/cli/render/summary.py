@@ -154,21 +154,21 @@ def _compute(record: ExecutionRecord) -> list[dict[str, Any]]:
 
 
 def _plots(report_path: Path, folder: Path) -> list[str]:
-    """PNG plots of the report (pipeline.plots) in the execution's folder. A report is rendered once per content and
+    """PNG plots of the report (pipeline.api.plots) in the execution's folder. A report is rendered once per content and
     plotting code, in ``<workdir>/plots-cache/``, and copied from there: a cached re-run imports no matplotlib."""
     import pipeline.api.plots
 
     existing = sorted(path for path in folder.glob("*.png") if path.name != TUNING_PLOT) if folder.is_dir() else []
     if existing:
         return [str(path) for path in existing]
-    digest = hashlib.sha256(report_path.read_bytes() + Path(pipeline.plots.__file__).read_bytes()).hexdigest()
+    digest = hashlib.sha256(report_path.read_bytes() + Path(pipeline.api.plots.__file__).read_bytes()).hexdigest()
     rendered = folder.parent.parent.parent / "plots-cache" / digest[:32]  # <workdir>/executions/<id>/plots
     index = rendered / "plots.json"  # the names in render order
     staging = None
     if not index.is_file():  # render privately, then rename: runs at once in one work dir never share a folder
         rendered.parent.mkdir(parents=True, exist_ok=True)
         staging = Path(tempfile.mkdtemp(dir=rendered.parent, prefix=".rendering-"))
-        names = [path.name for path in pipeline.plots.render_plots(report_path, staging)]
+        names = [path.name for path in pipeline.api.plots.render_plots(report_path, staging)]
         (staging / "plots.json").write_text(json.dumps(names))
         try:
             os.rename(staging, rendered)
