@@ -17,9 +17,9 @@ from pipeline.cli.render.progress import step_table
 from pipeline.cli.render.summary import print_summary, summarise
 from pipeline.core.files import user_cache_dir
 from pipeline.core.images import DEFAULT_PROCESSING_IMAGE, PROCESSING_IMAGES, ProcessingImage, image_for_uri
-from pipeline.definition.build import _sklearn_image
 from pipeline.definition.code_bundles import repository_bundle
 from pipeline.definition.config import load_config
+from pipeline.definition.steps.common import sklearn_image
 from pipeline.local.environments import (
     EnvironmentBuildError,
     ImageEnvironments,
@@ -36,7 +36,7 @@ BARE = ProcessingImage("bare", "1.0-1", "bare-image", THIS_PYTHON, (), (("LANG",
 
 
 def test_the_definition_names_an_image_of_the_table() -> None:
-    uri = _sklearn_image(load_config(env={}))
+    uri = sklearn_image(load_config(env={}))
     assert uri.endswith("/sagemaker-scikit-learn:1.2-1-cpu-py3")
     assert image_for_uri(uri) is DEFAULT_PROCESSING_IMAGE
     assert image_for_uri(uri.replace("1.2-1", "1.0-1")) is None

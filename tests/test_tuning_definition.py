@@ -193,8 +193,13 @@ def test_matches_what_sdk_v3s_tuning_step_makes_for_the_same_tuner(
 ) -> None:
     """The plain SDK v3 HyperparameterTuner with the same arguments gives the same request, except for the three
     settings SDK v3 drops from the training job definition and pipeline/tuning.py puts back."""
-    from pipeline.definition.build import build as module
+    from pipeline.definition.build import Bundles
+    from pipeline.definition.declared import Parameters
     from pipeline.definition.offline import offline_sdk, offline_session
+    from pipeline.definition.steps.common import job_step_options
+    from pipeline.definition.steps.preprocess import preprocess_step
+    from pipeline.definition.steps.train import model_trainer, training_channels
+    from pipeline.definition.steps.tune import tuning_key
     from pipeline.definition.tuning import tuner_arguments
 
     config, built = (TUNED, tuned) if name == "default" else (SECURE_TUNED, secure_tuned)
@@ -205,15 +210,13 @@ def test_matches_what_sdk_v3s_tuning_step_makes_for_the_same_tuner(
         from sagemaker.train.tuner import HyperparameterTuner
 
         session = offline_session(config.region, config.bucket)
-        params = module.Parameters.create(config)
-        preprocess = module._preprocess_step(config, params, module.Bundles.from_repository().preprocess, session)
-        trainer = module._model_trainer(
-            config, params, "tune", f"s3://{config.bucket}/{module._tuning_key(config)}", session
-        )
+        params = Parameters.create(config)
+        preprocess = preprocess_step(config, params, Bundles.from_repository().preprocess, session)
+        trainer = model_trainer(config, params, "tune", f"s3://{config.bucket}/{tuning_key(config)}", session)
         trainer.hyperparameters = {**trainer.hyperparameters, "num_models": "1"}
         tuner = HyperparameterTuner(**tuner_arguments(config, trainer, f"{config.base_job_prefix}-tune"))
-        step_args = tuner.tune(inputs=module._training_channels(preprocess), wait=False)
-        sdk_step = TuningStep(name=TUNING_STEP, step_args=step_args, **module._job_step_options())
+        step_args = tuner.tune(inputs=training_channels(preprocess), wait=False)
+        sdk_step = TuningStep(name=TUNING_STEP, step_args=step_args, **job_step_options())
         pipeline = Pipeline(
             name="parity", parameters=params.all(), steps=[preprocess, sdk_step], sagemaker_session=session
         )

@@ -71,12 +71,21 @@ SKLEARN_1_2_1 = ProcessingImage(
 )
 
 PROCESSING_IMAGES: tuple[ProcessingImage, ...] = (SKLEARN_1_2_1,)
+
+# The built-in Linear Learner algorithm: the SDK's image_uris framework name, which is also its ECR repository name.
+LINEAR_LEARNER = "linear-learner"
 DEFAULT_PROCESSING_IMAGE = SKLEARN_1_2_1
 
 
 def image_for_uri(image_uri: str) -> ProcessingImage | None:
     """The table's entry for an image URI, or None for an image the table does not know."""
     return next((image for image in PROCESSING_IMAGES if image.matches(image_uri)), None)
+
+
+def is_linear_learner(image_uri: str) -> bool:
+    """True for the built-in Linear Learner's image (``<account>.dkr.ecr.<region>.amazonaws.com/linear-learner:1``),
+    the only training image the local backend runs."""
+    return LINEAR_LEARNER in image_uri
 
 
 def image_for_version(framework: str, version: str) -> ProcessingImage | None:

@@ -57,9 +57,10 @@ PARQUET_SUFFIXES = (".parquet", ".pq")
 DATA_SUFFIXES = CSV_SUFFIXES + PARQUET_SUFFIXES  # tabular input of `llpipe run --data`, convert and Preprocess
 SHARD_SUFFIX = ".pbr"  # a RecordIO-protobuf shard
 
-# ---------------------------------------------------------------------------------- a processing job's exit message
+# -------------------------------------------------------------- a processing container's exit message and hosts
 EXIT_MESSAGE_FILE = "/opt/ml/output/message"  # what a container writes; DescribeProcessingJob's ExitMessage shows it
 EXIT_MESSAGE_BYTES = 1024  # ExitMessage: the first 1 KB of every instance's message, concatenated
+RESOURCE_CONFIG_FILE = "/opt/ml/config/resourceconfig.json"  # the host list SageMaker gives each processing instance
 
 
 class StepStatus(str, Enum):

@@ -31,7 +31,7 @@ from pathlib import Path
 from typing import Any
 
 from pipeline.core.errors import one_line
-from pipeline.core.names import EXIT_MESSAGE_BYTES, EXIT_MESSAGE_FILE
+from pipeline.core.names import EXIT_MESSAGE_BYTES, EXIT_MESSAGE_FILE, RESOURCE_CONFIG_FILE
 from pipeline.core.processes import kill_group
 from pipeline.core.processes import start as start_process
 from pipeline.local.environments import ImageEnvironments, JobEnvironment, clean_variables
@@ -43,7 +43,6 @@ from pipeline.local.s3 import LocalS3
 # No AWS configuration file in the job's "container": credentials and region come from its variables only.
 NO_AWS_FILES = {"AWS_CONFIG_FILE": "/nonexistent/aws-config", "AWS_SHARED_CREDENTIALS_FILE": "/nonexistent/aws-creds"}
 CONTAINER_ROOT = "/opt/ml"
-RESOURCE_CONFIG = "/opt/ml/config/resourceconfig.json"
 PYTHON_COMMANDS = ("python", "python3")
 
 
@@ -151,7 +150,7 @@ class ProcessingJobs:
     def _prepare_instance(self, sandbox: Path, index: int, count: int, arguments: dict[str, Any]) -> Path:
         root = sandbox / host_name(index)
         hosts = [host_name(i) for i in range(count)]
-        write_json_atomically(Path(remap(RESOURCE_CONFIG, root)), {"current_host": hosts[index], "hosts": hosts})
+        write_json_atomically(Path(remap(RESOURCE_CONFIG_FILE, root)), {"current_host": hosts[index], "hosts": hosts})
         Path(remap(EXIT_MESSAGE_FILE, root)).parent.mkdir(parents=True, exist_ok=True)  # where it can say why it failed
         for item in arguments.get("ProcessingInputs", []):
             name = item.get("InputName")

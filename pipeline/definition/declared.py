@@ -1,0 +1,107 @@
+"""The pipeline parameters the definition declares, each with its default, so scheduled executions need no input."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from pipeline.core.names import BINARY_CLASSIFIER, CHAMPION_TOLERANCE, METRIC_THRESHOLD, PREDICTOR_TYPES
+from pipeline.definition.config import PipelineConfig
+from pipeline.definition.schema import default_schema_uri
+
+
+@dataclass(frozen=True)
+class Parameters:
+    """The pipeline parameters: every one has a default, so scheduled executions need no input."""
+
+    input_data_url: Any
+    data_version: Any
+    processing_instance_count: Any
+    processing_instance_type: Any
+    training_instance_count: Any
+    training_instance_type: Any
+    transform_instance_type: Any
+    evaluation_instance_type: Any
+    predictor_type: Any
+    label_column: Any
+    label_values: Any
+    categorical_columns: Any
+    id_column: Any
+    missing_values: Any
+    hash_buckets: Any
+    validation_fraction: Any
+    test_fraction: Any
+    split_seed: Any
+    schema_url: Any
+    feature_dim: Any
+    num_classes: Any
+    epochs: Any
+    mini_batch_size: Any
+    num_models: Any
+    learning_rate: Any
+    wd: Any
+    l1: Any
+    loss: Any
+    metric_threshold: Any
+    champion_tolerance: Any
+    model_approval_status: Any
+
+    @classmethod
+    def create(cls, config: PipelineConfig) -> Parameters:
+        """Declare the parameters (SDK objects; call inside :func:`offline_sdk`)."""
+        from sagemaker.core.workflow.parameters import ParameterFloat, ParameterInteger, ParameterString
+
+        return cls(
+            input_data_url=ParameterString("InputDataUrl", f"{config.pipeline_prefix}/input/"),
+            # a fingerprint of the data under InputDataUrl (run, start) or the scheduled time (schedule): part of
+            # Preprocess's cache key, since SageMaker never looks at the data behind a cached step's S3 URIs
+            data_version=ParameterString("DataVersion", ""),
+            processing_instance_count=ParameterInteger("ProcessingInstanceCount", 2),
+            processing_instance_type=ParameterString("ProcessingInstanceType", "ml.m5.xlarge"),
+            training_instance_count=ParameterInteger("TrainingInstanceCount", 2),
+            training_instance_type=ParameterString("TrainingInstanceType", "ml.m5.xlarge"),
+            transform_instance_type=ParameterString("TransformInstanceType", "ml.m5.large"),
+            evaluation_instance_type=ParameterString("EvaluationInstanceType", "ml.m5.large"),
+            predictor_type=ParameterString(
+                "PredictorType",
+                BINARY_CLASSIFIER,
+                enum_values=list(PREDICTOR_TYPES),
+            ),
+            label_column=ParameterString("LabelColumn", "label"),
+            # "NEG,POS" or "A,B,C": label values mapped to 0..K-1; empty = labels already 0/1 or 0..K-1
+            label_values=ParameterString("LabelValues", ""),
+            # comma-separated text feature columns, feature-hashed into HashBuckets indicators each; empty = none
+            categorical_columns=ParameterString("CategoricalColumns", ""),
+            # split by a hash of this column (not a feature) instead of the row content; empty = none
+            id_column=ParameterString("IdColumn", ""),
+            missing_values=ParameterString("MissingValues", "error", enum_values=["error", "zero", "drop"]),
+            hash_buckets=ParameterInteger("HashBuckets", 16),
+            validation_fraction=ParameterFloat("ValidationFraction", 0.15),
+            test_fraction=ParameterFloat("TestFraction", 0.15),
+            split_seed=ParameterInteger("SplitSeed", 0),
+            # the schema JSON the client decided (feature order, categorical columns, label values); the default is
+            # the built-in schema that decides nothing (a ProcessingInput needs an object, never an empty URI)
+            schema_url=ParameterString("SchemaUrl", default_schema_uri(config.pipeline_prefix)),
+            feature_dim=ParameterString("FeatureDim", "auto"),
+            # Linear Learner ignores num_classes unless predictor_type is multiclass_classifier
+            num_classes=ParameterInteger("NumClasses", 3),
+            epochs=ParameterInteger("Epochs", 15),
+            mini_batch_size=ParameterInteger("MiniBatchSize", 1000),
+            num_models=ParameterString("NumModels", "auto"),
+            learning_rate=ParameterString("LearningRate", "auto"),
+            wd=ParameterString("Wd", "auto"),
+            l1=ParameterString("L1", "auto"),
+            loss=ParameterString("Loss", "auto"),
+            metric_threshold=ParameterFloat(METRIC_THRESHOLD, 0.6),
+            # how much worse than the approved champion (same test split, same metric) a new model may be
+            champion_tolerance=ParameterFloat(CHAMPION_TOLERANCE, 0.0),
+            model_approval_status=ParameterString(
+                "ModelApprovalStatus",
+                "PendingManualApproval",
+                enum_values=["PendingManualApproval", "Approved", "Rejected"],
+            ),
+        )
+
+    def all(self) -> list[Any]:
+        """Every parameter, in declaration order (the order the definition lists them)."""
+        return [getattr(self, name) for name in self.__dataclass_fields__]

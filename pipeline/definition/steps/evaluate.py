@@ -1,0 +1,76 @@
+"""The Evaluate step: the model-quality report of the test split, with the gate section and the champion's values."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pipeline.core.names import EVALUATE, EXIT_MESSAGE_FILE, REPORT_NAME, REPORT_PROPERTY_FILE, RESOURCE_CONFIG_FILE
+from pipeline.definition.code_bundles import CodeBundle
+from pipeline.definition.config import PipelineConfig
+from pipeline.definition.declared import Parameters
+from pipeline.definition.steps.common import (
+    CODE_DIR,
+    execution_uri,
+    job_step_options,
+    s3_input,
+    s3_output,
+    sklearn_processor,
+)
+from pipeline.definition.steps.preprocess import preprocess_output
+
+EVALUATE_PREDICTIONS_DIR = "/opt/ml/processing/input/predictions"
+EVALUATE_TEST_DIR = "/opt/ml/processing/input/test"
+EVALUATE_SUMMARY_DIR = "/opt/ml/processing/input/summary"
+EVALUATE_OUTPUT_DIR = "/opt/ml/processing/output/evaluation"
+
+
+def evaluate_step(
+    config: PipelineConfig, params: Parameters, bundle: CodeBundle, preprocess: Any, transform: Any, session: Any
+) -> tuple[Any, Any]:
+    from sagemaker.core.workflow.properties import PropertyFile
+    from sagemaker.mlops.workflow import ProcessingStep
+
+    processor = sklearn_processor(
+        config, bundle.entry_point, "evaluate", 1, params.evaluation_instance_type, session, isolation=False
+    )
+    step_args = processor.run(
+        inputs=[
+            s3_input("predictions", transform.properties.TransformOutput.S3OutputPath, EVALUATE_PREDICTIONS_DIR),
+            s3_input("test", preprocess_output(preprocess, "test"), EVALUATE_TEST_DIR),
+            s3_input("summary", preprocess_output(preprocess, "summary"), EVALUATE_SUMMARY_DIR),
+            s3_input("code", bundle.s3_prefix(config.pipeline_prefix), CODE_DIR),
+        ],
+        outputs=[s3_output("evaluation", EVALUATE_OUTPUT_DIR, execution_uri(config, "evaluate", "evaluation"))],
+        arguments=[
+            "--predictions-dir",
+            EVALUATE_PREDICTIONS_DIR,
+            "--test-dir",
+            EVALUATE_TEST_DIR,
+            "--output-dir",
+            EVALUATE_OUTPUT_DIR,
+            "--predictor-type",
+            params.predictor_type,
+            "--summary-dir",
+            EVALUATE_SUMMARY_DIR,
+            "--loss",
+            params.loss,
+            "--metric-threshold",
+            params.metric_threshold.to_string(),
+            "--champion-tolerance",
+            params.champion_tolerance.to_string(),
+            "--model-package-group",
+            config.model_package_group,
+            "--region",
+            config.region,
+            "--resource-config",
+            RESOURCE_CONFIG_FILE,
+            "--exit-message-file",
+            EXIT_MESSAGE_FILE,
+        ],
+        wait=False,
+        logs=False,
+    )
+    report = PropertyFile(name=REPORT_PROPERTY_FILE, output_name="evaluation", path=REPORT_NAME)
+    # Never cached: the champion it compares with is read from the registry, which is in no cache key.
+    step = ProcessingStep(name=EVALUATE, step_args=step_args, property_files=[report], **job_step_options(cache=False))
+    return step, report

@@ -1,0 +1,54 @@
+"""The QualityGate condition: Register, or QualityGateFailed naming the values it compared."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pipeline.core.names import CHAMPION_FLOOR, DECISION, GATE, QUALITY_GATE, QUALITY_GATE_FAILED
+from pipeline.definition.declared import Parameters
+
+
+def quality_gate_step(params: Parameters, evaluate: Any, report: Any, register: Any) -> Any:
+    """Register when the report's gate value (higher is better) reaches MetricThreshold and the champion's floor (its
+    value on the same test split minus ChampionTolerance, computed by Evaluate); else fail naming both values."""
+    from sagemaker.core.workflow.conditions import ConditionGreaterThanOrEqualTo
+    from sagemaker.core.workflow.functions import Join, JsonGet
+    from sagemaker.mlops.workflow import ConditionStep, FailStep
+
+    def gate(field: str) -> Any:
+        return JsonGet(step_name=evaluate.name, property_file=report, json_path=f"{GATE}.{field}")
+
+    def decision(field: str) -> Any:
+        return JsonGet(step_name=evaluate.name, property_file=report, json_path=f"{DECISION}.{field}")
+
+    failed = FailStep(
+        name=QUALITY_GATE_FAILED,
+        error_message=Join(
+            on=" ",
+            values=[
+                "Quality gate failed:",
+                gate("metric"),
+                "=",
+                gate("value"),
+                "vs MetricThreshold",
+                params.metric_threshold,
+                "and champion",
+                decision("champion_value"),
+                "minus ChampionTolerance",
+                params.champion_tolerance,
+                "=",
+                decision(CHAMPION_FLOOR),
+                "|",
+                decision("reason"),
+            ],
+        ),
+    )
+    return ConditionStep(
+        name=QUALITY_GATE,
+        conditions=[
+            ConditionGreaterThanOrEqualTo(left=gate("value"), right=params.metric_threshold),
+            ConditionGreaterThanOrEqualTo(left=gate("value"), right=decision(CHAMPION_FLOOR)),
+        ],
+        if_steps=[register],
+        else_steps=[failed],
+    )

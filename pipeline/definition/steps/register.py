@@ -1,0 +1,53 @@
+"""The Register step: a model package version in the group, with the report and the champion comparison."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pipeline.core.names import CSV, DECISION, JSON, JSONLINES, RECORDIO, REGISTER, REPORT_NAME
+from pipeline.definition.config import PipelineConfig
+from pipeline.definition.declared import Parameters
+from pipeline.definition.steps.common import model_step_retries
+from pipeline.definition.steps.create_model import model_builder
+
+INFERENCE_INSTANCE_TYPES = ["ml.m5.large", "ml.m5.xlarge", "ml.c5.large", "ml.c5.xlarge"]
+INFERENCE_CONTENT_TYPES = [RECORDIO, CSV, JSON]
+INFERENCE_RESPONSE_TYPES = [JSON, JSONLINES, RECORDIO]
+
+
+def register_step(
+    config: PipelineConfig, params: Parameters, model_data: Any, evaluate: Any, report: Any, session: Any
+) -> Any:
+    from sagemaker.core.model_metrics import MetricsSource, ModelMetrics
+    from sagemaker.core.workflow.functions import Join, JsonGet
+    from sagemaker.mlops.workflow import ModelStep
+
+    def decision(field: str) -> Any:
+        # Join makes every value a string, as CustomerMetadataProperties requires
+        value = JsonGet(step_name=evaluate.name, property_file=report, json_path=f"{DECISION}.{field}")
+        return Join(on="", values=[value])
+
+    report_uri = Join(
+        on="/",
+        values=[evaluate.properties.ProcessingOutputConfig.Outputs["evaluation"].S3Output.S3Uri, REPORT_NAME],
+    )
+    step_args = model_builder(config, model_data, session).register(
+        model_package_group_name=config.model_package_group,
+        content_types=INFERENCE_CONTENT_TYPES,
+        response_types=INFERENCE_RESPONSE_TYPES,
+        inference_instances=INFERENCE_INSTANCE_TYPES,
+        transform_instances=INFERENCE_INSTANCE_TYPES,
+        model_metrics=ModelMetrics(
+            model_statistics=MetricsSource(s3_uri=report_uri, content_type=JSON),
+        ),
+        approval_status=params.model_approval_status,
+        # the champion this version was compared with on the same test split, and why it was promoted
+        customer_metadata_properties={
+            "ChampionModelPackageArn": decision("champion_model_package_arn"),
+            "ChampionValue": decision("champion_value"),
+            "ChallengerValue": decision("challenger_value"),
+            "GateMetric": decision("metric"),
+            "ChampionTolerance": decision("champion_tolerance"),
+        },
+    )
+    return ModelStep(name=REGISTER, step_args=step_args, retry_policies=model_step_retries())
