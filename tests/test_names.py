@@ -14,6 +14,12 @@ def test_preprocess_keeps_the_shared_names() -> None:
     assert preprocess.SHARD_SUFFIX == names.SHARD_SUFFIX
 
 
+def test_preprocess_defaults_its_split_as_the_definition_and_preflight() -> None:
+    parser = preprocess.build_parser()
+    defaults = {"ValidationFraction": "validation_fraction", "TestFraction": "test_fraction"}
+    assert {name: parser.get_default(option) for name, option in defaults.items()} == names.SPLIT_FRACTIONS
+
+
 def test_evaluate_keeps_the_shared_names() -> None:
     assert evaluate.PREDICTOR_TYPES == names.PREDICTOR_TYPES
     assert evaluate.GATE_METRICS == names.GATE_METRICS

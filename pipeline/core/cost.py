@@ -13,6 +13,8 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
+from pipeline.core.steps import walk_steps
+
 JOB_STEP_TYPES = {
     "Processing": "ProcessingJob",
     "Training": "TrainingJob",
@@ -115,7 +117,7 @@ def local_costs(
     """
     declared = {p["Name"]: p.get("DefaultValue") for p in definition.get("Parameters", [])}
     values = {**declared, **parameters}
-    resources = {step["Name"]: step for step in _all_steps(definition.get("Steps", []))}
+    resources = {step["Name"]: step for step, _ in walk_steps(definition.get("Steps", []))}
     costs = []
     for name, record in steps.items():
         if record.type not in JOB_STEP_TYPES or name not in resources or not record.start_time:
@@ -148,17 +150,6 @@ def _training_seconds(properties: Mapping[str, Any]) -> float:
             end, start = summary["TrainingEndTime"], summary["TrainingStartTime"]
             total += (datetime.fromisoformat(end) - datetime.fromisoformat(start)).total_seconds()
     return total
-
-
-def _all_steps(steps: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """Top-level steps and the ones nested in Condition branches."""
-    found = []
-    for step in steps:
-        found.append(step)
-        if step.get("Type") == "Condition":
-            arguments = step.get("Arguments", {})
-            found.extend(_all_steps(arguments.get("IfSteps", []) + arguments.get("ElseSteps", [])))
-    return found
 
 
 def _resolve(value: Any, parameters: Mapping[str, Any]) -> Any:

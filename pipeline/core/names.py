@@ -51,6 +51,17 @@ JSON = "application/json"
 JSONLINES = "application/jsonlines"
 TRAINING_CONTENT_TYPES = (RECORDIO, CSV)  # what Linear Learner reads
 
+
+def media_type(content_type: str) -> str:
+    """A content type without its parameters: ``text/csv;label_size=1`` -> ``text/csv``."""
+    return content_type.split(";")[0].strip()
+
+
+# ------------------------------------------------------------------------------------------- Preprocess's split
+# the shares of rows in the validation and test splits: the definition's defaults and Preprocess's own (its
+# --validation-fraction and --test-fraction, pinned equal by tests/test_names.py)
+SPLIT_FRACTIONS = {"ValidationFraction": 0.15, "TestFraction": 0.15}
+
 # ----------------------------------------------------------------------------------------- data file suffixes
 CSV_SUFFIXES = (".csv", ".csv.gz")
 PARQUET_SUFFIXES = (".parquet", ".pq")

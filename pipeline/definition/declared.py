@@ -5,7 +5,13 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from pipeline.core.names import BINARY_CLASSIFIER, CHAMPION_TOLERANCE, METRIC_THRESHOLD, PREDICTOR_TYPES
+from pipeline.core.names import (
+    BINARY_CLASSIFIER,
+    CHAMPION_TOLERANCE,
+    METRIC_THRESHOLD,
+    PREDICTOR_TYPES,
+    SPLIT_FRACTIONS,
+)
 from pipeline.definition.config import PipelineConfig
 from pipeline.definition.schema import default_schema_uri
 
@@ -76,8 +82,8 @@ class Parameters:
             id_column=ParameterString("IdColumn", ""),
             missing_values=ParameterString("MissingValues", "error", enum_values=["error", "zero", "drop"]),
             hash_buckets=ParameterInteger("HashBuckets", 16),
-            validation_fraction=ParameterFloat("ValidationFraction", 0.15),
-            test_fraction=ParameterFloat("TestFraction", 0.15),
+            validation_fraction=ParameterFloat("ValidationFraction", SPLIT_FRACTIONS["ValidationFraction"]),
+            test_fraction=ParameterFloat("TestFraction", SPLIT_FRACTIONS["TestFraction"]),
             split_seed=ParameterInteger("SplitSeed", 0),
             # the schema JSON the client decided (feature order, categorical columns, label values); the default is
             # the built-in schema that decides nothing (a ProcessingInput needs an object, never an empty URI)

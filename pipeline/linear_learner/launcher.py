@@ -24,10 +24,11 @@ from pathlib import Path
 
 from pipeline.core.errors import TrainingError
 from pipeline.core.files import atomic_path, write_text_atomically
-from pipeline.core.names import RECORDIO, TRAINING_CONTENT_TYPES
+from pipeline.core.names import RECORDIO, TRAINING_CONTENT_TYPES, media_type
 from pipeline.core.processes import kill_group
 from pipeline.core.processes import start as start_process
 from pipeline.core.sharding import DISTRIBUTIONS, objects_for_instance
+from pipeline.linear_learner.train import HYPERPARAMETERS_FILE, INPUT_DATA_CONFIG_FILE, RESOURCE_CONFIG_FILE
 
 AUTHKEY_ENV = "LLPIPE_LL_AUTHKEY"
 HEARTBEAT_ENV = "LLPIPE_TRAINING_HEARTBEAT_SECONDS"
@@ -106,7 +107,7 @@ def _check_channels(channels: Mapping[str, Channel]) -> None:
             raise TrainingError(
                 f"channel {name!r}: unknown distribution {channel.distribution!r}; expected one of {DISTRIBUTIONS}"
             )
-        if channel.content_type.split(";")[0].strip() not in TRAINING_CONTENT_TYPES:  # e.g. "text/csv;label_size=1"
+        if media_type(channel.content_type) not in TRAINING_CONTENT_TYPES:  # e.g. "text/csv;label_size=1"
             raise TrainingError(
                 f"channel {name!r}: content type {channel.content_type!r} is not supported; "
                 f"expected one of {TRAINING_CONTENT_TYPES}"
@@ -132,12 +133,11 @@ def _lay_out_root(
     root = work_dir / host
     if root.exists():
         shutil.rmtree(root)
-    config = root / "input" / "config"
-    config.mkdir(parents=True)
+    (root / RESOURCE_CONFIG_FILE).parent.mkdir(parents=True)
     (root / "model").mkdir()
     (root / "output" / "data").mkdir(parents=True)
-    (config / "hyperparameters.json").write_text(json.dumps({k: str(v) for k, v in hyperparameters.items()}))
-    (config / "resourceconfig.json").write_text(
+    (root / HYPERPARAMETERS_FILE).write_text(json.dumps({k: str(v) for k, v in hyperparameters.items()}))
+    (root / RESOURCE_CONFIG_FILE).write_text(
         json.dumps(
             {"current_host": host, "hosts": [host_name(i) for i in range(count)], "network_interface_name": "lo"}
         )
@@ -157,7 +157,7 @@ def _lay_out_root(
             # a position prefix keeps the sharded order and tells apart equal names from different folders
             _link_or_copy(source, channel_dir / f"{position:06d}-{source.name}")
             sources[str(channel_dir / f"{position:06d}-{source.name}")] = str(source)
-    (config / "inputdataconfig.json").write_text(json.dumps(data_config))
+    (root / INPUT_DATA_CONFIG_FILE).write_text(json.dumps(data_config))
     return root
 
 
@@ -337,7 +337,7 @@ def transform(
     """Batch transform: for each input file F write ``output_dir/F.name + ".out"`` (jsonlines, in record order)."""
     from pipeline.linear_learner.inference import transform_files
 
-    content_type = content_type.split(";")[0].strip()
+    content_type = media_type(content_type)
     if content_type not in TRAINING_CONTENT_TYPES:
         raise ValueError(f"content type {content_type!r} is not supported; expected one of {TRAINING_CONTENT_TYPES}")
     return transform_files(Path(model_path), [Path(f) for f in input_files], Path(output_dir), content_type)

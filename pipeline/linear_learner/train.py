@@ -23,11 +23,15 @@ from pathlib import Path
 
 from pipeline.core.errors import AlgorithmInputError
 from pipeline.core.files import write_text_atomically
-from pipeline.core.names import RECORDIO, TRAINING_CONTENT_TYPES
+from pipeline.core.names import RECORDIO, TRAINING_CONTENT_TYPES, media_type
 
 CHANNELS = ("train", "validation", "test")
 EXIT_FAILED = 1
 EXIT_ABORTED = 3
+# the configuration files under the container root (/opt/ml) the launcher writes, as the service's agent does
+HYPERPARAMETERS_FILE = "input/config/hyperparameters.json"
+RESOURCE_CONFIG_FILE = "input/config/resourceconfig.json"
+INPUT_DATA_CONFIG_FILE = "input/config/inputdataconfig.json"
 
 
 def log(line: str) -> None:
@@ -66,8 +70,7 @@ def run(root: Path, coordinator: str | None) -> None:
     """Train this instance: read the configuration and channels, fit with the other instances, write the outputs."""
     from pipeline.linear_learner.hyperparameters import parse_hyperparameters
 
-    config = root / "input" / "config"
-    hp = parse_hyperparameters(_read_json(config / "hyperparameters.json"))
+    hp = parse_hyperparameters(_read_json(root / HYPERPARAMETERS_FILE))
     log(f"Final configuration: {hp.resolved()}")
     instance = _instance(root)
     with tempfile.TemporaryDirectory(prefix="linear-learner-blocks-") as blocks:
@@ -86,9 +89,8 @@ def run(root: Path, coordinator: str | None) -> None:
 
 def _instance(root: Path) -> _Instance:
     """The resource and input data configuration, checked: known channels, a train channel, supported types."""
-    config = root / "input" / "config"
-    resources = _read_json(config / "resourceconfig.json")
-    data_config = _read_json(config / "inputdataconfig.json")
+    resources = _read_json(root / RESOURCE_CONFIG_FILE)
+    data_config = _read_json(root / INPUT_DATA_CONFIG_FILE)
     unknown = sorted(set(data_config) - set(CHANNELS))
     if unknown:
         raise AlgorithmInputError(f"unknown channel(s) {unknown}; Linear Learner accepts {', '.join(CHANNELS)}")
@@ -96,7 +98,7 @@ def _instance(root: Path) -> _Instance:
         raise AlgorithmInputError("the 'train' channel is required")
     channels = {}
     for name, channel in data_config.items():
-        content_type = channel.get("ContentType", RECORDIO).split(";")[0].strip()
+        content_type = media_type(channel.get("ContentType", RECORDIO))
         if content_type not in TRAINING_CONTENT_TYPES:
             raise AlgorithmInputError(
                 f"channel {name!r}: content type {content_type!r} is not supported; expected "

@@ -162,16 +162,6 @@ def expressions(value: Any) -> Iterator[dict[str, Any]]:
             yield from expressions(item)
 
 
-def referenced_steps(value: Any) -> set[str]:
-    """Names of the steps whose properties a value reads (its data dependencies)."""
-    names = set()
-    for expression in expressions(value):
-        reference = expression.get("Get")
-        if isinstance(reference, str) and reference.startswith("Steps."):
-            names.add(reference.split(".")[1])
-    return names
-
-
 def check(value: Any, parameters: set[str], steps: set[str], where: str) -> None:
     """Fail before anything runs if a value uses an unknown function, parameter, execution variable or step."""
     for expression in expressions(value):

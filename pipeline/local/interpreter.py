@@ -18,11 +18,12 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from pipeline.core.names import StepStatus
+from pipeline.core.steps import walk_steps
 from pipeline.definition.parameters import resolve_parameters
 from pipeline.local import cache, conditions, expressions
 from pipeline.local.executions import ExecutionRecord, ExecutionStore, StepRecord, now, write_json_atomically
 from pipeline.local.jobs.contract import Job, JobRunner, StepFailed
-from pipeline.local.plan import Plan, StepSpec, plan, walk_steps
+from pipeline.local.plan import Plan, StepSpec, plan
 
 
 @dataclass
@@ -97,9 +98,7 @@ class Interpreter:
         resolved = json.loads(json.dumps(definition))
         for parameter in resolved.get("Parameters", []):
             parameter["Value"] = record.parameters.get(parameter["Name"])
-        found: list[tuple[dict, Any]] = []
-        walk_steps(resolved.get("Steps", []), None, found)
-        for step, _ in found:
+        for step, _ in walk_steps(resolved.get("Steps", [])):
             arguments = record.folder / "steps" / step["Name"] / "arguments.json"
             if arguments.is_file():
                 step["Arguments"] = json.loads(arguments.read_text())

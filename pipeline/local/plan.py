@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from pipeline.core.errors import DefinitionError
+from pipeline.core.steps import own_arguments, referenced_steps, walk_steps
 from pipeline.local import conditions, expressions
 
 SUPPORTED_VERSION = "2020-12-01"
@@ -52,24 +53,6 @@ def load_definition(text: str) -> dict[str, Any]:
     return definition
 
 
-def walk_steps(steps: list[dict[str, Any]], branch: tuple[str, bool] | None, found: list[tuple[dict, Any]]) -> None:
-    for step in steps:
-        found.append((step, branch))
-        if step.get("Type") == "Condition":
-            arguments = step.get("Arguments", {})
-            walk_steps(arguments.get("IfSteps", []), (step["Name"], True), found)
-            walk_steps(arguments.get("ElseSteps", []), (step["Name"], False), found)
-
-
-def _data_arguments(step: dict[str, Any]) -> dict[str, Any]:
-    """The arguments whose expressions this step itself evaluates (a Condition's branches are separate steps)."""
-    arguments = dict(step.get("Arguments", {}))
-    if step.get("Type") == "Condition":
-        arguments.pop("IfSteps", None)
-        arguments.pop("ElseSteps", None)
-    return arguments
-
-
 def plan(definition: dict[str, Any], runnable_types: set[str]) -> Plan:
     """Check a definition and index its steps; ``DefinitionError`` naming whatever cannot run."""
     version = definition.get("Version")
@@ -77,8 +60,7 @@ def plan(definition: dict[str, Any], runnable_types: set[str]) -> Plan:
         raise DefinitionError(f"definition Version {version!r} is not supported (expected {SUPPORTED_VERSION})")
     parameters = definition.get("Parameters", [])
     parameter_names = {parameter["Name"] for parameter in parameters}
-    found: list[tuple[dict, Any]] = []
-    walk_steps(definition.get("Steps", []), None, found)
+    found = list(walk_steps(definition.get("Steps", [])))
     names = [step.get("Name") for step, _ in found]
     duplicates = sorted({name for name in names if names.count(name) > 1})
     if duplicates:
@@ -92,7 +74,7 @@ def plan(definition: dict[str, Any], runnable_types: set[str]) -> Plan:
                 f"step {name!r} has type {kind!r}, which the local backend cannot run "
                 f"(supported: {', '.join(sorted(known_types))})"
             )
-        arguments = _data_arguments(step)
+        arguments = own_arguments(step)  # a Condition's branches are steps of their own
         try:
             expressions.check(arguments, parameter_names, set(names), f"step {name}")
             if kind == "Condition":
@@ -107,7 +89,7 @@ def plan(definition: dict[str, Any], runnable_types: set[str]) -> Plan:
         unknown = sorted(depends_on - set(names))
         if unknown:
             raise DefinitionError(f"step {name} DependsOn unknown step(s): {', '.join(unknown)}")
-        upstream = depends_on | expressions.referenced_steps(arguments)
+        upstream = depends_on | referenced_steps(arguments)
         if branch is not None:
             upstream.add(branch[0])
         steps[name] = StepSpec(name, kind, step, frozenset(upstream), branch)

@@ -23,16 +23,21 @@ from pathlib import Path
 from typing import Any
 
 from pipeline.core.errors import DataError, LlpipeError, ParameterError
-from pipeline.core.names import GATE_METRICS, METRIC_THRESHOLD, MULTICLASS_CLASSIFIER, PARQUET_SUFFIXES, REGRESSOR
+from pipeline.core.images import is_linear_learner
+from pipeline.core.names import (
+    GATE_METRICS,
+    METRIC_THRESHOLD,
+    MULTICLASS_CLASSIFIER,
+    PARQUET_SUFFIXES,
+    REGRESSOR,
+    SPLIT_FRACTIONS,
+)
 from pipeline.local import expressions
 from pipeline.local.plan import Plan
 
-LINEAR_LEARNER_IMAGE = "linear-learner"
 SCAN_LIMIT_BYTES = 1 << 30  # data larger than this (uncompressed) is not pre-scanned: rows stay unknown
 HEADER_SAMPLE_ROWS = 1000  # rows compared with the header's field count
 BLOCK = 1 << 22
-# the Preprocess job's own defaults (preprocessing/preprocess.py), used when the definition declares no parameter
-DEFAULT_FRACTIONS = {"ValidationFraction": 0.15, "TestFraction": 0.15}
 
 
 def parameters_in(value: Any) -> set[str]:
@@ -52,7 +57,7 @@ def _resolved_hyperparameters(plan: Plan, values: Mapping[str, Any]) -> dict[str
     found: dict[str, tuple[str, set[str]]] = {}
     for spec in plan.steps.values():
         image = spec.arguments.get("AlgorithmSpecification", {}).get("TrainingImage", "")
-        if spec.type != "Training" or not isinstance(image, str) or LINEAR_LEARNER_IMAGE not in image:
+        if spec.type != "Training" or not isinstance(image, str) or not is_linear_learner(image):
             continue
         for name, value in (spec.arguments.get("HyperParameters") or {}).items():
             try:
@@ -247,7 +252,7 @@ def _check_fields(path: Path, head: bytes) -> None:
 
 
 def _fractions(values: Mapping[str, Any]) -> dict[str, float]:
-    return {name: float(values.get(name, default)) for name, default in DEFAULT_FRACTIONS.items()}
+    return {name: float(values.get(name, default)) for name, default in SPLIT_FRACTIONS.items()}  # Preprocess's own
 
 
 def _check_counts(facts: DataFacts, values: Mapping[str, Any]) -> None:

@@ -25,6 +25,7 @@ from pipeline.core.data_version import PARAMETER as DATA_VERSION
 from pipeline.core.data_version import SCHEDULED_TIME, s3_version
 from pipeline.core.errors import AwsError, ParameterError, UsageError, one_line
 from pipeline.core.names import StepStatus
+from pipeline.core.steps import own_arguments, referenced_steps, walk_steps
 from pipeline.definition.config import PipelineConfig
 from pipeline.definition.parameters import check_overrides
 
@@ -162,19 +163,12 @@ def steps_from(definition: Mapping[str, Any], first: str) -> list[str]:
     A step depends on the steps in its ``DependsOn``, the steps whose properties it reads (``{"Get": "Steps.X..."}``,
     property files included) and, inside a Condition's branches, on the Condition.
     """
-    dependencies: dict[str, set[str]] = {}
-
-    def collect(steps: list[dict[str, Any]], parent: str | None) -> None:
-        for step in steps:
-            arguments = dict(step.get("Arguments", {}))
-            is_condition = step["Type"] == "Condition"
-            branches = [arguments.pop(key, []) for key in ("IfSteps", "ElseSteps")] if is_condition else []
-            needs = set(step.get("DependsOn", [])) | _referenced_steps(arguments) | ({parent} if parent else set())
-            dependencies[step["Name"]] = needs
-            for branch in branches:
-                collect(branch, step["Name"])
-
-    collect(list(definition.get("Steps", [])), None)
+    dependencies = {
+        step["Name"]: set(step.get("DependsOn", []))
+        | referenced_steps(own_arguments(step))
+        | ({branch[0]} if branch else set())
+        for step, branch in walk_steps(list(definition.get("Steps", [])))
+    }
     if first not in dependencies:
         raise ParameterError(f"--from-step {first!r}: the pipeline has no such step; it has {', '.join(dependencies)}")
     selected = {first}
@@ -186,21 +180,6 @@ def steps_from(definition: Mapping[str, Any], first: str) -> list[str]:
                 selected.add(name)
                 changed = True
     return [name for name in dependencies if name in selected]
-
-
-def _referenced_steps(value: Any) -> set[str]:
-    """Names X of every ``{"Get": "Steps.X...."}`` inside a step's arguments."""
-    if isinstance(value, dict):
-        found = set()
-        reference = value.get("Get")
-        if isinstance(reference, str) and reference.startswith("Steps."):
-            found.add(reference.split(".")[1])
-        for item in value.values():
-            found |= _referenced_steps(item)
-        return found
-    if isinstance(value, list):
-        return set().union(*(_referenced_steps(item) for item in value)) if value else set()
-    return set()
 
 
 def start_request(

@@ -14,13 +14,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from pipeline.core.names import RECORDIO
+from pipeline.core.images import is_linear_learner
+from pipeline.core.names import RECORDIO, media_type
 from pipeline.local.executions import now
 from pipeline.local.jobs.contract import Job, StepFailed
 from pipeline.local.jobs.storage import list_prefix, upload_file
 from pipeline.local.s3 import LocalS3
 
-LINEAR_LEARNER_IMAGE = "linear-learner"
 _HOST_LINE = re.compile(r"^\[(algo-\d+)\] (.*)$")
 
 
@@ -35,7 +35,7 @@ class TrainingJobs:
 
         arguments = job.arguments
         image = arguments.get("AlgorithmSpecification", {}).get("TrainingImage", "")
-        if LINEAR_LEARNER_IMAGE not in image:
+        if not is_linear_learner(image):
             raise StepFailed(f"training image {image!r} is not Linear Learner, the only algorithm run locally")
         count = int(arguments["ResourceConfig"]["InstanceCount"])
         channels = {}
@@ -50,7 +50,7 @@ class TrainingJobs:
             channels[name] = launcher.Channel(
                 files=files,
                 distribution=source.get("S3DataDistributionType", "FullyReplicated"),
-                content_type=(channel.get("ContentType") or RECORDIO).split(";")[0].strip(),
+                content_type=media_type(channel.get("ContentType") or RECORDIO),
             )
         job_name = str(arguments.get("TrainingJobName") or job.job_name)
         logs = HostLogs(job, job.folder / "logs")

@@ -11,11 +11,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from pipeline.core.names import CSV, RECORDIO
+from pipeline.core.images import is_linear_learner
+from pipeline.core.names import CSV, RECORDIO, media_type
 from pipeline.local.jobs.contract import Job, StepFailed
 from pipeline.local.jobs.create_model import read_created_model
 from pipeline.local.jobs.storage import list_prefix, relative_key, upload_file
-from pipeline.local.jobs.training import LINEAR_LEARNER_IMAGE
 from pipeline.local.s3 import LocalS3
 
 SPLIT_TYPES = {RECORDIO: ("RecordIO",), CSV: ("Line", "None")}
@@ -34,13 +34,13 @@ class TransformJobs:
         arguments = job.arguments
         model = read_created_model(self.models, arguments["ModelName"])
         image = model["PrimaryContainer"].get("Image", "")
-        if LINEAR_LEARNER_IMAGE not in image:
+        if not is_linear_learner(image):
             raise StepFailed(f"model image {image!r} is not Linear Learner; the local backend transforms only those")
         transform_input = arguments["TransformInput"]
         source = transform_input["DataSource"]["S3DataSource"]
         if source.get("S3DataType", "S3Prefix") != "S3Prefix":
             raise StepFailed(f"TransformInput S3DataType {source['S3DataType']} is not supported locally")
-        content_type = (transform_input.get("ContentType") or RECORDIO).split(";")[0]
+        content_type = media_type(transform_input.get("ContentType") or RECORDIO)
         split_type = transform_input.get("SplitType", "None")
         if content_type in SPLIT_TYPES and split_type not in SPLIT_TYPES[content_type]:
             raise StepFailed(f"SplitType {split_type} does not fit ContentType {content_type}")

@@ -1,0 +1,50 @@
+"""The step tree of a pipeline definition JSON: its steps wherever they sit, and the steps a value reads.
+
+A Condition step holds more steps in its ``IfSteps`` and ``ElseSteps``; the local plan, the cost of a local run and
+a selective execution on SageMaker all walk that tree with :func:`walk_steps`. A value reads a step's properties
+through ``{"Get": "Steps.<name>...."}`` (property files included), which :func:`referenced_steps` finds.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+BRANCHES = (("IfSteps", True), ("ElseSteps", False))
+
+
+def walk_steps(
+    steps: list[dict[str, Any]], branch: tuple[str, bool] | None = None
+) -> Iterator[tuple[dict[str, Any], tuple[str, bool] | None]]:
+    """Every step in definition order, each with its branch: None at the top level, else (the Condition step's name,
+    the outcome that runs it); a Condition's branch steps follow it."""
+    for step in steps:
+        yield step, branch
+        if step.get("Type") == "Condition":
+            arguments = step.get("Arguments", {})
+            for key, outcome in BRANCHES:
+                yield from walk_steps(arguments.get(key, []), (step["Name"], outcome))
+
+
+def own_arguments(step: dict[str, Any]) -> dict[str, Any]:
+    """A step's arguments without a Condition's branches (those are steps of their own)."""
+    arguments = dict(step.get("Arguments", {}))
+    if step.get("Type") == "Condition":
+        for key, _ in BRANCHES:
+            arguments.pop(key, None)
+    return arguments
+
+
+def referenced_steps(value: Any) -> set[str]:
+    """Names X of every ``{"Get": "Steps.X...."}`` inside a value: the steps whose properties it reads."""
+    if isinstance(value, dict):
+        found = set()
+        reference = value.get("Get") if len(value) == 1 else None  # an expression is an object of one member
+        if isinstance(reference, str) and reference.startswith("Steps."):
+            found.add(reference.split(".")[1])
+        for item in value.values():
+            found |= referenced_steps(item)
+        return found
+    if isinstance(value, list):
+        return set().union(*(referenced_steps(item) for item in value)) if value else set()
+    return set()
