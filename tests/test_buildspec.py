@@ -251,7 +251,7 @@ def test_codebuild_role_allows_what_upsert_and_start_send() -> None:
 
 
 def test_scheduler_roles_allow_the_action_of_the_schedules_universal_target() -> None:
-    from pipeline.sagemaker.ops import START_PIPELINE_EXECUTION_TARGET
+    from pipeline.sagemaker.schedule import START_PIPELINE_EXECUTION_TARGET
 
     service, action = START_PIPELINE_EXECUTION_TARGET.split(":")[-2:]
     needed = f"{service}:{action[0].upper()}{action[1:]}"

@@ -18,10 +18,11 @@ from botocore.response import StreamingBody
 from rich.console import Console
 
 from pipeline.cli import main
+from pipeline.core import errors
 from pipeline.core.cost import JobCost, cost_table, local_costs, total_instance_seconds
 from pipeline.definition.config import PipelineConfig
+from pipeline.sagemaker import alerts, aws, start
 from pipeline.sagemaker import inspect as sagemaker_inspect
-from pipeline.sagemaker import ops as sagemaker_ops
 
 REGION = "us-west-2"
 ACCOUNT = "123456789012"
@@ -39,11 +40,10 @@ LL_IMAGE = f"174872318107.dkr.ecr.{REGION}.amazonaws.com/linear-learner:1"
 
 @pytest.fixture
 def session(monkeypatch: pytest.MonkeyPatch) -> StubbedSession:
-    """Stubs for every client the commands make; the commands get them through aws_session."""
+    """Stubs for every client the commands make; the commands get them through pipeline.sagemaker.aws.session."""
     stubbed = StubbedSession("sagemaker", "logs", "s3", "events", "sts")
     monkeypatch.setenv("COLUMNS", "250")  # rich tables unfolded, so ARNs can be asserted whole
-    for module in (sagemaker_ops, sagemaker_inspect):
-        monkeypatch.setattr(module, "aws_session", lambda config: stubbed)
+    monkeypatch.setattr(aws, "session", lambda config: stubbed)
     return stubbed
 
 
@@ -777,12 +777,12 @@ def test_start_from_a_step_selects_it_and_everything_downstream(
 
 def test_steps_downstream_of_each_step(definition_json: str) -> None:
     definition = json.loads(definition_json)
-    assert sagemaker_ops.steps_from(definition, "Register") == ["Register"]
-    assert sagemaker_ops.steps_from(definition, "QualityGate") == ["QualityGate", "Register", "QualityGateFailed"]
-    everything = sagemaker_ops.steps_from(definition, "Preprocess")
+    assert start.steps_from(definition, "Register") == ["Register"]
+    assert start.steps_from(definition, "QualityGate") == ["QualityGate", "Register", "QualityGateFailed"]
+    everything = start.steps_from(definition, "Preprocess")
     assert everything[0] == "Preprocess" and len(everything) == 8
-    with pytest.raises(sagemaker_ops.ParameterError, match="no such step"):
-        sagemaker_ops.steps_from(definition, "Deploy")
+    with pytest.raises(errors.ParameterError, match="no such step"):
+        start.steps_from(definition, "Deploy")
 
 
 @pytest.mark.parametrize(
@@ -888,9 +888,9 @@ def test_alerts_reject_a_topic_that_is_not_an_sns_arn(
 
 def test_long_pipeline_names_give_rule_names_within_the_limit() -> None:
     config = PipelineConfig(pipeline_name="p" * 120)
-    name = sagemaker_ops.alert_rule_name(config)
+    name = alerts.alert_rule_name(config)
     assert len(name) == 64 and name.endswith("-failed")
-    assert name != sagemaker_ops.alert_rule_name(PipelineConfig(pipeline_name="p" * 119))
+    assert name != alerts.alert_rule_name(PipelineConfig(pipeline_name="p" * 119))
 
 
 # ---------------------------------------------------------------- cost

@@ -18,11 +18,12 @@ from rich.console import Console
 
 from pipeline.cli import main
 from pipeline.cli.start import watch
+from pipeline.core import errors
 from pipeline.core.data_version import DataVersionError
 from pipeline.core.errors import ParameterError
 from pipeline.definition.build import BuiltDefinition, build_definition
 from pipeline.definition.config import PipelineConfig
-from pipeline.sagemaker import ops as sagemaker_ops
+from pipeline.sagemaker import aws, deploy, schedule, start, wait
 
 ACCOUNT = "123456789012"
 CONFIG = PipelineConfig(
@@ -76,9 +77,9 @@ def test_upsert_creates_a_new_pipeline_after_uploading_the_code(built: BuiltDefi
             "Tags": [{"Key": "cost-center", "Value": "ml"}],
         },
     )
-    result = sagemaker_ops.upsert(CONFIG, built, session=session, description="weekly churn model")
+    result = deploy.upsert(CONFIG, built, session=session, description="weekly churn model")
     session.verify()
-    assert result == sagemaker_ops.UpsertResult(PIPELINE_ARN, created=True, uploaded=tuple(built.uploads))
+    assert result == deploy.UpsertResult(PIPELINE_ARN, created=True, uploaded=tuple(built.uploads))
 
 
 def test_upsert_updates_an_existing_pipeline_and_merges_its_tags(built: BuiltDefinition) -> None:
@@ -109,7 +110,7 @@ def test_upsert_updates_an_existing_pipeline_and_merges_its_tags(built: BuiltDef
             "Tags": [{"Key": "cost-center", "Value": "ml"}, {"Key": "owner", "Value": "data-team"}],
         },
     )
-    result = sagemaker_ops.upsert(CONFIG, built, session=session)
+    result = deploy.upsert(CONFIG, built, session=session)
     session.verify()
     assert result.created is False and result.pipeline_arn == PIPELINE_ARN
 
@@ -146,7 +147,7 @@ def test_upsert_encrypts_uploads_and_sends_large_definitions_through_s3(built: B
             "ClientRequestToken": ANY,
         },
     )
-    sagemaker_ops.upsert(config, large, session=session)
+    deploy.upsert(config, large, session=session)
     session.verify()
     assert key_pattern["key"].startswith("churn-pipeline/definitions/") and key_pattern["key"].endswith(".json")
 
@@ -157,8 +158,8 @@ def test_upsert_reports_other_errors_in_one_line(built: BuiltDefinition) -> None
     session.stubs["sagemaker"].add_client_error(
         "create_pipeline", service_error_code="AccessDeniedException", service_message="not allowed: CreatePipeline"
     )
-    with pytest.raises(sagemaker_ops.AwsError, match="CreatePipeline churn-pipeline: AccessDeniedException"):
-        sagemaker_ops.upsert(CONFIG, built, session=session)
+    with pytest.raises(errors.AwsError, match="CreatePipeline churn-pipeline: AccessDeniedException"):
+        deploy.upsert(CONFIG, built, session=session)
 
 
 # ---------------------------------------------------------------- start
@@ -226,7 +227,7 @@ def test_start_sends_overrides_as_strings_and_the_fingerprint_of_the_input_as_da
         "PredictorType": "regressor",
         "InputDataUrl": "s3://data-bucket/churn/2026/",
     }
-    assert sagemaker_ops.start(CONFIG, overrides, session=session) == EXECUTION_ARN
+    assert start.start(CONFIG, overrides, session=session) == EXECUTION_ARN
     session.verify()
 
 
@@ -243,7 +244,7 @@ def test_start_without_overrides_versions_the_default_input_and_new_data_gets_a_
             {"PipelineExecutionArn": EXECUTION_ARN},
             {"PipelineName": "churn-pipeline", "PipelineParameters": [{"Name": "DataVersion", "Value": version}]},
         )
-        assert sagemaker_ops.start(CONFIG, {}, session=session) == EXECUTION_ARN
+        assert start.start(CONFIG, {}, session=session) == EXECUTION_ARN
         versions.append(version)
     session.verify()
     assert versions[0] != versions[1]  # one object rewritten with the same size: its ETag changed
@@ -257,7 +258,7 @@ def test_start_with_a_given_dataversion_lists_nothing(built: BuiltDefinition) ->
         {"PipelineExecutionArn": EXECUTION_ARN},
         {"PipelineName": "churn-pipeline", "PipelineParameters": [{"Name": "DataVersion", "Value": "2026-12-01"}]},
     )
-    assert sagemaker_ops.start(CONFIG, {"DataVersion": "2026-12-01"}, session=session) == EXECUTION_ARN
+    assert start.start(CONFIG, {"DataVersion": "2026-12-01"}, session=session) == EXECUTION_ARN
     session.verify()  # and the s3 stub, with no response queued, would have failed any ListObjectsV2
 
 
@@ -268,7 +269,7 @@ def test_start_of_an_empty_input_prefix_is_refused_before_starting(built: BuiltD
         "list_objects_v2", {"IsTruncated": False}, {"Bucket": "data-bucket", "Prefix": "nothing/"}
     )
     with pytest.raises(DataVersionError, match="no objects under s3://data-bucket/nothing/"):
-        sagemaker_ops.start(CONFIG, {"InputDataUrl": "s3://data-bucket/nothing/"}, session=session)
+        start.start(CONFIG, {"InputDataUrl": "s3://data-bucket/nothing/"}, session=session)
     session.verify()
 
 
@@ -287,7 +288,7 @@ def test_start_of_a_pipeline_deployed_without_dataversion_warns(
     session.stubs["sagemaker"].add_response(
         "start_pipeline_execution", {"PipelineExecutionArn": EXECUTION_ARN}, {"PipelineName": "churn-pipeline"}
     )
-    monkeypatch.setattr(sagemaker_ops, "aws_session", lambda config: session)
+    monkeypatch.setattr(aws, "session", lambda config: session)
     assert main(["start", "--region", "us-west-2", "--pipeline-name", "churn-pipeline", "--no-infer"]) == 0
     session.verify()
     captured = capsys.readouterr()
@@ -301,7 +302,7 @@ def test_start_dry_run_prints_the_request_after_reads_only(
     session = StubbedSession("sagemaker", "s3")
     expect_describe(session, built)
     version = expect_listing(session, "s3://artifacts-bucket/churn-pipeline/input/", INPUT_OBJECTS)
-    monkeypatch.setattr(sagemaker_ops, "aws_session", lambda config: session)
+    monkeypatch.setattr(aws, "session", lambda config: session)
     argv = ["start", "--dry-run", "--param", "Epochs=3", "--region", "us-west-2", "--pipeline-name", "churn-pipeline"]
     assert main([*argv, "--bucket", "artifacts-bucket", "--no-infer"]) == 0
     session.verify()  # no StartPipelineExecution queued: sending one would have raised
@@ -329,7 +330,7 @@ def test_start_rejects_bad_overrides_before_starting(built: BuiltDefinition, ove
         "describe_pipeline", describe_pipeline_response(built), {"PipelineName": "churn-pipeline"}
     )
     with pytest.raises(ParameterError, match=message):
-        sagemaker_ops.start(CONFIG, overrides, session=session)
+        start.start(CONFIG, overrides, session=session)
     session.verify()  # and no ListObjectsV2 nor StartPipelineExecution was sent: the stubs would have raised
 
 
@@ -406,7 +407,7 @@ def test_start_wait_exit_code_follows_the_final_status(
     )
     expect_poll(stub, "Executing", None, [step("Preprocess", "Executing")])  # one poll before the end
     expect_poll(stub, status, reason, steps)
-    monkeypatch.setattr(sagemaker_ops, "aws_session", lambda config: session)
+    monkeypatch.setattr(aws, "session", lambda config: session)
     code = main(
         ["start", "--wait", "--poll-seconds", "0", "--region", "us-west-2", "--pipeline-name", "churn-pipeline"]
         + ["--param", "DataVersion=v7", "--no-infer"]
@@ -448,7 +449,7 @@ def test_steps_are_read_across_pages() -> None:
         {"PipelineExecutionSteps": [step("Train", "Executing")]},
         {"PipelineExecutionArn": EXECUTION_ARN, "SortOrder": "Ascending", "NextToken": "page-2"},
     )
-    state = sagemaker_ops.poll_execution(session.client("sagemaker"), EXECUTION_ARN)
+    state = wait.poll_execution(session.client("sagemaker"), EXECUTION_ARN)
     session.verify()
     assert [s["StepName"] for s in state.steps] == ["Preprocess", "Train"]
 
@@ -467,7 +468,7 @@ def test_list_executions_asks_for_the_newest_first() -> None:
         {"PipelineExecutionSummaries": summaries},
         {"PipelineName": "churn-pipeline", "SortBy": "CreationTime", "SortOrder": "Descending", "MaxResults": 5},
     )
-    assert sagemaker_ops.list_executions(CONFIG, 5, session=session) == summaries
+    assert wait.list_executions(CONFIG, 5, session=session) == summaries
     session.verify()
 
 
@@ -513,9 +514,9 @@ def test_schedule_creates_a_universal_target_whose_dataversion_is_the_scheduled_
         "update_schedule", service_error_code="ResourceNotFoundException", expected_params=expected
     )
     scheduler.add_response("create_schedule", {"ScheduleArn": SCHEDULE_ARN}, expected)
-    expression = sagemaker_ops.schedule_expression(cron="0 3 * * ? *")
+    expression = schedule.schedule_expression(cron="0 3 * * ? *")
     overrides = {"InputDataUrl": "s3://data-bucket/daily/", "Epochs": "5"}
-    assert sagemaker_ops.put_schedule(CONFIG, expression, overrides, session=session, now=T0) == SCHEDULE_ARN
+    assert schedule.put_schedule(CONFIG, expression, overrides, session=session, now=T0) == SCHEDULE_ARN
     session.verify()
 
 
@@ -524,7 +525,7 @@ def test_the_schedule_input_is_a_valid_startpipelineexecution_request_once_sched
     of StartPipelineExecution (PascalCase names, the required idempotency token of 32 to 128 characters)."""
     from botocore.validate import validate_parameters
 
-    request = sagemaker_ops.schedule_request(CONFIG, "rate(1 day)", {"Epochs": "5"}, now=T0)
+    request = schedule.schedule_request(CONFIG, "rate(1 day)", {"Epochs": "5"}, now=T0)
     template = request["Target"]["Input"]
     filled = template.replace("<aws.scheduler.scheduled-time>", "2026-12-01T03:00:00Z").replace(
         "<aws.scheduler.schedule-arn>", SCHEDULE_ARN
@@ -551,8 +552,8 @@ def test_schedule_updates_an_existing_schedule_with_another_role(built: BuiltDef
         {"ScheduleArn": "arn:schedule"},
         expected_schedule("rate(1 day)", role=role, state="DISABLED"),
     )
-    expression = sagemaker_ops.schedule_expression(rate="rate(1 day)")
-    sagemaker_ops.put_schedule(CONFIG, expression, role_arn=role, session=session, now=T0, enabled=False)
+    expression = schedule.schedule_expression(rate="rate(1 day)")
+    schedule.put_schedule(CONFIG, expression, role_arn=role, session=session, now=T0, enabled=False)
     session.verify()
 
 
@@ -571,7 +572,7 @@ def test_schedule_refuses_before_any_scheduler_call(
     session = StubbedSession("sagemaker", "scheduler")
     expect_describe(session, built if deployed == "current" else without_data_version(built))
     with pytest.raises(ParameterError, match=message):
-        sagemaker_ops.put_schedule(CONFIG, "rate(1 day)", overrides, session=session, now=T0)
+        schedule.put_schedule(CONFIG, "rate(1 day)", overrides, session=session, now=T0)
     session.verify()  # nothing queued on the scheduler stub: any call to it would have raised
 
 
@@ -585,7 +586,7 @@ def test_schedule_dry_run_prints_the_exact_request_without_calling_aws(
         assert (config.pipeline_name, config.bucket, config.region) == ("churn-pipeline", CONFIG.bucket, CONFIG.region)
         return built
 
-    monkeypatch.setattr(sagemaker_ops, "aws_session", no_aws)
+    monkeypatch.setattr(aws, "session", no_aws)
     monkeypatch.setattr("pipeline.definition.build.build_definition", build_definition)
     argv = ["schedule", "--dry-run", "--rate", "12 hours", "--param", "Epochs=5", "--disabled"]
     argv += ["--region", "us-west-2", "--role-arn", CONFIG.role_arn, "--bucket", "artifacts-bucket"]
@@ -609,8 +610,8 @@ def test_schedule_delete_and_delete_of_nothing() -> None:
     stub = session.stubs["scheduler"]
     stub.add_response("delete_schedule", {}, {"Name": "churn-pipeline"})
     stub.add_client_error("delete_schedule", service_error_code="ResourceNotFoundException")
-    assert sagemaker_ops.delete_schedule(CONFIG, session=session) is True
-    assert sagemaker_ops.delete_schedule(CONFIG, session=session) is False
+    assert schedule.delete_schedule(CONFIG, session=session) is True
+    assert schedule.delete_schedule(CONFIG, session=session) is False
     session.verify()
 
 
@@ -624,7 +625,7 @@ def test_schedule_delete_and_delete_of_nothing() -> None:
     ],
 )
 def test_schedule_expressions(cron: str | None, rate: str | None, expected: str) -> None:
-    assert sagemaker_ops.schedule_expression(cron=cron, rate=rate) == expected
+    assert schedule.schedule_expression(cron=cron, rate=rate) == expected
 
 
 @pytest.mark.parametrize(
@@ -632,7 +633,7 @@ def test_schedule_expressions(cron: str | None, rate: str | None, expected: str)
 )
 def test_bad_schedule_expressions_are_rejected(cron: str | None, rate: str | None) -> None:
     with pytest.raises(ValueError):
-        sagemaker_ops.schedule_expression(cron=cron, rate=rate)
+        schedule.schedule_expression(cron=cron, rate=rate)
 
 
 def test_no_credentials_is_one_clear_line(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture) -> None:
@@ -694,7 +695,7 @@ def test_upsert_of_an_existing_pipeline_sends_what_the_sdk_upsert_sends(
         sdk_pipeline.upsert(role_arn=CONFIG.role_arn, tags=CONFIG.all_tags)
     finally:
         sdk_stub.deactivate()
-    sagemaker_ops.upsert(CONFIG, built, session=ours)
+    deploy.upsert(CONFIG, built, session=ours)
     operations = [request["operation"] for request in sent["ours"]]
     assert operations == ["CreatePipeline", "UpdatePipeline", "ListTags", "AddTags"]
     assert sent["ours"] == sent["sdk"]
@@ -752,7 +753,7 @@ def test_start_infers_uploads_the_schema_then_starts_with_it(
     built: BuiltDefinition, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
     session = StubbedSession("sagemaker", "s3")
-    monkeypatch.setattr(sagemaker_ops, "aws_session", lambda config: session)
+    monkeypatch.setattr(aws, "session", lambda config: session)
     text = _sampled_table()
     uri, body = _inferred_schema(text)
     session.stubs["sagemaker"].add_response(
@@ -785,7 +786,7 @@ def test_schedule_gives_every_execution_the_inferred_parameters(
     built: BuiltDefinition, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     session = StubbedSession("sagemaker", "s3", "scheduler")
-    monkeypatch.setattr(sagemaker_ops, "aws_session", lambda config: session)
+    monkeypatch.setattr(aws, "session", lambda config: session)
     text = _sampled_table()
     uri, body = _inferred_schema(text)
     sagemaker = session.stubs["sagemaker"]

@@ -281,7 +281,7 @@ def test_start_dry_run_only_reads_and_prints_the_inferred_parameters(
         def client(self, name: str) -> Any:
             return clients[name]
 
-    monkeypatch.setattr("pipeline.sagemaker.ops.aws_session", lambda config: Session())
+    monkeypatch.setattr("pipeline.sagemaker.aws.session", lambda config: Session())
     text = default_table(300).to_csv(index=False).encode()
     with Stubber(clients["sagemaker"]) as sagemaker, Stubber(clients["s3"]) as s3:
         sagemaker.add_response(

@@ -31,7 +31,7 @@ if TYPE_CHECKING:
     from pipeline.definition.inference import Inferred
     from pipeline.local.executions import ExecutionRecord, StepRecord
     from pipeline.local.runner import DataSource
-    from pipeline.sagemaker.ops import UpsertResult
+    from pipeline.sagemaker.deploy import UpsertResult
 
 PathLike = str | Path
 
@@ -158,7 +158,7 @@ def upsert_pipeline(config: PipelineConfig, description: str | None = None) -> U
     and :func:`deploy` both call."""
     from pipeline.core.errors import LlpipeError
     from pipeline.definition.build import build_definition
-    from pipeline.sagemaker.ops import upsert
+    from pipeline.sagemaker.deploy import upsert
 
     try:
         built = build_definition(config)
@@ -184,12 +184,12 @@ def start(
     ``Epochs=5``); DataVersion is the fingerprint of the data under InputDataUrl, as with ``llpipe start``.
     Returns the execution at once, or when it finished with ``wait=True`` (else call ``.wait()``)."""
     from pipeline.api.sagemaker_execution import SageMakerExecution
-    from pipeline.sagemaker.ops import aws_session
-    from pipeline.sagemaker.ops import start as start_execution
+    from pipeline.sagemaker import aws
+    from pipeline.sagemaker.start import start as start_execution
 
     settings, parameters = split_options(options)
     pipeline_config = load_settings(settings, config)
-    session = aws_session(pipeline_config)
+    session = aws.session(pipeline_config)
     arn = start_execution(pipeline_config, parameters, session=session, display_name=display_name)
     execution = SageMakerExecution(pipeline_config, arn, session=session)
     return execution.wait(poll_seconds) if wait else execution

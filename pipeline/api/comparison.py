@@ -120,9 +120,11 @@ def abandoned_reason(record: Any) -> str | None:
 
 def _sagemaker_rows(config: PipelineConfig, max_results: int, session: Any, gate: bool) -> list[dict[str, Any]]:
     from pipeline.api.sagemaker_execution import SageMakerExecution
-    from pipeline.sagemaker.ops import TERMINAL_STATUSES, aws_session, deployed_parameters, list_executions
+    from pipeline.sagemaker import aws
+    from pipeline.sagemaker.start import deployed_parameters
+    from pipeline.sagemaker.wait import TERMINAL_STATUSES, list_executions
 
-    session = session or aws_session(config)
+    session = session or aws.session(config)
     summaries = list_executions(config, max_results, session=session)[:max_results]
     if not summaries:
         return []

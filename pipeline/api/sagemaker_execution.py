@@ -17,8 +17,9 @@ from urllib.parse import urlparse
 
 from pipeline.api.execution import Execution, NoResultsError, predictions_frame, seconds_between, steps_frame
 from pipeline.core.names import EVALUATE, QUALITY_GATE, REGISTER, REGRESSOR, REPORT_NAME, TRAIN, TRANSFORM, StepStatus
+from pipeline.sagemaker import aws
 from pipeline.sagemaker.inspect import JOB_KINDS, execution_arn, execution_parameters
-from pipeline.sagemaker.ops import TERMINAL_STATUSES, aws_call, aws_session, execution_steps
+from pipeline.sagemaker.wait import TERMINAL_STATUSES, execution_steps
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -45,7 +46,7 @@ class SageMakerExecution(Execution):
     def __init__(self, config: PipelineConfig, arn: str, session: Any = None) -> None:
         self.config = config
         self.arn = arn
-        self.session = session or aws_session(config)
+        self.session = session or aws.session(config)
         self.sagemaker = self.session.client("sagemaker")
         self._described: dict[str, Any] | None = None
         self._steps: list[dict[str, Any]] | None = None
@@ -54,7 +55,7 @@ class SageMakerExecution(Execution):
     @classmethod
     def find(cls, config: PipelineConfig, execution: str, session: Any = None) -> SageMakerExecution:
         """By ARN, or by the id at its end (an execution of the configured pipeline)."""
-        session = session or aws_session(config)
+        session = session or aws.session(config)
         return cls(config, execution_arn(config, execution, session), session)
 
     @property
@@ -63,7 +64,7 @@ class SageMakerExecution(Execution):
 
     def refresh(self) -> SageMakerExecution:
         """Read the status again (DescribePipelineExecution); steps and report are read again when next asked."""
-        with aws_call(f"DescribePipelineExecution {self.arn}"):
+        with aws.call(f"DescribePipelineExecution {self.arn}"):
             self._described = self.sagemaker.describe_pipeline_execution(PipelineExecutionArn=self.arn)
         self._steps = None
         return self
@@ -167,7 +168,7 @@ class SageMakerExecution(Execution):
         """Describe{Processing,Training,Transform}Job of a step's job ARN."""
         job = JOB_KINDS[kind]
         name = arn.rsplit("/", 1)[-1]
-        with aws_call(f"{job.describe} {name}"):
+        with aws.call(f"{job.describe} {name}"):
             return getattr(self.sagemaker, job.describe)(**{job.name_key: name})
 
     @property
@@ -187,7 +188,7 @@ class SageMakerExecution(Execution):
             if uri is None:
                 return None
             bucket, key = _split(uri)
-            with aws_call(f"GetObject {uri}"):
+            with aws.call(f"GetObject {uri}"):
                 body = self.session.client("s3").get_object(Bucket=bucket, Key=key)["Body"].read()
             self._report = json.loads(body)
         return self._report
@@ -204,7 +205,7 @@ class SageMakerExecution(Execution):
         arn = self._job_arn(REGISTER, "RegisterModel")
         if arn is None:
             return None
-        with aws_call(f"DescribeModelPackage {arn}"):
+        with aws.call(f"DescribeModelPackage {arn}"):
             described = self.sagemaker.describe_model_package(ModelPackageName=arn)
         return {
             "group": described.get("ModelPackageGroupName"),
@@ -251,7 +252,7 @@ class SageMakerExecution(Execution):
         s3 = self.session.client("s3")
         bucket, prefix = _split(uri.rstrip("/") + "/")
         request: dict[str, Any] = {"Bucket": bucket, "Prefix": prefix}
-        with aws_call(f"downloading {uri}"):
+        with aws.call(f"downloading {uri}"):
             while True:
                 page = s3.list_objects_v2(**request)
                 for item in page.get("Contents", []):

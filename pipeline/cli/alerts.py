@@ -22,7 +22,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     """Create or update the rule and its target, or delete them."""
     from pipeline.core.errors import UsageError
-    from pipeline.sagemaker.ops import alert_rule_name, delete_failure_alert, put_failure_alert
+    from pipeline.sagemaker.alerts import alert_rule_name, delete_failure_alert, put_failure_alert
 
     config = config_from_args(args)
     if args.delete:

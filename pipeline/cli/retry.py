@@ -26,7 +26,7 @@ def run(args: argparse.Namespace) -> int:
     """Retry; print the ARN; with --wait, the live step table, the compute used and the final status's exit code."""
     from pipeline.cli.start import wait_and_report
     from pipeline.sagemaker.inspect import execution_arn
-    from pipeline.sagemaker.ops import retry
+    from pipeline.sagemaker.start import retry
 
     config = config_from_args(args)
     arn = retry(config, execution_arn(config, args.execution), max_parallel=args.max_parallel)

@@ -49,14 +49,10 @@ def run(args: argparse.Namespace) -> int:
     from pipeline.core.errors import UsageError
     from pipeline.definition.inference import infer_for_execution
     from pipeline.definition.parameters import parse_overrides
-    from pipeline.sagemaker.ops import (
-        aws_session,
-        delete_schedule,
-        deployed_parameters,
-        put_object,
-        put_schedule,
-        schedule_expression,
-    )
+    from pipeline.sagemaker import aws
+    from pipeline.sagemaker.deploy import put_object
+    from pipeline.sagemaker.schedule import delete_schedule, put_schedule, schedule_expression
+    from pipeline.sagemaker.start import deployed_parameters
 
     config = config_from_args(args)
     if args.delete:
@@ -71,7 +67,7 @@ def run(args: argparse.Namespace) -> int:
     given = parse_overrides(args.param)
     session = declared = inferred = None
     if not args.no_infer:  # the deployed parameters are read once, for the inference and the schedule
-        session = aws_session(config)
+        session = aws.session(config)
         declared = deployed_parameters(config, session)
         inferred = infer_for_execution(
             config, given, session, args, sys.stderr if args.dry_run else sys.stdout, declared
@@ -103,7 +99,7 @@ def dry_run(
     """The request as indented JSON, overrides checked against the definition ``llpipe upsert`` would deploy."""
     from pipeline.definition.build import build_definition
     from pipeline.definition.parameters import check_overrides
-    from pipeline.sagemaker.ops import schedule_request
+    from pipeline.sagemaker.schedule import schedule_request
 
     definition = json.loads(build_definition(config).definition_json)
     check_overrides(definition["Parameters"], overrides)

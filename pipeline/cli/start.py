@@ -25,7 +25,7 @@ from pipeline.definition.inference import add_inference_arguments
 if TYPE_CHECKING:
     from rich.console import Console
 
-    from pipeline.sagemaker.ops import ExecutionState
+    from pipeline.sagemaker.wait import ExecutionState
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
@@ -75,13 +75,13 @@ def run(args: argparse.Namespace) -> int:
     from pipeline.core.names import PREPROCESS
     from pipeline.definition.inference import infer_for_execution
     from pipeline.definition.parameters import parse_overrides
+    from pipeline.sagemaker import aws
+    from pipeline.sagemaker.deploy import put_object
     from pipeline.sagemaker.inspect import execution_arn
-    from pipeline.sagemaker.ops import (
-        aws_session,
+    from pipeline.sagemaker.start import (
         declared_parameters,
         deployed_definition,
         missing_data_version,
-        put_object,
         start,
         start_request,
     )
@@ -89,7 +89,7 @@ def run(args: argparse.Namespace) -> int:
     config = config_from_args(args)
     if bool(args.from_step) != bool(args.source):
         raise UsageError("--from-step and --source go together (the source execution provides the other steps)")
-    session = aws_session(config)
+    session = aws.session(config)
     given = parse_overrides(args.param)
     # a selective execution from a later step reuses the source execution's Preprocess output: no schema to decide
     needed = args.from_step in (None, PREPROCESS)
@@ -136,7 +136,7 @@ def wait_and_report(config: PipelineConfig, arn: str, poll_seconds: float, conso
 
     from pipeline.core.cost import cost_table
     from pipeline.sagemaker.inspect import step_jobs
-    from pipeline.sagemaker.ops import outcome
+    from pipeline.sagemaker.wait import outcome
 
     console = console or Console()
     state = watch(config, arn, poll_seconds, console=console)
@@ -164,7 +164,7 @@ def watch(
     from rich.live import Live
     from rich.table import Table
 
-    from pipeline.sagemaker.ops import step_rows, wait_for_execution
+    from pipeline.sagemaker.wait import step_rows, wait_for_execution
 
     console = console or Console()
 

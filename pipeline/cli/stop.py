@@ -16,7 +16,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     """Ask SageMaker to stop; the execution goes Stopping, then Stopped (see `llpipe execution show`)."""
     from pipeline.sagemaker.inspect import execution_arn
-    from pipeline.sagemaker.ops import stop
+    from pipeline.sagemaker.start import stop
 
     config = config_from_args(args)
     arn = stop(config, execution_arn(config, args.execution))

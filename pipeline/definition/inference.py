@@ -132,12 +132,12 @@ def infer_for_execution(
     """For start and schedule: the schema inferred from the input, reported on ``stream``, for the pipeline as
     deployed (``declared``: its parameters, from DescribePipeline); None with ``--no-infer`` or when not ``needed``."""
     from pipeline.definition.parameters import check_overrides
-    from pipeline.sagemaker.ops import aws_call
+    from pipeline.sagemaker import aws
 
     if args.no_infer or not needed:
         return None
     check_overrides(list(declared.values()), given)
-    with aws_call(f"sampling the input of {config.pipeline_name}"):
+    with aws.call(f"sampling the input of {config.pipeline_name}"):
         inferred = infer_s3(config.pipeline_prefix, declared, given, session, args)
     if inferred is not None:
         print_inferred(inferred, stream)

@@ -17,7 +17,8 @@ from pipeline.core.cost import JobCost
 from pipeline.core.errors import LlpipeError, UsageError
 from pipeline.core.names import EVALUATE, REPORT_NAME, StepStatus
 from pipeline.definition.config import DEFAULT_ROLE_ARN, PipelineConfig
-from pipeline.sagemaker.ops import aws_call, aws_session, execution_steps
+from pipeline.sagemaker import aws
+from pipeline.sagemaker.wait import execution_steps
 
 EVALUATION_OUTPUT = "evaluation"  # the Evaluate step's ProcessingOutput name; the report is evaluation.json in it
 
@@ -182,8 +183,8 @@ def execution_arn(config: PipelineConfig, id_or_arn: str, session: Any = None) -
         raise UsageError(f"{id_or_arn!r} is neither an execution id nor an execution ARN")
     partition, account = config.role_arn.split(":")[1], config.role_arn.split(":")[4]
     if config.role_arn == DEFAULT_ROLE_ARN:
-        session = session or aws_session(config)
-        with aws_call("GetCallerIdentity (the account of the execution)"):
+        session = session or aws.session(config)
+        with aws.call("GetCallerIdentity (the account of the execution)"):
             caller = session.client("sts").get_caller_identity()
         partition, account = caller["Arn"].split(":")[1], caller["Account"]
     pipeline = config.pipeline_name.lower()  # SageMaker lower-cases the pipeline name in ARNs
@@ -207,10 +208,10 @@ def logs_console_url(region: str, log_group: str, name: str) -> str:
 
 def inspect_execution(config: PipelineConfig, arn: str, session: Any = None) -> ExecutionView:
     """Describe the execution, its parameters and steps, each step's job, and read the Evaluate report."""
-    session = session or aws_session(config)
+    session = session or aws.session(config)
     sagemaker = session.client("sagemaker")
     region = arn.split(":")[3]
-    with aws_call(f"DescribePipelineExecution {arn}"):
+    with aws.call(f"DescribePipelineExecution {arn}"):
         described = sagemaker.describe_pipeline_execution(PipelineExecutionArn=arn)
     parameters = execution_parameters(sagemaker, arn)
     logs = session.client("logs")
@@ -237,7 +238,7 @@ def execution_parameters(sagemaker: Any, arn: str) -> dict[str, str]:
     """Every page of ListPipelineParametersForExecution: the values this execution ran with."""
     parameters: dict[str, str] = {}
     request: dict[str, Any] = {"PipelineExecutionArn": arn}
-    with aws_call(f"ListPipelineParametersForExecution {arn}"):
+    with aws.call(f"ListPipelineParametersForExecution {arn}"):
         while True:
             page = sagemaker.list_pipeline_parameters_for_execution(**request)
             parameters.update({p["Name"]: p["Value"] for p in page.get("PipelineParameters", [])})
@@ -284,7 +285,7 @@ def describe_job(
 ) -> JobView:
     """Describe{Processing,Training,Transform}Job, its cost and (with a logs client) its log streams."""
     arn_name = arn.rsplit("/", 1)[-1]  # lower-cased in the ARN; Describe*Job does not mind, log streams do
-    with aws_call(f"{kind.describe} {arn_name}"):
+    with aws.call(f"{kind.describe} {arn_name}"):
         described = getattr(sagemaker, kind.describe)(**{kind.name_key: arn_name})
     name = described.get(kind.name_key, arn_name)
     job = JobView(
@@ -332,7 +333,7 @@ def job_cost(step_name: str, kind: str, described: dict[str, Any], cached: bool)
 def step_jobs(config: PipelineConfig, steps: list[dict[str, Any]], session: Any = None) -> dict[str, JobView]:
     """The job of every job step of ListPipelineExecutionSteps output (one Describe*Job each, no log requests):
     step name -> its cost, status and a processing job's ExitMessage."""
-    sagemaker = (session or aws_session(config)).client("sagemaker")
+    sagemaker = (session or aws.session(config)).client("sagemaker")
     jobs = {}
     for step in steps:
         for key, kind in JOB_KINDS.items():
@@ -350,7 +351,7 @@ def log_streams(logs: Any, log_group: str, job_name: str) -> list[str]:
 
     streams: list[str] = []
     request: dict[str, Any] = {"logGroupName": log_group, "logStreamNamePrefix": f"{job_name}/"}
-    with aws_call(f"DescribeLogStreams {log_group} {job_name}/"):
+    with aws.call(f"DescribeLogStreams {log_group} {job_name}/"):
         while True:
             try:
                 page = logs.describe_log_streams(**request)
@@ -369,7 +370,7 @@ def _read_report(s3: Any, view: ExecutionView, uri: str) -> None:
     import json
 
     bucket, key = uri.removeprefix("s3://").split("/", 1)
-    with aws_call(f"reading the evaluation report {uri}"):
+    with aws.call(f"reading the evaluation report {uri}"):
         body = s3.get_object(Bucket=bucket, Key=key)["Body"].read()
     try:
         report = json.loads(body)
@@ -390,10 +391,10 @@ def job_log_events(config: PipelineConfig, job: JobView, session: Any = None) ->
     """Every event of the job's log streams (FilterLogEvents with the job's prefix, all pages, oldest first)."""
     from botocore.exceptions import ClientError
 
-    logs = (session or aws_session(config)).client("logs")
+    logs = (session or aws.session(config)).client("logs")
     events: list[LogEvent] = []
     request: dict[str, Any] = {"logGroupName": job.log_group, "logStreamNamePrefix": f"{job.name}/"}
-    with aws_call(f"FilterLogEvents {job.log_group} {job.name}/"):
+    with aws.call(f"FilterLogEvents {job.log_group} {job.name}/"):
         while True:
             try:
                 page = logs.filter_log_events(**request)

@@ -1,0 +1,146 @@
+"""Start an execution of the deployed pipeline (selective, with a parallelism limit), retry or stop one.
+
+Unlike the SDK's ``start``, the request adds DataVersion, the fingerprint of the objects under InputDataUrl, so
+that new data is never answered from the step cache.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from typing import Any
+
+from pipeline.core.data_version import PARAMETER as DATA_VERSION
+from pipeline.core.data_version import s3_version
+from pipeline.core.errors import ParameterError
+from pipeline.core.steps import own_arguments, referenced_steps, walk_steps
+from pipeline.definition.config import PipelineConfig
+from pipeline.definition.parameters import check_overrides
+from pipeline.sagemaker import aws
+
+
+def deployed_definition(config: PipelineConfig, session: Any = None) -> dict[str, Any]:
+    """The pipeline definition as deployed (DescribePipeline)."""
+    session = session or aws.session(config)
+    with aws.call(f"DescribePipeline {config.pipeline_name}"):
+        response = session.client("sagemaker").describe_pipeline(PipelineName=config.pipeline_name)
+    return json.loads(response["PipelineDefinition"])
+
+
+def deployed_parameters(config: PipelineConfig, session: Any = None) -> dict[str, dict[str, Any]]:
+    """The parameters of the pipeline as deployed (DescribePipeline): name -> declaration."""
+    return declared_parameters(deployed_definition(config, session))
+
+
+def declared_parameters(definition: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
+    return {parameter["Name"]: parameter for parameter in definition.get("Parameters", [])}
+
+
+def steps_from(definition: Mapping[str, Any], first: str) -> list[str]:
+    """``first`` and every step downstream of it, in definition order: what a selective execution from it runs.
+
+    A step depends on the steps in its ``DependsOn``, the steps whose properties it reads (``{"Get": "Steps.X..."}``,
+    property files included) and, inside a Condition's branches, on the Condition.
+    """
+    dependencies = {
+        step["Name"]: set(step.get("DependsOn", []))
+        | referenced_steps(own_arguments(step))
+        | ({branch[0]} if branch else set())
+        for step, branch in walk_steps(list(definition.get("Steps", [])))
+    }
+    if first not in dependencies:
+        raise ParameterError(f"--from-step {first!r}: the pipeline has no such step; it has {', '.join(dependencies)}")
+    selected = {first}
+    changed = True
+    while changed:
+        changed = False
+        for name, needs in dependencies.items():
+            if name not in selected and needs & selected:
+                selected.add(name)
+                changed = True
+    return [name for name in dependencies if name in selected]
+
+
+def start_request(
+    config: PipelineConfig,
+    parameters: Mapping[str, str] | None = None,
+    session: Any = None,
+    display_name: str | None = None,
+    from_step: str | None = None,
+    source_arn: str | None = None,
+    max_parallel: int | None = None,
+    definition: Mapping[str, Any] | None = None,
+) -> dict[str, Any]:
+    """The StartPipelineExecution request, built with reads only: DescribePipeline (unless ``definition``, the
+    deployed one, was read already), then ListObjectsV2.
+
+    Overrides are checked against the deployed definition. Unless ``DataVersion`` is given, it is the fingerprint
+    of the objects under ``InputDataUrl`` (the override, else the deployed default), so new data is a new cache key.
+    A pipeline deployed before DataVersion existed gets no DataVersion (see :func:`missing_data_version`).
+    ``from_step`` with ``source_arn``: a selective execution running that step and everything downstream of it,
+    the other steps' outputs taken from the source execution. ``max_parallel``: ParallelismConfiguration.
+    """
+    session = session or aws.session(config)
+    definition = definition or deployed_definition(config, session)
+    declared = declared_parameters(definition)
+    parameters = dict(parameters or {})
+    check_overrides(list(declared.values()), parameters)
+    if DATA_VERSION in declared and DATA_VERSION not in parameters:
+        url = parameters.get("InputDataUrl") or str(declared.get("InputDataUrl", {}).get("DefaultValue", ""))
+        with aws.call(f"ListObjectsV2 {url} (for DataVersion; or pass --param {DATA_VERSION}=...)"):
+            parameters[DATA_VERSION] = s3_version(session.client("s3"), url)
+    request: dict[str, Any] = {"PipelineName": config.pipeline_name}
+    if parameters:
+        request["PipelineParameters"] = [{"Name": name, "Value": str(value)} for name, value in parameters.items()]
+    if display_name:
+        request["PipelineExecutionDisplayName"] = display_name
+    if from_step:
+        request["SelectiveExecutionConfig"] = {
+            "SourcePipelineExecutionArn": source_arn,
+            "SelectedSteps": [{"StepName": name} for name in steps_from(definition, from_step)],
+        }
+    if max_parallel is not None:
+        request["ParallelismConfiguration"] = {"MaxParallelExecutionSteps": max_parallel}
+    return request
+
+
+def missing_data_version(request: Mapping[str, Any]) -> bool:
+    """True when a StartPipelineExecution request sets no DataVersion (the deployed pipeline predates it)."""
+    return all(parameter["Name"] != DATA_VERSION for parameter in request.get("PipelineParameters", []))
+
+
+def start(
+    config: PipelineConfig,
+    parameters: Mapping[str, str] | None = None,
+    session: Any = None,
+    display_name: str | None = None,
+    request: Mapping[str, Any] | None = None,
+) -> str:
+    """StartPipelineExecution of :func:`start_request` (or of ``request``, already built); returns the ARN."""
+    session = session or aws.session(config)
+    request = request or start_request(config, parameters, session, display_name)
+    with aws.call(f"StartPipelineExecution {config.pipeline_name}"):
+        return session.client("sagemaker").start_pipeline_execution(**request)["PipelineExecutionArn"]
+
+
+def retry(config: PipelineConfig, arn: str, max_parallel: int | None = None, session: Any = None) -> str:
+    """RetryPipelineExecution: re-run the failed steps of a failed execution (same ARN, succeeded steps kept)."""
+    request: dict[str, Any] = {"PipelineExecutionArn": arn}
+    if max_parallel is not None:
+        request["ParallelismConfiguration"] = {"MaxParallelExecutionSteps": max_parallel}
+    with aws.call(f"RetryPipelineExecution {arn}"):
+        return (
+            (session or aws.session(config))
+            .client("sagemaker")
+            .retry_pipeline_execution(**request)["PipelineExecutionArn"]
+        )
+
+
+def stop(config: PipelineConfig, arn: str, session: Any = None) -> str:
+    """StopPipelineExecution: the running steps' jobs are stopped, the execution ends Stopped."""
+    with aws.call(f"StopPipelineExecution {arn}"):
+        return (
+            (session or aws.session(config))
+            .client("sagemaker")
+            .stop_pipeline_execution(PipelineExecutionArn=arn)["PipelineExecutionArn"]
+        )
