@@ -9,12 +9,11 @@ from pathlib import Path
 
 import pytest
 
+from pipeline.cli.arguments import add_config_arguments, config_from_args
 from pipeline.definition.config import (
     DEFAULT_ROLE_ARN,
     ConfigError,
     PipelineConfig,
-    add_config_arguments,
-    config_from_args,
     load_config,
 )
 

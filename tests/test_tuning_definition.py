@@ -14,10 +14,11 @@ from botocore.validate import validate_parameters
 from test_definition import SECURE, all_steps, resolve
 from test_definition import sagemaker_model as sagemaker_model  # a fixture
 
+from pipeline.cli.arguments import add_config_arguments, config_from_args
 from pipeline.core.names import STEP_NAMES, TRAIN
 from pipeline.core.names import TUNE as TUNING_STEP
 from pipeline.definition.build import build_definition
-from pipeline.definition.config import ConfigError, PipelineConfig, add_config_arguments, config_from_args, load_config
+from pipeline.definition.config import ConfigError, PipelineConfig, load_config
 from pipeline.definition.tuning import DEFAULT_OBJECTIVE, OBJECTIVES, RANGES, objective_type
 
 TUNED = PipelineConfig(tuning_max_jobs=12, tuning_max_parallel_jobs=3)

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import argparse
 
-from pipeline.definition.config import add_config_arguments, config_from_args
+from pipeline.cli.arguments import add_config_arguments, config_from_args
 
 
 def configure(parser: argparse.ArgumentParser) -> None:

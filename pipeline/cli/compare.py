@@ -12,7 +12,7 @@ from pipeline.local.workdir import DEFAULT_ROOT
 
 def configure(parser: argparse.ArgumentParser) -> None:
     """The two execution ids, where they are, and how to print."""
-    from pipeline.definition.config import add_config_arguments
+    from pipeline.cli.arguments import add_config_arguments
 
     parser.add_argument("first", metavar="A", help="an execution id (or ARN with --sagemaker)")
     parser.add_argument("second", metavar="B", help="another execution id (or ARN)")
@@ -31,7 +31,7 @@ def run(args: argparse.Namespace) -> int:
 
     if args.sagemaker:
         from pipeline.api.sagemaker_execution import SageMakerExecution
-        from pipeline.definition.config import config_from_args
+        from pipeline.cli.arguments import config_from_args
 
         config = config_from_args(args)
         first, second = (SageMakerExecution.find(config, item) for item in (args.first, args.second))

@@ -6,9 +6,9 @@ import argparse
 import sys
 from pathlib import Path
 
+from pipeline.cli.arguments import add_config_arguments, config_from_args
 from pipeline.core.errors import LlpipeError
 from pipeline.core.files import write_text_atomically
-from pipeline.definition.config import add_config_arguments, config_from_args
 
 
 def configure(parser: argparse.ArgumentParser) -> None:

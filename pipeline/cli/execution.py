@@ -21,7 +21,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
     show.add_argument("--logs", action="store_true", help="also print every instance's log (SageMaker: failed steps')")
     show.add_argument("--sagemaker", action="store_true", help="ID|ARN is an execution on SageMaker")
     show.set_defaults(command_name="execution show")
-    from pipeline.definition.config import add_config_arguments
+    from pipeline.cli.arguments import add_config_arguments
 
     add_config_arguments(show)
 

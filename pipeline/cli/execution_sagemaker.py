@@ -12,9 +12,9 @@ import json
 from datetime import datetime, timezone
 from typing import Any
 
+from pipeline.cli.arguments import config_from_args
 from pipeline.cli.render.summary import flat_metrics, print_metrics
 from pipeline.core.errors import one_line
-from pipeline.definition.config import config_from_args
 
 
 def show(args: argparse.Namespace, console: Any = None) -> int:

@@ -13,17 +13,16 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from pipeline.core.errors import UsageError
 from pipeline.local.workdir import DEFAULT_ROOT, Workdir
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
     """Where to look, how many, and how to print."""
-    from pipeline.definition.config import add_config_arguments
+    from pipeline.cli.arguments import add_config_arguments, positive_int
 
     parser.add_argument("--sagemaker", action="store_true", help="list the pipeline's executions on SageMaker")
     parser.add_argument("--workdir", type=Path, default=DEFAULT_ROOT, help="local work dir (.llpipe)")
-    parser.add_argument("--max-results", type=int, default=20, metavar="N", help="at most N executions (20)")
+    parser.add_argument("--max-results", type=positive_int, default=20, metavar="N", help="at most N executions (20)")
     parser.add_argument("--json", action="store_true", help="print JSON instead of a table")
     parser.add_argument(
         "--gate", action="store_true", help="with --sagemaker, read each execution's gate metric (3 calls each)"
@@ -35,11 +34,9 @@ def run(args: argparse.Namespace) -> int:
     """Print the executions, newest first, with what tells them apart: data, changed parameters, gate metric."""
     from pipeline.api.comparison import recent_executions
 
-    if args.max_results < 1:
-        raise UsageError("--max-results must be at least 1")
     config = None
     if args.sagemaker:
-        from pipeline.definition.config import config_from_args
+        from pipeline.cli.arguments import config_from_args
 
         config = config_from_args(args)
     rows = recent_executions(Workdir.at(args.workdir), args.max_results, config, gate=args.gate, on_damaged=_skipped)

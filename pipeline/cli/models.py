@@ -18,8 +18,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from pipeline.cli.arguments import add_config_arguments, config_from_args
 from pipeline.core.names import CHAMPION
-from pipeline.definition.config import add_config_arguments, config_from_args
 from pipeline.local.workdir import DEFAULT_ROOT, Workdir
 
 ACTIONS = ("list", "describe", "approve", "reject")

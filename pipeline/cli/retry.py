@@ -8,12 +8,12 @@ from __future__ import annotations
 
 import argparse
 
-from pipeline.definition.config import add_config_arguments, config_from_args
+from pipeline.cli.arguments import add_config_arguments, config_from_args
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
     """The execution, ``--max-parallel``, ``--wait``, shared configuration."""
-    from pipeline.cli.start import add_max_parallel_argument
+    from pipeline.cli.arguments import add_max_parallel_argument
 
     parser.add_argument("execution", metavar="ID|ARN", help="the failed execution (id or full ARN)")
     add_max_parallel_argument(parser)

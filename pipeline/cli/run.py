@@ -23,8 +23,7 @@ from pipeline.local.workdir import DEFAULT_ROOT
 
 def configure(parser: argparse.ArgumentParser) -> None:
     """The data, parameter, work dir and output options, plus the shared configuration flags."""
-    from pipeline.definition.config import add_config_arguments
-    from pipeline.definition.inference import add_inference_arguments
+    from pipeline.cli.arguments import add_config_arguments, add_inference_arguments
 
     data = parser.add_argument_group("data (default: the bundled breast cancer example)")
     data.add_argument("--data", type=Path, metavar="FILE_OR_DIR", help="CSV or Parquet file, or a folder of them")
@@ -47,10 +46,10 @@ def run(args: argparse.Namespace) -> int:
     from rich.console import Console
 
     from pipeline.api import execute_local, local_source
+    from pipeline.cli.arguments import config_from_args
+    from pipeline.cli.inference import print_inferred
     from pipeline.cli.render.summary import print_summary, summarise
     from pipeline.core.errors import DataError
-    from pipeline.definition.config import config_from_args
-    from pipeline.definition.inference import print_inferred
     from pipeline.definition.parameters import parse_overrides
     from pipeline.local.workdir import Workdir
 

@@ -12,8 +12,8 @@ import argparse
 import json
 import sys
 
-from pipeline.definition.config import PipelineConfig, add_config_arguments, config_from_args
-from pipeline.definition.inference import add_inference_arguments
+from pipeline.cli.arguments import add_config_arguments, add_inference_arguments, config_from_args
+from pipeline.definition.config import PipelineConfig
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
@@ -46,8 +46,8 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """Upsert or delete the schedule, or print the request with --dry-run."""
+    from pipeline.cli.inference import infer_for_execution
     from pipeline.core.errors import UsageError
-    from pipeline.definition.inference import infer_for_execution
     from pipeline.definition.parameters import parse_overrides
     from pipeline.sagemaker import aws
     from pipeline.sagemaker.deploy import put_object

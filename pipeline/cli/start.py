@@ -19,8 +19,13 @@ import sys
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from pipeline.definition.config import PipelineConfig, add_config_arguments, config_from_args
-from pipeline.definition.inference import add_inference_arguments
+from pipeline.cli.arguments import (
+    add_config_arguments,
+    add_inference_arguments,
+    add_max_parallel_argument,
+    config_from_args,
+)
+from pipeline.definition.config import PipelineConfig
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -52,28 +57,11 @@ def configure(parser: argparse.ArgumentParser) -> None:
     add_config_arguments(parser)
 
 
-def add_max_parallel_argument(parser: argparse.ArgumentParser) -> None:
-    """``--max-parallel N``: ParallelismConfiguration of the execution (start and retry)."""
-    parser.add_argument(
-        "--max-parallel", type=positive_int, metavar="N", help="run at most N steps at once (ParallelismConfiguration)"
-    )
-
-
-def positive_int(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"expected at least 1, got {value}")
-    return value
-
-
 def run(args: argparse.Namespace) -> int:
     """Start; print the ARN; with --wait, a live step table, the compute used and the final status's exit code."""
+    from pipeline.cli.inference import infer_for_execution
     from pipeline.core.errors import UsageError
     from pipeline.core.names import PREPROCESS
-    from pipeline.definition.inference import infer_for_execution
     from pipeline.definition.parameters import parse_overrides
     from pipeline.sagemaker import aws
     from pipeline.sagemaker.deploy import put_object

@@ -19,7 +19,6 @@ Config file: JSON (``.json``) or TOML (``.toml``, Python >= 3.11), a flat table 
 
 from __future__ import annotations
 
-import argparse
 import dataclasses
 import json
 import os
@@ -327,54 +326,3 @@ def _validate(config: PipelineConfig) -> None:
         f"a Linear Learner objective metric: {', '.join(OBJECTIVES)}",
     )
     check(config.tuning_strategy in STRATEGIES, "tuning_strategy", config.tuning_strategy, " or ".join(STRATEGIES))
-
-
-def add_config_arguments(parser: argparse.ArgumentParser) -> None:
-    """The configuration flags every SageMaker-facing command shares (flags beat environment and file)."""
-    group = parser.add_argument_group("configuration (flags > environment > --config file > defaults)")
-    group.add_argument("--config", type=Path, metavar="FILE", help="JSON or TOML file of settings")
-    group.add_argument("--region", help=f"AWS region (env AWS_REGION; default {DEFAULT_REGION})")
-    group.add_argument("--role-arn", help="pipeline execution role ARN (env SAGEMAKER_PIPELINE_ROLE_ARN)")
-    group.add_argument("--bucket", help=f"S3 bucket for code and artifacts (env ARTIFACT_BUCKET; {DEFAULT_BUCKET})")
-    group.add_argument("--pipeline-name", help=f"pipeline name (default {DEFAULT_PIPELINE_NAME})")
-    group.add_argument("--model-package-group", help=f"model package group (default {DEFAULT_MODEL_PACKAGE_GROUP})")
-    group.add_argument("--base-job-prefix", help="prefix of job names")
-    group.add_argument("--kms-key-id", help="KMS key for job outputs and volumes (env LLPIPE_KMS_KEY_ID)")
-    group.add_argument("--subnet", dest="subnets", action="append", metavar="SUBNET_ID", help="VPC subnet (repeat)")
-    group.add_argument(
-        "--security-group-id", dest="security_group_ids", action="append", metavar="SG_ID", help="VPC SG (repeat)"
-    )
-    group.add_argument(
-        "--network-isolation",
-        dest="enable_network_isolation",
-        action=argparse.BooleanOptionalAction,
-        default=None,
-        help="network isolation for the training job (default off)",
-    )
-    group.add_argument(
-        "--encrypt-inter-container-traffic",
-        dest="encrypt_inter_container_traffic",
-        action=argparse.BooleanOptionalAction,
-        default=None,
-        help="encrypt traffic between training instances (default on)",
-    )
-    group.add_argument("--tag", dest="tags", action="append", metavar="KEY=VALUE", help="resource tag (repeat)")
-    tuning = parser.add_argument_group("hyperparameter tuning (a build-time switch: a Tuning step replaces Train)")
-    tuning.add_argument(
-        "--tuning-max-jobs", type=int, metavar="N", help="tune with N training jobs (env LLPIPE_TUNING_MAX_JOBS; 0 off)"
-    )
-    tuning.add_argument("--tuning-max-parallel-jobs", type=int, metavar="N", help="training jobs at once (default 2)")
-    tuning.add_argument(
-        "--tuning-objective", metavar="METRIC", help=f"objective metric (default {DEFAULT_OBJECTIVE}, minimised)"
-    )
-    tuning.add_argument("--tuning-strategy", choices=STRATEGIES, help="search strategy (default Bayesian)")
-
-
-def config_from_args(args: argparse.Namespace, env: Mapping[str, str] = os.environ) -> PipelineConfig:
-    """Build the configuration from the flags :func:`add_config_arguments` declared."""
-    overrides = {name: getattr(args, name, None) for name in FIELDS}
-    if overrides.get("tags"):
-        for tag in overrides["tags"]:
-            if "=" not in tag:
-                raise ConfigError(f"--tag {tag!r}: expected KEY=VALUE")
-    return load_config(overrides, env=env, path=getattr(args, "config", None))
