@@ -2,7 +2,7 @@
 predictions; the same shape for a local execution (read from its record and the local S3 folder) and, in
 :mod:`pipeline.sagemaker_execution`, for one on SageMaker (read from the service and S3).
 
-Tables are pandas DataFrames; in Jupyter an execution renders itself (:mod:`pipeline.notebook`).
+Tables are pandas DataFrames; in Jupyter an execution renders itself (:mod:`pipeline.api.html`).
 """
 
 from __future__ import annotations
@@ -195,7 +195,7 @@ class Execution:
         }
 
     def _repr_html_(self) -> str:
-        from pipeline.api.notebook import execution_html
+        from pipeline.api.html import execution_html
 
         return execution_html(self)
 

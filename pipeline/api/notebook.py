@@ -1,21 +1,18 @@
-"""Jupyter rendering: an execution as HTML (steps, metrics, gate, plots inline) and a live step table that a
-notebook updates in place while a local run goes on (an IPython display updated by id, not terminal escape codes).
+"""Progress while a local run goes on: in Jupyter a live step table the notebook updates in place (an IPython display
+updated by id, not terminal escape codes), elsewhere one line per step change. An execution's own HTML, what
+Jupyter shows for it, is :mod:`pipeline.api.html`.
 
 IPython is never imported here unless the process already runs it, so ``import pipeline`` stays fast elsewhere.
 """
 
 from __future__ import annotations
 
-import base64
-import html
 import sys
 import threading
 import time
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from pipeline.api.execution import Execution
     from pipeline.local.executions import ExecutionRecord, StepRecord
     from pipeline.local.workdir import Workdir
 
@@ -27,53 +24,6 @@ def in_notebook() -> bool:
     ipython = sys.modules.get("IPython")
     shell = ipython.get_ipython() if ipython is not None else None
     return shell is not None and type(shell).__name__ == "ZMQInteractiveShell"
-
-
-def _table(frame: Any, float_format: str = "{:.4f}") -> str:
-    return frame.to_html(na_rep="", float_format=float_format.format, border=0, classes="llpipe")
-
-
-def _image(path: Path) -> str:
-    encoded = base64.b64encode(Path(path).read_bytes()).decode("ascii")
-    title = html.escape(Path(path).stem.replace("_", " "))
-    return (
-        f'<figure style="display:inline-block;margin:4px"><img src="data:image/png;base64,{encoded}" '
-        f'alt="{title}" width="320"/><figcaption>{title}</figcaption></figure>'
-    )
-
-
-def steps_html(title: str, steps: Any) -> str:
-    """A title line and the steps table."""
-    return f"<p><b>{html.escape(title)}</b></p>{_table(steps, '{:.1f}')}"
-
-
-def execution_html(execution: Execution) -> str:
-    """The execution as HTML: status, steps, metrics, gate, model package or failure, and the plots as PNGs."""
-    colour = "green" if execution.succeeded else ("red" if execution.status in ("Failed", "Stopped") else "orange")
-    parts = [
-        f"<h4>Execution {html.escape(execution.id)} ({execution.backend}): "
-        f'<span style="color:{colour}">{html.escape(execution.status)}</span></h4>',
-        _table(execution.steps, "{:.1f}"),
-    ]
-    metrics = execution.metrics
-    if not metrics.empty:
-        parts += ["<p><b>Model quality on the test split</b></p>", _table(metrics)]
-    gate = execution.gate
-    if gate:
-        verdict = {True: "passed", False: "failed", None: "not evaluated"}[gate["passed"]]
-        parts.append(
-            f"<p>Quality gate: {html.escape(str(gate['metric']))} = {gate['value']} vs threshold "
-            f"{gate['threshold']}: <b>{verdict}</b></p>"
-        )
-    package = execution.model_package
-    if package:
-        parts.append(f"<p>Registered: {html.escape(str(package.get('arn')))}</p>")
-    if execution.failure_reason:
-        parts.append(f'<p style="color:red">Failure: {html.escape(execution.failure_reason)}</p>')
-    plots = execution.plots
-    if plots:
-        parts.append("<div>" + "".join(_image(path) for path in plots) + "</div>")
-    return "\n".join(parts)
 
 
 class NotebookSteps:
@@ -90,6 +40,7 @@ class NotebookSteps:
         from IPython.display import HTML
 
         from pipeline.api.execution import LocalExecution
+        from pipeline.api.html import steps_html
 
         with self.lock:
             record = self.record

@@ -93,7 +93,8 @@ class SageMakerExecution(Execution):
 
     def _show_steps(self, handle: Any) -> Any:
         """One poll's view: in Jupyter the step table (a display updated in place), elsewhere one line on stderr."""
-        from pipeline.api.notebook import in_notebook, steps_html
+        from pipeline.api.html import steps_html
+        from pipeline.api.notebook import in_notebook
 
         assert self._described is not None
         status, steps = self._described["PipelineExecutionStatus"], self.steps
