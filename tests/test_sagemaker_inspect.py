@@ -18,8 +18,9 @@ from botocore.response import StreamingBody
 from rich.console import Console
 
 from pipeline.cli import main
+from pipeline.cli.render.cost import cost_table
 from pipeline.core import errors
-from pipeline.core.cost import JobCost, cost_table, local_costs, total_instance_seconds
+from pipeline.core.cost import JobCost, local_costs, total_instance_seconds
 from pipeline.definition.config import PipelineConfig
 from pipeline.sagemaker import alerts, aws, start
 from pipeline.sagemaker import inspect as sagemaker_inspect

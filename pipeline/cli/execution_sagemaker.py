@@ -51,7 +51,7 @@ def render(view: Any, console: Any) -> None:
     """The human-readable view on a rich console."""
     from rich.table import Table
 
-    from pipeline.core.cost import cost_table
+    from pipeline.cli.render.cost import cost_table
 
     colour = {"Succeeded": "green", "Failed": "red", "Stopped": "yellow"}.get(view.status, "cyan")
     name = f" ({view.display_name})" if view.display_name else ""

@@ -122,7 +122,7 @@ def wait_and_report(config: PipelineConfig, arn: str, poll_seconds: float, conso
     failed processing job's ExitMessage (why its script failed) joins the summary."""
     from rich.console import Console
 
-    from pipeline.core.cost import cost_table
+    from pipeline.cli.render.cost import cost_table
     from pipeline.sagemaker.inspect import step_jobs
     from pipeline.sagemaker.wait import outcome
 

@@ -260,7 +260,8 @@ def print_summary(summary: dict[str, Any], console: Any) -> None:
     elif not succeeded:
         console.print(f"[red]Failure:[/red] {summary['failure_reason']}")
     if summary.get("compute"):
-        from pipeline.core.cost import JobCost, cost_table
+        from pipeline.cli.render.cost import cost_table
+        from pipeline.core.cost import JobCost
 
         console.print(cost_table([JobCost.from_json(cost) for cost in summary["compute"]]))
     paths = summary["paths"]
