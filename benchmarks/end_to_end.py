@@ -59,7 +59,8 @@ def seconds(start: str | None, end: str | None) -> float:
 def measure_run(data: Path, workdir: Path, overrides: dict[str, str]) -> dict:
     """In the child: build and run the pipeline once without the step cache; the timings as a dict."""
     from pipeline.definition.config import load_config
-    from pipeline.local.runner import build_local_run, user_data
+    from pipeline.local.data import user_data
+    from pipeline.local.runner import build_local_run
     from pipeline.local.workdir import Workdir
 
     started = time.perf_counter()

@@ -24,8 +24,9 @@ from rich.table import Table
 
 from pipeline.core.images import DEFAULT_PROCESSING_IMAGE
 from pipeline.definition.config import load_config
+from pipeline.local.data import example_data
 from pipeline.local.environments import ImageEnvironments
-from pipeline.local.runner import LocalRun, build_local_run, example_data
+from pipeline.local.runner import LocalRun, build_local_run
 from pipeline.local.workdir import Workdir
 
 STEPS = ("Preprocess", "Evaluate")

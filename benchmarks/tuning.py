@@ -19,10 +19,12 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
+from pipeline.api.execution import LocalExecution
 from pipeline.cli.render.summary import summarise
 from pipeline.definition.config import load_config
 from pipeline.definition.tuning import DEFAULT_OBJECTIVE, objective_type
-from pipeline.local.runner import build_local_run, user_data
+from pipeline.local.data import user_data
+from pipeline.local.runner import build_local_run
 from pipeline.local.workdir import Workdir
 
 TABLE = Path(__file__).resolve().parent.parent / "tests" / "imbalanced_table.py"
@@ -43,7 +45,7 @@ def run(workdir: Path, data: Path, overrides: dict[str, Any], objective: str) ->
     started = time.perf_counter()
     record = local_run.execute(user_data(data, "label", "binary_classifier"), {"MetricThreshold": "0.5"})
     seconds = time.perf_counter() - started
-    summary = summarise(record, local_run.s3, render_plots=False)
+    summary = summarise(LocalExecution(record, local_run.s3), render_plots=False)
     if summary["tuning"]:
         validation = summary["tuning"]["best_value"]
     else:

@@ -16,11 +16,13 @@ import pytest
 from rich.console import Console
 
 from pipeline import cli
+from pipeline.api.execution import LocalExecution
 from pipeline.cli.render.summary import print_summary, summarise
 from pipeline.definition.config import load_config
+from pipeline.local.data import example_data
 from pipeline.local.executions import ExecutionRecord
 from pipeline.local.registry import LocalRegistry
-from pipeline.local.runner import LocalRun, build_local_run, example_data
+from pipeline.local.runner import LocalRun, build_local_run
 from pipeline.local.workdir import Workdir
 
 GROUP = "linear-learner-models"
@@ -45,9 +47,9 @@ LIST_REQUEST = {
 
 def execute_as_run(run: LocalRun, source: Any, overrides: dict[str, str]) -> ExecutionRecord:
     """As ``llpipe run`` executes: with the schema inferred from the data (the feature order of its header)."""
-    inferred = run.infer(source, overrides, sample_rows=10_000)
-    assert inferred is not None
-    return run.execute(source, {**overrides, **inferred.parameters}, {inferred.uri: inferred.body})
+    prepared = run.prepare(source, overrides, sample_rows=10_000)
+    assert prepared.inferred is not None
+    return prepared.execute()
 
 
 def report_of(run: LocalRun, record: ExecutionRecord) -> dict[str, Any]:
@@ -145,7 +147,7 @@ def test_a_new_model_is_registered_only_when_it_is_no_worse_than_the_approved_ch
         "GateMetric": "auc",
         "ChampionTolerance": "0.0",
     }
-    summary = summarise(better, run.s3, render_plots=True)
+    summary = summarise(LocalExecution(better, run.s3), render_plots=True)
     assert summary["gate"]["champion"] == {
         "model_package_arn": f"{PACKAGE_ARN}/1",
         "version": 1,

@@ -10,13 +10,15 @@ from pathlib import Path
 import pytest
 from rich.console import Console
 
+from pipeline.api.execution import LocalExecution
 from pipeline.cli.render.progress import step_table
 from pipeline.cli.render.summary import print_summary, summarise
 from pipeline.core.data_version import files_version, local_s3_version
 from pipeline.definition.config import load_config
+from pipeline.local.data import example_data, user_data
 from pipeline.local.example_data import write_example_data
 from pipeline.local.executions import ExecutionRecord
-from pipeline.local.runner import LocalRun, build_local_run, example_data, user_data
+from pipeline.local.runner import LocalRun, build_local_run
 from pipeline.local.workdir import Workdir
 
 FAST = {"Epochs": "3", "NumModels": "2", "MiniBatchSize": "50", "TrainingInstanceCount": "1"}
@@ -52,7 +54,7 @@ def check_three_runs(run: LocalRun, execute, change) -> tuple[ExecutionRecord, E
     """Run, change the data in place, run, run unchanged; returns the first two records."""
     first = execute()
     assert first.status == "Succeeded", first.failure_reason
-    first_metrics = summarise(first, run.s3, render_plots=False)["metrics"]
+    first_metrics = summarise(LocalExecution(first, run.s3), render_plots=False)["metrics"]
 
     change()
     second = execute()
@@ -70,7 +72,7 @@ def check_three_runs(run: LocalRun, execute, change) -> tuple[ExecutionRecord, E
     channels = arguments(second, "Train")["InputDataConfig"]
     uris = [channel["DataSource"]["S3DataSource"]["S3Uri"] for channel in channels]
     assert all(f"/{second.id}/preprocess/" in uri for uri in uris)  # the new Preprocess output: a new Train key
-    second_summary = summarise(second, run.s3, render_plots=False)
+    second_summary = summarise(LocalExecution(second, run.s3), render_plots=False)
     assert second_summary["cache_hits"] == {}
     assert second_summary["metrics"] != first_metrics  # trained on the changed labels
 
@@ -78,7 +80,7 @@ def check_three_runs(run: LocalRun, execute, change) -> tuple[ExecutionRecord, E
     assert third.status == "Succeeded", third.failure_reason
     assert {name: third.steps[name].cache_hit_source for name in CACHEABLE} == dict.fromkeys(CACHEABLE, second.id)
     assert third.parameters["DataVersion"] == second.parameters["DataVersion"]
-    third_summary = summarise(third, run.s3, render_plots=False)
+    third_summary = summarise(LocalExecution(third, run.s3), render_plots=False)
     assert third_summary["metrics"] == second_summary["metrics"]
     assert third_summary["cache_hits"] == dict.fromkeys(["Preprocess", "Train", "Transform"], second.id)
     console = Console(record=True, width=200)

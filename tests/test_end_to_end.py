@@ -14,14 +14,16 @@ import numpy as np
 import pytest
 
 from pipeline import cli
+from pipeline.api.execution import LocalExecution
 from pipeline.cli.render.summary import summarise
 from pipeline.core.images import DEFAULT_PROCESSING_IMAGE
 from pipeline.definition.config import load_config
 from pipeline.linear_learner.hyperparameters import LOSSES_BY_PREDICTOR
+from pipeline.local.data import example_data, user_data
 from pipeline.local.environments import JobEnvironment
 from pipeline.local.executions import ExecutionStore
 from pipeline.local.registry import LocalRegistry
-from pipeline.local.runner import LocalRun, build_local_run, example_data, user_data
+from pipeline.local.runner import LocalRun, build_local_run
 from pipeline.local.workdir import Workdir
 from preprocessing.recordio import read as read_recordio
 
@@ -82,7 +84,7 @@ def test_binary_with_three_training_instances_registers_then_hits_the_cache_then
         record.steps["CreateModel"].properties["ModelArn"].startswith("arn:aws:sagemaker:us-east-1:111122223333:model/")
     )
 
-    compute = {cost["step"]: cost for cost in summarise(record, run.s3, render_plots=False)["compute"]}
+    compute = {cost["step"]: cost for cost in summarise(LocalExecution(record, run.s3), render_plots=False)["compute"]}
     assert set(compute) == {"Preprocess", "Train", "Transform", "Evaluate"}
     train = record.steps["Train"]
     wall = (datetime.fromisoformat(train.end_time) - datetime.fromisoformat(train.start_time)).total_seconds()
@@ -94,7 +96,10 @@ def test_binary_with_three_training_instances_registers_then_hits_the_cache_then
     cached = {name for name, step in again.steps.items() if step.cache_hit_source == record.id}
     assert cached == {"Preprocess", "Train", "Transform"}  # Evaluate reads the registry: never cached
     assert again.steps["Evaluate"].cache_key is None and again.steps["Evaluate"].status == "Succeeded"
-    costs = {cost["step"]: cost["instance_seconds"] for cost in summarise(again, run.s3, render_plots=False)["compute"]}
+    costs = {
+        cost["step"]: cost["instance_seconds"]
+        for cost in summarise(LocalExecution(again, run.s3), render_plots=False)["compute"]
+    }
     assert costs.pop("Evaluate") > 0 and set(costs.values()) == {0}
     assert [p.version for p in registered(tmp_path)] == [1, 2]
 

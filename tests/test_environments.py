@@ -13,6 +13,7 @@ import pytest
 from rich.console import Console
 from test_local_jobs import processing_definition, run
 
+from pipeline.api.execution import LocalExecution
 from pipeline.cli.render.progress import step_table
 from pipeline.cli.render.summary import print_summary, summarise
 from pipeline.core.files import user_cache_dir
@@ -150,7 +151,7 @@ def test_without_a_matching_python_the_job_runs_here_and_the_run_says_so(tmp_pat
     console = Console(file=io.StringIO(), width=200)
     console.print(step_table(record))
     assert "approximate environment" in console.file.getvalue()
-    summary = summarise(record, s3, render_plots=False)
+    summary = summarise(LocalExecution(record, s3), render_plots=False)
     assert summary["notes"] == {"Job": [note]}
     console = Console(file=io.StringIO(), width=300)
     print_summary(summary, console)

@@ -25,9 +25,9 @@ from pipeline import cli
 from pipeline.core.errors import TrainingError
 from pipeline.core.files import atomic_path
 from pipeline.linear_learner import launcher
+from pipeline.local.data import DataSource, stage_data, user_data
 from pipeline.local.executions import ExecutionStore
 from pipeline.local.registry import LocalRegistry
-from pipeline.local.runner import DataSource, stage_data, user_data
 from pipeline.local.s3 import LocalS3
 
 FAST = ["--param", "Epochs=2", "--param", "NumModels=2", "--param", "MiniBatchSize=50"]

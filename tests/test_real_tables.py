@@ -14,9 +14,11 @@ import pandas as pd
 import pytest
 
 from pipeline import cli
+from pipeline.api.execution import LocalExecution
 from pipeline.definition.config import load_config
+from pipeline.local.data import user_data
 from pipeline.local.executions import ExecutionStore
-from pipeline.local.runner import LocalRun, build_local_run, user_data
+from pipeline.local.runner import LocalRun, build_local_run
 from pipeline.local.workdir import Workdir
 
 FAST = {"Epochs": "3", "NumModels": "2", "MiniBatchSize": "50"}
@@ -96,11 +98,12 @@ def test_multiclass_text_labels_shuffled_columns_two_processing_three_training_i
         run = LocalRun(built.config, Workdir(tmp_path / f"work-{folder.name}"), built.definition_json, built.uploads)
         source = user_data(folder, "species", "multiclass_classifier")
         overrides = {**FAST, "ProcessingInstanceCount": "2", "TrainingInstanceCount": "3", "MissingValues": "zero"}
-        inferred = run.infer(source, overrides, sample_rows=1000)
+        prepared = run.prepare(source, overrides, sample_rows=1000)
+        inferred = prepared.inferred
         assert inferred is not None
         assert inferred.parameters["LabelValues"] == "setosa,versicolor,virginica"
         assert inferred.parameters["NumClasses"] == "3" and inferred.parameters["CategoricalColumns"] == "colour"
-        record = run.execute(source, {**overrides, **inferred.parameters}, {inferred.uri: inferred.body})
+        record = prepared.execute()
         assert record.status == "Succeeded", record.failure_reason
         assert len(record.steps["Train"].logs) == 3 and len(record.steps["Preprocess"].logs) == 2
         report = report_of(run, record)
@@ -130,13 +133,14 @@ def test_regression_with_a_text_feature_and_a_collision_warning(built: LocalRun,
     run = LocalRun(built.config, Workdir(tmp_path / "work"), built.definition_json, built.uploads)
     source = user_data(tmp_path / "houses.pq", "price", "regressor")  # .pq was refused by --data before
     overrides = {**FAST, "HashBuckets": "2"}
-    inferred = run.infer(source, overrides, sample_rows=100)
+    prepared = run.prepare(source, overrides, sample_rows=100)
+    inferred = prepared.inferred
     assert inferred is not None and inferred.parameters["CategoricalColumns"] == "city"
     assert any("share 2 of 2 hash buckets" in note for note in inferred.notes)
-    record = run.execute(source, {**overrides, **inferred.parameters}, {inferred.uri: inferred.body})
+    record = prepared.execute()
     assert record.status == "Succeeded", record.failure_reason
     from pipeline.cli.render.summary import summarise
 
-    summary = summarise(record, run.s3, render_plots=False)
+    summary = summarise(LocalExecution(record, run.s3), render_plots=False)
     expected = "categorical column 'city': 5 distinct value(s) in 2 of 2 hash buckets"
     assert any(expected in warning for warning in summary["warnings"])

@@ -13,15 +13,17 @@ import numpy as np
 import pytest
 from imbalanced_table import write_imbalanced_table
 
+from pipeline.api.execution import LocalExecution
 from pipeline.cli.render.summary import summarise
 from pipeline.definition.config import load_config
 from pipeline.local import cache
+from pipeline.local.data import user_data
 from pipeline.local.executions import ExecutionRecord, StepRecord
 from pipeline.local.expressions import Context, resolve
 from pipeline.local.jobs.contract import Job, StepFailed
 from pipeline.local.jobs.tuning import TuningJobs
 from pipeline.local.plan import StepSpec
-from pipeline.local.runner import LocalRun, build_local_run, user_data
+from pipeline.local.runner import LocalRun, build_local_run
 from pipeline.local.search import Observation, RangeError, Search, dimensions
 from pipeline.local.workdir import Workdir
 
@@ -237,7 +239,7 @@ def test_a_second_run_hits_the_cache_and_still_finds_the_model(tuned_run) -> Non
 
 def test_summary_names_the_best_and_plots_the_objective(tuned_run) -> None:
     run, record, _ = tuned_run
-    summary = summarise(record, run.s3)
+    summary = summarise(LocalExecution(record, run.s3))
     tuning = summary["tuning"]
     best = record.steps["Tune"].properties["BestTrainingJob"]
     assert tuning["best_training_job"] == best["TrainingJobName"]

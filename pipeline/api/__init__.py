@@ -29,8 +29,8 @@ if TYPE_CHECKING:
     from pipeline.api.sagemaker_execution import SageMakerExecution
     from pipeline.definition.config import PipelineConfig
     from pipeline.definition.inference import Inferred
+    from pipeline.local.data import DataSource
     from pipeline.local.executions import ExecutionRecord, StepRecord
-    from pipeline.local.runner import DataSource
     from pipeline.sagemaker.deploy import UpsertResult
 
 PathLike = str | Path
@@ -62,7 +62,7 @@ def load_settings(settings: Mapping[str, Any], config: PathLike | None = None) -
 def local_source(data: Any, label_column: str | None, predictor_type: str | None, workdir: Workdir) -> DataSource:
     """The input of a local run: the bundled example (``data=None``), a CSV/Parquet file or folder, or a DataFrame
     (written once into the work dir, :mod:`pipeline.frames`)."""
-    from pipeline.local.runner import example_data, user_data
+    from pipeline.local.data import example_data, user_data
 
     if data is None:
         if label_column or predictor_type:
@@ -94,23 +94,19 @@ def execute_local(
     on_inferred: Callable[[Inferred, Path], None] | None = None,
     on_change: Callable[[ExecutionRecord, StepRecord], None] | None = None,
 ) -> LocalExecution:
-    """Build the definition, infer the data's schema from a sample (unless ``infer`` is off or SchemaUrl is given),
-    run it locally on ``source`` with ``overrides``; what ``llpipe run`` and :func:`run_local` both call. A bad
-    override or data option raises before anything is staged. ``on_inferred`` sees the schema and its local path."""
+    """Build the definition, prepare the run once (parameters, job runners, checks, the data's schema from a sample
+    unless ``infer`` is off or SchemaUrl is given), then execute it locally on ``source`` with ``overrides``; what
+    ``llpipe run`` and :func:`run_local` both call. A bad override, data option or data file raises before anything
+    is staged. ``on_inferred`` sees the schema and its local path before the run starts."""
     from pipeline.api.execution import LocalExecution
     from pipeline.definition.schema import DEFAULT_SAMPLE_ROWS
     from pipeline.local.runner import build_local_run
 
     local_run = build_local_run(config, workdir, use_cache=use_cache, on_change=on_change)
-    schemas: dict[str, bytes] = {}
-    if infer:
-        inferred = local_run.infer(source, overrides, sample_rows or DEFAULT_SAMPLE_ROWS)
-        if inferred is not None:
-            overrides = {**overrides, **inferred.parameters}  # a value given explicitly is never replaced
-            schemas[inferred.uri] = inferred.body
-            if on_inferred is not None:
-                on_inferred(inferred, local_run.s3.path(inferred.uri))
-    return LocalExecution(local_run.execute(source, overrides, schemas), local_run.s3)
+    prepared = local_run.prepare(source, overrides, (sample_rows or DEFAULT_SAMPLE_ROWS) if infer else None)
+    if prepared.inferred is not None and on_inferred is not None:
+        on_inferred(prepared.inferred, local_run.s3.path(prepared.inferred.uri))
+    return LocalExecution(prepared.execute(), local_run.s3)
 
 
 def run_local(

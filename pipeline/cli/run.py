@@ -80,7 +80,7 @@ def run(args: argparse.Namespace) -> int:
 
         with LiveSteps(Console(stderr=False)) as live:
             execution = execute_local(config, workdir, source, overrides, on_change=live.update, **options)
-    summary = summarise(execution.record, execution.s3)
+    summary = summarise(execution)
     if args.json:
         print(json.dumps(summary, indent=2, default=str))
     elif not args.quiet:

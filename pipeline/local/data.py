@@ -1,37 +1,24 @@
-"""One local execution from start to end: build the definition, stage its code and data, interpret it, summarise.
+"""What a local run reads: the user's files or the bundled example (``DataSource``), or the objects under an
+``InputDataUrl`` override in the local S3 folder, and how the user's files are staged there.
 
-The work dir (``pipeline.local.workdir``) holds everything: the local S3 folder, the registry, the models and the
-execution records. Data is staged under ``s3://<bucket>/<pipeline>/input/<name>-<version>/`` and the same version
-is the DataVersion parameter, so an unchanged data set keeps its URI and cache keys, and changed data re-runs
-Preprocess and everything after it. A step failure naming a staged object names the user's file instead.
+Data is staged under ``s3://<bucket>/<pipeline>/input/<name>-<version>/`` and the same version is the DataVersion
+parameter, so an unchanged data set keeps its URI and cache keys, and changed data re-runs Preprocess and everything
+after it. A step failure naming a staged object names the user's file instead (``StagedData.user_paths``).
 """
 
 from __future__ import annotations
 
-import json
 import re
 import shutil
-from collections.abc import Callable, Mapping
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
 
-from pipeline.core.data_version import PARAMETER as DATA_VERSION
 from pipeline.core.data_version import DataVersionError, files_version, local_s3_version
 from pipeline.core.errors import DataError
 from pipeline.core.files import atomic_path
 from pipeline.core.names import DATA_SUFFIXES
-from pipeline.local import preflight
-from pipeline.local.environments import ImageEnvironments
-from pipeline.local.executions import ExecutionRecord, ExecutionStore, StepRecord
-from pipeline.local.interpreter import Interpreter
-from pipeline.local.jobs import local_runners
-from pipeline.local.plan import load_definition
 from pipeline.local.s3 import LocalS3
 from pipeline.local.workdir import Workdir
-
-if TYPE_CHECKING:
-    from pipeline.definition.inference import Inferred
 
 
 @dataclass(frozen=True)
@@ -119,117 +106,37 @@ def stage_data(s3: LocalS3, source: DataSource, prefix: str, version: str) -> St
     return StagedData(uri, files)
 
 
-def merge_parameters(implied: Mapping[str, str], overrides: Mapping[str, str]) -> dict[str, str]:
-    """The data's parameters, then ``--param`` overrides; a ``--param`` contradicting a data flag is an error."""
-    for name, value in overrides.items():
-        if name in ("LabelColumn", "PredictorType") and name in implied and implied[name] != value:
-            raise DataError(f"--param {name}={value} contradicts the data option that sets it to {implied[name]}")
-    return {**implied, **overrides}
+@dataclass(frozen=True)
+class RunData:
+    """The data one run reads, decided once: the source's files, staged when the run starts, or (``prefix``) the
+    objects already under an ``InputDataUrl`` override in the local S3 folder; ``version`` is their DataVersion."""
 
-
-@dataclass
-class LocalRun:
-    """Everything one local execution needs; ``execute`` runs it and returns the record."""
-
-    config: Any  # pipeline.config.PipelineConfig
-    workdir: Workdir
-    definition_json: str
-    uploads: dict[str, bytes]
-    use_cache: bool = True
-    max_parallel: int = 2
-    on_change: Callable[[ExecutionRecord, StepRecord], None] | None = None
-    environments: ImageEnvironments | None = None  # the processing images' environments (default: the user's cache)
+    source: DataSource
+    files: list[Path]  # what preflight scans (the source's files) and the schema sample reads
+    base: Path
+    version: str
+    prefix: str | None = None  # the InputDataUrl override; None: the source's files are staged and read
 
     @property
-    def s3(self) -> LocalS3:
-        return LocalS3(self.workdir.s3)
-
-    @property
-    def store(self) -> ExecutionStore:
-        return ExecutionStore(self.workdir.executions)
-
-    def interpreter(self) -> Interpreter:
-        account = self.config.role_arn.split(":")[4]
-        return Interpreter(
-            runners=local_runners(
-                self.workdir, region=self.config.region, account=account, environments=self.environments
-            ),
-            store=self.store,
-            read_json=lambda uri: json.loads(self.s3.path(uri).read_text()),
-            pipeline_name=self.config.pipeline_name,
-            max_parallel=self.max_parallel,
-            use_cache=self.use_cache,
-            arn_prefix=f"arn:aws:sagemaker:{self.config.region}:{account}",
-            on_change=self.on_change or (lambda record, step: None),
-            has_objects=self.s3.has_objects,
-        )
-
-    def infer(self, source: DataSource, overrides: Mapping[str, str], sample_rows: int) -> Inferred | None:
-        """The schema decided from the first ``sample_rows`` rows of each file; None when the user gave SchemaUrl."""
-        from pipeline.definition.inference import infer
-        from pipeline.definition.schema import sample_local
-
-        parameters = merge_parameters(source.parameters, overrides)
-        if "SchemaUrl" in parameters:
-            return None
-        checked, values = self.interpreter().prepare(load_definition(self.definition_json), parameters)
-        preflight.check_parameters(checked, values)  # the parameter and data checks come before the sample
-        if "InputDataUrl" not in overrides:
-            preflight.check_data(source.files, values)
-        files, base = source.files, source.base
-        if "InputDataUrl" in overrides:  # the run reads that prefix of the local S3, not --data: sample what it reads
-            base = self.s3.path(str(values["InputDataUrl"]))
-            objects = [self.s3.path(uri) for uri in self.s3.list_objects(str(values["InputDataUrl"]))]
-            files = [p for p in objects if p.name.lower().endswith(DATA_SUFFIXES) and not p.name.startswith((".", "_"))]
-            if not files:
-                raise DataError(f"--param InputDataUrl={values['InputDataUrl']}: no data objects in the local S3")
-            base = base if base.is_dir() else base.parent
-        sample = sample_local(files, base, sample_rows)
-        return infer(sample, values, set(parameters), self.config.pipeline_prefix)
-
-    def execute(
-        self, source: DataSource, overrides: Mapping[str, str], schemas: Mapping[str, bytes] | None = None
-    ) -> ExecutionRecord:
-        """Validate, stage code, schemas and data, then interpret the definition; errors before staging leave nothing.
-
-        ``schemas`` are decided schema objects to put into the local S3 (URI -> bytes). DataVersion (unless
-        overridden) is the fingerprint of the data: of ``source``'s files, or of the objects under an
-        ``InputDataUrl`` override in the local S3 folder.
-        """
-        definition = load_definition(self.definition_json)
-        interpreter = self.interpreter()
-        parameters = merge_parameters(source.parameters, overrides)
-        checked, values = interpreter.prepare(definition, parameters)
-        preflight.check_parameters(checked, values)
-        preflight.check_registry(self.workdir.registry_db)
-        if "InputDataUrl" not in overrides:
-            preflight.check_data(source.files, values)
-        s3 = self.s3
-        version = self.data_version(source, overrides)
-        for uri, body in {**self.uploads, **(schemas or {})}.items():
-            if not s3.path(uri).is_file() or s3.path(uri).read_bytes() != body:
-                s3.put_bytes(uri, body)
-        if "InputDataUrl" not in overrides:
-            staged = stage_data(s3, source, self.config.pipeline_prefix, version)
-            values["InputDataUrl"] = staged.uri
-            interpreter = replace(interpreter, reword_failure=staged.user_paths)
-        if DATA_VERSION in values and DATA_VERSION not in parameters:  # a --param DataVersion wins
-            values[DATA_VERSION] = version
-        return interpreter.execute(checked, values)
-
-    def data_version(self, source: DataSource, overrides: Mapping[str, str]) -> str:
-        """The fingerprint of the data this run reads (see :mod:`pipeline.data_version`)."""
-        if "InputDataUrl" not in overrides:
-            return files_version(source.files, source.base)
-        try:
-            return local_s3_version(self.s3, overrides["InputDataUrl"])
-        except (DataVersionError, ValueError) as error:
-            raise DataError(f"--param InputDataUrl={overrides['InputDataUrl']}: {error}") from None
+    def staged(self) -> bool:
+        """Whether the run stages the source's files (and preflight scans them): no InputDataUrl override."""
+        return self.prefix is None
 
 
-def build_local_run(config: Any, workdir: Workdir, **options: Any) -> LocalRun:
-    """Build the definition offline for ``config`` and wrap it in a ``LocalRun``."""
-    from pipeline.definition.build import build_definition
+def run_data(s3: LocalS3, source: DataSource, input_data_url: str | None, sampled: bool) -> RunData:
+    """The data of a run on ``source``, or on the objects under ``input_data_url`` (the override) when given.
 
-    built = build_definition(config)
-    return LocalRun(config, workdir, built.definition_json, built.uploads, **options)
+    For an override the files are the prefix's data objects (what the sample reads, when ``sampled``: none is an
+    error); its version is that of every object under it, as for ``llpipe start``."""
+    if input_data_url is None:
+        return RunData(source, source.files, source.base, files_version(source.files, source.base))
+    base = s3.path(input_data_url)
+    objects = [s3.path(uri) for uri in s3.list_objects(input_data_url)]
+    files = [p for p in objects if p.name.lower().endswith(DATA_SUFFIXES) and not p.name.startswith((".", "_"))]
+    if sampled and not files:
+        raise DataError(f"--param InputDataUrl={input_data_url}: no data objects in the local S3")
+    try:
+        version = local_s3_version(s3, input_data_url)
+    except (DataVersionError, ValueError) as error:
+        raise DataError(f"--param InputDataUrl={input_data_url}: {error}") from None
+    return RunData(source, files, base if base.is_dir() else base.parent, version, input_data_url)

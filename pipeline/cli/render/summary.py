@@ -1,9 +1,9 @@
 """The end-of-run summary: status, steps, the report's metrics, the gate's decision, the registered model package
 or the failure reason, and where the model, the report and the plots are; as a dict (``--json``) or for a terminal.
 
-It reads the pipeline's conventions from the record: the ``Train`` step's artifact, the ``Evaluate`` step's
-``evaluation.json`` (SageMaker model-quality sections plus ``gate``), the ``QualityGate`` outcome and the
-``Register`` step's model package.
+It renders the ``LocalExecution`` the API returned (its report, gate and model package), and reads the pipeline's
+conventions from its record: the ``Train`` step's artifact (or the best tuning job's), Preprocess's summary, the
+steps' timings and notes.
 """
 
 from __future__ import annotations
@@ -14,24 +14,24 @@ import os
 import shutil
 import tempfile
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from pipeline.api.execution import LocalExecution
 from pipeline.cli.render.tuning import best_artifact, is_tuning, objective, trials, tuning_summary
 from pipeline.core.names import (
     BASELINE_SUFFIX,
     CHAMPION,
     CHAMPION_FLOOR,
     DECISION,
-    GATE,
-    METRIC_THRESHOLD,
     METRICS_SECTIONS,
     PREPROCESS,
     TRAIN,
     StepStatus,
 )
-from pipeline.local.executions import ExecutionRecord
-from pipeline.local.s3 import LocalS3
+
+if TYPE_CHECKING:
+    from pipeline.api.execution import LocalExecution
+    from pipeline.local.executions import ExecutionRecord
+    from pipeline.local.s3 import LocalS3
 
 TUNING_PLOT = "tuning_objective.png"
 
@@ -48,8 +48,9 @@ def flat_metrics(report: dict[str, Any]) -> dict[str, Any]:
     return {}
 
 
-def summarise(record: ExecutionRecord, s3: LocalS3, render_plots: bool = True) -> dict[str, Any]:
-    """The summary of a finished execution as one JSON-ready dict."""
+def summarise(execution: LocalExecution, render_plots: bool = True) -> dict[str, Any]:
+    """The summary of a finished execution (what the API returned) as one JSON-ready dict."""
+    record, s3 = execution.record, execution.s3
     summary: dict[str, Any] = {
         "execution_id": record.id,
         "status": record.status,
@@ -77,21 +78,13 @@ def summarise(record: ExecutionRecord, s3: LocalS3, render_plots: bool = True) -
             summary["paths"]["plots"] = _tuning_plot(tune.properties, record.folder / "plots")
     if artifact and s3.path(artifact).is_file():
         summary["paths"]["model"] = str(s3.path(artifact))
-    execution = LocalExecution(record, s3)
     report_path = execution.report_path
     if report_path is not None:
         report = json.loads(report_path.read_text())
         summary["paths"]["report"] = str(report_path)
         summary["metrics"] = flat_metrics(report)
         summary["per_class"] = report.get("per_class_metrics")
-        gate = report.get(GATE) or {}
-        summary["gate"] = {
-            "metric": gate.get("metric"),
-            "value": gate.get("value"),
-            "threshold": record.parameters.get(METRIC_THRESHOLD),
-            "passed": execution.gate_passed(),
-            **champion_comparison(report),
-        }
+        summary["gate"] = {**execution.gate, **champion_comparison(report)}
         if render_plots:
             summary["paths"]["plots"] += _plots(report_path, record.folder / "plots")
     summary["model_package"] = execution.model_package

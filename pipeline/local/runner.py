@@ -1,0 +1,150 @@
+"""One local execution: prepared once, then executed.
+
+``LocalRun.prepare`` decides everything before anything is written: the checked plan and every parameter's value,
+the job runners, the checks of the parameters, the registry and the data (each data file is pre-scanned once), the
+data the run reads and its version, and (with a sample size) the schema. ``PreparedRun.execute`` then writes: the
+code bundles and the schema into the local S3 folder, the user's files staged under their version, and the
+interpreter runs the plan. The work dir (``pipeline.local.workdir``) holds everything.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, replace
+from typing import Any
+
+from pipeline.core.data_version import PARAMETER as DATA_VERSION
+from pipeline.core.errors import DataError
+from pipeline.definition.config import PipelineConfig
+from pipeline.definition.inference import Inferred
+from pipeline.local import preflight
+from pipeline.local.data import DataSource, RunData, run_data, stage_data
+from pipeline.local.environments import ImageEnvironments
+from pipeline.local.executions import ExecutionRecord, ExecutionStore, StepRecord
+from pipeline.local.interpreter import Interpreter
+from pipeline.local.jobs import local_runners
+from pipeline.local.plan import Plan, load_definition
+from pipeline.local.s3 import LocalS3
+from pipeline.local.workdir import Workdir
+
+
+def merge_parameters(implied: Mapping[str, str], overrides: Mapping[str, str]) -> dict[str, str]:
+    """The data's parameters, then ``--param`` overrides; a ``--param`` contradicting a data flag is an error."""
+    for name, value in overrides.items():
+        if name in ("LabelColumn", "PredictorType") and name in implied and implied[name] != value:
+            raise DataError(f"--param {name}={value} contradicts the data option that sets it to {implied[name]}")
+    return {**implied, **overrides}
+
+
+@dataclass
+class LocalRun:
+    """Everything local executions of one built definition share; ``prepare`` decides one, ``execute`` runs it."""
+
+    config: PipelineConfig
+    workdir: Workdir
+    definition_json: str
+    uploads: dict[str, bytes]
+    use_cache: bool = True
+    max_parallel: int = 2
+    on_change: Callable[[ExecutionRecord, StepRecord], None] | None = None
+    environments: ImageEnvironments | None = None  # the processing images' environments (default: the user's cache)
+
+    @property
+    def s3(self) -> LocalS3:
+        return LocalS3(self.workdir.s3)
+
+    @property
+    def store(self) -> ExecutionStore:
+        return ExecutionStore(self.workdir.executions)
+
+    def _interpreter(self) -> Interpreter:
+        """The interpreter with a job runner for every step type, built once per prepared run."""
+        account = self.config.role_arn.split(":")[4]
+        return Interpreter(
+            runners=local_runners(
+                self.workdir, region=self.config.region, account=account, environments=self.environments
+            ),
+            store=self.store,
+            read_json=lambda uri: json.loads(self.s3.path(uri).read_text()),
+            pipeline_name=self.config.pipeline_name,
+            max_parallel=self.max_parallel,
+            use_cache=self.use_cache,
+            arn_prefix=f"arn:aws:sagemaker:{self.config.region}:{account}",
+            on_change=self.on_change or (lambda record, step: None),
+            has_objects=self.s3.has_objects,
+        )
+
+    def prepare(self, source: DataSource, overrides: Mapping[str, str], sample_rows: int | None = None) -> PreparedRun:
+        """Decide the run without writing anything; a bad override, data option or data file raises here.
+
+        In order: the plan and the parameter values (the data's, then ``overrides``), the checks that need only
+        those, the registry check, the data the run reads (``source``, or the objects under an ``InputDataUrl``
+        override) with the pre-scan of its files and its version, and, with ``sample_rows``, the schema decided
+        from that many first rows of each file unless ``SchemaUrl`` is given (its values pass ``decide``'s own
+        checks: label values that fit the predictor type, at least 3 classes, a matching ``NumClasses``)."""
+        from pipeline.definition.parameters import check_overrides
+
+        interpreter = self._interpreter()
+        requested = merge_parameters(source.parameters, overrides)
+        plan, values = interpreter.prepare(load_definition(self.definition_json), requested)
+        preflight.check_parameters(plan, values)  # before any read: a bad --param is named first
+        preflight.check_registry(self.workdir.registry_db)
+        data = run_data(self.s3, source, overrides.get("InputDataUrl"), sampled=sample_rows is not None)
+        if data.staged:  # objects under an InputDataUrl override are in the local S3 already: not pre-scanned
+            preflight.check_data(data.files, values)
+        inferred = None
+        if sample_rows is not None and "SchemaUrl" not in requested:
+            from pipeline.definition.inference import infer
+            from pipeline.definition.schema import sample_local
+
+            sample = sample_local(data.files, data.base, sample_rows)
+            inferred = infer(sample, values, set(requested), self.config.pipeline_prefix)
+            values.update(check_overrides(plan.parameters, inferred.parameters))  # a value given is never replaced
+            requested = {**requested, **inferred.parameters}
+        return PreparedRun(self, plan, values, frozenset(requested), data, inferred, interpreter)
+
+    def execute(self, source: DataSource, overrides: Mapping[str, str]) -> ExecutionRecord:
+        """Prepare and execute a run with nothing decided in between (no schema inference); the finished record."""
+        return self.prepare(source, overrides).execute()
+
+
+@dataclass(frozen=True)
+class PreparedRun:
+    """One local execution, decided: the plan, every parameter's value, the data, the schema, the interpreter."""
+
+    run: LocalRun
+    plan: Plan
+    values: Mapping[str, Any]
+    requested: frozenset[str]  # the parameters set by the data options, ``--param`` or the decided schema
+    data: RunData
+    inferred: Inferred | None
+    interpreter: Interpreter
+
+    def execute(self) -> ExecutionRecord:
+        """Write the code bundles and the schema, stage the data, interpret the plan; the finished record.
+
+        DataVersion (unless given) is the data's version: of the source's files, or of the objects under the
+        ``InputDataUrl`` override."""
+        s3 = self.run.s3
+        schemas = {self.inferred.uri: self.inferred.body} if self.inferred else {}
+        for uri, body in {**self.run.uploads, **schemas}.items():
+            if not s3.path(uri).is_file() or s3.path(uri).read_bytes() != body:
+                s3.put_bytes(uri, body)
+        values = dict(self.values)
+        interpreter = self.interpreter
+        if self.data.staged:
+            staged = stage_data(s3, self.data.source, self.run.config.pipeline_prefix, self.data.version)
+            values["InputDataUrl"] = staged.uri
+            interpreter = replace(interpreter, reword_failure=staged.user_paths)
+        if DATA_VERSION in values and DATA_VERSION not in self.requested:  # a --param DataVersion wins
+            values[DATA_VERSION] = self.data.version
+        return interpreter.execute(self.plan, values)
+
+
+def build_local_run(config: PipelineConfig, workdir: Workdir, **options: Any) -> LocalRun:
+    """Build the definition offline for ``config`` and wrap it in a ``LocalRun``."""
+    from pipeline.definition.build import build_definition
+
+    built = build_definition(config)
+    return LocalRun(config, workdir, built.definition_json, built.uploads, **options)
