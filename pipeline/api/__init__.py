@@ -34,6 +34,7 @@ if TYPE_CHECKING:
     from pipeline.sagemaker.deploy import UpsertResult
 
 PathLike = str | Path
+DEFAULT_WORKDIR = DEFAULT_ROOT  # .llpipe in the current directory: where local runs land unless told otherwise
 
 
 def split_options(options: Mapping[str, Any]) -> tuple[dict[str, Any], dict[str, str]]:
@@ -57,6 +58,14 @@ def load_settings(settings: Mapping[str, Any], config: PathLike | None = None) -
 
 
 # ---------------------------------------------------------------------------------------------------------- local
+
+
+def open_workdir(workdir: PathLike) -> Workdir:
+    """The work dir at ``workdir`` (made absolute), created and proven writable before anything runs; else a
+    ``UsageError`` naming the path and why."""
+    where = Workdir.at(Path(workdir))
+    where.ensure_writable()
+    return where
 
 
 def local_source(data: Any, label_column: str | None, predictor_type: str | None, workdir: Workdir) -> DataSource:
@@ -114,7 +123,7 @@ def run_local(
     label_column: str | None = None,
     predictor_type: str | None = None,
     *,
-    workdir: PathLike = DEFAULT_ROOT,
+    workdir: PathLike = DEFAULT_WORKDIR,
     use_cache: bool = True,
     progress: bool | str = "auto",
     config: PathLike | None = None,
@@ -131,8 +140,7 @@ def run_local(
 
     settings, parameters = split_options(options)
     pipeline_config = load_settings(settings, config)
-    where = Workdir.at(Path(workdir))
-    where.ensure_writable()
+    where = open_workdir(workdir)
     source = local_source(data, label_column, predictor_type, where)
     display = progress_display(progress, where)
     with display or nullcontext():
@@ -198,25 +206,32 @@ def get_execution(
     execution_id: str,
     *,
     sagemaker: bool = False,
-    workdir: PathLike = DEFAULT_ROOT,
+    workdir: PathLike = DEFAULT_WORKDIR,
     config: PathLike | None = None,
     **settings: Any,
 ) -> Execution:
     """One execution by id (or ARN on SageMaker)."""
-    if not sagemaker:
+    return find_execution(execution_id, workdir, load_settings(settings, config) if sagemaker else None)
+
+
+def find_execution(
+    execution_id: str, workdir: PathLike = DEFAULT_WORKDIR, config: PipelineConfig | None = None
+) -> Execution:
+    """An execution of the work dir by id (``NoResultsError`` naming it when there is none), or with ``config`` one
+    on SageMaker by id or ARN: what the commands call with the configuration their flags give."""
+    if config is None:
         from pipeline.api.execution import LocalExecution
 
         return LocalExecution.load(Workdir.at(Path(workdir)), execution_id)
     from pipeline.api.sagemaker_execution import SageMakerExecution
 
-    pipeline_config = load_settings(settings, config)
-    return SageMakerExecution.find(pipeline_config, execution_id)
+    return SageMakerExecution.find(config, execution_id)
 
 
 def executions(
     *,
     sagemaker: bool = False,
-    workdir: PathLike = DEFAULT_ROOT,
+    workdir: PathLike = DEFAULT_WORKDIR,
     max_results: int = 20,
     gate: bool = False,
     config: PathLike | None = None,
@@ -229,7 +244,7 @@ def executions(
     from pipeline.api.comparison import SUMMARY_COLUMNS, recent_executions
 
     pipeline_config = load_settings(settings, config) if sagemaker else None
-    rows = recent_executions(Workdir.at(Path(workdir)), max_results, pipeline_config, gate=gate)
+    rows = recent_executions(workdir, max_results, pipeline_config, gate=gate)
     return pd.DataFrame(rows, columns=SUMMARY_COLUMNS)
 
 
@@ -238,7 +253,7 @@ def compare(
     second: Execution | str,
     *,
     sagemaker: bool = False,
-    workdir: PathLike = DEFAULT_ROOT,
+    workdir: PathLike = DEFAULT_WORKDIR,
     config: PathLike | None = None,
     **settings: Any,
 ) -> pd.DataFrame:

@@ -7,6 +7,7 @@ Used by ``pipeline.executions``/``pipeline.compare`` and by ``llpipe executions`
 from __future__ import annotations
 
 import json
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from pipeline.core.data_version import PARAMETER as DATA_VERSION
@@ -17,7 +18,6 @@ if TYPE_CHECKING:
 
     from pipeline.api.execution import Execution
     from pipeline.definition.config import PipelineConfig
-    from pipeline.local.workdir import Workdir
 
 SUMMARY_COLUMNS = ["id", "status", "start_time", "seconds", "data", "parameters", "gate", "failure_reason"]
 # shown in the data column, not among the parameters
@@ -83,14 +83,15 @@ def local_defaults(folder: Any) -> dict[str, Any]:
 
 
 def recent_executions(
-    workdir: Workdir,
+    workdir: str | Path,
     max_results: int,
     config: PipelineConfig | None = None,
     session: Any = None,
     gate: bool = False,
     on_damaged: Any = None,
 ) -> list[dict[str, Any]]:
-    """Summary rows, newest first: the work dir's executions, or the pipeline's on SageMaker when ``config``.
+    """Summary rows, newest first: the executions of the work dir at ``workdir``, or the pipeline's on SageMaker
+    when ``config``.
 
     On SageMaker the gate costs three calls per execution (ListPipelineExecutionSteps, DescribeProcessingJob,
     GetObject of the report): it is read only with ``gate=True``; locally it is always read."""
@@ -98,11 +99,13 @@ def recent_executions(
         return _sagemaker_rows(config, max_results, session, gate)
     from pipeline.api.execution import LocalExecution
     from pipeline.local.executions import ExecutionStore
+    from pipeline.local.workdir import Workdir
 
     rows = []
-    store = ExecutionStore(workdir.executions)
+    where = Workdir.at(Path(workdir))
+    store = ExecutionStore(where.executions)
     for record in store.list(on_damaged=on_damaged)[:max_results]:
-        execution = LocalExecution.in_workdir(record, workdir)
+        execution = LocalExecution.in_workdir(record, where)
         row = summary_row(execution, local_defaults(record.folder), record.start_time, record.end_time)
         row["abandoned"] = record.abandoned
         row["failure_reason"] = row["failure_reason"] or abandoned_reason(record)

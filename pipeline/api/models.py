@@ -18,6 +18,13 @@ NEW_STATUS = {"approve": "Approved", "reject": "Rejected"}
 PAGE_SIZE = 100
 
 
+def registry_db(workdir: str | Path) -> Path:
+    """The local registry of the work dir at ``workdir`` (``registry.db``, written by the Register step)."""
+    from pipeline.local.workdir import Workdir
+
+    return Workdir(Path(workdir)).registry_db
+
+
 def package_name(target: str, group: str) -> str:
     """``3`` -> ``group/3``; ``group/3`` and ARNs unchanged."""
     return f"{group}/{target}" if target.isdigit() else target

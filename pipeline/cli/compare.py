@@ -7,7 +7,7 @@ import argparse
 import json
 from pathlib import Path
 
-from pipeline.local.workdir import DEFAULT_ROOT
+from pipeline.api import DEFAULT_WORKDIR
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
@@ -17,7 +17,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("first", metavar="A", help="an execution id (or ARN with --sagemaker)")
     parser.add_argument("second", metavar="B", help="another execution id (or ARN)")
     parser.add_argument("--sagemaker", action="store_true", help="compare executions on SageMaker")
-    parser.add_argument("--workdir", type=Path, default=DEFAULT_ROOT, help="local work dir (.llpipe)")
+    parser.add_argument("--workdir", type=Path, default=DEFAULT_WORKDIR, help="local work dir (.llpipe)")
     parser.add_argument("--all", action="store_true", help="also the rows where both are the same")
     parser.add_argument("--json", action="store_true", help="print JSON instead of a table")
     add_config_arguments(parser)
@@ -25,19 +25,15 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """Print the side by side (:func:`pipeline.comparison.side_by_side`)."""
+    from pipeline.api import find_execution
     from pipeline.api.comparison import side_by_side
-    from pipeline.api.execution import LocalExecution
-    from pipeline.local.workdir import Workdir
 
+    config = None
     if args.sagemaker:
-        from pipeline.api.sagemaker_execution import SageMakerExecution
         from pipeline.cli.arguments import config_from_args
 
         config = config_from_args(args)
-        first, second = (SageMakerExecution.find(config, item) for item in (args.first, args.second))
-    else:
-        workdir = Workdir.at(args.workdir)
-        first, second = (LocalExecution.load(workdir, item) for item in (args.first, args.second))
+    first, second = (find_execution(item, args.workdir, config) for item in (args.first, args.second))
     frame = side_by_side(first, second)
     shown = frame if args.all else frame[frame["differs"] | frame.index.str.startswith("metric: ")]
     if args.json:

@@ -29,30 +29,22 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """0 when every environment asked for is (now) built and exact; 1 otherwise."""
-    from pipeline.core.images import PROCESSING_IMAGES
-    from pipeline.local.environments import EnvironmentBuildError, ImageEnvironments
+    from pipeline.api.environments import processing_environments
 
-    environments = ImageEnvironments.default()
-    images = [image for image in PROCESSING_IMAGES if args.image in (None, image.key)]
-    shown, status = [], 0
-    for image in images:
-        entry = {"image": image.key, "python": image.python, "pins": dict(image.pins)}
-        entry["location"] = str(environments.folder(image))
-        if args.action == "build":
-            try:
-                built = environments.ensure(image, lambda text, key=image.key: print(f"{key}: {text}", file=sys.stderr))
-            except EnvironmentBuildError as error:
-                print(f"llpipe env build: {image.key}: {error}", file=sys.stderr)
-                entry["built"], status = False, 1
-                shown.append(entry)
-                continue
-        else:
-            built = environments.cached(image)
-        entry["built"] = built is not None
-        if built is not None:
-            entry.update(environment=built.to_json())
-            status = status if built.exact else 1
-        shown.append(entry)
+    failed = []
+
+    def build_failed(key: str, reason: str) -> None:
+        print(f"llpipe env build: {key}: {reason}", file=sys.stderr)
+        failed.append(key)
+
+    shown = processing_environments(
+        args.image,
+        build=args.action == "build",
+        on_progress=lambda key, text: print(f"{key}: {text}", file=sys.stderr),
+        on_error=build_failed,
+    )
+    inexact = [entry for entry in shown if entry["built"] and not entry["environment"]["exact"]]
+    status = 1 if failed or inexact else 0
     if args.json:
         print(json.dumps(shown, indent=2))
         return status

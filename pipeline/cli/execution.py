@@ -7,8 +7,8 @@ import argparse
 import json
 from pathlib import Path
 
+from pipeline.api import DEFAULT_WORKDIR
 from pipeline.core.errors import UsageError
-from pipeline.local.workdir import DEFAULT_ROOT, Workdir
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
@@ -16,7 +16,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
     sub = parser.add_subparsers(dest="action", metavar="ACTION", required=True)
     show = sub.add_parser("show", help="show one execution's steps, timings, failure reasons and log files")
     show.add_argument("execution_id", metavar="ID", help="execution id (or ARN with --sagemaker)")
-    show.add_argument("--workdir", type=Path, default=DEFAULT_ROOT, help="the run's work dir (.llpipe)")
+    show.add_argument("--workdir", type=Path, default=DEFAULT_WORKDIR, help="the run's work dir (.llpipe)")
     show.add_argument("--json", action="store_true", help="print the execution record as JSON")
     show.add_argument("--logs", action="store_true", help="also print every instance's log (SageMaker: failed steps')")
     show.add_argument("--sagemaker", action="store_true", help="ID|ARN is an execution on SageMaker")
@@ -34,15 +34,15 @@ def run(args: argparse.Namespace) -> int:
         return show(args)
     from rich.console import Console
 
+    from pipeline.api import find_execution
+    from pipeline.api.execution import NoResultsError
     from pipeline.cli.render.progress import step_table
     from pipeline.cli.render.tuning import is_tuning, trials_table
-    from pipeline.local.executions import ExecutionStore
 
-    store = ExecutionStore(Workdir.at(args.workdir).executions)
     try:
-        record = store.load(args.execution_id)
-    except KeyError as error:
-        raise UsageError(error.args[0]) from None
+        record = find_execution(args.execution_id, args.workdir).record
+    except NoResultsError as error:  # an unknown id is a usage error here (exit 2), as the id is what was asked
+        raise UsageError(str(error)) from None
     if args.json:
         document = {**record.to_json(), "abandoned": record.abandoned}
         for step in document["steps"]:

@@ -13,7 +13,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from pipeline.local.workdir import DEFAULT_ROOT, Workdir
+from pipeline.api import DEFAULT_WORKDIR
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
@@ -21,7 +21,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
     from pipeline.cli.arguments import add_config_arguments, positive_int
 
     parser.add_argument("--sagemaker", action="store_true", help="list the pipeline's executions on SageMaker")
-    parser.add_argument("--workdir", type=Path, default=DEFAULT_ROOT, help="local work dir (.llpipe)")
+    parser.add_argument("--workdir", type=Path, default=DEFAULT_WORKDIR, help="local work dir (.llpipe)")
     parser.add_argument("--max-results", type=positive_int, default=20, metavar="N", help="at most N executions (20)")
     parser.add_argument("--json", action="store_true", help="print JSON instead of a table")
     parser.add_argument(
@@ -39,7 +39,7 @@ def run(args: argparse.Namespace) -> int:
         from pipeline.cli.arguments import config_from_args
 
         config = config_from_args(args)
-    rows = recent_executions(Workdir.at(args.workdir), args.max_results, config, gate=args.gate, on_damaged=_skipped)
+    rows = recent_executions(args.workdir, args.max_results, config, gate=args.gate, on_damaged=_skipped)
     if args.json:
         print(json.dumps(rows, indent=2, default=str))
         return 0

@@ -12,7 +12,7 @@ import contextlib
 import json
 from pathlib import Path
 
-from pipeline.core.errors import UsageError
+from pipeline.core.errors import TrainingError, UsageError
 from pipeline.core.names import TRAINING_CONTENT_TYPES
 
 
@@ -63,38 +63,26 @@ def _hyperparameters(text: str) -> dict[str, str]:
     return {str(k): str(v) for k, v in value.items()}
 
 
-def _files(folder: Path) -> list[Path]:
-    if folder.is_file():
-        return [folder]
-    if not folder.is_dir():
-        raise ValueError(f"{folder} is not a folder or a file")
-    return sorted(p for p in folder.rglob("*") if p.is_file() and not p.name.startswith("."))
-
-
 def run(args: argparse.Namespace) -> int:
     """Run the chosen action; user errors are one line on stderr and exit code 2 (training failures 1)."""
-    from pipeline.linear_learner.launcher import Channel, TrainingError, train, transform
+    from pipeline.api.linear_learner import channels, train_linear_learner, transform_linear_learner
 
     try:
         if args.action == "transform":
-            outputs = transform(args.model, _files(args.input), args.output, content_type=args.content_type)
+            outputs = transform_linear_learner(args.model, args.input, args.output, content_type=args.content_type)
             print(f"wrote {len(outputs)} prediction file(s) to {args.output}")
             return 0
         hyperparameters = _hyperparameters(args.hyperparameters)
-        channels = {"train": Channel(_files(args.train), args.train_distribution, args.content_type)}
-        for name in ("validation", "test"):
-            folder = getattr(args, name)
-            if folder is not None:
-                channels[name] = Channel(_files(folder), "FullyReplicated", args.content_type)
+        inputs = channels(args.train, args.validation, args.test, args.content_type, args.train_distribution)
         progress = None if (args.verbose or args.quiet) else EpochProgress(args.instance_count)
         if progress is not None:
             on_log = progress.update
         else:
             on_log = None if args.quiet else (lambda line: print(line, flush=True))
         with progress or contextlib.nullcontext():
-            result = train(
+            result = train_linear_learner(
                 hyperparameters,
-                channels,
+                inputs,
                 args.output,
                 instance_count=args.instance_count,
                 work_dir=args.work_dir,

@@ -18,9 +18,9 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from pipeline.api import DEFAULT_WORKDIR
 from pipeline.cli.arguments import add_config_arguments, config_from_args
 from pipeline.core.names import CHAMPION
-from pipeline.local.workdir import DEFAULT_ROOT, Workdir
 
 ACTIONS = ("list", "describe", "approve", "reject")
 
@@ -39,7 +39,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--description", help="approve/reject: the approval description to record")
     parser.add_argument("--json", action="store_true", help="print JSON instead of a table")
     parser.add_argument("--sagemaker", action="store_true", help="use the SageMaker Model Registry (boto3)")
-    parser.add_argument("--workdir", type=Path, default=DEFAULT_ROOT, help="local work dir (default .llpipe)")
+    parser.add_argument("--workdir", type=Path, default=DEFAULT_WORKDIR, help="local work dir (default .llpipe)")
     add_config_arguments(parser)
 
 
@@ -76,7 +76,9 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _registry_db(args: argparse.Namespace) -> Path:
-    return Workdir(args.workdir).registry_db
+    from pipeline.api.models import registry_db
+
+    return registry_db(args.workdir)
 
 
 # ------------------------------------------------------------------------------------------------------ output

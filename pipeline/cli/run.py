@@ -17,8 +17,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from pipeline.api import DEFAULT_WORKDIR
 from pipeline.core.names import PREDICTOR_TYPES
-from pipeline.local.workdir import DEFAULT_ROOT
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
@@ -33,7 +33,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
         "--param", action="append", default=[], metavar="Name=Value", help="pipeline parameter override (repeat)"
     )
     add_inference_arguments(parser)
-    parser.add_argument("--workdir", type=Path, default=DEFAULT_ROOT, help="where everything lands (.llpipe)")
+    parser.add_argument("--workdir", type=Path, default=DEFAULT_WORKDIR, help="where everything lands (.llpipe)")
     parser.add_argument("--no-cache", action="store_true", help="run every step even if a cached run matches")
     output = parser.add_mutually_exclusive_group()
     output.add_argument("--quiet", action="store_true", help="no live table and no summary; only errors")
@@ -45,22 +45,20 @@ def run(args: argparse.Namespace) -> int:
     """Execute the pipeline locally; 0 when the execution succeeded, 1 when it failed, 2 on a usage error."""
     from rich.console import Console
 
-    from pipeline.api import execute_local, local_source
+    from pipeline.api import execute_local, local_source, open_workdir
     from pipeline.cli.arguments import config_from_args
     from pipeline.cli.inference import print_inferred
     from pipeline.cli.render.summary import print_summary, summarise
     from pipeline.core.errors import DataError
     from pipeline.definition.parameters import parse_overrides
-    from pipeline.local.workdir import Workdir
 
-    workdir = Workdir.at(args.workdir)
     if args.data is None and (args.label_column or args.predictor_type):
         raise DataError("--label-column and --predictor-type describe --data; pass --data FILE_OR_DIR too")
     if args.data is not None and not (args.label_column and args.predictor_type):
         raise DataError("--data needs --label-column and --predictor-type")
     overrides = parse_overrides(args.param)
     config = config_from_args(args)
-    workdir.ensure_writable()
+    workdir = open_workdir(args.workdir)
     source = local_source(args.data, args.label_column, args.predictor_type, workdir)
 
     def show_inferred(inferred: Any, local_path: Path) -> None:

@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import threading
 from datetime import datetime, timezone
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pipeline.core.names import StepStatus
-from pipeline.local.executions import ExecutionRecord, StepRecord
+
+if TYPE_CHECKING:
+    from pipeline.local.executions import ExecutionRecord, StepRecord
 
 STATUS_STYLES = {
     StepStatus.PENDING: "dim",
