@@ -15,7 +15,7 @@ $(STAMP): pyproject.toml
 run: $(STAMP)  ## run the whole pipeline locally on the bundled example data set
 	$(BIN)/llpipe run
 
-# The scikit-learn image's Python 3.9 environment (pipeline/images.py), cached under ~/.cache/llpipe/envs (or
+# The scikit-learn image's Python 3.9 environment (pipeline/core/images.py), cached under ~/.cache/llpipe/envs (or
 # $$LLPIPE_CACHE_DIR): built once here so the tests share it. Without Python 3.9 the tests that need it skip,
 # except on CI (CI=true), where that is a failure.
 image-env: $(STAMP)

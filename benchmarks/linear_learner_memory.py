@@ -1,6 +1,6 @@
 """Peak memory of one local Linear Learner training instance on 1x and 10x the rows of the same features.
 
-Each run is the real container entry point (``python -m pipeline.local.linear_learner.train --root ROOT``) in a
+Each run is the real container entry point (``python -m pipeline.linear_learner.train --root ROOT``) in a
 subprocess on RecordIO-protobuf train and validation channels (validation 15% of the train rows); its peak resident
 set is the child's ``ru_maxrss`` (``os.wait4``, the per-child figure of ``getrusage(RUSAGE_CHILDREN)``). Target
 (issue 17): peak RSS at 10x within 1.3x of 1x. ``--code DIR`` also measures another checkout in the same run (e.g. the
@@ -71,7 +71,7 @@ def peak_rss_mb(root: Path, code: Path) -> tuple[float, float]:
     env = {**os.environ, "PYTHONPATH": str(code)}
     started = time.perf_counter()
     process = subprocess.Popen(
-        [sys.executable, "-m", "pipeline.local.linear_learner.train", "--root", str(root)],
+        [sys.executable, "-m", "pipeline.linear_learner.train", "--root", str(root)],
         cwd=code, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
     )  # fmt: skip
     _, status, usage = os.wait4(process.pid, 0)

@@ -1,5 +1,5 @@
 """Running a processing job's code bundle as the scikit-learn image runs it: the flat bundle, the image's Python and
-libraries (the cached environment of pipeline.images' table), the image's variables, no PYTHONPATH to the repository."""
+libraries (the cached environment of core/images.py's table), the image's variables, no PYTHONPATH to the repository."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The real DAG, run locally end to end on real data: the definition built by pipeline.definition, interpreted by
+"""The real DAG, run locally end to end on real data: the definition built by pipeline.definition.build, interpreted by
 the local backend, with the real preprocessing, Linear Learner, batch transform, evaluation and registry.
 
 Kept fast with small data sets (breast cancer, iris, diabetes from scikit-learn), few epochs and few parallel models.

@@ -128,7 +128,7 @@ def test_the_template_declares_what_moto_cannot_check() -> None:
     assert deny["Effect"] == "Deny" and deny["Condition"] == {"Bool": {"aws:SecureTransport": "false"}}
     build = resources["BuildProject"]["Properties"]
     variables = {variable["Name"] for variable in build["Environment"]["EnvironmentVariables"]}
-    # exactly what buildspec.yml and pipeline.config read
+    # exactly what buildspec.yml and pipeline.definition.config read
     assert variables == {
         "ARTIFACT_BUCKET",
         "SAGEMAKER_PIPELINE_ROLE_ARN",

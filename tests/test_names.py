@@ -1,4 +1,4 @@
-"""The container scripts cannot import ``pipeline``: their copies of the shared names must equal ``pipeline.names``."""
+"""The container scripts cannot import ``pipeline``: their copies of the shared names equal ``pipeline.core.names``."""
 
 from __future__ import annotations
 

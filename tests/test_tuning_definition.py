@@ -193,7 +193,7 @@ def test_matches_what_sdk_v3s_tuning_step_makes_for_the_same_tuner(
     name: str, tuned: dict[str, Any], secure_tuned: dict[str, Any]
 ) -> None:
     """The plain SDK v3 HyperparameterTuner with the same arguments gives the same request, except for the three
-    settings SDK v3 drops from the training job definition and pipeline/tuning.py puts back."""
+    settings SDK v3 drops from the training job definition and pipeline/definition/tuning.py puts back."""
     from pipeline.definition.build import Bundles
     from pipeline.definition.declared import Parameters
     from pipeline.definition.offline import offline_sdk, offline_session

@@ -1,7 +1,7 @@
 """The Python API, for notebooks (SageMaker Studio) and scripts: run locally, deploy, start on SageMaker, list and
 compare executions. The ``llpipe`` commands are argument parsing and rendering over these same functions.
 
-Settings follow the CLI's rules: keyword arguments named as :class:`pipeline.config.PipelineConfig` fields
+Settings follow the CLI's rules: keyword arguments named as :class:`pipeline.definition.config.PipelineConfig` fields
 (``bucket=``, ``role_arn=``, ``region=`` ...) beat the environment, which beats the ``config=`` file, which beats
 the defaults. Pipeline parameters are keyword arguments spelled as the definition declares them, capitalised
 (``Epochs=5``, ``MetricThreshold=0.9``), checked against the definition before anything runs.
@@ -70,7 +70,7 @@ def open_workdir(workdir: PathLike) -> Workdir:
 
 def local_source(data: Any, label_column: str | None, predictor_type: str | None, workdir: Workdir) -> DataSource:
     """The input of a local run: the bundled example (``data=None``), a CSV/Parquet file or folder, or a DataFrame
-    (written once into the work dir, :mod:`pipeline.frames`)."""
+    (written once into the work dir, :mod:`pipeline.api.frames`)."""
     from pipeline.local.data import example_data, user_data
 
     if data is None:

@@ -1,7 +1,7 @@
 """Telling executions apart: one summary row per execution (data, the parameters that differ from the defaults,
 the gate metric) and two executions side by side (parameters, metrics, gate, model package).
 
-Used by ``pipeline.executions``/``pipeline.compare`` and by ``llpipe executions``/``llpipe compare``.
+Used by ``pipeline.executions``/``pipeline.compare`` (the API) and by ``llpipe executions``/``llpipe compare``.
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """One pipeline execution as Python objects: status, parameters, steps, metrics, gate, model package, plots,
 predictions; the same shape for a local execution (read from its record and the local S3 folder) and, in
-:mod:`pipeline.sagemaker_execution`, for one on SageMaker (read from the service and S3).
+:mod:`pipeline.api.sagemaker_execution`, for one on SageMaker (read from the service and S3).
 
 Tables are pandas DataFrames; in Jupyter an execution renders itself (:mod:`pipeline.api.html`).
 """

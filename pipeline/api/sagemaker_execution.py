@@ -1,4 +1,4 @@
-"""An execution on SageMaker in the same shape as a local one (:class:`pipeline.execution.Execution`), filled from
+"""An execution on SageMaker in the same shape as a local one (:class:`pipeline.api.execution.Execution`), filled from
 the service: status from DescribePipelineExecution, parameters from ListPipelineParametersForExecution, steps from
 ListPipelineExecutionSteps, the report from the Evaluate job's output in S3 (DescribeProcessingJob names it), the
 model from DescribeTrainingJob, predictions from the Transform job's input and output prefixes.

@@ -1,7 +1,7 @@
 """The ``llpipe`` command: one sub-command per module, each module owning its own arguments.
 
 Every command module exposes ``configure(parser)`` to declare its arguments and ``run(args) -> int`` to do the work;
-it parses and renders, the work itself is in library modules. Errors are raised as ``pipeline.errors.LlpipeError``
+it parses and renders, the work itself is in library modules. Errors are raised as ``pipeline.core.errors.LlpipeError``
 and turned into one line ``llpipe <command>: <message>`` and an exit code here, in ``main`` (usage errors 2,
 failures 1). Command modules keep heavy imports (the SageMaker SDK, numpy) inside functions so ``llpipe --help``
 stays fast.

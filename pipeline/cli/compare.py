@@ -24,7 +24,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    """Print the side by side (:func:`pipeline.comparison.side_by_side`)."""
+    """Print the side by side (:func:`pipeline.api.comparison.side_by_side`)."""
     from pipeline.api import find_execution
     from pipeline.api.comparison import side_by_side
 

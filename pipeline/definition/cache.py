@@ -37,7 +37,7 @@ def enabled(env: Mapping[str, str] = os.environ) -> bool:
 
 
 def cache_dir(env: Mapping[str, str] = os.environ) -> Path:
-    """``$LLPIPE_DEFINITION_CACHE_DIR``, else ``definitions/`` in the user cache dir (``pipeline.files``)."""
+    """``$LLPIPE_DEFINITION_CACHE_DIR``, else ``definitions/`` in the user cache dir (``pipeline.core.files``)."""
     if env.get("LLPIPE_DEFINITION_CACHE_DIR"):
         return Path(env["LLPIPE_DEFINITION_CACHE_DIR"]).expanduser()
     return user_cache_dir(env) / "definitions"

@@ -11,7 +11,7 @@ Environment variables read (the ones CodeBuild and SageMaker Projects set):
 set, the pipeline and model package group names ``<project-name>-<project-id>`` (the Projects templates' convention);
 ``LLPIPE_KMS_KEY_ID`` -> kms_key_id (infra/pipeline.yaml passes its KmsKeyArn to CodeBuild so);
 ``LLPIPE_TUNING_MAX_JOBS``, ``LLPIPE_TUNING_MAX_PARALLEL_JOBS``, ``LLPIPE_TUNING_OBJECTIVE``, ``LLPIPE_TUNING_STRATEGY``
--> the tuning settings (``tuning_max_jobs`` > 0 builds a Tuning step in place of Train; see pipeline/tuning.py).
+-> the tuning settings (``tuning_max_jobs`` > 0 builds a Tuning step in place of Train; see definition/tuning.py).
 
 Config file: JSON (``.json``) or TOML (``.toml``, Python >= 3.11), a flat table whose keys are the field names of
 :class:`PipelineConfig`, e.g. ``{"bucket": "my-bucket", "subnets": ["subnet-0abc"], "tags": {"team": "ml"}}``.
@@ -63,7 +63,7 @@ class PipelineConfig:
     pipeline_name: str = DEFAULT_PIPELINE_NAME
     model_package_group: str = DEFAULT_MODEL_PACKAGE_GROUP
     base_job_prefix: str = "llpipe"
-    sklearn_image_version: str = DEFAULT_PROCESSING_IMAGE.version  # pipeline.images: its Python and libraries
+    sklearn_image_version: str = DEFAULT_PROCESSING_IMAGE.version  # pipeline.core.images: its Python and libraries
     linear_learner_image_version: str = "1"
     kms_key_id: str | None = None
     subnets: tuple[str, ...] = ()

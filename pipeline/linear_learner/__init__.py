@@ -8,6 +8,6 @@ service's layout; ``evaluation.linear_learner_model`` reads and scores it), ``in
 ``train`` (the entry point of one instance: SageMaker's container contract), ``launcher`` (the training job:
 ``launcher.train`` starts one ``train`` process per instance; and ``transform``). The command
 ``llpipe linear-learner`` is ``pipeline/cli/linear_learner.py``. From outside itself the package imports only the
-shared vocabulary (``pipeline.names``, ``errors``, ``files``, ``sharding``) and container code (the codec, the
+shared vocabulary (``pipeline.core``: names, errors, files, sharding, processes) and container code (the codec, the
 model reader); never the runner.
 """

@@ -138,7 +138,7 @@ def champion_comparison(report: dict[str, Any]) -> dict[str, Any]:
 
 
 def _compute(record: ExecutionRecord) -> list[dict[str, Any]]:
-    """Instance-seconds per job step, as SageMaker would count them (pipeline.cost)."""
+    """Instance-seconds per job step, as SageMaker would count them (pipeline.core.cost)."""
     from pipeline.core.cost import local_costs
 
     definition_file = record.folder / "definition.json"

@@ -22,7 +22,7 @@ def tuning_key(config: PipelineConfig) -> str:
 
 
 def tune_step(config: PipelineConfig, params: Parameters, preprocess: Any, session: Any) -> Any:
-    """A Tuning step over the documented Linear Learner ranges (pipeline/tuning.py), num_models forced to 1."""
+    """A Tuning step over the documented Linear Learner ranges (definition/tuning.py), num_models forced to 1."""
     from sagemaker.mlops.workflow.steps import TuningStep
 
     from pipeline.definition.tuning import linear_learner_tuner
