@@ -72,10 +72,7 @@ from typing import Any, BinaryIO
 import numpy as np
 import pandas as pd
 
-if __package__:  # imported from the repository (tests, benchmarks)
-    from preprocessing.recordio import write_dense
-else:  # run as a script, as in the container: the flat code bundle has recordio.py beside this file
-    from recordio import write_dense
+from preprocessing.recordio import write_dense
 
 SPLITS = ("train", "validation", "test")
 PREDICTOR_TYPES = ("binary_classifier", "multiclass_classifier", "regressor")
