@@ -31,9 +31,9 @@ from typing import Any
 import numpy as np
 from sklearn.metrics import precision_recall_curve, roc_curve
 
+from containerlib.recordio import read as read_recordio
 from evaluation.champion import Champion, ChampionError, aws_clients, download_model, find_champion
 from evaluation.linear_learner_model import ModelArtifactError, read_model
-from preprocessing.recordio import read as read_recordio
 
 PREDICTOR_TYPES = ("binary_classifier", "multiclass_classifier", "regressor")
 # The gate metric per predictor type; each is "higher is better" so one Condition (>=) serves all three.

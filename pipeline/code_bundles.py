@@ -23,12 +23,13 @@ REPOSITORY_ROOT = Path(__file__).resolve().parent.parent
 
 # bundle name -> (entry script, the modules it imports directly or through others), relative to the repository root;
 # the packages' __init__.py files come along by themselves (tests/test_code_bundles.py checks the lists are complete)
+RECORDIO = tuple(
+    f"containerlib/recordio/{name}.py"
+    for name in ("wire", "varints", "writer", "framing", "fast_decode", "protobuf", "reader")
+)
 BUNDLE_SOURCES: dict[str, tuple[str, tuple[str, ...]]] = {
-    "preprocess": ("preprocessing/preprocess.py", ("preprocessing/recordio.py",)),
-    "evaluate": (
-        "evaluation/evaluate.py",
-        ("evaluation/champion.py", "evaluation/linear_learner_model.py", "preprocessing/recordio.py"),
-    ),
+    "preprocess": ("preprocessing/preprocess.py", RECORDIO),
+    "evaluate": ("evaluation/evaluate.py", ("evaluation/champion.py", "evaluation/linear_learner_model.py", *RECORDIO)),
 }
 
 

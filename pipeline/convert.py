@@ -246,7 +246,7 @@ class _ShardWriter:
             handle.close()
 
     def write(self, features: np.ndarray, labels: np.ndarray) -> None:
-        from preprocessing.recordio import write_dense, write_sparse
+        from containerlib.recordio import write_dense, write_sparse
 
         n = len(self._files)
         for shard, handle in enumerate(self._files):

@@ -72,7 +72,7 @@ from typing import Any, BinaryIO
 import numpy as np
 import pandas as pd
 
-from preprocessing.recordio import write_dense
+from containerlib.recordio import write_dense
 
 SPLITS = ("train", "validation", "test")
 PREDICTOR_TYPES = ("binary_classifier", "multiclass_classifier", "regressor")

@@ -10,9 +10,9 @@ import pandas as pd
 import pytest
 import scipy.sparse
 
+from containerlib import recordio
 from pipeline import convert as convert_module
 from pipeline.cli import main
-from preprocessing import recordio
 
 
 def table(rows: int, seed: int = 0) -> pd.DataFrame:

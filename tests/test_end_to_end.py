@@ -13,6 +13,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from containerlib.recordio import read as read_recordio
 from pipeline import cli
 from pipeline.cli.render.summary import summarise
 from pipeline.config import load_config
@@ -23,7 +24,6 @@ from pipeline.local.linear_learner.hyperparameters import LOSSES_BY_PREDICTOR
 from pipeline.local.registry import LocalRegistry
 from pipeline.local.runner import LocalRun, build_local_run, example_data, user_data
 from pipeline.local.workdir import Workdir
-from preprocessing.recordio import read as read_recordio
 
 FAST = {"Epochs": "3", "NumModels": "2", "MiniBatchSize": "50"}
 

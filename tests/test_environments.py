@@ -161,12 +161,12 @@ def test_a_bundle_without_its_sibling_module_fails_with_the_containers_error(
     tmp_path: Path, image_environment: JobEnvironment
 ) -> None:
     """Only the code bundle is importable, as in the container: not the repository's packages."""
-    missing = "preprocessing/recordio.py"
+    missing = "containerlib/recordio/reader.py"
     bundle = {name: content for name, content in repository_bundle("evaluate").files if name != missing}
     record, _ = sklearn_job(tmp_path, "evaluate.py", environments=ImageEnvironments.default(), bundle=bundle)
     assert record.status == "Failed"
     reason = record.steps["Job"].failure_reason
-    assert reason == "algo-1 exited with code 1: ModuleNotFoundError: No module named 'preprocessing.recordio'"
+    assert reason == "algo-1 exited with code 1: ModuleNotFoundError: No module named 'containerlib.recordio.reader'"
     environment = json.loads((record.folder / "steps" / "Job" / "environment.json").read_text())
     assert environment["exact"] is True and environment["interpreter"] == str(image_environment.python)
 

@@ -31,7 +31,7 @@ def test_the_shared_vocabulary_imports_nothing_of_pipeline() -> None:
 
 
 def test_the_local_linear_learner_does_not_reach_up_into_the_runner() -> None:
-    below = VOCABULARY | {"preprocessing.recordio", "evaluation.linear_learner_model"}  # + the codec, the reader
+    below = VOCABULARY | {"containerlib.recordio", "evaluation.linear_learner_model"}  # + the codec, the reader
     for path, modules in imported("pipeline/local/linear_learner").items():
         upward = {m for m in modules if not m.startswith("pipeline.local.linear_learner") and m not in below}
         assert upward == set(), f"{path} imports {upward}"

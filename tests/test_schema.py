@@ -18,6 +18,7 @@ import pytest
 from botocore.response import StreamingBody
 from botocore.stub import Stubber
 
+from containerlib.recordio import read
 from pipeline.inference import infer
 from pipeline.schema import (
     SCHEMA_FORMAT,
@@ -29,7 +30,6 @@ from pipeline.schema import (
     schema_uri,
 )
 from preprocessing.preprocess import main, merge_summaries
-from preprocessing.recordio import read
 
 PREFIX = "s3://llpipe-local/linear-learner-pipeline"
 BINARY = {"LabelColumn": "default", "PredictorType": "binary_classifier", "HashBuckets": 16, "MissingValues": "drop"}
