@@ -31,21 +31,14 @@ from typing import Any
 import numpy as np
 from sklearn.metrics import precision_recall_curve, roc_curve
 
+from containerlib.errors import InputError
+from containerlib.exit_message import EXIT_MESSAGE_FILE, write_exit_message
+from containerlib.hosts import RESOURCE_CONFIG
+from containerlib.names import CHAMPION, DECISION, GATE_METRICS, METRICS_SECTIONS, PREDICTOR_TYPES, REPORT_NAME
 from containerlib.recordio import read as read_recordio
 from evaluation.champion import Champion, ChampionError, aws_clients, download_model, find_champion
 from evaluation.linear_learner_model import ModelArtifactError, read_model
 
-PREDICTOR_TYPES = ("binary_classifier", "multiclass_classifier", "regressor")
-# The gate metric per predictor type; each is "higher is better" so one Condition (>=) serves all three.
-GATE_METRICS = {"binary_classifier": "auc", "multiclass_classifier": "accuracy", "regressor": "r2"}
-METRICS_SECTIONS = {
-    "binary_classifier": "binary_classification_metrics",
-    "multiclass_classifier": "multiclass_classification_metrics",
-    "regressor": "regression_metrics",
-}
-REPORT_NAME = "evaluation.json"
-CHAMPION = "champion"  # the report's section on the approved champion scored on the same test split
-DECISION = "decision"  # the report's section on the gate's decision
 # Model Monitor reports a standard deviation only from 200 records up; below that it writes the string "NaN".
 MIN_RECORDS_FOR_STANDARD_DEVIATION = 200
 DEFAULT_BOOTSTRAP_ROUNDS = 30
@@ -57,7 +50,7 @@ F_BETAS = {"f0_5": 0.5, "f1": 1.0, "f2": 2.0}
 MARGIN_LOSSES = ("hinge_loss",)
 
 
-class EvaluationError(Exception):
+class EvaluationError(InputError):
     """Bad input: the message names the file, the record and what was expected."""
 
 
@@ -754,32 +747,6 @@ def evaluate(
     return report
 
 
-EXIT_MESSAGE_FILE = "/opt/ml/output/message"  # SageMaker's: DescribeProcessingJob's ExitMessage is its first 1 KB
-EXIT_MESSAGE_BYTES = 1024
-
-
-def write_exit_message(path: Path, message: str, resource_config: Path) -> None:
-    """``<host>: <message>`` into SageMaker's exit-message file, so the job's ExitMessage says why it failed (not
-    only its CloudWatch log); nothing when the file's folder does not exist (the script is not in a job).
-
-    Valid UTF-8 (other bytes would fail the job), at most ``EXIT_MESSAGE_BYTES``, cut on a character boundary; the
-    host names the instance, since SageMaker concatenates every instance's message. Kept identical in preprocess.py
-    and evaluate.py (tests/test_names.py)."""
-    import socket
-
-    if not path.parent.is_dir():
-        return
-    try:
-        host = str(json.loads(resource_config.read_text())["current_host"])
-    except (OSError, ValueError, KeyError, TypeError):
-        host = socket.gethostname()
-    data = f"{host}: {message}\n".encode("utf-8", "backslashreplace")[:EXIT_MESSAGE_BYTES]
-    try:
-        path.write_bytes(data.decode("utf-8", "ignore").encode("utf-8"))  # "ignore" drops a character cut in two
-    except OSError as error:
-        print(f"exit message not written to {path}: {error}", file=sys.stderr)
-
-
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--predictions-dir", type=Path, default=Path("/opt/ml/processing/input/predictions"))
@@ -799,7 +766,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument(
         "--resource-config",
         type=Path,
-        default=Path("/opt/ml/config/resourceconfig.json"),
+        default=Path(RESOURCE_CONFIG),
         help="SageMaker's host list: names this host in the exit message (default: %(default)s)",
     )
     parser.add_argument(
@@ -831,7 +798,7 @@ def main(argv: list[str] | None = None) -> int:
             args.summary_dir,
             settings,
         )
-    except EvaluationError as error:
+    except InputError as error:
         message = f"evaluate: error: {error}"
         print(message, file=sys.stderr)
         write_exit_message(args.exit_message_file, message, args.resource_config)

@@ -27,9 +27,13 @@ RECORDIO = tuple(
     f"containerlib/recordio/{name}.py"
     for name in ("wire", "varints", "writer", "framing", "fast_decode", "protobuf", "reader")
 )
+SHARED = tuple(f"containerlib/{name}.py" for name in ("names", "errors", "hosts", "exit_message"))
 BUNDLE_SOURCES: dict[str, tuple[str, tuple[str, ...]]] = {
-    "preprocess": ("preprocessing/preprocess.py", RECORDIO),
-    "evaluate": ("evaluation/evaluate.py", ("evaluation/champion.py", "evaluation/linear_learner_model.py", *RECORDIO)),
+    "preprocess": ("preprocessing/preprocess.py", (*SHARED, *RECORDIO)),
+    "evaluate": (
+        "evaluation/evaluate.py",
+        ("evaluation/champion.py", "evaluation/linear_learner_model.py", *SHARED, *RECORDIO),
+    ),
 }
 
 

@@ -41,6 +41,7 @@ from pipeline.names import (
     REGISTER,
     REPORT_NAME,
     REPORT_PROPERTY_FILE,
+    RESOURCE_CONFIG,
     TRAIN,
     TRANSFORM,
     TUNE,
@@ -57,7 +58,6 @@ PREPROCESS_INPUT_DIR = "/opt/ml/processing/input/data"
 PREPROCESS_OUTPUT_DIR = "/opt/ml/processing/output"
 PREPROCESS_OUTPUTS = ("train", "validation", "test", "summary")
 PREPROCESS_SCHEMA_DIR = "/opt/ml/processing/input/schema"
-RESOURCE_CONFIG = "/opt/ml/config/resourceconfig.json"  # the host list SageMaker gives each processing instance
 EVALUATE_PREDICTIONS_DIR = "/opt/ml/processing/input/predictions"
 EVALUATE_TEST_DIR = "/opt/ml/processing/input/test"
 EVALUATE_SUMMARY_DIR = "/opt/ml/processing/input/summary"

@@ -20,13 +20,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from containerlib.names import SCHEMA_FORMAT
 from pipeline.errors import SchemaError
 from pipeline.names import DATA_SUFFIXES, PARQUET_SUFFIXES
 
 if TYPE_CHECKING:
     import pandas as pd
 
-SCHEMA_FORMAT = "llpipe-schema/1"
 PARAMETER_LIMIT = 1024  # characters in one pipeline parameter value
 DEFAULT_SAMPLE_ROWS = 10_000  # rows read from the start of each sampled file
 DEFAULT_SAMPLE_OBJECTS = 16  # S3 objects sampled (the first ones in key order)

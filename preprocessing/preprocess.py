@@ -72,17 +72,22 @@ from typing import Any, BinaryIO
 import numpy as np
 import pandas as pd
 
+from containerlib.errors import InputError
+from containerlib.exit_message import EXIT_MESSAGE_FILE, write_exit_message
+from containerlib.hosts import RESOURCE_CONFIG, Host, read_resource_config
+from containerlib.names import (
+    CSV_SUFFIXES,
+    PARQUET_SUFFIXES,
+    PREDICTOR_TYPES,
+    SCHEMA_FORMAT,
+    SHARD_SUFFIX,
+    SPLITS,
+    SUMMARY_FORMAT,
+)
 from containerlib.recordio import write_dense
 
-SPLITS = ("train", "validation", "test")
-PREDICTOR_TYPES = ("binary_classifier", "multiclass_classifier", "regressor")
 MISSING_POLICIES = ("error", "zero", "drop")
-CSV_SUFFIXES = (".csv", ".csv.gz")
-PARQUET_SUFFIXES = (".parquet", ".pq")
-SUMMARY_FORMAT = "llpipe-preprocess-summary/1"
-SCHEMA_FORMAT = "llpipe-schema/1"
 DISTINCT_LIMIT = 100_000  # distinct values counted exactly per categorical column and host; beyond, "at least"
-SHARD_SUFFIX = ".pbr"
 PROGRESS_ROWS = 1_000_000  # a progress line each time this many more rows have been read
 
 _SPLIT_CODES = {name: code for code, name in enumerate(SPLITS)}
@@ -90,41 +95,12 @@ _M1 = np.uint64(0xBF58476D1CE4E5B9)
 _M2 = np.uint64(0x94D049BB133111EB)
 
 
-class PreprocessError(Exception):
+class PreprocessError(InputError):
     """A problem with the input or the arguments that the user must fix; printed as one line, exit status 1."""
 
 
 # ---------------------------------------------------------------------------------------------------------------------
 # Hosts and input files
-
-
-@dataclass(frozen=True)
-class Host:
-    """Which processing instance this is: its name and 0-based index among ``count`` instances."""
-
-    name: str
-    index: int
-    hosts: tuple[str, ...]
-
-    @property
-    def count(self) -> int:
-        return len(self.hosts)
-
-
-def read_resource_config(path: Path) -> Host:
-    """This host from SageMaker's resourceconfig.json (``current_host``, ``hosts``); absent file = one host algo-1."""
-    if not path.exists():
-        return Host("algo-1", 0, ("algo-1",))
-    try:
-        config = json.loads(path.read_text())
-        name, hosts = config["current_host"], tuple(config["hosts"])
-    except (OSError, ValueError, KeyError, TypeError) as error:
-        raise PreprocessError(f"{path}: not a resource config with current_host and hosts ({error})") from error
-    if name not in hosts:
-        raise PreprocessError(f"{path}: current_host {name!r} is not among hosts {list(hosts)}")
-    if len(set(hosts)) != len(hosts):
-        raise PreprocessError(f"{path}: duplicate host names in {list(hosts)}")
-    return Host(name, hosts.index(name), hosts)
 
 
 @dataclass(frozen=True)
@@ -1364,32 +1340,6 @@ def _positive_int(text: str) -> int:
     return value
 
 
-EXIT_MESSAGE_FILE = "/opt/ml/output/message"  # SageMaker's: DescribeProcessingJob's ExitMessage is its first 1 KB
-EXIT_MESSAGE_BYTES = 1024
-
-
-def write_exit_message(path: Path, message: str, resource_config: Path) -> None:
-    """``<host>: <message>`` into SageMaker's exit-message file, so the job's ExitMessage says why it failed (not
-    only its CloudWatch log); nothing when the file's folder does not exist (the script is not in a job).
-
-    Valid UTF-8 (other bytes would fail the job), at most ``EXIT_MESSAGE_BYTES``, cut on a character boundary; the
-    host names the instance, since SageMaker concatenates every instance's message. Kept identical in preprocess.py
-    and evaluate.py (tests/test_names.py)."""
-    import socket
-
-    if not path.parent.is_dir():
-        return
-    try:
-        host = str(json.loads(resource_config.read_text())["current_host"])
-    except (OSError, ValueError, KeyError, TypeError):
-        host = socket.gethostname()
-    data = f"{host}: {message}\n".encode("utf-8", "backslashreplace")[:EXIT_MESSAGE_BYTES]
-    try:
-        path.write_bytes(data.decode("utf-8", "ignore").encode("utf-8"))  # "ignore" drops a character cut in two
-    except OSError as error:
-        print(f"exit message not written to {path}: {error}", file=sys.stderr)
-
-
 def build_parser() -> argparse.ArgumentParser:
     """The job's arguments; paths default to SageMaker's container layout."""
     parser = argparse.ArgumentParser(prog="preprocess.py", description=(__doc__ or "").split("\n\n")[0])
@@ -1414,7 +1364,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument(
         "--resource-config",
         type=Path,
-        default=Path("/opt/ml/config/resourceconfig.json"),
+        default=Path(RESOURCE_CONFIG),
         help="SageMaker's host list; absent means a single host algo-1 (default: %(default)s)",
     )
     parser.add_argument(
@@ -1706,7 +1656,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
         preprocess(args)
-    except PreprocessError as error:
+    except InputError as error:
         message = f"preprocess: error: {' '.join(str(error).split())}"
         print(message, file=sys.stderr)
         write_exit_message(args.exit_message_file, message, args.resource_config)

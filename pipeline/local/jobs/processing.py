@@ -36,14 +36,13 @@ from pipeline.local.executions import write_json_atomically
 from pipeline.local.jobs.contract import Job, StepFailed
 from pipeline.local.jobs.storage import download, upload_folder
 from pipeline.local.s3 import LocalS3
-from pipeline.names import EXIT_MESSAGE_BYTES, EXIT_MESSAGE_FILE
+from pipeline.names import EXIT_MESSAGE_BYTES, EXIT_MESSAGE_FILE, RESOURCE_CONFIG
 from pipeline.processes import kill_group
 from pipeline.processes import start as start_process
 
 # No AWS configuration file in the job's "container": credentials and region come from its variables only.
 NO_AWS_FILES = {"AWS_CONFIG_FILE": "/nonexistent/aws-config", "AWS_SHARED_CREDENTIALS_FILE": "/nonexistent/aws-creds"}
 CONTAINER_ROOT = "/opt/ml"
-RESOURCE_CONFIG = "/opt/ml/config/resourceconfig.json"
 PYTHON_COMMANDS = ("python", "python3")
 
 
