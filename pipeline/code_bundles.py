@@ -28,8 +28,18 @@ RECORDIO = tuple(
     for name in ("wire", "varints", "writer", "framing", "fast_decode", "protobuf", "reader")
 )
 SHARED = tuple(f"containerlib/{name}.py" for name in ("names", "errors", "hosts", "exit_message"))
+TABLES = ("containerlib/prefetch.py",) + tuple(
+    f"containerlib/tables/{name}.py" for name in ("files", "header", "csv_reader", "parquet_reader", "chunks")
+)
+PREPROCESS = tuple(
+    f"preprocessing/{name}.py"
+    for name in (
+        "command", "settings", "job", "inputs", "layout", "labels", "values", "conversion", "hashing", "stats",
+        "shards", "summary", "transaction",
+    )
+)  # fmt: skip
 BUNDLE_SOURCES: dict[str, tuple[str, tuple[str, ...]]] = {
-    "preprocess": ("preprocessing/preprocess.py", (*SHARED, *RECORDIO)),
+    "preprocess": ("preprocessing/preprocess.py", (*PREPROCESS, *SHARED, *TABLES, *RECORDIO)),
     "evaluate": (
         "evaluation/evaluate.py",
         ("evaluation/champion.py", "evaluation/linear_learner_model.py", *SHARED, *RECORDIO),

@@ -23,8 +23,8 @@ from pipeline.definition import BuiltDefinition, build_definition
 from pipeline.local.environments import JobEnvironment
 from pipeline.names import STEP_NAMES
 from pipeline.schema import DEFAULT_SCHEMA, default_schema_uri
-from preprocessing.preprocess import build_parser as build_preprocess_parser
-from preprocessing.preprocess import load_decided as load_decided_schema
+from preprocessing.command import build_parser as build_preprocess_parser
+from preprocessing.inputs import load_decided as load_decided_schema
 
 EXECUTION_ID = "a1b2c3d4e5f6"
 OPERATION_BY_STEP_TYPE = {

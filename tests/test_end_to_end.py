@@ -222,7 +222,7 @@ def test_one_test_record_per_host_runs_in_the_image(
     codec runs on Python 3.9 in Evaluate (where zip(strict=True) used to fail)."""
     import pandas as pd
 
-    from preprocessing.preprocess import assign_splits, row_hashes
+    from preprocessing.hashing import assign_splits, row_hashes
 
     generator = np.random.default_rng(11)
     features = generator.normal(size=(400, 2)).astype(np.float32)

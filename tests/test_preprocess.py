@@ -17,9 +17,13 @@ import pytest
 from container import Container
 from sklearn.datasets import load_breast_cancer, load_diabetes, load_iris
 
+from containerlib.hosts import Host
 from containerlib.recordio import read
 from pipeline.sharding import objects_for_instance
-from preprocessing.preprocess import Host, OutputTransaction, PreprocessError, load_summary, main, merge_summaries
+from preprocessing import PreprocessError
+from preprocessing.preprocess import main
+from preprocessing.summary import load_summary, merge_summaries
+from preprocessing.transaction import OutputTransaction
 
 SPLITS = ("train", "validation", "test")
 HOSTS = ("algo-1", "algo-2", "algo-3")

@@ -29,7 +29,8 @@ from pipeline.schema import (
     schema_bytes,
     schema_uri,
 )
-from preprocessing.preprocess import main, merge_summaries
+from preprocessing.preprocess import main
+from preprocessing.summary import merge_summaries
 
 PREFIX = "s3://llpipe-local/linear-learner-pipeline"
 BINARY = {"LabelColumn": "default", "PredictorType": "binary_classifier", "HashBuckets": 16, "MissingValues": "drop"}
@@ -400,7 +401,7 @@ def test_a_file_with_other_column_names_fails_naming_it(tmp_path: Path, capsys: 
 
 def test_the_client_hashes_categories_into_the_buckets_preprocess_uses() -> None:
     from pipeline.schema import _stable_hash64
-    from preprocessing.preprocess import stable_hash64
+    from preprocessing.hashing import stable_hash64
 
     for text in ("student=No", "student=Yes", "city=Zürich", ""):
         assert _stable_hash64(text) == stable_hash64(text)
