@@ -38,12 +38,13 @@ PREPROCESS = tuple(
         "shards", "summary", "transaction",
     )
 )  # fmt: skip
+EVALUATE = tuple(
+    f"evaluation/{name}.py"
+    for name in ("command", "job", "metrics", "report", "gate", "champion", "linear_learner_model")
+)
 BUNDLE_SOURCES: dict[str, tuple[str, tuple[str, ...]]] = {
     "preprocess": ("preprocessing/preprocess.py", (*PREPROCESS, *SHARED, *TABLES, *RECORDIO)),
-    "evaluate": (
-        "evaluation/evaluate.py",
-        ("evaluation/champion.py", "evaluation/linear_learner_model.py", *SHARED, *RECORDIO),
-    ),
+    "evaluate": ("evaluation/evaluate.py", (*EVALUATE, "containerlib/predictions.py", *SHARED, *RECORDIO)),
 }
 
 

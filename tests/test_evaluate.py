@@ -15,7 +15,8 @@ from container import Container
 from sklearn import metrics as skm
 
 from containerlib.recordio import write_dense
-from evaluation.evaluate import RankedScores, binary_scalars, confusion, main, regression_scalars
+from evaluation.evaluate import main
+from evaluation.metrics import RankedScores, binary_scalars, confusion, regression_scalars
 
 SHARD_NAMES = ("part-0.recordio", "part-1.recordio", "nested/part-2.recordio")
 
