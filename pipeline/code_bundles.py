@@ -21,27 +21,28 @@ from pathlib import Path, PurePosixPath
 
 REPOSITORY_ROOT = Path(__file__).resolve().parent.parent
 
-# bundle name -> (entry script, the modules it imports directly or through others), relative to the repository root;
-# the packages' __init__.py files come along by themselves (tests/test_code_bundles.py checks the lists are complete)
-RECORDIO = tuple(
-    f"containerlib/recordio/{name}.py"
-    for name in ("wire", "varints", "writer", "framing", "fast_decode", "protobuf", "reader")
+
+def _modules(folder: str, *names: str) -> tuple[str, ...]:
+    return tuple(f"{folder}/{name}.py" for name in names)
+
+
+# what both jobs take from the container library, and what only Preprocess does (tables) or Evaluate (predictions)
+SHARED = _modules("containerlib", "names", "errors", "hosts", "exit_message")
+RECORDIO = _modules(
+    "containerlib/recordio", "wire", "varints", "writer", "framing", "fast_decode", "protobuf", "reader"
 )
-SHARED = tuple(f"containerlib/{name}.py" for name in ("names", "errors", "hosts", "exit_message"))
-TABLES = ("containerlib/prefetch.py",) + tuple(
-    f"containerlib/tables/{name}.py" for name in ("files", "header", "csv_reader", "parquet_reader", "chunks")
+TABLES = (
+    *_modules("containerlib", "prefetch", "stable_hash"),
+    *_modules("containerlib/tables", "files", "header", "csv_reader", "parquet_reader", "chunks"),
 )
-PREPROCESS = tuple(
-    f"preprocessing/{name}.py"
-    for name in (
-        "command", "settings", "job", "inputs", "layout", "labels", "values", "conversion", "hashing", "stats",
-        "shards", "summary", "transaction",
-    )
+PREPROCESS = _modules(
+    "preprocessing", "command", "settings", "job", "inputs", "layout", "labels", "values", "conversion", "hashing",
+    "stats", "shards", "summary", "transaction",
 )  # fmt: skip
-EVALUATE = tuple(
-    f"evaluation/{name}.py"
-    for name in ("command", "job", "metrics", "report", "gate", "champion", "linear_learner_model")
-)
+EVALUATE = _modules("evaluation", "command", "job", "metrics", "report", "gate", "champion", "linear_learner_model")
+
+# bundle name -> (entry script, the modules it imports directly or through others), relative to the repository root;
+# the packages' __init__.py files come along by themselves (tests/test_code_bundles.py checks the lists are exact)
 BUNDLE_SOURCES: dict[str, tuple[str, tuple[str, ...]]] = {
     "preprocess": ("preprocessing/preprocess.py", (*PREPROCESS, *SHARED, *TABLES, *RECORDIO)),
     "evaluate": ("evaluation/evaluate.py", (*EVALUATE, "containerlib/predictions.py", *SHARED, *RECORDIO)),

@@ -11,10 +11,11 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from containerlib.stable_hash import stable_hash64
 from containerlib.tables.chunks import Chunk, read_chunks
 from containerlib.tables.header import read_header
 from preprocessing import PreprocessError
-from preprocessing.hashing import assign_splits, hash_texts, row_hashes, stable_hash64
+from preprocessing.hashing import assign_splits, hash_texts, row_hashes
 from preprocessing.labels import LabelSpec, encode_labels
 from preprocessing.layout import Schema, check_columns
 from preprocessing.values import RowLocator, show, to_float64

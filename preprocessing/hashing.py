@@ -3,21 +3,15 @@
 
 from __future__ import annotations
 
-import hashlib
-
 import numpy as np
 import pandas as pd
 
 from containerlib.names import SPLITS
+from containerlib.stable_hash import stable_hash64
 
 SPLIT_CODES = {name: code for code, name in enumerate(SPLITS)}
 _M1 = np.uint64(0xBF58476D1CE4E5B9)
 _M2 = np.uint64(0x94D049BB133111EB)
-
-
-def stable_hash64(text: str, key: bytes = b"") -> int:
-    """A 64-bit hash of ``text`` that is the same in every process and Python version (unlike ``hash()``)."""
-    return int.from_bytes(hashlib.blake2b(text.encode("utf-8"), digest_size=8, key=key).digest(), "little")
 
 
 def hash_texts(values: pd.Series, seed: int) -> np.ndarray:

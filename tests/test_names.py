@@ -56,7 +56,7 @@ def test_step_status_reads_and_writes_as_plain_strings() -> None:
     assert f"{names.StepStatus.SKIPPED}" == "Skipped"
 
 
-def test_run_data_takes_every_suffix_convert_and_preprocess_take(tmp_path) -> None:
+def test_run_data_takes_every_suffix_preprocess_takes(tmp_path) -> None:
     from pipeline.local.runner import data_files
 
     for name in ("a.csv", "b.csv.gz", "c.parquet", "d.pq", "notes.txt", "_SUCCESS"):

@@ -29,6 +29,18 @@ def is_data_file(relative: str | PurePosixPath) -> bool:
     return not is_hidden(relative) and is_data_name(PurePosixPath(relative).name)
 
 
+def path_below_prefix(prefix: str, key: str) -> str:
+    """The path of an object below what its S3 prefix names, the part the rule judges: from the path component the
+    prefix ends in, when it ends inside one (``in/da`` + ``in/data.csv`` -> ``data.csv``), else from the next
+    (``in/`` or ``in`` + ``in/a/b.csv`` -> ``a/b.csv``); an object the prefix names whole by its name."""
+    rest = key[len(prefix) :]
+    if not prefix or prefix.endswith("/") or rest.startswith("/"):
+        below = rest.lstrip("/")
+    else:
+        below = key[prefix.rfind("/") + 1 :]
+    return below or key.rsplit("/", 1)[-1]
+
+
 def visible_files(folder: Path) -> list[Path]:
     """Every file under ``folder`` (recursively) that is not hidden, sorted."""
     return sorted(

@@ -16,6 +16,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from containerlib.tables import files as tables
 from pipeline.data_version import PARAMETER as DATA_VERSION
 from pipeline.data_version import DataVersionError, files_version, local_s3_version
 from pipeline.errors import DataError
@@ -45,20 +46,20 @@ class DataSource:
 
 
 def data_files(path: Path, workdir: Path | None = None) -> tuple[Path, list[Path]]:
-    """The CSV/Parquet files of a file or folder (recursively, sorted) and the folder they are relative to.
+    """The CSV/Parquet files of a file or folder (recursively, sorted; Preprocess's rule of which files are data,
+    ``containerlib.tables.files``) and the folder they are relative to.
 
     Nothing under ``workdir`` is data: a work dir inside the folder holds this tool's own staged copies."""
     inside = workdir is not None and path.resolve().is_relative_to(workdir.resolve())
     if inside:
         raise DataError(f"--data {path} is inside the work dir {workdir}; give the data's own file or folder")
     if path.is_file():
-        if not path.name.lower().endswith(DATA_SUFFIXES):
+        if not tables.is_data_name(path.name):
             raise DataError(f"--data {path}: not a data file; Preprocess reads {', '.join(DATA_SUFFIXES)} files")
         return path.parent, [path]
     if not path.is_dir():
         raise DataError(f"--data {path}: no such file or folder")
-    files = sorted(p for p in path.rglob("*") if p.is_file() and p.name.lower().endswith(DATA_SUFFIXES))
-    files = [p for p in files if not any(part.startswith((".", "_")) for part in p.relative_to(path).parts)]
+    files = tables.data_files(path)
     if workdir is not None:
         files = [p for p in files if not p.resolve().is_relative_to(workdir.resolve())]
     if not files:
@@ -178,9 +179,12 @@ class LocalRun:
             preflight.check_data(source.files, values)
         files, base = source.files, source.base
         if "InputDataUrl" in overrides:  # the run reads that prefix of the local S3, not --data: sample what it reads
-            base = self.s3.path(str(values["InputDataUrl"]))
-            objects = [self.s3.path(uri) for uri in self.s3.list_objects(str(values["InputDataUrl"]))]
-            files = [p for p in objects if p.name.lower().endswith(DATA_SUFFIXES) and not p.name.startswith((".", "_"))]
+            uri = str(values["InputDataUrl"])
+            base = self.s3.path(uri)
+            objects = self.s3.list_objects(uri)
+            files = [
+                self.s3.path(found) for found in objects if tables.is_data_file(tables.path_below_prefix(uri, found))
+            ]
             if not files:
                 raise DataError(f"--param InputDataUrl={values['InputDataUrl']}: no data objects in the local S3")
             base = base if base.is_dir() else base.parent
