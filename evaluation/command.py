@@ -4,13 +4,11 @@ exit-message file, status 1)."""
 from __future__ import annotations
 
 import argparse
-import sys
 from pathlib import Path
 
 import evaluation
+from containerlib import exit_message
 from containerlib.errors import InputError
-from containerlib.exit_message import EXIT_MESSAGE_FILE, write_exit_message
-from containerlib.hosts import RESOURCE_CONFIG
 from containerlib.names import DECISION, PREDICTOR_TYPES, REPORT_NAME
 from evaluation.gate import GateSettings
 from evaluation.job import DEFAULT_BOOTSTRAP_ROUNDS, DEFAULT_SEED, evaluate
@@ -32,19 +30,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--champion-tolerance", type=float, default=0.0, help="how much worse than the champion")
     parser.add_argument("--model-package-group", help="compare with this group's newest approved version")
     parser.add_argument("--region", help="the registry's AWS region (default: boto3's configuration)")
-    parser.add_argument(
-        "--resource-config",
-        type=Path,
-        default=Path(RESOURCE_CONFIG),
-        help="SageMaker's host list: names this host in the exit message (default: %(default)s)",
-    )
-    parser.add_argument(
-        "--exit-message-file",
-        type=Path,
-        default=Path(EXIT_MESSAGE_FILE),
-        help="on failure the reason is also written here, if its folder exists: SageMaker shows the file as the "
-        "job's ExitMessage (default: %(default)s)",
-    )
+    exit_message.add_arguments(parser, "names this host in the exit message")
     return parser.parse_args(argv)
 
 
@@ -68,13 +54,9 @@ def main(argv: list[str] | None = None) -> int:
             settings,
         )
     except InputError as error:
-        message = f"evaluate: error: {error}"
-        print(message, file=sys.stderr)
-        write_exit_message(args.exit_message_file, message, args.resource_config)
-        return 1
-    except Exception as error:  # a defect, not bad input: the traceback goes to the log, its last line to ExitMessage
-        message = f"evaluate: unexpected {type(error).__name__}: {' '.join(str(error).split())} (traceback in the log)"
-        write_exit_message(args.exit_message_file, message, args.resource_config)
+        return exit_message.report_input_error("evaluate", error, args)
+    except Exception as error:
+        exit_message.report_defect("evaluate", error, args)
         raise
     gate = report["gate"]
     print(

@@ -4,14 +4,12 @@ exit status (a bad input is one line on stderr and in SageMaker's exit-message f
 from __future__ import annotations
 
 import argparse
-import sys
 from collections.abc import Sequence
 from pathlib import Path
 
 import preprocessing
+from containerlib import exit_message
 from containerlib.errors import InputError
-from containerlib.exit_message import EXIT_MESSAGE_FILE, write_exit_message
-from containerlib.hosts import RESOURCE_CONFIG
 from containerlib.names import PREDICTOR_TYPES
 from preprocessing.job import preprocess
 from preprocessing.settings import MISSING_POLICIES, Settings, split_list
@@ -57,19 +55,7 @@ def build_parser() -> argparse.ArgumentParser:
         default=Path("/opt/ml/processing/output"),
         help="root of the train/, validation/, test/ and summary/ sub-folders (default: %(default)s)",
     )
-    parser.add_argument(
-        "--resource-config",
-        type=Path,
-        default=Path(RESOURCE_CONFIG),
-        help="SageMaker's host list; absent means a single host algo-1 (default: %(default)s)",
-    )
-    parser.add_argument(
-        "--exit-message-file",
-        type=Path,
-        default=Path(EXIT_MESSAGE_FILE),
-        help="on failure the reason is also written here, if its folder exists: SageMaker shows the file as the "
-        "job's ExitMessage (default: %(default)s)",
-    )
+    exit_message.add_arguments(parser, "absent means a single host algo-1")
     parser.add_argument(
         "--schema",
         type=Path,
@@ -158,14 +144,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         preprocess(settings_from(args))
     except InputError as error:
-        message = f"preprocess: error: {' '.join(str(error).split())}"
-        print(message, file=sys.stderr)
-        write_exit_message(args.exit_message_file, message, args.resource_config)
-        return 1
-    except Exception as error:  # a defect, not bad input: the traceback goes to the log, its last line to ExitMessage
-        message = (
-            f"preprocess: unexpected {type(error).__name__}: {' '.join(str(error).split())} (traceback in the log)"
-        )
-        write_exit_message(args.exit_message_file, message, args.resource_config)
+        return exit_message.report_input_error("preprocess", error, args)
+    except Exception as error:
+        exit_message.report_defect("preprocess", error, args)
         raise
     return 0
