@@ -451,7 +451,7 @@ def write_shards_of_every_kind(root: Path, labels: np.ndarray, predictions: list
 def test_the_image_environment_gives_the_report_of_this_interpreter(
     tmp_path: Path, container: Container, predictor_type: str, loss: str
 ) -> None:
-    """evaluate.py from its flat bundle on Python 3.9 / numpy 1.24.1 / scikit-learn 1.2.1, on single-record, sparse
+    """evaluate.py from its code bundle on Python 3.9 / numpy 1.24.1 / scikit-learn 1.2.1, on single-record, sparse
     and split-record shards, writes the report this interpreter's run writes."""
     labels, predictions = predictions_for(predictor_type, loss, 240)
     predictions_dir, test_dir = write_shards_of_every_kind(tmp_path, labels, predictions)
