@@ -116,8 +116,8 @@ def launcher_throughput(X: np.ndarray, y: np.ndarray, args: argparse.Namespace, 
     import tempfile
     from pathlib import Path
 
+    from containerlib.recordio import write_dense
     from pipeline.linear_learner.launcher import Channel, train
-    from preprocessing.recordio import write_dense
 
     with tempfile.TemporaryDirectory(prefix="ll-bench-") as folder:
         shards = []

@@ -31,7 +31,7 @@ PIECE_ROWS = 50_000
 def write_channel(path: Path, rows: int, features: int, seed: int) -> None:
     """``rows`` records of binary-labelled dense float32 data, written piece by piece (bounded memory); the labels
     come from the same linear model with noise in every channel."""
-    from preprocessing.recordio import write_dense
+    from containerlib.recordio import write_dense
 
     weights = np.random.default_rng(0).normal(size=features).astype(np.float32) / np.sqrt(features)
     rng = np.random.default_rng(seed)

@@ -18,6 +18,7 @@ a temporary folder deleted afterwards.
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import platform
 import shutil
@@ -62,32 +63,36 @@ def timed(action) -> float:  # noqa: ANN001 - any callable
     return time.perf_counter() - started
 
 
-def job_arguments(input_dir: Path, output_dir: Path) -> argparse.Namespace:
-    from preprocessing.preprocess import build_parser
-
-    return build_parser().parse_args(
-        [
-            "--input-dir", str(input_dir), "--output-dir", str(output_dir), "--resource-config",
-            str(output_dir / "no-resource-config.json"), "--label-column", "label",
-            "--predictor-type", "binary_classifier", "--train-shards", "4",
-        ]
-    )  # fmt: skip
+JOB_ARGUMENTS = ("--label-column", "label", "--predictor-type", "binary_classifier", "--train-shards", "4")
 
 
 def run_job(input_dir: Path, output_dir: Path) -> None:
-    from preprocessing.preprocess import preprocess
+    from preprocessing.preprocess import main
 
     shutil.rmtree(output_dir, ignore_errors=True)
-    preprocess(job_arguments(input_dir, output_dir))
+    resource_config = output_dir.parent / "no-resource-config.json"
+    arguments = ["--input-dir", str(input_dir), "--output-dir", str(output_dir)]
+    if main([*arguments, "--resource-config", str(resource_config), *JOB_ARGUMENTS]) != 0:
+        raise SystemExit("the job failed")
 
 
 def read_stage(path: Path, scratch: Path) -> None:
     """The job's read stage alone: its reader, chunk by chunk, nothing done with the chunks."""
-    from preprocessing.preprocess import iter_chunks, load_decided, read_header, resolve_schema
+    try:
+        from containerlib.tables.header import read_header
+        from preprocessing.command import build_parser, settings_from
+        from preprocessing.conversion import iter_chunks
+        from preprocessing.inputs import load_decided
+        from preprocessing.layout import resolve_schema
+    except ImportError:  # a --code checkout from before the job was in modules: its one module held them all
+        from preprocessing.preprocess import build_parser, iter_chunks, load_decided, read_header, resolve_schema
 
-    args = job_arguments(path.parent, scratch)
-    schema = resolve_schema(args, load_decided(None), str(path), read_header(path))
-    for _ in iter_chunks(path, schema, args.chunk_rows):
+        def settings_from(args: argparse.Namespace) -> argparse.Namespace:
+            return args
+
+    settings = settings_from(build_parser().parse_args(["--output-dir", str(scratch), *JOB_ARGUMENTS]))
+    schema = resolve_schema(settings, load_decided(None), str(path), read_header(path))
+    for _ in iter_chunks(path, schema, settings.chunk_rows):
         pass
 
 
@@ -108,8 +113,6 @@ def measure(folder: Path, rows: int, features: int, repeat: int) -> list[tuple[s
     import pandas as pd
     import pyarrow.parquet as pq
 
-    from preprocessing.preprocess import load_summary
-
     print(f"generating (or reusing) {rows:,} x {features} rows as CSV and Parquet in {folder}", flush=True)
     csv, parquet = generate(folder, rows, features)
     results = []
@@ -126,7 +129,7 @@ def measure(folder: Path, rows: int, features: int, repeat: int) -> list[tuple[s
             output_bytes = sum(file.stat().st_size for file in output.rglob("*.pbr"))
             read_seconds.append(timed(lambda path=path, to=scratch: read_stage(path, to)))
             write_seconds.append(timed(lambda size=output_bytes, to=scratch: write_stage(size, to)))
-        written = sum(load_summary(output / "summary")["rows"].values())
+        written = sum(json.loads((output / "summary" / "summary.json").read_text())["rows"].values())  # one host
         assert written == rows, f"preprocess wrote {written} rows, expected {rows}"
         shutil.rmtree(output, ignore_errors=True)
         shutil.rmtree(scratch, ignore_errors=True)

@@ -25,7 +25,7 @@ from typing import Any
 import numpy as np
 import scipy.sparse
 
-from preprocessing import recordio
+from containerlib import recordio
 
 ORACLE = Path(__file__).resolve().parent.parent / "tests" / "protobuf_oracle.py"
 

@@ -27,7 +27,8 @@ from typing import Any
 
 import numpy as np
 
-PREDICTOR_TYPES = ("binary_classifier", "regressor", "multiclass_classifier")
+from containerlib.names import PREDICTOR_TYPES
+
 INNER_MEMBER = "model_algo-1"
 MANIFEST = "manifest.json"
 ADDITIONAL_PARAMS = "additional-params.json"

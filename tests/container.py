@@ -1,4 +1,4 @@
-"""Running a processing job's code bundle as the scikit-learn image runs it: the flat bundle, the image's Python and
+"""Running a processing job's code bundle as the scikit-learn image runs it: the bundle's files, the image's Python and
 libraries (the cached environment of core/images.py's table), the image's variables, no PYTHONPATH to the repository."""
 
 from __future__ import annotations
@@ -20,14 +20,12 @@ class Container:
     code_root: Path
 
     def bundle(self, name: str) -> Path:
-        """The entry script of the flat bundle ``name`` (preprocess, evaluate), written on first use."""
+        """The entry script of the bundle ``name`` (preprocess, evaluate), written on first use."""
         bundle = repository_bundle(name)
         folder = self.code_root / f"{name}-{bundle.digest[:12]}"
         if not folder.is_dir():
             staging = self.code_root / f".{folder.name}.{os.getpid()}"
-            staging.mkdir(parents=True, exist_ok=True)
-            for file_name, content in bundle.files:
-                (staging / file_name).write_bytes(content)
+            bundle.write(staging)
             try:
                 staging.rename(folder)
             except OSError:  # written by another test process meanwhile

@@ -20,8 +20,10 @@ from botocore.stub import Stubber
 from sklearn import metrics as skm
 from test_evaluate import binary_case, write_job_inputs
 
+from evaluation import EvaluationError
 from evaluation.champion import Champion, ChampionError, download_model, find_champion
-from evaluation.evaluate import EvaluationError, GateSettings, decide, evaluate
+from evaluation.gate import GateSettings, decide
+from evaluation.job import evaluate
 from evaluation.linear_learner_model import LinearModel
 from pipeline.linear_learner.artifact import artifact_bytes
 from pipeline.local.aws_endpoint import serve
@@ -172,7 +174,7 @@ def test_evaluate_scores_the_champion_on_the_same_records_with_the_same_metrics(
     clients, (predictions_dir, test_dir, output_dir), stubs = job_with_champion(
         tmp_path, champion_artifact([0.8, -0.3, 0.1], 0.2)
     )
-    monkeypatch.setattr("evaluation.evaluate.aws_clients", clients)
+    monkeypatch.setattr("evaluation.gate.aws_clients", clients)
     settings = GateSettings(0.6, 0.05, GROUP, REGION)
     with stubs[0], stubs[1]:
         report = evaluate(predictions_dir, test_dir, output_dir, "binary_classifier", 30, 0, gate=settings)
@@ -211,7 +213,7 @@ def test_a_champion_whose_artifact_cannot_be_read_fails_evaluate_and_writes_no_r
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     clients, (predictions_dir, test_dir, output_dir), stubs = job_with_champion(tmp_path, b"\x1f\x8b not a model")
-    monkeypatch.setattr("evaluation.evaluate.aws_clients", clients)
+    monkeypatch.setattr("evaluation.gate.aws_clients", clients)
     with stubs[0], stubs[1], pytest.raises(EvaluationError) as raised:
         evaluate(predictions_dir, test_dir, output_dir, "binary_classifier", 2, 0, gate=GateSettings(0.6, 0, GROUP))
     assert str(raised.value).startswith(f"champion {ARN}/2 ({MODEL_URL}): cannot read its model artifact: ")
@@ -223,11 +225,11 @@ def test_a_champion_of_another_kind_or_width_cannot_be_compared(
 ) -> None:
     regressor = LinearModel("regressor", "squared_loss", np.ones((3, 1), np.float32), np.zeros(1, np.float32))
     clients, paths, stubs = job_with_champion(tmp_path / "kind", artifact_bytes(regressor))
-    monkeypatch.setattr("evaluation.evaluate.aws_clients", clients)
+    monkeypatch.setattr("evaluation.gate.aws_clients", clients)
     with stubs[0], stubs[1], pytest.raises(EvaluationError, match="is a regressor, this execution evaluates a binary"):
         evaluate(*paths, "binary_classifier", 2, 0, gate=GateSettings(0.6, 0, GROUP))
     clients, paths, stubs = job_with_champion(tmp_path / "width", champion_artifact([1.0, 2.0], 0.0))
-    monkeypatch.setattr("evaluation.evaluate.aws_clients", clients)
+    monkeypatch.setattr("evaluation.gate.aws_clients", clients)
     width = "cannot read its model artifact: .*the model takes 2 features, the data has 3"
     with stubs[0], stubs[1], pytest.raises(EvaluationError, match=width):
         evaluate(*paths, "binary_classifier", 2, 0, gate=GateSettings(0.6, 0, GROUP))
@@ -237,7 +239,7 @@ def test_a_champion_that_scores_nan_fails_evaluate_naming_the_record(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     clients, paths, stubs = job_with_champion(tmp_path, champion_artifact([float("nan"), 1.0, 1.0], 0.0))
-    monkeypatch.setattr("evaluation.evaluate.aws_clients", clients)
+    monkeypatch.setattr("evaluation.gate.aws_clients", clients)
     with stubs[0], stubs[1], pytest.raises(EvaluationError, match=r"record 0 of the test split scores nan, not finite"):
         evaluate(*paths, "binary_classifier", 2, 0, gate=GateSettings(0.6, 0, GROUP))
 
@@ -519,7 +521,9 @@ def test_the_champion_module_is_container_code_importing_boto3_only_when_it_look
 
 def report_with_champion(predictor_type: str) -> dict[str, Any]:
     """A challenger and a champion scored by Evaluate's own code on the same 300 records."""
-    from evaluation.evaluate import Scored, build_report, champion_section
+    from containerlib.predictions import Scored
+    from evaluation.gate import champion_section
+    from evaluation.report import build_report
 
     generator = np.random.default_rng(3)
     if predictor_type == "regressor":

@@ -33,7 +33,7 @@ def test_unknown_command_exits_non_zero() -> None:
     assert "invalid choice" in result.stderr
 
 
-CONFIGURED = [name for name in sorted(COMMANDS) if name not in ("convert", "linear-learner", "execution", "env")]
+CONFIGURED = [name for name in sorted(COMMANDS) if name not in ("linear-learner", "execution", "env")]
 
 
 @pytest.mark.parametrize("command", CONFIGURED)
@@ -62,7 +62,7 @@ def test_errors_map_to_exit_codes_in_one_place() -> None:
     assert errors.UsageError("x").exit_code == 2 and errors.LlpipeError("x").exit_code == 1
     for usage in (errors.ConfigError, errors.ParameterError, errors.DataError, errors.DefinitionError):
         assert issubclass(usage, errors.UsageError)
-    for failure in (errors.AwsError, errors.ConvertError, errors.ModelsError, errors.TrainingError):
+    for failure in (errors.AwsError, errors.ModelsError, errors.TrainingError):
         assert not issubclass(failure, errors.UsageError) and issubclass(failure, errors.LlpipeError)
 
 

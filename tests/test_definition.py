@@ -22,8 +22,9 @@ from pipeline.definition.build import BuiltDefinition, build_definition
 from pipeline.definition.code_bundles import REPOSITORY_ROOT, build_bundle, repository_bundle
 from pipeline.definition.config import PipelineConfig
 from pipeline.definition.schema import DEFAULT_SCHEMA, default_schema_uri
-from preprocessing.preprocess import build_parser as build_preprocess_parser
-from preprocessing.preprocess import load_decided as load_decided_schema
+from pipeline.local.environments import JobEnvironment
+from preprocessing.command import build_parser as build_preprocess_parser
+from preprocessing.inputs import load_decided as load_decided_schema
 
 EXECUTION_ID = "a1b2c3d4e5f6"
 OPERATION_BY_STEP_TYPE = {
@@ -370,8 +371,10 @@ def test_processing_code_is_mounted_from_its_content_hashed_bundle(built: BuiltD
         assert args["AppSpecification"]["ContainerEntrypoint"] == ["python3", f"/opt/ml/processing/input/code/{entry}"]
         for name, content in bundle.files:
             assert built.uploads[code["S3Uri"] + name] == content
-    # preprocess.py + recordio.py; evaluate.py + champion.py + linear_learner_model.py + recordio.py; the default schema
-    assert len(built.uploads) == 7
+    # every upload is a file of one of the two bundles, or the default schema
+    prefix = "s3://llpipe-local/linear-learner-pipeline"
+    bundles = {**repository_bundle("preprocess").uploads(prefix), **repository_bundle("evaluate").uploads(prefix)}
+    assert set(built.uploads) == set(bundles) | {default_schema_uri(prefix)}
 
 
 def test_training_channels_hyperparameters_and_stopping_condition(definition: dict[str, Any]) -> None:
@@ -572,43 +575,57 @@ def test_security_options_reach_every_job(secure_definition: dict[str, Any]) -> 
 
 def test_bundle_digest_follows_content_and_names(tmp_path: Path) -> None:
     (tmp_path / "entry.py").write_text("print('a')\n")
-    (tmp_path / "lib.py").write_text("X = 1\n")
-    first = build_bundle([tmp_path / "entry.py", tmp_path / "lib.py"])
+    (tmp_path / "lib").mkdir()
+    (tmp_path / "lib" / "__init__.py").write_text("")
+    (tmp_path / "lib" / "util.py").write_text("X = 1\n")
+
+    def bundle(*modules: str):
+        return build_bundle(tmp_path / "entry.py", [tmp_path / "lib" / module for module in modules], tmp_path)
+
+    first = bundle("util.py")
     assert first.entry_point == "entry.py"
-    assert first.digest == build_bundle([tmp_path / "entry.py", tmp_path / "lib.py"]).digest
+    assert first.digest == bundle("util.py").digest
     assert first.uploads("s3://b/p") == {
         f"s3://b/p/code/{first.digest}/entry.py": b"print('a')\n",
-        f"s3://b/p/code/{first.digest}/lib.py": b"X = 1\n",
+        f"s3://b/p/code/{first.digest}/lib/__init__.py": b"",  # the package of a module comes along
+        f"s3://b/p/code/{first.digest}/lib/util.py": b"X = 1\n",
     }
-    (tmp_path / "lib.py").write_text("X = 2\n")
-    assert build_bundle([tmp_path / "entry.py", tmp_path / "lib.py"]).digest != first.digest
-    (tmp_path / "renamed.py").write_text("X = 1\n")
-    (tmp_path / "lib.py").write_text("X = 1\n")
-    assert build_bundle([tmp_path / "entry.py", tmp_path / "renamed.py"]).digest != first.digest
+    (tmp_path / "lib" / "util.py").write_text("X = 2\n")
+    assert bundle("util.py").digest != first.digest
+    (tmp_path / "lib" / "renamed.py").write_text("X = 1\n")
+    (tmp_path / "lib" / "util.py").write_text("X = 1\n")
+    assert bundle("renamed.py").digest != first.digest
 
 
 def test_bundle_errors_name_the_file(tmp_path: Path) -> None:
     with pytest.raises(FileNotFoundError, match="missing.py"):
-        build_bundle([tmp_path / "missing.py"])
+        build_bundle(tmp_path / "missing.py")
     (tmp_path / "a").mkdir()
-    (tmp_path / "b").mkdir()
     (tmp_path / "a" / "same.py").write_text("")
-    (tmp_path / "b" / "same.py").write_text("")
-    with pytest.raises(ValueError, match="same.py"):
-        build_bundle([tmp_path / "a" / "same.py", tmp_path / "b" / "same.py"])
+    (tmp_path / "same.py").write_text("")
+    with pytest.raises(ValueError, match="same.py"):  # the entry lands at the root, where a module of that path would
+        build_bundle(tmp_path / "a" / "same.py", [tmp_path / "same.py"], tmp_path)
+    with pytest.raises(ValueError, match="is not under"):
+        build_bundle(tmp_path / "same.py", [tmp_path / "a" / "same.py"], tmp_path / "elsewhere")
 
 
-def test_flat_preprocess_bundle_runs_and_rejects_a_feature_dim_mismatch(
-    built: BuiltDefinition, definition: dict[str, Any], tmp_path: Path
+def write_uploaded_bundle(built: BuiltDefinition, prefix: str, folder: Path) -> None:
+    """The objects under a code prefix as the ``code`` ProcessingInput lays them out (keys' folders kept)."""
+    for uri, content in built.uploads.items():
+        if uri.startswith(prefix):
+            (folder / uri.removeprefix(prefix)).parent.mkdir(parents=True, exist_ok=True)
+            (folder / uri.removeprefix(prefix)).write_bytes(content)
+
+
+def test_the_uploaded_preprocess_bundle_runs_and_rejects_a_feature_dim_mismatch(
+    built: BuiltDefinition, definition: dict[str, Any], tmp_path: Path, image_environment: JobEnvironment
 ) -> None:
-    """The bundle as uploaded is self-contained, and a FeatureDim that disagrees with the data fails Preprocess."""
+    """The bundle as uploaded is self-contained (run by the image's Python, which has no llpipe installed), and a
+    FeatureDim that disagrees with the data fails Preprocess."""
     args = all_steps(definition)["Preprocess"]["Arguments"]
     prefix = next(i["S3Input"]["S3Uri"] for i in args["ProcessingInputs"] if i["InputName"] == "code")
     code = tmp_path / "code"
-    code.mkdir()
-    for uri, content in built.uploads.items():
-        if uri.startswith(prefix):
-            (code / uri.removeprefix(prefix)).write_bytes(content)
+    write_uploaded_bundle(built, prefix, code)
     data = tmp_path / "processing" / "input" / "data"
     data.mkdir(parents=True)
     rows = "\n".join(f"{i % 2},{i},{i * 2},{i * 3}" for i in range(60))
@@ -622,34 +639,33 @@ def test_flat_preprocess_bundle_runs_and_rejects_a_feature_dim_mismatch(
         str(tmp_path / a.removeprefix("/opt/ml/")) if a.startswith("/opt/ml/") else a
         for a in resolve(args["AppSpecification"]["ContainerArguments"], defaults)
     ]
-    run = [sys.executable, str(code / "preprocess.py"), *container_args]
-    env = {"PATH": os.environ["PATH"]}  # no PYTHONPATH: recordio must come from the bundle
+    run = [str(image_environment.python), str(code / "preprocess.py"), *container_args]
+    env = {"PATH": os.environ["PATH"], **image_environment.variables}  # no PYTHONPATH: every module from the bundle
     failed = subprocess.run(run, capture_output=True, text=True, env=env, cwd=tmp_path, timeout=120)
     assert failed.returncode != 0
     assert "5" in failed.stderr and "3" in failed.stderr and "feature" in failed.stderr.lower()
     assert not list((tmp_path / "processing" / "output" / "train").glob("*"))
     container_args[container_args.index("--feature-dim") + 1] = "3"
-    run = [sys.executable, str(code / "preprocess.py"), *container_args]
+    run = [str(image_environment.python), str(code / "preprocess.py"), *container_args]
     passed = subprocess.run(run, capture_output=True, text=True, env=env, cwd=tmp_path, timeout=120)
     assert passed.returncode == 0, passed.stderr
     assert list((tmp_path / "processing" / "output" / "train").iterdir())
 
 
-def test_evaluate_bundle_imports_its_sibling_module_when_flat(built: BuiltDefinition, tmp_path: Path) -> None:
-    prefix = f"s3://llpipe-local/linear-learner-pipeline/code/{repository_bundle('evaluate').digest}/"
-    for uri, content in built.uploads.items():
-        if uri.startswith(prefix):
-            (tmp_path / uri.removeprefix(prefix)).write_bytes(content)
-    assert sorted(p.name for p in tmp_path.iterdir()) == [
-        "champion.py",
-        "evaluate.py",
-        "linear_learner_model.py",
-        "recordio.py",
-    ]
-    env = {"PATH": os.environ["PATH"]}  # no PYTHONPATH: the package is not importable, the sibling is
-    result = subprocess.run(
-        [sys.executable, str(tmp_path / "evaluate.py"), "--help"], capture_output=True, text=True, env=env, cwd=tmp_path
+def test_the_evaluate_bundle_holds_its_entry_at_the_root_and_its_packages(
+    built: BuiltDefinition, tmp_path: Path, image_environment: JobEnvironment
+) -> None:
+    bundle = repository_bundle("evaluate")
+    write_uploaded_bundle(built, f"s3://llpipe-local/linear-learner-pipeline/code/{bundle.digest}/", tmp_path)
+    assert sorted(p.relative_to(tmp_path).as_posix() for p in tmp_path.rglob("*.py")) == sorted(
+        name for name, _ in bundle.files
     )
+    assert "evaluate.py" in {p.name for p in tmp_path.iterdir()}, "the entrypoint the definition names"
+    env = {"PATH": os.environ["PATH"], **image_environment.variables}  # no PYTHONPATH: packages from the bundle
+    result = subprocess.run(
+        [str(image_environment.python), str(tmp_path / "evaluate.py"), "--help"],
+        capture_output=True, text=True, env=env, cwd=tmp_path, timeout=60,
+    )  # fmt: skip
     assert result.returncode == 0, result.stderr
     assert "--predictions-dir" in result.stdout
 

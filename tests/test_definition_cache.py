@@ -124,8 +124,8 @@ def test_a_changed_bundle_file_gives_a_definition_with_the_new_code(tmp_path: Pa
         (code / name).write_text(f"# {name}\n")
 
     def bundles() -> Bundles:
-        return Bundles(preprocess=build_bundle([code / "preprocess.py", code / "recordio.py"]),
-                       evaluate=build_bundle([code / "evaluate.py", code / "recordio.py"]))  # fmt: skip
+        return Bundles(preprocess=build_bundle(code / "preprocess.py", [code / "recordio.py"], code),
+                       evaluate=build_bundle(code / "evaluate.py", [code / "recordio.py"], code))  # fmt: skip
 
     before = bundles()
     first = build_definition(PipelineConfig(), before)

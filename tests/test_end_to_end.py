@@ -13,6 +13,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from containerlib.recordio import read as read_recordio
 from pipeline import cli
 from pipeline.api.execution import LocalExecution
 from pipeline.cli.render.summary import summarise
@@ -25,7 +26,6 @@ from pipeline.local.executions import ExecutionStore
 from pipeline.local.registry import LocalRegistry
 from pipeline.local.runner import LocalRun, build_local_run
 from pipeline.local.workdir import Workdir
-from preprocessing.recordio import read as read_recordio
 
 FAST = {"Epochs": "3", "NumModels": "2", "MiniBatchSize": "50"}
 
@@ -227,7 +227,7 @@ def test_one_test_record_per_host_runs_in_the_image(
     codec runs on Python 3.9 in Evaluate (where zip(strict=True) used to fail)."""
     import pandas as pd
 
-    from preprocessing.preprocess import assign_splits, row_hashes
+    from preprocessing.hashing import assign_splits, row_hashes
 
     generator = np.random.default_rng(11)
     features = generator.normal(size=(400, 2)).astype(np.float32)

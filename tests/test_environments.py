@@ -138,7 +138,7 @@ def sklearn_job(workdir: Path, script: str, *, environments: ImageEnvironments, 
 
 def test_without_a_matching_python_the_job_runs_here_and_the_run_says_so(tmp_path: Path) -> None:
     environments = ImageEnvironments(tmp_path / "cache", locate_python=lambda version: None)
-    bundle = dict(repository_bundle("evaluate").files)  # evaluate.py and the modules it imports, flat
+    bundle = dict(repository_bundle("evaluate").files)  # evaluate.py and the packages it imports
     record, s3 = sklearn_job(tmp_path, "evaluate.py", environments=environments, bundle=bundle)
     assert record.status == "Succeeded", record.failure_reason
     environment = json.loads((record.folder / "steps" / "Job" / "environment.json").read_text())
@@ -161,12 +161,13 @@ def test_without_a_matching_python_the_job_runs_here_and_the_run_says_so(tmp_pat
 def test_a_bundle_without_its_sibling_module_fails_with_the_containers_error(
     tmp_path: Path, image_environment: JobEnvironment
 ) -> None:
-    """Only the code bundle is importable, as in the container: not the repository's `preprocessing` package."""
-    bundle = {name: content for name, content in repository_bundle("evaluate").files if name != "recordio.py"}
+    """Only the code bundle is importable, as in the container: not the repository's packages."""
+    missing = "containerlib/recordio/reader.py"
+    bundle = {name: content for name, content in repository_bundle("evaluate").files if name != missing}
     record, _ = sklearn_job(tmp_path, "evaluate.py", environments=ImageEnvironments.default(), bundle=bundle)
     assert record.status == "Failed"
     reason = record.steps["Job"].failure_reason
-    assert reason == "algo-1 exited with code 1: ModuleNotFoundError: No module named 'recordio'"
+    assert reason == "algo-1 exited with code 1: ModuleNotFoundError: No module named 'containerlib.recordio.reader'"
     environment = json.loads((record.folder / "steps" / "Job" / "environment.json").read_text())
     assert environment["exact"] is True and environment["interpreter"] == str(image_environment.python)
 

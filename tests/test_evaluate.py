@@ -14,8 +14,9 @@ import pytest
 from container import Container
 from sklearn import metrics as skm
 
-from evaluation.evaluate import RankedScores, binary_scalars, confusion, main, regression_scalars
-from preprocessing.recordio import write_dense
+from containerlib.recordio import write_dense
+from evaluation.evaluate import main
+from evaluation.metrics import RankedScores, binary_scalars, confusion, regression_scalars
 
 SHARD_NAMES = ("part-0.recordio", "part-1.recordio", "nested/part-2.recordio")
 
@@ -336,8 +337,8 @@ def test_single_class_binary_test_set_fails_because_auc_is_undefined(tmp_path: P
     assert "only class 0" in run_failing(tmp_path, predictions_dir, test_dir, "binary_classifier")
 
 
-def test_runs_from_a_flat_code_bundle(tmp_path: Path, binary_inputs: tuple[Path, Path], container: Container) -> None:
-    """The container runs evaluate.py next to recordio.py, without the repository's packages, on Python 3.9."""
+def test_runs_from_its_code_bundle(tmp_path: Path, binary_inputs: tuple[Path, Path], container: Container) -> None:
+    """The container runs evaluate.py with the packages of its bundle, without the repository's, on Python 3.9."""
     predictions_dir, test_dir = binary_inputs
     output_dir = tmp_path / "out"
     args = ["--predictions-dir", predictions_dir, "--test-dir", test_dir, "--output-dir", output_dir]
@@ -410,7 +411,7 @@ def write_shards_of_every_kind(root: Path, labels: np.ndarray, predictions: list
     from scipy import sparse
     from test_recordio import MAGIC_AS_FLOAT32, dmlc_split_frames, payloads
 
-    from preprocessing.recordio import write_sparse
+    from containerlib.recordio import write_sparse
 
     test_dir, predictions_dir = root / "test", root / "predictions"
     test_dir.mkdir(parents=True)
@@ -450,7 +451,7 @@ def write_shards_of_every_kind(root: Path, labels: np.ndarray, predictions: list
 def test_the_image_environment_gives_the_report_of_this_interpreter(
     tmp_path: Path, container: Container, predictor_type: str, loss: str
 ) -> None:
-    """evaluate.py from its flat bundle on Python 3.9 / numpy 1.24.1 / scikit-learn 1.2.1, on single-record, sparse
+    """evaluate.py from its code bundle on Python 3.9 / numpy 1.24.1 / scikit-learn 1.2.1, on single-record, sparse
     and split-record shards, writes the report this interpreter's run writes."""
     labels, predictions = predictions_for(predictor_type, loss, 240)
     predictions_dir, test_dir = write_shards_of_every_kind(tmp_path, labels, predictions)

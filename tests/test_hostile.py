@@ -555,7 +555,7 @@ def test_two_runs_at_once_in_one_work_dir(tmp_path: Path) -> None:
 def test_a_damaged_recordio_shard_is_named_once_by_the_user_s_path(tmp_path: Path) -> None:
     """Before: a truncated RecordIO train file failed naming the instance's temporary copy
     (/tmp/linear-learner-*/algo-1/input/data/train/000000-part.rec, gone by the time it is read) twice over."""
-    from preprocessing.recordio import write_dense
+    from containerlib.recordio import write_dense
 
     rng = np.random.default_rng(0)
     features = rng.normal(size=(200, 3)).astype(np.float32)

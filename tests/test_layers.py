@@ -219,3 +219,19 @@ def test_the_lazy_exports_of_the_package_are_the_apis() -> None:
     for name, module in pipeline.EXPORTS.items():
         assert wing(module) in ("api", "definition"), (name, module)
         assert hasattr(importlib.import_module(module), name), (name, module)
+
+
+def test_the_container_library_is_below_the_container_jobs() -> None:
+    """containerlib serves Preprocess, Evaluate and the pipeline alike: it imports none of them."""
+    upward = [
+        str(edge) for edge in EDGES if edge.source.startswith("containerlib") and wing(edge.target) == "container"
+    ]
+    assert [edge for edge in upward if not edge.split(" -> ")[1].startswith("containerlib")] == []
+
+
+def test_the_container_jobs_do_not_import_each_other() -> None:
+    """What both jobs need is in the library: Preprocess's bundle has no evaluation module and Evaluate's none of
+    preprocessing."""
+    for job, other in (("preprocessing", "evaluation"), ("evaluation", "preprocessing")):
+        crossing = [str(edge) for edge in EDGES if edge.source.startswith(job) and edge.target.startswith(other)]
+        assert crossing == []

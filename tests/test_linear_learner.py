@@ -369,8 +369,8 @@ def test_artifact_layout_params_format_and_folded_normalisation(tmp_path):
 def test_sparse_recordio_channel_trains_without_mean_shift(tmp_path):
     import scipy.sparse as sp
 
+    from containerlib.recordio import write_sparse
     from pipeline.linear_learner.data import read_channel
-    from preprocessing.recordio import write_sparse
 
     train, validation, test = split(*load_breast_cancer(return_X_y=True), stratify=True)
     path = tmp_path / "train.pbr"
@@ -422,8 +422,8 @@ def test_bad_csv_channels_name_the_file_record_and_expectation(tmp_path, content
 
 
 def test_truncated_recordio_names_the_file(tmp_path):
+    from containerlib.recordio import write_dense
     from pipeline.linear_learner.data import read_channel
-    from preprocessing.recordio import write_dense
 
     path = tmp_path / "bad.pbr"
     with path.open("wb") as stream:

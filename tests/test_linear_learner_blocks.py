@@ -10,6 +10,7 @@ import pytest
 import scipy.sparse as sp
 from sklearn.datasets import load_breast_cancer, load_digits
 
+from containerlib.recordio import write_dense, write_sparse
 from pipeline.core.errors import AlgorithmInputError
 from pipeline.linear_learner import blocks
 from pipeline.linear_learner.blocks import write_blocks
@@ -17,7 +18,6 @@ from pipeline.linear_learner.collective import LocalCollective
 from pipeline.linear_learner.data import open_channel
 from pipeline.linear_learner.hyperparameters import parse_hyperparameters
 from pipeline.linear_learner.trainer import Dataset, _batches, evaluate, fit
-from preprocessing.recordio import write_dense, write_sparse
 
 
 def pieces(data: Dataset, size: int) -> list[Dataset]:

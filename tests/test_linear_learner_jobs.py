@@ -22,6 +22,7 @@ from sklearn.model_selection import train_test_split
 from sklearn.pipeline import make_pipeline
 from sklearn.preprocessing import StandardScaler
 
+from containerlib.recordio import write_dense
 from evaluation.linear_learner_model import read_model
 from pipeline.cli import main as llpipe
 from pipeline.linear_learner.artifact import save_model
@@ -29,7 +30,6 @@ from pipeline.linear_learner.collective import ClientCollective, CollectiveAbort
 from pipeline.linear_learner.hyperparameters import parse_hyperparameters
 from pipeline.linear_learner.launcher import Channel, TrainingError, train, transform
 from pipeline.linear_learner.trainer import Dataset, fit
-from preprocessing.recordio import write_dense
 
 BINARY = {"predictor_type": "binary_classifier", "epochs": "12", "num_models": "8"}
 
@@ -228,7 +228,7 @@ def test_a_crashed_peer_makes_the_others_fail_promptly():
 
 
 def test_transform_reads_only_the_artifact_and_matches_the_in_memory_model(cancer, tmp_path):
-    from preprocessing.recordio import read
+    from containerlib.recordio import read
 
     with cancer["train"][0].open("rb") as stream:
         X, y = read(stream)

@@ -10,7 +10,8 @@ import numpy as np
 import pytest
 from matplotlib.image import imread
 
-from evaluation.evaluate import Scored, build_report, write_report
+from containerlib.predictions import Scored
+from evaluation.report import build_report, write_report
 from pipeline.api.plots import PlotError, render_plots
 
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"

@@ -17,9 +17,13 @@ import pytest
 from container import Container
 from sklearn.datasets import load_breast_cancer, load_diabetes, load_iris
 
+from containerlib.hosts import Host
+from containerlib.recordio import read
 from pipeline.core.sharding import objects_for_instance
-from preprocessing.preprocess import Host, OutputTransaction, PreprocessError, load_summary, main, merge_summaries
-from preprocessing.recordio import read
+from preprocessing import PreprocessError
+from preprocessing.preprocess import main
+from preprocessing.summary import load_summary, merge_summaries
+from preprocessing.transaction import OutputTransaction
 
 SPLITS = ("train", "validation", "test")
 HOSTS = ("algo-1", "algo-2", "algo-3")
@@ -560,18 +564,20 @@ def test_parquet_categories_hash_alike_in_every_batch(tmp_path: Path, container:
     assert block_of[2] == (0.0, 0.0, 0.0, 0.0), "a missing category sets no indicator under --missing zero"
 
 
-def test_a_bundle_without_its_sibling_module_fails_as_in_the_container(tmp_path: Path, container: Container) -> None:
-    """The container has no `preprocessing` package: preprocess.py imports recordio.py from its own folder only."""
+def test_a_bundle_without_one_of_its_modules_fails_as_in_the_container(tmp_path: Path, container: Container) -> None:
+    """The container has only the bundle: preprocess.py imports its packages from its own folder, nothing else."""
     code = tmp_path / "code"
-    code.mkdir()
-    shutil.copy(container.bundle("preprocess"), code / "preprocess.py")  # recordio.py left out
+    shutil.copytree(container.bundle("preprocess").parent, code)
+    (code / "containerlib" / "recordio" / "writer.py").unlink()  # left out of the bundle
     _csv(tmp_path / "in", "d.csv", GOOD)
     result = subprocess.run(
         [str(container.environment.python), str(code / "preprocess.py"), "--input-dir", str(tmp_path / "in")],
         capture_output=True, text=True, timeout=60, check=False, env=container.variables(), cwd=tmp_path,
     )  # fmt: skip
     assert result.returncode == 1
-    assert result.stderr.strip().splitlines()[-1] == "ModuleNotFoundError: No module named 'recordio'"
+    assert (
+        result.stderr.strip().splitlines()[-1] == "ModuleNotFoundError: No module named 'containerlib.recordio.writer'"
+    )
 
 
 def test_a_failed_host_removes_the_files_it_already_moved_into_place(tmp_path: Path) -> None:

@@ -12,6 +12,12 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from containerlib.tables import csv_reader, parquet_reader
+from containerlib.tables.chunks import as_chunks
+from containerlib.tables.csv_reader import csv_pieces
+from containerlib.tables.header import read_header
+from containerlib.tables.parquet_reader import parquet_pieces
+from preprocessing.conversion import _numeric_block
 from preprocessing.preprocess import main
 
 
@@ -109,10 +115,8 @@ def pandas_chunks(path: Path, text: list[str], chunk_rows: int) -> list[pd.DataF
 
 
 def reader_chunks(path: Path, text: list[str], chunk_rows: int) -> list[pd.DataFrame]:
-    from preprocessing.preprocess import _as_chunks, _csv_pieces, read_header
-
     header = read_header(path)
-    chunks = list(_as_chunks(_csv_pieces(path, header, header, text, chunk_rows), text, []))
+    chunks = list(as_chunks(csv_pieces(path, header, header, text, chunk_rows), text, []))
     assert all(chunk.numeric is None for chunk in chunks)  # no numeric features asked for: every column a frame's
     return [chunk.frame for chunk in chunks]
 
@@ -148,9 +152,7 @@ AWKWARD = [
 
 
 def test_arrow_reader_gives_pandas_chunks(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    import preprocessing.preprocess as preprocess
-
-    monkeypatch.setattr(preprocess, "ARROW_RANGE_BYTES", 2_000)  # many Arrow ranges per chunk and across chunks
+    monkeypatch.setattr(csv_reader, "ARROW_RANGE_BYTES", 2_000)  # many Arrow ranges per chunk and across chunks
     path = tmp_path / "awkward.csv"
     path.write_text("\n".join(AWKWARD) + "\n")
     for text in ([], ["cat"], ["cat", "label"]):
@@ -168,9 +170,7 @@ def test_arrow_reader_gives_pandas_chunks(tmp_path: Path, monkeypatch: pytest.Mo
 def test_pandas_takes_over_where_arrow_would_differ(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, late_line: str
 ) -> None:
-    import preprocessing.preprocess as preprocess
-
-    monkeypatch.setattr(preprocess, "ARROW_RANGE_BYTES", 1_000)
+    monkeypatch.setattr(csv_reader, "ARROW_RANGE_BYTES", 1_000)
     path = tmp_path / "late.csv"
     path.write_text("a,b,label\n" + "".join(f"{i},{i * 2},{i % 2}\n" for i in range(300)) + late_line + "\n")
     try:
@@ -199,9 +199,7 @@ def test_arrow_reads_columns_wanted_in_another_order_than_the_file(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """The layout's feature order (sorted names) is rarely the file's: Arrow must still read it, not pandas."""
-    import preprocessing.preprocess as preprocess
-
-    monkeypatch.setattr(preprocess, "ARROW_RANGE_BYTES", 1_000)
+    monkeypatch.setattr(csv_reader, "ARROW_RANGE_BYTES", 1_000)
     path = tmp_path / "unsorted.csv"
     path.write_text("f2,f10,label,f1\n" + "".join(f"{i / 3:.6g},{i},{i % 2},{-i}\n" for i in range(200)))
     expected = pandas_chunks(path, [], 64)
@@ -209,9 +207,9 @@ def test_arrow_reads_columns_wanted_in_another_order_than_the_file(
     def pandas_is_not_used(*args: object, **kwargs: object) -> None:
         raise AssertionError("the CSV file was read by pandas' reader")
 
-    monkeypatch.setattr(preprocess.pd, "read_csv", pandas_is_not_used)
-    header = preprocess.read_header(path)
-    chunks = preprocess._as_chunks(preprocess._csv_pieces(path, header, ["f1", "f10", "f2", "label"], [], 64), [], [])
+    monkeypatch.setattr(csv_reader.pd, "read_csv", pandas_is_not_used)
+    header = read_header(path)
+    chunks = as_chunks(csv_pieces(path, header, ["f1", "f10", "f2", "label"], [], 64), [], [])
     assert_same_chunks([chunk.frame for chunk in chunks], expected)
 
 
@@ -222,8 +220,6 @@ def test_numeric_features_straight_from_arrow_equal_pandas_block(tmp_path: Path,
     import pyarrow.csv as pacsv
     import pyarrow.parquet as pq
 
-    from preprocessing.preprocess import _as_chunks, _csv_pieces, _numeric_block, _parquet_pieces, read_header
-
     lines = ["x,big,sparse,cat,label", *(f"{i / 7 - 3:.9g},{2**40 + 3 * i},{i if i % 4 else ''},c{i % 3},{i % 2}"
              for i in range(150)), "-0.0,16777217,,c1,1", "1e39,-9007199254740993,5,,0", ",7,,c2,1"]  # fmt: skip
     source = tmp_path / "in.csv"
@@ -232,10 +228,10 @@ def test_numeric_features_straight_from_arrow_equal_pandas_block(tmp_path: Path,
     if suffix == ".parquet":
         path = tmp_path / "in.parquet"
         pq.write_table(pacsv.read_csv(source), path, row_group_size=40)
-        chunks = list(_as_chunks(_parquet_pieces(path, columns, ["cat"], 64), ["cat"], numeric))
+        chunks = list(as_chunks(parquet_pieces(path, columns, ["cat"], 64), ["cat"], numeric))
     else:
         path = source
-        chunks = list(_as_chunks(_csv_pieces(path, read_header(path), columns, ["cat"], 64), ["cat"], numeric))
+        chunks = list(as_chunks(csv_pieces(path, read_header(path), columns, ["cat"], 64), ["cat"], numeric))
     expected = pandas_chunks(source, ["cat"], 64)
     assert [len(chunk) for chunk in chunks] == [len(frame) for frame in expected]
     shown = 0
@@ -257,18 +253,16 @@ def test_a_quoted_line_break_cut_by_a_range_reads_as_pandas_reads_it(
 ) -> None:
     """Ranges end at a line break, which may sit inside a quoted value: the range then ends in an open quote, Arrow
     refuses it and pandas reads on; wherever the cut falls, the values are pandas'."""
-    import preprocessing.preprocess as preprocess
-
     path = tmp_path / "quoted.csv"
     lines = [f"{i},c{i},{i % 2}" for i in range(80)]
     lines[41] = '41,"two\nlines, and\nthree",1'
     path.write_text("x,cat,label\n" + "\n".join(lines) + "\n")
     expected = pd.concat(pandas_chunks(path, ["cat"], 16))
-    header = preprocess.read_header(path)
+    header = read_header(path)
     pandas_took_over = 0
     for size in range(20, 1_000, 7):  # cuts before, inside and after the quoted value
-        monkeypatch.setattr(preprocess, "ARROW_RANGE_BYTES", size)
-        chunks = list(preprocess._as_chunks(preprocess._csv_pieces(path, header, header, ["cat"], 16), ["cat"], ["x"]))
+        monkeypatch.setattr(csv_reader, "ARROW_RANGE_BYTES", size)
+        chunks = list(as_chunks(csv_pieces(path, header, header, ["cat"], 16), ["cat"], ["x"]))
         pandas_took_over += any(chunk.numeric is None for chunk in chunks)
         read = pd.concat([chunk.frame for chunk in chunks])
         assert read["cat"].tolist() == expected["cat"].tolist(), size
@@ -281,21 +275,17 @@ def test_a_column_empty_at_first_takes_the_type_found_later_and_arrow_reads_on(
 ) -> None:
     """A column empty in the first ranges (a feature that starts late) is missing there, as in pandas; Arrow does
     not hand the rest of the file to pandas because of it."""
-    import preprocessing.preprocess as preprocess
-
-    monkeypatch.setattr(preprocess, "ARROW_RANGE_BYTES", 300)
+    monkeypatch.setattr(csv_reader, "ARROW_RANGE_BYTES", 300)
     path = tmp_path / "late.csv"
     lines = [f"{i},{'' if i < 90 else i / 4},{'' if i < 150 else 'c' + str(i % 3)},{i % 2}" for i in range(200)]
     path.write_text("n,late,cat,label\n" + "\n".join(lines) + "\n")
     expected = pandas_chunks(path, ["cat"], 32)
-    header = preprocess.read_header(path)
-    chunks = list(
-        preprocess._as_chunks(preprocess._csv_pieces(path, header, header, ["cat"], 32), ["cat"], ["late", "n"])
-    )
+    header = read_header(path)
+    chunks = list(as_chunks(csv_pieces(path, header, header, ["cat"], 32), ["cat"], ["late", "n"]))
     assert all(chunk.numeric is not None for chunk in chunks)  # Arrow read every row
     assert [len(chunk) for chunk in chunks] == [len(frame) for frame in expected]
     for chunk, frame in zip(chunks, expected):  # noqa: B905 - lengths compared above
-        block = preprocess._numeric_block(frame, ["late", "n"], None)
+        block = _numeric_block(frame, ["late", "n"], None)
         np.testing.assert_array_equal(chunk.numeric.view(np.uint32), block.view(np.uint32))
         pd.testing.assert_series_equal(chunk.frame["cat"], frame["cat"])
 
@@ -303,25 +293,19 @@ def test_a_column_empty_at_first_takes_the_type_found_later_and_arrow_reads_on(
 def test_integers_then_floats_widen_in_arrow_as_in_pandas(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """A column of integers that shows a float in a later range is read on by Arrow as floats (integers up to 2**53
     are exact), not handed to pandas; beyond 2**53 a cast would round, so pandas takes over there."""
-    import preprocessing.preprocess as preprocess
-
-    monkeypatch.setattr(preprocess, "ARROW_RANGE_BYTES", 300)
+    monkeypatch.setattr(csv_reader, "ARROW_RANGE_BYTES", 300)
     header = ["n", "price", "label"]
     for big, arrow_throughout in ((10, True), (2**53 + 1, False)):
         path = tmp_path / f"prices-{arrow_throughout}.csv"
         lines = [f"{i},{big + i if i < 120 else i / 4},{i % 2}" for i in range(200)]
         path.write_text("n,price,label\n" + "\n".join(lines) + "\n")
         expected = pandas_chunks(path, [], 32)
-        chunks = list(preprocess._as_chunks(preprocess._csv_pieces(path, header, header, [], 32), [], ["n", "price"]))
+        chunks = list(as_chunks(csv_pieces(path, header, header, [], 32), [], ["n", "price"]))
         assert all(chunk.numeric is not None for chunk in chunks) == arrow_throughout
         assert [len(chunk) for chunk in chunks] == [len(frame) for frame in expected]
         for chunk, frame in zip(chunks, expected):  # noqa: B905 - lengths compared above
-            block = preprocess._numeric_block(frame, ["n", "price"], None)
-            got = (
-                chunk.numeric
-                if chunk.numeric is not None
-                else preprocess._numeric_block(chunk.frame, ["n", "price"], None)
-            )
+            block = _numeric_block(frame, ["n", "price"], None)
+            got = chunk.numeric if chunk.numeric is not None else _numeric_block(chunk.frame, ["n", "price"], None)
             np.testing.assert_array_equal(got.view(np.uint32), block.view(np.uint32))
 
 
@@ -332,8 +316,6 @@ def test_parquet_chunks_are_the_same_read_in_large_requests_or_page_by_page(
     import pyarrow as pa
     import pyarrow.parquet as pq
 
-    import preprocessing.preprocess as preprocess
-
     path = tmp_path / "groups.parquet"
     rows = 500
     table = pa.table(
@@ -341,9 +323,9 @@ def test_parquet_chunks_are_the_same_read_in_large_requests_or_page_by_page(
     )
     pq.write_table(table, path, row_group_size=70)  # chunks of 64 cross row groups
     columns, read = ["x", "cat", "label"], []
-    for limit in (preprocess.PARQUET_PRE_BUFFER_BYTES, 0):
-        monkeypatch.setattr(preprocess, "PARQUET_PRE_BUFFER_BYTES", limit)
-        read.append(list(preprocess._as_chunks(preprocess._parquet_pieces(path, columns, ["cat"], 64), ["cat"], ["x"])))
+    for limit in (parquet_reader.PARQUET_PRE_BUFFER_BYTES, 0):
+        monkeypatch.setattr(parquet_reader, "PARQUET_PRE_BUFFER_BYTES", limit)
+        read.append(list(as_chunks(parquet_pieces(path, columns, ["cat"], 64), ["cat"], ["x"])))
     assert [len(chunk) for chunk in read[0]] == [len(chunk) for chunk in read[1]] == [64] * 7 + [52]
     for large, paged in zip(*read):  # noqa: B905 - lengths compared above
         np.testing.assert_array_equal(large.numeric, paged.numeric)

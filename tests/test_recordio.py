@@ -20,8 +20,8 @@ from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 from protobuf_oracle import frame, v2_dense, v2_sparse
 
-from preprocessing import recordio
-from preprocessing.recordio import MAGIC, RecordIOError
+from containerlib import recordio
+from containerlib.recordio import MAGIC, RecordIOError
 
 MAGIC_BYTES = struct.pack("<I", MAGIC)
 MAGIC_AS_FLOAT32 = np.array([MAGIC], dtype="<u4").view("<f4")[0]
@@ -473,7 +473,7 @@ def test_writer_rejects_bad_arrays() -> None:
 
 
 def test_threaded_batches_come_back_in_order_and_stop_at_the_first_error() -> None:
-    from preprocessing.recordio import _in_order_threaded
+    from containerlib.recordio.writer import _in_order_threaded
 
     def work(start: int, stop: int) -> np.ndarray:
         if start == 30:

@@ -203,7 +203,7 @@ def test_a_finished_execution_reads_steps_report_gate_and_package_from_the_servi
 def test_predictions_are_read_from_the_transform_jobs_input_and_output_in_s3(aws) -> None:
     import io
 
-    from preprocessing.recordio import write_dense
+    from containerlib.recordio import write_dense
 
     s3 = boto3.client("s3", region_name=REGION)
     prefix = "linear-learner-pipeline/abc123def456"

@@ -96,15 +96,15 @@ def steps_frame(rows: list[dict[str, Any]]) -> pd.DataFrame:
 def predictions_frame(predictions_dir: Path, test_dir: Path, predictor_type: str) -> pd.DataFrame:
     """The test rows as Evaluate scored them: label, score (one column per class for multiclass), predicted label.
 
-    Reads the batch transform's ``.out`` files and the RecordIO-protobuf test shards with the Evaluate job's own
-    reader, so the rows are exactly the ones the report was computed on, in the same order."""
+    Reads the batch transform's ``.out`` files and the RecordIO-protobuf test shards with the reader the Evaluate
+    job uses (the container library's), so the rows are exactly the ones the report was computed on, in order."""
     import pandas as pd
 
-    from evaluation.evaluate import EvaluationError, load_scored
+    from containerlib.predictions import PredictionsError, load_scored
 
     try:
         scored = load_scored(predictions_dir, test_dir, predictor_type)
-    except EvaluationError as error:
+    except PredictionsError as error:
         raise NoResultsError(f"cannot read the predictions: {error}") from None
     columns: dict[str, Any] = {"label": scored.labels}
     if scored.scores.ndim == 2:

@@ -27,7 +27,6 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "execution": ("pipeline.cli.execution", "show one execution (local or --sagemaker): steps, logs, cost"),
     "compare": ("pipeline.cli.compare", "two executions side by side: parameters, metrics, gate, model package"),
     "env": ("pipeline.cli.env", "build or show the processing images' local Python environments"),
-    "convert": ("pipeline.cli.convert", "convert CSV/Parquet files to RecordIO-protobuf shards"),
     "linear-learner": ("pipeline.cli.linear_learner", "train or transform with the local Linear Learner"),
     "definition": ("pipeline.cli.definition", "print or write the pipeline definition JSON"),
     "upsert": ("pipeline.cli.upsert", "upload code bundles, create or update the pipeline"),

@@ -59,10 +59,6 @@ class AwsError(LlpipeError):
     """An AWS call failed; the message names the operation and AWS's error code."""
 
 
-class ConvertError(LlpipeError):
-    """``llpipe convert`` input or options that cannot be converted."""
-
-
 class ModelsError(LlpipeError):
     """A model-registry request that cannot be done (no such version, nothing registered yet)."""
 

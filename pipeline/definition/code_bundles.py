@@ -1,6 +1,13 @@
-"""Content-hashed code bundles: the flat folder of scripts each processing job runs.
+"""Content-hashed code bundles: the entry script and the packages each processing job runs.
 
-A bundle is addressed by the SHA-256 of its files (names and bytes), so the same code always lands at the same
+A bundle is in package form: the entry script at its root (``preprocess.py``, ``evaluate.py``; the definition's
+entrypoint is ``/opt/ml/processing/input/code/<entry>``) and every module it imports at its repository path
+(``preprocessing/...``, ``evaluation/...``, ``containerlib/...``) with the ``__init__.py`` of each package above it. The
+container runs the entry as a script, so its folder is first on ``sys.path`` and every module uses plain package
+imports, exactly as in the repository; a module left out of a bundle fails as ``ModuleNotFoundError`` locally as in
+the container, since a package's modules are looked up in its own folder only.
+
+A bundle is addressed by the SHA-256 of its files (paths and bytes), so the same code always lands at the same
 S3 prefix (``s3://<bucket>/<pipeline-name>/code/<sha256>/``): definitions are deterministic, uploads are idempotent,
 and a code change changes the step's inputs, which invalidates SageMaker's step cache exactly when it should.
 """
@@ -8,33 +15,50 @@ and a code change changes the step's inputs, which invalidates SageMaker's step 
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Sequence
 from dataclasses import dataclass
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 
 REPOSITORY_ROOT = Path(__file__).resolve().parents[2]
 
-# bundle name -> (entry script, modules it imports), paths relative to the repository root
-BUNDLE_SOURCES: dict[str, tuple[str, ...]] = {
-    "preprocess": ("preprocessing/preprocess.py", "preprocessing/recordio.py"),
-    "evaluate": (
-        "evaluation/evaluate.py",
-        "evaluation/champion.py",
-        "evaluation/linear_learner_model.py",
-        "preprocessing/recordio.py",
-    ),
+
+def _modules(folder: str, *names: str) -> tuple[str, ...]:
+    return tuple(f"{folder}/{name}.py" for name in names)
+
+
+# what both jobs take from the container library, and what only Preprocess does (tables) or Evaluate (predictions)
+SHARED = _modules("containerlib", "names", "errors", "hosts", "exit_message")
+RECORDIO = _modules(
+    "containerlib/recordio", "wire", "varints", "writer", "framing", "fast_decode", "protobuf", "reader"
+)
+TABLES = (
+    *_modules("containerlib", "prefetch", "stable_hash"),
+    *_modules("containerlib/tables", "files", "header", "csv_reader", "parquet_reader", "chunks"),
+)
+PREPROCESS = _modules(
+    "preprocessing", "command", "settings", "job", "inputs", "layout", "labels", "values", "conversion", "hashing",
+    "stats", "shards", "summary", "transaction",
+)  # fmt: skip
+EVALUATE = _modules("evaluation", "command", "job", "metrics", "report", "gate", "champion", "linear_learner_model")
+
+# bundle name -> (entry script, the modules it imports directly or through others), relative to the repository root;
+# the packages' __init__.py files come along by themselves (tests/test_code_bundles.py checks the lists are exact)
+BUNDLE_SOURCES: dict[str, tuple[str, tuple[str, ...]]] = {
+    "preprocess": ("preprocessing/preprocess.py", (*PREPROCESS, *SHARED, *TABLES, *RECORDIO)),
+    "evaluate": ("evaluation/evaluate.py", (*EVALUATE, "containerlib/predictions.py", *SHARED, *RECORDIO)),
 }
 
 
 @dataclass(frozen=True)
 class CodeBundle:
-    """Files of one processing job's code, flat (file name -> bytes); the first file is the entry script."""
+    """Files of one processing job's code (path in the bundle, POSIX -> bytes); ``entry_point`` is at the root."""
 
     entry_point: str
     files: tuple[tuple[str, bytes], ...]
 
     @property
     def digest(self) -> str:
-        """SHA-256 over the sorted (name, length, bytes) of every file: stable and unambiguous."""
+        """SHA-256 over the sorted (path, length, bytes) of every file: stable and unambiguous."""
         sha = hashlib.sha256()
         for name, content in sorted(self.files):
             encoded = name.encode("utf-8")
@@ -51,25 +75,52 @@ class CodeBundle:
         prefix = self.s3_prefix(pipeline_prefix)
         return {prefix + name: content for name, content in self.files}
 
+    def write(self, folder: Path) -> Path:
+        """The bundle's files under ``folder`` as the ``code`` input lays them out; returns the entry script."""
+        for name, content in self.files:
+            target = folder / name
+            target.parent.mkdir(parents=True, exist_ok=True)
+            target.write_bytes(content)
+        return folder / self.entry_point
 
-def build_bundle(sources: list[Path] | tuple[Path, ...]) -> CodeBundle:
-    """Read the files into a flat bundle; the first is the entry point. Fails clearly on missing or clashing files."""
+
+def _bundle_path(module: Path, root: Path) -> str:
+    try:
+        return module.relative_to(root).as_posix()
+    except ValueError:
+        raise ValueError(f"code bundle: {module} is not under {root}: a module ships at its path there") from None
+
+
+def _packages_of(path: str) -> list[str]:
+    """The ``__init__.py`` of every folder above a module in the bundle (``a/b/c.py`` -> a/__init__, a/b/__init__)."""
+    parents = PurePosixPath(path).parents
+    return [f"{parent.as_posix()}/__init__.py" for parent in reversed(parents) if parent.as_posix() != "."]
+
+
+def build_bundle(entry: Path, modules: Sequence[Path] = (), root: Path = REPOSITORY_ROOT) -> CodeBundle:
+    """The entry script at the root under its file name, each module at its path below ``root`` with its packages'
+    ``__init__.py``. Fails clearly on a missing file or two files landing on one path."""
+    entry = Path(entry)
+    sources: dict[str, Path] = {entry.name: entry}
+    for module in modules:
+        path = _bundle_path(Path(module), root)
+        for name in (*_packages_of(path), path):
+            source = root / name
+            if name in sources and sources[name] != source:
+                raise ValueError(f"code bundle: {source} and {sources[name]} would both land at {name!r} in the bundle")
+            sources[name] = source
     files: dict[str, bytes] = {}
-    for source in sources:
-        source = Path(source)
-        if source.name in files:
-            raise ValueError(f"code bundle: two files named {source.name!r} would overwrite each other ({source})")
+    for name, source in sources.items():
         try:
-            files[source.name] = source.read_bytes()
+            files[name] = source.read_bytes()
         except FileNotFoundError:
             raise FileNotFoundError(
                 f"code bundle: {source} does not exist (the pipeline definition needs it)"
             ) from None
-    if not files:
-        raise ValueError("code bundle: no files given")
-    return CodeBundle(entry_point=Path(sources[0]).name, files=tuple(sorted(files.items())))
+    return CodeBundle(entry_point=entry.name, files=tuple(sorted(files.items())))
 
 
 def repository_bundle(name: str, root: Path = REPOSITORY_ROOT) -> CodeBundle:
     """The bundle named in :data:`BUNDLE_SOURCES`, read from the repository."""
-    return build_bundle([root / relative for relative in BUNDLE_SOURCES[name]])
+    entry, modules = BUNDLE_SOURCES[name]
+    return build_bundle(root / entry, [root / module for module in modules], root)

@@ -20,13 +20,16 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from containerlib.errors import TableError
+from containerlib.names import SCHEMA_FORMAT
+from containerlib.stable_hash import stable_hash64
+from containerlib.tables.files import is_data_file, is_gzip, is_parquet, path_below_prefix
 from pipeline.core.errors import SchemaError
-from pipeline.core.names import DATA_SUFFIXES, PARQUET_SUFFIXES
+from pipeline.core.names import DATA_SUFFIXES
 
 if TYPE_CHECKING:
     import pandas as pd
 
-SCHEMA_FORMAT = "llpipe-schema/1"
 PARAMETER_LIMIT = 1024  # characters in one pipeline parameter value
 DEFAULT_SAMPLE_ROWS = 10_000  # rows read from the start of each sampled file
 DEFAULT_SAMPLE_OBJECTS = 16  # S3 objects sampled (the first ones in key order)
@@ -71,9 +74,7 @@ class Sample:
         return sum(len(frame) for frame in self.frames)
 
     def add(self, name: str, header: list[str], frame: pd.DataFrame) -> None:
-        duplicated = sorted({column for column in header if header.count(column) > 1})
-        if duplicated:
-            raise SchemaError(f"{name}: duplicate column name(s) {duplicated} in the header")
+        """One file's header (checked by the table reader: named, unique columns) and first rows."""
         self.headers[name] = header
         self.frames.append(frame)
 
@@ -87,90 +88,21 @@ class Sample:
         }
 
 
-def _csv_frame(data: bytes, name: str, rows: int) -> tuple[list[str], pd.DataFrame]:
-    """Parse CSV text as strings (pandas' default missing values become NaN, as Preprocess reads them)."""
-    import csv
-
-    import pandas as pd
-
-    text = data.decode("utf-8-sig", errors="strict") if data else ""
-    header = next(csv.reader(io.StringIO(text)), None)
-    if not header:
-        raise SchemaError(f"{name}: empty file, expected a header row")
-    try:
-        frame = pd.read_csv(io.StringIO(text), dtype=str, nrows=rows)
-    except (ValueError, pd.errors.ParserError) as error:
-        raise SchemaError(f"{name}: not a readable CSV sample ({error})") from None
-    return header, frame
-
-
-def _parquet_frame(handle: Any, name: str, rows: int) -> tuple[list[str], pd.DataFrame]:
-    """The first ``rows`` rows of a Parquet file, every column cast to text by Arrow (as Preprocess hashes them)."""
-    import pyarrow as pa
-    import pyarrow.parquet as pq
-
-    try:
-        parquet = pq.ParquetFile(handle)
-        header = [str(column) for column in parquet.schema_arrow.names]
-        first_group = [0] if parquet.num_row_groups else []  # one ranged read of the first row group's columns
-        batch = next(parquet.iter_batches(batch_size=max(rows, 1), row_groups=first_group), None)
-    except SchemaError:
-        raise
-    except (OSError, ValueError, pa.ArrowException) as error:
-        raise SchemaError(f"{name}: not a readable Parquet file ({error})") from None
-    import pandas as pd
-
-    if batch is None:
-        return header, pd.DataFrame(columns=header, dtype=object)
-    columns = {}
-    for index, column in enumerate(header):
-        values = batch.column(index)
-        text = values.cast(pa.string()) if not pa.types.is_string(values.type) else values
-        columns[column] = pd.Series(text.to_numpy(zero_copy_only=False), dtype=object)
-    return header, pd.DataFrame(columns)
-
-
-def _complete_lines(data: bytes, whole: bool) -> bytes:
-    """A prefix of a CSV object cut after its last complete line (everything when the object was read whole)."""
-    if whole:
-        return data
-    end = data.rfind(b"\n")
-    return data[: end + 1] if end >= 0 else b""
-
-
 def sample_local(files: list[Path], base: Path, rows: int = DEFAULT_SAMPLE_ROWS) -> Sample:
-    """The header and first ``rows`` rows of every local file."""
-    import gzip
+    """The header and first ``rows`` rows of every local file (read by ``containerlib.tables``, as Preprocess reads)."""
+    from containerlib.tables.sample import sample_file
 
     # the folder name only: the schema (and so the cache key of Preprocess) must not depend on where it was run
     sample = Sample(source=base.resolve().name, rows_per_file=rows, files_total=len(files))
     for path in files:
         name = path.relative_to(base).as_posix() if path.is_relative_to(base) else str(path)
-        lower = path.name.lower()
         try:
-            if lower.endswith(PARQUET_SUFFIXES):
-                header, frame = _parquet_frame(str(path), name, rows)
-            else:
-                opener: Any = gzip.open if lower.endswith(".gz") else open
-                with opener(path, "rb") as handle:
-                    data = _read_lines(handle, rows + 1)
-                header, frame = _csv_frame(data, name, rows)
-        except (OSError, EOFError, UnicodeDecodeError) as error:
-            raise SchemaError(f"{path}: unreadable ({error})") from None
-        sample.bytes_read += path.stat().st_size if lower.endswith(PARQUET_SUFFIXES) else len(data)
-        sample.add(name, header, frame)
+            read = sample_file(path, name, rows)
+        except TableError as error:
+            raise SchemaError(str(error)) from None
+        sample.bytes_read += read.bytes_read
+        sample.add(name, read.header, read.frame)
     return sample
-
-
-def _read_lines(handle: Any, lines: int) -> bytes:
-    """The first ``lines`` lines of a binary file (quoted newlines may make it fewer rows: enough for a sample)."""
-    chunks = []
-    for _ in range(lines):
-        line = handle.readline()
-        if not line:
-            break
-        chunks.append(line)
-    return b"".join(chunks)
 
 
 def sample_s3(
@@ -184,8 +116,11 @@ def sample_s3(
 
     CSV: bytes ``0..max_bytes-1``, cut after the last complete line. Gzip CSV: the same prefix decompressed as a
     stream (a gzip prefix decompresses to a prefix of the text). Parquet: objects up to ``max_bytes`` read whole;
-    larger ones through ranged reads of the footer and the first row group, within ``max_bytes``."""
+    larger ones through ranged reads of the footer and the first row group, within ``max_bytes``. The objects and
+    their rows are read by the rules Preprocess reads them with (``containerlib.tables``)."""
     from urllib.parse import urlparse
+
+    from containerlib.tables.sample import complete_lines, csv_sample, parquet_sample
 
     parsed = urlparse(uri)
     if parsed.scheme != "s3" or not parsed.netloc:
@@ -196,41 +131,50 @@ def sample_s3(
         raise NothingToSample(f"no {', '.join(DATA_SUFFIXES)} objects under {uri} to infer the schema from")
     sample = Sample(source=uri, rows_per_file=rows, files_total=len(objects))
     for key, size in objects[:max_objects]:
-        name = key[len(prefix) :].lstrip("/") or key.rsplit("/", 1)[-1]
-        lower = key.lower()
-        if lower.endswith(PARQUET_SUFFIXES):
-            handle = RangedObject(s3, bucket, key, size, budget=max_bytes)
-            header, frame = _parquet_frame(handle, f"s3://{bucket}/{key}", rows)
-            sample.bytes_read += handle.bytes_read
-        else:
-            whole = size <= max_bytes
-            data = _get_range(s3, bucket, key, 0, min(size, max_bytes)) if size else b""
-            sample.bytes_read += len(data)
-            if lower.endswith(".gz"):
-                decompressor = zlib.decompressobj(wbits=31)
-                try:
-                    text = decompressor.decompress(data)
-                except zlib.error as error:
-                    raise SchemaError(f"s3://{bucket}/{key}: not a readable gzip file ({error})") from None
-                data = _complete_lines(text, whole and decompressor.eof)
+        name = _relative_key(prefix, key)
+        try:
+            if is_parquet(key):
+                handle = RangedObject(s3, bucket, key, size, budget=max_bytes)
+                passthrough = (SampleBudgetExceeded,)
+                header, frame = parquet_sample(handle, f"s3://{bucket}/{key}", rows, passthrough)
+                sample.bytes_read += handle.bytes_read
             else:
-                data = _complete_lines(data, whole)
-            header, frame = _csv_frame(data, f"s3://{bucket}/{key}", rows)
+                whole = size <= max_bytes
+                data = _get_range(s3, bucket, key, 0, min(size, max_bytes)) if size else b""
+                sample.bytes_read += len(data)
+                if is_gzip(key):
+                    decompressor = zlib.decompressobj(wbits=31)
+                    try:
+                        text = decompressor.decompress(data)
+                    except zlib.error as error:
+                        raise SchemaError(f"s3://{bucket}/{key}: not a readable gzip file ({error})") from None
+                    data = complete_lines(text, whole and decompressor.eof)
+                else:
+                    data = complete_lines(data, whole)
+                header, frame = csv_sample(data, f"s3://{bucket}/{key}", rows)
+        except TableError as error:
+            raise SchemaError(str(error)) from None
         sample.add(name, header, frame)
     return sample
 
 
+def _relative_key(prefix: str, key: str) -> str:
+    """Where an object under an S3Prefix lands in a processing job's input folder (the key after the prefix, or its
+    last part when the prefix is the whole key): the name Preprocess sees it by."""
+    return key[len(prefix) :].lstrip("/") or key.rsplit("/", 1)[-1]
+
+
 def _list_data_objects(s3: Any, bucket: str, prefix: str, wanted: int) -> list[tuple[str, int]]:
     """Data objects (key, size) under the prefix in key order, as ShardedByS3Key sees them; stops once ``wanted``
-    are found (hidden and ``_`` names skipped, as Preprocess skips them)."""
+    are found. Which objects are data is Preprocess's rule (``containerlib.tables.files``), applied to each object's
+    path below the prefix."""
     found: list[tuple[str, int]] = []
     request: dict[str, Any] = {"Bucket": bucket, "Prefix": prefix}
     while True:
         response = s3.list_objects_v2(**request)
         for item in response.get("Contents", []):
             key = item["Key"]
-            name = key.rsplit("/", 1)[-1]
-            if key.lower().endswith(DATA_SUFFIXES) and not name.startswith((".", "_")):
+            if is_data_file(path_below_prefix(prefix, key)):
                 found.append((key, int(item["Size"])))
         if len(found) >= wanted or not response.get("IsTruncated"):
             return found
@@ -418,7 +362,7 @@ def _collision_notes(frame: pd.DataFrame, categorical: list[str], buckets: int) 
     notes = []
     for column in categorical:
         values = sorted({str(value).strip() for value in frame[column].dropna()})
-        hashes = [_stable_hash64(f"{column}={value}") for value in values]
+        hashes = [stable_hash64(f"{column}={value}") for value in values]
         used = {value % buckets for value in hashes}
         if len(used) < len(values):
             better = next(
@@ -435,11 +379,6 @@ def _collision_notes(frame: pd.DataFrame, categorical: list[str], buckets: int) 
                 f"{buckets} hash buckets (collisions make values indistinguishable); {advice}"
             )
     return notes
-
-
-def _stable_hash64(text: str) -> int:
-    """Preprocess's bucket hash: blake2b-64 of the text, little-endian (kept in step with preprocess.py)."""
-    return int.from_bytes(hashlib.blake2b(text.encode("utf-8"), digest_size=8).digest(), "little")
 
 
 def _number_text(value: float) -> str:

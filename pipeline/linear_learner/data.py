@@ -44,7 +44,7 @@ def iter_file(path: Path, content_type: str, records: int, *, labels_in_csv: boo
     if content_type == CSV:
         yield from _iter_csv(path, records, labels_in_csv)
         return
-    from preprocessing.recordio import RecordIOError, iter_batches
+    from containerlib.recordio import RecordIOError, iter_batches
 
     first = 0
     try:

@@ -13,6 +13,7 @@ import shutil
 from dataclasses import dataclass
 from pathlib import Path
 
+from containerlib.tables import files as tables
 from pipeline.core.data_version import DataVersionError, files_version, local_s3_version
 from pipeline.core.errors import DataError
 from pipeline.core.files import atomic_path
@@ -32,20 +33,20 @@ class DataSource:
 
 
 def data_files(path: Path, workdir: Path | None = None) -> tuple[Path, list[Path]]:
-    """The CSV/Parquet files of a file or folder (recursively, sorted) and the folder they are relative to.
+    """The CSV/Parquet files of a file or folder (recursively, sorted; Preprocess's rule of which files are data,
+    ``containerlib.tables.files``) and the folder they are relative to.
 
     Nothing under ``workdir`` is data: a work dir inside the folder holds this tool's own staged copies."""
     inside = workdir is not None and path.resolve().is_relative_to(workdir.resolve())
     if inside:
         raise DataError(f"--data {path} is inside the work dir {workdir}; give the data's own file or folder")
     if path.is_file():
-        if not path.name.lower().endswith(DATA_SUFFIXES):
+        if not tables.is_data_name(path.name):
             raise DataError(f"--data {path}: not a data file; Preprocess reads {', '.join(DATA_SUFFIXES)} files")
         return path.parent, [path]
     if not path.is_dir():
         raise DataError(f"--data {path}: no such file or folder")
-    files = sorted(p for p in path.rglob("*") if p.is_file() and p.name.lower().endswith(DATA_SUFFIXES))
-    files = [p for p in files if not any(part.startswith((".", "_")) for part in p.relative_to(path).parts)]
+    files = tables.data_files(path)
     if workdir is not None:
         files = [p for p in files if not p.resolve().is_relative_to(workdir.resolve())]
     if not files:
@@ -131,8 +132,8 @@ def run_data(s3: LocalS3, source: DataSource, input_data_url: str | None, sample
     if input_data_url is None:
         return RunData(source, source.files, source.base, files_version(source.files, source.base))
     base = s3.path(input_data_url)
-    objects = [s3.path(uri) for uri in s3.list_objects(input_data_url)]
-    files = [p for p in objects if p.name.lower().endswith(DATA_SUFFIXES) and not p.name.startswith((".", "_"))]
+    objects = s3.list_objects(input_data_url)
+    files = [s3.path(uri) for uri in objects if tables.is_data_file(tables.path_below_prefix(input_data_url, uri))]
     if sampled and not files:
         raise DataError(f"--param InputDataUrl={input_data_url}: no data objects in the local S3")
     try:

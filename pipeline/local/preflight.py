@@ -3,41 +3,30 @@
 ``check_parameters`` takes the planned definition and the resolved parameter values: the hyperparameters the Train
 step will receive go through the local Linear Learner's own validation, ``NumClasses`` must match ``LabelValues``,
 ``MetricThreshold`` must be reachable by the gate metric. ``check_registry`` reads the model registry the Register
-step will write. ``check_data`` reads the staged files cheaply (one pass,
-no parsing beyond the header): text that is not UTF-8, a truncated ``.csv.gz``, rows with a trailing extra field,
-and, with the row count, instance counts and splits that would leave an instance or a split with nothing.
+step will write. ``check_data`` reads the staged files cheaply (one pass, no parsing beyond the header, by the
+container library's table scan ``containerlib.tables.scan``): text that is not UTF-8, a truncated ``.csv.gz``, rows
+with a trailing extra field, and, with the row count, instance counts and splits that would leave an instance or a
+split with nothing.
 Every finding is a ``ParameterError`` or ``DataError`` (exit 2) naming the parameter or the file and row.
 """
 
 from __future__ import annotations
 
-import codecs
-import csv
-import gzip
-import io
 import math
-import zlib
-from collections.abc import Iterator, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from containerlib.errors import TableError
+from containerlib.tables.scan import count_rows
 from pipeline.core.errors import DataError, LlpipeError, ParameterError
 from pipeline.core.images import is_linear_learner
-from pipeline.core.names import (
-    GATE_METRICS,
-    METRIC_THRESHOLD,
-    MULTICLASS_CLASSIFIER,
-    PARQUET_SUFFIXES,
-    REGRESSOR,
-    SPLIT_FRACTIONS,
-)
+from pipeline.core.names import GATE_METRICS, METRIC_THRESHOLD, MULTICLASS_CLASSIFIER, REGRESSOR, SPLIT_FRACTIONS
 from pipeline.local import expressions
 from pipeline.local.plan import Plan
 
 SCAN_LIMIT_BYTES = 1 << 30  # data larger than this (uncompressed) is not pre-scanned: rows stay unknown
-HEADER_SAMPLE_ROWS = 1000  # rows compared with the header's field count
-BLOCK = 1 << 22
 
 
 def parameters_in(value: Any) -> set[str]:
@@ -170,85 +159,11 @@ def scan_files(files: list[Path]) -> DataFacts:
     total = sum(path.stat().st_size for path in files)
     if total > SCAN_LIMIT_BYTES:
         return DataFacts(len(files), None)
-    rows = 0
-    for path in files:
-        if path.name.lower().endswith(PARQUET_SUFFIXES):
-            rows += _parquet_rows(path)
-        else:
-            rows += _csv_rows(path)
+    try:
+        rows = sum(count_rows(path) for path in files)
+    except TableError as error:
+        raise DataError(str(error)) from None
     return DataFacts(len(files), rows)
-
-
-def _parquet_rows(path: Path) -> int:
-    import pyarrow.parquet as pq
-
-    try:
-        return int(pq.ParquetFile(path).metadata.num_rows)
-    except Exception as error:  # noqa: BLE001 - pyarrow raises several types for a damaged file
-        raise DataError(f"{path}: not a readable Parquet file ({error}); re-export or re-download it") from None
-
-
-def _blocks(path: Path) -> Iterator[bytes]:
-    """The file's bytes (decompressed for .gz); a truncated or damaged gzip is a ``DataError`` naming the file."""
-    opener = gzip.open if path.name.lower().endswith(".gz") else open
-    try:
-        with opener(path, "rb") as handle:
-            while block := handle.read(BLOCK):
-                yield block
-    except (EOFError, gzip.BadGzipFile, zlib.error) as error:
-        raise DataError(
-            f"{path}: the gzip data is truncated or damaged ({error}); re-create or re-download it"
-        ) from None
-
-
-def _csv_rows(path: Path) -> int:
-    """Data rows of a CSV (lines after the header); bytes that are not UTF-8 and rows with more fields than the
-    header are errors naming the file and the data row."""
-    decoder = codecs.getincrementaldecoder("utf-8")()
-    lines = 0  # newlines seen before the current block
-    head = bytearray()
-    last = b""
-    for block in _blocks(path):
-        try:
-            decoder.decode(block)
-        except UnicodeDecodeError as error:
-            row = lines + block.count(b"\n", 0, error.start)
-            raise DataError(
-                f"{path}: data row {row} (line {row + 1}) is not UTF-8 text (byte 0x{block[error.start]:02x}); "
-                "save the file as UTF-8"
-            ) from None
-        if len(head) < BLOCK:
-            head += block[: BLOCK - len(head)]
-        lines += block.count(b"\n")
-        last = block[-1:]
-    try:
-        decoder.decode(b"", final=True)
-    except UnicodeDecodeError:
-        raise DataError(f"{path}: the last row ends inside a UTF-8 character; save the file as UTF-8") from None
-    _check_fields(path, bytes(head))
-    if last and last != b"\n":
-        lines += 1  # the last line has no newline
-    return max(lines - 1, 0)
-
-
-def _check_fields(path: Path, head: bytes) -> None:
-    """The first rows have as many fields as the header; an extra (often trailing, empty) field is named."""
-    text = head.decode("utf-8", errors="ignore")
-    if len(head) == BLOCK:
-        text = text[: text.rfind("\n") + 1]  # whole lines only
-    reader = csv.reader(io.StringIO(text))
-    header = next(reader, None)
-    if not header:
-        return
-    for row_number, row in enumerate(reader, start=1):
-        if row_number > HEADER_SAMPLE_ROWS:
-            return
-        if len(row) > len(header):
-            extra = ", ".join(repr(value) for value in row[len(header) :])
-            raise DataError(
-                f"{path}: data row {row_number} has {len(row)} fields but the header names {len(header)} "
-                f"(extra: {extra}; a trailing comma?); remove the extra field or name it in the header"
-            )
 
 
 def _fractions(values: Mapping[str, Any]) -> dict[str, float]:

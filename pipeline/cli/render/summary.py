@@ -93,7 +93,7 @@ def summarise(execution: LocalExecution, render_plots: bool = True) -> dict[str,
 
 def preprocess_warnings(record: ExecutionRecord, s3: LocalS3) -> list[str]:
     """Warnings from Preprocess's summary: categorical columns whose values share hash buckets."""
-    from preprocessing.preprocess import load_summary
+    from preprocessing.summary import load_summary
 
     step = record.steps.get(PREPROCESS)
     outputs = (step.properties.get("ProcessingOutputConfig") or {}).get("Outputs", []) if step else []

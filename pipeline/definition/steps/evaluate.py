@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from pipeline.core.names import EVALUATE, EXIT_MESSAGE_FILE, REPORT_NAME, REPORT_PROPERTY_FILE, RESOURCE_CONFIG_FILE
+from pipeline.core.names import EVALUATE, EXIT_MESSAGE_FILE, REPORT_NAME, REPORT_PROPERTY_FILE, RESOURCE_CONFIG
 from pipeline.definition.code_bundles import CodeBundle
 from pipeline.definition.config import PipelineConfig
 from pipeline.definition.declared import Parameters
@@ -63,7 +63,7 @@ def evaluate_step(
             "--region",
             config.region,
             "--resource-config",
-            RESOURCE_CONFIG_FILE,
+            RESOURCE_CONFIG,
             "--exit-message-file",
             EXIT_MESSAGE_FILE,
         ],

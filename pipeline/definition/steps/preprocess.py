@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from pipeline.core.names import EXIT_MESSAGE_FILE, PREPROCESS, RESOURCE_CONFIG_FILE
+from pipeline.core.names import EXIT_MESSAGE_FILE, PREPROCESS, RESOURCE_CONFIG
 from pipeline.definition.code_bundles import CodeBundle
 from pipeline.definition.config import PipelineConfig
 from pipeline.definition.declared import Parameters
@@ -79,7 +79,7 @@ def preprocess_step(config: PipelineConfig, params: Parameters, bundle: CodeBund
             "--train-shards",
             params.training_instance_count.to_string(),
             "--resource-config",
-            RESOURCE_CONFIG_FILE,
+            RESOURCE_CONFIG,
             # why the job failed, also in DescribeProcessingJob's ExitMessage (not only in its CloudWatch log)
             "--exit-message-file",
             EXIT_MESSAGE_FILE,

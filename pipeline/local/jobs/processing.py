@@ -31,7 +31,7 @@ from pathlib import Path
 from typing import Any
 
 from pipeline.core.errors import one_line
-from pipeline.core.names import EXIT_MESSAGE_BYTES, EXIT_MESSAGE_FILE, RESOURCE_CONFIG_FILE
+from pipeline.core.names import EXIT_MESSAGE_BYTES, EXIT_MESSAGE_FILE, RESOURCE_CONFIG
 from pipeline.core.processes import kill_group
 from pipeline.core.processes import start as start_process
 from pipeline.local.environments import ImageEnvironments, JobEnvironment, clean_variables
@@ -150,7 +150,7 @@ class ProcessingJobs:
     def _prepare_instance(self, sandbox: Path, index: int, count: int, arguments: dict[str, Any]) -> Path:
         root = sandbox / host_name(index)
         hosts = [host_name(i) for i in range(count)]
-        write_json_atomically(Path(remap(RESOURCE_CONFIG_FILE, root)), {"current_host": hosts[index], "hosts": hosts})
+        write_json_atomically(Path(remap(RESOURCE_CONFIG, root)), {"current_host": hosts[index], "hosts": hosts})
         Path(remap(EXIT_MESSAGE_FILE, root)).parent.mkdir(parents=True, exist_ok=True)  # where it can say why it failed
         for item in arguments.get("ProcessingInputs", []):
             name = item.get("InputName")

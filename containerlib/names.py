@@ -1,0 +1,37 @@
+"""Names the container jobs and the pipeline share, defined once (``pipeline.names`` re-exports them)."""
+
+from __future__ import annotations
+
+# ----------------------------------------------------------------------------------------- predictor types
+BINARY_CLASSIFIER = "binary_classifier"
+MULTICLASS_CLASSIFIER = "multiclass_classifier"
+REGRESSOR = "regressor"
+PREDICTOR_TYPES = (BINARY_CLASSIFIER, MULTICLASS_CLASSIFIER, REGRESSOR)
+
+# ------------------------------------------------------------------------------------- evaluation.json report
+REPORT_NAME = "evaluation.json"
+GATE = "gate"  # the report's gate section: {"metric": name, "value": v}, higher is better
+CHAMPION = "champion"  # the report's approved champion scored on the same test split (null when there is none)
+DECISION = "decision"  # the report's gate decision: promote, values, champion_floor, reason
+CHAMPION_FLOOR = "champion_floor"  # decision field: the champion's value minus the tolerance
+# the report's model-quality section and the gate metric per predictor type; each gate metric is "higher is
+# better", so one Condition (>=) serves all three
+METRICS_SECTIONS = {
+    BINARY_CLASSIFIER: "binary_classification_metrics",
+    MULTICLASS_CLASSIFIER: "multiclass_classification_metrics",
+    REGRESSOR: "regression_metrics",
+}
+GATE_METRICS = {BINARY_CLASSIFIER: "auc", MULTICLASS_CLASSIFIER: "accuracy", REGRESSOR: "r2"}
+BASELINE_SUFFIX = "_best_constant_classifier"  # the report's baseline of each classification metric
+
+# ----------------------------------------------------------------------------------------- data files
+CSV_SUFFIXES = (".csv", ".csv.gz")
+PARQUET_SUFFIXES = (".parquet", ".pq")
+DATA_SUFFIXES = CSV_SUFFIXES + PARQUET_SUFFIXES  # tabular input: `llpipe run --data`, schema sampling, Preprocess
+SHARD_SUFFIX = ".pbr"  # a RecordIO-protobuf shard
+PREDICTIONS_SUFFIX = ".out"  # batch transform's output for input object F: F.out (jsonlines)
+
+# ----------------------------------------------------------------------------------------- documents
+SCHEMA_FORMAT = "llpipe-schema/1"  # the schema the client decides and Preprocess reads
+SUMMARY_FORMAT = "llpipe-preprocess-summary/1"  # Preprocess's summary
+SPLITS = ("train", "validation", "test")  # Preprocess's output folders, in split-code order

@@ -1,0 +1,97 @@
+"""A table's columns a chunk of rows at a time: the one chunked reader of CSV, gzip CSV and Parquet files.
+
+Each chunk holds exactly ``chunk_rows`` rows (the last may hold fewer), whichever reader made it, so what is built
+from the chunks does not depend on the reader. The file is read on a thread of its own, a few chunks ahead.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from containerlib.prefetch import prefetched
+from containerlib.tables.csv_reader import csv_pieces
+from containerlib.tables.files import is_parquet
+from containerlib.tables.parquet_reader import parquet_pieces
+
+
+@dataclass
+class Chunk:
+    """Consecutive rows of one file: the used columns as pandas' reader gives them, except the numeric features when
+    an Arrow reader gave those straight as one float32 matrix (no float64 pandas block in between)."""
+
+    frame: pd.DataFrame
+    numeric: np.ndarray | None = None  # float32 (rows, schema.numeric_columns), column-major, NaN where missing
+    table: Any = None  # the Arrow table ``numeric`` came from, for a value shown in a message
+
+    def __len__(self) -> int:
+        return len(self.frame)
+
+    def value(self, column: str, row: int) -> Any:
+        """The cell as pandas would hold it (NaN for missing), for a message."""
+        if column in self.frame:
+            return self.frame[column].iloc[row]
+        value = self.table.column(column)[row].as_py()
+        return float("nan") if value is None else value
+
+
+def read_chunks(
+    path: Path, header: list[str], columns: list[str], text: list[str], numeric: Sequence[str], chunk_rows: int
+) -> Iterator[Chunk]:
+    """``columns`` of one file (whose ``header`` is known: :func:`~containerlib.tables.header.read_header`),
+    ``chunk_rows`` rows at a time: ``text`` columns as strings, the ``numeric`` ones as one float32 matrix where an
+    Arrow reader gives them as numbers. Read on a thread of its own, which goes straight on to the next piece; the
+    chunks are made on the caller's. A file that cannot be read raises what its reader raised (OSError,
+    ValueError, UnicodeDecodeError, pandas' ParserError)."""
+    if is_parquet(path):
+        pieces = parquet_pieces(path, columns, text, chunk_rows)
+    else:
+        pieces = csv_pieces(path, header, columns, text, chunk_rows)
+    return as_chunks(prefetched(pieces), text, numeric)
+
+
+def as_chunks(pieces: Iterator[Any], text: list[str], numeric: Sequence[str]) -> Iterator[Chunk]:
+    """Pieces read (Arrow tables, or pandas' frames where pandas took over) as chunks."""
+    first = 0
+    for piece in pieces:
+        yield Chunk(piece) if isinstance(piece, pd.DataFrame) else _arrow_chunk(piece, text, numeric, first)
+        first += len(piece)
+
+
+def _arrow_frame(table: Any, text: list[str], first: int) -> pd.DataFrame:
+    """An Arrow table as the DataFrame pandas' reader would give: NaN (not None) for missing text, a running index."""
+    frame = table.to_pandas()
+    for column in text:
+        if table.column(column).null_count:
+            frame[column] = frame[column].where(frame[column].notna(), np.nan)
+    frame.index = pd.RangeIndex(first, first + len(frame))
+    return frame
+
+
+def _arrow_chunk(table: Any, text: list[str], numeric: Sequence[str], first: int) -> Chunk:
+    """An Arrow table as a chunk: its numeric feature columns, when all are Arrow numbers, cast to float32 column by
+    column as pandas would (integers directly, missing as NaN), the other columns as a DataFrame."""
+    import pyarrow as pa
+
+    types = [table.schema.field(column).type for column in numeric]
+    if not types or not all(pa.types.is_integer(kind) or pa.types.is_floating(kind) or pa.types.is_null(kind)
+                            for kind in types):  # fmt: skip
+        return Chunk(_arrow_frame(table, text, first))
+    matrix = np.empty((table.num_rows, len(numeric)), dtype=np.float32, order="F")
+    with np.errstate(over="ignore", invalid="ignore"):  # beyond float32's range becomes inf, as in pandas
+        for index, column in enumerate(numeric):
+            if pa.types.is_null(types[index]):  # every value missing, as pandas' all-NaN float column
+                matrix[:, index] = np.nan
+                continue
+            start = 0
+            for piece in table.column(column).chunks:
+                matrix[start : start + len(piece), index] = piece.to_numpy(zero_copy_only=False)
+                start += len(piece)
+    wanted = set(numeric)
+    rest = table.select([name for name in table.column_names if name not in wanted])
+    return Chunk(_arrow_frame(rest, text, first), matrix, table)

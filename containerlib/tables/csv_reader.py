@@ -1,0 +1,181 @@
+"""CSV files read as pandas' ``read_csv`` would read them, by Arrow's multi-threaded reader where it can.
+
+A file is parsed a range of whole lines at a time (``ARROW_RANGE_BYTES``, memory-mapped; a ``.gz`` file decompressed
+a block at a time), taking values as pandas would: its missing-value strings, booleans, no dates; a column's type
+may widen from range to range as within a pandas chunk (empty so far, then whatever a range finds; integers, then
+floats). From the first range Arrow cannot take that way (a malformed row, text in a number column, a date, a
+quoted line break cut by a range) pandas reads the rest of the file, so values and errors are always pandas'.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from containerlib.tables.files import is_gzip
+
+
+def _pandas_na_values() -> list[str]:
+    """pandas' default missing-value strings, so Arrow reads NaN where this pandas does (2.0 added "None")."""
+    try:
+        from pandas._libs.parsers import STR_NA_VALUES
+
+        return sorted(STR_NA_VALUES)
+    except ImportError:  # a pandas that moved it: 1.x's list
+        return ["", "#N/A", "#N/A N/A", "#NA", "-1.#IND", "-1.#QNAN", "-NaN", "-nan", "1.#IND", "1.#QNAN", "<NA>",
+                "N/A", "NA", "NULL", "NaN", "n/a", "nan", "null"]  # fmt: skip
+
+
+ARROW_RANGE_BYTES = 8 << 20  # whole lines parsed at once by Arrow's multi-threaded reader (8 MB measured best)
+ARROW_TYPES = ("int64", "double", "bool", "string", "null")  # as pandas infers them; others go to pandas
+
+
+class _ArrowCannot(Exception):
+    """Arrow cannot read (the rest of) a CSV file the way pandas would; pandas takes over."""
+
+
+def csv_pieces(path: Path, header: list[str], columns: list[str], text: list[str], chunk_rows: int) -> Iterator[Any]:
+    """The CSV file in pieces of exactly ``chunk_rows`` rows (the last may be shorter), Arrow tables; from the first
+    block Arrow cannot take as pandas would, pandas reads the rest (DataFrames), so values and errors are pandas'."""
+    done = 0
+    try:
+        for table in _arrow_csv_pieces(path, header, columns, text, chunk_rows):
+            yield table
+            done += table.num_rows
+        return
+    except _ArrowCannot:
+        pass
+    # All columns are parsed (no usecols): with usecols pandas silently ignores a row's extra fields.
+    for frame in pd.read_csv(path, dtype=dict.fromkeys(text, str), chunksize=chunk_rows):
+        if done:  # rows Arrow already gave, whole chunks of the same size
+            done -= len(frame)
+            continue
+        yield frame
+
+
+def _arrow_csv_pieces(
+    path: Path, header: list[str], columns: list[str], text: list[str], chunk_rows: int
+) -> Iterator[Any]:
+
+    pending: list[Any] = []
+    pending_rows = 0
+    for table in _arrow_csv_tables(path, header, columns, text):
+        pending.append(table)
+        pending_rows += table.num_rows
+        while pending_rows >= chunk_rows:
+            combined = _concatenated(pending)
+            yield combined.slice(0, chunk_rows)
+            pending, pending_rows = [combined.slice(chunk_rows)], combined.num_rows - chunk_rows
+    if pending_rows:
+        yield _concatenated(pending)
+
+
+def _concatenated(tables: list[Any]) -> Any:
+    """Tables as one, a widened column's earlier values cast to its type (exact: integers beyond 2**53 refuse)."""
+    import pyarrow as pa
+
+    try:
+        return pa.concat_tables(tables, promote_options="permissive")
+    except pa.ArrowException as error:
+        raise _ArrowCannot(str(error)) from error
+
+
+def _arrow_csv_tables(path: Path, header: list[str], columns: list[str], text: list[str]) -> Iterator[Any]:
+    """The file as Arrow tables, one per range of whole lines, each parsed by Arrow's multi-threaded reader (its
+    streaming reader parses on one thread). A column's type may widen from range to range as pandas' would within a
+    chunk: empty so far, then whatever a range finds; integers, then floats. Any other change (text in a number
+    column, a date) is one pandas takes over from."""
+    import pyarrow as pa
+    import pyarrow.csv as pacsv
+
+    in_file_order = [name for name in header if name in set(columns)]  # Arrow keeps include_columns' order
+    convert = pacsv.ConvertOptions(
+        include_columns=in_file_order,
+        column_types={column: pa.string() for column in text},
+        null_values=_pandas_na_values(),
+        strings_can_be_null=True,
+        true_values=["True", "TRUE", "true"],
+        false_values=["False", "FALSE", "false"],
+        timestamp_parsers=[],
+    )
+    read = pacsv.ReadOptions()
+    schema = None
+    for lines in _line_ranges(path, ARROW_RANGE_BYTES):
+        try:
+            table = pacsv.read_csv(lines, read_options=read, convert_options=convert)
+        except pa.ArrowException as error:  # e.g. ArrowInvalid, or ArrowKeyError for a name Arrow reads otherwise
+            raise _ArrowCannot(str(error)) from error
+        if schema is None:  # the first range, with the header line
+            if table.schema.names != in_file_order:
+                raise _ArrowCannot("column names differ from pandas' (duplicates or a byte-order mark)")
+            read = pacsv.ReadOptions(column_names=header)
+        odd = [field.name for field in table.schema if str(field.type) not in ARROW_TYPES]
+        if odd:
+            raise _ArrowCannot(f"columns {odd} have types pandas would not infer")
+        schema = table.schema if schema is None else _widened(schema, table.schema)
+        # types that cannot widen further are fixed; integer and empty columns are inferred again in every range
+        convert.column_types = {field.name: field.type for field in schema if str(field.type) in _FINAL_TYPES}
+        yield table
+
+
+_FINAL_TYPES = ("double", "string", "bool")
+
+
+def _widened(known: Any, found: Any) -> Any:
+    """Each column's type so far widened by the one a new range found (null < int64 < double); _ArrowCannot for
+    any other pair."""
+    import pyarrow as pa
+
+    fields = []
+    for before, now in zip(known, found):
+        kinds = {str(before.type), str(now.type)} - {"null"}
+        if len(kinds) > 1 and kinds != {"int64", "double"}:
+            raise _ArrowCannot(f"column {before.name!r} changes from {before.type} to {now.type} after the first range")
+        fields.append(before if str(now.type) in ("null", "int64") and str(before.type) != "null" else now)
+    return pa.schema(fields)
+
+
+def _line_ranges(path: Path, size: int) -> Iterator[Any]:
+    """The file's bytes as Arrow buffers of about ``size`` bytes, each ending at the end of a line: slices of the
+    memory-mapped file (no copy), or for a .gz file of its text decompressed a block at a time."""
+    import pyarrow as pa
+
+    if is_gzip(path):
+        yield from _decompressed_line_ranges(path, size)
+        return
+    with pa.memory_map(str(path)) as source:
+        whole = source.read_buffer()
+        view = memoryview(whole)
+        start, end = 0, len(whole)
+        while start < end:
+            stop = min(start + size, end)
+            while stop < end:  # on to the end of the line
+                found = bytes(view[stop : stop + 65536]).find(b"\n")
+                if found >= 0:
+                    stop += found + 1
+                    break
+                stop = min(stop + 65536, end)
+            yield whole.slice(start, stop - start)
+            start = stop
+
+
+def _decompressed_line_ranges(path: Path, size: int) -> Iterator[Any]:
+    import pyarrow as pa
+
+    with pa.input_stream(str(path)) as stream:  # gunzips
+        rest = b""
+        while True:
+            block = stream.read(size)
+            if not block:
+                if rest:
+                    yield pa.py_buffer(rest)
+                return
+            cut = block.rfind(b"\n") + 1
+            if cut == 0:  # no line ends in this block
+                rest += block
+                continue
+            yield pa.py_buffer(rest + block[:cut])
+            rest = block[cut:]

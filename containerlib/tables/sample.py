@@ -1,0 +1,114 @@
+"""The first rows of a table as text, for deciding a schema from them (``pipeline/schema.py``).
+
+Every value is kept as its text, missing values as NaN where Preprocess reads them as missing: CSV through pandas'
+reader with its default missing-value strings (those Preprocess's reader takes, see
+:mod:`~containerlib.tables.csv_reader`), Parquet cast to text by Arrow (as Preprocess hashes categorical values).
+Headers are checked as Preprocess checks them (:func:`~containerlib.tables.header.check_header`).
+"""
+
+from __future__ import annotations
+
+import csv
+import gzip
+import io
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from containerlib.errors import TableError
+from containerlib.tables.files import is_gzip, is_parquet
+from containerlib.tables.header import check_header
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+
+@dataclass(frozen=True)
+class TableSample:
+    """A file's header, its first rows as text, and how many bytes were read for them."""
+
+    header: list[str]
+    frame: pd.DataFrame
+    bytes_read: int
+
+
+def sample_file(path: Path, name: str, rows: int) -> TableSample:
+    """The header and first ``rows`` rows of a local file, named ``name`` in messages (an unreadable file by its
+    path): a CSV file's first lines only, a Parquet file's first row group."""
+    try:
+        if is_parquet(path):
+            header, frame = parquet_sample(str(path), name, rows)
+            return TableSample(header, frame, path.stat().st_size)
+        opener: Any = gzip.open if is_gzip(path) else open
+        with opener(path, "rb") as handle:
+            data = read_lines(handle, rows + 1)
+        header, frame = csv_sample(data, name, rows)
+        return TableSample(header, frame, len(data))
+    except (OSError, EOFError, UnicodeDecodeError) as error:
+        raise TableError(f"{path}: unreadable ({error})") from None
+
+
+def csv_sample(data: bytes, name: str, rows: int) -> tuple[list[str], pd.DataFrame]:
+    """The header and up to ``rows`` rows of CSV text (whole lines), every value a string, missing values NaN."""
+    import pandas as pd
+
+    text = data.decode("utf-8-sig", errors="strict") if data else ""
+    header = next(csv.reader(io.StringIO(text)), None)
+    if not header or header == [""]:
+        raise TableError(f"{name}: empty file, expected a header row")
+    check_header(header, name)
+    try:
+        frame = pd.read_csv(io.StringIO(text), dtype=str, nrows=rows)
+    except (ValueError, pd.errors.ParserError) as error:
+        raise TableError(f"{name}: not a readable CSV sample ({error})") from None
+    return header, frame
+
+
+def parquet_sample(
+    handle: Any, name: str, rows: int, passthrough: tuple[type[BaseException], ...] = ()
+) -> tuple[list[str], pd.DataFrame]:
+    """The first ``rows`` rows of a Parquet file (a path or a seekable file object), every column cast to text by
+    Arrow; one read of the first row group's columns. ``passthrough``: errors of ``handle`` itself that reach the
+    caller as they are (e.g. a byte budget), not as an unreadable file."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    try:
+        parquet = pq.ParquetFile(handle)
+        header = [str(column) for column in parquet.schema_arrow.names]
+        first_group = [0] if parquet.num_row_groups else []  # one ranged read of the first row group's columns
+        batch = next(parquet.iter_batches(batch_size=max(rows, 1), row_groups=first_group), None)
+    except passthrough:
+        raise
+    except (OSError, ValueError, pa.ArrowException) as error:
+        raise TableError(f"{name}: not a readable Parquet file ({error})") from None
+    check_header(header, name)
+    import pandas as pd
+
+    if batch is None:
+        return header, pd.DataFrame(columns=header, dtype=object)
+    columns = {}
+    for index, column in enumerate(header):
+        values = batch.column(index)
+        text = values.cast(pa.string()) if not pa.types.is_string(values.type) else values
+        columns[column] = pd.Series(text.to_numpy(zero_copy_only=False), dtype=object)
+    return header, pd.DataFrame(columns)
+
+
+def read_lines(handle: Any, lines: int) -> bytes:
+    """The first ``lines`` lines of a binary file (quoted newlines may make it fewer rows: enough for a sample)."""
+    chunks = []
+    for _ in range(lines):
+        line = handle.readline()
+        if not line:
+            break
+        chunks.append(line)
+    return b"".join(chunks)
+
+
+def complete_lines(data: bytes, whole: bool) -> bytes:
+    """A prefix of a CSV file cut after its last complete line (everything when the file was read whole)."""
+    if whole:
+        return data
+    end = data.rfind(b"\n")
+    return data[: end + 1] if end >= 0 else b""

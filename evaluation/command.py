@@ -1,0 +1,69 @@
+"""Evaluate's command line: the arguments and the exit status (a bad input is one line on stderr and in SageMaker's
+exit-message file, status 1)."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+import evaluation
+from containerlib import exit_message
+from containerlib.errors import InputError
+from containerlib.names import DECISION, PREDICTOR_TYPES, REPORT_NAME
+from evaluation.gate import GateSettings
+from evaluation.job import DEFAULT_BOOTSTRAP_ROUNDS, DEFAULT_SEED, evaluate
+
+
+def parse_args(argv: list[str] | None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(description=(evaluation.__doc__ or "").splitlines()[0])
+    parser.add_argument("--predictions-dir", type=Path, default=Path("/opt/ml/processing/input/predictions"))
+    parser.add_argument("--test-dir", type=Path, default=Path("/opt/ml/processing/input/test"))
+    parser.add_argument("--output-dir", type=Path, default=Path("/opt/ml/processing/output/evaluation"))
+    parser.add_argument("--predictor-type", required=True, choices=PREDICTOR_TYPES)
+    parser.add_argument(
+        "--summary-dir", type=Path, help="Preprocess's summary folder: its label values name the classes in the report"
+    )
+    parser.add_argument("--bootstrap-rounds", type=int, default=DEFAULT_BOOTSTRAP_ROUNDS)
+    parser.add_argument("--seed", type=int, default=DEFAULT_SEED)
+    parser.add_argument("--loss", default="auto", help="the training loss: hinge_loss makes a binary score a margin")
+    parser.add_argument("--metric-threshold", type=float, help="the gate's MetricThreshold: write the decision")
+    parser.add_argument("--champion-tolerance", type=float, default=0.0, help="how much worse than the champion")
+    parser.add_argument("--model-package-group", help="compare with this group's newest approved version")
+    parser.add_argument("--region", help="the registry's AWS region (default: boto3's configuration)")
+    exit_message.add_arguments(parser, "names this host in the exit message")
+    return parser.parse_args(argv)
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse_args(argv)
+    try:
+        settings = None
+        if args.metric_threshold is not None:
+            settings = GateSettings(
+                args.metric_threshold, args.champion_tolerance, args.model_package_group, args.region
+            )
+        report = evaluate(
+            args.predictions_dir,
+            args.test_dir,
+            args.output_dir,
+            args.predictor_type,
+            args.bootstrap_rounds,
+            args.seed,
+            args.loss,
+            args.summary_dir,
+            settings,
+        )
+    except InputError as error:
+        return exit_message.report_input_error("evaluate", error, args)
+    except Exception as error:
+        exit_message.report_defect("evaluate", error, args)
+        raise
+    gate = report["gate"]
+    print(
+        f"evaluate: {report['dataset']['item_count']} records from {report['dataset']['file_count']} test shards; "
+        f"gate {gate['metric']} = {gate['value']:.6g}; wrote {args.output_dir / REPORT_NAME}"
+    )
+    if DECISION in report:
+        decision = report[DECISION]
+        print(f"evaluate: {'promote' if decision['promote'] else 'do not promote'}: {decision['reason']}")
+    return 0

@@ -1,0 +1,147 @@
+"""The quality gate's decision: the threshold, and the champion (the group's approved version) scored on the same
+test records with the same code, so the two models are compared on equal terms."""
+
+from __future__ import annotations
+
+import math
+import tempfile
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from containerlib.names import CHAMPION, CHAMPION_FLOOR, DECISION, GATE_METRICS, METRICS_SECTIONS
+from containerlib.predictions import Scored, read_test_features
+from evaluation import EvaluationError
+from evaluation.champion import Champion, ChampionError, aws_clients, download_model, find_champion
+from evaluation.linear_learner_model import ModelArtifactError, read_model
+from evaluation.report import build_report
+
+
+@dataclass(frozen=True)
+class GateSettings:
+    """What the pipeline's gate decides with: the threshold, the tolerance and where the champion is registered."""
+
+    metric_threshold: float
+    champion_tolerance: float = 0.0
+    model_package_group: str | None = None  # None: no champion comparison
+    region: str | None = None  # the AWS region of the registry; None: boto3's configuration decides
+
+    def __post_init__(self) -> None:
+        if not math.isfinite(self.metric_threshold):
+            raise EvaluationError(f"MetricThreshold is {self.metric_threshold}, expected a finite number")
+        if not math.isfinite(self.champion_tolerance) or self.champion_tolerance < 0:
+            raise EvaluationError(
+                f"ChampionTolerance is {self.champion_tolerance}, expected a finite number >= 0 "
+                "(how much worse than the champion the challenger may be)"
+            )
+
+
+def score_champion(model_path: Path, champion: Champion, scored: Scored, test_dir: Path, predictor_type: str) -> Scored:
+    """The champion's predictions on the same test records, in the form the challenger's metrics are computed from."""
+    features = read_test_features(test_dir)
+    where = f"champion {champion.model_package_arn} ({champion.model_data_url})"
+    try:
+        model = read_model(model_path, feature_dim=int(features.shape[1]))
+    except ModelArtifactError as error:
+        raise EvaluationError(f"{where}: cannot read its model artifact: {error}") from None
+    if model.predictor_type != predictor_type:
+        raise EvaluationError(
+            f"{where} is a {model.predictor_type}, this execution evaluates a {predictor_type}: the two cannot be "
+            "compared (reject the champion or register into another model package group)"
+        )
+    scores, predicted = model.predict(features)
+    scores = np.asarray(scores, dtype=np.float64)
+    if predictor_type == "multiclass_classifier" and scores.shape[1] != scored.scores.shape[1]:
+        raise EvaluationError(
+            f"{where} predicts {scores.shape[1]} classes, the challenger {scored.scores.shape[1]}: cannot compare"
+        )
+    if len(scores) != len(scored.labels):  # the features and labels come from the same shards: a reader bug
+        raise EvaluationError(f"{where}: scored {len(scores)} records, the test shards hold {len(scored.labels)}")
+    bad = np.flatnonzero(~np.isfinite(scores.reshape(len(scores), -1)).all(axis=1))
+    if bad.size:
+        raise EvaluationError(f"{where}: record {bad[0]} of the test split scores {scores[bad[0]]}, not finite")
+    return Scored(scored.labels, scores, None if predicted is None else predicted.astype(np.int64), scored.file_count)
+
+
+def champion_section(champion: Champion, report: dict[str, Any], predictor_type: str) -> dict[str, Any]:
+    """The report's ``champion``: the package and its metrics on this test split, in the challenger's layout."""
+    section = METRICS_SECTIONS[predictor_type]
+    metric = GATE_METRICS[predictor_type]
+    gate = {"metric": metric, "value": report["gate"]["value"]}
+    result = {**champion.to_dict(), section: report[section], "gate": gate}
+    if "prediction_sample" in report:
+        result["prediction_sample"] = report["prediction_sample"]
+    return result
+
+
+def decide(
+    metric: str, value: float, settings: GateSettings, champion: dict[str, Any] | None, group: str | None
+) -> dict[str, Any]:
+    """Promote when ``value`` reaches MetricThreshold and is no worse than the champion's by more than the tolerance.
+
+    ``champion_floor`` is the champion's value minus the tolerance; without a champion it is the challenger's own
+    value, so the Condition's second comparison holds and the threshold alone decides, as the reason says.
+    """
+    threshold, tolerance = settings.metric_threshold, settings.champion_tolerance
+    clears_threshold = value >= threshold
+    verdict = f"{metric} {value:.6g} {'reaches' if clears_threshold else 'is below'} MetricThreshold {threshold:g}"
+    if champion is None:
+        floor = value
+        beats_champion = True
+        where = f"model package group {group}" if group else "no model package group given"
+        verdict += f"; no approved champion ({where}): the threshold alone decides"
+    else:
+        champion_value = champion["gate"]["value"]
+        floor = champion_value - tolerance
+        beats_champion = value >= floor
+        name = f"champion version {champion['version']} ({metric} {champion_value:.6g} on this test split)"
+        verdict += f"; {'no worse' if beats_champion else 'worse'} than {name} by more than ChampionTolerance"
+        verdict += f" {tolerance:g}"
+    return {
+        "promote": bool(clears_threshold and beats_champion),
+        "metric": metric,
+        "challenger_value": value,
+        "metric_threshold": threshold,
+        "champion_model_package_arn": champion["model_package_arn"] if champion else "none",
+        "champion_value": champion["gate"]["value"] if champion else "none",
+        "champion_tolerance": tolerance,
+        CHAMPION_FLOOR: floor,
+        "reason": verdict,
+    }
+
+
+def compare_with_champion(
+    report: dict[str, Any],
+    scored: Scored,
+    test_dir: Path,
+    predictor_type: str,
+    settings: GateSettings,
+    rounds: int,
+    seed: int,
+    clients: Callable[[str | None], tuple[Any, Any]] | None = None,
+) -> dict[str, Any]:
+    """Adds ``champion`` (None when the group has no approved, completed version) and ``decision`` to the report.
+
+    ``clients`` gives the (SageMaker, S3) boto3 clients for a region; default :func:`champion.aws_clients`.
+    """
+    champion = None
+    group = settings.model_package_group
+    if group:
+        try:
+            sagemaker, s3 = (clients or aws_clients)(settings.region)
+            found = find_champion(sagemaker, group)
+            if found is not None:
+                with tempfile.TemporaryDirectory(prefix="champion-") as folder:
+                    model_path = download_model(s3, found, Path(folder))
+                    champion_scored = score_champion(model_path, found, scored, test_dir, predictor_type)
+                champion_report = build_report(champion_scored, predictor_type, rounds, seed)
+                champion = champion_section(found, champion_report, predictor_type)
+        except ChampionError as error:
+            raise EvaluationError(str(error)) from None
+    gate = report["gate"]
+    report[CHAMPION] = champion
+    report[DECISION] = decide(gate["metric"], gate["value"], settings, champion, group)
+    return report

@@ -1,0 +1,222 @@
+"""The ``evaluation.json`` report: SageMaker's model-quality layout (every metric ``{"value",
+"standard_deviation"}``, the confusion matrix, curves) plus the ``gate`` section, classes named by Preprocess's label
+values; written whole or not at all."""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import tempfile
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from sklearn.metrics import precision_recall_curve, roc_curve
+
+from containerlib.names import GATE_METRICS, METRICS_SECTIONS, REPORT_NAME
+from containerlib.predictions import Scored
+from evaluation import EvaluationError
+from evaluation.metrics import (
+    RankedScores,
+    binary_scalars,
+    bootstrap_standard_deviations,
+    confusion,
+    f_beta,
+    multiclass_scalars,
+    ratio,
+    regression_scalars,
+)
+
+MAX_CURVE_POINTS = 201
+MAX_PREDICTION_SAMPLE = 1000
+
+
+def _thin(*curves: np.ndarray, limit: int = MAX_CURVE_POINTS) -> list[list[float]]:
+    """At most ``limit`` points of a curve, evenly spaced along it, first and last point kept."""
+    length = len(curves[0])
+    keep = np.unique(np.linspace(0, length - 1, min(length, limit)).round().astype(np.int64))
+    return [[float(value) for value in curve[keep]] for curve in curves]
+
+
+def _with_deviation(values: dict[str, float], deviations: dict[str, float]) -> dict[str, dict[str, float]]:
+    return {name: {"value": values[name], "standard_deviation": deviations[name]} for name in values}
+
+
+def _confusion_dict(matrix: np.ndarray, names: list[str] | None = None) -> dict[str, dict[str, int]]:
+    """Model Monitor's layout: {true class: {predicted class: count}}, classes named by their label values."""
+    name = namer(names)
+    return {
+        name(actual): {name(guess): int(matrix[actual, guess]) for guess in range(matrix.shape[1])}
+        for actual in range(matrix.shape[0])
+    }
+
+
+def namer(names: list[str] | None) -> Callable[[int], str]:
+    return lambda index: names[index] if names and index < len(names) else str(index)
+
+
+def per_class_metrics(matrix: np.ndarray, names: list[str] | None = None) -> dict[str, dict[str, float]]:
+    """Precision, recall, F1 and support of every class (rows: true class, columns: predicted)."""
+    name = namer(names)
+    result = {}
+    for index in range(matrix.shape[0]):
+        true_positive = float(matrix[index, index])
+        precision = ratio(true_positive, float(matrix[:, index].sum()))
+        recall = ratio(true_positive, float(matrix[index, :].sum()))
+        result[name(index)] = {
+            "precision": precision,
+            "recall": recall,
+            "f1": f_beta(precision, recall, 1.0),
+            "support": int(matrix[index, :].sum()),
+        }
+    return result
+
+
+def label_names(summary_dir: Path | None) -> list[str] | None:
+    """The label values Preprocess mapped to 0..K-1 (from its summary), or None when labels were already numeric.
+
+    Every host's summary part must agree on the feature layout and the label values: hosts that built different
+    layouts (possible only when no schema was passed) trained one model on mixed columns, so that is an error."""
+    if summary_dir is None or not summary_dir.is_dir():
+        return None
+    parts = []
+    for path in sorted(summary_dir.glob("summary-*.json")) or sorted(summary_dir.glob("summary.json")):
+        try:
+            parts.append((path, json.loads(path.read_text())))
+        except (OSError, ValueError) as error:
+            raise EvaluationError(f"{path}: not a readable Preprocess summary ({error})") from error
+    if not parts:
+        return None
+    (first_path, first), *others = parts
+    for path, part in others:
+        for key in ("feature_names", "label_values"):
+            if part.get(key) != first.get(key):
+                raise EvaluationError(
+                    f"Preprocess hosts built different layouts: {key} of {first_path.name} is {first.get(key)} but "
+                    f"{path.name} has {part.get(key)}; pass one schema to every host (infer it: drop --no-infer)"
+                )
+    values = first.get("label_values")
+    return [str(value) for value in values] if values else None
+
+
+def binary_report(scored: Scored, rounds: int, seed: int, names: list[str] | None = None) -> dict[str, Any]:
+    labels, scores, predicted = scored.labels.astype(np.int64), scored.scores, scored.predicted_labels
+    assert predicted is not None
+    present = set(np.unique(labels).tolist())
+    if present != {0, 1}:
+        raise EvaluationError(
+            f"the test labels hold only class {present.pop()}: AUC (the gate metric) needs both classes 0 and 1"
+        )
+    ranked = RankedScores.of(scores)
+    values = binary_scalars(confusion(labels, predicted, 2), ranked.auc(labels))
+    deviations = bootstrap_standard_deviations(
+        lambda weights: binary_scalars(confusion(labels, predicted, 2, weights), ranked.auc(labels, weights)),
+        len(labels),
+        rounds,
+        seed,
+    )
+    metrics = _with_deviation(values, deviations)
+    false_positive_rates, true_positive_rates, _ = roc_curve(labels, scores)
+    precisions, recalls, _ = precision_recall_curve(labels, scores)
+    ordered: dict[str, Any] = {"confusion_matrix": _confusion_dict(confusion(labels, predicted, 2), names)}
+    for name in list(metrics)[:10]:  # Model Monitor's order: the rates, then the curves, then auc and F-scores
+        ordered[name] = metrics[name]
+    fpr, tpr = _thin(false_positive_rates, true_positive_rates)
+    ordered["receiver_operating_characteristic_curve"] = {"false_positive_rates": fpr, "true_positive_rates": tpr}
+    pr_precisions, pr_recalls = _thin(precisions[::-1], recalls[::-1])  # ascending recall
+    ordered["precision_recall_curve"] = {"precisions": pr_precisions, "recalls": pr_recalls}
+    for name in list(metrics)[10:]:
+        ordered[name] = metrics[name]
+    return ordered
+
+
+def multiclass_report(scored: Scored, rounds: int, seed: int, names: list[str] | None = None) -> dict[str, Any]:
+    labels, predicted = scored.labels.astype(np.int64), scored.predicted_labels
+    assert predicted is not None
+    classes = scored.scores.shape[1]
+    values = multiclass_scalars(confusion(labels, predicted, classes))
+    deviations = bootstrap_standard_deviations(
+        lambda weights: multiclass_scalars(confusion(labels, predicted, classes, weights)), len(labels), rounds, seed
+    )
+    return {
+        "confusion_matrix": _confusion_dict(confusion(labels, predicted, classes), names),
+        **_with_deviation(values, deviations),
+    }
+
+
+def regression_report(scored: Scored, rounds: int, seed: int, names: list[str] | None = None) -> dict[str, Any]:
+    labels, predictions = scored.labels, scored.scores
+    values = regression_scalars(labels, predictions)
+    deviations = bootstrap_standard_deviations(
+        lambda weights: regression_scalars(labels, predictions, weights), len(labels), rounds, seed
+    )
+    return _with_deviation(values, deviations)
+
+
+def prediction_sample(scored: Scored, seed: int) -> dict[str, Any]:
+    """A fixed-seed sample of (label, prediction) pairs so a regression report can be plotted on its own."""
+    n = len(scored.labels)
+    rows = np.arange(n)
+    if n > MAX_PREDICTION_SAMPLE:
+        rows = np.sort(np.random.default_rng(seed).choice(n, size=MAX_PREDICTION_SAMPLE, replace=False))
+    return {
+        "item_count": n,
+        "labels": [float(value) for value in scored.labels[rows]],
+        "predictions": [float(value) for value in scored.scores[rows]],
+    }
+
+
+def build_report(
+    scored: Scored, predictor_type: str, rounds: int, seed: int, names: list[str] | None = None
+) -> dict[str, Any]:
+    """The whole evaluation.json document; ``names`` (the label values, in class order) name the classes."""
+    builders = {"binary_classifier": binary_report, "multiclass_classifier": multiclass_report}
+    metrics = builders.get(predictor_type, regression_report)(scored, rounds, seed, names)
+    gate_metric = GATE_METRICS[predictor_type]
+    report: dict[str, Any] = {
+        "version": 0.0,
+        "dataset": {"item_count": len(scored.labels), "file_count": scored.file_count},
+        # what "score" was: AUC and the curves rank by it; the other binary metrics use predicted_label
+        "score": {"kind": scored.score_kind},
+        METRICS_SECTIONS[predictor_type]: metrics,
+        "gate": {"metric": gate_metric, "value": metrics[gate_metric]["value"]},
+    }
+    if predictor_type == "regressor":
+        report["prediction_sample"] = prediction_sample(scored, seed)
+    else:
+        assert scored.predicted_labels is not None
+        classes = 2 if predictor_type == "binary_classifier" else scored.scores.shape[1]
+        matrix = confusion(scored.labels.astype(np.int64), scored.predicted_labels, classes)
+        report["class_names"] = [namer(names)(index) for index in range(classes)]
+        report["per_class_metrics"] = per_class_metrics(matrix, names)
+    return report
+
+
+def _json_safe(value: Any) -> Any:
+    """NaN becomes the string "NaN", as Model Monitor writes it; strict JSON otherwise."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return "NaN"
+    if isinstance(value, dict):
+        return {key: _json_safe(item) for key, item in value.items()}
+    if isinstance(value, list):
+        return [_json_safe(item) for item in value]
+    return value
+
+
+def write_report(report: dict[str, Any], output_dir: Path) -> Path:
+    """Writes ``evaluation.json`` under a temporary name, then renames it: readers never see a partial report."""
+    output_dir.mkdir(parents=True, exist_ok=True)
+    target = output_dir / REPORT_NAME
+    handle, temporary = tempfile.mkstemp(dir=output_dir, prefix=f".{REPORT_NAME}.", suffix=".tmp")
+    try:
+        with os.fdopen(handle, "w", encoding="utf-8") as stream:
+            json.dump(_json_safe(report), stream, indent=2, allow_nan=False)
+            stream.write("\n")
+        os.chmod(temporary, 0o644)  # mkstemp creates 0600; the report is meant to be read by others
+        os.replace(temporary, target)
+    except BaseException:
+        Path(temporary).unlink(missing_ok=True)
+        raise
+    return target

@@ -1,0 +1,151 @@
+"""Preprocess's command line: the arguments, parsed once into :class:`~preprocessing.settings.Settings`, and the
+exit status (a bad input is one line on stderr and in SageMaker's exit-message file, status 1)."""
+
+from __future__ import annotations
+
+import argparse
+from collections.abc import Sequence
+from pathlib import Path
+
+import preprocessing
+from containerlib import exit_message
+from containerlib.errors import InputError
+from containerlib.names import PREDICTOR_TYPES
+from preprocessing.job import preprocess
+from preprocessing.settings import MISSING_POLICIES, Settings, split_list
+
+
+def parse_feature_dim(text: str) -> int | None:
+    if text.strip().lower() == "auto":
+        return None
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected an integer or 'auto', got {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"feature dim must be positive, got {value}")
+    return value
+
+
+def _positive_int(text: str) -> int:
+    value = int(text)
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text}")
+    return value
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The job's arguments; paths default to SageMaker's container layout."""
+    parser = argparse.ArgumentParser(prog="preprocess.py", description=(preprocessing.__doc__ or "").split("\n\n")[0])
+    parser.add_argument(
+        "--input-dir",
+        type=Path,
+        default=Path("/opt/ml/processing/input/data"),
+        help="folder of CSV/Parquet input files (default: %(default)s)",
+    )
+    parser.add_argument(
+        "--input-source",
+        metavar="URI",
+        help="where --input-dir's files came from, e.g. the input's S3 prefix: messages name files by it "
+        "(s3://bucket/in/d.csv row 7), not by their path here",
+    )
+    parser.add_argument(
+        "--output-dir",
+        type=Path,
+        default=Path("/opt/ml/processing/output"),
+        help="root of the train/, validation/, test/ and summary/ sub-folders (default: %(default)s)",
+    )
+    exit_message.add_arguments(parser, "absent means a single host algo-1")
+    parser.add_argument(
+        "--schema",
+        type=Path,
+        help="the schema the client decided: a JSON file or a folder holding one (arguments given win over it)",
+    )
+    parser.add_argument("--label-column", required=True, help="name of the label column")
+    parser.add_argument("--predictor-type", required=True, choices=PREDICTOR_TYPES, help="Linear Learner's")
+    parser.add_argument("--feature-columns", help="comma-separated feature columns (default: all but label and id)")
+    parser.add_argument("--id-column", help="split by a hash of this column instead of the row content; not a feature")
+    parser.add_argument("--categorical-columns", help="comma-separated feature columns to feature-hash")
+    parser.add_argument(
+        "--hash-buckets", type=_positive_int, default=16, help="features per categorical column (default: %(default)s)"
+    )
+    parser.add_argument("--label-values", help="comma-separated label values mapped to 0, 1, ... in this order")
+    parser.add_argument("--num-classes", type=int, help="multiclass: labels must be below this")
+    parser.add_argument(
+        "--data-version",
+        default="",
+        help="the pipeline's DataVersion: recorded in the summary; on SageMaker it makes new data a new cache key",
+    )
+    parser.add_argument(
+        "--feature-dim",
+        type=parse_feature_dim,
+        default="auto",
+        metavar="N|auto",
+        help="fail unless the data has exactly N features (default: auto, any)",
+    )
+    parser.add_argument(
+        "--train-shards",
+        type=_positive_int,
+        default=1,
+        help="minimum number of train files overall; each host writes ceil(N / hosts) (default: %(default)s)",
+    )
+    parser.add_argument("--validation-fraction", type=float, default=0.15, help="(default: %(default)s)")
+    parser.add_argument("--test-fraction", type=float, default=0.15, help="(default: %(default)s)")
+    parser.add_argument("--seed", type=int, default=0, help="seeds the split hash and the shuffles (default: 0)")
+    parser.add_argument(
+        "--missing",
+        choices=MISSING_POLICIES,
+        default="error",
+        help="empty/NaN/inf values: fail, impute zero (features only), or drop the row (default: %(default)s)",
+    )
+    parser.add_argument(
+        "--chunk-rows", type=_positive_int, default=100_000, help="rows read at a time (default: %(default)s)"
+    )
+    parser.add_argument(
+        "--shuffle-memory-mb",
+        type=float,
+        default=512.0,
+        help="rows kept in memory before spilling to disk, and the largest block shuffled at once (default: 512)",
+    )
+    return parser
+
+
+def settings_from(args: argparse.Namespace) -> Settings:
+    """The parsed arguments as the job's settings (comma-separated lists split, empty optional values as absent)."""
+    return Settings(
+        label_column=args.label_column,
+        predictor_type=args.predictor_type,
+        input_dir=args.input_dir,
+        input_source=args.input_source,
+        output_dir=args.output_dir,
+        resource_config=args.resource_config,
+        exit_message_file=args.exit_message_file,
+        schema=args.schema,
+        feature_columns=split_list(args.feature_columns),
+        id_column=args.id_column or None,
+        categorical_columns=split_list(args.categorical_columns),
+        hash_buckets=args.hash_buckets,
+        label_values=split_list(args.label_values),
+        num_classes=args.num_classes,
+        data_version=args.data_version,
+        feature_dim=args.feature_dim,
+        train_shards=args.train_shards,
+        validation_fraction=args.validation_fraction,
+        test_fraction=args.test_fraction,
+        seed=args.seed,
+        missing=args.missing,
+        chunk_rows=args.chunk_rows,
+        shuffle_memory_mb=args.shuffle_memory_mb,
+    )
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        preprocess(settings_from(args))
+    except InputError as error:
+        return exit_message.report_input_error("preprocess", error, args)
+    except Exception as error:
+        exit_message.report_defect("preprocess", error, args)
+        raise
+    return 0

@@ -1,0 +1,168 @@
+"""One host's Preprocess run: settings in, this host's shards and summary part out (or nothing, on failure)."""
+
+from __future__ import annotations
+
+import json
+import math
+import time
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from containerlib.hosts import Host, read_resource_config
+from containerlib.names import SPLITS
+from containerlib.prefetch import prefetched
+from containerlib.tables.header import read_header
+from preprocessing import PreprocessError
+from preprocessing.conversion import convert_chunk, iter_chunks
+from preprocessing.hashing import SPLIT_CODES
+from preprocessing.inputs import InputNames, list_input_files, load_decided
+from preprocessing.labels import LabelSpec, make_label_spec
+from preprocessing.layout import Schema, resolve_schema
+from preprocessing.settings import Settings
+from preprocessing.shards import ShardBuffer, write_shards
+from preprocessing.stats import CategoryStats, SplitStats
+from preprocessing.summary import build_summary, merge_summaries
+from preprocessing.transaction import OutputTransaction
+
+PROGRESS_ROWS = 1_000_000  # a progress line each time this many more rows have been read
+
+
+def preprocess(settings: Settings) -> dict[str, Any]:
+    """Run the job for this host; returns its summary part. Raises an InputError (PreprocessError, or TableError
+    for a file that cannot be read as a table) on bad input."""
+    started = time.monotonic()
+    host = read_resource_config(settings.resource_config)
+    fractions = settings.fractions()
+    decided = load_decided(settings.schema)
+    if decided.get("predictor_type") not in (None, settings.predictor_type):
+        raise PreprocessError(
+            f"the schema was decided for {decided['predictor_type']} but --predictor-type is "
+            f"{settings.predictor_type}; infer the schema again (drop --param SchemaUrl)"
+        )
+    labels = make_label_spec(settings, decided)
+    names = InputNames(settings.input_dir, settings.input_source)
+    files = list_input_files(settings.input_dir, host, names(settings.input_dir))
+    schema = resolve_schema(settings, decided, names(files[0]), read_header(files[0], names(files[0])))
+    print(
+        f"[{host.name}] feature order from {schema.layout_source}: {len(schema.feature_columns)} column(s), "
+        f"categorical {list(schema.categorical_columns)}, label values {list(labels.values or []) or 'numeric'}",
+        flush=True,
+    )
+    if settings.feature_dim is not None and settings.feature_dim != schema.feature_dim:
+        raise PreprocessError(
+            f"the data has {schema.feature_dim} features ({len(schema.numeric_columns)} numeric + "
+            f"{len(schema.categorical_columns)} categorical x {schema.hash_buckets} buckets) but --feature-dim is "
+            f"{settings.feature_dim}; first file {names(files[0])}"
+        )
+    train_shards = math.ceil(settings.train_shards / host.count)
+    shard_counts = {"train": train_shards, "validation": 1, "test": 1}
+    transaction = OutputTransaction(settings.output_dir, host)
+    transaction.begin()
+    failed = True
+    try:
+        summary = _convert_all(settings, host, schema, labels, files, fractions, shard_counts, transaction, names)
+        failed = False
+    finally:
+        transaction.cleanup(failed)
+    rows = summary["rows"]
+    print(
+        f"[{host.name}] done in {time.monotonic() - started:.1f}s: {summary['rows_read']} rows read from "
+        f"{len(files)} file(s), {summary['rows_dropped']} dropped; train {rows['train']} rows in "
+        f"{len(summary['files']['train'])} file(s), validation {rows['validation']}, test {rows['test']}; "
+        f"feature_dim {schema.feature_dim}",
+        flush=True,
+    )
+    return summary
+
+
+def _convert_all(
+    settings: Settings,
+    host: Host,
+    schema: Schema,
+    labels: LabelSpec,
+    files: list[Path],
+    fractions: tuple[float, float, float],
+    shard_counts: dict[str, int],
+    transaction: OutputTransaction,
+    names: InputNames,
+) -> dict[str, Any]:
+    classification = labels.predictor_type != "regressor"
+    stats = {split: SplitStats() for split in SPLITS}
+    categories = {column: CategoryStats(schema.hash_buckets) for column in schema.categorical_columns}
+    rows_read = rows_dropped = 0
+    memory_bytes = settings.shuffle_memory_bytes
+    shards = ShardBuffer(transaction.work_dir, schema.feature_dim + 1, shard_counts, settings.seed, host, memory_bytes)
+    started = time.monotonic()
+    try:
+        for number, path in enumerate(files, start=1):
+            file_rows = 0
+            converting = (
+                convert_chunk(chunk, where, schema, labels, settings.missing, settings.seed, fractions)
+                for where, chunk in iter_chunks(path, schema, settings.chunk_rows, names(path))
+            )
+            for converted in prefetched(converting):  # converted on a thread of its own while this one deals
+                chunk_rows = len(converted.rows) + converted.dropped
+                rows_read += chunk_rows
+                file_rows += chunk_rows
+                if rows_read // PROGRESS_ROWS != (rows_read - chunk_rows) // PROGRESS_ROWS:
+                    rate = rows_read / max(time.monotonic() - started, 1e-9)
+                    print(
+                        f"[{host.name}] {rows_read:,} rows read ({rate:,.0f} rows/s), file {number}/{len(files)}",
+                        flush=True,
+                    )
+                rows_dropped += converted.dropped
+                for column, hashes in converted.category_hashes.items():
+                    categories[column].add(hashes)
+                for split, code in SPLIT_CODES.items():
+                    chosen = np.flatnonzero(converted.split == code)
+                    stats[split].add(converted.rows[chosen, -1], classification)
+                    shards.add(split, converted.rows, chosen)
+            print(f"[{host.name}] read file {number}/{len(files)} {names(path)} ({file_rows:,} rows)", flush=True)
+    finally:
+        shards.close()
+
+    kept = sum(stats[split].rows for split in SPLITS)
+    where = f"{len(files)} input file(s) of host {host.name}"
+    if rows_read == 0:
+        raise PreprocessError(f"no data rows in {where} (only headers)")
+    if kept == 0:
+        raise PreprocessError(f"all {rows_read} rows of {where} were dropped by --missing drop")
+    if stats["train"].rows < shard_counts["train"]:
+        raise PreprocessError(
+            f"the train split of {where} has {stats['train'].rows} rows, fewer than the {shard_counts['train']} "
+            f"train shards this host must write (--train-shards {settings.train_shards} over {host.count} host(s))"
+        )
+    if host.count == 1:
+        for split in ("validation", "test"):
+            fraction = fractions[SPLIT_CODES[split]]
+            if fraction > 0 and stats[split].rows == 0:
+                raise PreprocessError(f"the {split} split is empty ({kept} rows, --{split}-fraction {fraction})")
+
+    splits = [split for split in SPLITS if stats[split].rows]
+    built = write_shards(shards, splits, shard_counts, settings.seed, host, transaction.work_dir)
+    input_names = [path.relative_to(settings.input_dir).as_posix() for path in files]
+    for target, split in built:
+        stats[split].files.append(transaction.commit(target, split))
+    summary = build_summary(settings, host, schema, labels, stats, input_names, rows_read, rows_dropped, fractions)
+    summary["categorical_stats"] = {column: categories[column].summary() for column in schema.categorical_columns}
+    for column, seen in summary["categorical_stats"].items():
+        count = seen["values_in_shared_buckets"]
+        shared = f", {count} of them sharing a bucket" if count else ""
+        print(
+            f"[{host.name}] categorical {column!r}: {seen['distinct_values']}"
+            f"{'+' if seen['distinct_values_capped'] else ''} distinct value(s) in {seen['buckets_used']} of "
+            f"{schema.hash_buckets} buckets{shared}",
+            flush=True,
+        )
+    _write_json(transaction, f"summary-{host.name}.json", summary)
+    if host.count == 1:
+        _write_json(transaction, "summary.json", merge_summaries([summary]))
+    return summary
+
+
+def _write_json(transaction: OutputTransaction, name: str, content: dict[str, Any]) -> None:
+    built = transaction.work_dir / name
+    built.write_text(json.dumps(content, indent=2, sort_keys=True) + "\n")
+    transaction.commit(built, "summary")

@@ -1,0 +1,60 @@
+"""What one Preprocess run is asked to do, typed and built once from its command line (``command.py``)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from containerlib.exit_message import EXIT_MESSAGE_FILE
+from containerlib.hosts import RESOURCE_CONFIG
+from preprocessing import PreprocessError
+
+MISSING_POLICIES = ("error", "zero", "drop")
+
+
+@dataclass(frozen=True)
+class Settings:
+    """The job's arguments; lists are tuples, empty when not given (the decided schema may then decide them)."""
+
+    label_column: str
+    predictor_type: str
+    input_dir: Path = Path("/opt/ml/processing/input/data")
+    input_source: str | None = None  # the input's S3 URI: messages name files by it
+    output_dir: Path = Path("/opt/ml/processing/output")
+    resource_config: Path = Path(RESOURCE_CONFIG)
+    exit_message_file: Path = Path(EXIT_MESSAGE_FILE)
+    schema: Path | None = None  # the decided schema: a JSON file or a folder holding one
+    feature_columns: tuple[str, ...] = ()
+    id_column: str | None = None
+    categorical_columns: tuple[str, ...] = ()
+    hash_buckets: int = 16
+    label_values: tuple[str, ...] = ()
+    num_classes: int | None = None
+    data_version: str = ""
+    feature_dim: int | None = None  # None: any
+    train_shards: int = 1
+    validation_fraction: float = 0.15
+    test_fraction: float = 0.15
+    seed: int = 0
+    missing: str = "error"
+    chunk_rows: int = 100_000
+    shuffle_memory_mb: float = 512.0
+
+    def fractions(self) -> tuple[float, float, float]:
+        """(train, validation, test) shares; PreprocessError unless each is in [0, 1) and a train share is left."""
+        validation, test = self.validation_fraction, self.test_fraction
+        if not (0 <= validation < 1 and 0 <= test < 1 and validation + test < 1):
+            raise PreprocessError(
+                f"--validation-fraction {validation} and --test-fraction {test} must be in [0, 1) and leave a train "
+                "share"
+            )
+        return (1.0 - validation - test, validation, test)
+
+    @property
+    def shuffle_memory_bytes(self) -> int:
+        return max(1, int(self.shuffle_memory_mb * 1024 * 1024))
+
+
+def split_list(text: str | None) -> tuple[str, ...]:
+    """A comma-separated argument as its items, blanks dropped (``--param X=`` passes an empty one)."""
+    return tuple(item.strip() for item in text.split(",") if item.strip()) if text else ()

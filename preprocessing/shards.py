@@ -1,0 +1,155 @@
+"""This host's shards: rows dealt in a seeded random order to each split's shards, kept in memory or spilled to
+disk beyond a bound, then each shard shuffled and written as RecordIO-protobuf."""
+
+from __future__ import annotations
+
+import math
+import os
+from collections.abc import Callable, Iterator
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import BinaryIO
+
+import numpy as np
+
+from containerlib.hosts import Host
+from containerlib.names import SHARD_SUFFIX, SPLITS
+from containerlib.recordio import write_dense
+from preprocessing.hashing import SPLIT_CODES
+
+
+class ShardBuffer:
+    """This host's shards: each split's rows dealt in a seeded random order, round-robin, to its shards.
+
+    Rows stay in memory while they fit in ``memory_bytes``; beyond that everything goes to raw float32 spill files in
+    the work folder, so memory stays bounded whatever the size of the data set.
+    """
+
+    def __init__(self, work_dir: Path, width: int, shard_counts: dict[str, int], seed: int, host: Host, memory: int):
+        self.work_dir = work_dir
+        self.width = width  # features + label
+        self.memory_bytes = memory
+        self.shard_counts = shard_counts
+        self.rngs = {split: np.random.default_rng([seed, host.index, code]) for split, code in SPLIT_CODES.items()}
+        self.dealt = dict.fromkeys(SPLITS, 0)
+        self.pending: dict[tuple[str, int], list[np.ndarray]] = {
+            (split, shard): [] for split, count in shard_counts.items() for shard in range(count)
+        }
+        self.pending_bytes = 0
+        self.spill_files: dict[tuple[str, int], BinaryIO] | None = None  # set once rows no longer fit in memory
+
+    def spill_path(self, split: str, shard: int) -> Path:
+        return self.work_dir / f"spill-{split}-{shard:05d}.f32"
+
+    def add(self, split: str, rows: np.ndarray, chosen: np.ndarray) -> None:
+        """Deal ``rows[chosen]`` (features then label) in a random order to the split's shards."""
+        shuffled = chosen[self.rngs[split].permutation(len(chosen))]
+        count = self.shard_counts[split]
+        for shard in range(count):  # round-robin continued from the previous chunk: shards differ by one row at most
+            piece = rows[shuffled[(shard - self.dealt[split]) % count :: count]]
+            if self.spill_files is not None:
+                self.spill_files[split, shard].write(piece.data)
+            else:
+                self.pending[split, shard].append(piece)
+                self.pending_bytes += piece.nbytes
+        self.dealt[split] += len(chosen)
+        if self.spill_files is None and self.pending_bytes > self.memory_bytes:
+            self.spill_files = {key: open(self.spill_path(*key), "wb") for key in self.pending}  # noqa: SIM115
+            for key, pieces in self.pending.items():
+                for piece in pieces:
+                    self.spill_files[key].write(piece.data)
+                pieces.clear()
+            self.pending_bytes = 0
+
+    def close(self) -> None:
+        for handle in (self.spill_files or {}).values():
+            handle.close()
+
+    @property
+    def in_memory(self) -> bool:
+        return self.spill_files is None
+
+    def shuffled_in_memory(
+        self, split: str, shard: int, rng: np.random.Generator
+    ) -> tuple[Callable[[], np.ndarray], np.ndarray]:
+        """The shard's rows (gathered when called, so shards are built one at a time) and their shuffled order."""
+        pieces = self.pending.pop((split, shard))
+        order = rng.permutation(sum(len(piece) for piece in pieces))
+
+        def rows() -> np.ndarray:
+            gathered = np.concatenate(pieces) if pieces else np.empty((0, self.width), dtype=np.float32)
+            pieces.clear()
+            return gathered
+
+        return rows, order
+
+    def shuffled_spilled(self, split: str, shard: int, rng: np.random.Generator) -> Iterator[np.ndarray]:
+        """The spilled shard's rows in a uniformly random order, in blocks of at most about ``memory_bytes``.
+
+        Rows are dealt to random buckets on disk first; shuffling each bucket and concatenating the buckets is a
+        uniformly random permutation, like shuffling in memory.
+        """
+        spill = self.spill_path(split, shard)
+        buckets = max(1, math.ceil(spill.stat().st_size / self.memory_bytes))
+        paths = [spill] if buckets == 1 else self._deal_to_buckets(spill, buckets, rng)
+        for path in paths:
+            rows = np.fromfile(path, dtype=np.float32).reshape(-1, self.width)
+            path.unlink()
+            yield rows[rng.permutation(len(rows))]
+
+    def _deal_to_buckets(self, spill: Path, buckets: int, rng: np.random.Generator) -> list[Path]:
+        """Move a spill file's rows to ``buckets`` files, each row to a random one."""
+        paths = [self.work_dir / f"bucket-{index:05d}.f32" for index in range(buckets)]
+        handles = [open(path, "wb") for path in paths]  # noqa: SIM115
+        row_bytes = self.width * 4
+        try:
+            with open(spill, "rb") as source:
+                while block := source.read(max(1, self.memory_bytes // row_bytes) * row_bytes):
+                    rows = np.frombuffer(block, dtype=np.float32).reshape(-1, self.width)
+                    bucket_of_row = rng.integers(0, buckets, size=len(rows))
+                    for index, handle in enumerate(handles):
+                        handle.write(rows[bucket_of_row == index].data)
+        finally:
+            for handle in handles:
+                handle.close()
+        spill.unlink()
+        return paths
+
+
+WRITE_ROWS = 16_384  # rows gathered and encoded at a time while writing a shard (a few MB, kept in cache)
+
+
+def write_shards(
+    shards: ShardBuffer, splits: list[str], shard_counts: dict[str, int], seed: int, host: Host, work_dir: Path
+) -> list[tuple[Path, str]]:
+    """Shuffle each shard of the splits that have rows and write it as RecordIO-protobuf; returns (file, split) in
+    order. The shuffles are drawn in a fixed order; in memory, shards are then gathered and written by a few threads
+    (numpy's copies and file writes release the GIL), spilled ones one after another."""
+    built, writes = [], []
+    for split in splits:
+        rng = np.random.default_rng([seed, host.index, SPLIT_CODES[split], 1])
+        for shard in range(shard_counts[split]):
+            target = work_dir / f"{split}-{host.name}-{shard:05d}{SHARD_SUFFIX}"
+            built.append((target, split))
+            if shards.in_memory:
+                writes.append((target, *shards.shuffled_in_memory(split, shard, rng)))
+                continue
+            with open(target, "wb") as out:
+                for block in shards.shuffled_spilled(split, shard, rng):
+                    _write_rows(out, block)
+    with ThreadPoolExecutor(max_workers=min(4, os.cpu_count() or 1), thread_name_prefix="write") as pool:
+        for done in [pool.submit(_write_shard, *write) for write in writes]:
+            done.result()
+    return built
+
+
+def _write_shard(target: Path, rows: Callable[[], np.ndarray], order: np.ndarray) -> None:
+    with open(target, "wb") as out:
+        _write_rows(out, rows(), order)
+
+
+def _write_rows(out: BinaryIO, rows: np.ndarray, order: np.ndarray | None = None) -> None:
+    """``rows[order]`` (or ``rows``; features, then the label) as RecordIO-protobuf records, a batch at a time."""
+    for start in range(0, len(rows), WRITE_ROWS):
+        block = rows[start : start + WRITE_ROWS] if order is None else rows[order[start : start + WRITE_ROWS]]
+        write_dense(out, block[:, :-1], block[:, -1])
