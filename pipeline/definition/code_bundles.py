@@ -37,7 +37,7 @@ TABLES = (
 )
 PREPROCESS = _modules(
     "preprocessing", "command", "settings", "job", "inputs", "layout", "labels", "values", "conversion", "hashing",
-    "stats", "shards", "summary", "transaction",
+    "stats", "shards", "summary", "transaction", "baseline",
 )  # fmt: skip
 EVALUATE = _modules("evaluation", "command", "job", "metrics", "report", "gate", "champion", "linear_learner_model")
 DATAQUALITY = _modules(
