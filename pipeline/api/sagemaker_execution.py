@@ -31,6 +31,7 @@ STEP_TYPES = {
     "ProcessingJob": "Processing",
     "TrainingJob": "Training",
     "TransformJob": "Transform",
+    "QualityCheck": "QualityCheck",
     "Model": "Model",
     "RegisterModel": "RegisterModel",
     "Condition": "Condition",

@@ -71,7 +71,11 @@ class ProcessingJobs:
     region: str = "us-east-1"
 
     def __call__(self, job: Job) -> dict[str, Any]:
-        arguments = job.arguments
+        return self.run(job, job.arguments)
+
+    def run(self, job: Job, arguments: dict[str, Any], environment_image: str | None = None) -> dict[str, Any]:
+        """Run the processing job ``arguments`` describes; ``environment_image`` names the image whose environment
+        runs it when the request's own image is one the local backend stands in for (Model Monitor's analyzer)."""
         count = int(arguments["ProcessingResources"]["ClusterConfig"]["InstanceCount"])
         if count < 1:
             raise StepFailed(f"InstanceCount must be at least 1, got {count}")
@@ -83,7 +87,7 @@ class ProcessingJobs:
             )
         container_arguments = [str(argument) for argument in app.get("ContainerArguments") or []]
         variables = {str(k): str(v) for k, v in (arguments.get("Environment") or {}).items()}
-        environment = self._environment(job, str(app.get("ImageUri", "")))
+        environment = self._environment(job, environment_image or str(app.get("ImageUri", "")))
         sandbox = job.folder / "sandbox"
         shutil.rmtree(sandbox, ignore_errors=True)
         logs = job.folder / "logs"
@@ -205,7 +209,8 @@ class ProcessingJobs:
                             env={
                                 **without_aws(clean_variables(os.environ)),
                                 **environment.variables,
-                                **variables,
+                                # a path the container reads from its variables is in its sandbox too
+                                **{name: remap(value, root) for name, value in variables.items()},
                                 "PYTHONUNBUFFERED": "1",
                                 "PYTHONNOUSERSITE": "1",  # the container has no user site-packages
                             },
