@@ -105,7 +105,10 @@ class QualityCheckJobs:
             job.note(f"data-quality check skipped{why}: this run's baseline was calculated and {kept}")
             return properties
         properties["ViolationReport"] = f"{output}/{VIOLATIONS}"
+        # local only: which baseline the check compared with (the SageMaker step says it through its input)
         properties["BaselineCheckedAgainst"] = checked.source
+        properties["CheckedBaselineStatistics"] = checked.statistics
+        properties["CheckedBaselineConstraints"] = checked.constraints
         violations = self._violations(properties["ViolationReport"])
         if violations and _flag(fields.get("FailOnViolation", True)):
             found = "; ".join(
