@@ -4,10 +4,9 @@ As the service does before the job, the step resolves the baseline to check agai
 ``SuppliedBaselineStatistics`` / ``SuppliedBaselineConstraints`` (an empty string supplies none), else the
 ``DriftCheckBaselines.ModelDataQuality`` of the group's newest approved version in the local registry; with
 ``SkipCheck`` false there must be one. The job is the step's request plus what the service adds: the baseline files
-as inputs and their paths in ``baseline_constraints`` / ``baseline_statistics``. Model Monitor's analyzer image is
-stood in for by this repository's ``dataquality`` bundle (``analyze.py`` from a ``code`` input, written to the local
-S3 folder as the other bundles are), run in the scikit-learn image's environment; ``processing-request.json`` in the
-step's folder is the request that ran.
+as inputs and their paths in ``baseline_constraints`` / ``baseline_statistics``; Model Monitor's analyzer image is
+stood in for by this repository's ``dataquality`` bundle (``pipeline.local.jobs.analyzer``).
+``processing-request.json`` in the step's folder is the request that ran.
 
 Properties, as ListPipelineExecutionSteps' ``QualityCheck`` metadata: ``CalculatedBaselineStatistics`` /
 ``Constraints`` (the job's files), ``BaselineUsedForDriftCheckStatistics`` / ``Constraints`` (the calculated ones with
@@ -18,30 +17,26 @@ fails the step naming every feature and check; its properties stay, so the execu
 
 from __future__ import annotations
 
-import copy
-import json
 from dataclasses import dataclass
-from pathlib import Path, PurePosixPath
+from pathlib import Path
 from typing import Any
 
 from pipeline.core.errors import one_line
-from pipeline.core.images import DEFAULT_PROCESSING_IMAGE
-from pipeline.core.names import EXIT_MESSAGE_FILE, RESOURCE_CONFIG
 from pipeline.local.executions import write_json_atomically
+from pipeline.local.jobs.analyzer import (
+    CONSTRAINTS,
+    STAND_IN_ENVIRONMENT,
+    STATISTICS,
+    VIOLATIONS,
+    output_uri,
+    read_violations,
+    stand_in_request,
+)
 from pipeline.local.jobs.contract import Job, StepFailed
 from pipeline.local.jobs.processing import ProcessingJobs
 from pipeline.local.s3 import LocalS3, split_uri
 
 DATA_QUALITY = "DATA_QUALITY"
-CODE_DIR = "/opt/ml/processing/input/code"
-BASELINE_DIRS = {
-    "Constraints": "/opt/ml/processing/baseline/constraints",
-    "Statistics": "/opt/ml/processing/baseline/stats",
-}
-BASELINE_VARIABLES = {"Constraints": "baseline_constraints", "Statistics": "baseline_statistics"}
-VIOLATIONS = "constraint_violations.json"
-# the interpreter Model Monitor's analyzer stands in with: the scikit-learn image's (Python 3.9, numpy, pandas)
-STAND_IN_ENVIRONMENT = f"local/{DEFAULT_PROCESSING_IMAGE.repository}:{DEFAULT_PROCESSING_IMAGE.version}"
 
 
 @dataclass(frozen=True)
@@ -79,14 +74,16 @@ class QualityCheckJobs:
                 "RegisterNewDataQualityBaseline=true to calculate one (llpipe run does so by itself on a first run)"
             )
         checked = None if skip else baseline
-        request = self._request(job, checked)
+        bucket, _ = split_uri(output_uri(job.arguments))
+        files = {"Statistics": checked.statistics, "Constraints": checked.constraints} if checked else None
+        request = stand_in_request(self.s3, job.arguments, f"s3://{bucket}/{job.pipeline_name}", files)
         write_json_atomically(job.folder / "processing-request.json", request)
         try:
             described = self.processing.run(job, request, environment_image=STAND_IN_ENVIRONMENT)
         except StepFailed as error:
             raise StepFailed(f"data-quality analysis failed: {error}", error.properties) from None
-        output = request["ProcessingOutputConfig"]["Outputs"][0]["S3Output"]["S3Uri"].rstrip("/")
-        calculated = Baseline(f"{output}/statistics.json", f"{output}/constraints.json", "calculated")
+        output = output_uri(request)
+        calculated = Baseline(f"{output}/{STATISTICS}", f"{output}/{CONSTRAINTS}", "calculated")
         used = calculated if register_new or baseline is None else baseline
         properties: dict[str, Any] = {
             "CheckType": DATA_QUALITY,
@@ -109,7 +106,7 @@ class QualityCheckJobs:
         properties["BaselineCheckedAgainst"] = checked.source
         properties["CheckedBaselineStatistics"] = checked.statistics
         properties["CheckedBaselineConstraints"] = checked.constraints
-        violations = self._violations(properties["ViolationReport"])
+        violations = read_violations(self.s3, properties["ViolationReport"])
         if violations and _flag(fields.get("FailOnViolation", True)):
             found = "; ".join(
                 f"{item['constraint_check_type']} on {item['feature_name']!r} ({one_line(item['description'])})"
@@ -146,51 +143,7 @@ class QualityCheckJobs:
                 raise StepFailed(f"model package {package.arn}: its baseline {uri} is not in the local S3 folder")
         return Baseline(uris["Statistics"], uris["Constraints"], package.arn)
 
-    def _request(self, job: Job, baseline: Baseline | None) -> dict[str, Any]:
-        """The step's processing request with what the service adds, and the stand-in's code and command."""
-        from pipeline.definition.code_bundles import repository_bundle
-
-        request = copy.deepcopy(job.arguments)
-        outputs = (request.get("ProcessingOutputConfig") or {}).get("Outputs") or []
-        if len(outputs) != 1 or "S3Output" not in outputs[0]:
-            raise StepFailed("a QualityCheck step's request needs exactly one S3 output")
-        bucket, _ = split_uri(outputs[0]["S3Output"]["S3Uri"])
-        bundle, pipeline_prefix = repository_bundle("dataquality"), f"s3://{bucket}/{job.pipeline_name}"
-        code = bundle.s3_prefix(pipeline_prefix)
-        for uri, body in bundle.uploads(pipeline_prefix).items():
-            if not self.s3.path(uri).is_file():
-                self.s3.put_bytes(uri, body)
-        inputs = list(request.get("ProcessingInputs") or [])
-        inputs.append(_input("code", code, CODE_DIR))
-        environment = dict(request.get("Environment") or {})
-        if baseline is not None:
-            for kind, uri in (("Constraints", baseline.constraints), ("Statistics", baseline.statistics)):
-                inputs.append(_input(f"baseline_{kind.lower()}", uri, BASELINE_DIRS[kind]))
-                environment[BASELINE_VARIABLES[kind]] = f"{BASELINE_DIRS[kind]}/{PurePosixPath(uri).name}"
-        request["ProcessingInputs"] = inputs
-        request["Environment"] = environment
-        request["AppSpecification"] = {
-            **request.get("AppSpecification", {}),
-            "ContainerEntrypoint": ["python3", f"{CODE_DIR}/{bundle.entry_point}"],
-            "ContainerArguments": ["--resource-config", RESOURCE_CONFIG, "--exit-message-file", EXIT_MESSAGE_FILE],
-        }
-        return request
-
-    def _violations(self, uri: str) -> list[dict[str, str]]:
-        path = self.s3.path(uri)
-        try:
-            return list(json.loads(path.read_text())["violations"])
-        except (OSError, ValueError, KeyError, TypeError) as error:
-            raise StepFailed(f"the analyzer wrote no readable {VIOLATIONS} at {uri} ({error})") from None
-
 
 def _flag(value: Any) -> bool:
     """A Boolean field as resolved (a parameter's value may arrive as its text)."""
     return value is True or str(value).lower() == "true"
-
-
-def _input(name: str, uri: str, local_path: str) -> dict[str, Any]:
-    return {
-        "InputName": name,
-        "S3Input": {"S3Uri": uri, "LocalPath": local_path, "S3DataType": "S3Prefix", "S3InputMode": "File"},
-    }
