@@ -89,7 +89,7 @@ class BaselineSample:
                 continue
             finite = np.isfinite(values)
             if self._integers[column] and np.all(values[finite] == np.round(values[finite])):
-                columns[column] = pa.array(values.astype(np.int64), mask=~finite)
+                columns[column] = pa.array(np.where(finite, values, 0).astype(np.int64), mask=~finite)
                 continue
             text = pc.cast(pa.array(values.astype(np.float32), mask=~finite), pa.string())
             whole = pc.match_substring_regex(text, r"^-?\d+$")

@@ -209,6 +209,13 @@ STEP_ACTIONS = {
     "Transform": {"sagemaker:CreateTransformJob", "sagemaker:DescribeTransformJob", "sagemaker:StopTransformJob"},
     "Model": {"sagemaker:CreateModel", "sagemaker:DescribeModel"},
     "RegisterModel": {"sagemaker:CreateModelPackage", "sagemaker:DescribeModelPackage"},
+    # the analyzer's processing job; the approved version's baseline is looked up as the pipeline role
+    "QualityCheck": {
+        "sagemaker:CreateProcessingJob",
+        "sagemaker:DescribeProcessingJob",
+        "sagemaker:ListModelPackages",
+        "sagemaker:DescribeModelPackage",
+    },
 }
 
 

@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 import drift_table
+import pytest
 from rich.console import Console
 
 from pipeline import cli
@@ -36,7 +37,7 @@ def read(run: LocalRun, uri: str) -> Any:
 
 
 def test_a_broken_feed_fails_the_check_and_registers_nothing_an_unchanged_one_passes(
-    tmp_path: Path, image_environment: Any
+    tmp_path: Path, image_environment: Any, capsys: pytest.CaptureFixture[str]
 ) -> None:
     workdir = Workdir(tmp_path / "work")
     run = build_local_run(load_config(env={}), workdir)

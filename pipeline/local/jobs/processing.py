@@ -1,13 +1,13 @@
 """A local processing job with SageMaker's container contract, one subprocess per instance.
 
 Each instance gets a sandbox standing in for the container's file system: ``/opt/ml/...`` in the entrypoint, the
-arguments and the inputs' and outputs' ``LocalPath`` is ``<sandbox>/algo-N/opt/ml/...``; the inputs are the
-instance's share of each S3 prefix (``ShardedByS3Key`` or ``FullyReplicated``), including the ``code`` input the
-entrypoint runs from; ``/opt/ml/config/resourceconfig.json`` names the host and its peers. Python entrypoints run
-in the image's environment (``pipeline.local.environments``: its Python and library pins, built once and cached), from
-the sandbox root as the container runs them from ``/``, with the image's variables and none of this process's
-``PYTHONPATH``: only the code bundle is importable, as in the container. ``environment.json`` in the step's folder
-says what ran. The outputs are uploaded to the local S3 folder only when every instance succeeded.
+arguments, the environment variables and the inputs' and outputs' ``LocalPath`` is ``<sandbox>/algo-N/opt/ml/...``;
+the inputs are the instance's share of each S3 prefix (``ShardedByS3Key`` or ``FullyReplicated``), including the
+``code`` input the entrypoint runs from; ``/opt/ml/config/resourceconfig.json`` names the host and its peers. Python
+entrypoints run in the image's environment (``pipeline.local.environments``: its Python and library pins, built once
+and cached), from the sandbox root as the container runs them from ``/``, with the image's variables and none of this
+process's ``PYTHONPATH``: only the code bundle is importable, as in the container. ``environment.json`` in the step's
+folder says what ran. The outputs are uploaded to the local S3 folder only when every instance succeeded.
 
 As on SageMaker, an instance can say why it failed in ``/opt/ml/output/message`` (its sandbox's): the files make the
 job's ``ExitMessage`` (:func:`exit_message`), kept in the step's properties, and the failure reason shows it.
