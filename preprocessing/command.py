@@ -11,6 +11,7 @@ import preprocessing
 from containerlib import exit_message
 from containerlib.errors import InputError
 from containerlib.names import PREDICTOR_TYPES
+from preprocessing.baseline import DEFAULT_BASELINE_ROWS
 from preprocessing.job import preprocess
 from preprocessing.settings import MISSING_POLICIES, Settings, split_list
 
@@ -107,6 +108,13 @@ def build_parser() -> argparse.ArgumentParser:
         default=512.0,
         help="rows kept in memory before spilling to disk, and the largest block shuffled at once (default: 512)",
     )
+    parser.add_argument(
+        "--baseline-rows",
+        type=int,
+        default=DEFAULT_BASELINE_ROWS,
+        help="raw feature rows sampled (over all hosts) into baseline/ for the data-quality check; 0: none "
+        "(default: %(default)s)",
+    )
     return parser
 
 
@@ -136,6 +144,7 @@ def settings_from(args: argparse.Namespace) -> Settings:
         missing=args.missing,
         chunk_rows=args.chunk_rows,
         shuffle_memory_mb=args.shuffle_memory_mb,
+        baseline_rows=args.baseline_rows,
     )
 
 

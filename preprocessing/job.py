@@ -15,6 +15,7 @@ from containerlib.names import SPLITS
 from containerlib.prefetch import prefetched
 from containerlib.tables.header import read_header
 from preprocessing import PreprocessError
+from preprocessing.baseline import BASELINE, BaselineSample
 from preprocessing.conversion import convert_chunk, iter_chunks
 from preprocessing.hashing import SPLIT_CODES
 from preprocessing.inputs import InputNames, list_input_files, load_decided
@@ -94,14 +95,19 @@ def _convert_all(
     rows_read = rows_dropped = 0
     memory_bytes = settings.shuffle_memory_bytes
     shards = ShardBuffer(transaction.work_dir, schema.feature_dim + 1, shard_counts, settings.seed, host, memory_bytes)
+    baseline = BaselineSample(schema, settings.baseline_rows, settings.seed, host)
     started = time.monotonic()
+
+    def converted_chunks(path: Path) -> Any:  # on the prefetch thread: the sample sees each raw chunk converted
+        for where, chunk in iter_chunks(path, schema, settings.chunk_rows, names(path)):
+            converted = convert_chunk(chunk, where, schema, labels, settings.missing, settings.seed, fractions)
+            baseline.add(chunk)
+            yield converted
+
     try:
         for number, path in enumerate(files, start=1):
             file_rows = 0
-            converting = (
-                convert_chunk(chunk, where, schema, labels, settings.missing, settings.seed, fractions)
-                for where, chunk in iter_chunks(path, schema, settings.chunk_rows, names(path))
-            )
+            converting = converted_chunks(path)
             for converted in prefetched(converting):  # converted on a thread of its own while this one deals
                 chunk_rows = len(converted.rows) + converted.dropped
                 rows_read += chunk_rows
@@ -145,6 +151,9 @@ def _convert_all(
     input_names = [path.relative_to(settings.input_dir).as_posix() for path in files]
     for target, split in built:
         stats[split].files.append(transaction.commit(target, split))
+    sample = transaction.work_dir / f"{BASELINE}-{host.name}.csv"
+    if baseline.write(sample):
+        transaction.commit(sample, BASELINE)
     summary = build_summary(settings, host, schema, labels, stats, input_names, rows_read, rows_dropped, fractions)
     summary["categorical_stats"] = {column: categories[column].summary() for column in schema.categorical_columns}
     for column, seen in summary["categorical_stats"].items():

@@ -9,6 +9,7 @@ from pathlib import Path
 from containerlib.hosts import Host
 from containerlib.names import SPLITS
 from preprocessing import PreprocessError
+from preprocessing.baseline import BASELINE
 
 
 class OutputTransaction:
@@ -21,7 +22,7 @@ class OutputTransaction:
         self.committed: list[Path] = []
 
     def begin(self) -> None:
-        for sub in (*SPLITS, "summary"):
+        for sub in (*SPLITS, "summary", BASELINE):
             folder = self.output_dir / sub
             folder.mkdir(parents=True, exist_ok=True)
             clash = sorted(p.name for p in folder.glob(f"*-{self.host.name}[-.]*"))

@@ -38,14 +38,18 @@ class Container:
     def variables(self) -> dict[str, str]:
         return {**clean_variables(os.environ), **self.environment.variables, "PYTHONNOUSERSITE": "1"}
 
-    def run(self, name: str, *args: str | Path, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
+    def run(
+        self, name: str, *args: str | Path, cwd: Path | None = None, env: dict[str, str] | None = None
+    ) -> subprocess.CompletedProcess[str]:
+        """Run the bundle ``name`` with ``args``, ``env`` added to the image's variables (the analyzer reads its
+        settings from the environment)."""
         return subprocess.run(
             self.command(name, *args),
             capture_output=True,
             text=True,
             timeout=300,
             check=False,
-            env=self.variables(),
+            env={**self.variables(), **(env or {})},
             cwd=cwd or self.code_root,
         )
 

@@ -74,7 +74,7 @@ def source_copy(tmp_path: Path) -> Path:
     """What the build needs of the checkout (package sources, the test it runs, pyproject), so artifacts land in tmp."""
     workdir = tmp_path / "src"
     ignore = shutil.ignore_patterns("__pycache__", "*.egg-info", ".llpipe", "*.tmp")
-    for folder in ("pipeline", "preprocessing", "evaluation", "containerlib"):
+    for folder in ("pipeline", "preprocessing", "evaluation", "dataquality", "containerlib"):
         shutil.copytree(REPOSITORY / folder, workdir / folder, ignore=ignore)
     (workdir / "tests").mkdir()
     shutil.copy2(REPOSITORY / "tests" / "test_config.py", workdir / "tests" / "test_config.py")
@@ -209,6 +209,13 @@ STEP_ACTIONS = {
     "Transform": {"sagemaker:CreateTransformJob", "sagemaker:DescribeTransformJob", "sagemaker:StopTransformJob"},
     "Model": {"sagemaker:CreateModel", "sagemaker:DescribeModel"},
     "RegisterModel": {"sagemaker:CreateModelPackage", "sagemaker:DescribeModelPackage"},
+    # the analyzer's processing job; the approved version's baseline is looked up as the pipeline role
+    "QualityCheck": {
+        "sagemaker:CreateProcessingJob",
+        "sagemaker:DescribeProcessingJob",
+        "sagemaker:ListModelPackages",
+        "sagemaker:DescribeModelPackage",
+    },
 }
 
 

@@ -34,6 +34,7 @@ OPERATION_BY_STEP_TYPE = {
     "Transform": "CreateTransformJob",
     "RegisterModel": "CreateModelPackage",
     "Tuning": "CreateHyperParameterTuningJob",
+    "QualityCheck": "CreateProcessingJob",  # the analyzer's processing job
 }
 # the job name SageMaker generates when the definition leaves it out
 GENERATED_NAME = {"CreateTrainingJob": "TrainingJobName", "CreateModelPackage": None}
@@ -171,6 +172,8 @@ def resolve(value: Any, defaults: dict[str, Any]) -> Any:
             return "s3://placeholder-bucket/train/output/model.tar.gz"
         if path.endswith(("S3Uri", "S3OutputPath")):
             return "s3://placeholder-bucket/placeholder/prefix"
+        if path.endswith(("Statistics", "Constraints")):  # a QualityCheck step's baseline files
+            return f"s3://placeholder-bucket/dataquality/{path.rsplit('Baseline', 1)[-1].lower()}.json"
         raise AssertionError(f"no placeholder for {path}")
     if set(value) == {"Std:Join"}:
         parts = resolve(value["Std:Join"]["Values"], defaults)
@@ -185,7 +188,9 @@ def sagemaker_model() -> Any:
     return botocore.session.get_session().get_service_model("sagemaker")
 
 
-@pytest.mark.parametrize("step_name", ["Preprocess", "Train", "CreateModel", "Transform", "Evaluate", "Register"])
+@pytest.mark.parametrize(
+    "step_name", ["Preprocess", "DataQuality", "Train", "CreateModel", "Transform", "Evaluate", "Register"]
+)
 def test_step_arguments_validate_against_botocore(
     definition: dict[str, Any], secure_definition: dict[str, Any], sagemaker_model: Any, step_name: str
 ) -> None:
@@ -247,6 +252,10 @@ def test_steps_and_parameters_are_named_as_documented(definition: dict[str, Any]
         "MetricThreshold",
         "ChampionTolerance",
         "ModelApprovalStatus",
+        "SkipDataQualityCheck",
+        "RegisterNewDataQualityBaseline",
+        "DataQualitySuppliedStatistics",
+        "DataQualitySuppliedConstraints",
     }
     assert all("DefaultValue" in p for p in parameters.values()), "scheduled runs need every default"
     assert parameters["TrainingInstanceCount"]["DefaultValue"] == 2
@@ -266,7 +275,7 @@ def test_steps_and_parameters_are_named_as_documented(definition: dict[str, Any]
     assert parameters["ChampionTolerance"] == {"Name": "ChampionTolerance", "Type": "Float", "DefaultValue": 0.0}
 
 
-def test_preprocess_shards_its_input_and_writes_four_outputs_per_execution(definition: dict[str, Any]) -> None:
+def test_preprocess_shards_its_input_and_writes_five_outputs_per_execution(definition: dict[str, Any]) -> None:
     args = all_steps(definition)["Preprocess"]["Arguments"]
     inputs = {i["InputName"]: i["S3Input"] for i in args["ProcessingInputs"]}
     assert inputs["data"]["S3DataDistributionType"] == "ShardedByS3Key"
@@ -282,7 +291,7 @@ def test_preprocess_shards_its_input_and_writes_four_outputs_per_execution(defin
             "S3UploadMode": "EndOfJob",
             "S3Uri": f"s3://llpipe-local/linear-learner-pipeline/{EXECUTION_ID}/preprocess/{name}",
         }
-        for name in ("train", "validation", "test", "summary")
+        for name in ("train", "validation", "test", "summary", "baseline")
     }
     assert resolve(args["AppSpecification"], defaults)["ContainerArguments"] == [
         "--input-dir",
@@ -465,6 +474,71 @@ def test_evaluate_compares_with_the_champion_of_the_registered_group(definition:
     }
 
 
+def test_data_quality_checks_preprocess_raw_baseline_rows_before_training(definition: dict[str, Any]) -> None:
+    """SDK v3 QualityCheckStep: Model Monitor's analyzer on Preprocess's baseline output (raw feature columns, CSV
+    with a header), the two switches and the supplied baselines as parameters, the group's approved baseline."""
+    steps = all_steps(definition)
+    step = steps["DataQuality"]
+    assert {key: value for key, value in step.items() if key != "Arguments"} == {
+        "Name": "DataQuality",
+        "Type": "QualityCheck",
+        "CheckType": "DATA_QUALITY",
+        "ModelPackageGroupName": "linear-learner-models",
+        "SkipCheck": {"Get": "Parameters.SkipDataQualityCheck"},
+        "FailOnViolation": True,
+        "RegisterNewBaseline": {"Get": "Parameters.RegisterNewDataQualityBaseline"},
+        "SuppliedBaselineStatistics": {"Get": "Parameters.DataQualitySuppliedStatistics"},
+        "SuppliedBaselineConstraints": {"Get": "Parameters.DataQualitySuppliedConstraints"},
+    }
+    args = step["Arguments"]
+    assert args["AppSpecification"] == {
+        "ImageUri": "156813124566.dkr.ecr.us-east-1.amazonaws.com/sagemaker-model-monitor-analyzer"
+    }
+    assert args["Environment"] == {
+        "dataset_format": '{"csv": {"header": true, "output_columns_position": "START"}}',
+        "dataset_source": "/opt/ml/processing/input/baseline_dataset_input",
+        "output_path": "/opt/ml/processing/output",
+        "publish_cloudwatch_metrics": "Disabled",
+    }
+    (dataset,) = args["ProcessingInputs"]
+    assert dataset["S3Input"]["S3Uri"] == {
+        "Get": "Steps.Preprocess.ProcessingOutputConfig.Outputs['baseline'].S3Output.S3Uri"
+    }
+    defaults = {p["Name"]: p["DefaultValue"] for p in definition["Parameters"]}
+    (output,) = resolve(args["ProcessingOutputConfig"]["Outputs"], defaults)
+    assert output["S3Output"]["S3Uri"] == f"s3://llpipe-local/linear-learner-pipeline/{EXECUTION_ID}/dataquality"
+    parameters = {p["Name"]: p for p in definition["Parameters"]}
+    assert parameters["SkipDataQualityCheck"] == {
+        "Name": "SkipDataQualityCheck",
+        "Type": "Boolean",
+        "DefaultValue": False,
+    }
+    assert parameters["RegisterNewDataQualityBaseline"]["DefaultValue"] is False
+    assert parameters["DataQualitySuppliedStatistics"]["DefaultValue"] == ""
+    assert steps["Train"]["DependsOn"] == ["DataQuality"]  # a feed failing the check is never trained on
+
+
+def test_register_carries_the_data_quality_baselines_and_the_report(definition: dict[str, Any]) -> None:
+    """ModelMetrics: this run's baseline and Evaluate's report; DriftCheckBaselines: the baseline the check used
+    (AWS's drift-detection sample's wiring)."""
+    args = all_steps(definition)["Register"]["Arguments"]
+
+    def source(prop: str) -> dict[str, Any]:
+        return {"ContentType": "application/json", "S3Uri": {"Get": f"Steps.DataQuality.{prop}"}}
+
+    assert args["ModelMetrics"]["ModelDataQuality"] == {
+        "Statistics": source("CalculatedBaselineStatistics"),
+        "Constraints": source("CalculatedBaselineConstraints"),
+    }
+    assert args["ModelMetrics"]["ModelQuality"]["Statistics"]["S3Uri"]["Std:Join"]["Values"][1] == "evaluation.json"
+    assert args["DriftCheckBaselines"] == {
+        "ModelDataQuality": {
+            "Statistics": source("BaselineUsedForDriftCheckStatistics"),
+            "Constraints": source("BaselineUsedForDriftCheckConstraints"),
+        }
+    }
+
+
 def test_quality_gate_registers_or_fails_with_metric_value_and_threshold(definition: dict[str, Any]) -> None:
     gate = all_steps(definition)["QualityGate"]["Arguments"]
     report = {"Get": "Steps.Evaluate.PropertyFiles.EvaluationReport"}
@@ -551,7 +625,8 @@ def test_security_options_reach_every_job(secure_definition: dict[str, Any]) -> 
     assert steps["Preprocess"]["Arguments"]["NetworkConfig"]["EnableNetworkIsolation"] is True
     # Evaluate calls the registry and S3: an isolated container reaches no API, VPC endpoints serve it instead
     assert steps["Evaluate"]["Arguments"]["NetworkConfig"]["EnableNetworkIsolation"] is False
-    for name in ("Preprocess", "Evaluate"):
+    assert steps["DataQuality"]["Arguments"]["NetworkConfig"]["EnableNetworkIsolation"] is True  # reads S3 only
+    for name in ("Preprocess", "Evaluate", "DataQuality"):
         args = steps[name]["Arguments"]
         assert args["NetworkConfig"]["EnableInterContainerTrafficEncryption"] is True
         assert args["ProcessingOutputConfig"]["KmsKeyId"] == key

@@ -85,7 +85,7 @@ def test_binary_with_three_training_instances_registers_then_hits_the_cache_then
     )
 
     compute = {cost["step"]: cost for cost in summarise(LocalExecution(record, run.s3), render_plots=False)["compute"]}
-    assert set(compute) == {"Preprocess", "Train", "Transform", "Evaluate"}
+    assert set(compute) == {"Preprocess", "DataQuality", "Train", "Transform", "Evaluate"}
     train = record.steps["Train"]
     wall = (datetime.fromisoformat(train.end_time) - datetime.fromisoformat(train.start_time)).total_seconds()
     assert (compute["Train"]["instance_type"], compute["Train"]["instance_count"]) == ("ml.m5.xlarge", 3)
@@ -100,7 +100,8 @@ def test_binary_with_three_training_instances_registers_then_hits_the_cache_then
         cost["step"]: cost["instance_seconds"]
         for cost in summarise(LocalExecution(again, run.s3), render_plots=False)["compute"]
     }
-    assert costs.pop("Evaluate") > 0 and set(costs.values()) == {0}
+    # never cached: Evaluate (the champion) and DataQuality (the approved baseline) read the registry
+    assert costs.pop("Evaluate") > 0 and costs.pop("DataQuality") > 0 and set(costs.values()) == {0}
     assert [p.version for p in registered(tmp_path)] == [1, 2]
 
     # Inject a failure into one training instance: corrupt the train shard that ShardedByS3Key deals to algo-2,

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import gzip
+import io
 import json
 import re
 import shutil
@@ -258,8 +259,7 @@ def test_multiclass_and_regression_labels(tmp_path: Path, container: Container) 
     assert main(list(map(str, again))) == 0
     first = {p.relative_to(tmp_path / "iris-out"): p.read_bytes() for p in (tmp_path / "iris-out").rglob("*.*")}
     second = {p.relative_to(tmp_path / "iris-again"): p.read_bytes() for p in (tmp_path / "iris-again").rglob("*.*")}
-    assert first == second and len(first) == 5
-
+    assert first == second and len(first) == 6  # 3 splits, 2 summaries, the data-quality baseline
     diabetes = load_diabetes(as_frame=True).frame
     (tmp_path / "diabetes").mkdir()
     diabetes.to_parquet(tmp_path / "diabetes" / "diabetes.parquet", index=False)
@@ -596,3 +596,48 @@ def test_a_failed_host_removes_the_files_it_already_moved_into_place(tmp_path: P
     (tmp_path / "out" / "test" / "test-algo-2-00000.pbr").write_bytes(b"old")
     with pytest.raises(PreprocessError, match="already holds output of host algo-2"):
         OutputTransaction(tmp_path / "out", host).begin()
+
+
+def test_the_baseline_sample_is_raw_feature_rows_split_over_hosts(tmp_path: Path, container: Container) -> None:
+    """baseline/: each host's share of --baseline-rows raw rows (features in the schema's order, no label or id),
+    values as read (integers stay integers, floats keep a fraction, text stays text, missing stays missing)."""
+    rng = np.random.default_rng(3)
+    frame = pd.DataFrame(
+        {
+            "label": rng.integers(0, 2, 900),
+            "count": rng.integers(0, 50, 900),
+            "ratio": np.round(rng.normal(size=900), 3),
+            "city": rng.choice(["Paris", "Lyon", "Nice"], 900),
+            "key": [f"k{i}" for i in range(900)],
+        }
+    )
+    frame.loc[3, "ratio"], frame.loc[4, "ratio"], frame.loc[5, "city"] = np.nan, 2.0, None
+    names = write_parts(frame, tmp_path / "in")
+    args = [
+        "--label-column", "label", "--predictor-type", "binary_classifier", "--categorical-columns", "city",
+        "--id-column", "key", "--missing", "zero", "--feature-columns", "ratio,city,count", "--baseline-rows", "500",
+    ]  # fmt: skip
+    parts = []
+    for index, host in enumerate(HOSTS[:2]):
+        share = tmp_path / f"in-{host}"
+        share.mkdir()
+        for name in objects_for_instance(names, "ShardedByS3Key", index, 2):
+            shutil.copy(tmp_path / "in" / name, share / name)
+        config = write_resource_config(tmp_path / f"{host}.json", host, HOSTS[:2])
+        result = run_job(
+            container, "--input-dir", share, "--output-dir", tmp_path / "out", "--resource-config", config, *args
+        )
+        assert result.returncode == 0, result.stderr
+        parts.append((tmp_path / "out" / "baseline" / f"baseline-{host}.csv").read_text())
+    samples = [pd.read_csv(io.StringIO(text), dtype=str, keep_default_na=False) for text in parts]
+    assert [list(sample.columns) for sample in samples] == [["ratio", "city", "count"]] * 2
+    assert [len(sample) for sample in samples] == [250, 250]
+    sample = pd.concat(samples)
+    assert sample["count"].str.fullmatch(r"\d+").all()  # read as integers: written as integers
+    assert sample["ratio"].str.fullmatch(r"-?\d+\.\d+|").all()  # floats keep their fraction (2.0, not 2)
+
+    def text(value: float) -> str:
+        return "" if np.isnan(value) else repr(float(value))
+
+    raw = {(text(r), c or "", str(n)) for r, c, n in zip(frame["ratio"], frame["city"], frame["count"], strict=True)}
+    assert set(sample.itertuples(index=False, name=None)) <= raw  # rows of the input, as they were

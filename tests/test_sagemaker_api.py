@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 from datetime import datetime, timedelta, timezone
+from pathlib import Path
 from typing import Any
 
 import boto3
@@ -17,6 +18,7 @@ from pipeline.api import deploy, get_execution, start
 from pipeline.api.sagemaker_execution import SageMakerExecution
 from pipeline.definition.config import load_config
 
+FIXTURES = Path(__file__).parent / "fixtures" / "model_monitor"
 REGION = "eu-west-1"
 ROLE = "arn:aws:iam::123456789012:role/PipelineRole"
 SETTINGS = {"bucket": "studio-bucket", "role_arn": ROLE, "region": REGION}
@@ -287,3 +289,48 @@ def test_wait_polls_until_finished_and_shows_each_polls_steps(aws, capsys: pytes
         "abc123def456: Succeeded (Preprocess Succeeded)",
     ]
     assert execution.status == "Succeeded" and repr(execution) == "<SageMakerExecution abc123def456: Succeeded>"
+
+
+def test_the_data_quality_check_is_read_from_the_quality_check_steps_metadata_and_s3(aws) -> None:
+    """ListPipelineExecutionSteps' QualityCheck metadata names the files; the violation report is read from S3."""
+    s3 = boto3.client("s3", region_name=REGION)
+    prefix = "linear-learner-pipeline/abc123def456/dataquality"
+    statistics = json.loads((FIXTURES / "analyzer-statistics.json").read_text())
+    s3.put_object(Bucket="studio-bucket", Key=f"{prefix}/statistics.json", Body=json.dumps(statistics).encode())
+    violations = json.loads((FIXTURES / "constraint-violations.json").read_text())
+    s3.put_object(
+        Bucket="studio-bucket", Key=f"{prefix}/constraint_violations.json", Body=json.dumps(violations).encode()
+    )
+    client = boto3.client("sagemaker", region_name=REGION)
+    stubber = Stubber(client)
+    base = f"s3://studio-bucket/{prefix}"
+    metadata = {
+        "QualityCheck": {
+            "CheckType": "DATA_QUALITY",
+            "CalculatedBaselineStatistics": f"{base}/statistics.json",
+            "CalculatedBaselineConstraints": f"{base}/constraints.json",
+            "BaselineUsedForDriftCheckStatistics": "s3://studio-bucket/linear-learner-pipeline/e0/dataquality/statistics.json",
+            "BaselineUsedForDriftCheckConstraints": "s3://studio-bucket/linear-learner-pipeline/e0/dataquality/constraints.json",
+            "ModelPackageGroupName": "linear-learner-models",
+            "ViolationReport": f"{base}/constraint_violations.json",
+            "CheckJobArn": JOB,
+            "SkipCheck": False,
+            "RegisterNewBaseline": False,
+        }
+    }
+    stubber.add_response(
+        "describe_pipeline_execution",
+        {"PipelineExecutionArn": ARN, "PipelineExecutionStatus": "Failed"},
+        {"PipelineExecutionArn": ARN},
+    )
+    stubber.add_response(
+        "list_pipeline_execution_steps",
+        {"PipelineExecutionSteps": [step("DataQuality", metadata, 1, StepStatus="Failed")]},
+        {"PipelineExecutionArn": ARN, "SortOrder": "Ascending"},
+    )
+    with stubber:
+        view = SageMakerExecution(load_config(SETTINGS, env={}), ARN, session=Session(client)).data_quality
+        stubber.assert_no_pending_responses()
+    assert view["item_count"] == 100 and [feature["name"] for feature in view["features"]][:2] == ["_c0", "_c1"]
+    assert view["violations"] == violations["violations"] and view["skipped"] is False
+    assert view["drift_check_statistics"].endswith("/e0/dataquality/statistics.json")

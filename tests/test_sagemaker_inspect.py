@@ -781,7 +781,7 @@ def test_steps_downstream_of_each_step(definition_json: str) -> None:
     assert start.steps_from(definition, "Register") == ["Register"]
     assert start.steps_from(definition, "QualityGate") == ["QualityGate", "Register", "QualityGateFailed"]
     everything = start.steps_from(definition, "Preprocess")
-    assert everything[0] == "Preprocess" and len(everything) == 8
+    assert everything[0] == "Preprocess" and len(everything) == 9
     with pytest.raises(errors.ParameterError, match="no such step"):
         start.steps_from(definition, "Deploy")
 

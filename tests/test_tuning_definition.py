@@ -233,4 +233,5 @@ def test_matches_what_sdk_v3s_tuning_step_makes_for_the_same_tuner(
         assert ours_definition.pop(name, False) == value  # the SDK's serialiser leaves out a False
     assert "VolumeKmsKeyId" not in theirs_definition["ResourceConfig"]
     assert ours_definition["ResourceConfig"].pop("VolumeKmsKeyId", None) == config.kms_key_id
+    assert ours.pop("DependsOn") == ["DataQuality"]  # the pipeline's own order: the data-quality check first
     assert ours == sdk

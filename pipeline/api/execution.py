@@ -17,6 +17,7 @@ from pipeline.core.errors import LlpipeError
 from pipeline.core.names import (
     BASELINE_SUFFIX,
     CREATE_MODEL,
+    DATA_QUALITY,
     EVALUATE,
     GATE,
     METRIC_THRESHOLD,
@@ -122,7 +123,8 @@ class Execution:
 
     ``id``, ``status``, ``failure_reason``, ``parameters`` (dict), ``steps`` (DataFrame: step, type, status,
     seconds, cache_hit), ``report`` (the ``evaluation.json`` dict or None), ``metrics`` (DataFrame), ``gate``,
-    ``model_package``, ``model_path``, ``plots`` (PNG paths) and ``predictions()`` (DataFrame).
+    ``model_package``, ``model_path``, ``data_quality`` (the DataQuality step's baseline summary and violations),
+    ``plots`` (PNG paths) and ``predictions()`` (DataFrame).
     """
 
     backend = ""
@@ -157,6 +159,11 @@ class Execution:
 
     @property
     def model_path(self) -> Any:
+        raise NotImplementedError
+
+    @property
+    def data_quality(self) -> dict[str, Any] | None:
+        """The data-quality check (:func:`pipeline.api.data_quality.data_quality_view`), None before it ran."""
         raise NotImplementedError
 
     @property
@@ -305,16 +312,42 @@ class LocalExecution(Execution):
         return path if path is not None and path.is_file() else None
 
     @property
+    def data_quality(self) -> dict[str, Any] | None:
+        from pipeline.api.data_quality import data_quality_view
+
+        step = self.record.steps.get(DATA_QUALITY)
+        return data_quality_view(step.properties, self._read_json) if step else None
+
+    def _read_json(self, uri: str) -> Any:
+        path = self.s3.path(uri)
+        return json.loads(path.read_text()) if path.is_file() else None
+
+    @property
     def plots(self) -> list[Path]:
-        """PNG plots of the report (:mod:`pipeline.api.plots`), rendered once into ``executions/<id>/plots/``."""
+        """PNG plots of the report (:mod:`pipeline.api.plots`), rendered once into ``executions/<id>/plots/``, then
+        those of the data-quality violations (``plots/data-quality/``)."""
         from pipeline.api.plots import render_plots
 
         report_path = self.report_path
-        if report_path is None:
-            return []
         folder = self.record.folder / "plots"
         existing = sorted(folder.glob("*.png")) if folder.is_dir() else []
-        return existing or render_plots(report_path, folder)
+        report_plots = (existing or render_plots(report_path, folder)) if report_path else []
+        return report_plots + self.drift_plots()
+
+    def drift_plots(self) -> list[Path]:
+        """A plot per feature a data-quality violation names, its baseline distribution beside this run's, rendered
+        once into ``executions/<id>/plots/data-quality/``."""
+        from pipeline.api.drift_plots import render_drift_plots
+
+        folder = self.record.folder / "plots" / "data-quality"
+        view = self.data_quality
+        if not view or not view["violations"] or not view.get("checked_statistics"):
+            return []
+        existing = sorted(folder.glob("*.png")) if folder.is_dir() else []
+        if existing:
+            return existing
+        current, baseline = self._read_json(view["statistics"]), self._read_json(view["checked_statistics"])
+        return render_drift_plots(current or {}, baseline or {}, view["violations"], folder)
 
     def predictions(self) -> pd.DataFrame:
         """The test rows the Transform step scored: label, score(s) and predicted label (not for regression)."""

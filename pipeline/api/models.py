@@ -224,4 +224,12 @@ def _described_view(description: dict[str, Any]) -> dict[str, Any]:
         "description": description.get("ModelPackageDescription"),
         "customer_metadata": description.get("CustomerMetadataProperties", {}),
         "champion_comparison": champion_comparison(description.get("CustomerMetadataProperties")),
+        "data_quality": _baseline_uris(description.get("ModelMetrics")),
+        "drift_check_data_quality": _baseline_uris(description.get("DriftCheckBaselines")),
     }
+
+
+def _baseline_uris(section: dict[str, Any] | None) -> dict[str, str]:
+    """``{"Statistics": uri, "Constraints": uri}`` of a description's ``ModelDataQuality`` (the local view's form)."""
+    quality = (section or {}).get("ModelDataQuality") or {}
+    return {kind: source["S3Uri"] for kind, source in quality.items() if isinstance(source, dict) and "S3Uri" in source}

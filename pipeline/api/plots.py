@@ -45,9 +45,11 @@ def render_plots(
         metrics = report[METRICS_SECTIONS[BINARY_CLASSIFIER]]
         theirs = _champion_metrics(champion, METRICS_SECTIONS[BINARY_CLASSIFIER])
         return [
-            _save(_roc_figure(metrics, report_path, theirs), output_dir / "roc_curve.png"),
-            _save(_precision_recall_figure(metrics, report_path, theirs), output_dir / "precision_recall_curve.png"),
-            _save(
+            save_figure(_roc_figure(metrics, report_path, theirs), output_dir / "roc_curve.png"),
+            save_figure(
+                _precision_recall_figure(metrics, report_path, theirs), output_dir / "precision_recall_curve.png"
+            ),
+            save_figure(
                 _confusion_figure(metrics, "binary classifier", report_path, report.get("class_names")),
                 output_dir / "confusion_matrix.png",
             ),
@@ -55,11 +57,11 @@ def render_plots(
     if METRICS_SECTIONS[MULTICLASS_CLASSIFIER] in report:
         metrics = report[METRICS_SECTIONS[MULTICLASS_CLASSIFIER]]
         figure = _confusion_figure(metrics, "multiclass classifier", report_path, report.get("class_names"))
-        paths = [_save(figure, output_dir / "confusion_matrix.png")]
+        paths = [save_figure(figure, output_dir / "confusion_matrix.png")]
         theirs = _champion_metrics(champion, METRICS_SECTIONS[MULTICLASS_CLASSIFIER])
         if theirs:
             figure = _confusion_figure(theirs[0], f"champion version {theirs[1]}", report_path)
-            paths.append(_save(figure, output_dir / "champion_confusion_matrix.png"))
+            paths.append(save_figure(figure, output_dir / "champion_confusion_matrix.png"))
         return paths
     labels, predicted, total = _regression_pairs(report, predictions, report_path)
     if labels is None or predicted is None:
@@ -67,8 +69,8 @@ def render_plots(
     metrics = report[METRICS_SECTIONS[REGRESSOR]]
     figure = _predicted_vs_actual_figure(labels, predicted, total, metrics, _champion_sample(champion, labels))
     return [
-        _save(figure, output_dir / "predicted_vs_actual.png"),
-        _save(_residuals_figure(labels, predicted), output_dir / "residuals.png"),
+        save_figure(figure, output_dir / "predicted_vs_actual.png"),
+        save_figure(_residuals_figure(labels, predicted), output_dir / "residuals.png"),
     ]
 
 
@@ -103,7 +105,7 @@ def _read_report(path: Path) -> dict[str, Any]:
     return report
 
 
-def _figure(width: float = 5.0, height: float = 4.5) -> Any:
+def new_figure(width: float = 5.0, height: float = 4.5) -> Any:
     from matplotlib.backends.backend_agg import FigureCanvasAgg
     from matplotlib.figure import Figure
 
@@ -112,7 +114,7 @@ def _figure(width: float = 5.0, height: float = 4.5) -> Any:
     return figure
 
 
-def _save(figure: Any, target: Path) -> Path:
+def save_figure(figure: Any, target: Path) -> Path:
     with atomic_path(target) as temporary:
         figure.savefig(temporary, format="png", metadata={"Software": None})
     return target
@@ -135,7 +137,7 @@ def _roc_figure(metrics: dict[str, Any], report_path: Path, champion: Champion |
     false_positive_rates, true_positive_rates = _curve(
         metrics, "receiver_operating_characteristic_curve", "false_positive_rates", "true_positive_rates", report_path
     )
-    figure = _figure()
+    figure = new_figure()
     axes = figure.add_subplot()
     auc = _value(metrics, "auc")
     axes.plot(false_positive_rates, true_positive_rates, color="tab:blue", lw=2, label=f"model (AUC {auc:.3f})")
@@ -163,7 +165,7 @@ def _roc_figure(metrics: dict[str, Any], report_path: Path, champion: Champion |
 
 def _precision_recall_figure(metrics: dict[str, Any], report_path: Path, champion: Champion | None = None) -> Any:
     precisions, recalls = _curve(metrics, "precision_recall_curve", "precisions", "recalls", report_path)
-    figure = _figure()
+    figure = new_figure()
     axes = figure.add_subplot()
     axes.step(recalls, precisions, where="post", color="tab:blue", lw=2, label="model")
     if champion:
@@ -196,7 +198,7 @@ def _confusion_figure(
     row_totals = counts.sum(axis=1, keepdims=True)
     shares = np.divide(counts, row_totals, out=np.zeros_like(counts), where=row_totals > 0)
     size = max(4.0, 0.6 * len(classes) + 2.5)
-    figure = _figure(size + 1.0, size)
+    figure = new_figure(size + 1.0, size)
     axes = figure.add_subplot()
     image = axes.imshow(shares, cmap="Blues", vmin=0, vmax=1)
     figure.colorbar(image, ax=axes, label="share of the true class")
@@ -250,7 +252,7 @@ def _predicted_vs_actual_figure(
     metrics: dict[str, Any],
     champion: tuple[np.ndarray, str] | None = None,
 ) -> Any:
-    figure = _figure()
+    figure = new_figure()
     axes = figure.add_subplot()
     shown = f"{labels.size:,} records" + (f" (sample of {total:,})" if total > labels.size else "")
     axes.scatter(labels, predicted, s=8, alpha=0.5, color="tab:blue", edgecolors="none", label=shown)
@@ -273,7 +275,7 @@ def _predicted_vs_actual_figure(
 
 def _residuals_figure(labels: np.ndarray, predicted: np.ndarray) -> Any:
     residuals = labels - predicted
-    figure = _figure(9.0, 4.0)
+    figure = new_figure(9.0, 4.0)
     scatter, histogram = figure.subplots(1, 2)
     scatter.scatter(predicted, residuals, s=8, alpha=0.5, color="tab:blue", edgecolors="none")
     scatter.axhline(0, color="grey", ls="--", lw=1)
@@ -298,7 +300,7 @@ def render_tuning_plot(trials: Sequence[dict[str, Any]], metric: str, kind: str,
     numbers, values = (np.array(column) for column in zip(*scored, strict=True))
     better = np.minimum if kind == "Minimize" else np.maximum
     best_so_far = better.accumulate(values)
-    figure = _figure(6.0, 4.0)
+    figure = new_figure(6.0, 4.0)
     axes = figure.add_subplot()
     axes.plot(numbers, values, "o", color="tab:blue", label="training job")
     axes.step(numbers, best_so_far, where="post", color="tab:red", lw=2, label="best so far")
@@ -322,4 +324,4 @@ def render_tuning_plot(trials: Sequence[dict[str, Any]], metric: str, kind: str,
     axes.legend(loc="best")
     axes.grid(alpha=0.3)
     target.parent.mkdir(parents=True, exist_ok=True)
-    return _save(figure, target)
+    return save_figure(figure, target)

@@ -16,7 +16,17 @@ from typing import TYPE_CHECKING, Any
 from urllib.parse import urlparse
 
 from pipeline.api.execution import Execution, NoResultsError, predictions_frame, seconds_between, steps_frame
-from pipeline.core.names import EVALUATE, QUALITY_GATE, REGISTER, REGRESSOR, REPORT_NAME, TRAIN, TRANSFORM, StepStatus
+from pipeline.core.names import (
+    DATA_QUALITY,
+    EVALUATE,
+    QUALITY_GATE,
+    REGISTER,
+    REGRESSOR,
+    REPORT_NAME,
+    TRAIN,
+    TRANSFORM,
+    StepStatus,
+)
 from pipeline.sagemaker import aws
 from pipeline.sagemaker.inspect import JOB_KINDS, execution_arn, execution_parameters
 from pipeline.sagemaker.wait import TERMINAL_STATUSES, execution_steps
@@ -31,6 +41,7 @@ STEP_TYPES = {
     "ProcessingJob": "Processing",
     "TrainingJob": "Training",
     "TransformJob": "Transform",
+    "QualityCheck": "QualityCheck",
     "Model": "Model",
     "RegisterModel": "RegisterModel",
     "Condition": "Condition",
@@ -214,6 +225,25 @@ class SageMakerExecution(Execution):
             "arn": arn,
             "approval_status": described.get("ModelApprovalStatus"),
         }
+
+    @property
+    def data_quality(self) -> dict[str, Any] | None:
+        """The QualityCheck step's metadata (its baselines, its violation report) and the files it points to."""
+        from pipeline.api.data_quality import data_quality_view
+
+        step = self._step(DATA_QUALITY)
+        metadata = ((step or {}).get("Metadata") or {}).get("QualityCheck")
+        return data_quality_view(metadata, self._read_json) if metadata else None
+
+    def _read_json(self, uri: str) -> Any:
+        """The JSON object at ``uri``, None when there is none (a check without a violation report)."""
+        bucket, key = _split(uri)
+        s3 = self.session.client("s3")
+        with aws.call(f"GetObject {uri}"):
+            try:
+                return json.loads(s3.get_object(Bucket=bucket, Key=key)["Body"].read())
+            except s3.exceptions.NoSuchKey:
+                return None
 
     @property
     def model_path(self) -> str | None:

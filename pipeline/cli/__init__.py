@@ -36,6 +36,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "stop": ("pipeline.cli.stop", "stop a running execution on SageMaker"),
     "alerts": ("pipeline.cli.alerts", "notify an SNS topic of failed executions (EventBridge rule)"),
     "models": ("pipeline.cli.models", "list, describe, approve or reject registered model versions"),
+    "monitor": ("pipeline.cli.monitor", "check an endpoint's captured traffic for drift; --schedule on SageMaker"),
 }
 
 

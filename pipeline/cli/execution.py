@@ -1,5 +1,6 @@
-"""Show one local execution: its parameters, every step's status, times, cache hits, failure reasons, logs, and the
-environment (image, Python, libraries, exact or approximate) each processing step ran in."""
+"""Show one local execution: its parameters, every step's status, times, cache hits, failure reasons, logs, the
+environment (image, Python, libraries, exact or approximate) each processing step ran in, and the data-quality
+check: the baseline's features, the violations and a plot per violated feature."""
 
 from __future__ import annotations
 
@@ -36,15 +37,17 @@ def run(args: argparse.Namespace) -> int:
 
     from pipeline.api import find_execution
     from pipeline.api.execution import NoResultsError
+    from pipeline.cli.render.data_quality import print_data_quality
     from pipeline.cli.render.progress import step_table
     from pipeline.cli.render.tuning import is_tuning, trials_table
 
     try:
-        record = find_execution(args.execution_id, args.workdir).record
+        execution = find_execution(args.execution_id, args.workdir)
+        record = execution.record
     except NoResultsError as error:  # an unknown id is a usage error here (exit 2), as the id is what was asked
         raise UsageError(str(error)) from None
     if args.json:
-        document = {**record.to_json(), "abandoned": record.abandoned}
+        document = {**record.to_json(), "abandoned": record.abandoned, "data_quality": execution.data_quality}
         for step in document["steps"]:
             environment = record.folder / "steps" / step["name"] / "environment.json"
             if environment.is_file():
@@ -67,6 +70,9 @@ def run(args: argparse.Namespace) -> int:
             console.print(trials_table(step.properties, f"{step.name}: training jobs"))
     if record.failure_reason:
         console.print(f"[red]Failure:[/red] {record.failure_reason}")
+    print_data_quality(execution.data_quality, console, features=True)
+    for plot in execution.drift_plots():
+        console.print(f"Data-quality plot: {plot}", soft_wrap=True)
     for step in record.steps.values():
         if step.cache_hit_source:
             console.print(f"{step.name}: cache hit, outputs of execution {step.cache_hit_source}")

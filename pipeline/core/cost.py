@@ -20,9 +20,11 @@ JOB_STEP_TYPES = {
     "Training": "TrainingJob",
     "Transform": "TransformJob",
     "Tuning": "HyperParameterTuningJob",
+    "QualityCheck": "ProcessingJob",  # Model Monitor's analyzer
 }
 _RESOURCES = {
     "Processing": ("ProcessingResources", "ClusterConfig"),
+    "QualityCheck": ("ProcessingResources", "ClusterConfig"),
     "Training": ("ResourceConfig",),
     "Transform": ("TransformResources",),
     "Tuning": ("TrainingJobDefinition", "ResourceConfig"),  # every training job of the tuning job

@@ -63,6 +63,10 @@ class ModelsError(LlpipeError):
     """A model-registry request that cannot be done (no such version, nothing registered yet)."""
 
 
+class MonitorError(LlpipeError):
+    """A data-quality monitoring request that cannot be done (no capture files in the window, no baseline)."""
+
+
 class TrainingError(LlpipeError):
     """A local Linear Learner training job failed; the message is the failing instance's failure reason."""
 

@@ -32,6 +32,7 @@ from containerlib.names import (  # noqa: F401 - re-exported: one definition, sh
 
 # ---------------------------------------------------------------------------------------- the pipeline's steps
 PREPROCESS = "Preprocess"
+DATA_QUALITY = "DataQuality"  # the QualityCheck step: the data-quality baseline, checked against the approved one
 TRAIN = "Train"
 CREATE_MODEL = "CreateModel"
 TRANSFORM = "Transform"
@@ -39,13 +40,35 @@ EVALUATE = "Evaluate"
 QUALITY_GATE = "QualityGate"
 REGISTER = "Register"
 QUALITY_GATE_FAILED = "QualityGateFailed"
-STEP_NAMES = (PREPROCESS, TRAIN, CREATE_MODEL, TRANSFORM, EVALUATE, QUALITY_GATE, REGISTER, QUALITY_GATE_FAILED)
+STEP_NAMES = (
+    PREPROCESS,
+    DATA_QUALITY,
+    TRAIN,
+    CREATE_MODEL,
+    TRANSFORM,
+    EVALUATE,
+    QUALITY_GATE,
+    REGISTER,
+    QUALITY_GATE_FAILED,
+)
 TUNE = "Tune"  # the Tuning step in place of Train when the configuration turns tuning on
 
 # ------------------------------------------------------------------------------------- evaluation.json report
 REPORT_PROPERTY_FILE = "EvaluationReport"  # the Evaluate step's PropertyFile naming the report
 METRIC_THRESHOLD = "MetricThreshold"  # the pipeline parameter the gate value is compared with
 CHAMPION_TOLERANCE = "ChampionTolerance"  # the pipeline parameter: how much worse than the champion is acceptable
+
+# ----------------------------------------------------------------------------------- the data-quality check
+SKIP_DATA_QUALITY_CHECK = "SkipDataQualityCheck"  # QualityCheckStep's skip_check
+REGISTER_NEW_DATA_QUALITY_BASELINE = "RegisterNewDataQualityBaseline"  # its register_new_baseline
+DATA_QUALITY_SUPPLIED_STATISTICS = "DataQualitySuppliedStatistics"  # its supplied_baseline_statistics ("": none)
+DATA_QUALITY_SUPPLIED_CONSTRAINTS = "DataQualitySuppliedConstraints"  # its supplied_baseline_constraints
+DATA_QUALITY_CHECK_PROPERTIES = (  # the QualityCheck step's properties: S3 URIs of statistics.json/constraints.json
+    "CalculatedBaselineStatistics",
+    "CalculatedBaselineConstraints",
+    "BaselineUsedForDriftCheckStatistics",
+    "BaselineUsedForDriftCheckConstraints",
+)
 
 # ------------------------------------------------------------------------------------------- content types
 RECORDIO = "application/x-recordio-protobuf"

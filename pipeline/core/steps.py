@@ -35,6 +35,26 @@ def own_arguments(step: dict[str, Any]) -> dict[str, Any]:
     return arguments
 
 
+# what every step type has at its top level; anything else there is a value of its own type (a QualityCheck step's
+# SkipCheck, RegisterNewBaseline, SuppliedBaselineStatistics, ..., which may read parameters)
+COMMON_STEP_KEYS = (
+    "Name",
+    "Type",
+    "Arguments",
+    "DependsOn",
+    "DisplayName",
+    "Description",
+    "CacheConfig",
+    "RetryPolicies",
+    "PropertyFiles",
+)
+
+
+def step_fields(step: dict[str, Any]) -> dict[str, Any]:
+    """A step's own top-level values beyond the keys every step has (e.g. a QualityCheck step's SkipCheck)."""
+    return {key: value for key, value in step.items() if key not in COMMON_STEP_KEYS}
+
+
 def referenced_steps(value: Any) -> set[str]:
     """Names X of every ``{"Get": "Steps.X...."}`` inside a value: the steps whose properties it reads."""
     if isinstance(value, dict):

@@ -1,6 +1,7 @@
 """The Linear Learner pipeline, defined once with the SageMaker Python SDK v3 and built offline.
 
-Preprocess -> Train -> CreateModel -> Transform -> Evaluate -> QualityGate -> Register | QualityGateFailed.
+Preprocess -> DataQuality -> Train -> CreateModel -> Transform -> Evaluate -> QualityGate -> Register |
+QualityGateFailed. DataQuality checks the raw input's statistics against the approved version's baseline.
 Evaluate also scores the approved champion on the same test split; the gate registers a model that clears
 MetricThreshold and is no worse than the champion by more than ChampionTolerance.
 With ``tuning_max_jobs`` > 0 a Tuning step named ``Tune`` replaces Train and the model is its best training job's.
@@ -22,6 +23,7 @@ from pipeline.definition.declared import Parameters
 from pipeline.definition.offline import offline_sdk, offline_session
 from pipeline.definition.schema import DEFAULT_SCHEMA, default_schema_uri
 from pipeline.definition.steps.create_model import create_model_step
+from pipeline.definition.steps.data_quality import data_quality_step
 from pipeline.definition.steps.evaluate import evaluate_step
 from pipeline.definition.steps.gate import quality_gate_step
 from pipeline.definition.steps.preprocess import preprocess_step
@@ -93,6 +95,7 @@ def _build_pipeline(config: PipelineConfig, bundles: Bundles, session: Any) -> A
 
     params = Parameters.create(config)
     preprocess = preprocess_step(config, params, bundles.preprocess, session)
+    data_quality = data_quality_step(config, params, preprocess, session)
     if config.tuning_max_jobs:
         train = tune_step(config, params, preprocess, session)
         # the best training job's artifact: <S3OutputPath>/<TrainingJobName>/output/model.tar.gz
@@ -100,15 +103,16 @@ def _build_pipeline(config: PipelineConfig, bundles: Bundles, session: Any) -> A
     else:
         train = train_step(config, params, preprocess, session)
         model_data = train.properties.ModelArtifacts.S3ModelArtifacts
+    train.add_depends_on([data_quality])  # a feed that fails the data-quality check is never trained on
     create_model = create_model_step(config, model_data, session)
     transform = transform_step(config, params, preprocess, create_model, session)
     evaluate, report = evaluate_step(config, params, bundles.evaluate, preprocess, transform, session)
-    register = register_step(config, params, model_data, evaluate, report, session)
+    register = register_step(config, params, model_data, evaluate, report, data_quality, session)
     gate = quality_gate_step(params, evaluate, report, register)
     return Pipeline(
         name=config.pipeline_name,
         parameters=params.all(),
-        steps=[preprocess, train, create_model, transform, evaluate, gate],
+        steps=[preprocess, data_quality, train, create_model, transform, evaluate, gate],
         sagemaker_session=session,
         pipeline_experiment_config=None,  # no Experiments trial per execution: lineage is in the model registry
         pipeline_definition_config=PipelineDefinitionConfig(use_custom_job_prefix=True),

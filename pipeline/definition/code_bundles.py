@@ -37,15 +37,25 @@ TABLES = (
 )
 PREPROCESS = _modules(
     "preprocessing", "command", "settings", "job", "inputs", "layout", "labels", "values", "conversion", "hashing",
-    "stats", "shards", "summary", "transaction",
+    "stats", "shards", "summary", "transaction", "baseline",
 )  # fmt: skip
 EVALUATE = _modules("evaluation", "command", "job", "metrics", "report", "gate", "champion", "linear_learner_model")
+DATAQUALITY = _modules(
+    "dataquality", "command", "settings", "job", "dataset", "capture", "values", "profile", "kll", "statistics",
+    "constraints", "distance", "violations", "jackson",
+)  # fmt: skip
 
 # bundle name -> (entry script, the modules it imports directly or through others), relative to the repository root;
 # the packages' __init__.py files come along by themselves (tests/test_code_bundles.py checks the lists are exact)
 BUNDLE_SOURCES: dict[str, tuple[str, tuple[str, ...]]] = {
     "preprocess": ("preprocessing/preprocess.py", (*PREPROCESS, *SHARED, *TABLES, *RECORDIO)),
     "evaluate": ("evaluation/evaluate.py", (*EVALUATE, "containerlib/predictions.py", *SHARED, *RECORDIO)),
+    # the local stand-in for Model Monitor's analyzer image (pipeline/local/jobs/quality_check.py): never uploaded,
+    # as the definition names the image, which holds its own code
+    "dataquality": (
+        "dataquality/analyze.py",
+        (*DATAQUALITY, *_modules("containerlib", "errors", "hosts", "exit_message")),
+    ),
 }
 
 

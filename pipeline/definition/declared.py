@@ -8,8 +8,12 @@ from typing import Any
 from pipeline.core.names import (
     BINARY_CLASSIFIER,
     CHAMPION_TOLERANCE,
+    DATA_QUALITY_SUPPLIED_CONSTRAINTS,
+    DATA_QUALITY_SUPPLIED_STATISTICS,
     METRIC_THRESHOLD,
     PREDICTOR_TYPES,
+    REGISTER_NEW_DATA_QUALITY_BASELINE,
+    SKIP_DATA_QUALITY_CHECK,
     SPLIT_FRACTIONS,
 )
 from pipeline.definition.config import PipelineConfig
@@ -51,11 +55,20 @@ class Parameters:
     metric_threshold: Any
     champion_tolerance: Any
     model_approval_status: Any
+    skip_data_quality_check: Any
+    register_new_data_quality_baseline: Any
+    data_quality_supplied_statistics: Any
+    data_quality_supplied_constraints: Any
 
     @classmethod
     def create(cls, config: PipelineConfig) -> Parameters:
         """Declare the parameters (SDK objects; call inside :func:`offline_sdk`)."""
-        from sagemaker.core.workflow.parameters import ParameterFloat, ParameterInteger, ParameterString
+        from sagemaker.core.workflow.parameters import (
+            ParameterBoolean,
+            ParameterFloat,
+            ParameterInteger,
+            ParameterString,
+        )
 
         return cls(
             input_data_url=ParameterString("InputDataUrl", f"{config.pipeline_prefix}/input/"),
@@ -106,6 +119,14 @@ class Parameters:
                 "PendingManualApproval",
                 enum_values=["PendingManualApproval", "Approved", "Rejected"],
             ),
+            # the data-quality check against the latest approved version's baseline (DriftCheckBaselines): skip it,
+            # or register this run's baseline as the one later runs are checked against; "" supplies none
+            skip_data_quality_check=ParameterBoolean(name=SKIP_DATA_QUALITY_CHECK, default_value=False),
+            register_new_data_quality_baseline=ParameterBoolean(
+                name=REGISTER_NEW_DATA_QUALITY_BASELINE, default_value=False
+            ),
+            data_quality_supplied_statistics=ParameterString(DATA_QUALITY_SUPPLIED_STATISTICS, ""),
+            data_quality_supplied_constraints=ParameterString(DATA_QUALITY_SUPPLIED_CONSTRAINTS, ""),
         )
 
     def all(self) -> list[Any]:

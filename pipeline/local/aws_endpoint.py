@@ -213,13 +213,22 @@ def _description(package: ModelPackage) -> dict[str, Any]:
         description["ApprovalDescription"] = package.approval_description
     if package.source_execution:
         description["MetadataProperties"] = {"GeneratedBy": package.source_execution}
+    metrics: dict[str, Any] = {}
     if package.metrics_report_uri:
-        description["ModelMetrics"] = {
-            "ModelQuality": {"Statistics": {"ContentType": "application/json", "S3Uri": package.metrics_report_uri}}
-        }
+        metrics["ModelQuality"] = _sources({"Statistics": package.metrics_report_uri})
+    if package.data_quality:
+        metrics["ModelDataQuality"] = _sources(package.data_quality)
+    if metrics:
+        description["ModelMetrics"] = metrics
+    if package.drift_check_data_quality:
+        description["DriftCheckBaselines"] = {"ModelDataQuality": _sources(package.drift_check_data_quality)}
     if package.customer_metadata:
         description["CustomerMetadataProperties"] = dict(package.customer_metadata)
     return description
+
+
+def _sources(uris: Any) -> dict[str, Any]:
+    return {kind: {"ContentType": "application/json", "S3Uri": uri} for kind, uri in uris.items()}
 
 
 class _Handler(BaseHTTPRequestHandler):

@@ -253,6 +253,7 @@ class Interpreter:
             arn_prefix=self.arn_prefix,
             report=lambda text: self._progress(record, step, text),
             stop=stop,
+            fields=expressions.resolve(spec.fields, context),
         )
         properties = self.runners[spec.type](job)
         step.detail = note  # the last progress line of a finished job says nothing more

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from pipeline.core.errors import DefinitionError
-from pipeline.core.steps import own_arguments, referenced_steps, walk_steps
+from pipeline.core.steps import own_arguments, referenced_steps, step_fields, walk_steps
 from pipeline.local import conditions, expressions
 
 SUPPORTED_VERSION = "2020-12-01"
@@ -31,6 +31,11 @@ class StepSpec:
     @property
     def arguments(self) -> dict[str, Any]:
         return self.definition.get("Arguments", {})
+
+    @property
+    def fields(self) -> dict[str, Any]:
+        """The step type's own top-level values (a QualityCheck step's SkipCheck ...), resolved like arguments."""
+        return step_fields(self.definition)
 
 
 @dataclass(frozen=True)
@@ -75,8 +80,10 @@ def plan(definition: dict[str, Any], runnable_types: set[str]) -> Plan:
                 f"(supported: {', '.join(sorted(known_types))})"
             )
         arguments = own_arguments(step)  # a Condition's branches are steps of their own
+        fields = step_fields(step)
         try:
             expressions.check(arguments, parameter_names, set(names), f"step {name}")
+            expressions.check(fields, parameter_names, set(names), f"step {name}")
             if kind == "Condition":
                 for condition in arguments.get("Conditions", []):
                     conditions.check(condition, f"step {name}")
@@ -89,7 +96,7 @@ def plan(definition: dict[str, Any], runnable_types: set[str]) -> Plan:
         unknown = sorted(depends_on - set(names))
         if unknown:
             raise DefinitionError(f"step {name} DependsOn unknown step(s): {', '.join(unknown)}")
-        upstream = depends_on | referenced_steps(arguments)
+        upstream = depends_on | referenced_steps(arguments) | referenced_steps(fields)
         if branch is not None:
             upstream.add(branch[0])
         steps[name] = StepSpec(name, kind, step, frozenset(upstream), branch)

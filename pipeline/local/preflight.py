@@ -13,7 +13,7 @@ Every finding is a ``ParameterError`` or ``DataError`` (exit 2) naming the param
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -22,7 +22,17 @@ from containerlib.errors import TableError
 from containerlib.tables.scan import count_rows
 from pipeline.core.errors import DataError, LlpipeError, ParameterError
 from pipeline.core.images import is_linear_learner
-from pipeline.core.names import GATE_METRICS, METRIC_THRESHOLD, MULTICLASS_CLASSIFIER, REGRESSOR, SPLIT_FRACTIONS
+from pipeline.core.names import (
+    DATA_QUALITY_SUPPLIED_CONSTRAINTS,
+    DATA_QUALITY_SUPPLIED_STATISTICS,
+    GATE_METRICS,
+    METRIC_THRESHOLD,
+    MULTICLASS_CLASSIFIER,
+    REGISTER_NEW_DATA_QUALITY_BASELINE,
+    REGRESSOR,
+    SKIP_DATA_QUALITY_CHECK,
+    SPLIT_FRACTIONS,
+)
 from pipeline.local import expressions
 from pipeline.local.plan import Plan
 
@@ -131,6 +141,26 @@ def check_registry(path: Path) -> None:
         LocalRegistry(path).list_groups()
     except RegistryError as error:
         raise LlpipeError(f"{error} (checked before the run: its Register step would fail after training)") from None
+
+
+def first_baseline(
+    registry_db: Path, group: str, values: Mapping[str, Any], requested: Collection[str]
+) -> dict[str, bool]:
+    """On a first run (no approved version of ``group`` carries a data-quality baseline, none is supplied), the
+    switches that calculate and register one instead of failing as SageMaker's check would with nothing to compare:
+    ``SkipDataQualityCheck`` and ``RegisterNewDataQualityBaseline`` true. Nothing when the run sets either of them,
+    or when the definition has no data-quality check."""
+    from pipeline.local.registry import LocalRegistry
+
+    switches = (SKIP_DATA_QUALITY_CHECK, REGISTER_NEW_DATA_QUALITY_BASELINE)
+    if not all(name in values for name in switches) or any(name in requested for name in switches):
+        return {}
+    if values.get(DATA_QUALITY_SUPPLIED_STATISTICS) or values.get(DATA_QUALITY_SUPPLIED_CONSTRAINTS):
+        return {}
+    package = LocalRegistry(registry_db).last_approved(group) if registry_db.exists() else None
+    if package is not None and {"Statistics", "Constraints"} <= set(package.drift_check_data_quality):
+        return {}
+    return dict.fromkeys(switches, True)
 
 
 # ----------------------------------------------------------------------------------------------- the data itself

@@ -95,6 +95,10 @@ class ModelPackage:
     approval_description: str | None = None
     description: str | None = None
     customer_metadata: Mapping[str, str] = field(default_factory=dict)
+    # ModelMetrics.ModelDataQuality and DriftCheckBaselines.ModelDataQuality of the request: {"Statistics": uri,
+    # "Constraints": uri}, empty when the request had none
+    data_quality: Mapping[str, str] = field(default_factory=dict)
+    drift_check_data_quality: Mapping[str, str] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready form (times as ISO 8601, tuples as lists)."""
@@ -344,6 +348,11 @@ class LocalRegistry:
                 ).fetchall()
         return [_from_row(row) for row in rows]
 
+    def last_approved(self, group: str) -> ModelPackage | None:
+        """The newest Approved version of ``group`` (what SageMaker's QualityCheck step takes its baseline from)."""
+        approved = [package for package in self.list_packages(group) if package.approval_status == "Approved"]
+        return max(approved, key=lambda package: (package.created_time, package.version), default=None)
+
     def describe(self, arn_or_group_version: str) -> ModelPackage:
         """One version, named by its ARN or as ``group/version`` (DescribeModelPackage accepts both)."""
         if not self.db_path.exists():
@@ -394,7 +403,14 @@ class LocalRegistry:
         return _from_row(row)
 
 
+def _baseline_uris(request: Mapping[str, Any], section: str) -> dict[str, str]:
+    """``{"Statistics": uri, "Constraints": uri}`` of a request's ``<section>.ModelDataQuality``."""
+    quality = (request.get(section) or {}).get("ModelDataQuality") or {}
+    return {kind: source["S3Uri"] for kind, source in quality.items() if isinstance(source, dict) and "S3Uri" in source}
+
+
 def _from_row(row: sqlite3.Row) -> ModelPackage:
+    request = json.loads(row["request"])
     return ModelPackage(
         group=row["group_name"],
         version=row["version"],
@@ -414,4 +430,6 @@ def _from_row(row: sqlite3.Row) -> ModelPackage:
         approval_description=row["approval_description"],
         description=row["description"],
         customer_metadata=json.loads(row["customer_metadata"]),
+        data_quality=_baseline_uris(request, "ModelMetrics"),
+        drift_check_data_quality=_baseline_uris(request, "DriftCheckBaselines"),
     )

@@ -90,6 +90,9 @@ class LocalRun:
         plan, values = interpreter.prepare(load_definition(self.definition_json), requested)
         preflight.check_parameters(plan, values)  # before any read: a bad --param is named first
         preflight.check_registry(self.workdir.registry_db)
+        # a first run calculates the data-quality baseline later runs are checked against
+        group = self.config.model_package_group
+        values.update(preflight.first_baseline(self.workdir.registry_db, group, values, requested))
         data = run_data(self.s3, source, overrides.get("InputDataUrl"), sampled=sample_rows is not None)
         if data.staged:  # objects under an InputDataUrl override are in the local S3 already: not pre-scanned
             preflight.check_data(data.files, values)

@@ -54,6 +54,11 @@ class Workdir:
         return self.root / "registry.db"
 
     @property
+    def monitoring(self) -> Path:
+        """``llpipe monitor``'s jobs: each one's request, logs and environment."""
+        return self.root / "monitoring"
+
+    @property
     def models(self) -> Path:
         return self.root / "models"
 

@@ -32,6 +32,7 @@ class JobKind:
     name_key: str
     log_group: str
     console_path: str  # SageMaker console fragment: #/<path>/<job-name>
+    arn_key: str = "Arn"  # the job's ARN in the metadata entry
 
 
 JOB_KINDS = {
@@ -45,6 +46,14 @@ JOB_KINDS = {
             "processing-jobs",
         ),
         JobKind("TrainingJob", "describe_training_job", "TrainingJobName", "/aws/sagemaker/TrainingJobs", "jobs"),
+        JobKind(  # a QualityCheck step's analyzer job
+            "QualityCheck",
+            "describe_processing_job",
+            "ProcessingJobName",
+            "/aws/sagemaker/ProcessingJobs",
+            "processing-jobs",
+            arn_key="CheckJobArn",
+        ),
         JobKind(
             "TransformJob",
             "describe_transform_job",
@@ -252,9 +261,9 @@ def _step_view(sagemaker: Any, logs: Any, region: str, step: dict[str, Any]) -> 
     cache_source = (step.get("CacheHitResult") or {}).get("SourcePipelineExecutionArn")
     job = None
     for key, kind in JOB_KINDS.items():
-        if key in metadata and metadata[key].get("Arn"):
+        if key in metadata and metadata[key].get(kind.arn_key):
             job = describe_job(
-                sagemaker, logs, region, kind, metadata[key]["Arn"], step["StepName"], cached=bool(cache_source)
+                sagemaker, logs, region, kind, metadata[key][kind.arn_key], step["StepName"], cached=bool(cache_source)
             )
     return StepView(
         name=step["StepName"],
@@ -337,7 +346,7 @@ def step_jobs(config: PipelineConfig, steps: list[dict[str, Any]], session: Any 
     jobs = {}
     for step in steps:
         for key, kind in JOB_KINDS.items():
-            arn = step.get("Metadata", {}).get(key, {}).get("Arn")
+            arn = step.get("Metadata", {}).get(key, {}).get(kind.arn_key)
             if arn:
                 cached = bool(step.get("CacheHitResult"))
                 name = step["StepName"]

@@ -1,5 +1,6 @@
-"""The end-of-run summary: status, steps, the report's metrics, the gate's decision, the registered model package
-or the failure reason, and where the model, the report and the plots are; as a dict (``--json``) or for a terminal.
+"""The end-of-run summary: status, steps, the report's metrics, the data-quality check, the gate's decision, the
+registered model package or the failure reason, and where the model, the report and the plots are; as a dict
+(``--json``) or for a terminal.
 
 It renders the ``LocalExecution`` the API returned (its report, gate and model package), and reads the pipeline's
 conventions from its record: the ``Train`` step's artifact (or the best tuning job's), Preprocess's summary, the
@@ -16,6 +17,7 @@ import tempfile
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from pipeline.cli.render.data_quality import print_data_quality
 from pipeline.cli.render.tuning import best_artifact, is_tuning, objective, trials, tuning_summary
 from pipeline.core.names import (
     BASELINE_SUFFIX,
@@ -65,6 +67,7 @@ def summarise(execution: LocalExecution, render_plots: bool = True) -> dict[str,
         "notes": {name: list(step.notes) for name, step in record.steps.items() if step.notes},
         "paths": {"execution": str(record.folder), "model": None, "report": None, "plots": []},
         "per_class": None,
+        "data_quality": execution.data_quality,
         "warnings": preprocess_warnings(record, s3),
         "compute": _compute(record),
     }
@@ -87,6 +90,8 @@ def summarise(execution: LocalExecution, render_plots: bool = True) -> dict[str,
         summary["gate"] = {**execution.gate, **champion_comparison(report)}
         if render_plots:
             summary["paths"]["plots"] += _plots(report_path, record.folder / "plots")
+    if render_plots:
+        summary["paths"]["plots"] += [str(path) for path in execution.drift_plots()]
     summary["model_package"] = execution.model_package
     return summary
 
@@ -216,6 +221,7 @@ def print_summary(summary: dict[str, Any], console: Any) -> None:
         for name, values in summary["per_class"].items():
             table.add_row(name, *(_number(values[key]) for key in ("precision", "recall", "f1", "support")))
         console.print(table)
+    print_data_quality(summary.get("data_quality"), console)
     for warning in summary.get("warnings") or []:
         console.print(f"[yellow]Warning:[/yellow] {warning}", soft_wrap=True)
     gate = summary["gate"]

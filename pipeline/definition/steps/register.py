@@ -1,4 +1,5 @@
-"""The Register step: a model package version in the group, with the report and the champion comparison."""
+"""The Register step: a model package version in the group, with the report, the data-quality baselines and the
+champion comparison."""
 
 from __future__ import annotations
 
@@ -16,8 +17,15 @@ INFERENCE_RESPONSE_TYPES = [JSON, JSONLINES, RECORDIO]
 
 
 def register_step(
-    config: PipelineConfig, params: Parameters, model_data: Any, evaluate: Any, report: Any, session: Any
+    config: PipelineConfig,
+    params: Parameters,
+    model_data: Any,
+    evaluate: Any,
+    report: Any,
+    data_quality: Any,
+    session: Any,
 ) -> Any:
+    from sagemaker.core.drift_check_baselines import DriftCheckBaselines
     from sagemaker.core.model_metrics import MetricsSource, ModelMetrics
     from sagemaker.core.workflow.functions import Join, JsonGet
     from sagemaker.mlops.workflow import ModelStep
@@ -37,8 +45,16 @@ def register_step(
         response_types=INFERENCE_RESPONSE_TYPES,
         inference_instances=INFERENCE_INSTANCE_TYPES,
         transform_instances=INFERENCE_INSTANCE_TYPES,
+        # this run's data-quality baseline, and the one later runs and the endpoint's monitor check against (the
+        # approved version's unless RegisterNewDataQualityBaseline): AWS's drift-detection sample's wiring
         model_metrics=ModelMetrics(
             model_statistics=MetricsSource(s3_uri=report_uri, content_type=JSON),
+            model_data_statistics=_source(data_quality.properties.CalculatedBaselineStatistics),
+            model_data_constraints=_source(data_quality.properties.CalculatedBaselineConstraints),
+        ),
+        drift_check_baselines=DriftCheckBaselines(
+            model_data_statistics=_source(data_quality.properties.BaselineUsedForDriftCheckStatistics),
+            model_data_constraints=_source(data_quality.properties.BaselineUsedForDriftCheckConstraints),
         ),
         approval_status=params.model_approval_status,
         # the champion this version was compared with on the same test split, and why it was promoted
@@ -51,3 +67,9 @@ def register_step(
         },
     )
     return ModelStep(name=REGISTER, step_args=step_args, retry_policies=model_step_retries())
+
+
+def _source(uri: Any) -> Any:
+    from sagemaker.core.model_metrics import MetricsSource
+
+    return MetricsSource(s3_uri=uri, content_type=JSON)

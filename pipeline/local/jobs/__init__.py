@@ -6,6 +6,7 @@ from pipeline.local.environments import ImageEnvironments
 from pipeline.local.jobs.contract import JobRunner
 from pipeline.local.jobs.create_model import ModelJobs
 from pipeline.local.jobs.processing import ProcessingJobs
+from pipeline.local.jobs.quality_check import QualityCheckJobs
 from pipeline.local.jobs.register import RegisterJobs
 from pipeline.local.jobs.training import TrainingJobs
 from pipeline.local.jobs.transform import TransformJobs
@@ -21,10 +22,12 @@ def local_runners(
     their image's environment from ``environments`` (default: the user's cache dir)."""
     s3 = LocalS3(workdir.s3)
     models = workdir.models
+    processing = ProcessingJobs(
+        s3, environments or ImageEnvironments.default(), registry_db=workdir.registry_db, region=region
+    )
     return {
-        "Processing": ProcessingJobs(
-            s3, environments or ImageEnvironments.default(), registry_db=workdir.registry_db, region=region
-        ),
+        "Processing": processing,
+        "QualityCheck": QualityCheckJobs(processing, workdir.registry_db),
         "Training": TrainingJobs(s3),
         "Tuning": TuningJobs(s3),
         "Model": ModelJobs(s3, models),

@@ -39,6 +39,7 @@ class Job:
     folder: Path  # the step's folder in the execution record
     arn_prefix: str = "arn:aws:sagemaker:local:000000000000"
     report: Callable[[str], None] = field(default=lambda text: None)
+    fields: dict[str, Any] = field(default_factory=dict)  # the step type's own top-level values, resolved
     stop: threading.Event = field(default_factory=threading.Event)  # set when the execution is being stopped
 
     @property

@@ -1,13 +1,13 @@
 """A local processing job with SageMaker's container contract, one subprocess per instance.
 
 Each instance gets a sandbox standing in for the container's file system: ``/opt/ml/...`` in the entrypoint, the
-arguments and the inputs' and outputs' ``LocalPath`` is ``<sandbox>/algo-N/opt/ml/...``; the inputs are the
-instance's share of each S3 prefix (``ShardedByS3Key`` or ``FullyReplicated``), including the ``code`` input the
-entrypoint runs from; ``/opt/ml/config/resourceconfig.json`` names the host and its peers. Python entrypoints run
-in the image's environment (``pipeline.local.environments``: its Python and library pins, built once and cached), from
-the sandbox root as the container runs them from ``/``, with the image's variables and none of this process's
-``PYTHONPATH``: only the code bundle is importable, as in the container. ``environment.json`` in the step's folder
-says what ran. The outputs are uploaded to the local S3 folder only when every instance succeeded.
+arguments, the environment variables and the inputs' and outputs' ``LocalPath`` is ``<sandbox>/algo-N/opt/ml/...``;
+the inputs are the instance's share of each S3 prefix (``ShardedByS3Key`` or ``FullyReplicated``), including the
+``code`` input the entrypoint runs from; ``/opt/ml/config/resourceconfig.json`` names the host and its peers. Python
+entrypoints run in the image's environment (``pipeline.local.environments``: its Python and library pins, built once
+and cached), from the sandbox root as the container runs them from ``/``, with the image's variables and none of this
+process's ``PYTHONPATH``: only the code bundle is importable, as in the container. ``environment.json`` in the step's
+folder says what ran. The outputs are uploaded to the local S3 folder only when every instance succeeded.
 
 As on SageMaker, an instance can say why it failed in ``/opt/ml/output/message`` (its sandbox's): the files make the
 job's ``ExitMessage`` (:func:`exit_message`), kept in the step's properties, and the failure reason shows it.
@@ -71,7 +71,11 @@ class ProcessingJobs:
     region: str = "us-east-1"
 
     def __call__(self, job: Job) -> dict[str, Any]:
-        arguments = job.arguments
+        return self.run(job, job.arguments)
+
+    def run(self, job: Job, arguments: dict[str, Any], environment_image: str | None = None) -> dict[str, Any]:
+        """Run the processing job ``arguments`` describes; ``environment_image`` names the image whose environment
+        runs it when the request's own image is one the local backend stands in for (Model Monitor's analyzer)."""
         count = int(arguments["ProcessingResources"]["ClusterConfig"]["InstanceCount"])
         if count < 1:
             raise StepFailed(f"InstanceCount must be at least 1, got {count}")
@@ -83,7 +87,7 @@ class ProcessingJobs:
             )
         container_arguments = [str(argument) for argument in app.get("ContainerArguments") or []]
         variables = {str(k): str(v) for k, v in (arguments.get("Environment") or {}).items()}
-        environment = self._environment(job, str(app.get("ImageUri", "")))
+        environment = self._environment(job, environment_image or str(app.get("ImageUri", "")))
         sandbox = job.folder / "sandbox"
         shutil.rmtree(sandbox, ignore_errors=True)
         logs = job.folder / "logs"
@@ -205,7 +209,8 @@ class ProcessingJobs:
                             env={
                                 **without_aws(clean_variables(os.environ)),
                                 **environment.variables,
-                                **variables,
+                                # a path the container reads from its variables is in its sandbox too
+                                **{name: remap(value, root) for name, value in variables.items()},
                                 "PYTHONUNBUFFERED": "1",
                                 "PYTHONNOUSERSITE": "1",  # the container has no user site-packages
                             },

@@ -1,7 +1,8 @@
 """A local RegisterModel step: the resolved CreateModelPackage request goes into the local registry (SQLite).
 
 As SageMaker Pipelines does, the package records the execution that generated it (MetadataProperties.GeneratedBy);
-the model-quality report the request points to is read from the local S3 folder and stored with the package.
+the model-quality report the request points to is read from the local S3 folder and stored with the package; the
+data-quality baselines it points to (ModelMetrics / DriftCheckBaselines ``ModelDataQuality``) must exist there.
 """
 
 from __future__ import annotations
@@ -35,6 +36,11 @@ class RegisterJobs:
             model_data = container.get("ModelDataUrl")
             if model_data and not self.s3.path(model_data).is_file():
                 raise StepFailed(f"ModelDataUrl {model_data} does not exist in the local S3 folder")
+        for section in ("ModelMetrics", "DriftCheckBaselines"):  # the data-quality baselines the version carries
+            for kind, source in ((request.get(section) or {}).get("ModelDataQuality") or {}).items():
+                uri = (source or {}).get("S3Uri")
+                if uri and not self.s3.path(uri).is_file():
+                    raise StepFailed(f"{section}.ModelDataQuality.{kind} {uri} does not exist in the local S3 folder")
         report_uri = ((request.get("ModelMetrics") or {}).get("ModelQuality") or {}).get("Statistics", {}).get("S3Uri")
         metrics = None
         if report_uri:

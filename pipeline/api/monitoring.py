@@ -1,0 +1,114 @@
+"""Data quality of served traffic: ``monitor_local`` checks an endpoint's captured requests of a time window against
+the served model's registered baseline, locally (:mod:`pipeline.local.monitor`), and reports as an execution's
+data-quality check does (:func:`pipeline.api.data_quality.data_quality_view`), with a plot per drifted feature.
+
+    from pipeline.api.monitoring import monitor_local
+    report = monitor_local("llpipe-local", start="2024-01-19T18:00:00Z", end="2024-01-19T19:00:00Z")
+    report.violations, report.plots
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta, timezone
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from pipeline.core.errors import UsageError
+from pipeline.core.files import write_text_atomically
+
+if TYPE_CHECKING:
+    from pipeline.definition.config import PipelineConfig
+    from pipeline.local.environments import ImageEnvironments
+
+
+@dataclass(frozen=True)
+class TrafficReport:
+    """One monitoring job's outcome: the window, the version checked against, the view, the plots, the record."""
+
+    id: str
+    endpoint: str
+    variant: str
+    start: datetime
+    end: datetime
+    model_package_arn: str
+    view: dict[str, Any]
+    record: Path
+    plots: list[Path] = field(default_factory=list)
+
+    @property
+    def violations(self) -> list[dict[str, str]]:
+        return list(self.view.get("violations") or [])
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "id": self.id,
+            "endpoint": self.endpoint,
+            "variant": self.variant,
+            "start_time": self.start.isoformat(),
+            "end_time": self.end.isoformat(),
+            "model_package_arn": self.model_package_arn,
+            "data_quality": self.view,
+            "record": str(self.record),
+            "plots": [str(path) for path in self.plots],
+        }
+
+
+def parse_time(text: str | datetime, what: str) -> datetime:
+    """A UTC time from ISO 8601 text (``2024-01-19T18:00:00Z``; no zone means UTC)."""
+    if isinstance(text, datetime):
+        moment = text
+    else:
+        try:
+            moment = datetime.fromisoformat(text.strip().replace("Z", "+00:00"))
+        except ValueError:
+            raise UsageError(f"{what} {text!r} is not an ISO 8601 time such as 2024-01-19T18:00:00Z") from None
+    return (moment if moment.tzinfo else moment.replace(tzinfo=timezone.utc)).astimezone(timezone.utc)
+
+
+def window(start: str | datetime | None, end: str | datetime | None) -> tuple[datetime, datetime]:
+    """``[start, end)``; by default the hour before now (what an hourly schedule analyses)."""
+    finish = parse_time(end, "--end") if end is not None else datetime.now(timezone.utc).replace(microsecond=0)
+    begin = parse_time(start, "--start") if start is not None else finish - timedelta(hours=1)
+    return begin, finish
+
+
+def monitor_local(
+    endpoint: str,
+    *,
+    start: str | datetime | None = None,
+    end: str | datetime | None = None,
+    variant: str = "AllTraffic",
+    model_package: str | None = None,
+    workdir: str | Path | None = None,
+    config: PipelineConfig | None = None,
+    environments: ImageEnvironments | None = None,
+) -> TrafficReport:
+    """Check ``endpoint``'s captured requests in ``[start, end)`` against ``model_package``'s baseline (default: the
+    newest approved version's); the report is also written under ``<workdir>/monitoring/<id>/``."""
+    from pipeline.api import DEFAULT_WORKDIR, load_settings
+    from pipeline.api.data_quality import data_quality_view
+    from pipeline.api.drift_plots import render_drift_plots
+    from pipeline.local.monitor import monitor_traffic
+    from pipeline.local.s3 import LocalS3
+    from pipeline.local.workdir import Workdir
+
+    folder = Workdir.at(Path(workdir if workdir is not None else DEFAULT_WORKDIR))
+    config = config or load_settings({})
+    begin, finish = window(start, end)
+    run = monitor_traffic(folder, config, endpoint, begin, finish, variant, model_package, environments)
+    s3 = LocalS3(folder.s3)
+
+    def read(uri: str) -> Any:
+        path = s3.path(uri)
+        return json.loads(path.read_text()) if path.is_file() else None
+
+    view = data_quality_view(run.properties, read) or {}
+    plots: list[Path] = []
+    if view.get("violations"):
+        current, baseline = read(view["statistics"]), read(view["checked_statistics"])
+        plots = render_drift_plots(current or {}, baseline or {}, view["violations"], run.folder / "plots")
+    report = TrafficReport(run.id, endpoint, variant, begin, finish, run.package_arn, view, run.folder, plots)
+    write_text_atomically(run.folder / "report.json", json.dumps(report.to_json(), indent=2) + "\n")
+    return report

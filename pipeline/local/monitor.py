@@ -1,0 +1,184 @@
+"""A data-quality monitoring job on an endpoint's captured traffic, locally: what Model Monitor's scheduled job does.
+
+The requests captured in a time window (SageMaker's layout: ``<pipeline prefix>/datacapture/<endpoint>/<variant>/
+yyyy/mm/dd/hh/*.jsonl`` in the local S3 folder, as ``llpipe serve`` writes them) are checked by the analyzer against
+a model package's registered baseline, its ``DriftCheckBaselines.ModelDataQuality`` (by default the newest approved
+version's: the one that is served). The job is the request a monitoring schedule runs: the capture prefix at
+``/opt/ml/processing/input/endpoint/<endpoint>/<variant>``, ``dataset_format`` ``sagemakerCaptureJson``,
+``start_time`` / ``end_time``, the baseline files. The report (``statistics.json``, ``constraints.json``,
+``constraint_violations.json``) lands at ``<pipeline prefix>/monitoring/<endpoint>/<variant>/yyyy/mm/dd/hh/`` (the
+window's end), the job's record (request, logs, environment) in ``<workdir>/monitoring/<id>/``.
+"""
+
+from __future__ import annotations
+
+import uuid
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+from pipeline.core.errors import MonitorError
+from pipeline.definition.config import PipelineConfig
+from pipeline.local.environments import ImageEnvironments
+from pipeline.local.executions import StepRecord, write_json_atomically
+from pipeline.local.jobs.analyzer import (
+    CONSTRAINTS,
+    STAND_IN_ENVIRONMENT,
+    STATISTICS,
+    VIOLATIONS,
+    s3_input,
+    stand_in_request,
+)
+from pipeline.local.jobs.contract import Job, StepFailed
+from pipeline.local.jobs.processing import ProcessingJobs
+from pipeline.local.plan import StepSpec
+from pipeline.local.s3 import LocalS3
+from pipeline.local.workdir import Workdir
+
+ENDPOINT_INPUT = "/opt/ml/processing/input/endpoint"
+OUTPUT = "/opt/ml/processing/output"
+CAPTURE_FORMAT = '{"sagemakerCaptureJson": {"captureIndexNames": ["endpointInput", "endpointOutput"]}}'
+DEFAULT_VARIANT = "AllTraffic"
+JOB_STEP = "DataQualityMonitor"
+
+
+@dataclass(frozen=True)
+class MonitoringRun:
+    """One monitoring job: what it checked, against which version, and its outputs (as a QualityCheck step's)."""
+
+    id: str
+    folder: Path
+    endpoint: str
+    variant: str
+    start: datetime
+    end: datetime
+    package_arn: str
+    properties: dict[str, Any]  # CalculatedBaselineStatistics, ViolationReport, CheckedBaselineStatistics, ...
+
+
+def capture_prefix(config: PipelineConfig, endpoint: str, variant: str) -> str:
+    return f"{config.pipeline_prefix}/datacapture/{endpoint}/{variant}/"
+
+
+def served_package(workdir: Workdir, config: PipelineConfig, target: str | None) -> Any:
+    """The version whose baseline traffic is checked against: ``target`` (a version, ``group/version`` or ARN), or the
+    newest approved one (``None`` or ``latest-approved``)."""
+    from pipeline.local.registry import LocalRegistry, RegistryError
+
+    registry = LocalRegistry(workdir.registry_db)
+    group = config.model_package_group
+    try:
+        if target in (None, "latest-approved"):
+            package = registry.last_approved(group)
+            if package is None:
+                raise MonitorError(f"model package group {group} has no approved version to take the baseline from")
+        else:
+            package = registry.describe(target if "/" in target or target.startswith("arn:") else f"{group}/{target}")
+    except RegistryError as error:
+        raise MonitorError(str(error)) from None
+    if not {"Statistics", "Constraints"} <= set(package.drift_check_data_quality):
+        raise MonitorError(
+            f"model package {package.arn} carries no DriftCheckBaselines.ModelDataQuality (registered before the "
+            "pipeline checked data quality?): register a version with a baseline first"
+        )
+    return package
+
+
+def monitor_traffic(
+    workdir: Workdir,
+    config: PipelineConfig,
+    endpoint: str,
+    start: datetime,
+    end: datetime,
+    variant: str = DEFAULT_VARIANT,
+    model_package: str | None = None,
+    environments: ImageEnvironments | None = None,
+) -> MonitoringRun:
+    """Run the monitoring job of ``[start, end)`` (UTC) of ``endpoint``'s ``variant``; ``MonitorError`` when there is
+    no baseline, no captured request in the window, or the job fails."""
+    from dataquality.capture import capture_files
+
+    if start >= end:
+        raise MonitorError(f"the window's start {start.isoformat()} is not before its end {end.isoformat()}")
+    package = served_package(workdir, config, model_package)
+    s3 = LocalS3(workdir.s3)
+    prefix = capture_prefix(config, endpoint, variant)
+    captured = s3.path(prefix)
+    if not (captured.is_dir() and capture_files(captured, start, end)):
+        raise MonitorError(
+            f"no capture files of endpoint {endpoint} (variant {variant}) under {captured} for "
+            f"{_iso(start)} - {_iso(end)}: is the endpoint capturing data, and the window right?"
+        )
+    run_id = f"{end:%Y%m%dT%H%M%S}-{uuid.uuid4().hex[:8]}"
+    output = f"{config.pipeline_prefix}/monitoring/{endpoint}/{variant}/{end:%Y/%m/%d/%H}"
+    request = {
+        "ProcessingInputs": [s3_input("endpoint", prefix, f"{ENDPOINT_INPUT}/{endpoint}/{variant}")],
+        "ProcessingOutputConfig": {
+            "Outputs": [
+                {
+                    "OutputName": "monitoring_output",
+                    "S3Output": {"S3Uri": output, "LocalPath": OUTPUT, "S3UploadMode": "EndOfJob"},
+                }
+            ]
+        },
+        "ProcessingResources": {
+            "ClusterConfig": {"InstanceCount": 1, "InstanceType": "ml.m5.xlarge", "VolumeSizeInGB": 20}
+        },
+        "AppSpecification": {"ImageUri": "sagemaker-model-monitor-analyzer"},
+        "RoleArn": config.role_arn,
+        "Environment": {
+            "dataset_format": CAPTURE_FORMAT,
+            "dataset_source": ENDPOINT_INPUT,
+            "output_path": OUTPUT,
+            "start_time": _iso(start),
+            "end_time": _iso(end),
+            "sagemaker_endpoint_name": endpoint,
+            "publish_cloudwatch_metrics": "Disabled",
+        },
+    }
+    baseline = dict(package.drift_check_data_quality)
+    request = stand_in_request(s3, request, config.pipeline_prefix, baseline)
+    folder = workdir.monitoring / run_id
+    folder.mkdir(parents=True, exist_ok=True)
+    write_json_atomically(folder / "processing-request.json", request)
+    job = Job(
+        step=StepSpec(JOB_STEP, "Processing", {}, frozenset()),
+        arguments=request,
+        execution_id=run_id,
+        pipeline_name=config.pipeline_name,
+        record=StepRecord(JOB_STEP, "Processing"),
+        folder=folder,
+    )
+    try:
+        ProcessingJobs(s3, environments or ImageEnvironments.default()).run(job, request, STAND_IN_ENVIRONMENT)
+    except StepFailed as error:
+        raise MonitorError(f"the monitoring job failed: {error} (record: {folder})") from None
+    properties = {
+        "CalculatedBaselineStatistics": f"{output}/{STATISTICS}",
+        "CalculatedBaselineConstraints": f"{output}/{CONSTRAINTS}",
+        "ViolationReport": f"{output}/{VIOLATIONS}",
+        "BaselineCheckedAgainst": package.arn,
+        "CheckedBaselineStatistics": baseline["Statistics"],
+        "CheckedBaselineConstraints": baseline["Constraints"],
+        "SkipCheck": False,
+    }
+    run = MonitoringRun(run_id, folder, endpoint, variant, start, end, package.arn, properties)
+    write_json_atomically(folder / "monitoring.json", _record(run))
+    return run
+
+
+def _iso(moment: datetime) -> str:
+    return moment.astimezone(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def _record(run: MonitoringRun) -> dict[str, Any]:
+    return {
+        "id": run.id,
+        "endpoint": run.endpoint,
+        "variant": run.variant,
+        "start_time": _iso(run.start),
+        "end_time": _iso(run.end),
+        "model_package_arn": run.package_arn,
+        **run.properties,
+    }

@@ -1,0 +1,108 @@
+"""The data-quality baseline's rows: a seeded uniform sample of the raw feature values a host read.
+
+The pipeline's data-quality check (a QualityCheck step: Model Monitor's analyzer) describes the columns a served
+request carries, the raw feature columns in the schema's order (no label, no id), as they were in the input: text
+columns as text, numbers as numbers, missing values missing (before ``--missing`` imputes or drops them). Each host
+keeps at most ``ceil(--baseline-rows / hosts)`` of its rows, chosen by seeded random keys (the smallest ones), and
+writes them in input order to ``baseline/baseline-<host>.csv`` with a header: CSV the analyzer reads with
+``DatasetFormat.csv(header=True)``. A column read as integers is written as integers, any other number keeps a
+fraction (``28.0``), so a whole value of a float column stays Fractional to the analyzer; non-finite numbers are
+written missing.
+"""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from containerlib.hosts import Host
+from containerlib.tables.chunks import Chunk
+from preprocessing.layout import Schema
+
+BASELINE = "baseline"  # the output folder
+DEFAULT_BASELINE_ROWS = 10_000
+_SEED_SALT = 0x62617365  # "base": the sample's keys never repeat the split's or the shuffle's random numbers
+
+
+class BaselineSample:
+    """At most ``limit`` rows (this host's share) of the raw feature columns, uniformly chosen."""
+
+    def __init__(self, schema: Schema, limit: int, seed: int, host: Host) -> None:
+        self.schema = schema
+        self.limit = math.ceil(limit / host.count) if limit > 0 else 0
+        self._random = np.random.default_rng([seed, host.index, _SEED_SALT])
+        self._keys = np.empty(0)
+        self._order = np.empty(0, dtype=np.int64)
+        self._values: dict[str, list[np.ndarray]] = {column: [] for column in schema.feature_columns}
+        self._integers = {column: True for column in schema.numeric_columns}  # read as integers so far
+        self._rows = 0
+
+    def add(self, chunk: Chunk) -> None:
+        """Offer every row of ``chunk`` (called once per chunk, in input order)."""
+        n = len(chunk)
+        first, self._rows = self._rows, self._rows + n
+        if not self.limit or not n:
+            return
+        keys = self._random.random(n)
+        chosen = np.flatnonzero(keys < self._keys.max()) if len(self._keys) >= self.limit else np.arange(n)
+        numeric_index = {column: i for i, column in enumerate(self.schema.numeric_columns)}
+        for column in self.schema.feature_columns:
+            if column in numeric_index:
+                self._integers[column] &= _read_as_integers(chunk, column)
+                if chunk.numeric is not None:
+                    values = chunk.numeric[chosen, numeric_index[column]].astype(np.float64)
+                else:
+                    numbers = pd.to_numeric(chunk.frame[column].iloc[chosen], errors="coerce")  # bool: 0/1
+                    values = numbers.to_numpy(dtype=np.float64, na_value=np.nan)
+            else:
+                values = chunk.frame[column].to_numpy(dtype=object)[chosen]
+            self._values[column].append(values)
+        self._keys = np.concatenate([self._keys, keys[chosen]])
+        self._order = np.concatenate([self._order, first + chosen])
+        if len(self._keys) > 2 * self.limit:
+            self._keep(np.argpartition(self._keys, self.limit - 1)[: self.limit])
+
+    def _keep(self, rows: np.ndarray) -> None:
+        for column, parts in self._values.items():
+            self._values[column] = [np.concatenate(parts)[rows]] if parts else []
+        self._keys, self._order = self._keys[rows], self._order[rows]
+
+    def write(self, path: Path) -> bool:
+        """The sample as CSV at ``path``, in input order; False (nothing written) when the sample is off."""
+        import pyarrow as pa
+        import pyarrow.compute as pc
+        import pyarrow.csv as csv
+
+        if not self.limit:
+            return False
+        if len(self._keys) > self.limit:
+            self._keep(np.argpartition(self._keys, self.limit - 1)[: self.limit])
+        self._keep(np.argsort(self._order, kind="stable"))
+        columns = {}
+        for column, parts in self._values.items():
+            values = np.concatenate(parts) if parts else np.empty(0)
+            if column not in self._integers:  # text: missing values (NaN, None) stay missing
+                columns[column] = pa.array([value if isinstance(value, str) else None for value in values.tolist()])
+                continue
+            finite = np.isfinite(values)
+            if self._integers[column] and np.all(values[finite] == np.round(values[finite])):
+                columns[column] = pa.array(np.where(finite, values, 0).astype(np.int64), mask=~finite)
+                continue
+            text = pc.cast(pa.array(values.astype(np.float32), mask=~finite), pa.string())
+            whole = pc.match_substring_regex(text, r"^-?\d+$")
+            columns[column] = pc.if_else(whole, pc.binary_join_element_wise(text, ".0", ""), text)
+        csv.write_csv(pa.table(columns), str(path))
+        return True
+
+
+def _read_as_integers(chunk: Chunk, column: str) -> bool:
+    """Whether the reader took ``column`` as integers in this chunk (Arrow's int64, or pandas' integer dtype)."""
+    import pyarrow as pa
+
+    if chunk.table is not None and column in chunk.table.column_names:
+        kind = chunk.table.schema.field(column).type
+        return pa.types.is_integer(kind) or pa.types.is_null(kind)
+    return column in chunk.frame and pd.api.types.is_integer_dtype(chunk.frame[column].dtype)
