@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import sys
 
 from pipeline.cli.arguments import add_config_arguments, config_from_args, positive_int
 from pipeline.core.deployment import DEFAULT_QUALITY_TOLERANCE, DEFAULT_SMOKE_ROWS, STAGES
@@ -107,7 +106,7 @@ def run(args: argparse.Namespace) -> int:
     except ValueError as error:
         raise UsageError(str(error)) from None
     target = SageMakerEndpoints(config, traffic=traffic, poll_seconds=args.poll_seconds)
-    progress = progress_printer(sys.stderr if args.json else sys.stdout)
+    progress = progress_printer(to_stderr=args.json)
     outcome = deploy(target, args.stage, args.model_package, args.smoke_rows, args.quality_tolerance, progress)
     if args.json:
         print(json.dumps(outcome_json(outcome), indent=2))

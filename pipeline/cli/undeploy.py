@@ -29,7 +29,9 @@ def run(args: argparse.Namespace) -> int:
         raise UsageError(LOCAL_PENDING)
     from pipeline.sagemaker.endpoints import SageMakerEndpoints
 
-    removed = SageMakerEndpoints(config, poll_seconds=args.poll_seconds).undeploy(args.stage, progress_printer())
+    removed = SageMakerEndpoints(config, poll_seconds=args.poll_seconds).undeploy(
+        args.stage, progress_printer(to_stderr=args.json)
+    )
     if args.json:
         print(json.dumps(removed.__dict__, indent=2))
         return 0

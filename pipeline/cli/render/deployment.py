@@ -5,15 +5,17 @@ from __future__ import annotations
 import sys
 from dataclasses import asdict
 from datetime import datetime, timezone
-from typing import Any, TextIO
+from typing import Any
 
 from pipeline.core.deployment import Live, Outcome
 
 
-def progress_printer(stream: TextIO = sys.stdout) -> Any:
-    """A progress callback printing ``HH:MM:SS message`` lines (UTC), flushed at once (CodeBuild shows them live)."""
+def progress_printer(to_stderr: bool = False) -> Any:
+    """A progress callback printing ``HH:MM:SS message`` lines (UTC), flushed at once (CodeBuild shows them live);
+    on stderr when stdout carries JSON."""
 
     def show(message: str) -> None:
+        stream = sys.stderr if to_stderr else sys.stdout
         print(f"{datetime.now(timezone.utc):%H:%M:%S} {message}", file=stream, flush=True)
 
     return show
