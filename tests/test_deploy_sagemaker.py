@@ -661,3 +661,14 @@ def test_names_are_content_addressed_and_fit_sagemakers_limit() -> None:
     assert len(endpoint) <= 63 and endpoint.endswith("-staging")
     name = requests.model_request(long, endpoint, "staging", version(123456))["ModelName"]
     assert len(name) <= 63 and re.fullmatch(r"p+-v123456-[0-9a-f]{8}", name)
+
+
+def test_an_older_version_is_skipped_with_if_newer_as_an_approval_events_build_asks(split: Split) -> None:
+    """A metadata change of an older approved version emits an Approved event too: its build changes nothing."""
+    session = stubbed()
+    expect_package(session.stubs["sagemaker"], 2, listed=False)
+    expect_live(session.stubs["sagemaker"], STAGING, 3)
+    outcome = deploy(target(session, []), "staging", arn(2), if_newer=True)
+    session.verify()
+    assert (outcome.status, outcome.exit_code) == ("skipped", 0)
+    assert outcome.message == "version 2 is older than version 3, which churn-staging serves: not deployed (--if-newer)"

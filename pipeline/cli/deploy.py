@@ -54,6 +54,11 @@ def configure(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument("--sagemaker", action="store_true", help="deploy on SageMaker (boto3)")
     parser.add_argument(
+        "--if-newer",
+        action="store_true",
+        help="skip (exit 0) a version older than the one the stage serves (what an approval event's build passes)",
+    )
+    parser.add_argument(
         "--smoke-rows", type=positive_int, default=DEFAULT_SMOKE_ROWS, metavar="N", help="test rows sent (%(default)s)"
     )
     parser.add_argument(
@@ -107,7 +112,9 @@ def run(args: argparse.Namespace) -> int:
         raise UsageError(str(error)) from None
     target = SageMakerEndpoints(config, traffic=traffic, poll_seconds=args.poll_seconds)
     progress = progress_printer(to_stderr=args.json)
-    outcome = deploy(target, args.stage, args.model_package, args.smoke_rows, args.quality_tolerance, progress)
+    outcome = deploy(
+        target, args.stage, args.model_package, args.smoke_rows, args.quality_tolerance, progress, args.if_newer
+    )
     if args.json:
         print(json.dumps(outcome_json(outcome), indent=2))
     else:

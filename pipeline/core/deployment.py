@@ -126,7 +126,7 @@ class Outcome:
     stage: str
     endpoint: str
     version: Version
-    status: str  # deployed, unchanged, refused (worse than live), rolled-back, failed, smoke-failed
+    status: str  # deployed, unchanged, skipped (older, --if-newer), refused (worse), rolled-back, failed, smoke-failed
     message: str
     previous: Live | None = None
     rollout: Rollout | None = None
@@ -136,7 +136,7 @@ class Outcome:
 
     @property
     def exit_code(self) -> int:
-        return 0 if self.status in ("deployed", "unchanged") else 1
+        return 0 if self.status in ("deployed", "unchanged", "skipped") else 1
 
 
 def resolve_for_stage(target: DeployTarget, stage: str, requested: str | None) -> Version:
@@ -177,9 +177,13 @@ def deploy(
     rows: int = DEFAULT_SMOKE_ROWS,
     tolerance: float = DEFAULT_QUALITY_TOLERANCE,
     progress: Progress = lambda message: None,
+    if_newer: bool = False,
 ) -> Outcome:
     """Resolve, check, roll out, smoke-test, record or restore (the module's docstring). Refusals before anything
-    changed raise :class:`DeployError`; once it started, the outcome says what happened and what serves now."""
+    changed raise :class:`DeployError`; once it started, the outcome says what happened and what serves now.
+
+    ``if_newer``: a version older than the one the stage serves is skipped (exit 0), so a repeated or stale approval
+    event (a metadata change of an older approved version still says Approved) never rolls a stage back."""
     version = resolve_for_stage(target, stage, requested)
     endpoint = target.endpoint_name(stage)
     current = target.live(stage)
@@ -194,6 +198,13 @@ def deploy(
         since = f" (since {serving.since:%Y-%m-%d %H:%M:%S} UTC)" if serving.since else ""
         message = f"{endpoint} already serves version {version.version}{since}, which passed its smoke test there"
         return done("unchanged", message, previous=serving)
+    if if_newer and serving and serving.version is not None and _same_group(serving, version):
+        if version.version < serving.version:
+            message = (
+                f"version {version.version} is older than version {serving.version}, which {endpoint} serves: "
+                "not deployed (--if-newer)"
+            )
+            return done("skipped", message, previous=serving)
     progress(f"reading the smoke test's rows from execution {version.execution_arn}")
     case = target.smoke_case(version, rows)
     resuming = serving is not None and serving.package_arn == version.package_arn  # rolled out, never passed
@@ -231,6 +242,10 @@ def deploy(
     restored = target.restore(stage, previous, progress)
     message = f"smoke test of version {version.version} failed: {smoke.summary()}; {restored}"
     return done("smoke-failed", message, previous=previous, rollout=rollout, smoke=smoke, restored=restored)
+
+
+def _same_group(live: Live, version: Version) -> bool:
+    return (live.package_arn or "").rsplit("/", 1)[0] == version.package_arn.rsplit("/", 1)[0]
 
 
 def _quality_against_live(

@@ -44,7 +44,8 @@ def _iso(value: Any) -> Any:
 
 def print_outcome(outcome: Outcome) -> None:
     """The result in a line, then the smoke test's checks and what serves now."""
-    mark = {"deployed": "deployed", "unchanged": "unchanged (no-op)"}.get(outcome.status, f"FAILED ({outcome.status})")
+    done = {"deployed": "deployed", "unchanged": "unchanged (no-op)", "skipped": "skipped (older)"}
+    mark = done.get(outcome.status, f"FAILED ({outcome.status})")
     version = outcome.version
     print(f"{outcome.stage}: {mark}: version {version.version} of {version.group} on {outcome.endpoint}")
     print(f"  {outcome.message}")
