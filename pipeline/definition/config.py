@@ -13,6 +13,10 @@ set, the pipeline and model package group names ``<project-name>-<project-id>`` 
 ``LLPIPE_TUNING_MAX_JOBS``, ``LLPIPE_TUNING_MAX_PARALLEL_JOBS``, ``LLPIPE_TUNING_OBJECTIVE``, ``LLPIPE_TUNING_STRATEGY``
 -> the tuning settings (``tuning_max_jobs`` > 0 builds a Tuning step in place of Train; see definition/tuning.py).
 
+``llpipe deploy`` reads ``staging_instance_type`` / ``staging_instance_count``, ``prod_instance_type`` /
+``prod_instance_count`` (each stage's endpoint instances) and ``data_capture_percentage`` (0 to 100; 0: no capture),
+from the config file or its own flags.
+
 Config file: JSON (``.json``) or TOML (``.toml``, Python >= 3.11), a flat table whose keys are the field names of
 :class:`PipelineConfig`, e.g. ``{"bucket": "my-bucket", "subnets": ["subnet-0abc"], "tags": {"team": "ml"}}``.
 """

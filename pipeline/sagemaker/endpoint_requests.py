@@ -20,7 +20,7 @@ from pipeline.core.names import CSV, JSON, JSONLINES
 from pipeline.definition.config import PipelineConfig
 
 NAME_LIMIT = 63  # endpoints, endpoint configs and models
-_SUFFIX_RESERVE = len("-v") + 12 + len("-") + 8  # -v<version>-<hash>
+_SUFFIX_RESERVE = len("-v") + 6 + len("-") + 8  # -v<version of up to 6 digits>-<hash>
 VARIANT = "AllTraffic"
 TAG_STAGE = "llpipe:stage"
 TAG_PACKAGE = "llpipe:model-package-arn"
@@ -67,7 +67,7 @@ def endpoint_name(config: PipelineConfig, stage: str) -> str:
 
 def versioned_prefix(endpoint: str) -> str:
     """``<endpoint>-v``, what every model and endpoint config of the endpoint is named from (an endpoint name
-    longer than 40 characters is cut, leaving room for a version of up to 12 digits and the hash)."""
+    longer than 46 characters is cut, leaving room for a version of up to 6 digits and the hash)."""
     return f"{endpoint[: NAME_LIMIT - _SUFFIX_RESERVE].rstrip('-')}-v"
 
 
