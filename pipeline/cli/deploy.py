@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import sys
 
 from pipeline.cli.arguments import add_config_arguments, config_from_args, positive_int
 from pipeline.core.deployment import DEFAULT_QUALITY_TOLERANCE, DEFAULT_SMOKE_ROWS, STAGES
@@ -112,9 +113,17 @@ def run(args: argparse.Namespace) -> int:
         raise UsageError(str(error)) from None
     target = SageMakerEndpoints(config, traffic=traffic, poll_seconds=args.poll_seconds)
     progress = progress_printer(to_stderr=args.json)
-    outcome = deploy(
-        target, args.stage, args.model_package, args.smoke_rows, args.quality_tolerance, progress, args.if_newer
-    )
+    try:
+        outcome = deploy(
+            target, args.stage, args.model_package, args.smoke_rows, args.quality_tolerance, progress, args.if_newer
+        )
+    except KeyboardInterrupt:
+        print(
+            "llpipe deploy: stopped waiting; a change the endpoint had started carries on at the service "
+            "(llpipe endpoints --sagemaker shows where it is)",
+            file=sys.stderr,
+        )
+        raise
     if args.json:
         print(json.dumps(outcome_json(outcome), indent=2))
     else:

@@ -43,12 +43,33 @@ def _iso(value: Any) -> Any:
 
 
 def print_outcome(outcome: Outcome) -> None:
-    """The result in a line, then the smoke test's checks and what serves now."""
+    """The result in a line, then the checks of the smoke test, what serves now, and the version's provenance."""
     done = {"deployed": "deployed", "unchanged": "unchanged (no-op)", "skipped": "skipped (older)"}
     mark = done.get(outcome.status, f"FAILED ({outcome.status})")
-    version = outcome.version
+    version, smoke = outcome.version, outcome.smoke
     print(f"{outcome.stage}: {mark}: version {version.version} of {version.group} on {outcome.endpoint}")
-    print(f"  {outcome.message}")
+    if smoke is None:
+        print(f"  {outcome.message}")
+    else:
+        if smoke.quality is not None:
+            q = smoke.quality
+            verdict = "ok" if q.passed else "worse: refused"
+            measured = f"{q.metric} {q.candidate:.4f} vs live {q.live:.4f} (tolerance {q.tolerance:g})"
+            print(f"  quality      {measured}: {verdict}")
+        for note in smoke.notes:
+            print(f"  note         {note}")
+        if smoke.error:
+            print(f"  smoke test   {smoke.rows} rows: the endpoint answered with an error: {smoke.error}")
+        elif smoke.consistency is not None:
+            c = smoke.consistency
+            found = "as batch transform" if c.passed else f"{c.mismatch_count} differ: {'; '.join(c.mismatches)}"
+            print(f"  smoke test   {smoke.rows} rows answered {found}")
+        if outcome.restored:
+            print(f"  now          {outcome.restored}")
+        elif outcome.status == "deployed":
+            print(f"  now          {outcome.endpoint} serves version {version.version}; the pass is recorded")
+        elif outcome.status == "refused" and outcome.previous is not None:
+            print(f"  now          {outcome.endpoint} serves version {outcome.previous.version}, unchanged")
     print(f"  model package {version.package_arn}")
     if version.execution_arn:
         print(f"  trained by    {version.execution_arn}")
