@@ -672,3 +672,30 @@ def test_an_older_version_is_skipped_with_if_newer_as_an_approval_events_build_a
     session.verify()
     assert (outcome.status, outcome.exit_code) == ("skipped", 0)
     assert outcome.message == "version 2 is older than version 3, which churn-staging serves: not deployed (--if-newer)"
+
+
+def test_a_failed_endpoint_is_deleted_and_created_again_and_a_failed_creation_names_its_reason(split: Split) -> None:
+    session = stubbed()
+    sagemaker = session.stubs["sagemaker"]
+    expect_package(sagemaker, 3)
+    expect_live(sagemaker, STAGING, 2, passed=False, status="Failed")  # an earlier deployment that failed
+    expect_test_split(session, split, 3, "good")
+    expect_resources(session, STAGING, 3, alarms_exist=True)
+    sagemaker.add_response("delete_endpoint", {}, {"EndpointName": STAGING})  # a Failed endpoint can only be deleted
+    not_found(sagemaker, "describe_endpoint", f'Could not find endpoint "{STAGING}".', {"EndpointName": STAGING})
+    sagemaker.add_response(
+        "create_endpoint",
+        {"EndpointArn": f"arn:aws:sagemaker:us-east-1:{ACCOUNT}:endpoint/{STAGING}"},
+        {
+            "EndpointName": STAGING,
+            "EndpointConfigName": config_name(STAGING, 3),
+            "Tags": [{"Key": "llpipe:stage", "Value": "staging"}, {"Key": "team", "Value": "ml"}],
+        },
+    )
+    reason = "The primary container for production variant AllTraffic did not pass the ping health check."
+    expect_polls(sagemaker, STAGING, [("Creating", 3, None), ("Failed", 3, reason)])
+
+    outcome, polls, messages = run(session, "staging")
+    assert (outcome.status, outcome.exit_code, outcome.rollout.action) == ("failed", 1, "created")
+    assert outcome.message == f"deploying version 3 to {STAGING} failed: Failed: {reason}"
+    assert any("a Failed endpoint can only be deleted: deleting it first" in message for message in messages)

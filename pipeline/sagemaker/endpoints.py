@@ -161,9 +161,8 @@ class SageMakerEndpoints:
         alarms = self._ensure_alarms(endpoint, progress)
         handle = self._ensure_endpoint_config(endpoint, stage, version, model, progress)
         if current is not None and current.status == "Failed":
-            progress(
-                f"{endpoint} is Failed ({current.failure_reason}); a Failed endpoint can only be deleted: deleting"
-            )
+            why = f" ({current.failure_reason})" if current.failure_reason else ""
+            progress(f"{endpoint} is Failed{why}; a Failed endpoint can only be deleted: deleting it first")
             self._delete_endpoint(endpoint, progress)
             current = None
         if current is None:
