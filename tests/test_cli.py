@@ -49,6 +49,9 @@ def test_a_configuration_error_is_one_line_and_exit_code_2_in_every_command(
         "retry": ["k1x9q2w3e4r5"],
         "stop": ["k1x9q2w3e4r5"],
         "monitor": ["--endpoint", "ep"],
+        "deploy": ["--stage", "staging", "--sagemaker"],
+        "undeploy": ["--stage", "prod", "--sagemaker"],
+        "endpoints": ["--sagemaker"],
     }.get(command, [])
     arguments = [command, *extra, "--role-arn", "not-an-arn"]
     if command in ("run", "executions", "models"):

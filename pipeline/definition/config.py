@@ -13,6 +13,10 @@ set, the pipeline and model package group names ``<project-name>-<project-id>`` 
 ``LLPIPE_TUNING_MAX_JOBS``, ``LLPIPE_TUNING_MAX_PARALLEL_JOBS``, ``LLPIPE_TUNING_OBJECTIVE``, ``LLPIPE_TUNING_STRATEGY``
 -> the tuning settings (``tuning_max_jobs`` > 0 builds a Tuning step in place of Train; see definition/tuning.py).
 
+``llpipe deploy`` reads ``staging_instance_type`` / ``staging_instance_count``, ``prod_instance_type`` /
+``prod_instance_count`` (each stage's endpoint instances) and ``data_capture_percentage`` (0 to 100; 0: no capture),
+from the config file or its own flags.
+
 Config file: JSON (``.json``) or TOML (``.toml``, Python >= 3.11), a flat table whose keys are the field names of
 :class:`PipelineConfig`, e.g. ``{"bucket": "my-bucket", "subnets": ["subnet-0abc"], "tags": {"team": "ml"}}``.
 """
@@ -51,6 +55,8 @@ _NAME = re.compile(r"^[a-zA-Z0-9](-*[a-zA-Z0-9]){0,255}$")  # SageMaker pipeline
 _SUBNET = re.compile(r"^subnet-[0-9a-z]+$")
 _SECURITY_GROUP = re.compile(r"^sg-[0-9a-z]+$")
 _VERSION = re.compile(r"^[0-9][0-9A-Za-z.\-]*$")
+_INSTANCE_TYPE = re.compile(r"^ml\.[a-z0-9]+\.[a-z0-9]+$")
+_DEPLOY_COUNTS = ("staging_instance_count", "prod_instance_count", "data_capture_percentage")
 
 
 @dataclass(frozen=True)
@@ -77,6 +83,12 @@ class PipelineConfig:
     tuning_max_parallel_jobs: int = 2
     tuning_objective: str = DEFAULT_OBJECTIVE
     tuning_strategy: str = "Bayesian"
+    # llpipe deploy: each stage's endpoint instances, and the share of requests its data capture keeps (0: none)
+    staging_instance_type: str = "ml.m5.large"
+    staging_instance_count: int = 1
+    prod_instance_type: str = "ml.m5.large"
+    prod_instance_count: int = 2  # two instances: SageMaker spreads them over Availability Zones
+    data_capture_percentage: int = 20  # the SDK's DataCaptureConfig default
 
     def __post_init__(self) -> None:
         _validate(self)
@@ -205,7 +217,7 @@ def _coerce(key: str, value: Any, source: str) -> Any:
         if not isinstance(value, bool):
             raise ConfigError(f"{where}: expected true or false, got {value!r}")
         return value
-    if key in ("tuning_max_jobs", "tuning_max_parallel_jobs"):
+    if key in ("tuning_max_jobs", "tuning_max_parallel_jobs", *_DEPLOY_COUNTS):
         if isinstance(value, str) and value.strip().isdigit():
             return int(value)
         if isinstance(value, bool) or not isinstance(value, int):
@@ -326,3 +338,9 @@ def _validate(config: PipelineConfig) -> None:
         f"a Linear Learner objective metric: {', '.join(OBJECTIVES)}",
     )
     check(config.tuning_strategy in STRATEGIES, "tuning_strategy", config.tuning_strategy, " or ".join(STRATEGIES))
+    for stage in ("staging", "prod"):
+        kind, count = getattr(config, f"{stage}_instance_type"), getattr(config, f"{stage}_instance_count")
+        check(bool(_INSTANCE_TYPE.match(kind)), f"{stage}_instance_type", kind, "an instance type such as ml.m5.large")
+        check(1 <= count <= 100, f"{stage}_instance_count", count, "1 to 100 instances")
+    percentage = config.data_capture_percentage
+    check(0 <= percentage <= 100, "data_capture_percentage", percentage, "0 (no capture) to 100")

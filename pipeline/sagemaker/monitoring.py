@@ -20,6 +20,7 @@ from typing import Any
 from pipeline.core.errors import AwsError, UsageError
 from pipeline.definition.config import PipelineConfig
 from pipeline.sagemaker import aws
+from pipeline.sagemaker.packages import package_arn
 
 HOURLY = "cron(0 * ? * * *)"
 ENDPOINT_INPUT = "/opt/ml/processing/input/endpoint"
@@ -27,7 +28,6 @@ OUTPUT = "/opt/ml/processing/output"
 INSTANCE_TYPE = "ml.m5.xlarge"
 VOLUME_GB = 20
 MAX_RUNTIME_SECONDS = 1800  # an hourly job must end within the hour (Model Monitor's limit for hourly schedules)
-LATEST_APPROVED = "latest-approved"
 
 
 @dataclass(frozen=True)
@@ -69,37 +69,6 @@ def job_definition_name(endpoint: str, version: Any) -> str:
     """``<endpoint>-dq-v<version>``, cut to 63 characters from the endpoint's side (the version stays)."""
     suffix = f"-dq-v{version}"
     return f"{endpoint[: 63 - len(suffix)].rstrip('-')}{suffix}"
-
-
-def package_arn(sagemaker: Any, group: str, target: str | None) -> str:
-    """The model package: an ARN as given, a version number of ``group``, or its newest approved version."""
-    if target and target.startswith("arn:"):
-        return target
-    if target in (None, LATEST_APPROVED):
-        request = {
-            "ModelPackageGroupName": group,
-            "ModelApprovalStatus": "Approved",
-            "SortBy": "CreationTime",
-            "SortOrder": "Descending",
-            "MaxResults": 1,
-        }
-        with aws.call(f"ListModelPackages {group}"):
-            found = sagemaker.list_model_packages(**request)["ModelPackageSummaryList"]
-        if not found:
-            raise AwsError(f"model package group {group} has no approved version to take the baseline from")
-        return found[0]["ModelPackageArn"]
-    if not str(target).isdigit():
-        raise UsageError(f"--model-package {target!r}: expected a version number, an ARN or {LATEST_APPROVED}")
-    request = {"ModelPackageGroupName": group, "MaxResults": 100}
-    while True:
-        with aws.call(f"ListModelPackages {group}"):
-            page = sagemaker.list_model_packages(**request)
-        for summary in page["ModelPackageSummaryList"]:
-            if str(summary.get("ModelPackageVersion")) == str(target):
-                return summary["ModelPackageArn"]
-        if not page.get("NextToken"):
-            raise AwsError(f"model package group {group} has no version {target}")
-        request["NextToken"] = page["NextToken"]
 
 
 def _described(sagemaker: Any, describe: str, what: str, **name: str) -> dict[str, Any] | None:

@@ -1,0 +1,86 @@
+"""The smoke test's rows on SageMaker: the test shards the execution's batch transform read, and its answers.
+
+ListPipelineExecutionSteps gives the Transform step's job (also when the step was a cache hit: the job is the one
+whose outputs the execution used), DescribeTransformJob its input prefix and output path; the shards are listed in
+key order and read with their ``.out`` files (``<S3OutputPath>/<key below the input prefix>.out``, as the service
+names them) only until the case has its rows.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+from pipeline.core.deployment import Version
+from pipeline.core.errors import AwsError
+from pipeline.core.names import RECORDIO, TRANSFORM
+from pipeline.core.smoke import SmokeCase, SmokeError, case_from_shards
+from pipeline.sagemaker import aws
+from pipeline.sagemaker.wait import execution_steps
+
+
+def transform_job(sagemaker: Any, execution_arn: str) -> dict[str, Any]:
+    """DescribeTransformJob of the execution's Transform step."""
+    arns = [
+        step.get("Metadata", {}).get("TransformJob", {}).get("Arn")
+        for step in execution_steps(sagemaker, execution_arn)
+        if step.get("StepName") == TRANSFORM
+    ]
+    if not arns or not arns[0]:
+        raise AwsError(f"execution {execution_arn} has no {TRANSFORM} step with a transform job to compare with")
+    name = arns[0].rsplit("/", 1)[-1]
+    with aws.call(f"DescribeTransformJob {name}"):
+        return sagemaker.describe_transform_job(TransformJobName=name)
+
+
+def _split(uri: str) -> tuple[str, str]:
+    bucket, _, key = uri.removeprefix("s3://").partition("/")
+    return bucket, key
+
+
+def _read(s3: Any, uri: str) -> bytes:
+    bucket, key = _split(uri)
+    with aws.call(f"GetObject {uri}"):
+        return s3.get_object(Bucket=bucket, Key=key)["Body"].read()
+
+
+def _keys(s3: Any, prefix_uri: str) -> Iterator[str]:
+    """The objects under the prefix in key order, a page at a time (folders' marker objects skipped)."""
+    bucket, prefix = _split(prefix_uri)
+    request: dict[str, Any] = {"Bucket": bucket, "Prefix": prefix}
+    while True:
+        with aws.call(f"ListObjectsV2 {prefix_uri}"):
+            page = s3.list_objects_v2(**request)
+        for item in page.get("Contents", []):
+            if not item["Key"].endswith("/"):
+                yield item["Key"]
+        if not page.get("IsTruncated"):
+            return
+        request["ContinuationToken"] = page["NextContinuationToken"]
+
+
+def shard_pairs(s3: Any, job: dict[str, Any]) -> Iterator[tuple[str, bytes, str, bytes]]:
+    """(shard URI, its bytes, .out URI, its bytes) for each test shard, read when asked for."""
+    source = job["TransformInput"]["DataSource"]["S3DataSource"]
+    if source.get("S3DataType", "S3Prefix") != "S3Prefix" or job["TransformInput"].get("ContentType") != RECORDIO:
+        raise SmokeError(f"transform job {job['TransformJobName']} did not read an S3 prefix of {RECORDIO} records")
+    prefix_uri, output = source["S3Uri"], job["TransformOutput"]["S3OutputPath"].rstrip("/")
+    bucket, prefix = _split(prefix_uri)
+    for key in _keys(s3, prefix_uri):
+        relative = key[len(prefix) :].lstrip("/") or key.rsplit("/", 1)[-1]
+        shard_uri, out_uri = f"s3://{bucket}/{key}", f"{output}/{relative}.out"
+        yield shard_uri, _read(s3, shard_uri), out_uri, _read(s3, out_uri)
+
+
+def smoke_case(session: Any, version: Version, rows: int) -> SmokeCase:
+    """The case of ``version``: rows of its execution's test split and its batch transform's answers."""
+    if not version.execution_arn:
+        raise AwsError(
+            f"model package {version.package_arn} names no pipeline execution (MetadataProperties.GeneratedBy): "
+            "there are no batch-transform answers to smoke-test its endpoint against"
+        )
+    job = transform_job(session.client("sagemaker"), version.execution_arn)
+    try:
+        return case_from_shards(shard_pairs(session.client("s3"), job), rows)
+    except SmokeError as error:
+        raise AwsError(f"smoke test rows of execution {version.execution_arn}: {error}") from None
