@@ -9,8 +9,10 @@ the same rows and a worse candidate is refused before anything changes; then the
 the rows and must answer what batch transform answered, and the pass is recorded; a failed smoke test puts the
 previous version back. Exit 0 when the stage serves the version, 1 otherwise (refused, rolled back, failed).
 
-With ``--sagemaker`` on SageMaker (``llpipe endpoints --sagemaker`` shows the stages); locally the stages will be
-``llpipe serve`` endpoints.
+With ``--sagemaker`` on SageMaker (``llpipe endpoints --sagemaker`` shows the stages). Locally each stage is an
+``llpipe serve`` process of the work dir's registry on its own port (``--port``; staging 8081, prod 8080), started
+in the background and left serving; a roll-out replaces it on the same port, and a new server that does not come up
+is replaced by the previous version again (``llpipe endpoints`` shows them, ``llpipe undeploy`` stops one).
 """
 
 from __future__ import annotations
@@ -18,20 +20,24 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from pathlib import Path
 
+from pipeline.api import DEFAULT_WORKDIR
 from pipeline.cli.arguments import add_config_arguments, config_from_args, positive_int
 from pipeline.core.deployment import DEFAULT_QUALITY_TOLERANCE, DEFAULT_SMOKE_ROWS, STAGES
-
-LOCAL_PENDING = (
-    "deploying to local endpoints (llpipe serve, one per stage) is not available yet: use --sagemaker to deploy "
-    "on SageMaker"
-)
 
 
 def _seconds(text: str) -> int:
     value = int(text) if text.isdigit() else -1
     if not 0 <= value <= 3600:
         raise argparse.ArgumentTypeError(f"expected 0 to 3600 seconds, got {text!r}")
+    return value
+
+
+def _port(text: str) -> int:
+    value = int(text) if text.isdigit() else -1
+    if not 0 <= value <= 65535:
+        raise argparse.ArgumentTypeError(f"expected a port, 0 to 65535 (0: any free one), got {text!r}")
     return value
 
 
@@ -54,6 +60,11 @@ def configure(parser: argparse.ArgumentParser) -> None:
         help="staging: the version (default latest-approved); prod: must be the version that passed staging",
     )
     parser.add_argument("--sagemaker", action="store_true", help="deploy on SageMaker (boto3)")
+    local = parser.add_argument_group("local endpoints (without --sagemaker)")
+    local.add_argument("--workdir", type=Path, default=DEFAULT_WORKDIR, help="the local work dir (.llpipe)")
+    local.add_argument(
+        "--port", type=_port, metavar="N", help="the stage's port for its first deployment (staging 8081, prod 8080)"
+    )
     parser.add_argument(
         "--if-newer",
         action="store_true",
@@ -92,7 +103,7 @@ def run(args: argparse.Namespace) -> int:
     import dataclasses
 
     from pipeline.cli.render.deployment import outcome_json, print_outcome, progress_printer
-    from pipeline.core.deployment import deploy
+    from pipeline.core.deployment import DeployTarget, deploy
     from pipeline.core.errors import UsageError
 
     config = config_from_args(args)
@@ -102,27 +113,31 @@ def run(args: argparse.Namespace) -> int:
         "data_capture_percentage": args.data_capture_percentage,
     }
     config = dataclasses.replace(config, **{key: value for key, value in stage_settings.items() if value is not None})
-    if not args.sagemaker:
-        raise UsageError(LOCAL_PENDING)
-    from pipeline.sagemaker.endpoint_requests import Traffic
-    from pipeline.sagemaker.endpoints import SageMakerEndpoints
+    if args.sagemaker:
+        from pipeline.sagemaker.endpoint_requests import Traffic
+        from pipeline.sagemaker.endpoints import SageMakerEndpoints
 
-    try:
-        traffic = Traffic(args.traffic, args.canary_percent, args.canary_wait, args.bake)
-    except ValueError as error:
-        raise UsageError(str(error)) from None
-    target = SageMakerEndpoints(config, traffic=traffic, poll_seconds=args.poll_seconds)
+        try:
+            traffic = Traffic(args.traffic, args.canary_percent, args.canary_wait, args.bake)
+        except ValueError as error:
+            raise UsageError(str(error)) from None
+        target: DeployTarget = SageMakerEndpoints(config, traffic=traffic, poll_seconds=args.poll_seconds)
+    else:
+        from pipeline.api.endpoints import local_endpoints
+
+        target = local_endpoints(args.workdir, config, {args.stage: args.port} if args.port is not None else None)
     progress = progress_printer(to_stderr=args.json)
     try:
         outcome = deploy(
             target, args.stage, args.model_package, args.smoke_rows, args.quality_tolerance, progress, args.if_newer
         )
     except KeyboardInterrupt:
-        print(
-            "llpipe deploy: stopped waiting; a change the endpoint had started carries on at the service "
-            "(llpipe endpoints --sagemaker shows where it is)",
-            file=sys.stderr,
-        )
+        if args.sagemaker:
+            print(
+                "llpipe deploy: stopped waiting; a change the endpoint had started carries on at the service "
+                "(llpipe endpoints --sagemaker shows where it is)",
+                file=sys.stderr,
+            )
         raise
     if args.json:
         print(json.dumps(outcome_json(outcome), indent=2))

@@ -19,6 +19,7 @@ A backend is a :class:`DeployTarget` (SageMaker: ``pipeline.sagemaker.endpoints.
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -36,6 +37,7 @@ FAILED = "Failed"  # an endpoint that serves nothing and can only be deleted
 ROLLED_BACK = "RolledBack"
 DEFAULT_SMOKE_ROWS = 200
 DEFAULT_QUALITY_TOLERANCE = 0.01
+NAME_LIMIT = 63  # SageMaker's limit for endpoints, endpoint configs and models
 
 Progress = Callable[[str], None]
 
@@ -74,6 +76,7 @@ class Live:
     since: datetime | None  # when the endpoint last changed, UTC
     smoke_test: str | None = None  # the recorded pass ("passed: ..."), None when the version has not passed here
     failure_reason: str | None = None
+    url: str | None = None  # where a local endpoint answers (SageMaker's are invoked by name)
 
     @property
     def passed(self) -> bool:
@@ -137,6 +140,20 @@ class Outcome:
     @property
     def exit_code(self) -> int:
         return 0 if self.status in ("deployed", "unchanged", "skipped") else 1
+
+
+def _cut(name: str, suffix: str) -> str:
+    """``name`` cut so that ``name + suffix`` fits :data:`NAME_LIMIT`."""
+    return f"{name[: NAME_LIMIT - len(suffix)].rstrip('-')}{suffix}"
+
+
+def stage_endpoint_name(pipeline_name: str, stage: str) -> str:
+    """``<pipeline>-<stage>``, on SageMaker and locally; longer than 63 characters: cut, with a hash of the whole
+    name kept."""
+    name = f"{pipeline_name}-{stage}"
+    if len(name) <= NAME_LIMIT:
+        return name
+    return _cut(pipeline_name, f"-{hashlib.sha256(name.encode()).hexdigest()[:8]}-{stage}")
 
 
 def resolve_for_stage(target: DeployTarget, stage: str, requested: str | None) -> Version:

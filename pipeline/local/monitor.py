@@ -61,13 +61,17 @@ def capture_prefix(config: PipelineConfig, endpoint: str, variant: str) -> str:
     return f"{config.pipeline_prefix}/datacapture/{endpoint}/{variant}/"
 
 
-def served_package(workdir: Workdir, config: PipelineConfig, target: str | None) -> Any:
-    """The version whose baseline traffic is checked against: ``target`` (a version, ``group/version`` or ARN), or the
-    newest approved one (``None`` or ``latest-approved``)."""
+def served_package(workdir: Workdir, config: PipelineConfig, target: str | None, endpoint: str | None = None) -> Any:
+    """The version whose baseline traffic is checked against: ``target`` (a version, ``group/version`` or ARN); with
+    none, the version ``endpoint`` serves when it is a stage ``llpipe deploy`` started, else the newest approved one
+    (also for ``latest-approved``)."""
+    from pipeline.local.endpoints import deployed_package
     from pipeline.local.registry import LocalRegistry, RegistryError
 
     registry = LocalRegistry(workdir.registry_db)
     group = config.model_package_group
+    if target is None and endpoint is not None:
+        target = deployed_package(workdir, endpoint)
     try:
         if target in (None, "latest-approved"):
             package = registry.last_approved(group)
@@ -101,7 +105,7 @@ def monitor_traffic(
 
     if start >= end:
         raise MonitorError(f"the window's start {start.isoformat()} is not before its end {end.isoformat()}")
-    package = served_package(workdir, config, model_package)
+    package = served_package(workdir, config, model_package, endpoint)
     s3 = LocalS3(workdir.s3)
     prefix = capture_prefix(config, endpoint, variant)
     captured = s3.path(prefix)

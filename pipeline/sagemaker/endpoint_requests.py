@@ -15,11 +15,10 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
-from pipeline.core.deployment import Version
+from pipeline.core.deployment import NAME_LIMIT, Version, stage_endpoint_name
 from pipeline.core.names import CSV, JSON, JSONLINES
 from pipeline.definition.config import PipelineConfig
 
-NAME_LIMIT = 63  # endpoints, endpoint configs and models
 _SUFFIX_RESERVE = len("-v") + 6 + len("-") + 8  # -v<version of up to 6 digits>-<hash>
 VARIANT = "AllTraffic"
 TAG_STAGE = "llpipe:stage"
@@ -53,16 +52,9 @@ class Traffic:
                 raise ValueError(f"{name.replace('_', ' ')} {getattr(self, name)}: expected 0 to 3600")
 
 
-def _cut(name: str, suffix: str) -> str:
-    return f"{name[: NAME_LIMIT - len(suffix)].rstrip('-')}{suffix}"
-
-
 def endpoint_name(config: PipelineConfig, stage: str) -> str:
-    """``<pipeline>-<stage>``; longer than 63 characters: cut, with a hash of the whole name kept."""
-    name = f"{config.pipeline_name}-{stage}"
-    if len(name) <= NAME_LIMIT:
-        return name
-    return _cut(config.pipeline_name, f"-{hashlib.sha256(name.encode()).hexdigest()[:8]}-{stage}")
+    """``<pipeline>-<stage>`` (:func:`pipeline.core.deployment.stage_endpoint_name`, the same name locally)."""
+    return stage_endpoint_name(config.pipeline_name, stage)
 
 
 def versioned_prefix(endpoint: str) -> str:

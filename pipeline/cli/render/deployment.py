@@ -91,7 +91,7 @@ def endpoints_table(rows: list[tuple[str, str, Live | None]]) -> Any:
         status = live.status + (f": {live.failure_reason}" if live.failure_reason else "")
         table.add_row(
             stage,
-            endpoint,
+            f"{endpoint}\n{live.url}" if live.url else endpoint,
             status,
             "" if live.version is None else str(live.version),
             (live.execution_arn or "").rsplit("/", 1)[-1],
