@@ -43,12 +43,9 @@ def create_app(model: ServedModel, endpoint: str, variant: str, capture: Capture
         return response
 
     async def _invoke(request: Request, error: Callable[[int, str], Response]) -> Response:
-        declared = request.headers.get("content-length")
-        if declared and declared.isdigit() and int(declared) > MAX_PAYLOAD_BYTES:
-            return error(413, f"the request body ({int(declared)} bytes) is above the {MAX_PAYLOAD_BYTES} byte limit")
-        body = await request.body()
-        if len(body) > MAX_PAYLOAD_BYTES:
-            return error(413, f"the request body ({len(body)} bytes) is above the {MAX_PAYLOAD_BYTES} byte limit")
+        body = await _read_limited(request)
+        if body is None:
+            return error(413, f"the request body is above the {MAX_PAYLOAD_BYTES} byte limit of an endpoint")
         content_type = request.headers.get("content-type")
         if not content_type:
             return error(
@@ -75,6 +72,21 @@ def create_app(model: ServedModel, endpoint: str, variant: str, capture: Capture
             Route("/endpoints/{name}/invocations", runtime_invocations, methods=["POST"]),
         ]
     )
+
+
+async def _read_limited(request: Request) -> bytes | None:
+    """The body, or None when it is above the payload limit: then the rest is read and dropped (never held), so
+    the client, still sending, gets the 413 rather than a broken connection."""
+    declared = request.headers.get("content-length")
+    too_large = bool(declared and declared.isdigit() and int(declared) > MAX_PAYLOAD_BYTES)
+    parts: list[bytes] = []
+    size = 0
+    async for chunk in request.stream():
+        size += len(chunk)
+        too_large = too_large or size > MAX_PAYLOAD_BYTES
+        if not too_large:
+            parts.append(chunk)
+    return None if too_large else b"".join(parts)
 
 
 def _container_error(status: int, message: str) -> Response:
