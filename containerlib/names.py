@@ -35,3 +35,12 @@ PREDICTIONS_SUFFIX = ".out"  # batch transform's output for input object F: F.ou
 SCHEMA_FORMAT = "llpipe-schema/1"  # the schema the client decides and Preprocess reads
 SUMMARY_FORMAT = "llpipe-preprocess-summary/1"  # Preprocess's summary
 SPLITS = ("train", "validation", "test")  # Preprocess's output folders, in split-code order
+
+# ----------------------------------------------------------------------------------------- serving
+# the featurizer's model data (Preprocess writes it as model/model.tar.gz, the serving containers read it)
+SERVING_SCHEMA_FILE = "schema.json"
+SERVING_SUMMARY_FILE = "summary.json"
+SERVING_PROGRAM = "inference.py"  # the serving bundle's handler script (SAGEMAKER_PROGRAM)
+SERVING_ROLE_VARIABLE = "LLPIPE_SERVING_ROLE"  # which of the two script containers a container is
+SERVING_FEATURIZER = "featurizer"
+SERVING_LABELS = "labels"

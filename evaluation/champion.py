@@ -18,6 +18,7 @@ from typing import Any
 APPROVED = "Approved"
 COMPLETED = "Completed"
 PAGE_SIZE = 100
+ALGORITHM_IMAGE = "linear-learner"  # the built-in algorithm's image repository, as pipeline/core/images.py names it
 DOWNLOAD_CHUNK_BYTES = 1 << 20
 
 
@@ -98,10 +99,12 @@ def describe_champion(sagemaker: Any, group: str, arn: str) -> Champion:
     except _errors() as error:
         raise ChampionError(f"champion {arn}: DescribeModelPackage failed: {error}") from None
     containers = (description.get("InferenceSpecification") or {}).get("Containers") or []
-    url = containers[0].get("ModelDataUrl") if containers else None
+    # the Linear Learner container: the middle one of llpipe's inference pipeline (featurizer, algorithm, labels)
+    index = next((i for i, c in enumerate(containers) if ALGORITHM_IMAGE in str(c.get("Image", ""))), 0)
+    url = containers[index].get("ModelDataUrl") if containers else None
     if not url or not str(url).startswith("s3://"):
         raise ChampionError(
-            f"champion {arn}: InferenceSpecification.Containers[0].ModelDataUrl is {url!r}, expected an s3:// URI"
+            f"champion {arn}: InferenceSpecification.Containers[{index}].ModelDataUrl is {url!r}, expected an s3:// URI"
         )
     version = description.get("ModelPackageVersion")
     return Champion(arn, description.get("ModelPackageGroupName") or group, version, str(url))

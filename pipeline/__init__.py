@@ -27,6 +27,8 @@ EXPORTS = {
     "LocalExecution": "pipeline.api.execution",
     "SageMakerExecution": "pipeline.api.sagemaker_execution",
     "get_pipeline": "pipeline.definition.build",
+    "serve_local": "pipeline.api.serving",
+    "Predictor": "pipeline.api.serving",
 }
 __all__ = sorted(EXPORTS)
 

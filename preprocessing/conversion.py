@@ -11,14 +11,14 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from containerlib.stable_hash import stable_hash64
+from containerlib.encoding import BadNumber, encode_features, numeric_block
 from containerlib.tables.chunks import Chunk, read_chunks
 from containerlib.tables.header import read_header
 from preprocessing import PreprocessError
 from preprocessing.hashing import assign_splits, hash_texts, row_hashes
 from preprocessing.labels import LabelSpec, encode_labels
 from preprocessing.layout import Schema, check_columns
-from preprocessing.values import RowLocator, show, to_float64
+from preprocessing.values import RowLocator, show
 
 
 def iter_chunks(
@@ -61,25 +61,8 @@ def convert_chunk(
 ) -> Converted:
     """Features, labels and the split of every row of one chunk, applying the missing-value policy."""
     frame, n = chunk.frame, len(chunk)
-    numeric = chunk.numeric if chunk.numeric is not None else _numeric_block(frame, schema.numeric_columns, where)
-    absent_numeric = ~np.isfinite(numeric)
-    category_hashes: dict[str, np.ndarray] = {}
-    if absent_numeric.any():
-        numeric = numeric.copy(order="F")  # to_numpy may return pandas' own read-only block; keep the chunk's
-        numeric[absent_numeric] = 0.0
-    if schema.categorical_columns:
-        features = np.zeros((n, schema.feature_dim), dtype=np.float32, order="F")
-        absent = np.zeros((n, len(schema.feature_columns)), dtype=bool)
-        offsets = schema.feature_offsets
-        numeric_positions = [schema.feature_columns.index(column) for column in schema.numeric_columns]
-        features[:, [offsets[column] for column in schema.numeric_columns]] = numeric
-        absent[:, numeric_positions] = absent_numeric
-        for column in schema.categorical_columns:
-            absent[:, schema.feature_columns.index(column)], category_hashes[column] = _hash_categorical(
-                frame[column], column, schema.hash_buckets, features, offsets[column]
-            )
-    else:
-        features, absent = numeric, absent_numeric  # numeric columns are the feature columns, in order
+    encoded = encode_features(frame, schema.layout, _bad_number(where), chunk.numeric)
+    features, absent, category_hashes = encoded.features, encoded.absent, encoded.category_hashes
     missing_feature = absent.any(axis=1)
 
     label_values, missing_label = encode_labels(frame[schema.label_column], labels, where)
@@ -114,28 +97,19 @@ def convert_chunk(
     return Converted(rows, assign_splits(hashes, fractions), int(n - keep.sum()), category_hashes)
 
 
+def _bad_number(where: RowLocator) -> BadNumber:
+    """Text in a numeric column: an error naming file, row and column, and how to declare it categorical."""
+
+    def error(row: int, column: str, value: object) -> Exception:
+        return PreprocessError(
+            f"{where.at(row)}: column {column!r} has non-numeric value {show(value)}; declare text columns as "
+            f"categorical (feature-hashed) with --param CategoricalColumns={column} (added to the columns already "
+            "declared; preprocess.py: --categorical-columns)"
+        )
+
+    return error
+
+
 def _numeric_block(frame: pd.DataFrame, columns: Sequence[str], where: RowLocator) -> np.ndarray:
     """The numeric feature columns as a float32 matrix; non-finite values (and float32 overflow) kept as such."""
-    with np.errstate(over="ignore", invalid="ignore"):
-        block = frame[list(columns)]
-        if all(pd.api.types.is_numeric_dtype(dtype) for dtype in block.dtypes):
-            values = block.to_numpy(dtype=np.float32, na_value=np.nan)
-        else:
-            values = np.empty((len(frame), len(columns)), dtype=np.float32, order="F")
-            for index, column in enumerate(columns):
-                values[:, index] = to_float64(frame[column], where, f"column {column!r}")
-        return values  # column-major as pandas stores it: row_hashes reads it column by column
-
-
-def _hash_categorical(
-    column: pd.Series, name: str, buckets: int, features: np.ndarray, offset: int
-) -> tuple[np.ndarray, np.ndarray]:
-    """Set one indicator per row in ``features[:, offset:offset+buckets]``; return the mask of missing values and
-    the 64-bit hashes of the distinct values (for the summary's distinct-value and bucket counts)."""
-    codes, uniques = pd.factorize(column.astype("object"))  # missing -> code -1
-    hashes = np.array([stable_hash64(f"{name}={str(value).strip()}") for value in uniques], dtype=np.uint64)
-    bucket_of_unique = (hashes % np.uint64(buckets)).astype(np.int64)
-    present = codes >= 0
-    rows = np.flatnonzero(present)
-    features[rows, offset + bucket_of_unique[codes[present]]] = 1.0
-    return ~present, hashes
+    return numeric_block(frame, columns, _bad_number(where))

@@ -21,6 +21,7 @@ from preprocessing.hashing import SPLIT_CODES
 from preprocessing.inputs import InputNames, list_input_files, load_decided
 from preprocessing.labels import LabelSpec, make_label_spec
 from preprocessing.layout import Schema, resolve_schema
+from preprocessing.model_data import MODEL, MODEL_DATA, resolved_schema, write_model_data
 from preprocessing.settings import Settings
 from preprocessing.shards import ShardBuffer, write_shards
 from preprocessing.stats import CategoryStats, SplitStats
@@ -64,6 +65,10 @@ def preprocess(settings: Settings) -> dict[str, Any]:
     failed = True
     try:
         summary = _convert_all(settings, host, schema, labels, files, fractions, shard_counts, transaction, names)
+        if host.index == 0:  # the serving featurizer's model data: host-independent, so one host writes it
+            model_data = transaction.work_dir / MODEL_DATA
+            write_model_data(model_data, resolved_schema(decided, schema, labels), summary)
+            transaction.commit(model_data, MODEL)
         failed = False
     finally:
         transaction.cleanup(failed)

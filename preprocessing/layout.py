@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from pathlib import PurePosixPath
 from typing import Any
 
+from containerlib.encoding import FeatureLayout
 from preprocessing import PreprocessError
 from preprocessing.settings import Settings
 
@@ -25,6 +26,11 @@ class Schema:
     label_as_text: bool  # with --label-values, labels are matched as the text in the file
     expected_columns: frozenset[str] | None  # every file has exactly these columns; None: extra columns are ignored
     layout_source: str  # where the feature order comes from, for messages
+
+    @property
+    def layout(self) -> FeatureLayout:
+        """The feature layout as the shared encoder (:func:`containerlib.encoding.encode_features`) takes it."""
+        return FeatureLayout(self.feature_columns, self.categorical_columns, self.hash_buckets)
 
     @property
     def feature_names(self) -> list[str]:

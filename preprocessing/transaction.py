@@ -10,6 +10,7 @@ from containerlib.hosts import Host
 from containerlib.names import SPLITS
 from preprocessing import PreprocessError
 from preprocessing.baseline import BASELINE
+from preprocessing.model_data import MODEL, MODEL_DATA
 
 
 class OutputTransaction:
@@ -22,12 +23,14 @@ class OutputTransaction:
         self.committed: list[Path] = []
 
     def begin(self) -> None:
-        for sub in (*SPLITS, "summary", BASELINE):
+        for sub in (*SPLITS, "summary", BASELINE, MODEL):
             folder = self.output_dir / sub
             folder.mkdir(parents=True, exist_ok=True)
             clash = sorted(p.name for p in folder.glob(f"*-{self.host.name}[-.]*"))
             if sub == "summary" and self.host.count == 1 and (folder / "summary.json").exists():
                 clash.append("summary.json")
+            if sub == MODEL and self.host.index == 0 and (folder / MODEL_DATA).exists():
+                clash.append(MODEL_DATA)
             if clash:
                 raise PreprocessError(
                     f"{folder} already holds output of host {self.host.name}: {clash[:3]}; use an empty output dir"

@@ -19,7 +19,7 @@ import pytest
 import yaml
 from moto_additions import moto_server
 
-from pipeline.definition.code_bundles import repository_bundle
+from pipeline.definition.code_bundles import SOURCEDIR, repository_bundle
 
 REPOSITORY = Path(__file__).resolve().parent.parent
 BIN = Path(sys.executable).parent
@@ -74,7 +74,7 @@ def source_copy(tmp_path: Path) -> Path:
     """What the build needs of the checkout (package sources, the test it runs, pyproject), so artifacts land in tmp."""
     workdir = tmp_path / "src"
     ignore = shutil.ignore_patterns("__pycache__", "*.egg-info", ".llpipe", "*.tmp")
-    for folder in ("pipeline", "preprocessing", "evaluation", "dataquality", "containerlib"):
+    for folder in ("pipeline", "preprocessing", "evaluation", "dataquality", "containerlib", "serving"):
         shutil.copytree(REPOSITORY / folder, workdir / folder, ignore=ignore)
     (workdir / "tests").mkdir()
     shutil.copy2(REPOSITORY / "tests" / "test_config.py", workdir / "tests" / "test_config.py")
@@ -137,7 +137,8 @@ def test_buildspec_lints_tests_writes_the_definition_upserts_and_starts(moto_end
     code = s3.list_objects_v2(Bucket="codebuild-artifacts", Prefix="churn-p-abc123/code/")
     keys = sorted((item["Key"].split("/", 3)[-1], item["Key"]) for item in code["Contents"])  # path in its bundle
     bundles = [repository_bundle(name, workdir) for name in ("preprocess", "evaluate")]
-    assert [name for name, _ in keys] == sorted(name for bundle in bundles for name, _ in bundle.files)
+    # the two jobs' bundles file by file, and the serving containers' bundle as their sourcedir.tar.gz
+    assert [name for name, _ in keys] == sorted([*(name for bundle in bundles for name, _ in bundle.files), SOURCEDIR])
     preprocess_key = dict(keys)["preprocess.py"]
     uploaded = s3.get_object(Bucket="codebuild-artifacts", Key=preprocess_key)["Body"].read()
     assert uploaded == (workdir / "preprocessing" / "preprocess.py").read_bytes()

@@ -9,7 +9,7 @@ import pytest
 
 from pipeline.definition.code_bundles import BUNDLE_SOURCES, REPOSITORY_ROOT, repository_bundle
 
-CONTAINER_PACKAGES = ("preprocessing", "evaluation", "dataquality", "containerlib")
+CONTAINER_PACKAGES = ("preprocessing", "evaluation", "dataquality", "containerlib", "serving")
 
 
 def module_file(module: str) -> str:

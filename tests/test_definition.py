@@ -275,7 +275,7 @@ def test_steps_and_parameters_are_named_as_documented(definition: dict[str, Any]
     assert parameters["ChampionTolerance"] == {"Name": "ChampionTolerance", "Type": "Float", "DefaultValue": 0.0}
 
 
-def test_preprocess_shards_its_input_and_writes_five_outputs_per_execution(definition: dict[str, Any]) -> None:
+def test_preprocess_shards_its_input_and_writes_six_outputs_per_execution(definition: dict[str, Any]) -> None:
     args = all_steps(definition)["Preprocess"]["Arguments"]
     inputs = {i["InputName"]: i["S3Input"] for i in args["ProcessingInputs"]}
     assert inputs["data"]["S3DataDistributionType"] == "ShardedByS3Key"
@@ -291,7 +291,7 @@ def test_preprocess_shards_its_input_and_writes_five_outputs_per_execution(defin
             "S3UploadMode": "EndOfJob",
             "S3Uri": f"s3://llpipe-local/linear-learner-pipeline/{EXECUTION_ID}/preprocess/{name}",
         }
-        for name in ("train", "validation", "test", "summary", "baseline")
+        for name in ("train", "validation", "test", "summary", "baseline", "model")
     }
     assert resolve(args["AppSpecification"], defaults)["ContainerArguments"] == [
         "--input-dir",
@@ -380,10 +380,12 @@ def test_processing_code_is_mounted_from_its_content_hashed_bundle(built: BuiltD
         assert args["AppSpecification"]["ContainerEntrypoint"] == ["python3", f"/opt/ml/processing/input/code/{entry}"]
         for name, content in bundle.files:
             assert built.uploads[code["S3Uri"] + name] == content
-    # every upload is a file of one of the two bundles, or the default schema
+    # every upload is a file of one of the two bundles, the serving bundle's sourcedir.tar.gz, or the default schema
     prefix = "s3://llpipe-local/linear-learner-pipeline"
     bundles = {**repository_bundle("preprocess").uploads(prefix), **repository_bundle("evaluate").uploads(prefix)}
-    assert set(built.uploads) == set(bundles) | {default_schema_uri(prefix)}
+    serving = repository_bundle("serving")
+    assert built.uploads[serving.tarball_uri(prefix)] == serving.tarball()
+    assert set(built.uploads) == set(bundles) | {default_schema_uri(prefix), serving.tarball_uri(prefix)}
 
 
 def test_training_channels_hyperparameters_and_stopping_condition(definition: dict[str, Any]) -> None:
@@ -437,7 +439,41 @@ def test_transform_scores_the_test_shards_as_jsonlines(definition: dict[str, Any
     assert args["TransformOutput"]["Accept"] == "application/jsonlines"
     assert args["TransformOutput"]["AssembleWith"] == "Line"
     create_model = all_steps(definition)["CreateModel"]["Arguments"]
-    assert create_model["PrimaryContainer"]["ModelDataUrl"] == {"Get": "Steps.Train.ModelArtifacts.S3ModelArtifacts"}
+    assert "PrimaryContainer" not in create_model
+    assert create_model["Containers"] == inference_pipeline({"Get": "Steps.Train.ModelArtifacts.S3ModelArtifacts"})
+    assert create_model["InferenceExecutionConfig"] == {"Mode": "Serial"}
+
+
+def inference_pipeline(model_data: Any) -> list[dict[str, Any]]:
+    """The three containers CreateModel and the registered version hold: featurizer, Linear Learner, labels."""
+    serving = repository_bundle("serving")
+    sklearn = "683313688378.dkr.ecr.us-east-1.amazonaws.com/sagemaker-scikit-learn:1.2-1-cpu-py3"
+    featurizer_data = {
+        "Std:Join": {
+            "On": "/",
+            "Values": [
+                {"Get": "Steps.Preprocess.ProcessingOutputConfig.Outputs['model'].S3Output.S3Uri"},
+                "model.tar.gz",
+            ],
+        }
+    }
+
+    def script(role: str) -> dict[str, Any]:
+        environment = {
+            "LLPIPE_SERVING_ROLE": role,
+            "SAGEMAKER_CONTAINER_LOG_LEVEL": "20",
+            "SAGEMAKER_PROGRAM": "inference.py",
+            "SAGEMAKER_REGION": "us-east-1",
+            "SAGEMAKER_SUBMIT_DIRECTORY": f"s3://llpipe-local/linear-learner-pipeline/code/{serving.digest}/sourcedir.tar.gz",
+        }
+        return {"Environment": environment, "Image": sklearn, "ModelDataUrl": featurizer_data}
+
+    linear_learner = "382416733822.dkr.ecr.us-east-1.amazonaws.com/linear-learner:1"
+    return [
+        script("featurizer"),
+        {"Environment": {}, "Image": linear_learner, "ModelDataUrl": model_data},
+        script("labels"),
+    ]
 
 
 def test_evaluate_reads_predictions_and_test_shards_and_publishes_its_report(definition: dict[str, Any]) -> None:
@@ -565,9 +601,20 @@ def test_quality_gate_registers_or_fails_with_metric_value_and_threshold(definit
     assert {"Std:JsonGet": {"Path": "decision.champion_floor", "PropertyFile": report}} in message
     register = gate["IfSteps"][0]["Arguments"]
     assert register["ModelPackageGroupName"] == "linear-learner-models"
-    (container,) = register["InferenceSpecification"]["Containers"]
-    assert container["Environment"] == {}  # no framework script-mode variables for a built-in algorithm
-    assert container["ModelDataUrl"] == {"Get": "Steps.Train.ModelArtifacts.S3ModelArtifacts"}
+    instance_types = ["ml.m5.large", "ml.m5.xlarge", "ml.c5.large", "ml.c5.xlarge"]
+    assert register["InferenceSpecification"] == {
+        # the inference pipeline, as CreateModel holds it; Linear Learner without script-mode variables
+        "Containers": inference_pipeline({"Get": "Steps.Train.ModelArtifacts.S3ModelArtifacts"}),
+        "SupportedContentTypes": [
+            "text/csv",
+            "application/json",
+            "application/jsonlines",
+            "application/x-recordio-protobuf",
+        ],
+        "SupportedResponseMIMETypes": ["application/json", "application/jsonlines"],
+        "SupportedRealtimeInferenceInstanceTypes": instance_types,
+        "SupportedTransformInstanceTypes": instance_types,
+    }
     assert register["ModelApprovalStatus"] == {"Get": "Parameters.ModelApprovalStatus"}
 
     def decision(field: str) -> dict[str, Any]:

@@ -97,8 +97,26 @@ def body(data: bytes) -> StreamingBody:
     return StreamingBody(io.BytesIO(data), len(data))
 
 
+def containers(number: int) -> tuple[dict[str, Any], ...]:
+    """The version's inference pipeline as RegisterModel registers it: featurizer, Linear Learner, labels."""
+    sklearn = "683313688378.dkr.ecr.us-east-1.amazonaws.com/sagemaker-scikit-learn:1.2-1-cpu-py3"
+    featurizer_data = f"s3://churn-bucket/churn/e{number}/preprocess/model/model.tar.gz"
+
+    def script(role: str) -> dict[str, Any]:
+        environment = {"LLPIPE_SERVING_ROLE": role, "SAGEMAKER_PROGRAM": "inference.py"}
+        environment["SAGEMAKER_SUBMIT_DIRECTORY"] = "s3://churn-bucket/churn/code/abc/sourcedir.tar.gz"
+        return {"Image": sklearn, "ModelDataUrl": featurizer_data, "Environment": environment}
+
+    linear_learner = {
+        "Image": "382416733822.dkr.ecr.us-east-1.amazonaws.com/linear-learner:1",
+        "ModelDataUrl": f"s3://churn-bucket/churn/e{number}/train/model.tar.gz",
+        "Environment": {},
+    }
+    return (script("featurizer"), linear_learner, script("labels"))
+
+
 def version(number: int) -> Version:
-    return Version(arn(number), number, "churn-models", "Approved", f"{EXECUTION}e{number}")
+    return Version(arn(number), number, "churn-models", "Approved", f"{EXECUTION}e{number}", containers(number))
 
 
 # ------------------------------------------------------------------------------------------------ expectations
@@ -142,6 +160,11 @@ def expect_package(stub: Any, number: int, status: str = "Approved", listed: boo
             "ModelApprovalStatus": status,
             # SageMaker Pipelines' RegisterModel records the execution (the EventBridge sample carries it too)
             "MetadataProperties": {"GeneratedBy": f"{EXECUTION}e{number}"},
+            "InferenceSpecification": {
+                "Containers": list(containers(number)),
+                "SupportedContentTypes": ["text/csv", "application/json"],
+                "SupportedResponseMIMETypes": ["application/json"],
+            },
         },
         {"ModelPackageName": arn(number)},
     )
@@ -298,7 +321,9 @@ def expect_resources(session: StubbedSession, endpoint: str, number: int, alarms
         {
             "ModelName": model,
             "ExecutionRoleArn": f"arn:aws:iam::{ACCOUNT}:role/PipelineRole",
-            "Containers": [{"ModelPackageName": arn(number)}],
+            # the package's inference pipeline, container by container, called in order
+            "Containers": list(containers(number)),
+            "InferenceExecutionConfig": {"Mode": "Serial"},
             "Tags": version_tags(endpoint, number),
         },
     )
@@ -699,3 +724,19 @@ def test_a_failed_endpoint_is_deleted_and_created_again_and_a_failed_creation_na
     assert (outcome.status, outcome.exit_code, outcome.rollout.action) == ("failed", 1, "created")
     assert outcome.message == f"deploying version 3 to {STAGING} failed: Failed: {reason}"
     assert any("a Failed endpoint can only be deleted: deleting it first" in message for message in messages)
+
+
+def test_the_model_is_the_packages_inference_pipeline_or_its_one_container_by_name() -> None:
+    """Three containers: each as registered, Serial; a one-container package (registered before serving existed):
+    by ModelPackageName, as the SDK's ModelPackage sends it. Both are CreateModel requests botocore accepts."""
+    import botocore.session
+    from botocore.validate import validate_parameters
+
+    shape = botocore.session.get_session().get_service_model("sagemaker").operation_model("CreateModel").input_shape
+    pipeline = requests.model_request(CONFIG, "churn-staging", "staging", version(3))
+    assert pipeline["Containers"] == list(containers(3)) and pipeline["InferenceExecutionConfig"] == {"Mode": "Serial"}
+    single = Version(arn(2), 2, "churn-models", "Approved", None, (containers(2)[1],))
+    bare = requests.model_request(CONFIG, "churn-staging", "staging", single)
+    assert bare["Containers"] == [{"ModelPackageName": arn(2)}] and "InferenceExecutionConfig" not in bare
+    for request in (pipeline, bare):
+        validate_parameters(request, shape)

@@ -47,7 +47,7 @@ def test_preprocess_defaults_its_split_as_the_definition_and_preflight() -> None
 def test_each_shared_name_has_one_definition() -> None:
     """No module of the project defines a shared name again: it imports it (one copy cannot drift from another)."""
     defining = {"containerlib/names.py", "containerlib/exit_message.py", "containerlib/hosts.py"}
-    for folder in ("pipeline", "preprocessing", "evaluation", "dataquality", "containerlib"):
+    for folder in ("pipeline", "preprocessing", "evaluation", "dataquality", "containerlib", "serving"):
         for path in sorted((ROOT / folder).rglob("*.py")):
             relative = path.relative_to(ROOT).as_posix()
             if relative not in defining:

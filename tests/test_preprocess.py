@@ -259,7 +259,8 @@ def test_multiclass_and_regression_labels(tmp_path: Path, container: Container) 
     assert main(list(map(str, again))) == 0
     first = {p.relative_to(tmp_path / "iris-out"): p.read_bytes() for p in (tmp_path / "iris-out").rglob("*.*")}
     second = {p.relative_to(tmp_path / "iris-again"): p.read_bytes() for p in (tmp_path / "iris-again").rglob("*.*")}
-    assert first == second and len(first) == 6  # 3 splits, 2 summaries, the data-quality baseline
+    # 3 splits, 2 summaries, the data-quality baseline, the serving featurizer's model data
+    assert first == second and len(first) == 7
     diabetes = load_diabetes(as_frame=True).frame
     (tmp_path / "diabetes").mkdir()
     diabetes.to_parquet(tmp_path / "diabetes" / "diabetes.parquet", index=False)

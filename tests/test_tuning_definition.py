@@ -155,8 +155,8 @@ def test_model_steps_read_the_best_training_jobs_artifact(tuned: dict[str, Any])
             ],
         }
     }
-    assert steps["CreateModel"]["Arguments"]["PrimaryContainer"]["ModelDataUrl"] == expected
-    register = steps["Register"]["Arguments"]["InferenceSpecification"]["Containers"][0]
+    assert steps["CreateModel"]["Arguments"]["Containers"][1]["ModelDataUrl"] == expected  # Linear Learner's
+    register = steps["Register"]["Arguments"]["InferenceSpecification"]["Containers"][1]
     assert register["ModelDataUrl"] == expected
     # the join builds exactly <S3OutputPath>/<TrainingJobName>/output/model.tar.gz, where a training job writes
     output = steps[TUNING_STEP]["Arguments"]["TrainingJobDefinition"]["OutputDataConfig"]["S3OutputPath"]

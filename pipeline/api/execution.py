@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from pipeline.core.errors import LlpipeError
+from pipeline.core.images import is_linear_learner
 from pipeline.core.names import (
     BASELINE_SUFFIX,
     CREATE_MODEL,
@@ -303,7 +304,10 @@ class LocalExecution(Execution):
         """The trained ``model.tar.gz`` (the Linear Learner artifact) in the local S3 folder: the model CreateModel
         made (the Train step's artifact, or the best tuning job's), else the Train step's artifact."""
         create_model = self.record.steps.get(CREATE_MODEL)
-        container = (create_model.properties.get("PrimaryContainer") or {}) if create_model else {}
+        properties = create_model.properties if create_model else {}
+        containers = [properties["PrimaryContainer"]] if properties.get("PrimaryContainer") else []
+        containers += properties.get("Containers") or []  # the inference pipeline: its Linear Learner container
+        container = next((c for c in containers if is_linear_learner(c.get("Image", ""))), {})
         train = self.record.steps.get(TRAIN)
         artifact = container.get("ModelDataUrl") or (
             (train.properties.get("ModelArtifacts") or {}).get("S3ModelArtifacts") if train else None

@@ -12,7 +12,8 @@ from pathlib import Path
 from typing import Any
 
 from pipeline.core.errors import ModelsError
-from pipeline.core.names import DECISION, GATE
+from pipeline.core.images import is_linear_learner
+from pipeline.core.names import DECISION, GATE, SERVING_ROLE_VARIABLE
 
 NEW_STATUS = {"approve": "Approved", "reject": "Rejected"}
 PAGE_SIZE = 100
@@ -82,12 +83,20 @@ def local_set_status(
 
 def _local_view(package: Any) -> dict[str, Any]:
     view = package.to_dict()
+    # the inference pipeline, a line each: image (role), as DescribeModelPackage's view shows it
+    view["containers"] = [container_text(container) for container in package.containers]
     gate = (package.metrics or {}).get(GATE)
     view["gate"] = gate if isinstance(gate, dict) else None
     decision = (package.metrics or {}).get(DECISION)
     reason = decision.get("reason") if isinstance(decision, dict) else None
     view["champion_comparison"] = reason or champion_comparison(package.customer_metadata)
     return view
+
+
+def container_text(container: Any) -> str:
+    """``<image> (<role>)``: the featurizer and labels containers by their role, Linear Learner by its image."""
+    role = (container.get("Environment") or {}).get(SERVING_ROLE_VARIABLE)
+    return f"{container.get('Image')}" + (f" ({role})" if role else "")
 
 
 def champion_comparison(metadata: Any) -> str | None:
@@ -202,7 +211,9 @@ def _summary_view(summary: dict[str, Any]) -> dict[str, Any]:
 def _described_view(description: dict[str, Any]) -> dict[str, Any]:
     """DescribeModelPackage in the local view's field names."""
     inference = description.get("InferenceSpecification") or {}
-    container = (inference.get("Containers") or [{}])[0]
+    containers = inference.get("Containers") or [{}]
+    # the Linear Learner container (the middle one of the inference pipeline) is the version's image and artifact
+    container = next((c for c in containers if is_linear_learner(str(c.get("Image", "")))), containers[0])
     statistics = ((description.get("ModelMetrics") or {}).get("ModelQuality") or {}).get("Statistics") or {}
     last_modified = description.get("LastModifiedTime")
     return {
@@ -213,6 +224,7 @@ def _described_view(description: dict[str, Any]) -> dict[str, Any]:
         "created_time": description["CreationTime"].isoformat(),
         "last_modified_time": last_modified.isoformat() if last_modified else None,
         "image": container.get("Image"),
+        "containers": [container_text(item) for item in containers if item],
         "model_data_url": container.get("ModelDataUrl"),
         "metrics_report_uri": statistics.get("S3Uri"),
         "content_types": inference.get("SupportedContentTypes", []),

@@ -69,7 +69,10 @@ def parse_time(text: str | datetime, what: str) -> datetime:
 
 def window(start: str | datetime | None, end: str | datetime | None) -> tuple[datetime, datetime]:
     """``[start, end)``; by default the hour before now (what an hourly schedule analyses)."""
-    finish = parse_time(end, "--end") if end is not None else datetime.now(timezone.utc).replace(microsecond=0)
+    # capture stamps inferenceTime to the second: the default end is the next whole second, so a request answered
+    # in this very second (its time truncated to it) is inside [start, end), not left out until the next run
+    now = datetime.now(timezone.utc)
+    finish = parse_time(end, "--end") if end is not None else now.replace(microsecond=0) + timedelta(seconds=1)
     begin = parse_time(start, "--start") if start is not None else finish - timedelta(hours=1)
     return begin, finish
 

@@ -37,6 +37,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "alerts": ("pipeline.cli.alerts", "notify an SNS topic of failed executions (EventBridge rule)"),
     "models": ("pipeline.cli.models", "list, describe, approve or reject registered model versions"),
     "monitor": ("pipeline.cli.monitor", "check an endpoint's captured traffic for drift; --schedule on SageMaker"),
+    "serve": ("pipeline.cli.serve", "serve a registered version over HTTP on this machine, as its endpoint answers"),
     "deploy": ("pipeline.cli.deploy", "deploy an approved version to the staging or prod endpoint, smoke-tested"),
     "endpoints": ("pipeline.cli.endpoints", "what each stage's endpoint serves (version, since, smoke test)"),
     "undeploy": ("pipeline.cli.undeploy", "remove a stage's endpoint and what deploy created for it"),

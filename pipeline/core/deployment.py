@@ -24,7 +24,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime
 from functools import partial
-from typing import Protocol
+from typing import Any, Protocol
 
 from pipeline.core.errors import LlpipeError
 from pipeline.core.smoke import QualityCheck, SmokeCase, SmokeResult, compare_answers, parse_answers, quality
@@ -60,6 +60,8 @@ class Version:
     group: str
     approval_status: str
     execution_arn: str | None  # MetadataProperties.GeneratedBy: the pipeline execution that trained it
+    # InferenceSpecification.Containers (Image, ModelDataUrl, Environment): llpipe's inference pipeline is three
+    containers: tuple[dict[str, Any], ...] = ()
 
 
 @dataclass(frozen=True)

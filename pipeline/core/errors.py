@@ -85,3 +85,8 @@ def one_line(text: str) -> str:
     """Lines of a message (a log's tail, the ExitMessage of several instances) as one line: the non-empty ones,
     stripped, joined by `` | ``; how a failure reason shows them, in a table cell or a summary."""
     return " | ".join(line.strip() for line in text.splitlines() if line.strip())
+
+
+class ServingError(LlpipeError):
+    """A model version that cannot be served locally (not an inference pipeline, its model data missing), or a
+    server that cannot start (the port taken)."""

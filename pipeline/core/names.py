@@ -27,6 +27,10 @@ from containerlib.names import (  # noqa: F401 - re-exported: one definition, sh
     PREDICTOR_TYPES,
     REGRESSOR,
     REPORT_NAME,
+    SERVING_FEATURIZER,
+    SERVING_LABELS,
+    SERVING_PROGRAM,
+    SERVING_ROLE_VARIABLE,
     SHARD_SUFFIX,
 )
 

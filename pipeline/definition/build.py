@@ -28,6 +28,7 @@ from pipeline.definition.steps.evaluate import evaluate_step
 from pipeline.definition.steps.gate import quality_gate_step
 from pipeline.definition.steps.preprocess import preprocess_step
 from pipeline.definition.steps.register import register_step
+from pipeline.definition.steps.serving import serving_containers
 from pipeline.definition.steps.train import train_step
 from pipeline.definition.steps.transform import transform_step
 from pipeline.definition.steps.tune import tune_step, tuning_key
@@ -47,11 +48,16 @@ class Bundles:
 
     preprocess: CodeBundle
     evaluate: CodeBundle
+    serving: CodeBundle
 
     @classmethod
     def from_repository(cls, root: Path = REPOSITORY_ROOT) -> Bundles:
         """The bundles as the repository's files are now (a code change gives new digests, new S3 prefixes)."""
-        return cls(preprocess=repository_bundle("preprocess", root), evaluate=repository_bundle("evaluate", root))
+        return cls(
+            preprocess=repository_bundle("preprocess", root),
+            evaluate=repository_bundle("evaluate", root),
+            serving=repository_bundle("serving", root),
+        )
 
 
 def build_definition(config: PipelineConfig, bundles: Bundles | None = None) -> BuiltDefinition:
@@ -64,11 +70,12 @@ def build_definition(config: PipelineConfig, bundles: Bundles | None = None) -> 
             pipeline = _build_pipeline(config, bundles, offline_session(config.region, config.bucket))
             return json.dumps(json.loads(pipeline.definition()), indent=2, sort_keys=True) + "\n"
 
-    digests = (bundles.preprocess.digest, bundles.evaluate.digest)
+    digests = (bundles.preprocess.digest, bundles.evaluate.digest, bundles.serving.digest)
     definition_json = cached_definition(config, digests, build)  # the SDK is imported only on a miss
     uploads = {
         **bundles.preprocess.uploads(config.pipeline_prefix),
         **bundles.evaluate.uploads(config.pipeline_prefix),
+        bundles.serving.tarball_uri(config.pipeline_prefix): bundles.serving.tarball(),
         default_schema_uri(config.pipeline_prefix): DEFAULT_SCHEMA,
     }
     return BuiltDefinition(
@@ -104,10 +111,11 @@ def _build_pipeline(config: PipelineConfig, bundles: Bundles, session: Any) -> A
         train = train_step(config, params, preprocess, session)
         model_data = train.properties.ModelArtifacts.S3ModelArtifacts
     train.add_depends_on([data_quality])  # a feed that fails the data-quality check is never trained on
-    create_model = create_model_step(config, model_data, session)
+    containers = serving_containers(config, bundles.serving, preprocess, model_data)
+    create_model = create_model_step(config, model_data, containers, session)
     transform = transform_step(config, params, preprocess, create_model, session)
     evaluate, report = evaluate_step(config, params, bundles.evaluate, preprocess, transform, session)
-    register = register_step(config, params, model_data, evaluate, report, data_quality, session)
+    register = register_step(config, params, model_data, containers, evaluate, report, data_quality, session)
     gate = quality_gate_step(params, evaluate, report, register)
     return Pipeline(
         name=config.pipeline_name,

@@ -14,12 +14,16 @@ and a code change changes the step's inputs, which invalidates SageMaker's step 
 
 from __future__ import annotations
 
+import gzip
 import hashlib
+import io
+import tarfile
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
 REPOSITORY_ROOT = Path(__file__).resolve().parents[2]
+SOURCEDIR = "sourcedir.tar.gz"  # a serving bundle's one object: what the scikit-learn serving image downloads
 
 
 def _modules(folder: str, *names: str) -> tuple[str, ...]:
@@ -32,14 +36,19 @@ RECORDIO = _modules(
     "containerlib/recordio", "wire", "varints", "writer", "framing", "fast_decode", "protobuf", "reader"
 )
 TABLES = (
-    *_modules("containerlib", "prefetch", "stable_hash"),
+    *_modules("containerlib", "prefetch", "stable_hash", "encoding"),
     *_modules("containerlib/tables", "files", "header", "csv_reader", "parquet_reader", "chunks"),
 )
 PREPROCESS = _modules(
     "preprocessing", "command", "settings", "job", "inputs", "layout", "labels", "values", "conversion", "hashing",
-    "stats", "shards", "summary", "transaction", "baseline",
+    "stats", "shards", "summary", "transaction", "baseline", "model_data",
 )  # fmt: skip
 EVALUATE = _modules("evaluation", "command", "job", "metrics", "report", "gate", "champion", "linear_learner_model")
+SERVING = (
+    *_modules("serving", "model", "requests", "featurizer", "labels"),
+    *_modules("containerlib", "encoding", "stable_hash", "names"),
+    *RECORDIO,
+)
 DATAQUALITY = _modules(
     "dataquality", "command", "settings", "job", "dataset", "capture", "values", "profile", "kll", "statistics",
     "constraints", "distance", "violations", "jackson",
@@ -50,6 +59,9 @@ DATAQUALITY = _modules(
 BUNDLE_SOURCES: dict[str, tuple[str, tuple[str, ...]]] = {
     "preprocess": ("preprocessing/preprocess.py", (*PREPROCESS, *SHARED, *TABLES, *RECORDIO)),
     "evaluate": ("evaluation/evaluate.py", (*EVALUATE, "containerlib/predictions.py", *SHARED, *RECORDIO)),
+    # the inference pipeline's featurizer and labels containers (scikit-learn serving image): uploaded as the
+    # sourcedir.tar.gz their SAGEMAKER_SUBMIT_DIRECTORY names
+    "serving": ("serving/inference.py", SERVING),
     # the local stand-in for Model Monitor's analyzer image (pipeline/local/jobs/quality_check.py): never uploaded,
     # as the definition names the image, which holds its own code
     "dataquality": (
@@ -84,6 +96,20 @@ class CodeBundle:
         """Every object to upload: S3 URI -> bytes."""
         prefix = self.s3_prefix(pipeline_prefix)
         return {prefix + name: content for name, content in self.files}
+
+    def tarball(self) -> bytes:
+        """The bundle as a ``sourcedir.tar.gz`` (a serving container's SAGEMAKER_SUBMIT_DIRECTORY); the same files
+        always give the same bytes (fixed times and owners, no gzip timestamp)."""
+        buffer = io.BytesIO()
+        with tarfile.open(fileobj=buffer, mode="w") as tar:
+            for name, content in self.files:
+                info = tarfile.TarInfo(name)
+                info.size, info.mode = len(content), 0o644
+                tar.addfile(info, io.BytesIO(content))
+        return gzip.compress(buffer.getvalue(), mtime=0)
+
+    def tarball_uri(self, pipeline_prefix: str) -> str:
+        return self.s3_prefix(pipeline_prefix) + SOURCEDIR
 
     def write(self, folder: Path) -> Path:
         """The bundle's files under ``folder`` as the ``code`` input lays them out; returns the entry script."""

@@ -196,7 +196,8 @@ def _description(package: ModelPackage) -> dict[str, Any]:
         "CreationTime": _epoch(package.created_time),
         "LastModifiedTime": _epoch(package.last_modified_time),
         "InferenceSpecification": {
-            "Containers": [{"Image": package.image, "ModelDataUrl": package.model_data_url}],
+            "Containers": [dict(c) for c in package.containers]
+            or [{"Image": package.image, "ModelDataUrl": package.model_data_url}],
             "SupportedTransformInstanceTypes": list(package.transform_instance_types),
             "SupportedRealtimeInferenceInstanceTypes": list(package.realtime_instance_types),
             "SupportedContentTypes": list(package.content_types),

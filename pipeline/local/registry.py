@@ -19,11 +19,14 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
+from pipeline.core.images import is_linear_learner
+
 APPROVAL_STATUSES = ("Approved", "Rejected", "PendingManualApproval")
 DEFAULT_APPROVAL_STATUS = "PendingManualApproval"
 GROUP_NAME_PATTERN = re.compile(r"[a-zA-Z0-9](-*[a-zA-Z0-9]){0,62}")
 BUSY_TIMEOUT_SECONDS = 60.0
 METADATA_PUNCTUATION = "_.:/=+-@"
+MAX_CONTAINERS = 15  # CreateModelPackage's limit on InferenceSpecification.Containers
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS model_package_groups (
@@ -99,6 +102,8 @@ class ModelPackage:
     # "Constraints": uri}, empty when the request had none
     data_quality: Mapping[str, str] = field(default_factory=dict)
     drift_check_data_quality: Mapping[str, str] = field(default_factory=dict)
+    # InferenceSpecification.Containers as registered: the inference pipeline (featurizer, Linear Learner, labels)
+    containers: tuple[Mapping[str, Any], ...] = ()
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready form (times as ISO 8601, tuples as lists)."""
@@ -107,6 +112,7 @@ class ModelPackage:
         values["last_modified_time"] = self.last_modified_time.isoformat()
         for name in ("content_types", "response_types", "realtime_instance_types", "transform_instance_types"):
             values[name] = list(values[name])
+        values["containers"] = [dict(container) for container in self.containers]
         return values
 
 
@@ -190,13 +196,20 @@ class _Registration:
         status = _check_status(request.get("ModelApprovalStatus") or DEFAULT_APPROVAL_STATUS)
         inference = _required(request, "InferenceSpecification", "")
         containers = _required(inference, "Containers", "InferenceSpecification.")
-        if not isinstance(containers, list) or len(containers) != 1:
-            raise RegistryError("CreateModelPackage request: InferenceSpecification.Containers must hold one container")
-        container = containers[0]
-        image = _required(container, "Image", "InferenceSpecification.Containers[0].")
-        model_data_url = _required(container, "ModelDataUrl", "InferenceSpecification.Containers[0].")
-        if not str(model_data_url).startswith("s3://"):
-            raise RegistryError(f"CreateModelPackage request: ModelDataUrl {model_data_url!r} is not an s3:// URI")
+        if not isinstance(containers, list) or not 1 <= len(containers) <= MAX_CONTAINERS:
+            raise RegistryError(
+                f"CreateModelPackage request: InferenceSpecification.Containers must hold 1 to {MAX_CONTAINERS} "
+                "containers"
+            )
+        for index, container in enumerate(containers):
+            where = f"InferenceSpecification.Containers[{index}]."
+            _required(container, "Image", where)
+            url = _required(container, "ModelDataUrl", where)
+            if not str(url).startswith("s3://"):
+                raise RegistryError(f"CreateModelPackage request: {where}ModelDataUrl {url!r} is not an s3:// URI")
+        # the algorithm's container (the inference pipeline's middle one) is the version's image and artifact
+        container = next((c for c in containers if is_linear_learner(str(c["Image"]))), containers[0])
+        image, model_data_url = container["Image"], container["ModelDataUrl"]
         statistics = (request.get("ModelMetrics") or {}).get("ModelQuality", {}).get("Statistics")
         report_uri = None
         if statistics is not None:
@@ -432,4 +445,5 @@ def _from_row(row: sqlite3.Row) -> ModelPackage:
         customer_metadata=json.loads(row["customer_metadata"]),
         data_quality=_baseline_uris(request, "ModelMetrics"),
         drift_check_data_quality=_baseline_uris(request, "DriftCheckBaselines"),
+        containers=tuple((request.get("InferenceSpecification") or {}).get("Containers") or ()),
     )

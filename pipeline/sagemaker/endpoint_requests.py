@@ -85,13 +85,22 @@ def endpoint_tags(config: PipelineConfig, stage: str) -> list[dict[str, str]]:
     return [{"Key": key, "Value": value} for key, value in sorted(tags.items())]
 
 
+CONTAINER_KEYS = ("Image", "ModelDataUrl", "Environment")  # what CreateModel takes of a package's container
+
+
 def model_request(config: PipelineConfig, endpoint: str, stage: str, version: Version) -> dict[str, Any]:
-    """CreateModel from the model package (its containers, one or an inference pipeline), as the SDK's
-    ``ModelPackage`` sends it: ``Containers: [{"ModelPackageName": arn}]``, the pipeline role, network settings."""
-    request: dict[str, Any] = {
-        "ExecutionRoleArn": config.role_arn,
-        "Containers": [{"ModelPackageName": version.package_arn}],
-    }
+    """CreateModel from the model package: an inference pipeline (llpipe's featurizer, Linear Learner, labels) as
+    its containers in order (Image, ModelDataUrl, Environment), called one after the other (``Serial``); a
+    one-container package as the SDK's ``ModelPackage`` sends it (``Containers: [{"ModelPackageName": arn}]``); the
+    pipeline role, network settings."""
+    request: dict[str, Any] = {"ExecutionRoleArn": config.role_arn}
+    if len(version.containers) > 1:
+        request["Containers"] = [
+            {key: container[key] for key in CONTAINER_KEYS if key in container} for container in version.containers
+        ]
+        request["InferenceExecutionConfig"] = {"Mode": "Serial"}
+    else:
+        request["Containers"] = [{"ModelPackageName": version.package_arn}]
     if config.subnets:
         request["VpcConfig"] = {"SecurityGroupIds": list(config.security_group_ids), "Subnets": list(config.subnets)}
     if config.enable_network_isolation:

@@ -102,6 +102,7 @@ class SageMakerEndpoints:
             group=package.get("ModelPackageGroupName", self.config.model_package_group),
             approval_status=package.get("ModelApprovalStatus", "PendingManualApproval"),
             execution_arn=(package.get("MetadataProperties") or {}).get("GeneratedBy"),
+            containers=tuple((package.get("InferenceSpecification") or {}).get("Containers") or ()),
         )
 
     def live(self, stage: str) -> Live | None:

@@ -1,4 +1,6 @@
-"""The CreateModel step: a model of the trained artifact on the Linear Learner image (the algorithm serves itself)."""
+"""The CreateModel step: the inference pipeline (featurizer, Linear Learner, labels; ``steps/serving.py``) as one
+model, its containers called in order (``InferenceExecutionConfig.Mode=Serial``), so batch transform and endpoints
+serve the same thing the registry holds."""
 
 from __future__ import annotations
 
@@ -32,9 +34,15 @@ def model_builder(config: PipelineConfig, model_data: Any, session: Any) -> Any:
     )
 
 
-def create_model_step(config: PipelineConfig, model_data: Any, session: Any) -> Any:
+def create_model_step(config: PipelineConfig, model_data: Any, containers: list[dict], session: Any) -> Any:
     from sagemaker.mlops.workflow import ModelStep
 
     # with use_custom_job_prefix the name is a prefix: SageMaker appends a unique suffix per execution
     step_args = model_builder(config, model_data, session).build(model_name=f"{config.base_job_prefix}-model")
+    # ModelBuilder makes a one-container model; the request takes the inference pipeline's containers instead
+    # (CreateModel allows PrimaryContainer or Containers, not both)
+    request = step_args.create_model_request
+    request.pop("PrimaryContainer", None)
+    request["Containers"] = containers
+    request["InferenceExecutionConfig"] = {"Mode": "Serial"}
     return ModelStep(name=CREATE_MODEL, step_args=step_args, retry_policies=model_step_retries())

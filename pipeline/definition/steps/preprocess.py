@@ -19,7 +19,8 @@ from pipeline.definition.steps.common import (
 
 PREPROCESS_INPUT_DIR = "/opt/ml/processing/input/data"
 PREPROCESS_OUTPUT_DIR = "/opt/ml/processing/output"
-PREPROCESS_OUTPUTS = ("train", "validation", "test", "summary", "baseline")  # baseline: raw rows for DataQuality
+PREPROCESS_OUTPUTS = ("train", "validation", "test", "summary", "baseline", "model")  # baseline: raw rows for
+# DataQuality; model: the serving featurizer's model data (schema and summary)
 PREPROCESS_SCHEMA_DIR = "/opt/ml/processing/input/schema"
 
 

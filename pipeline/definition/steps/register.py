@@ -12,14 +12,15 @@ from pipeline.definition.steps.common import model_step_retries
 from pipeline.definition.steps.create_model import model_builder
 
 INFERENCE_INSTANCE_TYPES = ["ml.m5.large", "ml.m5.xlarge", "ml.c5.large", "ml.c5.xlarge"]
-INFERENCE_CONTENT_TYPES = [RECORDIO, CSV, JSON]
-INFERENCE_RESPONSE_TYPES = [JSON, JSONLINES, RECORDIO]
+INFERENCE_CONTENT_TYPES = [CSV, JSON, JSONLINES, RECORDIO]  # raw rows (the featurizer), encoded rows (pass-through)
+INFERENCE_RESPONSE_TYPES = [JSON, JSONLINES]  # the labels container answers in these
 
 
 def register_step(
     config: PipelineConfig,
     params: Parameters,
     model_data: Any,
+    containers: list[dict],
     evaluate: Any,
     report: Any,
     data_quality: Any,
@@ -66,6 +67,8 @@ def register_step(
             "ChampionTolerance": decision("champion_tolerance"),
         },
     )
+    # the version holds the inference pipeline's three containers (steps/serving.py), as CreateModel does
+    step_args.create_model_package_request["InferenceSpecification"]["Containers"] = containers
     return ModelStep(name=REGISTER, step_args=step_args, retry_policies=model_step_retries())
 
 

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from pipeline.core.images import is_linear_learner
 from pipeline.local.executions import write_json_atomically
 from pipeline.local.jobs.contract import Job, StepFailed
 from pipeline.local.s3 import LocalS3
@@ -26,22 +27,34 @@ class ModelJobs:
 
     def __call__(self, job: Job) -> dict[str, Any]:
         request = job.arguments
-        container = request.get("PrimaryContainer") or (request.get("Containers") or [None])[0]
-        if not container:
-            raise StepFailed("CreateModel request has no PrimaryContainer")
-        model_data = container.get("ModelDataUrl")
-        if model_data and not self.s3.path(model_data).is_file():
-            raise StepFailed(f"ModelDataUrl {model_data} does not exist in the local S3 folder")
+        containers = [request["PrimaryContainer"]] if request.get("PrimaryContainer") else request.get("Containers")
+        if not containers:
+            raise StepFailed("CreateModel request has neither PrimaryContainer nor Containers")
+        for container in containers:
+            model_data = container.get("ModelDataUrl")
+            if model_data and not self.s3.path(model_data).is_file():
+                raise StepFailed(f"ModelDataUrl {model_data} does not exist in the local S3 folder")
         digest = hashlib.sha256(json.dumps(request, sort_keys=True, default=str).encode()).hexdigest()[:12]
         name = f"{request.get('ModelName') or 'model'}-{digest}"[:63]
         described = {
             **request,
             "ModelName": name,
             "ModelArn": job.arn(f"model/{name.lower()}"),
-            "PrimaryContainer": container,
         }
         write_json_atomically(self.models / f"{name}.json", described)
         return described
+
+
+def algorithm_container(model: dict[str, Any]) -> dict[str, Any]:
+    """The Linear Learner container of a recorded model: its PrimaryContainer, or the one among an inference
+    pipeline's Containers (batch transform of encoded input: the featurizer passes it through, the labels container
+    only adds a field)."""
+    if model.get("PrimaryContainer"):
+        return model["PrimaryContainer"]
+    for container in model.get("Containers") or []:
+        if is_linear_learner(container.get("Image", "")):
+            return container
+    raise StepFailed(f"model {model.get('ModelName')!r} has no Linear Learner container")
 
 
 def read_created_model(models: Path, name: str) -> dict[str, Any]:

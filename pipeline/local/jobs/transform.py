@@ -14,7 +14,7 @@ from typing import Any
 from pipeline.core.images import is_linear_learner
 from pipeline.core.names import CSV, RECORDIO, media_type
 from pipeline.local.jobs.contract import Job, StepFailed
-from pipeline.local.jobs.create_model import read_created_model
+from pipeline.local.jobs.create_model import algorithm_container, read_created_model
 from pipeline.local.jobs.storage import list_prefix, relative_key, upload_file
 from pipeline.local.s3 import LocalS3
 
@@ -33,7 +33,8 @@ class TransformJobs:
 
         arguments = job.arguments
         model = read_created_model(self.models, arguments["ModelName"])
-        image = model["PrimaryContainer"].get("Image", "")
+        container = algorithm_container(model)
+        image = container.get("Image", "")
         if not is_linear_learner(image):
             raise StepFailed(f"model image {image!r} is not Linear Learner; the local backend transforms only those")
         transform_input = arguments["TransformInput"]
@@ -54,7 +55,7 @@ class TransformJobs:
         job.report(f"scoring {len(objects)} object(s)")
         try:
             launcher.transform(
-                self.s3.path(model["PrimaryContainer"]["ModelDataUrl"]),
+                self.s3.path(container["ModelDataUrl"]),
                 [self.s3.path(uri) for uri in objects],
                 scratch,
                 content_type=content_type,

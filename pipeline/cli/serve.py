@@ -1,0 +1,71 @@
+"""Serve a registered model version on this machine, as its SageMaker endpoint answers: raw rows in (CSV with or
+without a header, JSON records, JSON Lines; or Linear Learner's encoded input), scores and label values out.
+
+The version's inference pipeline (the featurizer with Preprocess's encoding, Linear Learner, the labels container)
+runs in-process behind SageMaker's container protocol (``GET /ping``, ``POST /invocations``) and the runtime API's
+path (``POST /endpoints/<name>/invocations``), so ``boto3.client("sagemaker-runtime", endpoint_url=URL)
+.invoke_endpoint(EndpointName=NAME, ...)`` works unchanged. Requests are captured in SageMaker's data-capture format
+under ``<bucket>/<pipeline>/datacapture/<endpoint>/<variant>/yyyy/mm/dd/hh/`` in the work dir's local S3, which
+``llpipe monitor --endpoint NAME`` checks. Runs until Ctrl-C or SIGTERM, then answers the requests in flight and
+stops.
+"""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from pipeline.api import DEFAULT_WORKDIR
+
+
+def configure(parser: argparse.ArgumentParser) -> None:
+    from pipeline.cli.arguments import add_config_arguments
+
+    parser.add_argument(
+        "--model-package",
+        metavar="VERSION|ARN",
+        default="latest-approved",
+        help="the version to serve: a version of the group, group/version, an ARN or latest-approved (the default)",
+    )
+    parser.add_argument("--port", type=int, default=8080, help="the port to listen on (0: any free one; %(default)s)")
+    parser.add_argument("--host", default="127.0.0.1", help="the address to listen on (default: %(default)s)")
+    parser.add_argument("--endpoint-name", default="llpipe-local", help="the endpoint's name (default: %(default)s)")
+    parser.add_argument("--variant", default="AllTraffic", help="its production variant (default: %(default)s)")
+    parser.add_argument(
+        "--capture-percentage",
+        type=float,
+        default=100.0,
+        metavar="PCT",
+        help="the share of requests captured, 0-100 (0: no capture; default %(default)s)",
+    )
+    parser.add_argument("--workdir", type=Path, default=DEFAULT_WORKDIR, help="the local work dir (.llpipe)")
+    add_config_arguments(parser)
+
+
+def run(args: argparse.Namespace) -> int:
+    from pipeline.api.serving import local_server
+    from pipeline.cli.arguments import config_from_args
+
+    server = local_server(
+        args.model_package,
+        port=args.port,
+        host=args.host,
+        endpoint_name=args.endpoint_name,
+        variant=args.variant,
+        capture_percentage=args.capture_percentage,
+        workdir=args.workdir,
+        config=config_from_args(args),
+    )
+
+    def started(running: object) -> None:
+        model = server.model
+        spec = model.spec if model else None
+        print(f"serving {model.package_arn if model else ''} as endpoint {server.endpoint}", flush=True)
+        if spec is not None:
+            print(f"  columns: {', '.join(spec.columns)}; labels: {list(spec.label_values or []) or 'numeric'}")
+        print(f"  runtime: boto3.client('sagemaker-runtime', endpoint_url='{server.url}')", flush=True)
+        print(f"listening on {server.url} (Ctrl-C to stop)", flush=True)
+
+    server.serve_until_signal(started)
+    print("stopped", flush=True)
+    return 0

@@ -1,0 +1,84 @@
+"""Data capture as SageMaker writes it: each sampled request and its response as one JSON line (``captureData``
+``endpointInput``/``endpointOutput`` with ``observedContentType``, ``mode``, ``data``, ``encoding``; ``eventMetadata``
+with ``eventId`` and ``inferenceTime``; ``eventVersion``) in files under
+``<prefix>/<endpoint>/<variant>/yyyy/mm/dd/hh/`` named ``<MM-SS-mmm>-<uuid>.jsonl`` by their first record,
+one file per hour of this server's traffic.
+``dataquality/capture.py`` (``llpipe monitor``) reads them."""
+
+from __future__ import annotations
+
+import base64
+import json
+import random
+import threading
+import uuid
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import IO
+
+from pipeline.core.names import CSV, JSON, JSONLINES, media_type
+
+ENCODINGS = {CSV: "CSV", JSON: "JSON", JSONLINES: "JSON"}  # anything else is captured base64-encoded
+
+
+@dataclass
+class CaptureWriter:
+    """Appends captured requests of one endpoint variant; thread-safe; each line is flushed as written, so a
+    reader (the monitor) sees every answered request."""
+
+    folder: Path  # <capture prefix>/<endpoint>/<variant>
+    sampling_percentage: float = 100.0
+    rng: random.Random = field(default_factory=random.Random)
+    _lock: threading.Lock = field(default_factory=threading.Lock, init=False)
+    _hour: datetime | None = field(default=None, init=False)
+    _file: IO[str] | None = field(default=None, init=False)
+
+    def sampled(self) -> bool:
+        return self.sampling_percentage >= 100 or self.rng.random() * 100 < self.sampling_percentage
+
+    def capture(self, body: bytes, content_type: str, output: bytes, output_type: str, at: datetime) -> None:
+        """Write one request and its response (``at``: when it was answered, UTC)."""
+        line = json.dumps(
+            {
+                "captureData": {
+                    "endpointInput": _payload(body, content_type, "INPUT"),
+                    "endpointOutput": _payload(output, output_type, "OUTPUT"),
+                },
+                "eventMetadata": {"eventId": str(uuid.uuid4()), "inferenceTime": at.strftime("%Y-%m-%dT%H:%M:%SZ")},
+                "eventVersion": "0",
+            },
+            separators=(",", ":"),
+        )
+        with self._lock:
+            self._open(at).write(line + "\n")
+            self._file.flush()
+
+    def _open(self, at: datetime) -> IO[str]:
+        hour = at.replace(minute=0, second=0, microsecond=0)
+        if self._file is None or hour != self._hour:
+            self.close_file()
+            folder = self.folder / hour.strftime("%Y/%m/%d/%H")
+            folder.mkdir(parents=True, exist_ok=True)
+            name = f"{at:%M-%S}-{at.microsecond // 1000:03d}-{uuid.uuid4()}.jsonl"
+            self._file, self._hour = open(folder / name, "a", encoding="utf-8"), hour  # noqa: SIM115 - kept open
+        return self._file
+
+    def close_file(self) -> None:
+        if self._file is not None:
+            self._file.close()
+            self._file = None
+
+    def close(self) -> None:
+        with self._lock:
+            self.close_file()
+
+
+def _payload(data: bytes, content_type: str, mode: str) -> dict[str, str]:
+    encoding = ENCODINGS.get(media_type(content_type).lower())
+    text = data.decode("utf-8") if encoding else base64.b64encode(data).decode("ascii")
+    return {"observedContentType": content_type, "mode": mode, "data": text, "encoding": encoding or "BASE64"}
+
+
+def now() -> datetime:
+    return datetime.now(timezone.utc)
