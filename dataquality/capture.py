@@ -36,6 +36,7 @@ CAPTURE_SUFFIX = ".jsonl"
 CSV_TYPES = ("text/csv",)
 JSON_TYPES = ("application/json",)
 JSON_LINES_TYPES = ("application/jsonlines", "application/x-jsonlines", "application/jsonl")
+RAW_ROW_TYPES = CSV_TYPES + JSON_TYPES + JSON_LINES_TYPES  # what carries raw rows; encoded inputs (RecordIO) do not
 _HOUR_FOLDERS = re.compile(r"^\d{4}/\d{2}/\d{2}/\d{2}$")
 
 Row = Union[dict, list]
@@ -188,8 +189,8 @@ def request_rows(payload: Payload, columns: Sequence[str] = (), where: str = "re
 
 def _csv_rows(text: str, columns: Sequence[str]) -> list[Row]:
     rows: list[Row] = [row for row in csv.reader(io.StringIO(text)) if row]
-    if rows and columns and len(set(rows[0])) == len(rows[0]) and set(rows[0]) <= set(columns):
-        header = rows[0]  # a header line naming the columns: the rows are matched by name
+    if rows and columns and len(set(rows[0])) == len(rows[0]) and set(rows[0]) & set(columns):
+        header = rows[0]  # a header line naming columns (as the featurizer tells one): the rows are matched by name
         return [dict(zip(header, row)) for row in rows[1:]]
     return rows
 

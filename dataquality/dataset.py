@@ -12,6 +12,7 @@ for messages.
 from __future__ import annotations
 
 import json
+import sys
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from datetime import datetime
@@ -21,7 +22,7 @@ from typing import Any
 import pandas as pd
 
 from dataquality import AnalyzerError
-from dataquality.capture import named, records, request_rows
+from dataquality.capture import RAW_ROW_TYPES, named, records, request_rows
 
 CHUNK_ROWS = 50_000
 FORMATS = ("csv", "json", "parquet", "sagemakerCaptureJson")
@@ -163,8 +164,13 @@ def _capture_chunks(
 ) -> Iterator[tuple[str, pd.DataFrame]]:
     batch: list[dict] = []
     where = ""
+    encoded: dict[str, int] = {}  # requests of encoded inputs (Linear Learner's own formats): no raw rows to check
     for record in records(source, start, end):
         if record.endpoint_input is None:
+            continue
+        if record.endpoint_input.media_type not in RAW_ROW_TYPES:
+            kind = record.endpoint_input.observed_content_type
+            encoded[kind] = encoded.get(kind, 0) + 1
             continue
         where = record.where.rsplit(" line ", 1)[0]
         for row in request_rows(record.endpoint_input, columns, record.where):
@@ -174,3 +180,7 @@ def _capture_chunks(
             batch = []
     if batch:
         yield where, pd.DataFrame.from_records(batch).astype(object)
+    for kind, count in sorted(encoded.items()):
+        print(
+            f"skipped {count} captured request(s) of {kind}: encoded inputs hold no raw rows to check", file=sys.stderr
+        )

@@ -248,6 +248,7 @@ def test_capture_records_of_the_documented_samples(tmp_path: Path) -> None:
     [
         ("text/csv", "1.5,red\n2,blue\n", [["1.5", "red"], ["2", "blue"]]),
         ("text/csv; charset=utf-8", "x,c\n1.5,red\n", [{"x": "1.5", "c": "red"}]),  # a header line names them
+        ("text/csv", "c,x,label\nred,1.5,Yes\n", [{"c": "red", "x": "1.5", "label": "Yes"}]),  # and one more
         ("application/json", '[{"x": 1.5, "c": "red"}]', [{"x": 1.5, "c": "red"}]),
         ("application/json", '{"x": 1.5, "c": "red"}', [{"x": 1.5, "c": "red"}]),
         ("application/json", '{"instances": [{"features": [1.5, 2]}]}', [[1.5, 2]]),
@@ -258,6 +259,25 @@ def test_capture_records_of_the_documented_samples(tmp_path: Path) -> None:
 )
 def test_request_forms(content_type: str, data: str, expected: list) -> None:
     assert request_rows(Payload(content_type, "INPUT", data, "CSV"), ["x", "c"]) == expected
+
+
+def test_encoded_requests_are_skipped_and_counted_raw_rows_kept(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A smoke test's RecordIO requests hold no raw rows: the data set is the CSV traffic beside them."""
+    from dataquality.dataset import chunks
+
+    start = datetime(2024, 1, 19, 18, 0, tzinfo=timezone.utc)
+    items = [
+        Captured(start, "text/csv", "1.5,red"),
+        Captured(start + timedelta(minutes=1), "application/x-recordio-protobuf", "AAAA"),
+        Captured(start + timedelta(minutes=2), "text/csv", "x,c\n2.5,blue"),
+    ]
+    write_capture(tmp_path, "ep", "AllTraffic", items)
+    capture = DatasetFormat.parse('{"sagemakerCaptureJson": {}}')
+    frames = [frame for _, frame in chunks(tmp_path / "ep" / "AllTraffic", capture, ["x", "c"])]
+    assert pd.concat(frames).to_dict("records") == [{"x": "1.5", "c": "red"}, {"x": "2.5", "c": "blue"}]
+    assert "skipped 1 captured request(s) of application/x-recordio-protobuf" in capsys.readouterr().err
 
 
 def test_bad_capture_data_is_named_by_file_and_line(tmp_path: Path) -> None:

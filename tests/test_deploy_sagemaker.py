@@ -671,9 +671,6 @@ def test_the_command_prints_the_outcome_as_json_and_exits_with_its_code(
     assert shown["previous"]["since"] == "2026-01-02T03:04:05+00:00"
     session.verify()
 
-    assert cli.main(["deploy", "--stage", "staging"]) == 2  # locally: not yet, says so
-    assert "use --sagemaker" in capsys.readouterr().err
-
 
 def test_names_are_content_addressed_and_fit_sagemakers_limit() -> None:
     base = requests.endpoint_config_request(CONFIG, STAGING, "staging", version(3), "m")

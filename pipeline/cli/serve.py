@@ -39,12 +39,22 @@ def configure(parser: argparse.ArgumentParser) -> None:
         help="the share of requests captured, 0-100 (0: no capture; default %(default)s)",
     )
     parser.add_argument("--workdir", type=Path, default=DEFAULT_WORKDIR, help="the local work dir (.llpipe)")
+    parser.add_argument(
+        "--ready-file",
+        type=Path,
+        metavar="FILE",
+        help="written (JSON: port, url, pid) once the server answers: what llpipe deploy waits on",
+    )
     add_config_arguments(parser)
 
 
 def run(args: argparse.Namespace) -> int:
+    import json
+    import os
+
     from pipeline.api.serving import local_server
     from pipeline.cli.arguments import config_from_args
+    from pipeline.core.files import write_text_atomically
 
     server = local_server(
         args.model_package,
@@ -65,6 +75,9 @@ def run(args: argparse.Namespace) -> int:
             print(f"  columns: {', '.join(spec.columns)}; labels: {list(spec.label_values or []) or 'numeric'}")
         print(f"  runtime: boto3.client('sagemaker-runtime', endpoint_url='{server.url}')", flush=True)
         print(f"listening on {server.url} (Ctrl-C to stop)", flush=True)
+        if args.ready_file is not None:
+            ready = {"port": server.port, "url": server.url, "pid": os.getpid()}
+            write_text_atomically(args.ready_file, json.dumps(ready) + "\n")
 
     server.serve_until_signal(started)
     print("stopped", flush=True)

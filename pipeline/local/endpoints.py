@@ -100,13 +100,14 @@ def _now() -> str:
 
 
 def _alive(pid: int, started: str | None) -> bool:
+    """Whether the server still runs: the pid exists, is not a zombie (a killed server nobody reaped yet) and
+    started when the state says (else the pid was reused by another process)."""
     try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
         return False
-    except PermissionError:
-        return False  # not ours
-    return started is None or process_start(pid) in (None, started)
+    fields = stat.rsplit(")", 1)[-1].split()
+    return fields[0] not in ("Z", "X") and (started is None or fields[19] == started)
 
 
 def _log_tail(log: Path, lines: int = 8) -> str:
@@ -117,7 +118,9 @@ def _log_tail(log: Path, lines: int = 8) -> str:
     return " | ".join(text[-lines:]) or "(empty log)"
 
 
-def serve_command(endpoint: str, package_arn: str, port: int, ready_file: Path, workdir: Path, config: Path) -> list:
+def serve_command(
+    endpoint: str, package_arn: str, port: int, ready_file: Path, workdir: Path, config: Path, capture: int
+) -> list[str]:
     """The ``llpipe serve`` command line of a stage's server."""
     return [
         sys.executable,
@@ -136,6 +139,8 @@ def serve_command(endpoint: str, package_arn: str, port: int, ready_file: Path, 
         str(workdir),
         "--config",
         str(config),
+        "--capture-percentage",
+        str(capture),
     ]
 
 
@@ -280,7 +285,7 @@ class LocalEndpoints:
         if state is None:
             return None
         running = _alive(state.pid, state.process_start)
-        stopped = f"the server (pid {state.pid}) is not running: {_log_tail(Path(state.log))}"
+        stopped = f"the server (pid {state.pid}) is not running; its log: {state.log}"
         return Live(
             stage=stage,
             endpoint=state.endpoint,
@@ -426,12 +431,11 @@ class LocalEndpoints:
     def _launch(self, endpoint: str, package_arn: str, port: int, ready_file: Path, log: Path) -> Server:
         config_file = ready_file.parent / "config.json"
         ready_file.parent.mkdir(parents=True, exist_ok=True)
-        settings = {
-            key: getattr(self.config, key)
-            for key in ("region", "bucket", "pipeline_name", "model_package_group", "data_capture_percentage")
-        }
+        names = ("region", "bucket", "pipeline_name", "model_package_group")
+        settings = {key: getattr(self.config, key) for key in names}
         write_text_atomically(config_file, json.dumps(settings, indent=2) + "\n")
-        command = serve_command(endpoint, package_arn, port, ready_file, self.workdir.root, config_file)
+        capture = self.config.data_capture_percentage
+        command = serve_command(endpoint, package_arn, port, ready_file, self.workdir.root, config_file, capture)
         return launch_server(command, ready_file, log, self.ready_timeout)
 
 
