@@ -179,6 +179,10 @@ def test_approve_staging_smoke_prod_then_worse_versions_never_replace_staging(
     assert final["prod"]["version"] == 1 and final["prod"]["handle"] == listed["prod"]["handle"]
     assert deployed_package(Workdir.at(registry.workdir), final["staging"]["endpoint"]) == registry.arns[1]
 
+    with LocalEndpoints(Workdir.at(registry.workdir), load_config(env={})).changing("staging"):  # a deploy under way
+        code, busy = llpipe(capsys, "deploy", "--stage", "staging", "--workdir", workdir)
+    assert code == 1 and f"stage staging is being changed by llpipe pid {os.getpid()}" in busy
+
     code, out = llpipe(capsys, "undeploy", "--stage", "staging", "--workdir", workdir)
     assert code == 0 and "stopped" in out
     assert not alive(int(final["staging"]["handle"].split()[1]))

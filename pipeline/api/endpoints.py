@@ -47,4 +47,5 @@ def deploy_local(
     from pipeline.core.deployment import deploy
 
     target = local_endpoints(workdir, config, {stage: port} if port is not None else None)
-    return deploy(target, stage, model_package, smoke_rows, tolerance, progress, if_newer)
+    with target.changing(stage):
+        return deploy(target, stage, model_package, smoke_rows, tolerance, progress, if_newer)

@@ -20,6 +20,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from contextlib import AbstractContextManager, nullcontext
 from pathlib import Path
 
 from pipeline.api import DEFAULT_WORKDIR
@@ -122,15 +123,18 @@ def run(args: argparse.Namespace) -> int:
         except ValueError as error:
             raise UsageError(str(error)) from None
         target: DeployTarget = SageMakerEndpoints(config, traffic=traffic, poll_seconds=args.poll_seconds)
+        guard: AbstractContextManager[None] = nullcontext()  # the service refuses an endpoint that is updating
     else:
         from pipeline.api.endpoints import local_endpoints
 
-        target = local_endpoints(args.workdir, config, {args.stage: args.port} if args.port is not None else None)
+        local = local_endpoints(args.workdir, config, {args.stage: args.port} if args.port is not None else None)
+        target, guard = local, local.changing(args.stage)
     progress = progress_printer(to_stderr=args.json)
     try:
-        outcome = deploy(
-            target, args.stage, args.model_package, args.smoke_rows, args.quality_tolerance, progress, args.if_newer
-        )
+        with guard:
+            outcome = deploy(
+                target, args.stage, args.model_package, args.smoke_rows, args.quality_tolerance, progress, args.if_newer
+            )
     except KeyboardInterrupt:
         if args.sagemaker:
             print(

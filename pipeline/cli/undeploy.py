@@ -52,7 +52,8 @@ def _undeploy_local(args: argparse.Namespace, config: Any) -> int:
     from pipeline.cli.render.deployment import progress_printer
 
     target = local_endpoints(args.workdir, config)
-    state = target.undeploy(args.stage, progress_printer(to_stderr=args.json))
+    with target.changing(args.stage):
+        state = target.undeploy(args.stage, progress_printer(to_stderr=args.json))
     if args.json:
         endpoint = target.endpoint_name(args.stage)
         print(json.dumps({"stage": args.stage, "endpoint": endpoint, "stopped": state is not None}))

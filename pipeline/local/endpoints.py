@@ -20,7 +20,8 @@ import subprocess
 import sys
 import urllib.error
 import urllib.request
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import asdict, dataclass, replace
 from datetime import datetime, timezone
 from pathlib import Path
@@ -398,6 +399,31 @@ class LocalEndpoints:
         self._save(replace(state, smoke_test=f"passed: {result.summary()}"))
 
     # -------------------------------------------------------------------------------------------- lifecycle
+    @contextmanager
+    def changing(self, stage: str) -> Iterator[None]:
+        """Hold the stage for one change (a deployment, an undeploy): a second ``llpipe deploy`` of the same stage
+        meanwhile is refused at once, as SageMaker refuses to update an endpoint that is updating."""
+        import fcntl
+
+        self.folder.mkdir(parents=True, exist_ok=True)
+        with (self.folder / f"{stage}.lock").open("a+") as lock:
+            try:
+                fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                lock.seek(0)
+                holder = lock.read().strip() or "another process"
+                raise DeployError(
+                    f"stage {stage} is being changed by {holder}: deploy again when it has ended (llpipe endpoints)"
+                ) from None
+            lock.seek(0)
+            lock.truncate()
+            lock.write(f"llpipe pid {os.getpid()}")
+            lock.flush()
+            try:
+                yield
+            finally:
+                lock.truncate(0)
+
     def undeploy(self, stage: str, progress: Progress = lambda message: None) -> StageState | None:
         """Stop the stage's server and forget it; the state it had, None when the stage had no endpoint."""
         state = self.state(stage)
