@@ -24,6 +24,7 @@ import pytest
 
 from pipeline import cli
 from pipeline.api import run_local
+from pipeline.api.endpoints import deploy_local
 from pipeline.definition.config import load_config
 from pipeline.local.endpoints import LocalEndpoints, deployed_package
 from pipeline.local.registry import LocalRegistry
@@ -131,8 +132,8 @@ def test_approve_staging_smoke_prod_then_worse_versions_never_replace_staging(
     assert code == 0 and outcome["status"] == "deployed" and outcome["version"]["version"] == 1, outcome
     listed = endpoints(capsys, registry.workdir)
     assert listed["prod"]["version"] == 1 and listed["prod"]["url"] != staging["url"]
-    code, outcome = deploy(capsys, registry.workdir, "staging")
-    assert code == 0 and outcome["status"] == "unchanged"
+    unchanged = deploy_local("staging", workdir=registry.workdir)  # the Python API, as a notebook calls it
+    assert unchanged.status == "unchanged" and unchanged.version.version == 1 and unchanged.exit_code == 0
     assert endpoints(capsys, registry.workdir)["staging"]["handle"] == staging["handle"]  # the same server
 
     assert llpipe(capsys, "models", "approve", "2", "--workdir", workdir)[0] == 0
