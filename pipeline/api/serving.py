@@ -108,7 +108,7 @@ class Predictor:
 
 
 def local_server(
-    model_package: str | None = None,
+    model_package: str | int | None = None,
     *,
     port: int = 8080,
     host: str = "127.0.0.1",
@@ -134,7 +134,7 @@ def local_server(
     return build(folder, config or load_settings({}), model_package, **options)
 
 
-def serve_local(model_package: str | None = None, *, port: int = 8080, **options: Any) -> Predictor:
+def serve_local(model_package: str | int | None = None, *, port: int = 8080, **options: Any) -> Predictor:
     """Start serving ``model_package`` on ``port`` (0: any free port) in this process and return its predictor;
     stop it with ``predictor.stop()`` or a ``with`` block. Options as :func:`local_server`."""
     return Predictor(local_server(model_package, port=port, **options).start())
