@@ -5,6 +5,7 @@ order, with which cells are missing (the caller applies its missing-value policy
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -55,11 +56,13 @@ class Encoded:
 
 
 def encode_features(
-    frame: pd.DataFrame, layout: FeatureLayout, bad_number: BadNumber, numeric: np.ndarray | None = None
+    frame: Any, layout: FeatureLayout, bad_number: BadNumber, numeric: np.ndarray | None = None
 ) -> Encoded:
-    """The features of every row of ``frame`` (columns matched by name); ``numeric`` is the numeric columns as
-    float32 when a reader already has them. Text in a numeric column raises ``bad_number(row, column, value)``."""
-    n = len(frame)
+    """The features of every row of ``frame`` (columns matched by name): a DataFrame (Preprocess's chunks), or a
+    mapping of column name to a list of cells (a request's rows: text, numbers, None for missing), which the
+    serving featurizer takes without pandas' per-call overhead. ``numeric`` is the numeric columns as float32 when a
+    reader already has them. Text in a numeric column raises ``bad_number(row, column, value)``."""
+    n = len(frame) if isinstance(frame, pd.DataFrame) else len(frame[layout.feature_columns[0]])
     if numeric is None:
         numeric = numeric_block(frame, layout.numeric_columns, bad_number)
     absent_numeric = ~np.isfinite(numeric)
@@ -76,15 +79,20 @@ def encode_features(
     absent[:, [positions[column] for column in layout.numeric_columns]] = absent_numeric
     hashes: dict[str, np.ndarray] = {}
     for column in layout.categorical_columns:
-        absent[:, positions[column]], hashes[column] = _hash_categorical(
+        hash_column = _hash_categorical if isinstance(frame, pd.DataFrame) else _hash_cells
+        absent[:, positions[column]], hashes[column] = hash_column(
             frame[column], column, layout.hash_buckets, features, offsets[column]
         )
     return Encoded(features, absent, hashes)
 
 
-def numeric_block(frame: pd.DataFrame, columns: Sequence[str], bad_number: BadNumber) -> np.ndarray:
+def numeric_block(frame: Any, columns: Sequence[str], bad_number: BadNumber) -> np.ndarray:
     """The numeric feature columns as a float32 matrix; non-finite values (and float32 overflow) kept as such."""
     with np.errstate(over="ignore", invalid="ignore"):
+        if not isinstance(frame, pd.DataFrame):
+            cells = [cells_to_float64(frame[column], column, bad_number) for column in columns]
+            n = len(frame[columns[0]]) if columns else 0
+            return np.array(cells, dtype=np.float64).reshape(len(columns), n).T.astype(np.float32, order="F")
         block = frame[list(columns)]
         if all(pd.api.types.is_numeric_dtype(dtype) for dtype in block.dtypes):
             return block.to_numpy(dtype=np.float32, na_value=np.nan)
@@ -104,6 +112,52 @@ def to_number(column: pd.Series, bad_number: BadNumber) -> np.ndarray:
         row = int(np.flatnonzero(bad)[0])
         raise bad_number(row, str(column.name), column.iloc[row])
     return numbers.to_numpy(dtype=np.float64, na_value=np.nan)
+
+
+def cells_to_float64(cells: Sequence[Any], column: str, bad_number: BadNumber) -> list[float]:
+    """Cells of a request as pandas reads them into a number column: None (missing) NaN, numbers as they are,
+    text as a float; pandas' true/false spellings as 1 and 0 only when every value of the column is one (as its
+    reader makes a boolean column); other text raises ``bad_number``."""
+    texts = [str(cell).strip() for cell in cells if cell is not None and not isinstance(cell, (bool, int, float))]
+    booleans = bool(texts) and all(text in BOOLEAN_TEXT for text in texts)
+    values = []
+    for row, cell in enumerate(cells):
+        if cell is None:
+            values.append(math.nan)
+        elif isinstance(cell, (bool, int, float)):
+            values.append(float(cell))
+        else:
+            text = str(cell).strip()
+            number = BOOLEAN_TEXT[text] if booleans else None
+            if number is None and text not in BOOLEAN_TEXT and "_" not in text:
+                try:
+                    number = float(text)
+                except ValueError:
+                    number = None
+            if number is None:
+                raise bad_number(row, column, cell)
+            values.append(number)
+    return values
+
+
+BOOLEAN_TEXT = {"True": 1.0, "TRUE": 1.0, "true": 1.0, "False": 0.0, "FALSE": 0.0, "false": 0.0}  # pandas' defaults
+
+
+def _hash_cells(
+    cells: Sequence[Any], name: str, buckets: int, features: np.ndarray, offset: int
+) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`_hash_categorical` for a request's cells (None or NaN missing; a value hashed as its text)."""
+    absent = np.zeros(len(cells), dtype=bool)
+    seen: dict[str, int] = {}
+    for row, cell in enumerate(cells):
+        if cell is None or (isinstance(cell, float) and math.isnan(cell)):
+            absent[row] = True
+            continue
+        text = f"{name}={str(cell).strip()}"
+        if text not in seen:
+            seen[text] = stable_hash64(text)
+        features[row, offset + seen[text] % buckets] = 1.0
+    return absent, np.array(list(seen.values()), dtype=np.uint64)
 
 
 def _hash_categorical(

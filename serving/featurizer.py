@@ -22,22 +22,24 @@ def _bad_number(row: int, column: str, value: Any) -> Exception:
     return RequestError(f"row {row + 1}, column {column!r}: {value!r} is not a number")
 
 
-def featurize(frame: pd.DataFrame, spec: ServingSpec) -> np.ndarray:
-    """float32 features (rows, feature_dim); a missing value answers 400 naming row and column unless the model
-    was trained with missing values zeroed (MissingValues=zero), as Preprocess treated them."""
+def featurize(frame: Any, spec: ServingSpec) -> np.ndarray:
+    """float32 features (rows, feature_dim) of a request's rows (:data:`serving.requests.Rows`) or a DataFrame; a
+    missing value answers 400 naming row and column unless the model was trained with missing values zeroed
+    (MissingValues=zero), as Preprocess treated them."""
     encoded = encode_features(frame, spec.layout, _bad_number)
     if spec.missing_policy != "zero" and encoded.absent.any():
         row, position = (int(index[0]) for index in np.nonzero(encoded.absent))
         column = spec.layout.feature_columns[position]
+        value = frame[column].iloc[row] if isinstance(frame, pd.DataFrame) else frame[column][row]
+        problem = "has no value" if value is None else f"is {_shown(value)}, not a finite float32"
         raise RequestError(
-            f"row {row + 1}, column {column!r}: value {_cell(frame, column, row)} is missing or not a finite "
-            f"float32; the model was trained with MissingValues={spec.missing_policy}, so every feature is needed"
+            f"row {row + 1}, column {column!r} {problem}; the model was trained with "
+            f"MissingValues={spec.missing_policy}, so every feature needs a value"
         )
     return np.ascontiguousarray(encoded.features, dtype=np.float32)
 
 
-def _cell(frame: pd.DataFrame, column: str, row: int) -> str:
-    value = frame[column].iloc[row]
+def _shown(value: Any) -> str:
     return repr(value.item() if isinstance(value, np.generic) else value)
 
 

@@ -3,12 +3,10 @@
 
 from __future__ import annotations
 
+import csv
 import io
 import json
 from typing import Any
-
-import numpy as np
-import pandas as pd
 
 from serving import RequestError
 from serving.model import ServingSpec
@@ -27,8 +25,12 @@ def media_type(content_type: str) -> str:
     return JSONLINES if kind in ("application/jsonl", "application/x-jsonlines", "application/x-ndjson") else kind
 
 
-def parse_rows(body: bytes, content_type: str, spec: ServingSpec) -> pd.DataFrame:
-    """The feature columns of every row of a request, text as written for categorical columns."""
+Rows = dict  # column name -> list of cells (text, numbers, None for missing), the shared encoder's request form
+
+
+def parse_rows(body: bytes, content_type: str, spec: ServingSpec) -> Rows:
+    """The feature columns of every row of a request, by name; cells as sent (CSV: text, pandas' missing-value
+    spellings as None), which :func:`containerlib.encoding.encode_features` reads as Preprocess read the table."""
     kind = media_type(content_type)
     try:
         text = body.decode("utf-8")
@@ -37,43 +39,54 @@ def parse_rows(body: bytes, content_type: str, spec: ServingSpec) -> pd.DataFram
     if not text.strip():
         raise RequestError("the request has no rows")
     if kind == CSV:
-        frame = _csv_rows(text, spec)
-    elif kind == JSON:
-        frame = _records(_json_records(text), spec, "record")
-    elif kind == JSONLINES:
-        frame = _records(_jsonlines_records(text), spec, "line")
-    else:
-        raise RequestError(f"content type {content_type!r} is not one of {list(RAW_TYPES) + [RECORDIO]}", 415)
-    return frame
+        return _csv_rows(text, spec)
+    if kind == JSON:
+        return _records(_json_records(text), spec, "record")
+    if kind == JSONLINES:
+        return _records(_jsonlines_records(text), spec, "line")
+    raise RequestError(f"content type {content_type!r} is not one of {list(RAW_TYPES) + [RECORDIO]}", 415)
 
 
-def _csv_rows(text: str, spec: ServingSpec) -> pd.DataFrame:
-    """CSV with a header (recognised by naming a feature or label column), or without one: feature order."""
-    columns = list(spec.columns)
-    first = next((line for line in text.splitlines() if line.strip()), "")
-    fields = [field.strip().strip('"') for field in first.split(",")]
-    header = any(field in spec.columns or field == spec.label_column for field in fields)
-    if not header and len(fields) != len(columns):
-        raise RequestError(
-            f"CSV row 1 has {len(fields)} value(s); a CSV without a header needs the {len(columns)} feature "
-            f"columns {columns} in this order (or send a header naming the columns)"
-        )
-    text_columns = {column: str for column in spec.layout.categorical_columns}
+def _csv_rows(text: str, spec: ServingSpec) -> Rows:
+    """CSV with a header (recognised by naming a feature or label column), or without one: the feature columns in
+    the model's order. Every row must have the header's number of values."""
     try:
-        if header:
-            frame = pd.read_csv(io.StringIO(text), dtype=text_columns, skipinitialspace=True)
-        else:
-            frame = pd.read_csv(io.StringIO(text), header=None, names=columns, dtype=text_columns)
-    except (pd.errors.ParserError, ValueError) as error:
-        raise RequestError(f"CSV is malformed: {str(error).strip()}") from None
-    except pd.errors.EmptyDataError:
-        raise RequestError("the request has no rows") from None
+        lines = [row for row in csv.reader(io.StringIO(text)) if row]
+    except csv.Error as error:
+        raise RequestError(f"CSV is malformed: {error}") from None
+    names = [field.strip() for field in lines[0]]
+    header = any(name in spec.columns or name == spec.label_column for name in names)
     if header:
-        frame.columns = [str(column).strip() for column in frame.columns]
-        _require_columns(frame.columns, spec, "the CSV header")
-    if frame.empty:
-        raise RequestError("the request has no rows")
-    return frame
+        lines = lines[1:]
+        missing = [column for column in spec.columns if column not in names]
+        if missing:
+            raise RequestError(
+                f"the CSV header lacks column(s) {missing}; the model's features are {list(spec.columns)}"
+            )
+        if not lines:
+            raise RequestError("the request has no rows (only a header)")
+    else:
+        names = list(spec.columns)
+    for number, row in enumerate(lines, start=1):
+        if len(row) != len(names):
+            expected = "as the header has" if header else f"the feature columns {names} in this order, or send a header"
+            raise RequestError(f"CSV row {number} has {len(row)} value(s), expected {len(names)}: {expected}")
+    missing_text = _missing_text()
+    at = {name: index for index, name in enumerate(names)}
+    return {
+        column: [None if row[at[column]] in missing_text else row[at[column]] for row in lines]
+        for column in spec.columns
+    }
+
+
+def _missing_text() -> frozenset:
+    """The texts pandas' CSV reader takes as missing (the table reader Preprocess used), in this pandas."""
+    try:
+        from pandas._libs.parsers import STR_NA_VALUES
+
+        return frozenset(STR_NA_VALUES)
+    except ImportError:  # pragma: no cover - every pandas since 1.0 has it
+        return frozenset(["", "NA", "N/A", "NaN", "nan", "NULL", "null", "n/a", "#N/A", "<NA>", "-NaN", "-nan"])
 
 
 def _json_records(text: str) -> list[Any]:
@@ -100,33 +113,22 @@ def _jsonlines_records(text: str) -> list[Any]:
     return records
 
 
-def _records(records: list[Any], spec: ServingSpec, unit: str) -> pd.DataFrame:
-    """Records (objects keyed by column name) as a frame; categorical values as their text."""
+def _records(records: list[Any], spec: ServingSpec, unit: str) -> Rows:
+    """Records (objects keyed by column name) as columns of cells; null is missing."""
     columns = list(spec.columns)
+    if not records:
+        raise RequestError("the request has no rows")
     for number, record in enumerate(records, start=1):
         if not isinstance(record, dict):
             raise RequestError(f"{unit} {number} is not an object of column: value (got {type(record).__name__})")
         missing = [column for column in columns if column not in record]
         if missing:
-            raise RequestError(
-                f"{unit} {number}: missing column(s) {missing}; the model's feature columns are {columns}"
-            )
-    if not records:
-        raise RequestError("the request has no rows")
-    data = {}
+            raise RequestError(f"{unit} {number}: missing column(s) {missing}; the model's features are {columns}")
+    rows: Rows = {}
     for column in columns:
-        values = [record[column] for record in records]
-        if column in spec.layout.categorical_columns:
-            data[column] = pd.Series([None if v is None else str(v) for v in values], dtype=object)
-        else:
-            data[column] = pd.Series([np.nan if v is None else v for v in values], dtype=object)
-            bad = [i for i, v in enumerate(values) if isinstance(v, (dict, list, bool))]
-            if bad:
-                raise RequestError(f"{unit} {bad[0] + 1}, column {column!r}: {values[bad[0]]!r} is not a number")
-    return pd.DataFrame(data)
-
-
-def _require_columns(found: Any, spec: ServingSpec, where: str) -> None:
-    missing = [column for column in spec.columns if column not in set(found)]
-    if missing:
-        raise RequestError(f"{where} lacks column(s) {missing}; the model's feature columns are {list(spec.columns)}")
+        cells = [record[column] for record in records]
+        bad = [index for index, cell in enumerate(cells) if isinstance(cell, (dict, list))]
+        if bad:
+            raise RequestError(f"{unit} {bad[0] + 1}, column {column!r}: {cells[bad[0]]!r} is not a single value")
+        rows[column] = cells
+    return rows

@@ -120,12 +120,13 @@ def test_a_changed_bundle_file_gives_a_definition_with_the_new_code(tmp_path: Pa
     monkeypatch.delenv("LLPIPE_DEFINITION_CACHE", raising=False)
     code = tmp_path / "code"
     code.mkdir()
-    for name in ("preprocess.py", "recordio.py", "evaluate.py"):
+    for name in ("preprocess.py", "recordio.py", "evaluate.py", "inference.py"):
         (code / name).write_text(f"# {name}\n")
 
     def bundles() -> Bundles:
         return Bundles(preprocess=build_bundle(code / "preprocess.py", [code / "recordio.py"], code),
-                       evaluate=build_bundle(code / "evaluate.py", [code / "recordio.py"], code))  # fmt: skip
+                       evaluate=build_bundle(code / "evaluate.py", [code / "recordio.py"], code),
+                       serving=build_bundle(code / "inference.py", [code / "recordio.py"], code))  # fmt: skip
 
     before = bundles()
     first = build_definition(PipelineConfig(), before)
@@ -138,5 +139,6 @@ def test_a_changed_bundle_file_gives_a_definition_with_the_new_code(tmp_path: Pa
     assert before.preprocess.digest not in second.definition_json, "never the stale definition"
     prefix = PipelineConfig().pipeline_prefix
     assert set(second.uploads) == set(after.preprocess.uploads(prefix)) | set(after.evaluate.uploads(prefix)) | {
-        default_schema_uri(prefix)  # the built-in schema that decides nothing
+        default_schema_uri(prefix),  # the built-in schema that decides nothing
+        after.serving.tarball_uri(prefix),  # the serving containers' sourcedir.tar.gz
     }

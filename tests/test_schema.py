@@ -403,11 +403,12 @@ def test_the_client_hashes_categories_into_the_buckets_preprocess_uses() -> None
     """One hash function, the container library's: the client's collision check and Preprocess's feature hashing."""
     import hashlib
 
+    from containerlib import encoding
     from containerlib.stable_hash import stable_hash64
     from pipeline.definition import schema
-    from preprocessing import conversion
 
-    assert schema.stable_hash64 is conversion.stable_hash64 is stable_hash64
+    # Preprocess and the serving featurizer hash through containerlib/encoding.py's encode_features
+    assert schema.stable_hash64 is encoding.stable_hash64 is stable_hash64
     expected = int.from_bytes(hashlib.blake2b("city=Zürich".encode(), digest_size=8).digest(), "little")
     assert stable_hash64("city=Zürich") == expected  # blake2b-64 of the UTF-8 text, little-endian
 

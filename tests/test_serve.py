@@ -192,7 +192,7 @@ def test_predict_returns_scores_and_labels_as_a_dataframe(served: Served, predic
         (b'{"tenure": 1, "minutes": 2, "plan": "basic"}', "application/json", 400, "missing column(s) ['calls']"),
         (b'{"tenure": 1, "minutes": 2}\n', "application/jsonlines", 400, "line 1: missing column(s) ['calls', 'plan']"),
         (b"1,2,3\n", "text/csv", 400, "CSV row 1 has 3 value(s)"),
-        (b"tenure,minutes,calls,plan\n1,,3,basic\n", "text/csv", 400, "row 1, column 'minutes': value nan is missing"),
+        (b"tenure,minutes,calls,plan\n1,,3,basic\n", "text/csv", 400, "row 1, column 'minutes' has no value"),
         (b'{"tenure": [1], "minutes": 2, "calls": 3, "plan": "a"}', "application/json", 400, "column 'tenure'"),
         (b"not json", "application/json", 400, "the body is not JSON"),
         (b"\x00\x01garbage", "application/x-recordio-protobuf", 400, "not RecordIO-protobuf"),
@@ -358,3 +358,26 @@ sys.stdout.write(labelled.decode())
     features, _ = read_file(tmp_path / "encoded.pbr")
     assert np.array_equal(np.asarray(features), encoded_rows(served, 10))
     assert [json.loads(line) for line in labelled] == expected(served.transform[:10])
+
+
+def test_a_requests_rows_encode_as_preprocess_encodes_the_same_csv_read_by_pandas() -> None:
+    """The featurizer's cells (no pandas per request) and Preprocess's DataFrame path of the one encoder agree
+    on what pandas' reader makes of a CSV: missing-value spellings, true/false, spaces, quoting, floats."""
+    from containerlib.encoding import FeatureLayout
+    from serving import RequestError
+    from serving.model import ServingSpec
+    from serving.requests import parse_rows
+
+    spec = ServingSpec(FeatureLayout(("a", "b", "c"), ("c",), 8), "binary_classifier", "y", None, "zero", None)
+    text = 'c,a,b\nred,1.5,true\n"blue, dark",NA,FALSE\n,  7 ,False\nnan,-2e3,\n N/A ,3,True\n'
+    from_request = featurize(parse_rows(text.encode(), "text/csv", spec), spec)
+    table = pd.read_csv(io.StringIO(text), dtype={"c": str})
+    assert np.array_equal(from_request, featurize(table, spec))
+    records = [{"a": 1.5, "b": True, "c": "red"}, {"a": None, "b": 0, "c": "blue, dark"}]
+    from_json = featurize(parse_rows(json.dumps(records).encode(), "application/json", spec), spec)
+    assert np.array_equal(from_json, from_request[:2])
+    mixed = "a,b,c\n1,true,x\n2,3,y\n"  # pandas makes this column text: not numbers, on both paths
+    with pytest.raises(RequestError, match="row 1, column 'b'"):
+        featurize(parse_rows(mixed.encode(), "text/csv", spec), spec)
+    with pytest.raises(RequestError, match="row 1, column 'b'"):
+        featurize(pd.read_csv(io.StringIO(mixed), dtype={"c": str}), spec)

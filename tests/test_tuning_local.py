@@ -205,10 +205,10 @@ def test_downstream_steps_use_the_best_training_jobs_artifact(tuned_run) -> None
     best = record.steps["Tune"].properties["BestTrainingJob"]["TrainingJobName"]
     expected = f"s3://llpipe-local/linear-learner-pipeline/tune/{best}/output/model.tar.gz"
     arguments = json.loads((record.folder / "steps" / "CreateModel" / "arguments.json").read_text())
-    assert arguments["PrimaryContainer"]["ModelDataUrl"] == expected
+    assert arguments["Containers"][1]["ModelDataUrl"] == expected  # the inference pipeline's Linear Learner
     assert run.s3.path(expected).is_file()
     package = json.loads((record.folder / "steps" / "Register" / "arguments.json").read_text())
-    assert package["InferenceSpecification"]["Containers"][0]["ModelDataUrl"] == expected
+    assert package["InferenceSpecification"]["Containers"][1]["ModelDataUrl"] == expected
 
 
 def test_expressions_resolve_the_tuning_steps_property_paths(tuned_run) -> None:
@@ -234,7 +234,7 @@ def test_a_second_run_hits_the_cache_and_still_finds_the_model(tuned_run) -> Non
     assert second.steps["Tune"].cache_hit_source == first.id
     # the best job's artifact lives under the tuning prefix, not the first execution's folder: still there
     arguments = json.loads((second.folder / "steps" / "CreateModel" / "arguments.json").read_text())
-    assert run.s3.path(arguments["PrimaryContainer"]["ModelDataUrl"]).is_file()
+    assert all(run.s3.path(container["ModelDataUrl"]).is_file() for container in arguments["Containers"])
 
 
 def test_summary_names_the_best_and_plots_the_objective(tuned_run) -> None:

@@ -11,9 +11,9 @@ would and returns the scores and labels as a DataFrame.
 
 from __future__ import annotations
 
+import http.client
 import json
-import urllib.error
-import urllib.request
+import socket
 from pathlib import Path
 from types import TracebackType
 from typing import TYPE_CHECKING, Any
@@ -55,19 +55,26 @@ class Predictor:
     def invoke(self, body: bytes, content_type: str = CSV, accept: str = JSON) -> bytes:
         """One raw request to ``/invocations``; a refused request raises ``ServingError`` with the server's
         status and message."""
-        request = urllib.request.Request(
-            f"{self.url}/invocations", data=body, headers={"Content-Type": content_type, "Accept": accept}
-        )
+        connection = http.client.HTTPConnection(self.server.host, self.port, timeout=300)
         try:
-            with urllib.request.urlopen(request) as response:
-                return response.read()
-        except urllib.error.HTTPError as error:
-            message = error.read().decode("utf-8", "replace")
+            connection.connect()
+            # headers and body go in two writes: without TCP_NODELAY, Nagle holds the body for the delayed ACK
+            connection.sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+            connection.request("POST", "/invocations", body, {"Content-Type": content_type, "Accept": accept})
+            response = connection.getresponse()
+            answer = response.read()
+        except OSError as error:
+            raise ServingError(f"the endpoint at {self.url} did not answer: {error}") from None
+        finally:
+            connection.close()
+        if response.status != 200:
+            message = answer.decode("utf-8", "replace")
             try:
                 message = json.loads(message)["message"]
             except (ValueError, KeyError, TypeError):
                 pass
-            raise ServingError(f"the endpoint answered {error.code}: {message}") from None
+            raise ServingError(f"the endpoint answered {response.status}: {message}")
+        return answer
 
     def predict(self, frame: pd.DataFrame) -> pd.DataFrame:
         """The predictions of ``frame``'s rows (columns by name; others ignored), in order: ``score``,
@@ -101,7 +108,7 @@ class Predictor:
 
 
 def local_server(
-    model_package: str | None = None,
+    model_package: str | int | None = None,
     *,
     port: int = 8080,
     host: str = "127.0.0.1",
@@ -127,7 +134,7 @@ def local_server(
     return build(folder, config or load_settings({}), model_package, **options)
 
 
-def serve_local(model_package: str | None = None, *, port: int = 8080, **options: Any) -> Predictor:
+def serve_local(model_package: str | int | None = None, *, port: int = 8080, **options: Any) -> Predictor:
     """Start serving ``model_package`` on ``port`` (0: any free port) in this process and return its predictor;
     stop it with ``predictor.stop()`` or a ``with`` block. Options as :func:`local_server`."""
     return Predictor(local_server(model_package, port=port, **options).start())

@@ -22,13 +22,14 @@ LATEST_APPROVED = "latest-approved"
 DEFAULT_ENDPOINT = "llpipe-local"
 
 
-def find_package(workdir: Workdir, config: PipelineConfig, target: str | None) -> Any:
+def find_package(workdir: Workdir, config: PipelineConfig, target: str | int | None) -> Any:
     """``target`` in the configured group: a version, ``group/version`` or ARN; None or latest-approved: the newest
     approved version."""
     from pipeline.local.registry import LocalRegistry, RegistryError
 
     registry = LocalRegistry(workdir.registry_db)
     group = config.model_package_group
+    target = None if target is None else str(target)  # a version number may come as an int
     try:
         if target in (None, LATEST_APPROVED):
             package = registry.last_approved(group)
@@ -46,7 +47,7 @@ def find_package(workdir: Workdir, config: PipelineConfig, target: str | None) -
 def local_server(
     workdir: Workdir,
     config: PipelineConfig,
-    target: str | None = None,
+    target: str | int | None = None,
     *,
     port: int = 8080,
     host: str = "127.0.0.1",

@@ -61,7 +61,9 @@ class LocalServer:
 
         if self.running:
             return self
-        sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        # proto IPPROTO_TCP, not 0: asyncio sets TCP_NODELAY only on such sockets' connections, and without it
+        # Nagle's algorithm holds a response's second write until the client's delayed ACK (~40 ms a request)
+        sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM, socket.IPPROTO_TCP)
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         try:
             sock.bind((self.host, self._requested_port))
