@@ -371,16 +371,29 @@ def _processes_mentioning(text: str) -> list[int]:
     return found
 
 
-@pytest.mark.parametrize(("sent", "step", "code"), [(signal.SIGTERM, "Train", 143), (signal.SIGINT, "Preprocess", 130)])
+@pytest.mark.parametrize(
+    ("sent", "step", "code"),
+    [(signal.SIGTERM, "Train", 143), (signal.SIGINT, "Preprocess", 130), (signal.SIGHUP, "Preprocess", 129)],
+)
 def test_sigterm_and_ctrl_c_stop_the_jobs_and_record_stopped(
     tmp_path: Path, sent: signal.Signals, step: str, code: int
 ) -> None:
     """Before: SIGTERM killed llpipe at once: the job processes ran on, the sandbox stayed, the record said
-    Executing forever. Now both signals end the jobs' process groups and record Stopped with exit 128 + signal."""
+    Executing forever; SIGHUP (a closed terminal or SSH session) still does not clean up; SIGINT was lost when the
+    test runner had been started in the background (SIGINT inherited ignored: the run exited 0). Now the three
+    signals end the jobs' process groups and record Stopped with exit 128 + signal, whatever was inherited: the
+    child here starts with SIGINT ignored, as under `make test &`."""
     work = tmp_path / "w"
     argv = [*LLPIPE, "run", "--workdir", str(work), "--quiet"]
     argv += ["--param", "Epochs=400", "--param", "MiniBatchSize=10", "--param", "NumModels=2"]
-    process = subprocess.Popen(argv, cwd=tmp_path, stderr=subprocess.PIPE, text=True, start_new_session=True)
+    process = subprocess.Popen(
+        argv,
+        cwd=tmp_path,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_IGN),
+    )
     try:
         execution_id = _wait_for_step(work / "executions", step, process)
         while len(_processes_mentioning(f"{work / 'executions' / execution_id / 'steps' / step}/")) < 2:
@@ -621,6 +634,8 @@ def test_a_second_interrupt_still_waits_for_the_jobs_to_clean_up(tmp_path: Path)
     """Before: `timeout` sends SIGTERM to llpipe and again to its process group; the second one, landing while
     llpipe waited for its jobs to end, cut the wait short: llpipe exited with a training job's instance folder (a
     copy of the data) and empty logs left behind. Now the interpreter waits for its jobs whatever arrives.
+    Also before: under a test runner started in the background (SIGINT inherited ignored) the first interrupt was
+    lost and the job failed ("returned", Failed); the child starts with SIGINT ignored to pin that.
     Run in a child process: the signals go to that process's main thread, never to the test runner's."""
     tests = Path(__file__).resolve().parent
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(tests), str(tests.parent)])}
@@ -631,6 +646,7 @@ def test_a_second_interrupt_still_waits_for_the_jobs_to_clean_up(tmp_path: Path)
         env=env,
         timeout=120,
         check=False,
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_IGN),
     )
     assert result.returncode == 0, result.stderr
     outcome = json.loads(result.stdout.strip().splitlines()[-1])
