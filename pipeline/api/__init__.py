@@ -65,6 +65,9 @@ def open_workdir(workdir: PathLike) -> Workdir:
     ``UsageError`` naming the path and why."""
     where = Workdir.at(Path(workdir))
     where.ensure_writable()
+    from pipeline.local.reaper import reap_quietly
+
+    reap_quietly(where)
     return where
 
 
@@ -221,8 +224,11 @@ def find_execution(
     on SageMaker by id or ARN: what the commands call with the configuration their flags give."""
     if config is None:
         from pipeline.api.execution import LocalExecution
+        from pipeline.local.reaper import reap_quietly
 
-        return LocalExecution.load(Workdir.at(Path(workdir)), execution_id)
+        where = Workdir.at(Path(workdir))
+        reap_quietly(where)
+        return LocalExecution.load(where, execution_id)
     from pipeline.api.sagemaker_execution import SageMakerExecution
 
     return SageMakerExecution.find(config, execution_id)

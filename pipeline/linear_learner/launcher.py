@@ -28,6 +28,7 @@ from pipeline.core.names import RECORDIO, TRAINING_CONTENT_TYPES, media_type
 from pipeline.core.processes import kill_group
 from pipeline.core.processes import start as start_process
 from pipeline.core.sharding import DISTRIBUTIONS, objects_for_instance
+from pipeline.core.stale import owned_temp_folder_prefix, sweep_temp_folders
 from pipeline.linear_learner.train import HYPERPARAMETERS_FILE, INPUT_DATA_CONFIG_FILE, RESOURCE_CONFIG_FILE
 
 AUTHKEY_ENV = "LLPIPE_LL_AUTHKEY"
@@ -58,6 +59,9 @@ class TrainingResult:
     hyperparameters: dict[str, str] = field(default_factory=dict)
 
 
+TEMP_KIND = "linear-learner"  # the system temp folders of jobs run without a work dir: linear-learner-<pid>-*
+
+
 def host_name(index: int) -> str:
     """SageMaker's host name for instance ``index`` (0-based)."""
     return f"algo-{index + 1}"
@@ -82,8 +86,9 @@ def train(
     output_dir = Path(output_dir)
     log = on_log or (lambda line: None)
     temporary = None
+    sweep_temp_folders(TEMP_KIND, legacy=(f"{TEMP_KIND}-",))  # what killed runs left in the system temp folder
     if work_dir is None:
-        temporary = tempfile.TemporaryDirectory(prefix="linear-learner-")
+        temporary = tempfile.TemporaryDirectory(prefix=owned_temp_folder_prefix(TEMP_KIND))
         work_dir = Path(temporary.name)
     try:
         sources: dict[str, str] = {}  # an instance's copy of an input file -> the file it came from
