@@ -368,12 +368,17 @@ def _collision_notes(frame: pd.DataFrame, categorical: list[str], buckets: int) 
             better = next(
                 (
                     size
-                    for size in (2**power for power in range(4, 21))
+                    for size in (2**power for power in range(4, 17))  # HashBuckets is at most 65,536
                     if size > buckets and len({value % size for value in hashes}) == len(values)
                 ),
                 None,
             )
-            advice = f"--param HashBuckets={better} separates them" if better else "raise --param HashBuckets"
+            advice = (
+                f"HashBuckets={better} separates them"
+                if better
+                else "no HashBuckets up to 65,536 separates them: a column with this many distinct values (an id?) "
+                "is better left out or given as numbers"
+            )
             notes.append(
                 f"warning: column {column!r}: {len(values)} distinct value(s) in the sample share {len(used)} of "
                 f"{buckets} hash buckets (collisions make values indistinguishable); {advice}"

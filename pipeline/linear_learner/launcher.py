@@ -82,7 +82,7 @@ def train(
     Setting ``stop`` ends every instance's process group and raises ``TrainingError``."""
     if instance_count < 1:
         raise TrainingError(f"instance_count must be at least 1, got {instance_count}")
-    _check_channels(channels)
+    _check_channels(channels, instance_count)
     output_dir = Path(output_dir)
     log = on_log or (lambda line: None)
     temporary = None
@@ -106,8 +106,15 @@ def train(
             temporary.cleanup()
 
 
-def _check_channels(channels: Mapping[str, Channel]) -> None:
+def _check_channels(channels: Mapping[str, Channel], instance_count: int) -> None:
     for name, channel in channels.items():
+        if channel.distribution == "ShardedByS3Key" and len(channel.files) < instance_count:
+            idle = ", ".join(host_name(index) for index in range(len(channel.files), instance_count))
+            raise TrainingError(
+                f"more instances ({instance_count}) than shards ({len(channel.files)}) in channel {name!r} "
+                f"(ShardedByS3Key): {idle} would get no data; use at most {len(channel.files)} instance(s) or split "
+                "the data into more files"
+            )
         if channel.distribution not in DISTRIBUTIONS:
             raise TrainingError(
                 f"channel {name!r}: unknown distribution {channel.distribution!r}; expected one of {DISTRIBUTIONS}"
@@ -200,6 +207,8 @@ def _run_instances(roots: list[Path], log: Callable[[str], None], stop: threadin
     readers = []
     try:
         for index, root in enumerate(roots):
+            if stop.is_set():  # stopped while the instances start (hundreds take a while): start no more
+                raise TrainingError("stopped while the instances were starting")
             process = start_process(  # its own process group, ended as a whole; dies with this process
                 [sys.executable, "-m", "pipeline.linear_learner.train", "--root", str(root), *extra_args],
                 stdout=subprocess.PIPE,
