@@ -104,3 +104,99 @@ def test_more_instances_than_sharded_files_is_refused_before_any_instance_starts
     ):
         launcher.train(hyperparameters, channels, tmp_path / "out", instance_count=5, work_dir=tmp_path / "work")
     assert not (tmp_path / "work").exists()
+
+
+# ------------------------------------------------------------------------------------ tracebacks -> clear errors
+
+
+@pytest.mark.parametrize(
+    ("values", "kind"), [([{"x": 1, "y": 2}] * 40, "struct<x: int64, y: int64>"), ([[1, 2]] * 40, "list<element")]
+)
+def test_a_nested_parquet_column_is_named(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], values: list, kind: str
+) -> None:
+    """Before: a Parquet struct or list column ended in ArrowNotImplementedError ("Unsupported cast ... to utf8")
+    in the schema sample, and in Preprocess's reader. Now both name the file and the column."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from containerlib.errors import TableError
+    from containerlib.tables.parquet_reader import parquet_pieces
+
+    path = tmp_path / "nested.parquet"
+    pq.write_table(pa.table({"a": np.arange(40.0), "s": pa.array(values), "label": [0, 1] * 20}), path)
+    argv = ["run", "--workdir", str(tmp_path / "w"), "--data", str(path), "--label-column", "label"]
+    code, err = run_cli([*argv, "--predictor-type", "binary_classifier", "--quiet"], capsys)
+    assert code == 2 and f"nested.parquet: column(s) 's' ({kind}" in err and "Traceback" not in err, err
+    with pytest.raises(TableError, match=f"column\\(s\\) 's' \\({kind}.*nested Parquet values"):
+        list(parquet_pieces(path, ["a", "s", "label"], ["s"], 10))
+    assert list(parquet_pieces(path, ["a", "label"], [], 10))  # the flat columns alone are read
+
+
+def test_a_config_file_that_is_not_utf8_is_named(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Before: UnicodeDecodeError traceback."""
+    config = tmp_path / "latin.toml"
+    config.write_bytes(b"# caf\xe9\nbucket = 'x'\n")
+    code, err = run_cli(["definition", "--config", str(config)], capsys)
+    assert code == 2 and f"config file {config}: not UTF-8 text (byte 0xe9 at offset 5)" in err, err
+
+
+@pytest.mark.parametrize("command", [["upsert"], ["start", "--dry-run"], ["definition"]])
+def test_an_endpoint_variable_that_is_not_a_url_is_named(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], command: list[str]
+) -> None:
+    """Before: `ValueError: Invalid endpoint: not-a-url` traceback from botocore (start, upsert: the offline build)."""
+    monkeypatch.setenv("AWS_ENDPOINT_URL", "not-a-url")
+    monkeypatch.setenv("LLPIPE_DEFINITION_CACHE", "off")  # the build itself makes clients
+    code, err = run_cli(command, capsys)
+    assert code == 2 and "AWS_ENDPOINT_URL=not-a-url: not an endpoint URL" in err and "Traceback" not in err, err
+
+
+def test_aws_clients_time_out_quickly_and_say_so(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Before: an endpoint that accepts the connection and never answers kept `start --dry-run` silent for 180 s
+    (botocore's 60 s read timeout, three tries). Now a short read timeout, named with its variable. A real server
+    on 127.0.0.1 that never answers."""
+    import socket
+
+    from pipeline.core.errors import AwsError
+    from pipeline.definition.config import PipelineConfig
+    from pipeline.sagemaker import aws
+
+    with socket.socket() as server:
+        server.bind(("127.0.0.1", 0))
+        server.listen(8)
+        monkeypatch.setenv("AWS_ENDPOINT_URL", f"http://127.0.0.1:{server.getsockname()[1]}")
+        monkeypatch.setenv(aws.READ_TIMEOUT_ENV, "0.5")
+        monkeypatch.setenv("AWS_ACCESS_KEY_ID", "testing")
+        monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "testing")
+        client = aws.session(PipelineConfig()).client("sagemaker")
+        assert client.meta.config.read_timeout == 0.5 and client.meta.config.connect_timeout == 5
+        with pytest.raises(AwsError, match=f"read timeout 0.5 s, 2 attempts; .*{aws.READ_TIMEOUT_ENV}"):
+            with aws.call("DescribePipeline"):
+                client.describe_pipeline(PipelineName="p")
+    monkeypatch.setenv(aws.READ_TIMEOUT_ENV, "soon")
+    with pytest.raises(Exception, match=f"{aws.READ_TIMEOUT_ENV}=soon: expected a number of seconds"):
+        aws.timeouts()
+
+
+def test_a_registry_entry_whose_metrics_are_not_json_is_named(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Before: `models list` / `models describe` ended in a JSONDecodeError traceback."""
+    import sqlite3
+    import sys
+
+    sys.path.insert(0, str(Path(__file__).parent))
+    from test_registry import ACCOUNT, REGION, request
+
+    from pipeline.definition.config import PipelineConfig
+    from pipeline.local.registry import LocalRegistry
+
+    group = PipelineConfig().model_package_group
+    LocalRegistry(tmp_path / "registry.db").register(request(group), metrics={"a": 1}, region=REGION, account=ACCOUNT)
+    with sqlite3.connect(tmp_path / "registry.db") as db:
+        db.execute("UPDATE model_packages SET metrics = 'not json {'")
+    for command in (["models", "list"], ["models", "describe", "1"]):
+        code, err = run_cli([*command, "--workdir", str(tmp_path)], capsys)
+        assert code == 1 and "version 1: damaged registry entry (column 'metrics' is not JSON" in err, err
+        assert "Traceback" not in err

@@ -6,6 +6,8 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+from containerlib.tables.parquet_types import check_flat_columns
+
 PARQUET_PRE_BUFFER_BYTES = 512 << 20  # row groups up to this size (uncompressed) are read in large requests
 
 
@@ -22,6 +24,7 @@ def parquet_pieces(path: Path, columns: list[str], text: list[str], chunk_rows: 
     parquet = pq.ParquetFile(
         path, metadata=metadata, pre_buffer=largest <= PARQUET_PRE_BUFFER_BYTES
     )  # footer read once
+    check_flat_columns(parquet.schema_arrow, str(path), columns)
     for batch in parquet.iter_batches(batch_size=chunk_rows, columns=columns):
         table = pa.Table.from_batches([batch])
         for column in text:

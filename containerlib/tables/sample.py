@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 from containerlib.errors import TableError
 from containerlib.tables.files import is_gzip, is_parquet
 from containerlib.tables.header import check_header
+from containerlib.tables.parquet_types import check_flat_columns
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -83,6 +84,7 @@ def parquet_sample(
     except (OSError, ValueError, pa.ArrowException) as error:
         raise TableError(f"{name}: not a readable Parquet file ({error})") from None
     check_header(header, name)
+    check_flat_columns(parquet.schema_arrow, name)
     import pandas as pd
 
     if batch is None:
