@@ -200,3 +200,108 @@ def test_a_registry_entry_whose_metrics_are_not_json_is_named(
         code, err = run_cli([*command, "--workdir", str(tmp_path)], capsys)
         assert code == 1 and "version 1: damaged registry entry (column 'metrics' is not JSON" in err, err
         assert "Traceback" not in err
+
+
+# ----------------------------------------------------------------------------------------- types, on purpose
+
+
+def test_datetime_like_dataframe_columns_become_seconds_and_complex_is_refused(tmp_path: Path) -> None:
+    """Before: through run_local(df), datetime, tz-aware, timedelta, Period and complex columns were written as text
+    and hashed into 16 buckets (thousands of distinct values: noise; AUC 0.9555 -> 0.933). Now the times are seconds
+    (an ordered number) in the CSV the run reads, and complex numbers are refused naming the column."""
+    from pipeline.api.frames import write_frame
+    from pipeline.core.errors import DataError
+
+    frame = pd.DataFrame(
+        {
+            "when": pd.to_datetime(["1970-01-02", "2020-01-01"]),
+            "aware": pd.to_datetime(["1970-01-01 01:00", "1970-01-01 02:00"]).tz_localize("Europe/Paris"),
+            "took": pd.to_timedelta(["90s", "1h"]),
+            "month": pd.period_range("1970-01", periods=2, freq="M"),
+            "label": [0, 1],
+        }
+    )
+    written = pd.read_csv(write_frame(frame, tmp_path))
+    assert written["when"].tolist() == [86400.0, 1577836800.0]
+    assert written["aware"].tolist() == [0.0, 3600.0]  # 01:00 in Paris is midnight UTC
+    assert written["took"].tolist() == [90.0, 3600.0]
+    assert written["month"].tolist() == [0.0, 2678400.0]  # each period's start
+    with pytest.raises(DataError, match="column 'z' holds complex numbers"):
+        write_frame(pd.DataFrame({"z": [1 + 2j, 3j], "label": [0, 1]}), tmp_path)
+
+
+def test_parquet_timestamps_are_seconds_in_the_sample_and_in_preprocess_s_reader(tmp_path: Path) -> None:
+    """Before: a Parquet timestamp column was cast to text in the sample (so decided categorical and hashed)."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from containerlib.tables.parquet_reader import parquet_pieces
+    from containerlib.tables.sample import sample_file
+
+    path = tmp_path / "t.parquet"
+    when = pa.array(pd.to_datetime(["1970-01-02", "2020-01-01"]), pa.timestamp("ns", tz="UTC"))
+    table = pa.table({"when": when, "day": pa.array([1, 2], pa.int32()).cast(pa.date32()), "label": [0, 1]})
+    pq.write_table(table, path)
+    sample = sample_file(path, "t.parquet", 10).frame
+    assert sample["when"].astype(float).tolist() == [86400.0, 1577836800.0]  # text, as every sampled value
+    [piece] = list(parquet_pieces(path, ["when", "day", "label"], [], 10))
+    assert piece.column("when").to_pylist() == [86400.0, 1577836800.0]
+    assert piece.column("day").to_pylist() == [86400.0, 172800.0]
+
+
+@pytest.mark.parametrize(
+    ("kind", "expected"),
+    [
+        (
+            "junk",
+            "column 'b' is numeric but 3 of its 60 sampled values are not numbers: '?' (junk.csv row 6), "
+            "'-' (junk.csv row 18), '0x10' (junk.csv row 41)",
+        ),  # fmt: skip
+        ("thousands", "numbers with thousands separators (1,234) must be written without them"),
+        ("mixed", "column 'flag' has a different type in different files (boolean in b.parquet; text in a.csv)"),
+    ],
+)
+def test_a_column_s_type_is_decided_on_purpose(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], kind: str, expected: str
+) -> None:
+    """Before: a few junk tokens (?, -, 0x10) or thousands separators turned a numeric column into hashed
+    categories with a warning naming neither values nor rows; Yes/No text in one file and booleans in another
+    became four unrelated buckets. Now exit 2 naming the column, the values and their rows (or the files)."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    rng = np.random.default_rng(0)
+    frame = pd.DataFrame({"a": rng.normal(size=60), "b": rng.normal(size=60).round(3)})
+    frame["label"] = (frame["a"] > 0).astype(int)
+    data = tmp_path / "data"
+    data.mkdir()
+    if kind == "junk":
+        frame["b"] = frame["b"].astype(object)
+        frame.loc[[5, 17, 40], "b"] = ["?", "-", "0x10"]
+        frame.to_csv(data / "junk.csv", index=False)
+    elif kind == "thousands":
+        frame["b"] = [f"{int(value * 100000):,}" for value in frame["b"]]
+        frame.to_csv(data / "t.csv", index=False)
+    else:
+        frame.assign(flag=np.where(frame["a"] > 0, "Yes", "No")).to_csv(data / "a.csv", index=False)
+        pq.write_table(
+            pa.Table.from_pandas(frame.assign(flag=frame["a"] > 0), preserve_index=False), data / "b.parquet"
+        )
+    argv = ["run", "--workdir", str(tmp_path / "w"), "--data", str(data), "--label-column", "label"]
+    code, err = run_cli([*argv, "--predictor-type", "binary_classifier", "--quiet"], capsys)
+    assert code == 2 and expected in err, err
+    assert not (tmp_path / "w" / "executions").exists()
+
+
+@pytest.mark.parametrize(
+    ("twice", "said"),
+    [
+        (["--data", "a.csv", "--data", "b.csv"], "--data given twice (a.csv and b.csv)"),
+        (["--label-column", "x", "--label-column", "y"], "--label-column given twice (x and y)"),
+    ],
+)
+def test_an_option_given_twice_is_refused(capsys: pytest.CaptureFixture[str], twice: list[str], said: str) -> None:
+    """Before: `--label-column` twice trained on the last one; `--data a --data b` dropped a, silently."""
+    with pytest.raises(SystemExit) as caught:
+        cli.main(["run", *twice])
+    assert caught.value.code == 2 and said in capsys.readouterr().err

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 from containerlib.errors import TableError
 from containerlib.tables.files import is_gzip, is_parquet
 from containerlib.tables.header import check_header
-from containerlib.tables.parquet_types import check_flat_columns
+from containerlib.tables.parquet_types import as_seconds, check_flat_columns, is_time
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -92,6 +92,8 @@ def parquet_sample(
     columns = {}
     for index, column in enumerate(header):
         values = batch.column(index)
+        if is_time(values.type):
+            values = as_seconds(values)
         text = values.cast(pa.string()) if not pa.types.is_string(values.type) else values
         columns[column] = pd.Series(text.to_numpy(zero_copy_only=False), dtype=object)
     return header, pd.DataFrame(columns)

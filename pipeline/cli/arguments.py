@@ -9,6 +9,7 @@ import argparse
 import os
 from collections.abc import Mapping
 from pathlib import Path
+from typing import Any
 
 from pipeline.core.errors import ConfigError
 from pipeline.definition.config import (
@@ -119,3 +120,18 @@ def add_max_parallel_argument(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--max-parallel", type=positive_int, metavar="N", help="run at most N steps at once (ParallelismConfiguration)"
     )
+
+
+class Once(argparse.Action):
+    """An option that takes one value: given twice it is a usage error naming both values, where argparse would
+    silently keep the last one (``--label-column a --label-column b`` trained on b; ``--data a --data b`` dropped a)."""
+
+    def __call__(self, parser: argparse.ArgumentParser, namespace: argparse.Namespace, values: Any, option: Any = None):
+        seen = getattr(namespace, f"_{self.dest}_given", None)
+        if seen is not None:
+            parser.error(
+                f"{option} given twice ({seen} and {values}); it takes one value"
+                + (": put the files in one folder and pass the folder" if self.dest == "data" else "")
+            )
+        setattr(namespace, f"_{self.dest}_given", values)
+        setattr(namespace, self.dest, values)
