@@ -305,3 +305,72 @@ def test_an_option_given_twice_is_refused(capsys: pytest.CaptureFixture[str], tw
     with pytest.raises(SystemExit) as caught:
         cli.main(["run", *twice])
     assert caught.value.code == 2 and said in capsys.readouterr().err
+
+
+# ------------------------------------------------------------------------------ unclear errors, in the user's words
+
+
+def test_a_device_or_fifo_as_data_is_named_as_such(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Before: `--data /dev/zero` or a FIFO said "no such file or folder"."""
+    import os
+
+    fifo = tmp_path / "pipe.csv"
+    os.mkfifo(fifo)
+    for data in (fifo, Path("/dev/zero")):
+        argv = ["run", "--workdir", str(tmp_path / "w"), "--data", str(data), "--label-column", "label"]
+        code, err = run_cli([*argv, "--predictor-type", "binary_classifier", "--quiet"], capsys)
+        assert code == 2 and f"--data {data}: not a regular file or a folder (a device, FIFO or socket)" in err, err
+
+
+@pytest.mark.parametrize(
+    ("content", "said"),
+    [
+        (b"\x1f\x8b\x08\x00" + b"\x00" * 40, "not CSV text but gzip-compressed data: name it .csv.gz"),
+        (b"PAR1" + b"\x00" * 40, "not CSV text but a Parquet file: name it .parquet"),
+        (b"a;b;label\n1;2;0\n3;4;1\n", "the header is one column 'a;b;label': the file is separated by ';'"),
+    ],
+)
+def test_a_csv_that_is_not_comma_separated_text_says_what_it_is(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], content: bytes, said: str
+) -> None:
+    """Before: gzip or Parquet bytes in a .csv said "not UTF-8"; a semicolon-separated file "a trailing comma?"."""
+    data = tmp_path / "data.csv"
+    data.write_bytes(content)
+    argv = ["run", "--workdir", str(tmp_path / "w"), "--data", str(data), "--label-column", "label"]
+    code, err = run_cli([*argv, "--predictor-type", "binary_classifier", "--quiet"], capsys)
+    assert code == 2 and said in err and "UTF-8" not in err and "trailing comma" not in err, err
+
+
+@pytest.mark.parametrize("command", ["retry", "stop"])
+def test_retry_and_stop_of_a_local_execution_say_what_to_do(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], command: str
+) -> None:
+    """Before: `llpipe retry/stop <local id>` only said "no AWS credentials"."""
+    from pipeline.local.executions import ExecutionStore
+
+    monkeypatch.chdir(tmp_path)
+    record = ExecutionStore(tmp_path / ".llpipe" / "executions").create("p", {"Steps": []}, {})
+    code, err = run_cli([command, record.id], capsys)
+    assert code == 2 and f"{record.id} is a local execution" in err and f"`llpipe {command}` acts on SageMaker" in err
+
+
+def test_a_model_version_below_one_is_named(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    """Before: `models approve -1` gave argparse's top-level usage."""
+    code, err = run_cli(["models", "approve", "-1", "--workdir", str(tmp_path)], capsys)
+    assert code == 1 and "model package version -1: versions are numbered from 1" in err, err
+
+
+def test_python_api_errors_name_keyword_arguments_not_flags(tmp_path: Path, data: Path) -> None:
+    """Before: run_local(..., Epochs=0) said "--param Epochs=0" and a bad setting "(from command line)"."""
+    from pipeline.api import run_local
+    from pipeline.core.errors import ConfigError
+
+    with pytest.raises(ParameterError) as caught:
+        run_local(data, "label", "binary_classifier", workdir=tmp_path / "w", TrainingInstanceCount=0)
+    assert "TrainingInstanceCount=0" in str(caught.value) and "--param" not in str(caught.value)
+    with pytest.raises(ParameterError) as caught:
+        run_local(data, "label", "binary_classifier", workdir=tmp_path / "w", MetricThreshold=1.5, progress=False)
+    assert "MetricThreshold=1.5" in str(caught.value) and "--" not in str(caught.value)
+    with pytest.raises(ConfigError) as caught:
+        run_local(data, "label", "binary_classifier", workdir=tmp_path / "w", region="not a region!")
+    assert "command line" not in str(caught.value) and "--" not in str(caught.value), caught.value

@@ -135,3 +135,23 @@ class Once(argparse.Action):
             )
         setattr(namespace, f"_{self.dest}_given", values)
         setattr(namespace, self.dest, values)
+
+
+def refuse_local_execution(execution: str, command: str, workdir: Path | None = None) -> None:
+    """``retry``/``stop`` act on SageMaker; an id of the local work dir's executions gets a word on what to do
+    instead (once only "no AWS credentials")."""
+    from pipeline.api import DEFAULT_WORKDIR
+    from pipeline.core.errors import UsageError
+
+    folder = Path(workdir or DEFAULT_WORKDIR) / "executions" / execution
+    if execution.startswith("arn:") or not (folder / "execution.json").is_file():
+        return
+    instead = (
+        "run it again with `llpipe run` (steps whose inputs did not change come from the cache)"
+        if command == "retry"
+        else "stop it with Ctrl-C, or SIGTERM to its `llpipe run` process"
+    )
+    raise UsageError(
+        f"{execution} is a local execution (in {folder.parent.parent}); `llpipe {command}` acts on SageMaker "
+        f"executions: {instead}"
+    )
