@@ -1,7 +1,8 @@
 """buildspec.yml runs for real: its commands, in phase order, against a moto server standing in for AWS.
 
-Only ``pip install`` lines are skipped (the package is installed in this virtualenv already); every other command
-runs verbatim in one ``sh -e`` script, as CodeBuild runs them, so a typo in any of them fails this test.
+Only installation lines are skipped (``pip install``, ``pyenv install``, ``llpipe env build``: the package, Python 3.9
+and the image's environment are on this machine already); every other command runs verbatim in one ``sh -e``
+script, as CodeBuild runs them, so a typo in any of them fails this test.
 """
 
 from __future__ import annotations
@@ -31,13 +32,16 @@ def buildspec() -> dict[str, Any]:
     return yaml.safe_load((REPOSITORY / "buildspec.yml").read_text())
 
 
+INSTALLING = ("pip install", "pyenv install", "llpipe env build")
+
+
 def script(spec: dict[str, Any]) -> str:
-    """Every command of every phase, in order, minus ``pip install`` lines."""
+    """Every command of every phase, in order, minus the installation lines."""
     commands = [
         command
         for phase in PHASES
         for command in spec.get("phases", {}).get(phase, {}).get("commands", [])
-        if "pip install" not in command
+        if not any(word in command for word in INSTALLING)
     ]
     return "\n".join(commands) + "\n"
 
@@ -194,12 +198,27 @@ def test_a_typo_in_a_command_fails_the_build(tmp_path: Path) -> None:
     assert "invalid choice: 'upsret'" in result.stderr
 
 
-def test_pip_install_lines_are_the_only_ones_skipped() -> None:
+def test_installation_lines_are_the_only_ones_skipped() -> None:
     spec = buildspec()
     all_commands = [c for phase in PHASES for c in spec["phases"].get(phase, {}).get("commands", [])]
     kept = script(spec)
     skipped = [c for c in all_commands if c not in kept]
-    assert skipped and all("pip install" in c for c in skipped)
+    assert skipped and all(any(word in c for word in INSTALLING) for c in skipped)
+    assert all(c in spec["phases"]["install"]["commands"] for c in skipped)
+
+
+def test_the_container_code_is_tested_on_the_image_s_python() -> None:
+    """Before: CodeBuild had Python 3.11 only, so the container code's tests skipped there (no image environment):
+    CI on AWS never ran the code on the Python 3.9 and libraries the image runs. Now the install phase installs the
+    image's Python and builds its pinned environment, and the tests run with CI=true, where a missing environment
+    fails instead of skipping (tests/conftest.py)."""
+    from pipeline.core.images import DEFAULT_PROCESSING_IMAGE
+
+    install = buildspec()["phases"]["install"]["commands"]
+    python = next(c for c in install if c.startswith("pyenv install"))
+    assert python.split()[-1].startswith(DEFAULT_PROCESSING_IMAGE.python + ".")
+    assert install.index(python) < install.index("CI=true llpipe env build")
+    assert "CI=true python -m pytest -q -n 2" in buildspec()["phases"]["pre_build"]["commands"]
 
 
 # ---------------------------------------------------------------- IAM documents next to the buildspec

@@ -61,7 +61,9 @@ def counted(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> list[str]:
     return []
 
 
-def cached(config: PipelineConfig, digests: tuple[str, ...], calls: list[str], text: str = '{"v": 1}\n') -> str:
+def cached(
+    config: PipelineConfig, digests: tuple[str, ...], calls: list[str], text: str = '{"v": 1, "Steps": []}\n'
+) -> str:
     def build() -> str:
         calls.append(text)
         return text
@@ -71,8 +73,11 @@ def cached(config: PipelineConfig, digests: tuple[str, ...], calls: list[str], t
 
 def test_each_input_of_the_key_rebuilds(counted: list[str], monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     config = PipelineConfig()
-    assert cached(config, ("a", "b"), counted) == '{"v": 1}\n' and len(counted) == 1
-    assert cached(config, ("a", "b"), counted, '{"v": 2}\n') == '{"v": 1}\n' and len(counted) == 1, "reused"
+    assert cached(config, ("a", "b"), counted) == '{"v": 1, "Steps": []}\n' and len(counted) == 1
+    assert (
+        cached(config, ("a", "b"), counted, '{"v": 2, "Steps": []}\n') == '{"v": 1, "Steps": []}\n'
+        and len(counted) == 1
+    ), "reused"
     cached(PipelineConfig(pipeline_name="other"), ("a", "b"), counted)
     assert len(counted) == 2, "config value"
     cached(config, ("a", "c"), counted)
@@ -108,11 +113,31 @@ def test_a_damaged_entry_is_rebuilt_and_off_builds_every_time(counted: list[str]
     cached(config, ("a",), counted)
     (entry,) = definition_cache.cache_dir().glob("*.json")
     entry.write_text('{"truncated": ')
-    assert cached(config, ("a",), counted) == '{"v": 1}\n' and len(counted) == 2
-    assert json.loads(entry.read_text()) == {"v": 1}
+    assert cached(config, ("a",), counted) == '{"v": 1, "Steps": []}\n' and len(counted) == 2
+    assert json.loads(json.loads(entry.read_text())["definition"]) == {"v": 1, "Steps": []}
     monkeypatch.setenv("LLPIPE_DEFINITION_CACHE", "off")
     cached(config, ("a",), counted)
     assert len(counted) == 3
+
+
+def test_a_valid_json_entry_that_is_not_this_pipeline_is_rebuilt(counted: list[str]) -> None:
+    """Before: any valid JSON under the key was served by `llpipe definition` (and would be deployed by upsert):
+    another pipeline's definition copied there, or an entry edited by hand. Now an entry carries its key and its
+    definition's digest, and must be a pipeline definition."""
+    config = PipelineConfig()
+    cached(config, ("a",), counted)
+    (entry,) = definition_cache.cache_dir().glob("*.json")
+    stored = json.loads(entry.read_text())
+    damaged = [
+        '{"Version": "2020-12-01", "Steps": []}',  # a bare definition, not an entry
+        json.dumps({**stored, "definition": '{"v": 666, "Steps": []}'}),  # edited: the digest no longer matches
+        json.dumps({**stored, "key": "0" * 64}),  # another key's entry copied over
+        json.dumps({**stored, "definition": "[]", "sha256": definition_cache._digest("[]")}),  # not a definition
+    ]
+    for number, text in enumerate(damaged, start=2):
+        entry.write_text(text)
+        assert cached(config, ("a",), counted) == '{"v": 1, "Steps": []}\n' and len(counted) == number, text
+        assert json.loads(entry.read_text()) == stored  # rebuilt and kept again
 
 
 def test_a_changed_bundle_file_gives_a_definition_with_the_new_code(tmp_path: Path, monkeypatch) -> None:

@@ -13,6 +13,7 @@ import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 from pathlib import Path
@@ -371,16 +372,29 @@ def _processes_mentioning(text: str) -> list[int]:
     return found
 
 
-@pytest.mark.parametrize(("sent", "step", "code"), [(signal.SIGTERM, "Train", 143), (signal.SIGINT, "Preprocess", 130)])
+@pytest.mark.parametrize(
+    ("sent", "step", "code"),
+    [(signal.SIGTERM, "Train", 143), (signal.SIGINT, "Preprocess", 130), (signal.SIGHUP, "Preprocess", 129)],
+)
 def test_sigterm_and_ctrl_c_stop_the_jobs_and_record_stopped(
     tmp_path: Path, sent: signal.Signals, step: str, code: int
 ) -> None:
     """Before: SIGTERM killed llpipe at once: the job processes ran on, the sandbox stayed, the record said
-    Executing forever. Now both signals end the jobs' process groups and record Stopped with exit 128 + signal."""
+    Executing forever; SIGHUP (a closed terminal or SSH session) still does not clean up; SIGINT was lost when the
+    test runner had been started in the background (SIGINT inherited ignored: the run exited 0). Now the three
+    signals end the jobs' process groups and record Stopped with exit 128 + signal, whatever was inherited: the
+    child here starts with SIGINT ignored, as under `make test &`."""
     work = tmp_path / "w"
     argv = [*LLPIPE, "run", "--workdir", str(work), "--quiet"]
     argv += ["--param", "Epochs=400", "--param", "MiniBatchSize=10", "--param", "NumModels=2"]
-    process = subprocess.Popen(argv, cwd=tmp_path, stderr=subprocess.PIPE, text=True, start_new_session=True)
+    process = subprocess.Popen(
+        argv,
+        cwd=tmp_path,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_IGN),
+    )
     try:
         execution_id = _wait_for_step(work / "executions", step, process)
         while len(_processes_mentioning(f"{work / 'executions' / execution_id / 'steps' / step}/")) < 2:
@@ -444,12 +458,15 @@ def test_a_killed_run_takes_its_job_processes_with_it_and_is_shown_abandoned(tmp
     """Before: SIGKILL of `llpipe run` (which cannot clean up) left its job processes behind in their own process
     groups: a training instance died only when it next wrote to its closed log pipe, one that was busy or stopped
     (SIGSTOP here, to make it certain) stayed forever, and the record stayed 'Executing' as if still running. Now
-    the kernel ends every job process with its parent (PR_SET_PDEATHSIG) and `llpipe executions` shows the record
-    abandoned."""
+    the kernel ends every job process with its parent (PR_SET_PDEATHSIG) and the next command (`llpipe executions`)
+    marks the record Stopped as abandoned and removes the instances' folders (their blocks folders with them)."""
     work = tmp_path / "w"
+    system_temp = tmp_path / "tmp"  # the run's system temp folder: nothing may be left there either
+    system_temp.mkdir()
     argv = [*LLPIPE, "run", "--workdir", str(work), "--quiet"]
     argv += ["--param", "Epochs=400", "--param", "MiniBatchSize=10", "--param", "NumModels=2"]
-    process = subprocess.Popen(argv, cwd=tmp_path, stderr=subprocess.PIPE, text=True, start_new_session=True)
+    env = {**os.environ, "TMPDIR": str(system_temp)}
+    process = subprocess.Popen(argv, cwd=tmp_path, stderr=subprocess.PIPE, text=True, start_new_session=True, env=env)
     try:
         execution_id = _wait_for_step(work / "executions", "Train", process)
         train = f"{work / 'executions' / execution_id / 'steps' / 'Train'}/"
@@ -478,9 +495,13 @@ def test_a_killed_run_takes_its_job_processes_with_it_and_is_shown_abandoned(tmp
         text=True,
         check=True,
     )
-    [row] = json.loads(listed.stdout)
-    assert row["id"] == execution_id and row["status"] == "Executing" and row["abandoned"] is True
-    assert f"process {process.pid}" in row["failure_reason"]
+    [row] = json.loads(listed.stdout)  # the next command finished the record off
+    assert row["id"] == execution_id and row["status"] == "Stopped" and row["abandoned"] is False
+    assert f"abandoned: llpipe process {process.pid}" in row["failure_reason"]
+    record = ExecutionStore(work / "executions").load(execution_id)
+    assert record.steps["Train"].status == "Stopped" and not (record.folder / "steps" / "Train" / "instances").exists()
+    assert list(work.rglob("*.tmp")) == [] and list(work.rglob("linear-learner-blocks-*")) == []
+    assert list(system_temp.iterdir()) == []
 
 
 def test_an_instance_stopped_before_it_connects_is_reported_within_the_connect_limit(
@@ -552,9 +573,12 @@ def test_two_runs_at_once_in_one_work_dir(tmp_path: Path) -> None:
     assert list(work.rglob("*.tmp")) == []
 
 
-def test_a_damaged_recordio_shard_is_named_once_by_the_user_s_path(tmp_path: Path) -> None:
+def test_a_damaged_recordio_shard_is_named_once_by_the_user_s_path(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """Before: a truncated RecordIO train file failed naming the instance's temporary copy
-    (/tmp/linear-learner-*/algo-1/input/data/train/000000-part.rec, gone by the time it is read) twice over."""
+    (/tmp/linear-learner-*/algo-1/input/data/train/000000-part.rec, gone by the time it is read) twice over, and
+    left its linear-learner-blocks-* folder in the system temp folder."""
     from containerlib.recordio import write_dense
 
     rng = np.random.default_rng(0)
@@ -565,6 +589,10 @@ def test_a_damaged_recordio_shard_is_named_once_by_the_user_s_path(tmp_path: Pat
         write_dense(handle, features, (features[:, 0] > 0).astype(np.float32))
     shard.write_bytes(shard.read_bytes()[:-5])
     channels = {"train": launcher.Channel(files=[shard])}
+    system_temp = tmp_path / "tmp"  # the job's system temp folder (its instances inherit TMPDIR)
+    system_temp.mkdir()
+    monkeypatch.setenv("TMPDIR", str(system_temp))
+    monkeypatch.setattr(tempfile, "tempdir", None)
     with pytest.raises(TrainingError) as caught:
         launcher.train(
             {"predictor_type": "binary_classifier", "feature_dim": "3", "epochs": "1"}, channels, tmp_path / "out"
@@ -572,6 +600,7 @@ def test_a_damaged_recordio_shard_is_named_once_by_the_user_s_path(tmp_path: Pat
     message = str(caught.value)
     assert message.count(str(shard)) == 1 and "input/data/train" not in message, message
     assert "record 199 at byte offset" in message and "truncated" in message
+    assert list(system_temp.iterdir()) == []
 
 
 SECOND_INTERRUPT = """
@@ -621,6 +650,8 @@ def test_a_second_interrupt_still_waits_for_the_jobs_to_clean_up(tmp_path: Path)
     """Before: `timeout` sends SIGTERM to llpipe and again to its process group; the second one, landing while
     llpipe waited for its jobs to end, cut the wait short: llpipe exited with a training job's instance folder (a
     copy of the data) and empty logs left behind. Now the interpreter waits for its jobs whatever arrives.
+    Also before: under a test runner started in the background (SIGINT inherited ignored) the first interrupt was
+    lost and the job failed ("returned", Failed); the child starts with SIGINT ignored to pin that.
     Run in a child process: the signals go to that process's main thread, never to the test runner's."""
     tests = Path(__file__).resolve().parent
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(tests), str(tests.parent)])}
@@ -631,7 +662,49 @@ def test_a_second_interrupt_still_waits_for_the_jobs_to_clean_up(tmp_path: Path)
         env=env,
         timeout=120,
         check=False,
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_IGN),
     )
     assert result.returncode == 0, result.stderr
     outcome = json.loads(result.stdout.strip().splitlines()[-1])
     assert outcome == {"outcome": "interrupted", "cleaned": ["Slow"], "status": "Stopped", "step": "Stopped"}
+
+
+def _dead_pid() -> int:
+    """The pid of a process that has ended (and been reaped)."""
+    process = subprocess.Popen([sys.executable, "-c", "pass"])
+    process.wait()
+    return process.pid
+
+
+def test_what_killed_processes_left_is_swept_by_the_next_one(tmp_path: Path) -> None:
+    """Before: a SIGKILLed staging left its hidden .tmp copy in the local S3 input prefix for good, and the
+    linear-learner-* folders of killed training jobs piled up in the system temp folder (667 on one machine). Now
+    the next training sweeps temp folders whose owner (the pid in the name) is gone, and legacy ones unchanged for a
+    day; the next command opening the work dir removes the .tmp files of dead writers."""
+    from pipeline.core.stale import LEGACY_AGE_SECONDS, sweep_temp_folders
+    from pipeline.local.reaper import reap
+    from pipeline.local.workdir import Workdir
+
+    dead = _dead_pid()
+    temp = tmp_path / "tmp"
+    for name in (f"linear-learner-{dead}-x", f"linear-learner-{os.getpid()}-y", "linear-learner-blocks-old", "new"):
+        (temp / name / "algo-1").mkdir(parents=True)
+    fresh_legacy = temp / "linear-learner-blocks-fresh"
+    fresh_legacy.mkdir()
+    old = time.time() - LEGACY_AGE_SECONDS - 60
+    os.utime(temp / "linear-learner-blocks-old", (old, old))
+    removed = sweep_temp_folders("linear-learner", temp, legacy=("linear-learner-",))
+    assert sorted(path.name for path in removed) == sorted(["linear-learner-blocks-old", f"linear-learner-{dead}-x"])
+    assert sorted(path.name for path in temp.iterdir()) == sorted(
+        ["linear-learner-blocks-fresh", f"linear-learner-{os.getpid()}-y", "new"]
+    )
+
+    work = Workdir.at(tmp_path / "w")
+    prefix = work.s3 / "bucket" / "input" / "data-1"
+    prefix.mkdir(parents=True)
+    killed = prefix / f".data.csv.{dead}.0123456789ab.tmp"
+    writing = prefix / f".other.csv.{os.getpid()}.0123456789ab.tmp"  # a live writer's: kept
+    for path in (killed, writing, prefix / "data.csv"):
+        path.write_text("a,b\n")
+    reap(work)
+    assert sorted(path.name for path in prefix.iterdir()) == sorted([writing.name, "data.csv"])

@@ -6,6 +6,8 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+from containerlib.tables.parquet_types import as_seconds, check_flat_columns, is_time
+
 PARQUET_PRE_BUFFER_BYTES = 512 << 20  # row groups up to this size (uncompressed) are read in large requests
 
 
@@ -22,8 +24,12 @@ def parquet_pieces(path: Path, columns: list[str], text: list[str], chunk_rows: 
     parquet = pq.ParquetFile(
         path, metadata=metadata, pre_buffer=largest <= PARQUET_PRE_BUFFER_BYTES
     )  # footer read once
+    check_flat_columns(parquet.schema_arrow, str(path), columns)
     for batch in parquet.iter_batches(batch_size=chunk_rows, columns=columns):
         table = pa.Table.from_batches([batch])
+        for index, field in enumerate(table.schema):
+            if is_time(field.type):  # seconds, as the schema sample saw them
+                table = table.set_column(index, field.name, as_seconds(table.column(index)))
         for column in text:
             index = table.schema.get_field_index(column)
             table = table.set_column(index, column, table.column(index).cast(pa.string()))

@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 from containerlib.errors import TableError
 from containerlib.tables.files import is_gzip, is_parquet
 from containerlib.tables.header import check_header
+from containerlib.tables.parquet_types import as_seconds, check_flat_columns, is_time
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -83,6 +84,7 @@ def parquet_sample(
     except (OSError, ValueError, pa.ArrowException) as error:
         raise TableError(f"{name}: not a readable Parquet file ({error})") from None
     check_header(header, name)
+    check_flat_columns(parquet.schema_arrow, name)
     import pandas as pd
 
     if batch is None:
@@ -90,6 +92,8 @@ def parquet_sample(
     columns = {}
     for index, column in enumerate(header):
         values = batch.column(index)
+        if is_time(values.type):
+            values = as_seconds(values)
         text = values.cast(pa.string()) if not pa.types.is_string(values.type) else values
         columns[column] = pd.Series(text.to_numpy(zero_copy_only=False), dtype=object)
     return header, pd.DataFrame(columns)

@@ -50,6 +50,7 @@ def _blocks(path: Path) -> Iterator[bytes]:
 def _csv_rows(path: Path) -> int:
     """Data rows of a CSV (lines after the header); bytes that are not UTF-8 and rows with more fields than the
     header are errors naming the file and the data row."""
+    _check_not_binary(path)
     decoder = codecs.getincrementaldecoder("utf-8")()
     lines = 0  # newlines seen before the current block
     head = bytearray()
@@ -77,6 +78,22 @@ def _csv_rows(path: Path) -> int:
     return max(lines - 1, 0)
 
 
+# the first bytes of formats that are not CSV text, often found in a file named .csv
+MAGIC = {b"\x1f\x8b": "gzip-compressed data: name it .csv.gz", b"PAR1": "a Parquet file: name it .parquet",
+         b"PK\x03\x04": "a zip archive (an .xlsx workbook?): export or unpack it as CSV"}  # fmt: skip
+
+
+def _check_not_binary(path: Path) -> None:
+    """A compressed, Parquet or zip file under a CSV name: said as such (once "not UTF-8 text")."""
+    if is_gzip(path):
+        return
+    with open(path, "rb") as handle:
+        start = handle.read(4)
+    for magic, what in MAGIC.items():
+        if start.startswith(magic):
+            raise TableError(f"{path}: not CSV text but {what}")
+
+
 def _check_fields(path: Path, head: bytes) -> None:
     """The first rows have as many fields as the header; an extra (often trailing, empty) field is named."""
     text = head.decode("utf-8", errors="ignore")
@@ -86,6 +103,12 @@ def _check_fields(path: Path, head: bytes) -> None:
     header = next(reader, None)
     if not header:
         return
+    for separator in (";", "\t", "|"):
+        if len(header) == 1 and separator in header[0]:
+            raise TableError(
+                f"{path}: the header is one column {header[0][:80]!r}: the file is separated by {separator!r}; "
+                "CSV files here are comma-separated: re-export it with commas"
+            )
     for row_number, row in enumerate(reader, start=1):
         if row_number > HEADER_SAMPLE_ROWS:
             return

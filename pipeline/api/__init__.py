@@ -65,6 +65,9 @@ def open_workdir(workdir: PathLike) -> Workdir:
     ``UsageError`` naming the path and why."""
     where = Workdir.at(Path(workdir))
     where.ensure_writable()
+    from pipeline.local.reaper import reap_quietly
+
+    reap_quietly(where)
     return where
 
 
@@ -137,13 +140,15 @@ def run_local(
     Other keyword arguments: pipeline parameters (``Epochs=5``) and settings (``bucket=...``), see the module.
     """
     from pipeline.api.notebook import progress_display
+    from pipeline.api.wording import in_api_words
 
-    settings, parameters = split_options(options)
-    pipeline_config = load_settings(settings, config)
-    where = open_workdir(workdir)
-    source = local_source(data, label_column, predictor_type, where)
+    with in_api_words():
+        settings, parameters = split_options(options)
+        pipeline_config = load_settings(settings, config)
+        where = open_workdir(workdir)
+        source = local_source(data, label_column, predictor_type, where)
     display = progress_display(progress, where)
-    with display or nullcontext():
+    with in_api_words(), display or nullcontext():
         return execute_local(
             pipeline_config,
             where,
@@ -188,13 +193,15 @@ def start(
     ``Epochs=5``); DataVersion is the fingerprint of the data under InputDataUrl, as with ``llpipe start``.
     Returns the execution at once, or when it finished with ``wait=True`` (else call ``.wait()``)."""
     from pipeline.api.sagemaker_execution import SageMakerExecution
+    from pipeline.api.wording import in_api_words
     from pipeline.sagemaker import aws
     from pipeline.sagemaker.start import start as start_execution
 
-    settings, parameters = split_options(options)
-    pipeline_config = load_settings(settings, config)
-    session = aws.session(pipeline_config)
-    arn = start_execution(pipeline_config, parameters, session=session, display_name=display_name)
+    with in_api_words():
+        settings, parameters = split_options(options)
+        pipeline_config = load_settings(settings, config)
+        session = aws.session(pipeline_config)
+        arn = start_execution(pipeline_config, parameters, session=session, display_name=display_name)
     execution = SageMakerExecution(pipeline_config, arn, session=session)
     return execution.wait(poll_seconds) if wait else execution
 
@@ -221,8 +228,11 @@ def find_execution(
     on SageMaker by id or ARN: what the commands call with the configuration their flags give."""
     if config is None:
         from pipeline.api.execution import LocalExecution
+        from pipeline.local.reaper import reap_quietly
 
-        return LocalExecution.load(Workdir.at(Path(workdir)), execution_id)
+        where = Workdir.at(Path(workdir))
+        reap_quietly(where)
+        return LocalExecution.load(where, execution_id)
     from pipeline.api.sagemaker_execution import SageMakerExecution
 
     return SageMakerExecution.find(config, execution_id)

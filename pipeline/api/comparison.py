@@ -99,10 +99,12 @@ def recent_executions(
         return _sagemaker_rows(config, max_results, session, gate)
     from pipeline.api.execution import LocalExecution
     from pipeline.local.executions import ExecutionStore
+    from pipeline.local.reaper import reap_quietly
     from pipeline.local.workdir import Workdir
 
     rows = []
     where = Workdir.at(Path(workdir))
+    reap_quietly(where)
     store = ExecutionStore(where.executions)
     for record in store.list(on_damaged=on_damaged)[:max_results]:
         execution = LocalExecution.in_workdir(record, where)

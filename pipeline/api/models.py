@@ -27,7 +27,12 @@ def registry_db(workdir: str | Path) -> Path:
 
 
 def package_name(target: str, group: str) -> str:
-    """``3`` -> ``group/3``; ``group/3`` and ARNs unchanged."""
+    """``3`` -> ``group/3``; ``group/3`` and ARNs unchanged; a version below 1 (``-1``, ``0``) is a ``ModelsError``."""
+    number = target.rsplit("/", 1)[-1]
+    if number.lstrip("+-").isdigit() and int(number) < 1:
+        raise ModelsError(
+            f"model package version {target}: versions are numbered from 1 (`llpipe models list` shows them)"
+        )
     return f"{group}/{target}" if target.isdigit() else target
 
 

@@ -14,11 +14,9 @@ import importlib
 import os
 import signal
 import sys
-import threading
-from collections.abc import Iterator
-from contextlib import contextmanager
 
 from pipeline.core.errors import Interrupted, LlpipeError
+from pipeline.core.signals import stop_signals_raise
 
 # name -> (module, one-line help)
 COMMANDS: dict[str, tuple[str, str]] = {
@@ -63,12 +61,12 @@ def main(argv: list[str] | None = None) -> int:
     """Entry point of the ``llpipe`` console script; returns the process exit code."""
     args = build_parser().parse_args(argv)
     try:
-        with _sigterm_as_interrupt():
+        with stop_signals_raise():
             return int(args.handler(args) or 0)
     except LlpipeError as error:
         print(f"llpipe {args.command_name}: {error}", file=sys.stderr)
         return error.exit_code
-    except KeyboardInterrupt as interrupt:  # Ctrl-C (SIGINT) or SIGTERM: the work was stopped and recorded as such
+    except KeyboardInterrupt as interrupt:  # Ctrl-C (SIGINT), SIGTERM or SIGHUP: the work was stopped and recorded
         number = interrupt.signal_number if isinstance(interrupt, Interrupted) else signal.SIGINT
         print(f"llpipe {args.command_name}: stopped by {signal.Signals(number).name}", file=sys.stderr)
         return 128 + number
@@ -83,20 +81,3 @@ def main(argv: list[str] | None = None) -> int:
             file=sys.stderr,
         )
         return 1
-
-
-@contextmanager
-def _sigterm_as_interrupt() -> Iterator[None]:
-    """While a command runs, SIGTERM raises ``Interrupted`` in the main thread as Ctrl-C raises KeyboardInterrupt."""
-    if threading.current_thread() is not threading.main_thread():
-        yield
-        return
-
-    def interrupt(number: int, frame: object) -> None:
-        raise Interrupted(number, signal.Signals(number).name)
-
-    previous = signal.signal(signal.SIGTERM, interrupt)
-    try:
-        yield
-    finally:
-        signal.signal(signal.SIGTERM, previous)

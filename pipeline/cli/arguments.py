@@ -9,6 +9,7 @@ import argparse
 import os
 from collections.abc import Mapping
 from pathlib import Path
+from typing import Any
 
 from pipeline.core.errors import ConfigError
 from pipeline.definition.config import (
@@ -118,4 +119,39 @@ def add_max_parallel_argument(parser: argparse.ArgumentParser) -> None:
     """``--max-parallel N``: ParallelismConfiguration of the execution (start and retry)."""
     parser.add_argument(
         "--max-parallel", type=positive_int, metavar="N", help="run at most N steps at once (ParallelismConfiguration)"
+    )
+
+
+class Once(argparse.Action):
+    """An option that takes one value: given twice it is a usage error naming both values, where argparse would
+    silently keep the last one (``--label-column a --label-column b`` trained on b; ``--data a --data b`` dropped a)."""
+
+    def __call__(self, parser: argparse.ArgumentParser, namespace: argparse.Namespace, values: Any, option: Any = None):
+        seen = getattr(namespace, f"_{self.dest}_given", None)
+        if seen is not None:
+            parser.error(
+                f"{option} given twice ({seen} and {values}); it takes one value"
+                + (": put the files in one folder and pass the folder" if self.dest == "data" else "")
+            )
+        setattr(namespace, f"_{self.dest}_given", values)
+        setattr(namespace, self.dest, values)
+
+
+def refuse_local_execution(execution: str, command: str, workdir: Path | None = None) -> None:
+    """``retry``/``stop`` act on SageMaker; an id of the local work dir's executions gets a word on what to do
+    instead (once only "no AWS credentials")."""
+    from pipeline.api import DEFAULT_WORKDIR
+    from pipeline.core.errors import UsageError
+
+    folder = Path(workdir or DEFAULT_WORKDIR) / "executions" / execution
+    if execution.startswith("arn:") or not (folder / "execution.json").is_file():
+        return
+    instead = (
+        "run it again with `llpipe run` (steps whose inputs did not change come from the cache)"
+        if command == "retry"
+        else "stop it with Ctrl-C, or SIGTERM to its `llpipe run` process"
+    )
+    raise UsageError(
+        f"{execution} is a local execution (in {folder.parent.parent}); `llpipe {command}` acts on SageMaker "
+        f"executions: {instead}"
     )

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import argparse
 
-from pipeline.cli.arguments import add_config_arguments, config_from_args
+from pipeline.cli.arguments import add_config_arguments, config_from_args, refuse_local_execution
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
@@ -28,6 +28,7 @@ def run(args: argparse.Namespace) -> int:
     from pipeline.sagemaker.inspect import execution_arn
     from pipeline.sagemaker.start import retry
 
+    refuse_local_execution(args.execution, "retry")
     config = config_from_args(args)
     arn = retry(config, execution_arn(config, args.execution), max_parallel=args.max_parallel)
     print(f"retrying {arn}")

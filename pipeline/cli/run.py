@@ -23,12 +23,14 @@ from pipeline.core.names import PREDICTOR_TYPES
 
 def configure(parser: argparse.ArgumentParser) -> None:
     """The data, parameter, work dir and output options, plus the shared configuration flags."""
-    from pipeline.cli.arguments import add_config_arguments, add_inference_arguments
+    from pipeline.cli.arguments import Once, add_config_arguments, add_inference_arguments
 
     data = parser.add_argument_group("data (default: the bundled breast cancer example)")
-    data.add_argument("--data", type=Path, metavar="FILE_OR_DIR", help="CSV or Parquet file, or a folder of them")
-    data.add_argument("--label-column", metavar="C", help="the label column of --data")
-    data.add_argument("--predictor-type", choices=PREDICTOR_TYPES, help="what to train on --data")
+    data.add_argument(
+        "--data", type=Path, action=Once, metavar="FILE_OR_DIR", help="CSV or Parquet file, or a folder of them"
+    )
+    data.add_argument("--label-column", action=Once, metavar="C", help="the label column of --data")
+    data.add_argument("--predictor-type", action=Once, choices=PREDICTOR_TYPES, help="what to train on --data")
     parser.add_argument(
         "--param", action="append", default=[], metavar="Name=Value", help="pipeline parameter override (repeat)"
     )

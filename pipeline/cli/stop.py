@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 
-from pipeline.cli.arguments import add_config_arguments, config_from_args
+from pipeline.cli.arguments import add_config_arguments, config_from_args, refuse_local_execution
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
@@ -18,6 +18,7 @@ def run(args: argparse.Namespace) -> int:
     from pipeline.sagemaker.inspect import execution_arn
     from pipeline.sagemaker.start import stop
 
+    refuse_local_execution(args.execution, "stop")
     config = config_from_args(args)
     arn = stop(config, execution_arn(config, args.execution))
     print(f"stopping {arn}")

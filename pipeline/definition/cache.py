@@ -5,8 +5,9 @@ key is the SHA-256 of: the configuration, the code bundle digests, the versions 
 distribution and of boto3/botocore/llpipe, the source of every module of the ``pipeline`` package (which holds
 the definition and its helpers), the SDK's user/admin config files and ``SAGEMAKER_*`` variables, and the Python
 version. A change to any of them gives a new key, so a stale definition is never reused; old entries are simply
-never read again. ``LLPIPE_DEFINITION_CACHE=off`` builds every time; ``LLPIPE_DEFINITION_CACHE_DIR`` (or
-``LLPIPE_CACHE_DIR``) moves it.
+never read again. An entry holds its key and the digest of its definition: one that does not match (damaged, or
+another file put there) is rebuilt. ``LLPIPE_DEFINITION_CACHE=off`` builds every time;
+``LLPIPE_DEFINITION_CACHE_DIR`` (or ``LLPIPE_CACHE_DIR``) moves it.
 """
 
 from __future__ import annotations
@@ -21,9 +22,9 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any
 
-from pipeline.core.files import user_cache_dir
+from pipeline.core.files import user_cache_dir, write_text_atomically
 
-FORMAT = "llpipe-definition-cache/1"
+FORMAT = "llpipe-definition-cache/2"
 PACKAGE_ROOT = Path(__file__).resolve().parents[1]  # the pipeline package: the definition and everything it imports
 SDK_CONFIG_FILES = (  # read by the SDK's intelligent-defaults loader when present
     Path("/etc/xdg/sagemaker/config.yaml"),
@@ -98,19 +99,35 @@ def cached_definition(
     """The definition JSON from the cache, or ``build()`` it and keep it (a write failure only costs the reuse)."""
     if not enabled(env):
         return build()
-    path = cache_dir(env) / f"{cache_key(config, bundle_digests, env)}.json"
-    try:
-        text = path.read_text(encoding="utf-8")
-        json.loads(text)  # a damaged entry is rebuilt, never returned
-        return text
-    except (OSError, ValueError):
-        pass
+    key = cache_key(config, bundle_digests, env)
+    path = cache_dir(env) / f"{key}.json"
+    cached = read_entry(path, key)
+    if cached is not None:
+        return cached
     definition_json = build()
+    entry = {"format": FORMAT, "key": key, "sha256": _digest(definition_json), "definition": definition_json}
     try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        temporary = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-        temporary.write_text(definition_json, encoding="utf-8")
-        temporary.replace(path)  # atomic: a concurrent reader sees the whole file or none
+        write_text_atomically(path, json.dumps(entry))  # a concurrent reader sees the whole file or none
     except OSError:
         pass
     return definition_json
+
+
+def read_entry(path: Path, key: str) -> str | None:
+    """The definition kept at ``path`` for ``key``, or None when missing or damaged: an entry must name its own key
+    and carry the digest of its definition, which must be a pipeline definition (an object with ``Steps``). Once a
+    valid JSON file that was not this pipeline was served by `llpipe definition` and would have been deployed."""
+    try:
+        entry = json.loads(path.read_text(encoding="utf-8"))
+        definition_json = entry["definition"]
+        if entry.get("key") != key or entry.get("sha256") != _digest(definition_json):
+            return None
+        if not isinstance(json.loads(definition_json).get("Steps"), list):
+            return None
+    except (OSError, ValueError, TypeError, KeyError, AttributeError):
+        return None
+    return definition_json
+
+
+def _digest(text: str) -> str:
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()

@@ -37,7 +37,7 @@ RECORDIO = _modules(
 )
 TABLES = (
     *_modules("containerlib", "prefetch", "stable_hash", "encoding"),
-    *_modules("containerlib/tables", "files", "header", "csv_reader", "parquet_reader", "chunks"),
+    *_modules("containerlib/tables", "files", "header", "csv_reader", "parquet_reader", "parquet_types", "chunks"),
 )
 PREPROCESS = _modules(
     "preprocessing", "command", "settings", "job", "inputs", "layout", "labels", "values", "conversion", "hashing",

@@ -156,6 +156,11 @@ def read_config_file(path: Path) -> dict[str, Any]:
         text = path.read_text(encoding="utf-8")
     except OSError as error:
         raise ConfigError(f"config file {path}: cannot read it ({error.strerror})") from None
+    except UnicodeDecodeError as error:
+        raise ConfigError(
+            f"config file {path}: not UTF-8 text (byte 0x{error.object[error.start]:02x} at offset {error.start}); "
+            "save it as UTF-8"
+        ) from None
     suffix = path.suffix.lower()
     try:
         if suffix == ".json":

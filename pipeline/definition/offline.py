@@ -28,6 +28,8 @@ import warnings
 from collections.abc import Iterator
 from typing import Any
 
+from pipeline.core.aws_variables import check_endpoint_variables
+
 SDK_CONFIG: dict[str, Any] = {
     "SchemaVersion": "1.0",
     "SageMaker": {"PythonSDK": {"Modules": {"TelemetryOptOut": True}}},
@@ -47,6 +49,7 @@ NOISY_LOGGERS = ("sagemaker", "botocore", "boto3", "urllib3")
 @contextlib.contextmanager
 def offline_sdk(region: str) -> Iterator[None]:
     """Everything needed to import the SDK and build a pipeline with it offline; restored on exit."""
+    check_endpoint_variables()  # the SDK makes clients on import: a bad AWS_ENDPOINT_URL is named, not a traceback
     # botocore reads AWS_DEFAULT_REGION (not AWS_REGION, which CodeBuild and Lambda also set)
     overrides = {**BUILD_ENVIRONMENT, "AWS_DEFAULT_REGION": region}
     with _environment(overrides), warnings.catch_warnings():

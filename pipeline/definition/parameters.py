@@ -36,7 +36,50 @@ def check_overrides(declared: list[dict[str, Any]], overrides: Mapping[str, Any]
         raise ParameterError(
             f"unknown parameter(s) {', '.join(unknown)}; the pipeline declares: {', '.join(sorted(by_name)) or 'none'}"
         )
-    return {name: _value(by_name[name], value) for name, value in overrides.items()}
+    values = {name: _value(by_name[name], value) for name, value in overrides.items()}
+    defaults = {name: _value(p, p["DefaultValue"]) for name, p in by_name.items() if "DefaultValue" in p}
+    check_ranges(values, {**defaults, **values})
+    return values
+
+
+# name -> (lowest, highest, whether the bounds are included, what the value is): the ranges this pipeline's
+# parameters take, checked wherever overrides are (run, start, schedule) so a bad value never reaches a job
+RANGES: dict[str, tuple[float, float | None, bool, str]] = {
+    "TrainingInstanceCount": (1, None, True, "the number of training instances"),
+    "ProcessingInstanceCount": (1, None, True, "the number of Preprocess instances"),
+    "HashBuckets": (1, 1 << 16, True, "the indicator columns each categorical column is hashed into"),
+    "ValidationFraction": (0, 1, False, "the share of rows in the validation split (Train's early stopping)"),
+    "TestFraction": (0, 1, False, "the share of rows in the test split (Evaluate scores it)"),
+    "ChampionTolerance": (0, None, True, "how much worse than the champion a new model may be"),
+}
+
+
+def check_ranges(given: Mapping[str, Any], values: Mapping[str, Any]) -> None:
+    """Each ``given`` value in its parameter's range, and the split fractions (``values``: given or default) leaving
+    rows to train on; ``ParameterError`` naming the parameter, its value and the range."""
+    for name, value in given.items():
+        if name not in RANGES or not isinstance(value, (int, float)) or isinstance(value, bool):
+            continue
+        low, high, closed, meaning = RANGES[name]
+        inside = value == value and (value >= low if closed else value > low)  # NaN is never inside
+        inside = inside and (high is None or (value <= high if closed else value < high))
+        if not inside:
+            bounds = (
+                f"at least {low}" + (f" and at most {high:,}" if high is not None else "")
+                if closed
+                else f"greater than {low}" + (f" and less than {high}" if high is not None else "")
+            )
+            note = (
+                " (0 would leave that split empty: every split is used by a later step)" if "Fraction" in name else ""
+            )
+            raise ParameterError(f"parameter {name}={value}: expected {bounds}, {meaning}{note}")
+    fractions = {name: values[name] for name in ("ValidationFraction", "TestFraction") if name in values}
+    if len(fractions) == 2 and set(fractions) & set(given) and sum(fractions.values()) >= 1:
+        shown = " + ".join(f"{name}={value}" for name, value in fractions.items())
+        raise ParameterError(
+            f"parameters {shown} = {sum(fractions.values()):g}: the two splits must leave rows to train on "
+            "(their sum below 1)"
+        )
 
 
 def resolve_parameters(declared: list[dict[str, Any]], overrides: Mapping[str, Any]) -> dict[str, Any]:

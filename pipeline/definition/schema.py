@@ -281,8 +281,10 @@ def decide(sample: Sample, values: Mapping[str, Any], given: set[str]) -> Decisi
         categorical = [item.strip() for item in str(values["CategoricalColumns"]).split(",") if item.strip()]
         unknown = [column for column in categorical if column not in features]
         if unknown:
-            raise SchemaError(f"--param CategoricalColumns names {unknown}, which are not feature columns {features}")
+            raise SchemaError(f"CategoricalColumns names {unknown}, which are not feature columns {features}")
+        _check_types(sample, [column for column in features if column not in categorical])
     else:
+        _check_types(sample, features)
         categorical = [column for column in features if _has_text(frame[column])]
         joined = ",".join(categorical)
         if categorical and len(joined) <= PARAMETER_LIMIT and not any("," in column for column in categorical):
@@ -335,6 +337,70 @@ def _common_header(sample: Sample, label: str, id_column: str | None) -> list[st
     return header
 
 
+MOSTLY_NUMERIC = 0.9  # a column whose present values parse as numbers at least this often is meant to be numeric
+SHOWN_VALUES = 5
+_THOUSANDS = r"^[+-]?\d{1,3}(,\d{3})+(\.\d*)?$"  # 1,234 or 12,345.67: a number written with separators
+
+
+def _kind(column: pd.Series) -> str:
+    """What a file's sampled values of one column are: "empty", "number", "boolean" (true/false) or "text"."""
+    present = column.dropna().astype(str).str.strip()
+    present = present[present != ""]
+    if present.empty:
+        return "empty"
+    if not _unparsable(present).any():
+        return "number"
+    return "boolean" if present.str.lower().isin(["true", "false"]).all() else "text"
+
+
+def _unparsable(present: pd.Series) -> pd.Series:
+    import pandas as pd
+
+    return pd.to_numeric(present, errors="coerce").isna()
+
+
+def _check_types(sample: Sample, columns: list[str]) -> None:
+    """Decide each column's type on purpose: a column must be of one kind in every file (Yes/No text in one and
+    booleans in another were four unrelated categories), and a numeric column with a few unparsable values (``?``,
+    ``-``, ``0x10``, ``1,234``) is an error naming them and their rows, not a column silently hashed as text."""
+    import pandas as pd
+
+    for column in columns:
+        kinds: dict[str, list[str]] = {}
+        bad: list[tuple[str, str, int]] = []  # value, file, row (from 1)
+        numeric = total = 0
+        for name, frame in zip(sample.headers, sample.frames, strict=True):
+            values = frame[column]
+            kinds.setdefault(_kind(values), []).append(name)
+            present = values.dropna().astype(str).str.strip()
+            present = present[present != ""]
+            unparsable = _unparsable(present)
+            total += len(present)
+            numeric += int((~unparsable).sum())
+            bad.extend((value, name, int(row) + 1) for row, value in present[unparsable].items())
+        kinds.pop("empty", None)
+        separated = int(pd.Series([value for value, _, _ in bad], dtype=object).str.match(_THOUSANDS).sum())
+        meant_numeric = bool(bad) and numeric + separated >= MOSTLY_NUMERIC * total
+        if len(kinds) > 1 and not (set(kinds) == {"number", "text"} and meant_numeric):
+            shown = "; ".join(f"{kind} in {', '.join(names[:3])}" for kind, names in sorted(kinds.items()))
+            raise SchemaError(
+                f"column {column!r} has a different type in different files ({shown}); every file must give a column "
+                "the same type: write the files alike (e.g. true/false everywhere, or numbers everywhere)"
+            )
+        if meant_numeric:
+            hint = (
+                "; numbers with thousands separators (1,234) must be written without them (1234)" if separated else ""
+            )
+            shown = ", ".join(f"{value!r} ({name} row {row})" for value, name, row in bad[:SHOWN_VALUES]) + (
+                f" and {len(bad) - SHOWN_VALUES} more" if len(bad) > SHOWN_VALUES else ""
+            )
+            raise SchemaError(
+                f"column {column!r} is numeric but {len(bad)} of its {total} sampled values are not numbers: {shown}"
+                f"{hint}; fix those values or leave them empty (MissingValues=zero or drop), or declare the column "
+                f"categorical (CategoricalColumns={column}) if it is text"
+            )
+
+
 def _has_text(column: pd.Series) -> bool:
     """True when a present value does not parse as a number (Preprocess would refuse it as a numeric feature)."""
     import pandas as pd
@@ -368,12 +434,17 @@ def _collision_notes(frame: pd.DataFrame, categorical: list[str], buckets: int) 
             better = next(
                 (
                     size
-                    for size in (2**power for power in range(4, 21))
+                    for size in (2**power for power in range(4, 17))  # HashBuckets is at most 65,536
                     if size > buckets and len({value % size for value in hashes}) == len(values)
                 ),
                 None,
             )
-            advice = f"--param HashBuckets={better} separates them" if better else "raise --param HashBuckets"
+            advice = (
+                f"HashBuckets={better} separates them"
+                if better
+                else "no HashBuckets up to 65,536 separates them: a column with this many distinct values (an id?) "
+                "is better left out or given as numbers"
+            )
             notes.append(
                 f"warning: column {column!r}: {len(values)} distinct value(s) in the sample share {len(used)} of "
                 f"{buckets} hash buckets (collisions make values indistinguishable); {advice}"

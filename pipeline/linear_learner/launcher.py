@@ -28,6 +28,7 @@ from pipeline.core.names import RECORDIO, TRAINING_CONTENT_TYPES, media_type
 from pipeline.core.processes import kill_group
 from pipeline.core.processes import start as start_process
 from pipeline.core.sharding import DISTRIBUTIONS, objects_for_instance
+from pipeline.core.stale import owned_temp_folder_prefix, sweep_temp_folders
 from pipeline.linear_learner.train import HYPERPARAMETERS_FILE, INPUT_DATA_CONFIG_FILE, RESOURCE_CONFIG_FILE
 
 AUTHKEY_ENV = "LLPIPE_LL_AUTHKEY"
@@ -58,6 +59,9 @@ class TrainingResult:
     hyperparameters: dict[str, str] = field(default_factory=dict)
 
 
+TEMP_KIND = "linear-learner"  # the system temp folders of jobs run without a work dir: linear-learner-<pid>-*
+
+
 def host_name(index: int) -> str:
     """SageMaker's host name for instance ``index`` (0-based)."""
     return f"algo-{index + 1}"
@@ -78,12 +82,13 @@ def train(
     Setting ``stop`` ends every instance's process group and raises ``TrainingError``."""
     if instance_count < 1:
         raise TrainingError(f"instance_count must be at least 1, got {instance_count}")
-    _check_channels(channels)
+    _check_channels(channels, instance_count)
     output_dir = Path(output_dir)
     log = on_log or (lambda line: None)
     temporary = None
+    sweep_temp_folders(TEMP_KIND, legacy=(f"{TEMP_KIND}-",))  # what killed runs left in the system temp folder
     if work_dir is None:
-        temporary = tempfile.TemporaryDirectory(prefix="linear-learner-")
+        temporary = tempfile.TemporaryDirectory(prefix=owned_temp_folder_prefix(TEMP_KIND))
         work_dir = Path(temporary.name)
     try:
         sources: dict[str, str] = {}  # an instance's copy of an input file -> the file it came from
@@ -101,8 +106,15 @@ def train(
             temporary.cleanup()
 
 
-def _check_channels(channels: Mapping[str, Channel]) -> None:
+def _check_channels(channels: Mapping[str, Channel], instance_count: int) -> None:
     for name, channel in channels.items():
+        if channel.distribution == "ShardedByS3Key" and len(channel.files) < instance_count:
+            idle = ", ".join(host_name(index) for index in range(len(channel.files), instance_count))
+            raise TrainingError(
+                f"more instances ({instance_count}) than shards ({len(channel.files)}) in channel {name!r} "
+                f"(ShardedByS3Key): {idle} would get no data; use at most {len(channel.files)} instance(s) or split "
+                "the data into more files"
+            )
         if channel.distribution not in DISTRIBUTIONS:
             raise TrainingError(
                 f"channel {name!r}: unknown distribution {channel.distribution!r}; expected one of {DISTRIBUTIONS}"
@@ -195,6 +207,8 @@ def _run_instances(roots: list[Path], log: Callable[[str], None], stop: threadin
     readers = []
     try:
         for index, root in enumerate(roots):
+            if stop.is_set():  # stopped while the instances start (hundreds take a while): start no more
+                raise TrainingError("stopped while the instances were starting")
             process = start_process(  # its own process group, ended as a whole; dies with this process
                 [sys.executable, "-m", "pipeline.linear_learner.train", "--root", str(root), *extra_args],
                 stdout=subprocess.PIPE,

@@ -73,7 +73,9 @@ def run(root: Path, coordinator: str | None) -> None:
     hp = parse_hyperparameters(_read_json(root / HYPERPARAMETERS_FILE))
     log(f"Final configuration: {hp.resolved()}")
     instance = _instance(root)
-    with tempfile.TemporaryDirectory(prefix="linear-learner-blocks-") as blocks:
+    # inside the instance's root, not the system temp folder: whoever removes the root (the job, after any end,
+    # including SIGKILL of this process) removes the blocks too
+    with tempfile.TemporaryDirectory(prefix="linear-learner-blocks-", dir=root) as blocks:
         train, validation, test = _read_channels(root, hp, instance, Path(blocks))
         collective = _connect(instance, coordinator)
 

@@ -45,6 +45,11 @@ def data_files(path: Path, workdir: Path | None = None) -> tuple[Path, list[Path
             raise DataError(f"--data {path}: not a data file; Preprocess reads {', '.join(DATA_SUFFIXES)} files")
         return path.parent, [path]
     if not path.is_dir():
+        if path.exists():  # /dev/zero, a FIFO, a socket: once reported as "no such file"
+            raise DataError(
+                f"--data {path}: not a regular file or a folder (a device, FIFO or socket); give a CSV or Parquet "
+                "file, or a folder of them"
+            )
         raise DataError(f"--data {path}: no such file or folder")
     files = tables.data_files(path)
     if workdir is not None:

@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from pipeline.core.names import StepStatus
+from pipeline.core.signals import stop_signals_deferred, stop_signals_raise
 from pipeline.core.steps import walk_steps
 from pipeline.definition.parameters import resolve_parameters
 from pipeline.local import cache, conditions, expressions
@@ -52,28 +53,37 @@ class Interpreter:
         return self.execute(*self.prepare(definition, overrides))
 
     def execute(self, checked: Plan, parameters: dict[str, Any]) -> ExecutionRecord:
-        """Execute a prepared plan with its resolved parameters; the finished record."""
+        """Execute a prepared plan with its resolved parameters; the finished record. A stop signal (SIGINT, SIGTERM,
+        SIGHUP) ends the running jobs, records the execution Stopped and raises ``KeyboardInterrupt``."""
+        with stop_signals_raise():
+            return self._execute_recorded(checked, parameters)
+
+    def _execute_recorded(self, checked: Plan, parameters: dict[str, Any]) -> ExecutionRecord:
         definition = checked.definition
-        record = self.store.create(self.pipeline_name, definition, parameters)
-        for spec in checked.steps.values():
-            record.steps[spec.name] = StepRecord(spec.name, spec.type)
-        record.save()
-        context = expressions.Context(
-            parameters=parameters,
-            execution={
-                "PipelineExecutionId": record.id,
-                "PipelineExecutionArn": f"{self.arn_prefix}:pipeline/{self.pipeline_name}/execution/{record.id}",
-                "PipelineName": self.pipeline_name,
-                "PipelineArn": f"{self.arn_prefix}:pipeline/{self.pipeline_name}",
-                "StartDateTime": record.start_time,
-                "CurrentDateTime": record.start_time,
-            },
-            read_json=self.read_json,
-        )
         stop = threading.Event()
+        record: ExecutionRecord | None = None
         try:
+            with stop_signals_deferred():  # a signal now is raised after the record exists, to be marked Stopped
+                record = self.store.create(self.pipeline_name, definition, parameters)
+                for spec in checked.steps.values():
+                    record.steps[spec.name] = StepRecord(spec.name, spec.type)
+                record.save()
+            context = expressions.Context(
+                parameters=parameters,
+                execution={
+                    "PipelineExecutionId": record.id,
+                    "PipelineExecutionArn": f"{self.arn_prefix}:pipeline/{self.pipeline_name}/execution/{record.id}",
+                    "PipelineName": self.pipeline_name,
+                    "PipelineArn": f"{self.arn_prefix}:pipeline/{self.pipeline_name}",
+                    "StartDateTime": record.start_time,
+                    "CurrentDateTime": record.start_time,
+                },
+                read_json=self.read_json,
+            )
             self._execute(checked, record, context, stop)
-        except KeyboardInterrupt as interrupt:  # Ctrl-C or SIGTERM: the running jobs were ended; record it
+        except KeyboardInterrupt as interrupt:  # Ctrl-C, SIGTERM or SIGHUP: the running jobs were ended; record it
+            if record is None:
+                raise
             reason = f"stopped by {getattr(interrupt, 'signal_name', 'SIGINT')}"
             for step in record.steps.values():
                 if step.status in (StepStatus.EXECUTING, StepStatus.STOPPED):

@@ -69,9 +69,43 @@ def _resolved_hyperparameters(plan: Plan, values: Mapping[str, Any]) -> dict[str
 
 def check_parameters(plan: Plan, values: Mapping[str, Any]) -> None:
     """Every check that needs only the definition and the parameter values; ``ParameterError`` naming the parameter."""
+    _check_machine(values)
     _check_hyperparameters(plan, values)
     _check_labels(values)
     _check_threshold(values)
+
+
+# what one local instance (a Python process with numpy/pandas and its share of the data) takes, at least
+INSTANCE_MEMORY_BYTES = 256 << 20
+INSTANCE_COUNTS = {"TrainingInstanceCount": "training", "ProcessingInstanceCount": "Preprocess"}
+
+
+def available_memory() -> int | None:
+    """The memory this machine can still give (MemAvailable), or None where /proc/meminfo does not tell."""
+    try:
+        for line in Path("/proc/meminfo").read_text().splitlines():
+            if line.startswith("MemAvailable:"):
+                return int(line.split()[1]) * 1024
+    except (OSError, ValueError, IndexError):
+        return None
+    return None
+
+
+def _check_machine(values: Mapping[str, Any], memory: int | None = None) -> None:
+    """Locally every instance is a process on this machine: a count whose processes would not fit in its memory is
+    refused before anything starts (1000 instances once took the whole machine down)."""
+    memory = available_memory() if memory is None else memory
+    if memory is None:
+        return
+    most = max(1, memory // INSTANCE_MEMORY_BYTES)
+    for name, kind in INSTANCE_COUNTS.items():
+        count = values.get(name)
+        if isinstance(count, int) and count > most:
+            raise ParameterError(
+                f"parameter {name}={count}: locally each {kind} instance is a process on this machine needing about "
+                f"{INSTANCE_MEMORY_BYTES >> 20} MiB, and {memory / (1 << 30):.1f} GiB is available: use at most "
+                f"{most} here (on SageMaker each instance is a machine of its own)"
+            )
 
 
 def _check_hyperparameters(plan: Plan, values: Mapping[str, Any]) -> None:
@@ -214,7 +248,7 @@ def _check_counts(facts: DataFacts, values: Mapping[str, Any]) -> None:
         if fraction > 0 and facts.rows * fraction < 1:
             raise ParameterError(
                 f"--param {name}={fraction} with {facts.rows} data rows leaves the split empty "
-                f"(about {facts.rows * fraction:.2f} rows); give more rows or set {name}=0"
+                f"(about {facts.rows * fraction:.2f} rows); give more rows or a larger {name}"
             )
     training = values.get("TrainingInstanceCount")
     train_rows = facts.rows * (1 - sum(fractions.values()))

@@ -423,6 +423,45 @@ def _baseline_uris(request: Mapping[str, Any], section: str) -> dict[str, str]:
 
 
 def _from_row(row: sqlite3.Row) -> ModelPackage:
+    """The model package of one row; ``RegistryError`` naming the version and the column when a value is damaged
+    (the registry edited outside llpipe): once a traceback from `llpipe models list`."""
+    try:
+        return _package_of(row)
+    except (ValueError, TypeError, KeyError) as error:  # json.JSONDecodeError is a ValueError
+        column = next((name for name in JSON_COLUMNS if not _is_json(row[name])), None)
+        what = (
+            f"column {column!r} is not JSON: {str(row[column])[:60]!r}"
+            if column
+            else f"{type(error).__name__}: {error}"
+        )
+        raise RegistryError(
+            f"model package {row['group_name']} version {row['version']}: damaged registry entry ({what}); "
+            "it was changed outside llpipe: restore registry.db from a backup or delete that version's row"
+        ) from None
+
+
+JSON_COLUMNS = (
+    "request",
+    "metrics",
+    "content_types",
+    "response_types",
+    "realtime_instance_types",
+    "transform_instance_types",
+    "customer_metadata",
+)
+
+
+def _is_json(text: Any) -> bool:
+    if text is None:
+        return True
+    try:
+        json.loads(text)
+    except (ValueError, TypeError):
+        return False
+    return True
+
+
+def _package_of(row: sqlite3.Row) -> ModelPackage:
     request = json.loads(row["request"])
     return ModelPackage(
         group=row["group_name"],

@@ -1,0 +1,60 @@
+"""Which Parquet column types a table may hold: flat values only (numbers, text, booleans, dates and times), since
+every column becomes a feature, the label or the id; nested ones (struct, list, map) are refused by name.
+
+Dates and times are decided on purpose: a timestamp (any unit; with a time zone: its UTC instant) becomes float
+seconds since 1970-01-01 UTC, a date the seconds of its midnight, a duration its seconds: an ordered number, never
+text hashed into buckets (thousands of distinct values: noise). The schema sample and Preprocess's reader both
+convert, so the schema and the data agree.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Collection
+from typing import Any
+
+from containerlib.errors import TableError
+
+
+def check_flat_columns(schema: Any, name: str, columns: Collection[str] | None = None) -> None:
+    """``TableError`` naming the file and every nested column of the Arrow ``schema`` (of ``columns`` if given)."""
+    import pyarrow as pa
+
+    nested = [
+        f"{field.name!r} ({field.type})"
+        for field in schema
+        if (columns is None or field.name in columns) and pa.types.is_nested(field.type)
+    ]
+    if nested:
+        raise TableError(
+            f"{name}: column(s) {', '.join(nested)} hold nested Parquet values (struct, list or map); each column "
+            "must hold one number, text, boolean or timestamp per row: flatten them into columns of their own, or "
+            "write the file without them"
+        )
+
+
+_SECONDS_PER_UNIT = {"s": 1.0, "ms": 1e3, "us": 1e6, "ns": 1e9}
+
+
+def is_time(arrow_type: Any) -> bool:
+    """Whether a column of this Arrow type is read as seconds (timestamps, dates, durations)."""
+    import pyarrow as pa
+
+    return bool(
+        pa.types.is_timestamp(arrow_type)
+        or pa.types.is_duration(arrow_type)
+        or pa.types.is_date32(arrow_type)
+        or pa.types.is_date64(arrow_type)
+    )
+
+
+def as_seconds(values: Any) -> Any:
+    """An Arrow array (or chunked array) of timestamps, dates or durations as float64 seconds (nulls kept)."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    kind = values.type
+    if pa.types.is_date32(kind):  # days since the epoch
+        return pc.multiply(values.cast(pa.int32()).cast(pa.float64(), safe=False), 86400.0)
+    if pa.types.is_date64(kind):  # milliseconds since the epoch
+        return pc.divide(values.cast(pa.int64()).cast(pa.float64(), safe=False), 1e3)
+    return pc.divide(values.cast(pa.int64()).cast(pa.float64(), safe=False), _SECONDS_PER_UNIT[kind.unit])

@@ -1,0 +1,68 @@
+"""Stop signals (Ctrl-C's SIGINT, SIGTERM from ``timeout``/CI/``docker stop``, SIGHUP from a closed terminal or SSH
+session) raised as ``Interrupted`` in the main thread, so every command stops, cleans up and records the same way.
+
+Two ways a stop used to be lost, both closed here:
+- a process started in the background by a non-interactive shell (``make test &``, a CI runner's job) inherits
+  SIGINT *ignored*, and Python then installs no KeyboardInterrupt handler: ``kill -INT`` did nothing and the run went
+  on. The handlers are installed whatever was inherited.
+- a second signal (``timeout`` signals the process and then its group) landing while the first one's clean-up ran
+  cut that clean-up short. Only the first signal raises; later ones are noted and ignored while the stop runs (the
+  jobs are ended with SIGKILL, so the clean-up is short; SIGKILL stays the way to end llpipe at once).
+"""
+
+from __future__ import annotations
+
+import signal
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+from types import FrameType
+
+from pipeline.core.errors import Interrupted
+
+STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
+
+
+class _RaiseOnce:
+    """The handler of every stop signal while a block runs: the first raises ``Interrupted``, the rest are noted."""
+
+    def __init__(self) -> None:
+        self.received: list[int] = []
+
+    def __call__(self, number: int, frame: FrameType | None) -> None:
+        self.received.append(number)
+        if len(self.received) == 1:
+            raise Interrupted(number, signal.Signals(number).name)
+
+
+@contextmanager
+def stop_signals_raise() -> Iterator[None]:
+    """While the block runs (in the main thread), SIGINT, SIGTERM and SIGHUP raise ``Interrupted`` once; the
+    previous handlers come back after it. Nested uses share the outer handler (one stop per command); outside the
+    main thread (where Python cannot install handlers) the block runs unchanged."""
+    if threading.current_thread() is not threading.main_thread() or isinstance(
+        signal.getsignal(signal.SIGINT), _RaiseOnce
+    ):
+        yield
+        return
+    handler = _RaiseOnce()
+    previous = {number: signal.signal(number, handler) for number in STOP_SIGNALS}
+    try:
+        yield
+    finally:
+        for number, old in previous.items():
+            signal.signal(number, old if old is not None else signal.SIG_DFL)
+
+
+@contextmanager
+def stop_signals_deferred() -> Iterator[None]:
+    """Stop signals arriving during the block are held by the kernel and delivered when it ends: for the few
+    statements that must not be cut in half (creating a record and entering the ``try`` that marks it stopped)."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    blocked = signal.pthread_sigmask(signal.SIG_BLOCK, STOP_SIGNALS)
+    try:
+        yield
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, blocked)

@@ -1,0 +1,57 @@
+"""Run by every command that opens a work dir: what an ``llpipe`` process killed without warning (SIGKILL, the OOM
+killer, a power cut) left there is finished off, so no record stays "Executing" and no half-written object stays.
+
+An execution recorded as executing whose process is gone is marked Stopped with the reason, its steps' sandboxes
+and training instances' folders (copies of the data) removed; ``.tmp`` files of killed writers in the local S3
+folder are removed.
+"""
+
+from __future__ import annotations
+
+import shutil
+
+from pipeline.core.names import StepStatus
+from pipeline.core.stale import sweep_partial_files
+from pipeline.local.executions import ExecutionRecord, ExecutionStore, now
+from pipeline.local.workdir import Workdir
+
+SCRATCH_FOLDERS = ("sandbox", "instances")  # a step's job scratch space: processing sandbox, training instances
+
+
+def abandoned_reason(record: ExecutionRecord) -> str:
+    """Why an execution recorded as running is not: the process that ran it ended without finishing the record."""
+    owner = record.owner
+    return (
+        f"abandoned: llpipe process {owner.get('pid')} on {owner.get('host')} ended without finishing the record "
+        "(killed with SIGKILL, out of memory, or the machine stopped)"
+    )
+
+
+def reap(workdir: Workdir) -> list[ExecutionRecord]:
+    """Finish off what killed processes left in ``workdir``; the executions marked Stopped."""
+    reaped = []
+    for record in ExecutionStore(workdir.executions).list():
+        if not record.abandoned:
+            continue
+        reason = abandoned_reason(record)
+        for step in record.steps.values():
+            if step.status == StepStatus.EXECUTING:
+                step.status, step.end_time, step.failure_reason = StepStatus.STOPPED, now(), reason
+            elif step.status == StepStatus.PENDING:
+                step.status, step.detail = StepStatus.SKIPPED, "not reached: the execution was abandoned"
+            for scratch in SCRATCH_FOLDERS:
+                shutil.rmtree(record.folder / "steps" / step.name / scratch, ignore_errors=True)
+        record.status, record.failure_reason, record.end_time = StepStatus.STOPPED, reason, now()
+        record.save()
+        reaped.append(record)
+    if workdir.s3.is_dir():
+        sweep_partial_files(workdir.s3)
+    return reaped
+
+
+def reap_quietly(workdir: Workdir) -> None:
+    """``reap``, for commands that only read: a work dir that cannot be written is left as it is."""
+    try:
+        reap(workdir)
+    except OSError:
+        pass
