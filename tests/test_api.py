@@ -167,6 +167,27 @@ def test_an_execution_renders_in_jupyter_with_its_plots_inline(two_runs: tuple) 
     assert "Quality gate: auc" in html
 
 
+def test_the_train_job_has_a_scaling_record_with_its_hosts(two_runs: tuple, capsys: pytest.CaptureFixture[str]) -> None:
+    """Two local instances (the definition's TrainingInstanceCount): each host's records, shards, compute and sync
+    time, and the job's global batch (instances x MiniBatchSize), shown by the API, Jupyter, the CLI and --json."""
+    first, _, workdir = two_runs
+    [record] = first.scaling
+    assert record["step"] == "Train" and record["job"].startswith(f"pipelines-{first.id}")
+    assert record["instances"] == 2 and record["global_batch"] == 2 * FAST["MiniBatchSize"]
+    hosts = record["hosts"]
+    assert [host["host"] for host in hosts] == ["algo-1", "algo-2"] and record["idle_hosts"] == []
+    assert all(host["train_shards"] >= 1 and len(host["epochs"]) == FAST["Epochs"] for host in hosts)
+    assert record["records"] == sum(epoch["records"] for host in hosts for epoch in host["epochs"])
+    assert all(0 <= host["sync_seconds"] <= host["seconds"] for host in hosts)
+    assert 0 <= record["sync_share"] < 1 and record["imbalance"] >= 1 and record["throughput"] > 0
+    assert f"Scaling of {record['job']}" in first._repr_html_()
+    assert cli.main(["execution", "show", first.id, "--workdir", str(workdir), "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["scaling"] == first.scaling
+    assert cli.main(["execution", "show", first.id, "--workdir", str(workdir)]) == 0
+    shown = capsys.readouterr().out
+    assert "global batch 100" in shown and "algo-2" in shown
+
+
 def test_bad_input_is_refused_before_anything_is_staged(tmp_path: Path) -> None:
     frame = breast_cancer()
     with pytest.raises(DataError, match=r"label_column 'label' is not a column of the DataFrame: mean radius"):
