@@ -54,3 +54,21 @@ def test_shared_memory_exchange_names_the_silent_host_after_the_heartbeat(tmp_pa
             collective.allreduce(np.ones(4))
     finally:
         collective.close()
+
+
+def test_preflight_warns_of_idle_hosts_and_a_mini_batch_larger_than_a_host_sees(tmp_path: Path) -> None:
+    """The bundled example (569 rows, 70% train) on 2 instances: about 199 train records per host, so the default
+    MiniBatchSize 1000 is named; a smaller batch is not. More instances than shards: the idle hosts are counted."""
+    from pipeline.core.scaling import preflight_warnings
+    from pipeline.definition.config import load_config
+    from pipeline.local.data import example_data
+    from pipeline.local.runner import build_local_run
+    from pipeline.local.workdir import Workdir
+
+    workdir = Workdir(tmp_path)
+    run = build_local_run(load_config(env={}), workdir)
+    [warning] = run.prepare(example_data(workdir), {}, None).warnings
+    assert "MiniBatchSize=1000 is larger than the about 199 train records one of the 2 host(s)" in warning
+    assert run.prepare(example_data(workdir), {"MiniBatchSize": "100"}, None).warnings == ()
+    [idle] = preflight_warnings(4, 10, train_shards=2, train_rows=1000)
+    assert "TrainingInstanceCount=4 but the run will have 2 train shard(s)" in idle and "2 host(s) would get no" in idle

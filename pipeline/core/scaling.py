@@ -221,3 +221,24 @@ def host_rows(record: ScalingRecord) -> list[list[str]]:
 
 
 HOST_COLUMNS = ["host", "shards", "records", "records/s", "compute s", "sync s", "sync", "CPU %"]
+
+
+def preflight_warnings(
+    instances: int, mini_batch_size: int, train_shards: int | None, train_rows: float | None
+) -> list[str]:
+    """What a run should hear before it starts: hosts that would idle without a train shard (ShardedByS3Key), and a
+    mini-batch larger than the records one host sees (Linear Learner's mini-batch is per host)."""
+    found = []
+    if train_shards is not None and instances > train_shards:
+        found.append(
+            f"TrainingInstanceCount={instances} but the run will have {train_shards} train shard(s): with "
+            f"ShardedByS3Key {instances - train_shards} host(s) would get no data; use at most {train_shards} "
+            "instances or more train shards"
+        )
+    if train_rows is not None and instances > 0 and mini_batch_size > train_rows / instances:
+        found.append(
+            f"MiniBatchSize={mini_batch_size} is larger than the about {train_rows / instances:.0f} train records one "
+            f"of the {instances} host(s) will see: each step then uses the whole shard (the mini-batch is per host); "
+            "use a smaller MiniBatchSize or fewer instances"
+        )
+    return found
