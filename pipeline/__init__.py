@@ -27,6 +27,7 @@ EXPORTS = {
     "LocalExecution": "pipeline.api.execution",
     "SageMakerExecution": "pipeline.api.sagemaker_execution",
     "get_pipeline": "pipeline.definition.build",
+    "scaling_study": "pipeline.api.scaling",
 }
 __all__ = sorted(EXPORTS)
 
