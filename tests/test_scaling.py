@@ -72,3 +72,119 @@ def test_preflight_warns_of_idle_hosts_and_a_mini_batch_larger_than_a_host_sees(
     assert run.prepare(example_data(workdir), {"MiniBatchSize": "100"}, None).warnings == ()
     [idle] = preflight_warnings(4, 10, train_shards=2, train_rows=1000)
     assert "TrainingInstanceCount=4 but the run will have 2 train shard(s)" in idle and "2 host(s) would get no" in idle
+
+
+def test_a_sagemaker_training_job_s_scaling_record_with_an_idle_host() -> None:
+    """A 3-instance job on 2 ShardedByS3Key objects: the exact DescribeTrainingJob, ListObjectsV2, GetMetricData
+    (Host=<job>/algo-N) and FilterLogEvents requests; algo-3 had no shard and is idle; the secondary statuses,
+    training and billable time and train:throughput are kept."""
+    from datetime import datetime, timezone
+
+    from aws_stubs import StubbedSession
+
+    from pipeline.core.scaling import ScalingRecord
+    from pipeline.sagemaker.scaling import training_job_scaling
+
+    job = "pipelines-abc123-Train-x1"
+    t = [datetime(2026, 12, 4, 10, minute, tzinfo=timezone.utc) for minute in (0, 2, 3, 9, 10)]
+    session = StubbedSession("sagemaker", "s3", "cloudwatch", "logs")
+    session.stubs["sagemaker"].add_response(
+        "describe_training_job",
+        {
+            "TrainingJobName": job,
+            "TrainingJobArn": f"arn:aws:sagemaker:us-west-2:111122223333:training-job/{job}",
+            "ModelArtifacts": {"S3ModelArtifacts": "s3://bucket/models/model.tar.gz"},
+            "TrainingJobStatus": "Completed",
+            "SecondaryStatus": "Completed",
+            "AlgorithmSpecification": {"TrainingImage": "image", "TrainingInputMode": "File"},
+            "HyperParameters": {"mini_batch_size": "500"},
+            "InputDataConfig": [
+                {
+                    "ChannelName": "train",
+                    "DataSource": {
+                        "S3DataSource": {
+                            "S3DataType": "S3Prefix",
+                            "S3Uri": "s3://bucket/run/train/",
+                            "S3DataDistributionType": "ShardedByS3Key",
+                        }
+                    },
+                }
+            ],
+            "ResourceConfig": {"InstanceType": "ml.m5.xlarge", "InstanceCount": 3, "VolumeSizeInGB": 30},
+            "StoppingCondition": {"MaxRuntimeInSeconds": 3600},
+            "CreationTime": t[0],
+            "TrainingStartTime": t[1],
+            "TrainingEndTime": t[4],
+            "TrainingTimeInSeconds": 480,
+            "BillableTimeInSeconds": 480,
+            "SecondaryStatusTransitions": [
+                {"Status": "Starting", "StartTime": t[0], "EndTime": t[1]},
+                {"Status": "Downloading", "StartTime": t[1], "EndTime": t[2]},
+                {"Status": "Training", "StartTime": t[2], "EndTime": t[3]},
+                {"Status": "Uploading", "StartTime": t[3], "EndTime": t[4]},
+                {"Status": "Completed", "StartTime": t[4]},
+            ],
+            "FinalMetricDataList": [{"MetricName": "train:throughput", "Value": 120000.0, "Timestamp": t[3]}],
+        },
+        {"TrainingJobName": job},
+    )
+    session.stubs["s3"].add_response(
+        "list_objects_v2",
+        {"Contents": [{"Key": "run/train/train-algo-1-00000.pbr"}, {"Key": "run/train/train-algo-2-00000.pbr"}]},
+        {"Bucket": "bucket", "Prefix": "run/train/"},
+    )
+    hosts = ["algo-1", "algo-2", "algo-3"]
+    queries = [
+        {
+            "Id": f"cpu{index}",
+            "MetricStat": {
+                "Metric": {
+                    "Namespace": "/aws/sagemaker/TrainingJobs",
+                    "MetricName": "CPUUtilization",
+                    "Dimensions": [{"Name": "Host", "Value": f"{job}/{host}"}],
+                },
+                "Period": 60,
+                "Stat": "Average",
+            },
+            "Label": host,
+        }
+        for index, host in enumerate(hosts)
+    ]
+    session.stubs["cloudwatch"].add_response(
+        "get_metric_data",
+        {
+            "MetricDataResults": [
+                {"Id": "cpu0", "Label": "algo-1", "Values": [96.0, 98.0], "Timestamps": [t[2], t[3]]},
+                {"Id": "cpu1", "Label": "algo-2", "Values": [90.0, 94.0], "Timestamps": [t[2], t[3]]},
+                {"Id": "cpu2", "Label": "algo-3", "Values": [1.0, 1.0], "Timestamps": [t[2], t[3]]},
+            ]
+        },
+        {"MetricDataQueries": queries, "StartTime": t[1], "EndTime": t[4]},
+    )
+    line = "[12/04/2026 10:05:00 INFO 140] #throughput_metric: host={}, train throughput={} records/second"
+    filter_request = {
+        "logGroupName": "/aws/sagemaker/TrainingJobs",
+        "logStreamNamePrefix": f"{job}/algo-",
+        "filterPattern": '"#throughput_metric"',
+    }
+    session.stubs["logs"].add_response(
+        "filter_log_events",
+        {"events": [{"message": line.format("algo-1", 61000.5)}], "nextToken": "page-2"},
+        filter_request,
+    )
+    session.stubs["logs"].add_response(
+        "filter_log_events",
+        {"events": [{"message": line.format("algo-2", 59000.0)}, {"message": line.format("algo-1", 62000.0)}]},
+        {**filter_request, "nextToken": "page-2"},
+    )
+    record = training_job_scaling(*(session.client(name) for name in ("sagemaker", "s3", "cloudwatch", "logs")), job)
+    session.verify()
+    assert record.instances == 3 and record.global_batch == 1500
+    assert [host.train_shards for host in record.hosts] == [1, 1, 0] and record.idle_hosts == ["algo-3"]
+    assert [host.throughput_lines for host in record.hosts] == [(61000.5, 62000.0), (59000.0,), ()]
+    assert [host.cpu_utilization for host in record.hosts] == [97.0, 92.0, 1.0]
+    assert record.throughput == 62000.0 + 59000.0 and record.slow_hosts == []
+    assert record.imbalance == pytest.approx(62000.0 / 59000.0)
+    assert record.service["status_seconds"] == {"Starting": 120, "Downloading": 60, "Training": 360, "Uploading": 60}
+    assert record.service["training_seconds"] == 480 and record.service["train_throughput"] == 120000.0
+    assert ScalingRecord.from_dict(record.to_dict()).to_dict() == record.to_dict()
