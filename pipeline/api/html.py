@@ -65,7 +65,8 @@ def execution_html(execution: Execution) -> str:
     package = execution.model_package
     if package:
         parts.append(f"<p>Registered: {html.escape(str(package.get('arn')))}</p>")
-    parts += scaling_html(execution.scaling)
+    if execution.backend == "local":  # on SageMaker the record costs four more services' calls: .scaling asks
+        parts += scaling_html(execution.scaling)
     if execution.failure_reason:
         parts.append(f'<p style="color:red">Failure: {html.escape(execution.failure_reason)}</p>')
     plots = execution.plots

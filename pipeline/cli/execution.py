@@ -21,6 +21,11 @@ def configure(parser: argparse.ArgumentParser) -> None:
     show.add_argument("--json", action="store_true", help="print the execution record as JSON")
     show.add_argument("--logs", action="store_true", help="also print every instance's log (SageMaker: failed steps')")
     show.add_argument("--sagemaker", action="store_true", help="ID|ARN is an execution on SageMaker")
+    show.add_argument(
+        "--scaling",
+        action="store_true",
+        help="SageMaker: also each training job's scaling (CloudWatch CPU per host, #throughput_metric log lines)",
+    )
     show.set_defaults(command_name="execution show")
     from pipeline.cli.arguments import add_config_arguments
 

@@ -133,3 +133,9 @@ def training_job_scaling(sagemaker: Any, s3: Any, cloudwatch: Any, logs: Any, jo
     }
     batch = int((described.get("HyperParameters") or {}).get("mini_batch_size", 1000))
     return ScalingRecord(job=job, mini_batch_size=batch, hosts=records, service=service)
+
+
+def jobs_scaling(session: Any, jobs: list[tuple[str, str]]) -> list[dict[str, Any]]:
+    """The scaling records of ``(step, training job name)`` pairs, as dicts with the step's name."""
+    clients = [session.client(name) for name in ("sagemaker", "s3", "cloudwatch", "logs")]
+    return [{**training_job_scaling(*clients, job).to_dict(), "step": step} for step, job in jobs]
