@@ -188,3 +188,119 @@ def test_a_sagemaker_training_job_s_scaling_record_with_an_idle_host() -> None:
     assert record.service["status_seconds"] == {"Starting": 120, "Downloading": 60, "Training": 360, "Uploading": 60}
     assert record.service["training_seconds"] == 480 and record.service["train_throughput"] == 120000.0
     assert ScalingRecord.from_dict(record.to_dict()).to_dict() == record.to_dict()
+
+
+def _described_train_job(name: str, count: int, status: str = "Completed", **extra: object) -> dict:
+    """DescribeTrainingJob's answer for a Linear Learner job of the pipeline's shape."""
+    from datetime import datetime, timezone
+
+    t = [datetime(2026, 12, 4, 10, minute, tzinfo=timezone.utc) for minute in (0, 2, 3, 9)]
+    return {
+        "TrainingJobName": name,
+        "TrainingJobArn": f"arn:aws:sagemaker:us-west-2:111122223333:training-job/{name}",
+        "ModelArtifacts": {"S3ModelArtifacts": f"s3://bucket/models/{name}/output/model.tar.gz"},
+        "TrainingJobStatus": status,
+        "SecondaryStatus": status,
+        "AlgorithmSpecification": {
+            "TrainingImage": "174872318107.dkr.ecr.us-west-2.amazonaws.com/linear-learner:1",
+            "TrainingInputMode": "File",
+            "MetricDefinitions": [{"Name": "train:throughput", "Regex": "x"}],
+        },
+        "RoleArn": "arn:aws:iam::111122223333:role/llpipe-sagemaker",
+        "HyperParameters": {"predictor_type": "binary_classifier", "mini_batch_size": "200"},
+        "InputDataConfig": [
+            {
+                "ChannelName": "train",
+                "DataSource": {
+                    "S3DataSource": {
+                        "S3DataType": "S3Prefix",
+                        "S3Uri": "s3://bucket/run/train/",
+                        "S3DataDistributionType": "ShardedByS3Key",
+                    }
+                },
+            }
+        ],
+        "OutputDataConfig": {"S3OutputPath": "s3://bucket/models/"},
+        "ResourceConfig": {"InstanceType": "ml.m5.xlarge", "InstanceCount": count, "VolumeSizeInGB": 30},
+        "StoppingCondition": {"MaxRuntimeInSeconds": 3600},
+        "CreationTime": t[0],
+        "TrainingStartTime": t[1],
+        "TrainingEndTime": t[3],
+        "TrainingTimeInSeconds": 420,
+        "BillableTimeInSeconds": 420,
+        "SecondaryStatusTransitions": [
+            {"Status": "Downloading", "StartTime": t[1], "EndTime": t[2]},
+            {"Status": "Training", "StartTime": t[2], "EndTime": t[3]},
+        ],
+        **extra,
+    }
+
+
+def test_the_sagemaker_study_creates_the_train_job_again_at_each_count(tmp_path: Path) -> None:
+    """--sagemaker: DescribeTrainingJob of the Train step's job, ListObjectsV2 of its train channel, then one
+    CreateTrainingJob per count with only the name and InstanceCount changed (and the study's tag), watched to the
+    end; too few shards for a count is refused before any job is created."""
+    from aws_stubs import StubbedSession
+
+    from pipeline.api.scaling import ScalingStudyError, study_on_sagemaker
+
+    train = "pipelines-abc123-Train-x1"
+    session = StubbedSession("sagemaker", "s3")
+    stub = session.stubs["sagemaker"]
+    stub.add_response("describe_training_job", _described_train_job(train, 2), {"TrainingJobName": train})
+    listing = {"Contents": [{"Key": "run/train/a.pbr"}, {"Key": "run/train/b.pbr"}]}
+    session.stubs["s3"].add_response("list_objects_v2", listing, {"Bucket": "bucket", "Prefix": "run/train/"})
+    base = _described_train_job(train, 2)
+    for count in (1, 2):
+        name = f"scaling-abc123-{count}x-1"
+        expected = {
+            "TrainingJobName": name,
+            "AlgorithmSpecification": {
+                "TrainingImage": base["AlgorithmSpecification"]["TrainingImage"],
+                "TrainingInputMode": "File",
+            },
+            "RoleArn": base["RoleArn"],
+            "HyperParameters": base["HyperParameters"],
+            "InputDataConfig": base["InputDataConfig"],
+            "OutputDataConfig": base["OutputDataConfig"],
+            "ResourceConfig": {**base["ResourceConfig"], "InstanceCount": count},
+            "StoppingCondition": base["StoppingCondition"],
+            "Tags": [{"Key": "llpipe:scaling-study", "Value": "abc123"}],
+        }
+        stub.add_response(
+            "create_training_job", {"TrainingJobArn": f"arn:aws:sagemaker:us-west-2:1:training-job/{name}"}, expected
+        )
+    metrics = lambda value: [{"MetricName": "train:throughput", "Value": value, "Timestamp": base["CreationTime"]}]  # noqa: E731
+    stub.add_response(
+        "describe_training_job",
+        _described_train_job("scaling-abc123-1x-1", 1, "InProgress"),
+        {"TrainingJobName": "scaling-abc123-1x-1"},
+    )
+    stub.add_response(
+        "describe_training_job",
+        _described_train_job("scaling-abc123-2x-1", 2, FinalMetricDataList=metrics(2000.0)),
+        {"TrainingJobName": "scaling-abc123-2x-1"},
+    )
+    stub.add_response(
+        "describe_training_job",
+        _described_train_job("scaling-abc123-1x-1", 1, FinalMetricDataList=metrics(1100.0)),
+        {"TrainingJobName": "scaling-abc123-1x-1"},
+    )
+    options = {"repeats": 1, "within": 0.1, "floor": 0.7, "poll_seconds": 0.0}
+    study = study_on_sagemaker(session, train, "abc123", "binary_classifier", [1, 2], output=tmp_path, **options)
+    session.verify()
+    assert [(row.instances, row.throughput, row.global_batch) for row in study.rows] == [
+        (1, 1100.0, 200),
+        (2, 2000.0, 400),
+    ]
+    assert [row.instance_seconds for row in study.rows] == [420.0, 840.0] and study.train_shards == 2
+    assert (tmp_path / "scaling-study.png").is_file() and (tmp_path / "scaling-study.json").is_file()
+
+    refused = StubbedSession("sagemaker", "s3")
+    refused.stubs["sagemaker"].add_response(
+        "describe_training_job", _described_train_job(train, 2), {"TrainingJobName": train}
+    )
+    refused.stubs["s3"].add_response("list_objects_v2", listing, {"Bucket": "bucket", "Prefix": "run/train/"})
+    with pytest.raises(ScalingStudyError, match=r"up to 3 but Preprocess wrote 2 train shard\(s\)"):
+        study_on_sagemaker(refused, train, "abc123", "binary_classifier", [1, 3], output=tmp_path / "no", **options)
+    refused.verify()

@@ -183,12 +183,35 @@ def scaling_study(
             metrics = {item["MetricName"]: item["Value"] for item in described.get("FinalMetricDataList", [])}
             [scaling] = record.scaling
             (job_folder / "scaling.json").write_text(json.dumps(scaling, indent=2))  # the job's own record
-            runs[count].append({"job": name, "scaling": scaling, "metrics": metrics, "job_seconds": seconds})
+            runs[count].append(
+                {
+                    "job": name,
+                    "training_seconds": scaling["training_seconds"],
+                    "job_seconds": seconds,
+                    "throughput": scaling["throughput"],
+                    "sync_share": scaling["sync_share"],
+                    "global_batch": scaling["global_batch"],
+                    "metrics": metrics,
+                }
+            )
+    return _study(execution.id, shards, test_metric, runs, within, floor, folder)
+
+
+def _study(
+    execution_id: str,
+    shards: int,
+    test_metric: str,
+    runs: dict[int, list[dict[str, Any]]],
+    within: float,
+    floor: float,
+    folder: Path,
+) -> ScalingStudy:
+    """The rows, the recommendation, the plot and the JSON from each count's runs."""
     rows = _rows(runs, test_metric)
     fastest = min(row.min_seconds for row in rows)
     recommended = next(row.instances for row in rows if row.min_seconds <= fastest * (1 + within))
     below = next((row.instances for row in rows if row.efficiency < floor), None)
-    study = ScalingStudy(execution.id, shards, test_metric, rows, recommended, below, within, floor)
+    study = ScalingStudy(execution_id, shards, test_metric, rows, recommended, below, within, floor)
     plot = folder / "scaling-study.png"
     _plot(study, plot)
     json_path = folder / "scaling-study.json"
@@ -215,9 +238,9 @@ def _request(properties: dict[str, Any], name: str, count: int) -> dict[str, Any
 def _rows(runs: dict[int, list[dict[str, Any]]], test_metric: str) -> list[StudyRow]:
     rows = []
     base_count = min(runs)
-    base = min(run["scaling"]["training_seconds"] for run in runs[base_count])
+    base = min(run["training_seconds"] for run in runs[base_count])
     for count, items in runs.items():
-        seconds = [item["scaling"]["training_seconds"] for item in items]
+        seconds = [item["training_seconds"] for item in items]
         speedup = base / min(seconds) * base_count if min(seconds) > 0 else 0.0
         job_seconds = statistics.median(item["job_seconds"] for item in items)  # the whole job, as billed
         metrics = items[-1]["metrics"]
@@ -230,9 +253,9 @@ def _rows(runs: dict[int, list[dict[str, Any]]], test_metric: str) -> list[Study
                 speedup=round(speedup, 3),
                 efficiency=round(speedup / count, 3),
                 instance_seconds=round(count * job_seconds, 3),
-                throughput=round(statistics.median(item["scaling"]["throughput"] for item in items), 1),
-                sync_share=round(statistics.median(item["scaling"]["sync_share"] for item in items), 4),
-                global_batch=int(items[-1]["scaling"]["global_batch"]),
+                throughput=round(statistics.median(item["throughput"] for item in items), 1),
+                sync_share=round(statistics.median(item["sync_share"] for item in items), 4),
+                global_batch=int(items[-1]["global_batch"]),
                 validation_objective=metrics.get("validation:objective_loss"),
                 test_metric=metrics.get(test_metric),
                 jobs=[item["job"] for item in items],
@@ -265,3 +288,105 @@ def _plot(study: ScalingStudy, path: Path) -> None:
         figure.savefig(path, dpi=80)
     finally:
         plt.close(figure)
+
+
+def sagemaker_scaling_study(
+    execution: Any,
+    instances: Sequence[int] = (1, 2),
+    *,
+    repeats: int = 1,
+    within: float = DEFAULT_WITHIN,
+    floor: float = DEFAULT_FLOOR,
+    output: Path | None = None,
+    poll_seconds: float = 30.0,
+    on_job: Any = None,
+) -> ScalingStudy:
+    """The study on SageMaker: the Train step's training job (DescribeTrainingJob) created again at each count with
+    only InstanceCount and the name changed (CreateTrainingJob), watched to the end; training time is the job's
+    Training status, cost its billable seconds times the instances, throughput its ``train:throughput``."""
+    arn = execution._job_arn(TRAIN, "TrainingJob")
+    if arn is None:
+        raise ScalingStudyError(
+            f"execution {execution.id} has no succeeded {TRAIN} training job to take the request from"
+        )
+    predictor = str(execution.parameters.get("PredictorType", BINARY_CLASSIFIER))
+    folder = Path(output) if output else Path.cwd() / f"scaling-study-{execution.id}"
+    return study_on_sagemaker(
+        execution.session,
+        arn.rsplit("/", 1)[-1],
+        execution.id,
+        predictor,
+        instances,
+        repeats=repeats,
+        within=within,
+        floor=floor,
+        output=folder,
+        poll_seconds=poll_seconds,
+        on_job=on_job,
+    )
+
+
+def study_on_sagemaker(
+    session: Any,
+    train_job: str,
+    execution_id: str,
+    predictor: str,
+    instances: Sequence[int],
+    *,
+    repeats: int,
+    within: float,
+    floor: float,
+    output: Path,
+    poll_seconds: float,
+    on_job: Any = None,
+) -> ScalingStudy:
+    """:func:`sagemaker_scaling_study` given the Train step's training job name (every call through ``session``)."""
+    from pipeline.sagemaker.scaling import status_seconds, study_request, train_objects
+
+    counts = sorted(set(int(n) for n in instances))
+    if not counts or counts[0] < 1 or repeats < 1:
+        raise ScalingStudyError("--instances needs counts of at least 1 and --repeats at least 1")
+    sagemaker, s3 = session.client("sagemaker"), session.client("s3")
+    described = sagemaker.describe_training_job(TrainingJobName=train_job)
+    [channel] = [c for c in described["InputDataConfig"] if c["ChannelName"] == "train"]
+    prefix = channel["DataSource"]["S3DataSource"]["S3Uri"]
+    shards = len(train_objects(s3, prefix))
+    check_shards(counts, shards, prefix)
+    test_metric = TEST_METRICS.get(predictor, REGRESSION_TEST_METRIC)
+    names: dict[str, int] = {}
+    for repeat in range(repeats):
+        for count in counts:
+            name = f"scaling-{execution_id[:24]}-{count}x-{repeat + 1}"[:63]
+            if on_job is not None:
+                on_job(count, repeat + 1, name)
+            sagemaker.create_training_job(**study_request(described, name, count, execution_id))
+            names[name] = count
+    runs: dict[int, list[dict[str, Any]]] = {n: [] for n in counts}
+    pending = list(names)
+    while pending:
+        for name in list(pending):
+            job = sagemaker.describe_training_job(TrainingJobName=name)
+            status = job["TrainingJobStatus"]
+            if status in ("InProgress", "Stopping"):
+                continue
+            pending.remove(name)
+            if status != "Completed":
+                raise ScalingStudyError(f"training job {name} ended {status}: {job.get('FailureReason', '')}")
+            metrics = {item["MetricName"]: item["Value"] for item in job.get("FinalMetricDataList", [])}
+            count = names[name]
+            batch = int((job.get("HyperParameters") or {}).get("mini_batch_size", 1000))
+            runs[count].append(
+                {
+                    "job": name,
+                    "training_seconds": status_seconds(job).get("Training", 0.0),
+                    "job_seconds": float(job.get("BillableTimeInSeconds") or job.get("TrainingTimeInSeconds") or 0),
+                    "throughput": float(metrics.get("train:throughput", 0.0)),
+                    "sync_share": 0.0,  # the service reports no wait time; the job's scaling record has the hosts'
+                    "global_batch": count * batch,
+                    "metrics": metrics,
+                }
+            )
+        if pending:
+            time.sleep(poll_seconds)
+    output.mkdir(parents=True, exist_ok=True)
+    return _study(execution_id, shards, test_metric, runs, within, floor, output)

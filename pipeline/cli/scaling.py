@@ -14,6 +14,7 @@ import argparse
 import json
 import sys
 from pathlib import Path
+from typing import Any
 
 from pipeline.api import DEFAULT_WORKDIR
 from pipeline.core.errors import UsageError
@@ -45,19 +46,42 @@ def configure(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument("--output", type=Path, help="folder for scaling-study.json and .png (default: the execution's)")
     parser.add_argument("--json", action="store_true", help="print the study as JSON")
+    parser.add_argument(
+        "--sagemaker", action="store_true", help="train on SageMaker: --execution is an execution id or ARN there"
+    )
+    parser.add_argument("--poll-seconds", type=float, default=30.0, help="SageMaker: seconds between job checks")
+    from pipeline.cli.arguments import add_config_arguments
+
+    add_config_arguments(parser)
 
 
 def run(args: argparse.Namespace) -> int:
     """Run the study and print it."""
-    from rich.console import Console
-    from rich.table import Table
-
     from pipeline.api import find_execution, run_local
     from pipeline.api.scaling import scaling_study
 
     if args.repeats < 1:
         raise UsageError("--repeats must be at least 1")
     progress = sys.stderr
+    announce = lambda count, repeat, name: print(f"training {name} ({count} instance(s))", file=progress)  # noqa: E731
+    if args.sagemaker:
+        from pipeline.api.scaling import sagemaker_scaling_study
+        from pipeline.cli.arguments import config_from_args
+
+        if not args.execution:
+            raise UsageError("--sagemaker needs --execution ID|ARN: the execution whose Train job to repeat")
+        execution = find_execution(args.execution, args.workdir, config_from_args(args))
+        study = sagemaker_scaling_study(
+            execution,
+            args.instances,
+            repeats=args.repeats,
+            within=args.within,
+            floor=args.floor,
+            output=args.output,
+            poll_seconds=args.poll_seconds,
+            on_job=announce,
+        )
+        return _print(study, args.json)
     if args.execution:
         execution = find_execution(args.execution, args.workdir)
     else:
@@ -73,9 +97,17 @@ def run(args: argparse.Namespace) -> int:
         within=args.within,
         floor=args.floor,
         output=args.output,
-        on_job=lambda count, repeat, name: print(f"training {name} ({count} instance(s))", file=progress),
+        on_job=announce,
     )
-    if args.json:
+    return _print(study, args.json)
+
+
+def _print(study: Any, as_json: bool) -> int:
+    """The study as JSON, or its table, recommendation, plot and JSON paths."""
+    from rich.console import Console
+    from rich.table import Table
+
+    if as_json:
         print(json.dumps(study.to_dict(), indent=2))
         return 0
     table = Table(title=f"Scaling of execution {study.execution_id} ({study.train_shards} train shards)")

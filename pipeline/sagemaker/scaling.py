@@ -139,3 +139,38 @@ def jobs_scaling(session: Any, jobs: list[tuple[str, str]]) -> list[dict[str, An
     """The scaling records of ``(step, training job name)`` pairs, as dicts with the step's name."""
     clients = [session.client(name) for name in ("sagemaker", "s3", "cloudwatch", "logs")]
     return [{**training_job_scaling(*clients, job).to_dict(), "step": step} for step, job in jobs]
+
+
+# the members of DescribeTrainingJob's answer that a CreateTrainingJob request takes as they are
+_REQUEST_KEYS = (
+    "RoleArn",
+    "HyperParameters",
+    "InputDataConfig",
+    "OutputDataConfig",
+    "ResourceConfig",
+    "StoppingCondition",
+    "VpcConfig",
+    "EnableNetworkIsolation",
+    "EnableInterContainerTrafficEncryption",
+    "EnableManagedSpotTraining",
+    "CheckpointConfig",
+    "RetryStrategy",
+    "Environment",
+)
+
+
+def study_request(described: dict[str, Any], name: str, count: int, execution_id: str) -> dict[str, Any]:
+    """A CreateTrainingJob request repeating a described job with only its name and InstanceCount changed (tagged
+    with the study's execution, so the jobs are found and told apart from the pipeline's)."""
+    import copy
+
+    request: dict[str, Any] = {key: copy.deepcopy(described[key]) for key in _REQUEST_KEYS if key in described}
+    algorithm = described["AlgorithmSpecification"]
+    request["AlgorithmSpecification"] = {
+        "TrainingImage": algorithm["TrainingImage"],
+        "TrainingInputMode": algorithm.get("TrainingInputMode", "File"),
+    }
+    request["TrainingJobName"] = name
+    request["ResourceConfig"]["InstanceCount"] = count
+    request["Tags"] = [{"Key": "llpipe:scaling-study", "Value": execution_id}]
+    return request
