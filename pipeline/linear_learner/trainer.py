@@ -52,7 +52,6 @@ class Collective(Protocol):
 
     rank: int
     size: int
-    wait_seconds: float  # seconds spent in allreduce waiting for the other hosts, so far
 
     def allreduce(self, vector: np.ndarray) -> np.ndarray: ...
 
@@ -445,13 +444,13 @@ def _fit(
     epoch_times: list[EpochTime] = []
     for epoch in range(hp.epochs):
         started = time.perf_counter()
-        waited = collective.wait_seconds
+        waited = _waited(collective)
         block_order = np.random.default_rng([SEED, collective.rank, epoch])
         loss_sums, records, local_records = _train_epoch(
             hp, models, objective, optimizer, train, block_order, collective
         )
         elapsed = max(time.perf_counter() - started, 1e-9)
-        sync = collective.wait_seconds - waited
+        sync = _waited(collective) - waited
         epoch_times.append(EpochTime(epoch, int(local_records), elapsed, sync))
         throughput = records / elapsed  # all hosts together
         epochs_run = epoch + 1
@@ -498,6 +497,11 @@ def _fit(
     )
     metrics = {"train:objective_loss": float(last_epoch_loss[index]), "train:throughput": throughput}
     return FitResult(model=model, metrics=metrics, epochs=epochs_run, epoch_times=tuple(epoch_times))
+
+
+def _waited(collective: Collective) -> float:
+    """Seconds the collective has waited for the other hosts so far (0 for one that does not count them)."""
+    return float(getattr(collective, "wait_seconds", 0.0))
 
 
 class EarlyStopping:
