@@ -29,6 +29,7 @@ EXPORTS = {
     "get_pipeline": "pipeline.definition.build",
     "serve_local": "pipeline.api.serving",
     "Predictor": "pipeline.api.serving",
+    "scaling_study": "pipeline.api.scaling",
 }
 __all__ = sorted(EXPORTS)
 

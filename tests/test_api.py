@@ -167,6 +167,59 @@ def test_an_execution_renders_in_jupyter_with_its_plots_inline(two_runs: tuple) 
     assert "Quality gate: auc" in html
 
 
+def test_the_train_job_has_a_scaling_record_with_its_hosts(two_runs: tuple, capsys: pytest.CaptureFixture[str]) -> None:
+    """Two local instances (the definition's TrainingInstanceCount): each host's records, shards, compute and sync
+    time, and the job's global batch (instances x MiniBatchSize), shown by the API, Jupyter, the CLI and --json."""
+    first, _, workdir = two_runs
+    [record] = first.scaling
+    assert record["step"] == "Train" and record["job"].startswith(f"pipelines-{first.id}")
+    assert record["instances"] == 2 and record["global_batch"] == 2 * FAST["MiniBatchSize"]
+    hosts = record["hosts"]
+    assert [host["host"] for host in hosts] == ["algo-1", "algo-2"] and record["idle_hosts"] == []
+    assert all(host["train_shards"] >= 1 and len(host["epochs"]) == FAST["Epochs"] for host in hosts)
+    assert record["records"] == sum(epoch["records"] for host in hosts for epoch in host["epochs"])
+    assert all(0 <= host["sync_seconds"] <= host["seconds"] for host in hosts)
+    assert 0 <= record["sync_share"] < 1 and record["imbalance"] >= 1 and record["throughput"] > 0
+    assert f"Scaling of {record['job']}" in first._repr_html_()
+    assert cli.main(["execution", "show", first.id, "--workdir", str(workdir), "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["scaling"] == first.scaling
+    assert cli.main(["execution", "show", first.id, "--workdir", str(workdir)]) == 0
+    shown = capsys.readouterr().out
+    assert "global batch 100" in shown and "algo-2" in shown
+
+
+def test_the_scaling_study_trains_the_preprocess_output_at_each_count(
+    two_runs: tuple, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """llpipe scaling on an execution: its own Train request at 1 and 2 instances; the table's figures are the jobs'
+    own scaling records; the plot and the JSON are written. More instances than train shards: refused up front."""
+    from pipeline.api.scaling import ScalingStudyError, scaling_study
+
+    first, _, workdir = two_runs
+    argv = ["scaling", "--execution", first.id, "--instances", "1,2", "--workdir", str(workdir)]
+    assert cli.main([*argv, "--output", str(tmp_path / "study"), "--json"]) == 0
+    study = json.loads(capsys.readouterr().out)
+    assert study["train_shards"] == 2 and [row["instances"] for row in study["rows"]] == [1, 2]
+    for row in study["rows"]:
+        [job] = row["jobs"]
+        record = json.loads((tmp_path / "study" / "jobs" / job / "scaling.json").read_text())
+        assert record["instances"] == row["instances"] and record["global_batch"] == row["global_batch"]
+        assert row["min_seconds"] == round(record["training_seconds"], 4)
+        assert row["throughput"] == round(record["throughput"], 1)
+        assert row["validation_objective"] is not None and row["test_metric"] is not None
+    one, two = study["rows"]
+    assert two["speedup"] == round(one["min_seconds"] / two["min_seconds"], 3)
+    assert two["efficiency"] == round(two["speedup"] / 2, 3) and two["global_batch"] == 2 * one["global_batch"]
+    assert study["recommended"] in (1, 2) and "smallest count within 10%" in study["recommendation"]
+    assert Path(study["plot"]).read_bytes().startswith(b"\x89PNG")
+    assert json.loads(Path(study["json_path"]).read_text()) == study
+    with pytest.raises(
+        ScalingStudyError, match=r"up to 3 but Preprocess wrote 2 train shard\(s\).*TrainingInstanceCount=3"
+    ):
+        scaling_study(first, [1, 3], output=tmp_path / "refused")
+    assert not (tmp_path / "refused").exists()
+
+
 def test_bad_input_is_refused_before_anything_is_staged(tmp_path: Path) -> None:
     frame = breast_cancer()
     with pytest.raises(DataError, match=r"label_column 'label' is not a column of the DataFrame: mean radius"):

@@ -173,6 +173,13 @@ def test_the_tuning_job_trains_every_candidate_and_reports_the_best(tuned_run) -
     values = [s["FinalHyperParameterTuningJobObjectiveMetric"]["Value"] for s in summaries]
     assert values == sorted(values), "sorted best (lowest objective loss) first"
     assert tune["BestTrainingJob"] == summaries[0]
+    # every trial has its scaling record, with the trial's own mini-batch in its global batch
+    scaling = {item["job"]: item for item in record.steps["Tune"].scaling}
+    assert sorted(scaling) == sorted(s["TrainingJobName"] for s in summaries)
+    for summary in summaries:
+        item = scaling[summary["TrainingJobName"]]
+        batch = int(summary["TunedHyperParameters"].get("mini_batch_size", item["mini_batch_size"]))
+        assert item["global_batch"] == item["instances"] * batch and len(item["hosts"]) == item["instances"]
     # the Bayesian search starts where an untuned run stands: Linear Learner's defaults, clipped into the ranges
     first = next(s for s in summaries if s["TrainingJobName"].rsplit("-", 2)[-2] == "001")
     assert first["TunedHyperParameters"] == {

@@ -105,11 +105,13 @@ def execute_local(
     sample_rows: int | None = None,
     on_inferred: Callable[[Inferred, Path], None] | None = None,
     on_change: Callable[[ExecutionRecord, StepRecord], None] | None = None,
+    on_warning: Callable[[str], None] | None = None,
 ) -> LocalExecution:
     """Build the definition, prepare the run once (parameters, job runners, checks, the data's schema from a sample
     unless ``infer`` is off or SchemaUrl is given), then execute it locally on ``source`` with ``overrides``; what
     ``llpipe run`` and :func:`run_local` both call. A bad override, data option or data file raises before anything
-    is staged. ``on_inferred`` sees the schema and its local path before the run starts."""
+    is staged. ``on_inferred`` sees the schema and its local path, and ``on_warning`` each preflight warning (instances
+    against train shards, MiniBatchSize against records per instance), before the run starts."""
     from pipeline.api.execution import LocalExecution
     from pipeline.definition.schema import DEFAULT_SAMPLE_ROWS
     from pipeline.local.runner import build_local_run
@@ -118,6 +120,9 @@ def execute_local(
     prepared = local_run.prepare(source, overrides, (sample_rows or DEFAULT_SAMPLE_ROWS) if infer else None)
     if prepared.inferred is not None and on_inferred is not None:
         on_inferred(prepared.inferred, local_run.s3.path(prepared.inferred.uri))
+    for warning in prepared.warnings:
+        if on_warning is not None:
+            on_warning(warning)
     return LocalExecution(prepared.execute(), local_run.s3)
 
 

@@ -171,6 +171,13 @@ class Execution:
     def plots(self) -> list[Path]:
         raise NotImplementedError
 
+    @property
+    def scaling(self) -> list[dict[str, Any]]:
+        """The scaling record of every training job (Train, each tuning trial): per host records, shards,
+        records/s, compute and sync seconds, epochs; per job instances, global batch, throughput, sync share,
+        imbalance, idle and slow hosts (:class:`pipeline.core.scaling.ScalingRecord`, as dicts)."""
+        raise NotImplementedError
+
     def predictions(self) -> pd.DataFrame:
         raise NotImplementedError
 
@@ -321,6 +328,16 @@ class LocalExecution(Execution):
 
         step = self.record.steps.get(DATA_QUALITY)
         return data_quality_view(step.properties, self._read_json) if step else None
+
+    @property
+    def scaling(self) -> list[dict[str, Any]]:
+        from pipeline.core.scaling import ScalingRecord
+
+        return [
+            {**ScalingRecord.from_dict(record).to_dict(), "step": step.name}
+            for step in self.record.steps.values()
+            for record in sorted(step.scaling, key=lambda record: str(record.get("job", "")))
+        ]
 
     def _read_json(self, uri: str) -> Any:
         path = self.s3.path(uri)

@@ -30,6 +30,20 @@ def steps_html(title: str, steps: Any) -> str:
     return f"<p><b>{html.escape(title)}</b></p>{_table(steps, '{:.1f}')}"
 
 
+def scaling_html(records: list[dict[str, Any]]) -> list[str]:
+    """Each training job's scaling line and its hosts' table."""
+    import pandas as pd
+
+    from pipeline.core.scaling import HOST_COLUMNS, ScalingRecord, host_rows, summary_line
+
+    parts = []
+    for data in records:
+        record = ScalingRecord.from_dict(data)
+        parts.append(f"<p><b>Scaling of {html.escape(record.job)}</b>: {html.escape(summary_line(record))}</p>")
+        parts.append(_table(pd.DataFrame(host_rows(record), columns=HOST_COLUMNS)))
+    return parts
+
+
 def execution_html(execution: Execution) -> str:
     """The execution as HTML: status, steps, metrics, gate, model package or failure, and the plots as PNGs."""
     colour = "green" if execution.succeeded else ("red" if execution.status in ("Failed", "Stopped") else "orange")
@@ -51,6 +65,8 @@ def execution_html(execution: Execution) -> str:
     package = execution.model_package
     if package:
         parts.append(f"<p>Registered: {html.escape(str(package.get('arn')))}</p>")
+    if execution.backend == "local":  # on SageMaker the record costs four more services' calls: .scaling asks
+        parts += scaling_html(execution.scaling)
     if execution.failure_reason:
         parts.append(f'<p style="color:red">Failure: {html.escape(execution.failure_reason)}</p>')
     plots = execution.plots

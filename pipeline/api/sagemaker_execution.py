@@ -235,6 +235,15 @@ class SageMakerExecution(Execution):
         metadata = ((step or {}).get("Metadata") or {}).get("QualityCheck")
         return data_quality_view(metadata, self._read_json) if metadata else None
 
+    @property
+    def scaling(self) -> list[dict[str, Any]]:
+        """The Train step's training job's scaling record, from DescribeTrainingJob, the train channel's listing,
+        CloudWatch GetMetricData and FilterLogEvents (:mod:`pipeline.sagemaker.scaling`)."""
+        from pipeline.sagemaker.scaling import jobs_scaling
+
+        arn = self._job_arn(TRAIN, "TrainingJob")
+        return jobs_scaling(self.session, [(TRAIN, arn.rsplit("/", 1)[-1])]) if arn else []
+
     def _read_json(self, uri: str) -> Any:
         """The JSON object at ``uri``, None when there is none (a check without a violation report)."""
         bucket, key = _split(uri)

@@ -21,6 +21,11 @@ def configure(parser: argparse.ArgumentParser) -> None:
     show.add_argument("--json", action="store_true", help="print the execution record as JSON")
     show.add_argument("--logs", action="store_true", help="also print every instance's log (SageMaker: failed steps')")
     show.add_argument("--sagemaker", action="store_true", help="ID|ARN is an execution on SageMaker")
+    show.add_argument(
+        "--scaling",
+        action="store_true",
+        help="SageMaker: also each training job's scaling (CloudWatch CPU per host, #throughput_metric log lines)",
+    )
     show.set_defaults(command_name="execution show")
     from pipeline.cli.arguments import add_config_arguments
 
@@ -39,6 +44,7 @@ def run(args: argparse.Namespace) -> int:
     from pipeline.api.execution import NoResultsError
     from pipeline.cli.render.data_quality import print_data_quality
     from pipeline.cli.render.progress import step_table
+    from pipeline.cli.render.scaling import print_scaling
     from pipeline.cli.render.tuning import is_tuning, trials_table
 
     try:
@@ -47,7 +53,12 @@ def run(args: argparse.Namespace) -> int:
     except NoResultsError as error:  # an unknown id is a usage error here (exit 2), as the id is what was asked
         raise UsageError(str(error)) from None
     if args.json:
-        document = {**record.to_json(), "abandoned": record.abandoned, "data_quality": execution.data_quality}
+        document = {
+            **record.to_json(),
+            "abandoned": record.abandoned,
+            "data_quality": execution.data_quality,
+            "scaling": execution.scaling,
+        }
         for step in document["steps"]:
             environment = record.folder / "steps" / step["name"] / "environment.json"
             if environment.is_file():
@@ -71,6 +82,7 @@ def run(args: argparse.Namespace) -> int:
     if record.failure_reason:
         console.print(f"[red]Failure:[/red] {record.failure_reason}")
     print_data_quality(execution.data_quality, console, features=True)
+    print_scaling(execution.scaling, console)
     for plot in execution.drift_plots():
         console.print(f"Data-quality plot: {plot}", soft_wrap=True)
     for step in record.steps.values():

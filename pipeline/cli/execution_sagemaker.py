@@ -25,6 +25,13 @@ def show(args: argparse.Namespace, console: Any = None) -> int:
 
     config = config_from_args(args)
     view = inspect_execution(config, execution_arn(config, args.execution_id))
+    scaling = None
+    if getattr(args, "scaling", False):
+        from pipeline.sagemaker import aws
+        from pipeline.sagemaker.scaling import jobs_scaling
+
+        training = [(s.name, s.job.name) for s in view.steps if s.job and s.job.kind == "TrainingJob"]
+        scaling = jobs_scaling(aws.session(config), training)
     logs = {}
     if args.logs:
         for step in view.failed_steps:
@@ -33,12 +40,18 @@ def show(args: argparse.Namespace, console: Any = None) -> int:
     if args.json:
         document = view.to_json()
         document["metrics"] = flat_metrics(view.report or {})
+        if scaling is not None:
+            document["scaling"] = scaling
         if args.logs:
             document["logs"] = {name: [event.__dict__ for event in events] for name, events in logs.items()}
         print(json.dumps(document, indent=2, default=str))
         return 0
     console = console or Console(highlight=False)
     render(view, console)
+    if scaling:
+        from pipeline.cli.render.scaling import print_scaling
+
+        print_scaling(scaling, console)
     for name, events in logs.items():
         console.print(f"\n[bold]{name} log[/bold] ({len(events)} events)")
         for event in events:

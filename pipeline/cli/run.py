@@ -72,6 +72,7 @@ def run(args: argparse.Namespace) -> int:
         "infer": not args.no_infer,
         "sample_rows": args.sample_rows,
         "on_inferred": show_inferred,
+        "on_warning": lambda text: print(f"Warning: {text}", file=sys.stderr),
     }
     if args.quiet or args.json:
         execution = execute_local(config, workdir, source, overrides, **options)

@@ -58,6 +58,7 @@ class LocalCollective:
 
     rank = 0
     size = 1
+    wait_seconds = 0.0  # nothing to wait for
 
     def allreduce(self, vector: np.ndarray) -> np.ndarray:
         """Return ``vector`` unchanged (as float64)."""
@@ -75,6 +76,7 @@ class ClientCollective:
     ) -> None:
         self.rank = rank
         self.size = size
+        self.wait_seconds = 0.0  # time in the exchange: sending, the server's wait for every host, the answer
         try:
             self._sock = socket.create_connection(address, timeout=timeout)
             _configure(self._sock, timeout)
@@ -85,6 +87,7 @@ class ClientCollective:
 
     def allreduce(self, vector: np.ndarray) -> np.ndarray:
         """Sum ``vector`` over all instances; every instance must call this the same number of times."""
+        started = time.monotonic()
         try:
             _send_frame(self._sock, np.ascontiguousarray(vector, dtype=np.float64).tobytes())
             return np.frombuffer(_receive_frame(self._sock), dtype=np.float64).copy()
@@ -94,6 +97,8 @@ class ClientCollective:
             raise CollectiveAborted(
                 "training aborted: another instance failed or the parameter server stopped"
             ) from error
+        finally:
+            self.wait_seconds += time.monotonic() - started
 
     def close(self) -> None:
         """Close the connection."""
@@ -110,8 +115,12 @@ class ParameterServer:
         timeout: float = DEFAULT_TIMEOUT_SECONDS,
         names: list[str] | None = None,
         connect_timeout: float | None = None,
+        relay: bool = True,
     ) -> None:
+        """``relay=False``: only check that every instance connects, then hold the connections until ``stop``
+        (the instances exchange through shared memory, ``shared.py``)."""
         self.size = size
+        self._relay = relay
         self._names = names or [f"rank {rank}" for rank in range(size)]
         self._authkey = authkey
         self._timeout = timeout
@@ -188,6 +197,9 @@ class ParameterServer:
     def _serve(self) -> None:
         try:
             self._accept_all()
+            if not self._relay:
+                self._stopped.wait()
+                return
             connections = [c for c in self._connections if c is not None]
             while not self._stopped.is_set():
                 total: np.ndarray | None = None

@@ -57,6 +57,7 @@ class TrainingResult:
     metrics: dict[str, float]
     epochs_run: int = 0
     hyperparameters: dict[str, str] = field(default_factory=dict)
+    scaling: dict = field(default_factory=dict)  # the job's scaling record (pipeline.core.scaling), as a dict
 
 
 TEMP_KIND = "linear-learner"  # the system temp folders of jobs run without a work dir: linear-learner-<pid>-*
@@ -100,7 +101,7 @@ def train(
             _run_instances(roots, log, stop or threading.Event())
         except TrainingError as error:  # name the user's files, not the instances' copies (often removed by now)
             raise TrainingError(_with_sources(str(error), sources)) from None
-        return _collect(roots[0], output_dir)
+        return _collect(roots, output_dir, hyperparameters)
     finally:
         if temporary is not None:
             temporary.cleanup()
@@ -184,23 +185,32 @@ def _link_or_copy(source: Path, target: Path) -> None:
 
 def _run_instances(roots: list[Path], log: Callable[[str], None], stop: threading.Event) -> None:
     """Start one process per root, stream their logs and raise ``TrainingError`` as soon as one fails."""
+    from pipeline.linear_learner import shared
     from pipeline.linear_learner.collective import ParameterServer
 
     server = None
+    exchange = None
     env = dict(os.environ)
     extra_args: list[str] = []
     if len(roots) > 1:
         authkey = secrets.token_bytes(16)
+        # on one machine the hosts exchange through shared memory; the server then only sees them connect
+        fast = shared.available()
         server = ParameterServer(
             len(roots),
             authkey,
             timeout=heartbeat_timeout(),
             connect_timeout=connect_timeout(),
             names=[host_name(index) for index in range(len(roots))],
+            relay=not fast,
         )
         server.start()
         host, port = server.address
         extra_args = ["--coordinator", f"{host}:{port}"]
+        if fast:
+            exchange = tempfile.TemporaryDirectory(prefix="llpipe-exchange-", dir=shared.exchange_folder())
+            extra_args += ["--exchange", exchange.name, "--heartbeat", f"{heartbeat_timeout():g}"]
+            extra_args += ["--connect-timeout", f"{connect_timeout():g}"]
         env[AUTHKEY_ENV] = authkey.hex()
     lines: queue.Queue[tuple[str, str]] = queue.Queue()
     processes = []
@@ -233,6 +243,8 @@ def _run_instances(roots: list[Path], log: Callable[[str], None], stop: threadin
             server.stop()
         for process in processes:
             process.wait()
+        if exchange is not None:
+            exchange.cleanup()
         for reader in readers:
             reader.join(timeout=5)
         _drain(lines, log)
@@ -318,8 +330,27 @@ def _failure_text(root: Path) -> str:
     return "the process ended without writing output/failure"
 
 
-def _collect(root: Path, output_dir: Path) -> TrainingResult:
-    """Copy algo-1's artifact, metrics and training.json into ``output_dir`` (temporary names, then rename)."""
+def _scaling(roots: list[Path], hyperparameters: Mapping[str, str]) -> dict:
+    """The job's scaling record from every host's ``output/scaling.json``."""
+    from pipeline.core.scaling import EpochRecord, ScalingRecord, host_record
+
+    hosts = []
+    for index, root in enumerate(roots):
+        path = root / "output" / "scaling.json"
+        data = json.loads(path.read_text()) if path.is_file() else {"train_shards": 0, "epochs": []}
+        epochs = [EpochRecord(**epoch) for epoch in data["epochs"]]
+        hosts.append(host_record(host_name(index), int(data["train_shards"]), epochs))
+    try:
+        batch = int(hyperparameters.get("mini_batch_size", 1000))
+    except ValueError:
+        batch = 0
+    return ScalingRecord(job="", mini_batch_size=batch, hosts=tuple(hosts)).to_dict()
+
+
+def _collect(roots: list[Path], output_dir: Path, hyperparameters: Mapping[str, str]) -> TrainingResult:
+    """Copy algo-1's artifact, metrics and training.json, and the job's scaling.json, into ``output_dir``
+    (temporary names, then rename)."""
+    root = roots[0]
     artifact = root / "model" / "model.tar.gz"
     metrics_file = root / "output" / "metrics.json"
     if not artifact.is_file():
@@ -327,16 +358,18 @@ def _collect(root: Path, output_dir: Path) -> TrainingResult:
     metrics = json.loads(metrics_file.read_text()) if metrics_file.is_file() else {}
     training_file = root / "output" / "training.json"
     training = json.loads(training_file.read_text()) if training_file.is_file() else {}
+    scaling = _scaling(roots, training.get("hyperparameters") or hyperparameters)
     output_dir.mkdir(parents=True, exist_ok=True)
     model_path = output_dir / "model.tar.gz"
     _atomic_copy(artifact, model_path)
-    for name, value in (("metrics.json", metrics), ("training.json", training)):
+    for name, value in (("metrics.json", metrics), ("training.json", training), ("scaling.json", scaling)):
         write_text_atomically(output_dir / name, json.dumps(value, indent=2, sort_keys=True))
     return TrainingResult(
         model_path=model_path,
         metrics={k: float(v) for k, v in metrics.items()},
         epochs_run=int(training.get("epochs_run", 0)),
         hyperparameters=dict(training.get("hyperparameters", {})),
+        scaling=scaling,
     )
 
 

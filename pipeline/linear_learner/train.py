@@ -66,7 +66,16 @@ class _Instance:
         return self.rank == 0
 
 
-def run(root: Path, coordinator: str | None) -> None:
+@dataclass(frozen=True)
+class Exchange:
+    """How the local launcher's hosts exchange gradients: a shared-memory folder and its time limits."""
+
+    folder: Path
+    heartbeat: float
+    connect: float
+
+
+def run(root: Path, coordinator: str | None, exchange: Exchange | None = None) -> None:
     """Train this instance: read the configuration and channels, fit with the other instances, write the outputs."""
     from pipeline.linear_learner.hyperparameters import parse_hyperparameters
 
@@ -77,7 +86,7 @@ def run(root: Path, coordinator: str | None) -> None:
     # including SIGKILL of this process) removes the blocks too
     with tempfile.TemporaryDirectory(prefix="linear-learner-blocks-", dir=root) as blocks:
         train, validation, test = _read_channels(root, hp, instance, Path(blocks))
-        collective = _connect(instance, coordinator)
+        collective = _connect(instance, coordinator, exchange)
 
         from pipeline.linear_learner.trainer import fit
 
@@ -85,6 +94,7 @@ def run(root: Path, coordinator: str | None) -> None:
             result = fit(hp, train, validation, collective, log, instance.host)
         finally:
             collective.close()
+        _write_scaling(root, instance.host, result)
         if instance.leader:
             _write_outputs(root, hp, result, instance.host, {"validation": validation, "test": test})
 
@@ -155,9 +165,11 @@ def _read_channels(root: Path, hp, instance: _Instance, blocks: Path) -> tuple:
     return train, validation, test
 
 
-def _connect(instance: _Instance, coordinator: str | None):
-    """The gradient exchange: with the parameter server when there are several hosts, else a local no-op."""
+def _connect(instance: _Instance, coordinator: str | None, exchange: Exchange | None = None):
+    """The gradient exchange: with the parameter server when there are several hosts (through shared memory when
+    the launcher gives an exchange folder), else a local no-op."""
     from pipeline.linear_learner.collective import ClientCollective, LocalCollective
+    from pipeline.linear_learner.shared import SharedMemoryCollective
 
     if len(instance.hosts) == 1:
         return LocalCollective()
@@ -165,7 +177,33 @@ def _connect(instance: _Instance, coordinator: str | None):
         raise AlgorithmInputError("several hosts need --coordinator HOST:PORT")
     address, port = coordinator.rsplit(":", 1)
     authkey = bytes.fromhex(os.environ.get("LLPIPE_LL_AUTHKEY", ""))
-    return ClientCollective((address, int(port)), authkey, instance.rank, len(instance.hosts))
+    client = ClientCollective((address, int(port)), authkey, instance.rank, len(instance.hosts))
+    if exchange is None:
+        return client
+    return SharedMemoryCollective(
+        exchange.folder,
+        instance.rank,
+        len(instance.hosts),
+        instance.hosts,
+        exchange.heartbeat,
+        first_timeout=exchange.connect,
+        control=client,
+    )
+
+
+def _write_scaling(root: Path, host: str, result) -> None:
+    """This host's part of the job's scaling record (``output/scaling.json``): its shards and its epochs."""
+    from pipeline.linear_learner.data import channel_files
+
+    record = {
+        "host": host,
+        "train_shards": len(channel_files(root / "input" / "data" / "train")),
+        "epochs": [
+            {"epoch": t.epoch, "records": t.records, "seconds": t.seconds, "sync_seconds": t.sync_seconds}
+            for t in result.epoch_times
+        ],
+    }
+    write_text_atomically(root / "output" / "scaling.json", json.dumps(record, indent=2))
 
 
 def _write_outputs(root: Path, hp, result, host: str, channels: dict) -> None:
@@ -195,11 +233,17 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--root", type=Path, default=Path("/opt/ml"), help="the container root (default /opt/ml)")
     parser.add_argument("--coordinator", help="HOST:PORT of the parameter server (several instances)")
+    parser.add_argument("--exchange", type=Path, help="shared-memory folder for the gradient exchange (local hosts)")
+    parser.add_argument("--heartbeat", type=float, default=60.0, help="seconds a peer may go silent (--exchange)")
+    parser.add_argument(
+        "--connect-timeout", type=float, default=300.0, help="seconds peers have for their first round (--exchange)"
+    )
     args = parser.parse_args(argv)
+    exchange = Exchange(args.exchange, args.heartbeat, args.connect_timeout) if args.exchange else None
     from pipeline.linear_learner.collective import CollectiveAborted
 
     try:
-        run(args.root, args.coordinator)
+        run(args.root, args.coordinator, exchange)
         return 0
     except CollectiveAborted as error:
         message, code = f"AlgorithmError: {error}", EXIT_ABORTED

@@ -131,6 +131,17 @@ class FitResult:
     model: LinearModel | None
     metrics: dict[str, float]
     epochs: int
+    epoch_times: tuple[EpochTime, ...] = ()
+
+
+@dataclass(frozen=True)
+class EpochTime:
+    """One epoch on one host: its own records, wall time, and the part of it spent waiting for the other hosts."""
+
+    epoch: int
+    records: int
+    seconds: float
+    sync_seconds: float
 
 
 Log = Callable[[str], None]
@@ -430,18 +441,26 @@ def _fit(
     last_epoch_loss = np.full(hp.num_models, np.nan)
     epochs_run = 0
     throughput = 0.0
+    epoch_times: list[EpochTime] = []
     for epoch in range(hp.epochs):
         started = time.perf_counter()
+        waited = _waited(collective)
         block_order = np.random.default_rng([SEED, collective.rank, epoch])
         loss_sums, records, local_records = _train_epoch(
             hp, models, objective, optimizer, train, block_order, collective
         )
         elapsed = max(time.perf_counter() - started, 1e-9)
+        sync = _waited(collective) - waited
+        epoch_times.append(EpochTime(epoch, int(local_records), elapsed, sync))
         throughput = records / elapsed  # all hosts together
         epochs_run = epoch + 1
         last_epoch_loss = loss_sums / max(records, 1.0) * objective.report_factor
         log(f"#quality_metric: host={host}, epoch={epoch}, train {objective.name} <loss>={np.min(last_epoch_loss)}")
         log(f"#throughput_metric: host={host}, train throughput={local_records / elapsed:.2f} records/second")
+        log(
+            f"#scaling_metric: host={host}, epoch={epoch}, records={local_records}, seconds={elapsed:.4f}, "
+            f"sync_seconds={sync:.4f}"
+        )
         log(f"#progress_metric: host={host}, completed {100.0 * epochs_run / hp.epochs:.1f} % of epochs")
         stop = 0.0
         if leader:
@@ -469,7 +488,7 @@ def _fit(
         if stop:
             break
     if not leader:
-        return FitResult(model=None, metrics={}, epochs=epochs_run)
+        return FitResult(model=None, metrics={}, epochs=epochs_run, epoch_times=tuple(epoch_times))
     selection_data = validation if validation is not None else train
     model, index = select_model(hp, models, best_params, best_loss, selection_data, scaler)
     log(
@@ -477,7 +496,12 @@ def _fit(
         f"l1={settings.l1[index]:.6g}, positive_example_weight_mult={settings.positive_weight[index]:.6g})"
     )
     metrics = {"train:objective_loss": float(last_epoch_loss[index]), "train:throughput": throughput}
-    return FitResult(model=model, metrics=metrics, epochs=epochs_run)
+    return FitResult(model=model, metrics=metrics, epochs=epochs_run, epoch_times=tuple(epoch_times))
+
+
+def _waited(collective: Collective) -> float:
+    """Seconds the collective has waited for the other hosts so far (0 for one that does not count them)."""
+    return float(getattr(collective, "wait_seconds", 0.0))
 
 
 class EarlyStopping:

@@ -53,6 +53,7 @@ class StepRecord:
     logs: list[str] = field(default_factory=list)
     detail: str = ""
     notes: list[str] = field(default_factory=list)  # what the run must show after the step (approximate environment)
+    scaling: list[dict[str, Any]] = field(default_factory=list)  # its training jobs' records (pipeline.core.scaling)
 
 
 @dataclass

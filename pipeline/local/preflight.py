@@ -218,6 +218,23 @@ def check_data(files: list[Path], values: Mapping[str, Any]) -> DataFacts:
     return facts
 
 
+def scaling_warnings(facts: DataFacts, values: Mapping[str, Any]) -> list[str]:
+    """Training instances against the train shards Preprocess will write (each of its hosts writes
+    ceil(TrainingInstanceCount / hosts)) and MiniBatchSize against the train records per instance."""
+    from pipeline.core.scaling import preflight_warnings
+
+    training, processing = values.get("TrainingInstanceCount"), values.get("ProcessingInstanceCount")
+    batch = values.get("MiniBatchSize")
+    if not isinstance(training, int) or not isinstance(batch, int) or training < 1:
+        return []
+    shards = None
+    if isinstance(processing, int) and processing >= 1:
+        hosts = min(processing, facts.files)
+        shards = hosts * math.ceil(training / hosts)
+    rows = None if facts.rows is None else facts.rows * (1 - sum(_fractions(values).values()))
+    return preflight_warnings(training, batch, shards, rows)
+
+
 def scan_files(files: list[Path]) -> DataFacts:
     """Data rows of every file, checking encoding and field counts on the way; rows None when the data is too big."""
     total = sum(path.stat().st_size for path in files)

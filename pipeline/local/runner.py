@@ -94,8 +94,10 @@ class LocalRun:
         group = self.config.model_package_group
         values.update(preflight.first_baseline(self.workdir.registry_db, group, values, requested))
         data = run_data(self.s3, source, overrides.get("InputDataUrl"), sampled=sample_rows is not None)
+        warnings: list[str] = []
         if data.staged:  # objects under an InputDataUrl override are in the local S3 already: not pre-scanned
-            preflight.check_data(data.files, values)
+            facts = preflight.check_data(data.files, values)
+            warnings = preflight.scaling_warnings(facts, values)
         inferred = None
         if sample_rows is not None and "SchemaUrl" not in requested:
             from pipeline.definition.inference import infer
@@ -105,7 +107,7 @@ class LocalRun:
             inferred = infer(sample, values, set(requested), self.config.pipeline_prefix)
             values.update(check_overrides(plan.parameters, inferred.parameters))  # a value given is never replaced
             requested = {**requested, **inferred.parameters}
-        return PreparedRun(self, plan, values, frozenset(requested), data, inferred, interpreter)
+        return PreparedRun(self, plan, values, frozenset(requested), data, inferred, interpreter, tuple(warnings))
 
     def execute(self, source: DataSource, overrides: Mapping[str, str]) -> ExecutionRecord:
         """Prepare and execute a run with nothing decided in between (no schema inference); the finished record."""
@@ -123,6 +125,7 @@ class PreparedRun:
     data: RunData
     inferred: Inferred | None
     interpreter: Interpreter
+    warnings: tuple[str, ...] = ()  # what the user should hear before it starts (preflight.scaling_warnings)
 
     def execute(self) -> ExecutionRecord:
         """Write the code bundles and the schema, stage the data, interpret the plan; the finished record.

@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from pipeline.cli.render.data_quality import print_data_quality
+from pipeline.cli.render.scaling import print_scaling
 from pipeline.cli.render.tuning import best_artifact, is_tuning, objective, trials, tuning_summary
 from pipeline.core.names import (
     BASELINE_SUFFIX,
@@ -70,6 +71,7 @@ def summarise(execution: LocalExecution, render_plots: bool = True) -> dict[str,
         "data_quality": execution.data_quality,
         "warnings": preprocess_warnings(record, s3),
         "compute": _compute(record),
+        "scaling": execution.scaling,
     }
     train = record.steps.get(TRAIN)
     artifact = (train.properties.get("ModelArtifacts") or {}).get("S3ModelArtifacts") if train else None
@@ -222,6 +224,8 @@ def print_summary(summary: dict[str, Any], console: Any) -> None:
             table.add_row(name, *(_number(values[key]) for key in ("precision", "recall", "f1", "support")))
         console.print(table)
     print_data_quality(summary.get("data_quality"), console)
+    scaling = summary.get("scaling") or []
+    print_scaling(scaling, console, hosts=len(scaling) == 1)  # a tuning step's trials: one line each
     for warning in summary.get("warnings") or []:
         console.print(f"[yellow]Warning:[/yellow] {warning}", soft_wrap=True)
     gate = summary["gate"]

@@ -72,6 +72,7 @@ class TrainingJobs:
             logs.close()
         artifact = f"{arguments['OutputDataConfig']['S3OutputPath'].rstrip('/')}/{job_name}/output/model.tar.gz"
         upload_file(self.s3, result.model_path, artifact)
+        job.record.scaling.append({**result.scaling, "job": job_name})  # a tuning step's trials share the record
         # the instances' copies of the data and the staged artifact are kept only when the job failed
         shutil.rmtree(job.folder / "instances", ignore_errors=True)
         shutil.rmtree(job.folder / "output", ignore_errors=True)

@@ -1,0 +1,392 @@
+"""The scaling study: one Preprocess output trained at several instance counts, to see how many instances pay.
+
+Each training job is the execution's own Train request (what the definition resolved to) with only
+``ResourceConfig.InstanceCount`` and the job name changed, run by the local training job runner, so the figures are
+the jobs' own scaling records. Per count: training time (min and median over the repeats), speedup
+S(n) = T(1) / T(n) against the smallest count (scaled to it when that is not 1), efficiency E(n) = S(n) / n,
+instance-seconds (n x job time: what SageMaker bills), throughput, the validation objective and the test metric
+nearest the gate's (a larger global batch can change the model). The recommendation: the smallest count within
+``within`` of the fastest time, and the first count whose efficiency falls below ``floor``.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import statistics
+import threading
+import time
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from pipeline.core.errors import LlpipeError
+from pipeline.core.names import BINARY_CLASSIFIER, MULTICLASS_CLASSIFIER, TRAIN
+
+# the members of the Train step's recorded request that a CreateTrainingJob request takes as they are
+TRAINING_REQUEST_KEYS = (
+    "AlgorithmSpecification",
+    "RoleArn",
+    "HyperParameters",
+    "InputDataConfig",
+    "VpcConfig",
+    "OutputDataConfig",
+    "ResourceConfig",
+    "StoppingCondition",
+    "EnableNetworkIsolation",
+    "EnableInterContainerTrafficEncryption",
+    "EnableManagedSpotTraining",
+    "CheckpointConfig",
+    "RetryStrategy",
+    "Environment",
+)
+DEFAULT_WITHIN = 0.10  # the recommended count is the smallest within 10% of the fastest training time
+DEFAULT_FLOOR = 0.70  # efficiency below 70% is where more instances stop paying
+# the gate metric of the report (Evaluate) and Linear Learner's own test metric of the same quantity
+TEST_METRICS = {BINARY_CLASSIFIER: "test:roc_auc_score", MULTICLASS_CLASSIFIER: "test:multiclass_accuracy"}
+REGRESSION_TEST_METRIC = "test:mse"
+
+
+class ScalingStudyError(LlpipeError):
+    """The study cannot run as asked (too few train shards, no Train step); nothing was trained."""
+
+
+@dataclass(frozen=True)
+class StudyRow:
+    """One instance count's figures over its repeats."""
+
+    instances: int
+    runs: int
+    min_seconds: float
+    median_seconds: float
+    speedup: float
+    efficiency: float
+    instance_seconds: float
+    throughput: float
+    sync_share: float
+    global_batch: int
+    validation_objective: float | None
+    test_metric: float | None
+    jobs: list[str] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class ScalingStudy:
+    """The study's rows, its recommendation, and where its plot and JSON are."""
+
+    execution_id: str
+    train_shards: int
+    test_metric_name: str
+    rows: list[StudyRow]
+    recommended: int
+    efficiency_floor_at: int | None
+    within: float
+    floor: float
+    plot: str | None = None
+    json_path: str | None = None
+
+    @property
+    def recommendation(self) -> str:
+        text = (
+            f"{self.recommended} instance(s): the smallest count within {self.within:.0%} of the fastest training time"
+        )
+        if self.efficiency_floor_at is not None:
+            text += f"; efficiency falls below {self.floor:.0%} at {self.efficiency_floor_at} instances"
+        else:
+            text += f"; efficiency stays at or above {self.floor:.0%} up to {self.rows[-1].instances} instances"
+        return text
+
+    def to_dict(self) -> dict[str, Any]:
+        data = asdict(self)
+        data["recommendation"] = self.recommendation
+        return data
+
+    def frame(self) -> Any:
+        import pandas as pd
+
+        return pd.DataFrame([asdict(row) for row in self.rows]).drop(columns=["jobs"]).set_index("instances")
+
+
+def train_shards(execution: Any) -> tuple[str, int]:
+    """The Train request's train channel prefix and how many objects Preprocess wrote there."""
+    from pipeline.local.jobs.storage import list_prefix
+
+    train = execution.record.steps.get(TRAIN)
+    if train is None or not train.properties.get("InputDataConfig"):
+        raise ScalingStudyError(f"execution {execution.id} has no finished {TRAIN} step to take the request from")
+    [channel] = [c for c in train.properties["InputDataConfig"] if c["ChannelName"] == "train"]
+    prefix = channel["DataSource"]["S3DataSource"]["S3Uri"]
+    return prefix, len(list_prefix(execution.s3, prefix, "channel train"))
+
+
+def check_shards(instances: Sequence[int], shards: int, prefix: str) -> None:
+    """Refuse before anything runs when the largest count would leave hosts without a train shard."""
+    largest = max(instances)
+    if largest > shards:
+        raise ScalingStudyError(
+            f"--instances up to {largest} but Preprocess wrote {shards} train shard(s) under {prefix}: with "
+            f"ShardedByS3Key {largest - shards} host(s) would idle. Preprocess writes as many train shards as "
+            f"TrainingInstanceCount (at least): run once with --param TrainingInstanceCount={largest} and study that "
+            "execution (llpipe scaling --execution ID)"
+        )
+
+
+def scaling_study(
+    execution: Any,
+    instances: Sequence[int] = (1, 2),
+    *,
+    repeats: int = 1,
+    within: float = DEFAULT_WITHIN,
+    floor: float = DEFAULT_FLOOR,
+    output: Path | None = None,
+    on_job: Any = None,
+) -> ScalingStudy:
+    """Train ``execution``'s Preprocess output at each count of ``instances``, ``repeats`` times each, locally;
+    write ``scaling-study.json`` and ``scaling-study.png`` into ``output`` (default: the execution's folder)."""
+    from pipeline.local.jobs.contract import Job
+    from pipeline.local.jobs.training import TrainingJobs
+
+    counts = sorted(set(int(n) for n in instances))
+    if not counts or counts[0] < 1 or repeats < 1:
+        raise ScalingStudyError("--instances needs counts of at least 1 and --repeats at least 1")
+    prefix, shards = train_shards(execution)
+    check_shards(counts, shards, prefix)
+    train = execution.record.steps[TRAIN]
+    predictor = str(execution.parameters.get("PredictorType", BINARY_CLASSIFIER))
+    test_metric = TEST_METRICS.get(predictor, REGRESSION_TEST_METRIC)
+    folder = Path(output) if output else execution.record.folder / "scaling-study"
+    folder.mkdir(parents=True, exist_ok=True)
+    runs: dict[int, list[dict[str, Any]]] = {n: [] for n in counts}
+    for repeat in range(repeats):
+        for count in counts:  # alternating counts, so a change of load hits every count alike
+            name = f"scaling-{execution.id}-{count}x-{repeat + 1}"[:63]
+            request = _request(train.properties, name, count)
+            job_folder = folder / "jobs" / name
+            job_folder.mkdir(parents=True, exist_ok=True)
+            record = copy.deepcopy(train)
+            record.scaling, record.logs = [], []
+            job = Job(
+                step=_StepSpec(TRAIN),  # type: ignore[arg-type]
+                arguments=request,
+                execution_id=execution.id,
+                pipeline_name=execution.record.pipeline_name,
+                record=record,
+                folder=job_folder,
+                stop=threading.Event(),
+            )
+            if on_job is not None:
+                on_job(count, repeat + 1, name)
+            started = time.monotonic()
+            described = TrainingJobs(execution.s3)(job)
+            seconds = time.monotonic() - started
+            metrics = {item["MetricName"]: item["Value"] for item in described.get("FinalMetricDataList", [])}
+            [scaling] = record.scaling
+            (job_folder / "scaling.json").write_text(json.dumps(scaling, indent=2))  # the job's own record
+            runs[count].append(
+                {
+                    "job": name,
+                    "training_seconds": scaling["training_seconds"],
+                    "job_seconds": seconds,
+                    "throughput": scaling["throughput"],
+                    "sync_share": scaling["sync_share"],
+                    "global_batch": scaling["global_batch"],
+                    "metrics": metrics,
+                }
+            )
+    return _study(execution.id, shards, test_metric, runs, within, floor, folder)
+
+
+def _study(
+    execution_id: str,
+    shards: int,
+    test_metric: str,
+    runs: dict[int, list[dict[str, Any]]],
+    within: float,
+    floor: float,
+    folder: Path,
+) -> ScalingStudy:
+    """The rows, the recommendation, the plot and the JSON from each count's runs."""
+    rows = _rows(runs, test_metric)
+    fastest = min(row.min_seconds for row in rows)
+    recommended = next(row.instances for row in rows if row.min_seconds <= fastest * (1 + within))
+    below = next((row.instances for row in rows if row.efficiency < floor), None)
+    study = ScalingStudy(execution_id, shards, test_metric, rows, recommended, below, within, floor)
+    plot = folder / "scaling-study.png"
+    _plot(study, plot)
+    json_path = folder / "scaling-study.json"
+    study = ScalingStudy(**{**study.__dict__, "plot": str(plot), "json_path": str(json_path)})
+    json_path.write_text(json.dumps(study.to_dict(), indent=2))
+    return study
+
+
+@dataclass(frozen=True)
+class _StepSpec:
+    """The little of a planned step a training job reads: its name."""
+
+    name: str
+
+
+def _request(properties: dict[str, Any], name: str, count: int) -> dict[str, Any]:
+    """The Train step's CreateTrainingJob request with only the instance count and the job name changed."""
+    request = {key: copy.deepcopy(properties[key]) for key in TRAINING_REQUEST_KEYS if key in properties}
+    request["TrainingJobName"] = name
+    request["ResourceConfig"]["InstanceCount"] = count
+    return request
+
+
+def _rows(runs: dict[int, list[dict[str, Any]]], test_metric: str) -> list[StudyRow]:
+    rows = []
+    base_count = min(runs)
+    base = min(run["training_seconds"] for run in runs[base_count])
+    for count, items in runs.items():
+        seconds = [item["training_seconds"] for item in items]
+        speedup = base / min(seconds) * base_count if min(seconds) > 0 else 0.0
+        job_seconds = statistics.median(item["job_seconds"] for item in items)  # the whole job, as billed
+        metrics = items[-1]["metrics"]
+        rows.append(
+            StudyRow(
+                instances=count,
+                runs=len(items),
+                min_seconds=round(min(seconds), 4),
+                median_seconds=round(statistics.median(seconds), 4),
+                speedup=round(speedup, 3),
+                efficiency=round(speedup / count, 3),
+                instance_seconds=round(count * job_seconds, 3),
+                throughput=round(statistics.median(item["throughput"] for item in items), 1),
+                sync_share=round(statistics.median(item["sync_share"] for item in items), 4),
+                global_batch=int(items[-1]["global_batch"]),
+                validation_objective=metrics.get("validation:objective_loss"),
+                test_metric=metrics.get(test_metric),
+                jobs=[item["job"] for item in items],
+            )
+        )
+    return rows
+
+
+def _plot(study: ScalingStudy, path: Path) -> None:
+    """Speedup against the ideal line, efficiency, and instance-seconds, side by side."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    counts = [row.instances for row in study.rows]
+    figure, (left, middle, right) = plt.subplots(1, 3, figsize=(12, 3.6))
+    try:
+        left.plot(counts, counts, "--", color="grey", label="ideal")
+        left.plot(counts, [row.speedup for row in study.rows], "o-", label="measured")
+        left.set(title="speedup S(n)", xlabel="instances")
+        left.legend()
+        middle.plot(counts, [row.efficiency for row in study.rows], "o-")
+        middle.axhline(study.floor, color="red", linestyle=":", label=f"floor {study.floor:.0%}")
+        middle.set(title="efficiency E(n)", xlabel="instances", ylim=(0, 1.1))
+        middle.legend()
+        right.bar([str(n) for n in counts], [row.instance_seconds for row in study.rows])
+        right.set(title="cost (instance-seconds)", xlabel="instances")
+        figure.tight_layout()
+        figure.savefig(path, dpi=80)
+    finally:
+        plt.close(figure)
+
+
+def sagemaker_scaling_study(
+    execution: Any,
+    instances: Sequence[int] = (1, 2),
+    *,
+    repeats: int = 1,
+    within: float = DEFAULT_WITHIN,
+    floor: float = DEFAULT_FLOOR,
+    output: Path | None = None,
+    poll_seconds: float = 30.0,
+    on_job: Any = None,
+) -> ScalingStudy:
+    """The study on SageMaker: the Train step's training job (DescribeTrainingJob) created again at each count with
+    only InstanceCount and the name changed (CreateTrainingJob), watched to the end; training time is the job's
+    Training status, cost its billable seconds times the instances, throughput its ``train:throughput``."""
+    arn = execution._job_arn(TRAIN, "TrainingJob")
+    if arn is None:
+        raise ScalingStudyError(
+            f"execution {execution.id} has no succeeded {TRAIN} training job to take the request from"
+        )
+    predictor = str(execution.parameters.get("PredictorType", BINARY_CLASSIFIER))
+    folder = Path(output) if output else Path.cwd() / f"scaling-study-{execution.id}"
+    return study_on_sagemaker(
+        execution.session,
+        arn.rsplit("/", 1)[-1],
+        execution.id,
+        predictor,
+        instances,
+        repeats=repeats,
+        within=within,
+        floor=floor,
+        output=folder,
+        poll_seconds=poll_seconds,
+        on_job=on_job,
+    )
+
+
+def study_on_sagemaker(
+    session: Any,
+    train_job: str,
+    execution_id: str,
+    predictor: str,
+    instances: Sequence[int],
+    *,
+    repeats: int,
+    within: float,
+    floor: float,
+    output: Path,
+    poll_seconds: float,
+    on_job: Any = None,
+) -> ScalingStudy:
+    """:func:`sagemaker_scaling_study` given the Train step's training job name (every call through ``session``)."""
+    from pipeline.sagemaker.scaling import status_seconds, study_request, train_objects
+
+    counts = sorted(set(int(n) for n in instances))
+    if not counts or counts[0] < 1 or repeats < 1:
+        raise ScalingStudyError("--instances needs counts of at least 1 and --repeats at least 1")
+    sagemaker, s3 = session.client("sagemaker"), session.client("s3")
+    described = sagemaker.describe_training_job(TrainingJobName=train_job)
+    [channel] = [c for c in described["InputDataConfig"] if c["ChannelName"] == "train"]
+    prefix = channel["DataSource"]["S3DataSource"]["S3Uri"]
+    shards = len(train_objects(s3, prefix))
+    check_shards(counts, shards, prefix)
+    test_metric = TEST_METRICS.get(predictor, REGRESSION_TEST_METRIC)
+    names: dict[str, int] = {}
+    for repeat in range(repeats):
+        for count in counts:
+            name = f"scaling-{execution_id[:24]}-{count}x-{repeat + 1}"[:63]
+            if on_job is not None:
+                on_job(count, repeat + 1, name)
+            sagemaker.create_training_job(**study_request(described, name, count, execution_id))
+            names[name] = count
+    runs: dict[int, list[dict[str, Any]]] = {n: [] for n in counts}
+    pending = list(names)
+    while pending:
+        for name in list(pending):
+            job = sagemaker.describe_training_job(TrainingJobName=name)
+            status = job["TrainingJobStatus"]
+            if status in ("InProgress", "Stopping"):
+                continue
+            pending.remove(name)
+            if status != "Completed":
+                raise ScalingStudyError(f"training job {name} ended {status}: {job.get('FailureReason', '')}")
+            metrics = {item["MetricName"]: item["Value"] for item in job.get("FinalMetricDataList", [])}
+            count = names[name]
+            batch = int((job.get("HyperParameters") or {}).get("mini_batch_size", 1000))
+            runs[count].append(
+                {
+                    "job": name,
+                    "training_seconds": status_seconds(job).get("Training", 0.0),
+                    "job_seconds": float(job.get("BillableTimeInSeconds") or job.get("TrainingTimeInSeconds") or 0),
+                    "throughput": float(metrics.get("train:throughput", 0.0)),
+                    "sync_share": 0.0,  # the service reports no wait time; the job's scaling record has the hosts'
+                    "global_batch": count * batch,
+                    "metrics": metrics,
+                }
+            )
+        if pending:
+            time.sleep(poll_seconds)
+    output.mkdir(parents=True, exist_ok=True)
+    return _study(execution_id, shards, test_metric, runs, within, floor, output)
