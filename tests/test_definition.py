@@ -249,8 +249,11 @@ def test_steps_and_parameters_are_named_as_documented(definition: dict[str, Any]
         "Wd",
         "L1",
         "Loss",
+        "BinaryClassifierModelSelectionCriteria",
+        "PositiveExampleWeightMult",
         "MetricThreshold",
         "ChampionTolerance",
+        "BaselineTolerance",
         "ModelApprovalStatus",
         "SkipDataQualityCheck",
         "RegisterNewDataQualityBaseline",
@@ -413,6 +416,8 @@ def test_training_channels_hyperparameters_and_stopping_condition(definition: di
         "wd": "auto",
         "l1": "auto",
         "loss": "auto",
+        "binary_classifier_model_selection_criteria": "loss_function",
+        "positive_example_weight_mult": "1.0",
     }
     assert resolve(args["OutputDataConfig"]["S3OutputPath"], defaults).endswith(f"/{EXECUTION_ID}/train")
 

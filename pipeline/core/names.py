@@ -57,6 +57,10 @@ TUNE = "Tune"  # the Tuning step in place of Train when the configuration turns 
 REPORT_PROPERTY_FILE = "EvaluationReport"  # the Evaluate step's PropertyFile naming the report
 METRIC_THRESHOLD = "MetricThreshold"  # the pipeline parameter the gate value is compared with
 CHAMPION_TOLERANCE = "ChampionTolerance"  # the pipeline parameter: how much worse than the champion is acceptable
+# Linear Learner's documented binary_classifier_model_selection_criteria values
+SELECTION_CRITERIA = ("accuracy", "f_beta", "precision_at_target_recall", "recall_at_target_precision", "loss_function")
+# the pipeline parameter: how much worse than Evaluate's scikit-learn baseline is acceptable; negative (default): off
+BASELINE_TOLERANCE = "BaselineTolerance"
 
 # ----------------------------------------------------------------------------------- the data-quality check
 SKIP_DATA_QUALITY_CHECK = "SkipDataQualityCheck"  # QualityCheckStep's skip_check
