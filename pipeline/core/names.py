@@ -12,6 +12,8 @@ from enum import Enum
 from containerlib.exit_message import EXIT_MESSAGE_BYTES, EXIT_MESSAGE_FILE  # noqa: F401 - re-exported
 from containerlib.hosts import RESOURCE_CONFIG  # noqa: F401 - re-exported: the host list of a processing instance
 from containerlib.names import (  # noqa: F401 - re-exported: one definition, shared with the container jobs
+    BASELINE,
+    BASELINE_FLOOR,
     BASELINE_SUFFIX,
     BINARY_CLASSIFIER,
     CHAMPION,

@@ -39,7 +39,9 @@ PREPROCESS = _modules(
     "preprocessing", "command", "settings", "job", "inputs", "layout", "labels", "values", "conversion", "hashing",
     "stats", "shards", "summary", "transaction", "baseline",
 )  # fmt: skip
-EVALUATE = _modules("evaluation", "command", "job", "metrics", "report", "gate", "champion", "linear_learner_model")
+EVALUATE = _modules(
+    "evaluation", "command", "job", "metrics", "report", "gate", "champion", "linear_learner_model", "baseline"
+)
 DATAQUALITY = _modules(
     "dataquality", "command", "settings", "job", "dataset", "capture", "values", "profile", "kll", "statistics",
     "constraints", "distance", "violations", "jackson",
