@@ -39,6 +39,7 @@ def run(args: argparse.Namespace) -> int:
     from pipeline.api.execution import NoResultsError
     from pipeline.cli.render.data_quality import print_data_quality
     from pipeline.cli.render.progress import step_table
+    from pipeline.cli.render.summary import baseline_summary, flat_metrics, print_baseline, print_metrics
     from pipeline.cli.render.tuning import is_tuning, trials_table
 
     try:
@@ -48,6 +49,7 @@ def run(args: argparse.Namespace) -> int:
         raise UsageError(str(error)) from None
     if args.json:
         document = {**record.to_json(), "abandoned": record.abandoned, "data_quality": execution.data_quality}
+        document["baseline"] = execution.baseline
         for step in document["steps"]:
             environment = record.folder / "steps" / step["name"] / "environment.json"
             if environment.is_file():
@@ -70,6 +72,11 @@ def run(args: argparse.Namespace) -> int:
             console.print(trials_table(step.properties, f"{step.name}: training jobs"))
     if record.failure_reason:
         console.print(f"[red]Failure:[/red] {record.failure_reason}")
+    report = execution.report or {}
+    metrics, baseline = flat_metrics(report), baseline_summary(report)
+    if metrics:
+        print_metrics(metrics, console, (baseline or {}).get("metrics"))
+    print_baseline(baseline, console)
     print_data_quality(execution.data_quality, console, features=True)
     for plot in execution.drift_plots():
         console.print(f"Data-quality plot: {plot}", soft_wrap=True)

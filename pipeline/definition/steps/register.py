@@ -64,6 +64,7 @@ def register_step(
             "ChallengerValue": decision("challenger_value"),
             "GateMetric": decision("metric"),
             "ChampionTolerance": decision("champion_tolerance"),
+            "BaselineValue": decision("baseline_value"),  # Evaluate's scikit-learn baseline, same test split
         },
     )
     return ModelStep(name=REGISTER, step_args=step_args, retry_policies=model_step_retries())
