@@ -44,7 +44,7 @@ def quality_gate_step(params: Parameters, evaluate: Any, report: Any, register: 
                 decision("baseline_value"),
                 "minus BaselineTolerance",
                 params.baseline_tolerance,
-                "=",
+                "(negative: off) =",
                 decision(BASELINE_FLOOR),
                 "|",
                 decision("reason"),
