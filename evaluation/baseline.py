@@ -61,7 +61,6 @@ def read_train_sample(train_dir: Path, limit: int = MAX_BASELINE_RECORDS, seed: 
     kept_features: list[Any] = []
     kept_labels: list[np.ndarray] = []
     kept_keys: list[np.ndarray] = []
-    kept_order: list[np.ndarray] = []
     seen = 0
     shards = find_train_shards(train_dir)
     for shard in shards:
@@ -74,17 +73,16 @@ def read_train_sample(train_dir: Path, limit: int = MAX_BASELINE_RECORDS, seed: 
                     kept_features.append(features)
                     kept_labels.append(np.asarray(labels, dtype=np.float64))
                     kept_keys.append(rng.random(rows))
-                    kept_order.append(np.arange(seen, seen + rows))
                     seen += rows
                     if sum(len(keys) for keys in kept_keys) > 2 * limit:
-                        _shrink(kept_features, kept_labels, kept_keys, kept_order, limit)
+                        _shrink(kept_features, kept_labels, kept_keys, limit)
         except EvaluationError:
             raise
         except Exception as error:
             raise EvaluationError(f"train shard {shard}: cannot read RecordIO-protobuf: {error}") from error
     if not seen:
         raise EvaluationError(f"train dir {train_dir}: the train shards hold no records")
-    _shrink(kept_features, kept_labels, kept_keys, kept_order, limit)
+    _shrink(kept_features, kept_labels, kept_keys, limit)
     return TrainSample(kept_features[0], kept_labels[0], seen, len(shards))
 
 
@@ -96,21 +94,19 @@ def _stack(blocks: list[Any]) -> Any:
     return sparse.vstack([sparse.csr_matrix(block) for block in blocks], format="csr")
 
 
-def _shrink(features: list[Any], labels: list[np.ndarray], keys: list[np.ndarray], order: list[np.ndarray], limit: int):
+def _shrink(features: list[Any], labels: list[np.ndarray], keys: list[np.ndarray], limit: int) -> None:
     """Keep the ``limit`` records with the smallest keys, in channel order, as one block (lists edited in place)."""
-    all_keys, all_order = np.concatenate(keys), np.concatenate(order)
+    all_keys = np.concatenate(keys)
     keep = np.arange(len(all_keys))
     if len(all_keys) > limit:
         keep = np.sort(np.argpartition(all_keys, limit - 1)[:limit])
-    stacked = _stack(features)
-    stacked = stacked[keep]
-    joined_labels, joined_keys, joined_order = np.concatenate(labels)[keep], all_keys[keep], all_order[keep]
-    for part in (features, labels, keys, order):
+    stacked = _stack(features)[keep]
+    joined_labels, joined_keys = np.concatenate(labels)[keep], all_keys[keep]
+    for part in (features, labels, keys):
         part.clear()
     features.append(stacked if isinstance(stacked, np.ndarray) else stacked.tocsr())
     labels.append(joined_labels)
     keys.append(joined_keys)
-    order.append(joined_order)
 
 
 def baseline_estimator(predictor_type: str, sparse_input: bool) -> Any:

@@ -162,3 +162,30 @@ def test_baseline_runs_from_its_code_bundle_on_python_3_9(tmp_path: Path, contai
     in_image = json.loads((tmp_path / "img" / "evaluation.json").read_text())["baseline"]
     # scikit-learn 1.2.1's lbfgs stops at a slightly different optimum than this interpreter's scikit-learn
     assert in_image["gate"]["value"] == pytest.approx(report["baseline"]["gate"]["value"], abs=2e-3)
+
+
+def test_sparse_train_shards_fit_a_baseline_without_centring(tmp_path: Path) -> None:
+    import scipy.sparse as sp
+
+    from containerlib.recordio import write_sparse
+    from evaluation.baseline import fit_baseline
+
+    X_train, y_train, _, _ = split("binary_classifier")
+    (tmp_path / "train").mkdir()
+    with (tmp_path / "train" / "part-0.pbr").open("wb") as shard:
+        write_sparse(shard, sp.csr_matrix(X_train), y_train)
+    sample = read_train_sample(tmp_path / "train")
+    assert sp.issparse(sample.features) and sample.features.shape == X_train.shape
+    estimator = fit_baseline(sample, "binary_classifier")
+    assert estimator.steps[0][1].with_mean is False
+    assert skm.roc_auc_score(y_train, estimator.predict_proba(X_train)[:, 1]) > 0.95
+
+
+def test_train_shards_without_labels_fail_naming_the_shard(tmp_path: Path) -> None:
+    from evaluation import EvaluationError
+
+    (tmp_path / "train").mkdir()
+    with (tmp_path / "train" / "part-0.pbr").open("wb") as shard:
+        write_dense(shard, np.ones((5, 2), dtype=np.float32), None)
+    with pytest.raises(EvaluationError, match=r"train shard .*part-0.pbr: records from 0 on have no label"):
+        read_train_sample(tmp_path / "train")
