@@ -9,7 +9,7 @@ from pathlib import Path
 import evaluation
 from containerlib import exit_message
 from containerlib.errors import InputError
-from containerlib.names import BASELINE, DECISION, PREDICTOR_TYPES, REPORT_NAME
+from containerlib.names import DECISION, PREDICTOR_TYPES, REPORT_NAME, SKLEARN_BASELINE
 from evaluation.gate import GateSettings
 from evaluation.job import DEFAULT_BOOTSTRAP_ROUNDS, DEFAULT_SEED, evaluate
 
@@ -77,10 +77,11 @@ def main(argv: list[str] | None = None) -> int:
         f"evaluate: {report['dataset']['item_count']} records from {report['dataset']['file_count']} test shards; "
         f"gate {gate['metric']} = {gate['value']:.6g}; wrote {args.output_dir / REPORT_NAME}"
     )
-    if BASELINE in report:
-        baseline = report[BASELINE]["gate"]
+    if SKLEARN_BASELINE in report:
+        section = report[SKLEARN_BASELINE]
+        baseline = section["gate"]
         print(
-            f"evaluate: baseline ({report[BASELINE]['model']}, {report[BASELINE]['train_records']} train records) "
+            f"evaluate: baseline ({section['model']}, {section['train_records']} train records) "
             f"{baseline['metric']} = {baseline['value']:.6g}; Linear Learner minus baseline "
             f"{baseline['challenger_minus_baseline']:+.4g}"
         )

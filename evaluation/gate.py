@@ -13,13 +13,13 @@ from typing import Any
 import numpy as np
 
 from containerlib.names import (
-    BASELINE,
     BASELINE_FLOOR,
     CHAMPION,
     CHAMPION_FLOOR,
     DECISION,
     GATE_METRICS,
     METRICS_SECTIONS,
+    SKLEARN_BASELINE,
 )
 from containerlib.predictions import Scored, read_test_features
 from evaluation import EvaluationError
@@ -180,5 +180,5 @@ def compare_with_champion(
             raise EvaluationError(str(error)) from None
     gate = report["gate"]
     report[CHAMPION] = champion
-    report[DECISION] = decide(gate["metric"], gate["value"], settings, champion, group, report.get(BASELINE))
+    report[DECISION] = decide(gate["metric"], gate["value"], settings, champion, group, report.get(SKLEARN_BASELINE))
     return report

@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from containerlib.names import BASELINE, METRICS_SECTIONS, PREDICTOR_TYPES
+from containerlib.names import METRICS_SECTIONS, PREDICTOR_TYPES, SKLEARN_BASELINE
 from containerlib.predictions import Scored, load_scored, read_test_features
 from evaluation import EvaluationError
 from evaluation.baseline import baseline_section, fit_baseline, read_train_sample, score_baseline
@@ -41,7 +41,9 @@ def evaluate(
     names = names if predictor_type != "regressor" else None
     report = build_report(scored, predictor_type, bootstrap_rounds, seed, names)
     if train_dir is not None:
-        report[BASELINE] = baseline_report(train_dir, test_dir, scored, report, predictor_type, bootstrap_rounds, seed)
+        report[SKLEARN_BASELINE] = baseline_report(
+            train_dir, test_dir, scored, report, predictor_type, bootstrap_rounds, seed
+        )
     if gate is not None:
         compare_with_champion(report, scored, test_dir, predictor_type, gate, bootstrap_rounds, seed)
     write_report(report, output_dir)

@@ -15,7 +15,6 @@ from typing import TYPE_CHECKING, Any
 
 from pipeline.core.errors import LlpipeError
 from pipeline.core.names import (
-    BASELINE,
     BASELINE_SUFFIX,
     CREATE_MODEL,
     DATA_QUALITY,
@@ -27,6 +26,7 @@ from pipeline.core.names import (
     REGISTER,
     REGRESSOR,
     REPORT_PROPERTY_FILE,
+    SKLEARN_BASELINE,
     TRAIN,
     TRANSFORM,
     StepStatus,
@@ -63,7 +63,7 @@ def metrics_frame(report: dict[str, Any] | None) -> pd.DataFrame:
         baseline = section.get(name + BASELINE_SUFFIX)
         if isinstance(baseline, dict):
             rows[name][BASELINE_COLUMN] = _number(baseline.get("value"))
-    sklearn = (report or {}).get(BASELINE) or {}
+    sklearn = (report or {}).get(SKLEARN_BASELINE) or {}
     sklearn_section = next((sklearn[name] for name in METRICS_SECTIONS.values() if name in sklearn), {})
     for name, row in rows.items():
         entry = sklearn_section.get(name)
@@ -83,7 +83,7 @@ def metrics_frame(report: dict[str, Any] | None) -> pd.DataFrame:
 def baseline_view(report: dict[str, Any] | None) -> dict[str, Any] | None:
     """Linear Learner beside Evaluate's scikit-learn baseline on the gate metric: ``{"model", "train_records",
     "metric", "value", "linear_learner_value", "difference", "below_baseline"}``; None for a report without one."""
-    baseline = (report or {}).get(BASELINE)
+    baseline = (report or {}).get(SKLEARN_BASELINE)
     if not isinstance(baseline, dict) or not isinstance(baseline.get("gate"), dict):
         return None
     gate = baseline["gate"]

@@ -12,7 +12,6 @@ from enum import Enum
 from containerlib.exit_message import EXIT_MESSAGE_BYTES, EXIT_MESSAGE_FILE  # noqa: F401 - re-exported
 from containerlib.hosts import RESOURCE_CONFIG  # noqa: F401 - re-exported: the host list of a processing instance
 from containerlib.names import (  # noqa: F401 - re-exported: one definition, shared with the container jobs
-    BASELINE,
     BASELINE_FLOOR,
     BASELINE_SUFFIX,
     BINARY_CLASSIFIER,
@@ -30,6 +29,7 @@ from containerlib.names import (  # noqa: F401 - re-exported: one definition, sh
     REGRESSOR,
     REPORT_NAME,
     SHARD_SUFFIX,
+    SKLEARN_BASELINE,
 )
 
 # ---------------------------------------------------------------------------------------- the pipeline's steps

@@ -20,13 +20,13 @@ from typing import TYPE_CHECKING, Any
 from pipeline.cli.render.data_quality import print_data_quality
 from pipeline.cli.render.tuning import best_artifact, is_tuning, objective, trials, tuning_summary
 from pipeline.core.names import (
-    BASELINE,
     BASELINE_SUFFIX,
     CHAMPION,
     CHAMPION_FLOOR,
     DECISION,
     METRICS_SECTIONS,
     PREPROCESS,
+    SKLEARN_BASELINE,
     TRAIN,
     StepStatus,
 )
@@ -132,7 +132,7 @@ def baseline_summary(report: dict[str, Any]) -> dict[str, Any] | None:
     view = baseline_view(report)
     if view is None:
         return None
-    return {**view, "metrics": flat_metrics(report[BASELINE])}
+    return {**view, "metrics": flat_metrics(report[SKLEARN_BASELINE])}
 
 
 def print_baseline(baseline: dict[str, Any] | None, console: Any) -> None:
