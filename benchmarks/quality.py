@@ -144,7 +144,7 @@ def print_table(results: list[dict], instances: list[int]) -> bool:
         "\ngap to the scikit-learn baseline on the same test split (binary: AUC, multiclass: accuracy, higher is"
         " better; regression: relative RMSE, lower is better); mean ± standard deviation over the runs"
     )
-    header = f"{'table':<18}{'metric':<10}{'runs':>5}{'LL mean':>10}{'base mean':>11}{'gap (all)':>20}"
+    header = f"{'table':<19}{'metric':<10}{'runs':>5}{'LL mean':>10}{'base mean':>11}{'gap (all)':>20}"
     header += "".join(f"{f'gap x{n}':>20}" for n in instances) + f"{'target':>10}  met"
     print(header)
     all_met = True
@@ -156,7 +156,7 @@ def print_table(results: list[dict], instances: list[int]) -> bool:
         target = TARGETS[predictor]
         met = mean <= target if predictor == "regressor" else mean >= -target
         all_met &= met
-        line = f"{name:<18}{METRIC[predictor]:<10}{len(rows):>5}"
+        line = f"{name:<19}{METRIC[predictor]:<10}{len(rows):>5}"
         line += f"{statistics.fmean(r['linear_learner'] for r in rows):>10.4f}"
         line += f"{statistics.fmean(r['baseline'] for r in rows):>11.4f}{spread(gaps):>20}"
         for count in instances:
