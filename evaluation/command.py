@@ -9,7 +9,7 @@ from pathlib import Path
 import evaluation
 from containerlib import exit_message
 from containerlib.errors import InputError
-from containerlib.names import DECISION, PREDICTOR_TYPES, REPORT_NAME
+from containerlib.names import DECISION, PREDICTOR_TYPES, REPORT_NAME, SKLEARN_BASELINE
 from evaluation.gate import GateSettings
 from evaluation.job import DEFAULT_BOOTSTRAP_ROUNDS, DEFAULT_SEED, evaluate
 
@@ -23,11 +23,20 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument(
         "--summary-dir", type=Path, help="Preprocess's summary folder: its label values name the classes in the report"
     )
+    parser.add_argument(
+        "--train-dir", type=Path, help="the train channel: fit the scikit-learn baseline on a sample of it, report it"
+    )
     parser.add_argument("--bootstrap-rounds", type=int, default=DEFAULT_BOOTSTRAP_ROUNDS)
     parser.add_argument("--seed", type=int, default=DEFAULT_SEED)
     parser.add_argument("--loss", default="auto", help="the training loss: hinge_loss makes a binary score a margin")
     parser.add_argument("--metric-threshold", type=float, help="the gate's MetricThreshold: write the decision")
     parser.add_argument("--champion-tolerance", type=float, default=0.0, help="how much worse than the champion")
+    parser.add_argument(
+        "--baseline-tolerance",
+        type=float,
+        default=-1.0,
+        help="with a value >= 0 the gate also needs the metric within this of the baseline's (negative: off)",
+    )
     parser.add_argument("--model-package-group", help="compare with this group's newest approved version")
     parser.add_argument("--region", help="the registry's AWS region (default: boto3's configuration)")
     exit_message.add_arguments(parser, "names this host in the exit message")
@@ -40,7 +49,11 @@ def main(argv: list[str] | None = None) -> int:
         settings = None
         if args.metric_threshold is not None:
             settings = GateSettings(
-                args.metric_threshold, args.champion_tolerance, args.model_package_group, args.region
+                args.metric_threshold,
+                args.champion_tolerance,
+                args.model_package_group,
+                args.region,
+                args.baseline_tolerance,
             )
         report = evaluate(
             args.predictions_dir,
@@ -52,6 +65,7 @@ def main(argv: list[str] | None = None) -> int:
             args.loss,
             args.summary_dir,
             settings,
+            args.train_dir,
         )
     except InputError as error:
         return exit_message.report_input_error("evaluate", error, args)
@@ -63,6 +77,14 @@ def main(argv: list[str] | None = None) -> int:
         f"evaluate: {report['dataset']['item_count']} records from {report['dataset']['file_count']} test shards; "
         f"gate {gate['metric']} = {gate['value']:.6g}; wrote {args.output_dir / REPORT_NAME}"
     )
+    if SKLEARN_BASELINE in report:
+        section = report[SKLEARN_BASELINE]
+        baseline = section["gate"]
+        print(
+            f"evaluate: baseline ({section['model']}, {section['train_records']} train records) "
+            f"{baseline['metric']} = {baseline['value']:.6g}; Linear Learner minus baseline "
+            f"{baseline['challenger_minus_baseline']:+.4g}"
+        )
     if DECISION in report:
         decision = report[DECISION]
         print(f"evaluate: {'promote' if decision['promote'] else 'do not promote'}: {decision['reason']}")

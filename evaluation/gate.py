@@ -12,7 +12,15 @@ from typing import Any
 
 import numpy as np
 
-from containerlib.names import CHAMPION, CHAMPION_FLOOR, DECISION, GATE_METRICS, METRICS_SECTIONS
+from containerlib.names import (
+    BASELINE_FLOOR,
+    CHAMPION,
+    CHAMPION_FLOOR,
+    DECISION,
+    GATE_METRICS,
+    METRICS_SECTIONS,
+    SKLEARN_BASELINE,
+)
 from containerlib.predictions import Scored, read_test_features
 from evaluation import EvaluationError
 from evaluation.champion import Champion, ChampionError, aws_clients, download_model, find_champion
@@ -28,10 +36,15 @@ class GateSettings:
     champion_tolerance: float = 0.0
     model_package_group: str | None = None  # None: no champion comparison
     region: str | None = None  # the AWS region of the registry; None: boto3's configuration decides
+    baseline_tolerance: float = -1.0  # negative: the baseline is reported, not gated on
 
     def __post_init__(self) -> None:
         if not math.isfinite(self.metric_threshold):
             raise EvaluationError(f"MetricThreshold is {self.metric_threshold}, expected a finite number")
+        if not math.isfinite(self.baseline_tolerance):
+            raise EvaluationError(
+                f"BaselineTolerance is {self.baseline_tolerance}, expected a finite number (negative: off)"
+            )
         if not math.isfinite(self.champion_tolerance) or self.champion_tolerance < 0:
             raise EvaluationError(
                 f"ChampionTolerance is {self.champion_tolerance}, expected a finite number >= 0 "
@@ -78,12 +91,19 @@ def champion_section(champion: Champion, report: dict[str, Any], predictor_type:
 
 
 def decide(
-    metric: str, value: float, settings: GateSettings, champion: dict[str, Any] | None, group: str | None
+    metric: str,
+    value: float,
+    settings: GateSettings,
+    champion: dict[str, Any] | None,
+    group: str | None,
+    baseline: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
-    """Promote when ``value`` reaches MetricThreshold and is no worse than the champion's by more than the tolerance.
+    """Promote when ``value`` reaches MetricThreshold and is no worse than the champion's by more than the tolerance
+    (and, with BaselineTolerance >= 0, no worse than the baseline's by more than that).
 
     ``champion_floor`` is the champion's value minus the tolerance; without a champion it is the challenger's own
     value, so the Condition's second comparison holds and the threshold alone decides, as the reason says.
+    ``baseline_floor`` likewise: the baseline's value minus BaselineTolerance, or the challenger's own value when off.
     """
     threshold, tolerance = settings.metric_threshold, settings.champion_tolerance
     clears_threshold = value >= threshold
@@ -100,8 +120,22 @@ def decide(
         name = f"champion version {champion['version']} ({metric} {champion_value:.6g} on this test split)"
         verdict += f"; {'no worse' if beats_champion else 'worse'} than {name} by more than ChampionTolerance"
         verdict += f" {tolerance:g}"
+    baseline_floor, near_baseline = value, True
+    baseline_value = baseline["gate"]["value"] if baseline else None
+    if baseline_value is not None and settings.baseline_tolerance >= 0:
+        baseline_floor = baseline_value - settings.baseline_tolerance
+        near_baseline = value >= baseline_floor
+        verdict += (
+            f"; {'within' if near_baseline else 'NOT within'} BaselineTolerance {settings.baseline_tolerance:g} of the"
+            f" scikit-learn baseline ({metric} {baseline_value:.6g} on this test split)"
+        )
+    elif baseline_value is not None and value < baseline_value:
+        verdict += (
+            f"; below the scikit-learn baseline ({metric} {baseline_value:.6g} on this test split; set "
+            "BaselineTolerance to gate on it)"
+        )
     return {
-        "promote": bool(clears_threshold and beats_champion),
+        "promote": bool(clears_threshold and beats_champion and near_baseline),
         "metric": metric,
         "challenger_value": value,
         "metric_threshold": threshold,
@@ -109,6 +143,9 @@ def decide(
         "champion_value": champion["gate"]["value"] if champion else "none",
         "champion_tolerance": tolerance,
         CHAMPION_FLOOR: floor,
+        "baseline_value": baseline_value if baseline_value is not None else "none",
+        "baseline_tolerance": settings.baseline_tolerance,
+        BASELINE_FLOOR: baseline_floor,
         "reason": verdict,
     }
 
@@ -143,5 +180,5 @@ def compare_with_champion(
             raise EvaluationError(str(error)) from None
     gate = report["gate"]
     report[CHAMPION] = champion
-    report[DECISION] = decide(gate["metric"], gate["value"], settings, champion, group)
+    report[DECISION] = decide(gate["metric"], gate["value"], settings, champion, group, report.get(SKLEARN_BASELINE))
     return report

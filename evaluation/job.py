@@ -5,9 +5,10 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from containerlib.names import PREDICTOR_TYPES
-from containerlib.predictions import load_scored
+from containerlib.names import METRICS_SECTIONS, PREDICTOR_TYPES, SKLEARN_BASELINE
+from containerlib.predictions import Scored, load_scored, read_test_features
 from evaluation import EvaluationError
+from evaluation.baseline import baseline_section, fit_baseline, read_train_sample, score_baseline
 from evaluation.gate import GateSettings, compare_with_champion
 from evaluation.report import build_report, label_names, write_report
 
@@ -25,10 +26,13 @@ def evaluate(
     loss: str = "auto",
     summary_dir: Path | None = None,
     gate: GateSettings | None = None,
+    train_dir: Path | None = None,
 ) -> dict[str, Any]:
     """Reads predictions and labels, writes the report, returns it (NaN still as float).
 
-    With ``gate``, the report also holds the champion's metrics on the same records and the gate's decision.
+    With ``train_dir``, the report also holds the scikit-learn baseline fitted on (a sample of) the train channel and
+    scored on the same test records (``baseline.py``). With ``gate``, the champion's metrics on the same records and
+    the gate's decision.
     """
     if predictor_type not in PREDICTOR_TYPES:
         raise EvaluationError(f"predictor type {predictor_type!r} is not one of {', '.join(PREDICTOR_TYPES)}")
@@ -36,7 +40,29 @@ def evaluate(
     names = label_names(summary_dir)  # also checks that every Preprocess host built the same layout
     names = names if predictor_type != "regressor" else None
     report = build_report(scored, predictor_type, bootstrap_rounds, seed, names)
+    if train_dir is not None:
+        report[SKLEARN_BASELINE] = baseline_report(
+            train_dir, test_dir, scored, report, predictor_type, bootstrap_rounds, seed
+        )
     if gate is not None:
         compare_with_champion(report, scored, test_dir, predictor_type, gate, bootstrap_rounds, seed)
     write_report(report, output_dir)
     return report
+
+
+def baseline_report(
+    train_dir: Path, test_dir: Path, scored: Scored, report: dict[str, Any], predictor_type: str, rounds: int, seed: int
+) -> dict[str, Any]:
+    """The ``baseline`` section: fitted on the train sample, scored on the test records, metrics with deviations."""
+    sample = read_train_sample(train_dir, seed=seed)
+    estimator = fit_baseline(sample, predictor_type)
+    baseline_scored = score_baseline(estimator, read_test_features(test_dir), scored, predictor_type)
+    full = build_report(baseline_scored, predictor_type, rounds, seed)
+    section = METRICS_SECTIONS[predictor_type]
+    # the scalar metrics (value and standard deviation) and the confusion matrix; the curves stay the challenger's
+    metrics = {
+        name: item
+        for name, item in full[section].items()
+        if name == "confusion_matrix" or (isinstance(item, dict) and "value" in item)
+    }
+    return baseline_section(sample, predictor_type, metrics, report["gate"]["metric"], report["gate"]["value"])

@@ -258,3 +258,56 @@ def test_import_pipeline_stays_light() -> None:
     script = f"import sys, pipeline; print(sorted(m for m in {heavy} if m in sys.modules))"
     result = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True)
     assert result.stdout.strip() == "[]"
+
+
+def test_linear_learner_is_shown_beside_the_scikit_learn_baseline_everywhere(
+    two_runs: tuple, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The report's baseline section reaches the API, the frame, compare, Jupyter, the summary and execution show."""
+    from pipeline.cli.render.summary import summarise
+
+    first, second, workdir = two_runs
+    report = first.report
+    section = report["baseline"]["binary_classification_metrics"]
+    baseline = first.baseline
+    assert baseline["metric"] == "auc" and baseline["value"] == report["baseline"]["gate"]["value"]
+    assert baseline["linear_learner_value"] == report["gate"]["value"]
+    assert baseline["below_baseline"] is (report["gate"]["value"] < baseline["value"])
+    assert baseline["train_records"] == report["baseline"]["train_records"] > 0
+    metrics = first.metrics
+    assert metrics.loc["auc", "sklearn_baseline"] == section["auc"]["value"]
+    deviation = section["f1"]["standard_deviation"]  # "NaN" (as Model Monitor writes it) under 200 test records
+    assert metrics.loc["f1", "sklearn_baseline_standard_deviation"] == pytest.approx(float(deviation), nan_ok=True)
+    table = side_by_side(first, second)
+    assert table.loc["scikit-learn baseline", first.id].startswith(f"auc={baseline['value']:.4f} (Linear Learner ")
+    assert "Baseline (scikit-learn StandardScaler + LogisticRegressionCV" in first._repr_html_()
+    summary = summarise(first, render_plots=False)
+    assert summary["baseline"]["value"] == baseline["value"]
+    assert summary["baseline"]["metrics"]["auc"] == section["auc"]["value"]
+    assert cli.main(["execution", "show", first.id, "--workdir", str(workdir)]) == 0
+    shown = " ".join(capsys.readouterr().out.split())
+    assert "Baseline (scikit-learn" in shown and f"auc = {baseline['value']:.4f}; Linear Learner" in shown
+    assert cli.main(["execution", "show", first.id, "--workdir", str(workdir), "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["baseline"] == baseline
+
+
+def test_a_model_below_the_baseline_says_so() -> None:
+    from rich.console import Console
+
+    from pipeline.cli.render.summary import baseline_summary, print_baseline
+
+    report = {
+        "gate": {"metric": "auc", "value": 0.586},
+        "baseline": {
+            "model": "scikit-learn LogisticRegressionCV",
+            "train_records": 4075,
+            "binary_classification_metrics": {"auc": {"value": 0.735, "standard_deviation": 0.03}},
+            "gate": {"metric": "auc", "value": 0.735},
+        },
+    }
+    console = Console(record=True, width=300)
+    print_baseline(baseline_summary(report), console)
+    assert console.export_text().strip() == (
+        "Baseline (scikit-learn LogisticRegressionCV, 4075 train records): auc = 0.7350; Linear Learner 0.5860: "
+        "BELOW the baseline by 0.1490"
+    )

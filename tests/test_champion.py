@@ -202,6 +202,10 @@ def test_evaluate_scores_the_champion_on_the_same_records_with_the_same_metrics(
         "champion_value": auc,
         "champion_tolerance": 0.05,
         "champion_floor": auc - 0.05,
+        # no train channel given: no baseline, and its floor is the challenger's own value (the condition holds)
+        "baseline_value": "none",
+        "baseline_tolerance": -1.0,
+        "baseline_floor": challenger,
         "reason": report["decision"]["reason"],
     }
     assert f"champion version 2 (auc {auc:.6g} on this test split)" in report["decision"]["reason"]

@@ -249,8 +249,11 @@ def test_steps_and_parameters_are_named_as_documented(definition: dict[str, Any]
         "Wd",
         "L1",
         "Loss",
+        "BinaryClassifierModelSelectionCriteria",
+        "PositiveExampleWeightMult",
         "MetricThreshold",
         "ChampionTolerance",
+        "BaselineTolerance",
         "ModelApprovalStatus",
         "SkipDataQualityCheck",
         "RegisterNewDataQualityBaseline",
@@ -415,6 +418,8 @@ def test_training_channels_hyperparameters_and_stopping_condition(definition: di
         "wd": "auto",
         "l1": "auto",
         "loss": "auto",
+        "binary_classifier_model_selection_criteria": "loss_function",
+        "positive_example_weight_mult": "1.0",
     }
     assert resolve(args["OutputDataConfig"]["S3OutputPath"], defaults).endswith(f"/{EXECUTION_ID}/train")
 
@@ -482,6 +487,16 @@ def test_evaluate_reads_predictions_and_test_shards_and_publishes_its_report(def
     assert inputs["predictions"]["S3Uri"] == {"Get": "Steps.Transform.TransformOutput.S3OutputPath"}
     assert inputs["predictions"]["LocalPath"] == "/opt/ml/processing/input/predictions"
     assert inputs["test"]["LocalPath"] == "/opt/ml/processing/input/test"
+    # the scikit-learn baseline is fitted on (a sample of) the same train split Linear Learner trained on
+    assert inputs["train"]["S3Uri"] == {
+        "Get": "Steps.Preprocess.ProcessingOutputConfig.Outputs['train'].S3Output.S3Uri"
+    }
+    assert inputs["train"]["LocalPath"] == "/opt/ml/processing/input/train"
+    arguments = step["Arguments"]["AppSpecification"]["ContainerArguments"]
+    assert arguments[arguments.index("--train-dir") + 1] == "/opt/ml/processing/input/train"
+    assert arguments[arguments.index("--baseline-tolerance") + 1] == {
+        "Std:Join": {"On": "", "Values": [{"Get": "Parameters.BaselineTolerance"}]}
+    }
     (output,) = step["Arguments"]["ProcessingOutputConfig"]["Outputs"]
     assert output["OutputName"] == "evaluation"
     assert output["S3Output"]["LocalPath"] == "/opt/ml/processing/output/evaluation"
@@ -578,7 +593,7 @@ def test_register_carries_the_data_quality_baselines_and_the_report(definition: 
 def test_quality_gate_registers_or_fails_with_metric_value_and_threshold(definition: dict[str, Any]) -> None:
     gate = all_steps(definition)["QualityGate"]["Arguments"]
     report = {"Get": "Steps.Evaluate.PropertyFiles.EvaluationReport"}
-    threshold, champion = gate["Conditions"]  # a Condition step's conditions must all hold
+    threshold, champion, baseline = gate["Conditions"]  # a Condition step's conditions must all hold
     assert threshold == {
         "Type": "GreaterThanOrEqualTo",
         "LeftValue": {"Std:JsonGet": {"Path": "gate.value", "PropertyFile": report}},
@@ -588,6 +603,11 @@ def test_quality_gate_registers_or_fails_with_metric_value_and_threshold(definit
         "Type": "GreaterThanOrEqualTo",
         "LeftValue": {"Std:JsonGet": {"Path": "gate.value", "PropertyFile": report}},
         "RightValue": {"Std:JsonGet": {"Path": "decision.champion_floor", "PropertyFile": report}},
+    }
+    assert baseline == {
+        "Type": "GreaterThanOrEqualTo",
+        "LeftValue": {"Std:JsonGet": {"Path": "gate.value", "PropertyFile": report}},
+        "RightValue": {"Std:JsonGet": {"Path": "decision.baseline_floor", "PropertyFile": report}},
     }
     assert [s["Name"] for s in gate["IfSteps"]] == ["Register"]
     (failed,) = gate["ElseSteps"]
@@ -599,6 +619,9 @@ def test_quality_gate_registers_or_fails_with_metric_value_and_threshold(definit
     assert {"Std:JsonGet": {"Path": "decision.champion_value", "PropertyFile": report}} in message
     assert {"Get": "Parameters.ChampionTolerance"} in message
     assert {"Std:JsonGet": {"Path": "decision.champion_floor", "PropertyFile": report}} in message
+    assert {"Std:JsonGet": {"Path": "decision.baseline_value", "PropertyFile": report}} in message
+    assert {"Get": "Parameters.BaselineTolerance"} in message
+    assert {"Std:JsonGet": {"Path": "decision.baseline_floor", "PropertyFile": report}} in message
     register = gate["IfSteps"][0]["Arguments"]
     assert register["ModelPackageGroupName"] == "linear-learner-models"
     instance_types = ["ml.m5.large", "ml.m5.xlarge", "ml.c5.large", "ml.c5.xlarge"]
@@ -627,6 +650,7 @@ def test_quality_gate_registers_or_fails_with_metric_value_and_threshold(definit
         "ChallengerValue": decision("challenger_value"),
         "GateMetric": decision("metric"),
         "ChampionTolerance": decision("champion_tolerance"),
+        "BaselineValue": decision("baseline_value"),
     }
     assert register["ModelMetrics"]["ModelQuality"]["Statistics"]["S3Uri"] == {
         "Std:Join": {

@@ -392,7 +392,7 @@ def test_sparse_recordio_channel_trains_without_mean_shift(tmp_path):
         validation,
         test,
     )
-    assert metrics["roc_auc_score"] > 0.98
+    assert metrics["roc_auc_score"] > 0.96  # uncentred sparse features converge slower under the per-epoch decay
 
 
 @pytest.mark.parametrize(

@@ -108,14 +108,15 @@ def test_one_two_and_four_instances_reach_the_same_quality(cancer, tmp_path, ins
 
 
 def test_two_instances_are_one_instance_with_a_double_batch(tmp_path):
-    """Gradients summed over hosts every step: host batches of 20 + 20 equal one batch of 40 (same records)."""
+    """Gradients summed over hosts every step: host batches of 2 + 2 equal one batch of 4 (same records). Batches
+    this small keep the 80 records at the trainer's minimum of 20 updates an epoch, so no batch is shrunk."""
     X, y = load_iris(return_X_y=True)
     X, y = X[y < 2], y[y < 2]  # setosa vs versicolor as a binary problem
     order = np.random.default_rng(0).permutation(len(y))
     X, y = X[order][:80], y[order][:80]
     first, second = (X[:40], y[:40]), (X[40:], y[40:])
-    # one file whose k-th 40-record batch is the k-th 20-record batch of each shard
-    interleaved = np.r_[0:20, 40:60, 20:40, 60:80]
+    # one file whose k-th 4-record batch is the k-th 2-record batch of each shard
+    interleaved = np.concatenate([np.r_[2 * k : 2 * k + 2, 40 + 2 * k : 42 + 2 * k] for k in range(20)])
     single = write_recordio(tmp_path / "all.pbr", X[interleaved], y[interleaved])
     shards = [write_recordio(tmp_path / "a.pbr", *first), write_recordio(tmp_path / "b.pbr", *second)]
     common = {
@@ -126,13 +127,13 @@ def test_two_instances_are_one_instance_with_a_double_batch(tmp_path):
         "binary_classifier_model_selection_criteria": "loss_function",
     }
     one = train(
-        {**common, "mini_batch_size": "40"},
+        {**common, "mini_batch_size": "4"},
         {"train": Channel([single], "ShardedByS3Key")},
         tmp_path / "one",
         instance_count=1,
     )
     two = train(
-        {**common, "mini_batch_size": "20"},
+        {**common, "mini_batch_size": "2"},
         {"train": Channel(shards, "ShardedByS3Key")},
         tmp_path / "two",
         instance_count=2,

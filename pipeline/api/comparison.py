@@ -168,6 +168,9 @@ def side_by_side(first: Execution, second: Execution) -> pd.DataFrame:
         f"gate ({METRIC_THRESHOLD} {first.parameters.get(METRIC_THRESHOLD, '')})",
         (_gate_outcome(first_gate), _gate_outcome(second_gate)),
     )
+    first_baseline, second_baseline = first.baseline, second.baseline
+    if first_baseline or second_baseline:
+        add("scikit-learn baseline", (baseline_label(first_baseline), baseline_label(second_baseline)))
     add("model package", (_package_text(first.model_package), _package_text(second.model_package)))
     frame = pd.DataFrame.from_dict(items, orient="index", columns=[*columns, "differs"])
     frame.index.name = "item"
@@ -188,6 +191,16 @@ def _gate_outcome(gate: dict[str, Any] | None) -> str:
         return ""
     verdict = {True: "passed", False: "failed", None: "not evaluated"}[gate.get("passed")]
     return f"{gate_label({**gate, 'passed': None})} {verdict}"
+
+
+def baseline_label(baseline: dict[str, Any] | None) -> str:
+    """``auc=0.7350 (Linear Learner -0.0123, below)``: the scikit-learn baseline on the same test split and the gap."""
+    if not baseline or baseline.get("value") is None:
+        return ""
+    text = f"{baseline['metric']}={baseline['value']:.4f}"
+    if baseline.get("difference") is not None:
+        text += f" (Linear Learner {baseline['difference']:+.4f}{', below' if baseline['below_baseline'] else ''})"
+    return text
 
 
 def _package_text(package: dict[str, Any] | None) -> str:

@@ -27,6 +27,7 @@ from pipeline.core.names import (
     REGISTER,
     REGRESSOR,
     REPORT_PROPERTY_FILE,
+    SKLEARN_BASELINE,
     TRAIN,
     TRANSFORM,
     StepStatus,
@@ -41,6 +42,7 @@ if TYPE_CHECKING:
 
 STEP_COLUMNS = ["step", "type", "status", "seconds", "cache_hit"]
 BASELINE_COLUMN = "best_constant_classifier"
+SKLEARN_COLUMN = "sklearn_baseline"  # Evaluate's scikit-learn baseline on the same test split (report "baseline")
 
 
 class NoResultsError(LlpipeError):
@@ -48,8 +50,9 @@ class NoResultsError(LlpipeError):
 
 
 def metrics_frame(report: dict[str, Any] | None) -> pd.DataFrame:
-    """The report's model-quality scalars, one row per metric: value, standard deviation and, for classifiers, the
-    value of the best constant classifier (the report's ``<metric>_best_constant_classifier`` entries)."""
+    """The report's model-quality scalars, one row per metric: value, standard deviation, the scikit-learn baseline's
+    value and deviation on the same test split (when the report has one) and, for classifiers, the value of the best
+    constant classifier (the report's ``<metric>_best_constant_classifier`` entries)."""
     import pandas as pd
 
     section = next((report[name] for name in METRICS_SECTIONS.values() if name in report), {}) if report else {}
@@ -61,12 +64,41 @@ def metrics_frame(report: dict[str, Any] | None) -> pd.DataFrame:
         baseline = section.get(name + BASELINE_SUFFIX)
         if isinstance(baseline, dict):
             rows[name][BASELINE_COLUMN] = _number(baseline.get("value"))
+    sklearn = (report or {}).get(SKLEARN_BASELINE) or {}
+    sklearn_section = next((sklearn[name] for name in METRICS_SECTIONS.values() if name in sklearn), {})
+    for name, row in rows.items():
+        entry = sklearn_section.get(name)
+        if isinstance(entry, dict):
+            row[SKLEARN_COLUMN] = _number(entry.get("value"))
+            row[SKLEARN_COLUMN + "_standard_deviation"] = _number(entry.get("standard_deviation"))
     columns = ["value", "standard_deviation"]
+    if sklearn_section:
+        columns += [SKLEARN_COLUMN, SKLEARN_COLUMN + "_standard_deviation"]
     if any(BASELINE_COLUMN in row for row in rows.values()):
         columns.append(BASELINE_COLUMN)
     frame = pd.DataFrame.from_dict(rows, orient="index", columns=columns)
     frame.index.name = "metric"
     return frame
+
+
+def baseline_view(report: dict[str, Any] | None) -> dict[str, Any] | None:
+    """Linear Learner beside Evaluate's scikit-learn baseline on the gate metric: ``{"model", "train_records",
+    "metric", "value", "linear_learner_value", "difference", "below_baseline"}``; None for a report without one."""
+    baseline = (report or {}).get(SKLEARN_BASELINE)
+    if not isinstance(baseline, dict) or not isinstance(baseline.get("gate"), dict):
+        return None
+    gate = baseline["gate"]
+    value, challenger = _number(gate.get("value")), _number(((report or {}).get(GATE) or {}).get("value"))
+    difference = None if value is None or challenger is None else challenger - value
+    return {
+        "model": baseline.get("model"),
+        "train_records": baseline.get("train_records"),
+        "metric": gate.get("metric"),
+        "value": value,
+        "linear_learner_value": challenger,
+        "difference": difference,
+        "below_baseline": difference is not None and difference < 0,
+    }
 
 
 def _number(value: Any) -> float | None:
@@ -208,6 +240,12 @@ class Execution:
             "threshold": self.parameters.get(METRIC_THRESHOLD),
             "passed": self.gate_passed(),
         }
+
+    @property
+    def baseline(self) -> dict[str, Any] | None:
+        """Linear Learner beside the scikit-learn baseline on the gate metric (:func:`baseline_view`); None before
+        Evaluate wrote its report, or for a report without a baseline."""
+        return baseline_view(self.report)
 
     def _repr_html_(self) -> str:
         from pipeline.api.html import execution_html

@@ -25,6 +25,18 @@ def _image(path: Path) -> str:
     )
 
 
+def baseline_sentence(baseline: dict[str, Any]) -> str:
+    """One sentence: Linear Learner beside the scikit-learn baseline on the gate metric (same test split)."""
+    metric, value, ours = baseline["metric"], baseline["value"], baseline["linear_learner_value"]
+    text = (
+        f"Baseline ({baseline['model']}, {baseline['train_records']} train records): {metric} = "
+        f"{value:.4f}; Linear Learner {ours:.4f}"
+    )
+    if baseline["below_baseline"]:
+        return text + f": BELOW the baseline by {-baseline['difference']:.4f}"
+    return text + ": at or above the baseline"
+
+
 def steps_html(title: str, steps: Any) -> str:
     """A title line and the steps table."""
     return f"<p><b>{html.escape(title)}</b></p>{_table(steps, '{:.1f}')}"
@@ -62,6 +74,9 @@ def execution_html(execution: Execution) -> str:
             f"<p>Quality gate: {html.escape(str(gate['metric']))} = {gate['value']} vs threshold "
             f"{gate['threshold']}: <b>{verdict}</b></p>"
         )
+    baseline = execution.baseline
+    if baseline:
+        parts.append(f"<p>{html.escape(baseline_sentence(baseline))}</p>")
     package = execution.model_package
     if package:
         parts.append(f"<p>Registered: {html.escape(str(package.get('arn')))}</p>")

@@ -45,6 +45,7 @@ def run(args: argparse.Namespace) -> int:
     from pipeline.cli.render.data_quality import print_data_quality
     from pipeline.cli.render.progress import step_table
     from pipeline.cli.render.scaling import print_scaling
+    from pipeline.cli.render.summary import baseline_summary, flat_metrics, print_baseline, print_metrics
     from pipeline.cli.render.tuning import is_tuning, trials_table
 
     try:
@@ -59,6 +60,7 @@ def run(args: argparse.Namespace) -> int:
             "data_quality": execution.data_quality,
             "scaling": execution.scaling,
         }
+        document["baseline"] = execution.baseline
         for step in document["steps"]:
             environment = record.folder / "steps" / step["name"] / "environment.json"
             if environment.is_file():
@@ -81,6 +83,11 @@ def run(args: argparse.Namespace) -> int:
             console.print(trials_table(step.properties, f"{step.name}: training jobs"))
     if record.failure_reason:
         console.print(f"[red]Failure:[/red] {record.failure_reason}")
+    report = execution.report or {}
+    metrics, baseline = flat_metrics(report), baseline_summary(report)
+    if metrics:
+        print_metrics(metrics, console, (baseline or {}).get("metrics"))
+    print_baseline(baseline, console)
     print_data_quality(execution.data_quality, console, features=True)
     print_scaling(execution.scaling, console)
     for plot in execution.drift_plots():

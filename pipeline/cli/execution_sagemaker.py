@@ -13,7 +13,7 @@ from datetime import datetime, timezone
 from typing import Any
 
 from pipeline.cli.arguments import config_from_args
-from pipeline.cli.render.summary import flat_metrics, print_metrics
+from pipeline.cli.render.summary import baseline_summary, flat_metrics, print_baseline, print_metrics
 from pipeline.core.errors import one_line
 
 
@@ -42,6 +42,7 @@ def show(args: argparse.Namespace, console: Any = None) -> int:
         document["metrics"] = flat_metrics(view.report or {})
         if scaling is not None:
             document["scaling"] = scaling
+        document["baseline"] = baseline_summary(view.report or {})
         if args.logs:
             document["logs"] = {name: [event.__dict__ for event in events] for name, events in logs.items()}
         print(json.dumps(document, indent=2, default=str))
@@ -117,8 +118,10 @@ def render(view: Any, console: Any) -> None:
         for index, stream in enumerate(job.log_streams or ["(none yet)"]):
             console.print(f"  {'streams' if index == 0 else '':8} {stream}", soft_wrap=True)
     metrics = flat_metrics(view.report or {})
+    baseline = baseline_summary(view.report or {})
     if metrics:
-        print_metrics(metrics, console)
+        print_metrics(metrics, console, (baseline or {}).get("metrics"))
+    print_baseline(baseline, console)
     gate = (view.report or {}).get("gate")
     if gate:
         console.print(f"Quality gate: {gate.get('metric')} = {gate.get('value')}")

@@ -12,6 +12,7 @@ from enum import Enum
 from containerlib.exit_message import EXIT_MESSAGE_BYTES, EXIT_MESSAGE_FILE  # noqa: F401 - re-exported
 from containerlib.hosts import RESOURCE_CONFIG  # noqa: F401 - re-exported: the host list of a processing instance
 from containerlib.names import (  # noqa: F401 - re-exported: one definition, shared with the container jobs
+    BASELINE_FLOOR,
     BASELINE_SUFFIX,
     BINARY_CLASSIFIER,
     CHAMPION,
@@ -32,6 +33,7 @@ from containerlib.names import (  # noqa: F401 - re-exported: one definition, sh
     SERVING_PROGRAM,
     SERVING_ROLE_VARIABLE,
     SHARD_SUFFIX,
+    SKLEARN_BASELINE,
 )
 
 # ---------------------------------------------------------------------------------------- the pipeline's steps
@@ -61,6 +63,10 @@ TUNE = "Tune"  # the Tuning step in place of Train when the configuration turns 
 REPORT_PROPERTY_FILE = "EvaluationReport"  # the Evaluate step's PropertyFile naming the report
 METRIC_THRESHOLD = "MetricThreshold"  # the pipeline parameter the gate value is compared with
 CHAMPION_TOLERANCE = "ChampionTolerance"  # the pipeline parameter: how much worse than the champion is acceptable
+# Linear Learner's documented binary_classifier_model_selection_criteria values
+SELECTION_CRITERIA = ("accuracy", "f_beta", "precision_at_target_recall", "recall_at_target_precision", "loss_function")
+# the pipeline parameter: how much worse than Evaluate's scikit-learn baseline is acceptable; negative (default): off
+BASELINE_TOLERANCE = "BaselineTolerance"
 
 # ----------------------------------------------------------------------------------- the data-quality check
 SKIP_DATA_QUALITY_CHECK = "SkipDataQualityCheck"  # QualityCheckStep's skip_check

@@ -43,7 +43,9 @@ PREPROCESS = _modules(
     "preprocessing", "command", "settings", "job", "inputs", "layout", "labels", "values", "conversion", "hashing",
     "stats", "shards", "summary", "transaction", "baseline", "model_data",
 )  # fmt: skip
-EVALUATE = _modules("evaluation", "command", "job", "metrics", "report", "gate", "champion", "linear_learner_model")
+EVALUATE = _modules(
+    "evaluation", "command", "job", "metrics", "report", "gate", "champion", "linear_learner_model", "baseline"
+)
 SERVING = (
     *_modules("serving", "model", "requests", "featurizer", "labels"),
     *_modules("containerlib", "encoding", "stable_hash", "names"),

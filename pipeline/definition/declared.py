@@ -6,6 +6,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from pipeline.core.names import (
+    BASELINE_TOLERANCE,
     BINARY_CLASSIFIER,
     CHAMPION_TOLERANCE,
     DATA_QUALITY_SUPPLIED_CONSTRAINTS,
@@ -13,11 +14,14 @@ from pipeline.core.names import (
     METRIC_THRESHOLD,
     PREDICTOR_TYPES,
     REGISTER_NEW_DATA_QUALITY_BASELINE,
+    SELECTION_CRITERIA,
     SKIP_DATA_QUALITY_CHECK,
     SPLIT_FRACTIONS,
 )
 from pipeline.definition.config import PipelineConfig
 from pipeline.definition.schema import default_schema_uri
+
+DEFAULT_SELECTION_CRITERIA = "loss_function"
 
 
 @dataclass(frozen=True)
@@ -52,8 +56,11 @@ class Parameters:
     wd: Any
     l1: Any
     loss: Any
+    selection_criteria: Any
+    positive_example_weight_mult: Any
     metric_threshold: Any
     champion_tolerance: Any
+    baseline_tolerance: Any
     model_approval_status: Any
     skip_data_quality_check: Any
     register_new_data_quality_baseline: Any
@@ -111,9 +118,20 @@ class Parameters:
             wd=ParameterString("Wd", "auto"),
             l1=ParameterString("L1", "auto"),
             loss=ParameterString("Loss", "auto"),
+            # how the best of the parallel models is picked (binary classifiers): by validation loss, which never
+            # ties and ranks like AUC, the gate metric; the service's own default, accuracy, ties on imbalanced data
+            selection_criteria=ParameterString(
+                "BinaryClassifierModelSelectionCriteria",
+                DEFAULT_SELECTION_CRITERIA,
+                enum_values=list(SELECTION_CRITERIA),
+            ),
+            # a number, "balanced" (negatives / positives) or "auto"; binary classifiers only
+            positive_example_weight_mult=ParameterString("PositiveExampleWeightMult", "1.0"),
             metric_threshold=ParameterFloat(METRIC_THRESHOLD, 0.6),
             # how much worse than the approved champion (same test split, same metric) a new model may be
             champion_tolerance=ParameterFloat(CHAMPION_TOLERANCE, 0.0),
+            # how much worse than Evaluate's scikit-learn baseline (same test split) a new model may be; negative: off
+            baseline_tolerance=ParameterFloat(BASELINE_TOLERANCE, -1.0),
             model_approval_status=ParameterString(
                 "ModelApprovalStatus",
                 "PendingManualApproval",

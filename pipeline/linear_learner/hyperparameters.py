@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from pipeline.core.errors import AlgorithmInputError
-from pipeline.core.names import PREDICTOR_TYPES
+from pipeline.core.names import PREDICTOR_TYPES, SELECTION_CRITERIA
 
 LOSSES_BY_PREDICTOR = {
     "binary_classifier": ("logistic", "hinge_loss"),
@@ -39,7 +39,6 @@ ALL_LOSSES = (
     "huber_loss",
     "softmax_loss",
 )
-SELECTION_CRITERIA = ("accuracy", "f_beta", "precision_at_target_recall", "recall_at_target_precision", "loss_function")
 # the SDK also accepts these spellings; the service treats them as their documented equivalents
 SELECTION_ALIASES = {"f1": "f_beta", "cross_entropy_loss": "loss_function"}
 # internal names the service and automatic model tuning add; accepted and ignored

@@ -45,6 +45,15 @@ from pipeline.linear_learner.metrics import (
 SEED = 1234  # Linear Learner has no seed hyperparameter; a fixed seed makes runs reproducible
 EVALUATION_CHUNK = 8192
 ADAM_EPSILON = 1e-8
+# log10 ranges the parallel models' wd and l1 span when they are auto. wd acts like scikit-learn's 1 / (C * rows):
+# the upper end reaches the strong regularisation a few thousand noisy rows need (C ~ 0.01 at 5,000 rows is 0.02)
+AUTO_WD_RANGE = (-7.0, -1.0)
+AUTO_L1_RANGE = (-7.0, -3.0)
+# fewer updates per epoch than this (a few thousand rows at batch 1000 is four) and mini-batches shrink, so small
+# tables get enough optimiser steps for early stopping and the learning-rate schedule to mean something
+MIN_UPDATES_PER_EPOCH = 20
+# with lr_scheduler_step and lr_scheduler_factor auto, the learning rate is multiplied by this after every epoch
+AUTO_LR_DECAY_PER_EPOCH = 0.7
 
 
 class Collective(Protocol):
@@ -162,10 +171,14 @@ def model_settings(hp: Hyperparameters, positive_balance: float) -> ModelSetting
         return values
 
     learning_rate = around(
-        "learning_rate", hp.learning_rate, math.log10(hp.learning_rate) - 1.5, math.log10(hp.learning_rate) + 0.3
+        "learning_rate", hp.learning_rate, math.log10(hp.learning_rate) - 1.0, math.log10(hp.learning_rate) + 0.3
     )
-    wd = around("wd", hp.wd, -7.0, -2.0)
-    l1 = around("l1", hp.l1, -7.0, -3.0)
+    wd = around("wd", hp.wd, *AUTO_WD_RANGE)
+    if "wd" not in hp.explicit and models > 2:
+        # an even log grid, not random draws, so the strongest and weakest strengths are always among the models;
+        # neighbours alternate without and with l1, so both kinds cover the whole range
+        wd[1:] = 10.0 ** np.linspace(*AUTO_WD_RANGE, models - 1)
+    l1 = around("l1", hp.l1, *AUTO_L1_RANGE)
     if "l1" not in hp.explicit:
         l1[::2] = 0.0  # half of the auto models without l1
     weight = hp.positive_example_weight_mult
@@ -181,9 +194,22 @@ def model_settings(hp: Hyperparameters, positive_balance: float) -> ModelSetting
 class Optimizer:
     """adam, sgd (with momentum) or rmsprop on the whole parameter matrix, with wd, proximal l1 and lr schedule."""
 
-    def __init__(self, hp: Hyperparameters, settings: ModelSettings, shape: tuple[int, int], classes: int) -> None:
+    def __init__(
+        self,
+        hp: Hyperparameters,
+        settings: ModelSettings,
+        shape: tuple[int, int],
+        classes: int,
+        updates_per_epoch: int | None = None,
+    ) -> None:
         self.kind = hp.optimizer
         self.hp = hp
+        self.schedule_step, self.schedule_factor = hp.lr_scheduler_step, hp.lr_scheduler_factor
+        automatic = not {"lr_scheduler_step", "lr_scheduler_factor"} & hp.explicit
+        if automatic and updates_per_epoch:
+            # auto schedule (chosen locally): decay once an epoch, so the rate falls the same way whatever the
+            # table's size; a constant rate leaves adam's last iterates noisy on small data
+            self.schedule_step, self.schedule_factor = updates_per_epoch, AUTO_LR_DECAY_PER_EPOCH
         rows, _ = shape
         row_lr = np.ones(rows, dtype=np.float32)
         row_lr[-1] = hp.bias_lr_mult if hp.use_bias else 0.0
@@ -232,9 +258,9 @@ class Optimizer:
         if self.has_l1:
             shrink = self.lr * self.l1
             np.copyto(params, np.sign(params) * np.maximum(np.abs(params) - shrink, 0.0))
-        if hp.use_lr_scheduler and self.steps % hp.lr_scheduler_step == 0:
+        if hp.use_lr_scheduler and self.steps % self.schedule_step == 0:
             self.column_lr = np.maximum(
-                self.column_lr * hp.lr_scheduler_factor, np.float32(hp.lr_scheduler_minimum_lr)
+                self.column_lr * self.schedule_factor, np.float32(hp.lr_scheduler_minimum_lr)
             ).astype(np.float32)
             self._update_lr()
 
@@ -431,9 +457,17 @@ def _fit(
         present = np.maximum(histogram, 1.0)
         class_weights = (histogram.sum() / (hp.num_classes * present)).astype(np.float32)
     settings = model_settings(hp, positive_balance)
+    total_rows = float(collective.allreduce(np.array([float(train.rows)]))[0])
+    batch_size = effective_batch_size(hp.mini_batch_size, total_rows, collective.size)
+    if batch_size < hp.mini_batch_size:
+        log(
+            f"{host}: {int(total_rows)} train records at mini_batch_size {hp.mini_batch_size} make fewer than "
+            f"{MIN_UPDATES_PER_EPOCH} updates an epoch: training with mini-batches of {batch_size} per host"
+        )
     models = ParallelModels(hp, scaler, dim)
     objective = Objective(hp, scaler, settings, class_weights)
-    optimizer = Optimizer(hp, settings, models.params.shape, models.classes)
+    updates_per_epoch = math.ceil(total_rows / collective.size / batch_size)
+    optimizer = Optimizer(hp, settings, models.params.shape, models.classes, updates_per_epoch)
     leader = collective.rank == 0
     best_params = models.params.copy()
     best_loss = np.full(hp.num_models, np.inf)
@@ -447,7 +481,7 @@ def _fit(
         waited = _waited(collective)
         block_order = np.random.default_rng([SEED, collective.rank, epoch])
         loss_sums, records, local_records = _train_epoch(
-            hp, models, objective, optimizer, train, block_order, collective
+            hp, models, objective, optimizer, train, block_order, collective, batch_size
         )
         elapsed = max(time.perf_counter() - started, 1e-9)
         sync = _waited(collective) - waited
@@ -504,6 +538,13 @@ def _waited(collective: Collective) -> float:
     return float(getattr(collective, "wait_seconds", 0.0))
 
 
+def effective_batch_size(mini_batch_size: int, total_rows: float, hosts: int) -> int:
+    """Each host's mini-batch: ``mini_batch_size``, made smaller when the epoch would have fewer than
+    ``MIN_UPDATES_PER_EPOCH`` synchronised updates (never below one record)."""
+    per_host = total_rows / max(hosts, 1)
+    return int(max(1, min(mini_batch_size, math.ceil(per_host / MIN_UPDATES_PER_EPOCH))))
+
+
 class EarlyStopping:
     """Stop after ``patience`` epochs whose relative improvement of the metric (lower is better) is <= tolerance."""
 
@@ -531,6 +572,7 @@ def _train_epoch(
     train: Channel,
     block_order: np.random.Generator,
     collective: Collective,
+    batch_size: int,
 ) -> tuple[np.ndarray, float, int]:
     """One pass over this host's shard, one synchronised update per step; (loss sums, records, local records).
 
@@ -540,7 +582,7 @@ def _train_epoch(
     loss_sums = np.zeros(hp.num_models)
     records_total = 0.0
     local_records = 0
-    batches = _batches(train, hp.mini_batch_size, objective.prepare_labels, block_order)
+    batches = _batches(train, batch_size, objective.prepare_labels, block_order)
     while True:
         batch = next(batches, None)
         if batch is None:

@@ -27,6 +27,7 @@ from pipeline.core.names import (
     DECISION,
     METRICS_SECTIONS,
     PREPROCESS,
+    SKLEARN_BASELINE,
     TRAIN,
     StepStatus,
 )
@@ -68,6 +69,7 @@ def summarise(execution: LocalExecution, render_plots: bool = True) -> dict[str,
         "notes": {name: list(step.notes) for name, step in record.steps.items() if step.notes},
         "paths": {"execution": str(record.folder), "model": None, "report": None, "plots": []},
         "per_class": None,
+        "baseline": None,
         "data_quality": execution.data_quality,
         "warnings": preprocess_warnings(record, s3),
         "compute": _compute(record),
@@ -88,6 +90,7 @@ def summarise(execution: LocalExecution, render_plots: bool = True) -> dict[str,
         report = json.loads(report_path.read_text())
         summary["paths"]["report"] = str(report_path)
         summary["metrics"] = flat_metrics(report)
+        summary["baseline"] = baseline_summary(report)
         summary["per_class"] = report.get("per_class_metrics")
         summary["gate"] = {**execution.gate, **champion_comparison(report)}
         if render_plots:
@@ -121,6 +124,27 @@ def preprocess_warnings(record: ExecutionRecord, s3: LocalS3) -> list[str]:
                 "bucket (the model cannot tell those apart); raise --param HashBuckets"
             )
     return warnings
+
+
+def baseline_summary(report: dict[str, Any]) -> dict[str, Any] | None:
+    """Evaluate's scikit-learn baseline beside Linear Learner (:func:`pipeline.api.execution.baseline_view`) and its
+    flat metrics; None for a report without one."""
+    from pipeline.api.execution import baseline_view
+
+    view = baseline_view(report)
+    if view is None:
+        return None
+    return {**view, "metrics": flat_metrics(report[SKLEARN_BASELINE])}
+
+
+def print_baseline(baseline: dict[str, Any] | None, console: Any) -> None:
+    """The baseline line; in yellow, saying so, when Linear Learner is below it."""
+    if not baseline or baseline.get("value") is None or baseline.get("linear_learner_value") is None:
+        return
+    from pipeline.api.html import baseline_sentence
+
+    colour = "yellow" if baseline["below_baseline"] else "dim"
+    console.print(f"[{colour}]{baseline_sentence(baseline)}[/{colour}]", soft_wrap=True, highlight=False)
 
 
 def champion_comparison(report: dict[str, Any]) -> dict[str, Any]:
@@ -213,7 +237,8 @@ def print_summary(summary: dict[str, Any], console: Any) -> None:
             colour = "yellow" if note.startswith("approximate") else "dim"
             console.print(f"[{colour}]{step}: {note}[/{colour}]", soft_wrap=True)
     if summary["metrics"]:
-        print_metrics(summary["metrics"], console)
+        print_metrics(summary["metrics"], console, (summary.get("baseline") or {}).get("metrics"))
+    print_baseline(summary.get("baseline"), console)
     if summary.get("per_class"):
         from rich.table import Table
 
@@ -276,20 +301,25 @@ def print_summary(summary: dict[str, Any], console: Any) -> None:
     console.print(f"Record: {paths['execution']}  (llpipe execution show {summary['execution_id']})", soft_wrap=True)
 
 
-def print_metrics(metrics: dict[str, Any], console: Any) -> None:
-    """The report's metrics as a table, each beside its best-constant-classifier baseline when the report has one."""
+def print_metrics(metrics: dict[str, Any], console: Any, sklearn: dict[str, Any] | None = None) -> None:
+    """The report's metrics as a table, each beside the scikit-learn baseline's (``sklearn``, when the report has
+    one) and the best-constant-classifier baseline (when the report has one)."""
     from rich.table import Table
 
     table = Table(title="Model quality on the test split", title_justify="left")
     baselines = any(name.endswith(BASELINE_SUFFIX) for name in metrics)
     table.add_column("metric")
-    table.add_column("value", justify="right")
+    table.add_column("Linear Learner" if sklearn else "value", justify="right")
+    if sklearn:
+        table.add_column("scikit-learn baseline", justify="right")
     if baselines:
         table.add_column("best constant classifier", justify="right")
     for name, value in metrics.items():
         if name.endswith(BASELINE_SUFFIX):
             continue
         row = [name, _number(value)]
+        if sklearn:
+            row.append(_number(sklearn[name]) if name in sklearn else "")
         if baselines:
             baseline = metrics.get(name + BASELINE_SUFFIX)
             row.append("" if baseline is None else _number(baseline))

@@ -1,4 +1,5 @@
-"""The Evaluate step: the model-quality report of the test split, with the gate section and the champion's values."""
+"""The Evaluate step: the model-quality report of the test split, with the gate section, the champion's values and
+the scikit-learn baseline fitted on a sample of the train split."""
 
 from __future__ import annotations
 
@@ -21,6 +22,7 @@ from pipeline.definition.steps.preprocess import preprocess_output
 EVALUATE_PREDICTIONS_DIR = "/opt/ml/processing/input/predictions"
 EVALUATE_TEST_DIR = "/opt/ml/processing/input/test"
 EVALUATE_SUMMARY_DIR = "/opt/ml/processing/input/summary"
+EVALUATE_TRAIN_DIR = "/opt/ml/processing/input/train"  # the scikit-learn baseline is fitted on a sample of it
 EVALUATE_OUTPUT_DIR = "/opt/ml/processing/output/evaluation"
 
 
@@ -38,6 +40,7 @@ def evaluate_step(
             s3_input("predictions", transform.properties.TransformOutput.S3OutputPath, EVALUATE_PREDICTIONS_DIR),
             s3_input("test", preprocess_output(preprocess, "test"), EVALUATE_TEST_DIR),
             s3_input("summary", preprocess_output(preprocess, "summary"), EVALUATE_SUMMARY_DIR),
+            s3_input("train", preprocess_output(preprocess, "train"), EVALUATE_TRAIN_DIR),
             s3_input("code", bundle.s3_prefix(config.pipeline_prefix), CODE_DIR),
         ],
         outputs=[s3_output("evaluation", EVALUATE_OUTPUT_DIR, execution_uri(config, "evaluate", "evaluation"))],
@@ -52,12 +55,16 @@ def evaluate_step(
             params.predictor_type,
             "--summary-dir",
             EVALUATE_SUMMARY_DIR,
+            "--train-dir",
+            EVALUATE_TRAIN_DIR,
             "--loss",
             params.loss,
             "--metric-threshold",
             params.metric_threshold.to_string(),
             "--champion-tolerance",
             params.champion_tolerance.to_string(),
+            "--baseline-tolerance",
+            params.baseline_tolerance.to_string(),
             "--model-package-group",
             config.model_package_group,
             "--region",

@@ -4,13 +4,15 @@ from __future__ import annotations
 
 from typing import Any
 
-from pipeline.core.names import CHAMPION_FLOOR, DECISION, GATE, QUALITY_GATE, QUALITY_GATE_FAILED
+from pipeline.core.names import BASELINE_FLOOR, CHAMPION_FLOOR, DECISION, GATE, QUALITY_GATE, QUALITY_GATE_FAILED
 from pipeline.definition.declared import Parameters
 
 
 def quality_gate_step(params: Parameters, evaluate: Any, report: Any, register: Any) -> Any:
-    """Register when the report's gate value (higher is better) reaches MetricThreshold and the champion's floor (its
-    value on the same test split minus ChampionTolerance, computed by Evaluate); else fail naming both values."""
+    """Register when the report's gate value (higher is better) reaches MetricThreshold, the champion's floor (its
+    value on the same test split minus ChampionTolerance) and the baseline's floor (the scikit-learn baseline's value
+    minus BaselineTolerance; the challenger's own value when that is off), both computed by Evaluate; else fail
+    naming the values."""
     from sagemaker.core.workflow.conditions import ConditionGreaterThanOrEqualTo
     from sagemaker.core.workflow.functions import Join, JsonGet
     from sagemaker.mlops.workflow import ConditionStep, FailStep
@@ -38,6 +40,12 @@ def quality_gate_step(params: Parameters, evaluate: Any, report: Any, register: 
                 params.champion_tolerance,
                 "=",
                 decision(CHAMPION_FLOOR),
+                "and baseline",
+                decision("baseline_value"),
+                "minus BaselineTolerance",
+                params.baseline_tolerance,
+                "(negative: off) =",
+                decision(BASELINE_FLOOR),
                 "|",
                 decision("reason"),
             ],
@@ -48,6 +56,7 @@ def quality_gate_step(params: Parameters, evaluate: Any, report: Any, register: 
         conditions=[
             ConditionGreaterThanOrEqualTo(left=gate("value"), right=params.metric_threshold),
             ConditionGreaterThanOrEqualTo(left=gate("value"), right=decision(CHAMPION_FLOOR)),
+            ConditionGreaterThanOrEqualTo(left=gate("value"), right=decision(BASELINE_FLOOR)),
         ],
         if_steps=[register],
         else_steps=[failed],

@@ -65,6 +65,7 @@ def register_step(
             "ChallengerValue": decision("challenger_value"),
             "GateMetric": decision("metric"),
             "ChampionTolerance": decision("champion_tolerance"),
+            "BaselineValue": decision("baseline_value"),  # Evaluate's scikit-learn baseline, same test split
         },
     )
     # the version holds the inference pipeline's three containers (steps/serving.py), as CreateModel does
