@@ -74,6 +74,9 @@ def decode_varint_regions(data: np.ndarray, lengths: np.ndarray) -> tuple[np.nda
     width = int(lengths_each.max())
     if width > 10:
         raise WireError("a varint is longer than 10 bytes")
+    counts = np.diff(np.searchsorted(ends, region_ends, side="left"), prepend=0)
+    if width <= 4:
+        return _decode_short(data, ends, lengths_each), counts
     lengths_each = lengths_each.astype(np.uint8)
     value_type = np.uint32 if width <= 4 else np.uint64  # 4 varint bytes hold 28 bits
     padded = np.concatenate([np.zeros(width, dtype=np.uint8), data])  # so ends - back never goes below 0
@@ -81,8 +84,22 @@ def decode_varint_regions(data: np.ndarray, lengths: np.ndarray) -> tuple[np.nda
     for back in range(1, width):
         group = (np.take(padded, ends + (width - back)) & 0x7F).astype(value_type)
         values = np.where(lengths_each > back, (values << value_type(7)) | group, values)
-    counts = np.diff(np.searchsorted(ends, region_ends, side="left"), prepend=0)
     return values, counts
+
+
+_SHORT_MASKS = np.array([0, (1 << 7) - 1, (1 << 14) - 1, (1 << 21) - 1, (1 << 28) - 1], dtype=np.uint32)
+
+
+def _decode_short(data: np.ndarray, ends: np.ndarray, widths: np.ndarray) -> np.ndarray:
+    """Varints of at most 4 bytes (values below 2**28): each read as one little-endian word from its first byte,
+    its 7-bit groups packed together and the bytes beyond its end masked off."""
+    padded = np.concatenate([data, np.zeros(3, dtype=np.uint8)])
+    words = np.ndarray((data.size,), dtype="<u4", buffer=padded, strides=(1,))  # the 4 bytes from each position
+    word = words[ends - (widths - 1)]
+    value = word & np.uint32(0x7F)
+    for group in range(1, 4):
+        value |= (word >> np.uint32(group)) & np.uint32(0x7F << (7 * group))
+    return value & _SHORT_MASKS[widths]
 
 
 def decode_varints(data: np.ndarray) -> np.ndarray:
