@@ -121,10 +121,10 @@ def _convert_all(
                 rows_dropped += converted.dropped
                 for column, hashes in converted.category_hashes.items():
                     categories[column].add(hashes)
-                for split, code in SPLIT_CODES.items():
-                    chosen = np.flatnonzero(converted.split == code)
-                    stats[split].add(converted.rows[chosen, -1], classification)
-                    shards.add(split, converted.rows, chosen)
+                chosen = {split: np.flatnonzero(converted.split == code) for split, code in SPLIT_CODES.items()}
+                for split, rows in chosen.items():
+                    stats[split].add(converted.rows[rows, -1], classification)
+                shards.add(converted.rows, chosen)
             print(f"[{host.name}] read file {number}/{len(files)} {names(path)} ({file_rows:,} rows)", flush=True)
     finally:
         shards.close()
