@@ -36,14 +36,14 @@ class _DealtRows:
         """The rows at ``positions`` of the dealt order, as one C-ordered float32 block."""
         chunk_of, rows = self.chunk_of[positions], self.rows[positions]
         if len(self.chunks) == 1:
-            return self.chunks[0][rows]
+            return np.take(self.chunks[0], rows, axis=0)
         block = np.empty((len(positions), self.width), dtype=np.float32)
         by_chunk = np.argsort(chunk_of, kind="stable")  # a radix sort of small integers
-        bounds = np.searchsorted(chunk_of[by_chunk], np.arange(len(self.chunks) + 1)).tolist()
+        bounds = np.concatenate([[0], np.cumsum(np.bincount(chunk_of, minlength=len(self.chunks)))]).tolist()
         for chunk, (first, last) in enumerate(zip(bounds[:-1], bounds[1:])):
-            if last > first:
+            if last > first:  # np.take: numpy's fast path for whole rows (about twice indexing's speed)
                 chosen = by_chunk[first:last]
-                block[chosen] = self.chunks[chunk][rows[chosen]]
+                block[chosen] = np.take(self.chunks[chunk], rows[chosen], axis=0)
         return block
 
 
