@@ -47,7 +47,10 @@ class BaselineSample:
         if not self.limit or not n:
             return
         keys = self._random.random(n)
-        chosen = np.flatnonzero(keys < self._keys.max()) if len(self._keys) >= self.limit else np.arange(n)
+        chosen = np.arange(n)
+        if len(self._keys) + n > self.limit:  # only rows that can still be among the smallest keys: few per chunk
+            threshold = np.partition(np.concatenate([self._keys, keys]), self.limit - 1)[self.limit - 1]
+            chosen = np.flatnonzero(keys <= threshold)
         numeric_index = {column: i for i, column in enumerate(self.schema.numeric_columns)}
         for column in self.schema.feature_columns:
             if column in numeric_index:
@@ -91,7 +94,11 @@ class BaselineSample:
             if self._integers[column] and np.all(values[finite] == np.round(values[finite])):
                 columns[column] = pa.array(np.where(finite, values, 0).astype(np.int64), mask=~finite)
                 continue
-            text = pc.cast(pa.array(values.astype(np.float32), mask=~finite), pa.string())
+            as_float32 = values.astype(np.float32)
+            text = pc.cast(pa.array(as_float32, mask=~finite), pa.string())
+            if not np.any(finite & (as_float32 == np.round(as_float32))):  # only whole numbers print as digits alone
+                columns[column] = text
+                continue
             whole = pc.match_substring_regex(text, r"^-?\d+$")
             columns[column] = pc.if_else(whole, pc.binary_join_element_wise(text, ".0", ""), text)
         csv.write_csv(pa.table(columns), str(path))

@@ -31,12 +31,30 @@ def _mix(h: np.ndarray) -> np.ndarray:
 
 
 def row_hashes(features: np.ndarray, labels: np.ndarray, seed: int) -> np.ndarray:
-    """A seeded 64-bit hash of each row's float32 features and label, independent of host, file and position."""
-    h = _mix(np.full(len(labels), np.uint64(seed & 0xFFFFFFFFFFFFFFFF), dtype=np.uint64))
+    """A seeded 64-bit hash of each row's float32 features and label, independent of host, file and position.
+
+    Column after column, h = mix(h ^ bits(value)), SplitMix64's finaliser, in place on two arrays the length of the
+    chunk: no temporaries allocated per step."""
+    n = len(labels)
+    h = _mix(np.full(n, np.uint64(seed & 0xFFFFFFFFFFFFFFFF), dtype=np.uint64))
+    bits, scratch = np.empty(n, dtype=np.float32), np.empty(n, dtype=np.uint64)
     for column in (*features.T, labels):
-        bits = (column + np.float32(0.0)).view(np.uint32)  # + 0.0 turns -0.0 into 0.0, so equal numbers hash equally
-        h = _mix(h ^ bits)
+        np.add(column, np.float32(0.0), out=bits)  # + 0.0 turns -0.0 into 0.0, so equal numbers hash equally
+        np.bitwise_xor(h, bits.view(np.uint32), out=h)
+        _mix_in_place(h, scratch)
     return h
+
+
+def _mix_in_place(h: np.ndarray, scratch: np.ndarray) -> None:
+    """:func:`_mix` overwriting ``h``, with ``scratch`` (same length) as its only temporary."""
+    np.right_shift(h, np.uint64(30), out=scratch)
+    h ^= scratch
+    h *= _M1
+    np.right_shift(h, np.uint64(27), out=scratch)
+    h ^= scratch
+    h *= _M2
+    np.right_shift(h, np.uint64(31), out=scratch)
+    h ^= scratch
 
 
 def assign_splits(hashes: np.ndarray, fractions: tuple[float, float, float]) -> np.ndarray:

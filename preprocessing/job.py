@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import math
 import time
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -126,10 +127,10 @@ def _convert_all(
                 rows_dropped += converted.dropped
                 for column, hashes in converted.category_hashes.items():
                     categories[column].add(hashes)
-                for split, code in SPLIT_CODES.items():
-                    chosen = np.flatnonzero(converted.split == code)
-                    stats[split].add(converted.rows[chosen, -1], classification)
-                    shards.add(split, converted.rows, chosen)
+                chosen = {split: np.flatnonzero(converted.split == code) for split, code in SPLIT_CODES.items()}
+                for split, rows in chosen.items():
+                    stats[split].add(converted.rows[rows, -1], classification)
+                shards.add(converted.rows, chosen)
             print(f"[{host.name}] read file {number}/{len(files)} {names(path)} ({file_rows:,} rows)", flush=True)
     finally:
         shards.close()
@@ -152,12 +153,15 @@ def _convert_all(
                 raise PreprocessError(f"the {split} split is empty ({kept} rows, --{split}-fraction {fraction})")
 
     splits = [split for split in SPLITS if stats[split].rows]
-    built = write_shards(shards, splits, shard_counts, settings.seed, host, transaction.work_dir)
+    sample = transaction.work_dir / f"{BASELINE}-{host.name}.csv"
+    with ThreadPoolExecutor(max_workers=1, thread_name_prefix="baseline") as side:  # alongside the shards
+        sample_written = side.submit(baseline.write, sample)
+        built = write_shards(shards, splits, shard_counts, settings.seed, host, transaction.work_dir)
+        wrote_sample = sample_written.result()
     input_names = [path.relative_to(settings.input_dir).as_posix() for path in files]
     for target, split in built:
         stats[split].files.append(transaction.commit(target, split))
-    sample = transaction.work_dir / f"{BASELINE}-{host.name}.csv"
-    if baseline.write(sample):
+    if wrote_sample:
         transaction.commit(sample, BASELINE)
     summary = build_summary(settings, host, schema, labels, stats, input_names, rows_read, rows_dropped, fractions)
     summary["categorical_stats"] = {column: categories[column].summary() for column in schema.categorical_columns}

@@ -126,6 +126,36 @@ def test_sparse_bytes_match_the_per_row_protobuf_writer(record_protobuf: ModuleT
     assert (y_read is None) if y is None else np.array_equal(y_read, y)
 
 
+def test_long_sparse_rows_with_keys_of_every_varint_width_read_back(record_protobuf: ModuleType) -> None:
+    """Rows long enough to be copied region by region, keys from 1 to 5 varint bytes (2**31 - 1 columns)."""
+    cols = (1 << 31) - 1
+    keys = np.unique(np.concatenate([rng.integers(0, min(1 << (7 * w), cols), 150) for w in range(1, 6)]))
+    rows = [keys[rng.random(keys.size) < 0.8] for _ in range(4)] + [np.empty(0, dtype=np.int64), keys]
+    indptr = np.concatenate([[0], np.cumsum([row.size for row in rows])])
+    values = rng.standard_normal(int(indptr[-1])).astype(np.float32)
+    X = scipy.sparse.csr_matrix((values, np.concatenate(rows), indptr), shape=(len(rows), cols))
+    y = rng.standard_normal(len(rows)).astype(np.float32)
+    data = write(recordio.write_sparse, X, y)
+    assert data == v2_sparse(record_protobuf, X, y)
+    X_read, y_read = read_bytes(data)
+    assert_same_sparse(X_read, X)
+    assert np.array_equal(y_read, y)
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.integers(0, 2**64 - 1), min_size=1, max_size=60), st.integers(0, 3))
+def test_varint_regions_decode_every_width(values: list[int], cut: int) -> None:
+    """decode_varint_regions against Python's own encoding, values from 1 to 10 bytes, split into two regions."""
+    from containerlib.recordio.varints import decode_varint_regions, varint_bytes
+
+    encoded = [varint_bytes(value) for value in values]
+    split = min(cut, len(values))
+    lengths = np.array([sum(map(len, encoded[:split])), sum(map(len, encoded[split:]))], dtype=np.int64)
+    decoded, counts = decode_varint_regions(np.frombuffer(b"".join(encoded), dtype=np.uint8), lengths)
+    assert decoded.astype(np.uint64).tolist() == values
+    assert counts.tolist() == [split, len(values) - split]
+
+
 def test_sparse_keeps_stored_order_and_explicit_zeros(record_protobuf: ModuleType) -> None:
     X = scipy.sparse.csr_matrix(
         (np.array([0.0, 2.5, -1.0], np.float32), np.array([7, 3, 0]), np.array([0, 2, 3])), shape=(2, 9)

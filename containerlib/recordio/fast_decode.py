@@ -24,6 +24,7 @@ from containerlib.recordio.wire import (
 )
 
 _DECODE_GROUP_BYTES = 8 << 20  # payload bytes of the records decoded together
+_SLICED_REGION_BYTES = 1024  # regions this long on average are copied slice by slice
 
 
 def _byte_at(data: np.ndarray, positions: np.ndarray) -> np.ndarray:
@@ -171,6 +172,9 @@ def _gather(data: np.ndarray, starts: np.ndarray, lengths: np.ndarray) -> np.nda
     n = starts.size
     if n == 1:
         return data[int(starts[0]) : int(starts[0]) + total].copy()
+    if total >= _SLICED_REGION_BYTES * n:  # long regions (sparse rows): one memcpy each beats any index or mask
+        bounds = np.stack([starts, starts + lengths], axis=1).tolist()
+        return np.concatenate([data[start:end] for start, end in bounds])
     span = int(starts[-1] + lengths[-1] - starts[0])
     if 8 * total >= span:  # dense regions: one boolean mask over the span beats an index per byte
         gaps = starts - np.concatenate([starts[:1], starts[:-1] + lengths[:-1]])
@@ -243,11 +247,11 @@ def _decode_uniform(data: np.ndarray, starts: np.ndarray, length: int) -> Column
     keep[values_at - frame : values_at - frame + values_length] = False
     keep[label_at - frame : label_at - frame + label_length] = False
     mask = np.where(keep, 0xFF, 0).astype(np.uint8).view("<u4")
-    columns = np.flatnonzero(mask)
     words = np.ndarray((n, stride // 4), dtype="<u4", buffer=data, offset=frame, strides=(stride, 4))
-    template = words[:, columns] & mask[columns]
-    if not bool((template == template[0]).all()):
-        return None
+    for column in np.flatnonzero(mask).tolist():  # a few words (head, label prefix), each one strided 1-D compare
+        word = words[:, column] if mask[column] == 0xFFFFFFFF else words[:, column] & mask[column]
+        if not bool((word == word[0]).all()):
+            return None
     n_values = values_length // width
     dtype = np.dtype("<f4" if width == 4 else "<f8")
     if width == 4 and values_at % 4 == 0:
