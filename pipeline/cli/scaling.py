@@ -59,18 +59,19 @@ def run(args: argparse.Namespace) -> int:
     """Run the study and print it."""
     from pipeline.api import find_execution, run_local
     from pipeline.api.scaling import scaling_study
+    from pipeline.cli.arguments import config_from_args
 
     if args.repeats < 1:
         raise UsageError("--repeats must be at least 1")
+    config = config_from_args(args)  # a bad setting is refused before anything runs
     progress = sys.stderr
     announce = lambda count, repeat, name: print(f"training {name} ({count} instance(s))", file=progress)  # noqa: E731
     if args.sagemaker:
         from pipeline.api.scaling import sagemaker_scaling_study
-        from pipeline.cli.arguments import config_from_args
 
         if not args.execution:
             raise UsageError("--sagemaker needs --execution ID|ARN: the execution whose Train job to repeat")
-        execution = find_execution(args.execution, args.workdir, config_from_args(args))
+        execution = find_execution(args.execution, args.workdir, config)
         study = sagemaker_scaling_study(
             execution,
             args.instances,
@@ -86,7 +87,9 @@ def run(args: argparse.Namespace) -> int:
         execution = find_execution(args.execution, args.workdir)
     else:
         print(f"running the bundled example with TrainingInstanceCount={max(args.instances)}", file=progress)
-        execution = run_local(workdir=args.workdir, progress=False, TrainingInstanceCount=max(args.instances))
+        execution = run_local(
+            workdir=args.workdir, progress=False, config=args.config, TrainingInstanceCount=max(args.instances)
+        )
         if not execution.succeeded:
             print(f"llpipe scaling: execution {execution.id} failed: {execution.failure_reason}", file=sys.stderr)
             return 1
