@@ -238,7 +238,8 @@ def preflight_warnings(
     if train_rows is not None and instances > 0 and mini_batch_size > train_rows / instances:
         found.append(
             f"MiniBatchSize={mini_batch_size} is larger than the about {train_rows / instances:.0f} train records one "
-            f"of the {instances} host(s) will see: each step then uses the whole shard (the mini-batch is per host); "
-            "use a smaller MiniBatchSize or fewer instances"
+            f"of the {instances} host(s) will see (the mini-batch is per host): a step would take the whole shard, a "
+            "few updates an epoch (the local trainer shrinks it to 20 updates an epoch, the service may not); use a "
+            "smaller MiniBatchSize or fewer instances"
         )
     return found
