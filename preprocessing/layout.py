@@ -44,16 +44,12 @@ class Schema:
 
     @property
     def feature_offsets(self) -> dict[str, int]:
-        """Index of each feature column's first feature."""
-        offsets, offset = {}, 0
-        for column in self.feature_columns:
-            offsets[column] = offset
-            offset += self.hash_buckets if column in self.categorical_columns else 1
-        return offsets
+        """Index of each feature column's first feature (the shared encoder's layout decides it)."""
+        return self.layout.feature_offsets
 
     @property
     def feature_dim(self) -> int:
-        return len(self.numeric_columns) + len(self.categorical_columns) * self.hash_buckets
+        return self.layout.feature_dim
 
     @property
     def text_columns(self) -> list[str]:
