@@ -22,25 +22,10 @@ from pathlib import Path
 from typing import Any
 
 from pipeline.core.errors import LlpipeError
-from pipeline.core.names import BINARY_CLASSIFIER, MULTICLASS_CLASSIFIER, TRAIN
+from pipeline.core.names import BINARY_CLASSIFIER, MULTICLASS_CLASSIFIER, TRAIN, TRAINING_JOB_SETTINGS
 
 # the members of the Train step's recorded request that a CreateTrainingJob request takes as they are
-TRAINING_REQUEST_KEYS = (
-    "AlgorithmSpecification",
-    "RoleArn",
-    "HyperParameters",
-    "InputDataConfig",
-    "VpcConfig",
-    "OutputDataConfig",
-    "ResourceConfig",
-    "StoppingCondition",
-    "EnableNetworkIsolation",
-    "EnableInterContainerTrafficEncryption",
-    "EnableManagedSpotTraining",
-    "CheckpointConfig",
-    "RetryStrategy",
-    "Environment",
-)
+TRAINING_REQUEST_KEYS = ("HyperParameters", *TRAINING_JOB_SETTINGS)
 DEFAULT_WITHIN = 0.10  # the recommended count is the smallest within 10% of the fastest training time
 DEFAULT_FLOOR = 0.70  # efficiency below 70% is where more instances stop paying
 # the gate metric of the report (Evaluate) and Linear Learner's own test metric of the same quantity

@@ -66,6 +66,7 @@ def run(args: argparse.Namespace) -> int:
     config = config_from_args(args)  # a bad setting is refused before anything runs
     progress = sys.stderr
     announce = lambda count, repeat, name: print(f"training {name} ({count} instance(s))", file=progress)  # noqa: E731
+    options = {"repeats": args.repeats, "within": args.within, "floor": args.floor, "output": args.output}
     if args.sagemaker:
         from pipeline.api.scaling import sagemaker_scaling_study
 
@@ -73,14 +74,7 @@ def run(args: argparse.Namespace) -> int:
             raise UsageError("--sagemaker needs --execution ID|ARN: the execution whose Train job to repeat")
         execution = find_execution(args.execution, args.workdir, config)
         study = sagemaker_scaling_study(
-            execution,
-            args.instances,
-            repeats=args.repeats,
-            within=args.within,
-            floor=args.floor,
-            output=args.output,
-            poll_seconds=args.poll_seconds,
-            on_job=announce,
+            execution, args.instances, poll_seconds=args.poll_seconds, on_job=announce, **options
         )
         return _print(study, args.json)
     if args.execution:
@@ -93,16 +87,7 @@ def run(args: argparse.Namespace) -> int:
         if not execution.succeeded:
             print(f"llpipe scaling: execution {execution.id} failed: {execution.failure_reason}", file=sys.stderr)
             return 1
-    study = scaling_study(
-        execution,
-        args.instances,
-        repeats=args.repeats,
-        within=args.within,
-        floor=args.floor,
-        output=args.output,
-        on_job=announce,
-    )
-    return _print(study, args.json)
+    return _print(scaling_study(execution, args.instances, on_job=announce, **options), args.json)
 
 
 def _print(study: Any, as_json: bool) -> int:

@@ -114,3 +114,22 @@ class StepStatus(str, Enum):
 
     def __hash__(self) -> int:  # hash as the plain string, so a status read back from JSON finds the same dict key
         return hash(self.value)
+
+
+# the members of a CreateTrainingJob request besides its name, hyperparameters and tags: what a tuning job's training
+# definition passes on to each trial as it is, and what a scaling study copies from the Train step's request
+TRAINING_JOB_SETTINGS = (
+    "AlgorithmSpecification",
+    "RoleArn",
+    "InputDataConfig",
+    "VpcConfig",
+    "OutputDataConfig",
+    "ResourceConfig",
+    "StoppingCondition",
+    "EnableNetworkIsolation",
+    "EnableInterContainerTrafficEncryption",
+    "EnableManagedSpotTraining",
+    "CheckpointConfig",
+    "RetryStrategy",
+    "Environment",
+)

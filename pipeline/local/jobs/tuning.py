@@ -20,6 +20,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
 
+from pipeline.core.names import TRAINING_JOB_SETTINGS
 from pipeline.local.executions import now
 from pipeline.local.jobs.contract import Job, StepFailed
 from pipeline.local.jobs.training import TrainingJobs
@@ -28,22 +29,6 @@ from pipeline.local.search import Observation, RangeError, Search, dimensions
 
 STRATEGIES = {"Random": "random", "Bayesian": "gp-ei"}
 TUNING_JOB_NAME_MAX_LENGTH = 32
-# the members of a HyperParameterTrainingJobDefinition that a training job request takes as they are
-_PASSED_ON = (
-    "AlgorithmSpecification",
-    "RoleArn",
-    "InputDataConfig",
-    "VpcConfig",
-    "OutputDataConfig",
-    "ResourceConfig",
-    "StoppingCondition",
-    "EnableNetworkIsolation",
-    "EnableInterContainerTrafficEncryption",
-    "EnableManagedSpotTraining",
-    "CheckpointConfig",
-    "RetryStrategy",
-    "Environment",
-)
 
 
 @dataclass(frozen=True)
@@ -129,7 +114,7 @@ class TuningJobs:
         index: int,
     ) -> Trial:
         """One candidate: a training job request from the definition, run by the local training job runner."""
-        request = {key: definition[key] for key in _PASSED_ON if key in definition}
+        request = {key: definition[key] for key in TRAINING_JOB_SETTINGS if key in definition}
         # the service tells a built-in algorithm it runs under tuning (Linear Learner then trains one model)
         hyperparameters = {**static, **values, "_tuning_objective_metric": metric}
         request.update(TrainingJobName=name, HyperParameters=hyperparameters)
