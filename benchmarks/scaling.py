@@ -10,7 +10,10 @@ on 2 cores, the synchronisation share, and the CPU seconds of the hosts' process
 other work wall times stretch, CPU seconds much less, and the CPU a configuration adds over 1 instance is what
 running in parallel costs. Targets: S(2) >= 1.5 on training time and sync <= 20%.
 
-    python benchmarks/scaling.py [--rows 2000000] [--features 50] [--epochs 5] [--repeats 3]
+With ``--validation-rows N`` a FullyReplicated validation channel of N more rows is scored every epoch, as the
+pipeline's Train step does (outside the epochs' training time, inside the job time).
+
+    python benchmarks/scaling.py [--rows 2000000] [--features 50] [--epochs 5] [--repeats 3] [--validation-rows 0]
 """
 
 from __future__ import annotations
@@ -26,23 +29,25 @@ from pathlib import Path
 import numpy as np
 
 
-def write_shards(folder: Path, rows: int, features: int, shards: int) -> list[Path]:
+def write_shards(folder: Path, rows: int, features: int, shards: int, name: str = "train") -> list[Path]:
     """The benchmark table as ``shards`` RecordIO files."""
     from linear_learner import make_data  # benchmarks/linear_learner.py, beside this file
 
     from containerlib.recordio import write_dense
 
-    X, y = make_data(rows, features)
+    X, y = make_data(rows, features, seed=0 if name == "train" else 1)
     paths = []
     for index, part in enumerate(np.array_split(np.arange(rows), shards)):
-        path = folder / f"train-{index}.pbr"
+        path = folder / f"{name}-{index}.pbr"
         with path.open("wb") as stream:
             write_dense(stream, X[part], y[part])
         paths.append(path)
     return paths
 
 
-def run_once(shards: list[Path], hyperparameters: dict[str, str], count: int, out: Path, tcp: bool) -> dict:
+def run_once(
+    shards: list[Path], validation: list[Path], hyperparameters: dict[str, str], count: int, out: Path, tcp: bool
+) -> dict:
     """One training job; its job time, its processes' CPU seconds and its scaling record."""
     from pipeline.linear_learner import launcher, shared
 
@@ -52,9 +57,10 @@ def run_once(shards: list[Path], hyperparameters: dict[str, str], count: int, ou
     try:
         before = resource.getrusage(resource.RUSAGE_CHILDREN)
         started = time.perf_counter()
-        result = launcher.train(
-            hyperparameters, {"train": launcher.Channel(shards, "ShardedByS3Key")}, out, instance_count=count
-        )
+        channels = {"train": launcher.Channel(shards, "ShardedByS3Key")}
+        if validation:
+            channels["validation"] = launcher.Channel(validation, "FullyReplicated")
+        result = launcher.train(hyperparameters, channels, out, instance_count=count)
         job = time.perf_counter() - started
         after = resource.getrusage(resource.RUSAGE_CHILDREN)  # the hosts, ended and waited for by the launcher
     finally:
@@ -70,6 +76,7 @@ def main() -> None:
     parser.add_argument("--shards", type=int, default=4)
     parser.add_argument("--epochs", type=int, default=5)
     parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--validation-rows", type=int, default=0, help="a validation channel of this many rows")
     parser.add_argument("--no-tcp", action="store_true", help="skip the parameter-server comparison")
     args = parser.parse_args()
     hyperparameters = {
@@ -83,11 +90,19 @@ def main() -> None:
     runs: dict[str, list[dict]] = {name: [] for name, _, _ in configurations}
     with tempfile.TemporaryDirectory(prefix="llpipe-scaling-bench-") as folder:
         shards = write_shards(Path(folder), args.rows, args.features, args.shards)
-        print(f"data: {args.rows:,} x {args.features} float32 in {args.shards} shards, {args.epochs} epochs")
+        validation = []
+        if args.validation_rows:
+            validation = write_shards(Path(folder), args.validation_rows, args.features, 1, "validation")
+        print(
+            f"data: {args.rows:,} x {args.features} float32 in {args.shards} shards, {args.epochs} epochs, "
+            f"validation {args.validation_rows:,} rows"
+        )
         print(f"load average before: {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores")
         for repeat in range(args.repeats):
             for name, count, tcp in configurations:  # alternating, so load changes hit every configuration alike
-                runs[name].append(run_once(shards, hyperparameters, count, Path(folder) / f"out-{repeat}", tcp))
+                runs[name].append(
+                    run_once(shards, validation, hyperparameters, count, Path(folder) / f"out-{repeat}", tcp)
+                )
     baseline = runs["1 instance"]
     base_train = min(r["training_seconds"] for r in baseline)
     base_job = min(r["job_seconds"] for r in baseline)
