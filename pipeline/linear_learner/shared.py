@@ -11,11 +11,14 @@ than the step's own computing on a mid-size table, so two local hosts were no fa
 and a read of memory. Publishing the round after the data relies on stores becoming visible in program order (x86-64
 total store order); ``available()`` says where that holds, and elsewhere the launcher keeps the parameter server.
 Waiting first spins on ``sched_yield`` for at most :data:`_SPIN_SECONDS` (a peer that is computing arrives within
-that: a yield costs well under a microsecond and hands the core to any runnable process, so an idle host does not
-take the core its slower peer needs), then blocks on a futex on the peer's round word, which the peer wakes when it
-publishes. Sleeping instead (``time.sleep(50e-6)``) costs about 110 us a wake-up on Linux (50 us timer slack plus
-the wake-up), on the order of a fifth of a mini-batch step, and was most of the 17% synchronisation share measured
-before. Waiting gives up after the heartbeat, naming the host that stopped publishing.
+that: a yield costs well under a microsecond and hands the core to any runnable process), then blocks on a futex on
+the peer's round word, which the peer wakes when it publishes. Sleeping instead (``time.sleep(50e-6)``) costs about
+110 us a wake-up on Linux (50 us timer slack plus the wake-up), on the order of a fifth of a mini-batch step. On an
+oversubscribed machine spinning does not pay: the peer is descheduled, not computing, and the spinning host takes
+CPU time from it (the kernel shares the CPU between sessions, and both hosts are in the launcher's). So each host
+counts, over every :data:`_SPIN_WINDOW` rounds, the waits that outlasted the spin, and blocks at once in the next
+window when more than :data:`_SPIN_MISSES` of them did (it spins again once most waits are short). Waiting gives up
+after the heartbeat, naming the host that stopped publishing.
 """
 
 from __future__ import annotations
@@ -34,6 +37,8 @@ from pipeline.linear_learner.collective import CollectiveAborted
 
 _HEADER_BYTES = 64  # the published round (int64), padded to a cache line
 _SPIN_SECONDS = 200e-6  # yield-spin this long for a peer before blocking: beyond it the peer is likely descheduled
+_SPIN_WINDOW = 64  # rounds between decisions whether spinning pays
+_SPIN_MISSES = 0.25  # spin no more while over this share of a window's waits outlast the spin
 _BLOCK_SECONDS = 0.05  # longest single futex wait: the heartbeat is checked in between
 _SLEEP_SECONDS = 50e-6  # waiting for a peer's file at start-up, and the wait where futexes are missing
 _SYS_FUTEX = 202  # x86-64
@@ -138,6 +143,9 @@ class SharedMemoryCollective:
         self._slots: dict[int, list[_Slot | None]] = {}
         self._rounds: dict[int, int] = {}
         self._started = False  # after the first round every peer is up: the heartbeat applies
+        self._spin = _SPIN_SECONDS  # this window's spin before blocking (0 when spinning stopped paying)
+        self._waits = 0  # waits in this window
+        self._long_waits = 0  # of them, those longer than _SPIN_SECONDS
         self.wait_seconds = 0.0  # time spent waiting for the peers (the synchronisation share of training)
 
     def _slots_for(self, length: int) -> list[_Slot | None]:
@@ -181,7 +189,7 @@ class SharedMemoryCollective:
         started = time.monotonic()
         limit = self._timeout if self._started else self._first_timeout
         deadline = started + limit
-        spin_until = started + _SPIN_SECONDS
+        spin_until = started + self._spin
         for rank in range(self.size):
             if rank == self.rank:
                 continue
@@ -194,7 +202,9 @@ class SharedMemoryCollective:
                 seen = int(peer.round[0])
                 if seen < number:
                     peer.block(seen, _BLOCK_SECONDS)
-        self.wait_seconds += time.monotonic() - started
+        waited = time.monotonic() - started
+        self.wait_seconds += waited
+        self._adapt(waited)
         self._started = True
         total = slots[0].buffers[buffer].copy() if slots[0] is not None else None
         assert total is not None
@@ -203,6 +213,14 @@ class SharedMemoryCollective:
             assert slot is not None
             total += slot.buffers[buffer]
         return total
+
+    def _adapt(self, waited: float) -> None:
+        """Count this wait; at the end of a window, spin in the next only if few waits outlasted the spin."""
+        self._waits += 1
+        self._long_waits += waited > _SPIN_SECONDS
+        if self._waits == _SPIN_WINDOW:
+            self._spin = _SPIN_SECONDS if self._long_waits <= _SPIN_MISSES * _SPIN_WINDOW else 0.0
+            self._waits = self._long_waits = 0
 
     def close(self) -> None:
         """Unmap every file (the launcher removes the folder) and close the control connection."""
