@@ -12,9 +12,18 @@ from pipeline.linear_learner.collective import CollectiveAborted
 from pipeline.linear_learner.shared import SharedMemoryCollective
 
 
-def test_shared_memory_allreduce_sums_in_host_order_for_every_host(tmp_path: Path) -> None:
+@pytest.mark.parametrize("futex", [True, False])
+def test_shared_memory_allreduce_sums_in_host_order_for_every_host(
+    tmp_path: Path, futex: bool, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """Three hosts, interleaved lengths and many rounds (the double buffer is reused): every host gets the same
-    sum, bit for bit, added in host order like the parameter server's."""
+    sum, bit for bit, added in host order like the parameter server's; waiting on futexes and, where there are
+    none, sleeping; spinning or not (the waits decide every window)."""
+    from pipeline.linear_learner import shared
+
+    if not futex:
+        monkeypatch.setattr(shared, "_SYSCALL", None)
+    monkeypatch.setattr(shared, "_SPIN_WINDOW", 4)
     names = ["algo-1", "algo-2", "algo-3"]
     rng = np.random.default_rng(0)
     rounds = [(rng.standard_normal((3, 7)), rng.standard_normal((3, 1))) for _ in range(25)]

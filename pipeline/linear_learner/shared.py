@@ -24,6 +24,7 @@ after the heartbeat, naming the host that stopped publishing.
 from __future__ import annotations
 
 import ctypes
+import errno
 import mmap
 import os
 import platform
@@ -103,14 +104,17 @@ class _Slot:
 
     def block(self, seen: int, seconds: float) -> None:
         """Sleep until this slot's round changes from ``seen`` (woken by ``wake``), ``seconds`` pass, or a signal."""
+        global _SYSCALL
         if _SYSCALL is None:
             time.sleep(_SLEEP_SECONDS)
             return
         timeout = _Timespec(int(seconds), int((seconds % 1) * 1e9))
         # returns at once (EAGAIN) when the round has already moved on: no wake-up is lost
-        _SYSCALL(
+        result = _SYSCALL(
             _SYS_FUTEX, self.address, _FUTEX_WAIT, ctypes.c_uint32(seen & 0xFFFFFFFF), ctypes.byref(timeout), None, 0
         )
+        if result == -1 and ctypes.get_errno() in (errno.ENOSYS, errno.EPERM):  # futexes filtered out: sleep
+            _SYSCALL = None
 
     def close(self) -> None:
         del self.round, self.buffers, self.address
