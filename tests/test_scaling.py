@@ -412,3 +412,27 @@ def test_sharing_the_validation_scoring_trains_the_same_model_as_algo_1_scoring_
     assert shared.model.weights.tobytes() == alone.model.weights.tobytes()
     assert shared.model.bias.tobytes() == alone.model.bias.tobytes()
     assert shared.model.threshold == alone.model.threshold
+
+
+def test_a_host_stops_spinning_while_most_waits_outlast_the_spin_and_spins_again_once_they_are_short(
+    tmp_path: Path,
+) -> None:
+    """Over a window of rounds: more than a quarter of the waits longer than the spin (a descheduled peer on an
+    oversubscribed machine) and the next window blocks at once; a window of short waits and it spins again."""
+    from pipeline.linear_learner import shared
+
+    collective = SharedMemoryCollective(tmp_path, 0, 2, ["algo-1", "algo-2"], timeout=1)
+    try:
+        long, short = 2 * shared._SPIN_SECONDS, shared._SPIN_SECONDS / 2
+        quarter = shared._SPIN_WINDOW // 4
+        for waited in [long] * quarter + [short] * (shared._SPIN_WINDOW - quarter):
+            collective._adapt(waited)
+        assert collective._spin == shared._SPIN_SECONDS  # a quarter is still fine
+        for waited in [long] * (quarter + 1) + [short] * (shared._SPIN_WINDOW - quarter - 1):
+            collective._adapt(waited)
+        assert collective._spin == 0.0
+        for _ in range(shared._SPIN_WINDOW):
+            collective._adapt(short)
+        assert collective._spin == shared._SPIN_SECONDS
+    finally:
+        collective.close()
