@@ -107,6 +107,10 @@ def main() -> None:
     base_train = min(r["training_seconds"] for r in baseline)
     base_job = min(r["job_seconds"] for r in baseline)
     print(
+        "train: the slowest host's epochs inside the job (its scaling record); job: launcher.train as a whole "
+        "(start, read, train, select, artifact); CPU s: the hosts' processes"
+    )
+    print(
         f"{'configuration':<26}{'train min':>10}{'median':>9}{'job min':>9}{'median':>9}{'S(n) train':>11}"
         f"{'E(n)':>7}{'S(n) job':>9}{'sync':>7}{'records/s':>12}{'CPU s':>8}"
     )
@@ -128,7 +132,8 @@ def main() -> None:
     met = speedup >= 1.5 and sync <= 0.20
     print(f"load average after: {os.getloadavg()[0]:.1f}")
     print(
-        f"2 instances: speedup {speedup:.2f}x of the 2x limit (efficiency {speedup / 2:.0%}), sync {sync:.0%}; "
+        f"2 instances: training-time speedup {speedup:.2f}x of the 2x limit (efficiency {speedup / 2:.0%}), "
+        f"sync {sync:.0%}; "
         f"targets S(2) >= 1.5x and sync <= 20%: {'met' if met else 'not met'}"
     )
 
