@@ -112,14 +112,13 @@ def missing_data_version(request: Mapping[str, Any]) -> bool:
 def scaling_warnings(
     definition: Mapping[str, Any], request: Mapping[str, Any], sample: Mapping[str, Any] | None
 ) -> list[str]:
-    """What ``llpipe start`` warns of before starting, as ``llpipe run`` does (``preflight.scaling_warnings``):
+    """What ``llpipe start`` warns of before starting, as ``llpipe run`` does (``run_preflight_warnings``):
     TrainingInstanceCount against the train shards Preprocess will write and MiniBatchSize against the train records
     one training host will see. The data is what the schema inference read (``sample``, its ``describe()``): the
     data objects ListObjectsV2 listed, and their rows when every object was read whole (fewer rows than the
     per-file cap in all); no further request is sent. Nothing without a sample (``--no-infer``, SchemaUrl given)."""
+    from pipeline.core.scaling import run_preflight_warnings
     from pipeline.definition.parameters import resolve_parameters
-    from pipeline.local.preflight import DataFacts
-    from pipeline.local.preflight import scaling_warnings as warnings_for
 
     if not sample or not sample.get("files_total"):
         return []
@@ -129,7 +128,7 @@ def scaling_warnings(
     except ParameterError:  # a parameter without default and value: the service names it, not this preflight
         return []
     whole = sample.get("files_sampled") == sample["files_total"] and sample["rows"] < sample["rows_per_file"]
-    return warnings_for(DataFacts(int(sample["files_total"]), int(sample["rows"]) if whole else None), values)
+    return run_preflight_warnings(values, int(sample["files_total"]), int(sample["rows"]) if whole else None)
 
 
 def start(
