@@ -942,3 +942,131 @@ def test_local_cost_from_the_record_and_the_definition(definition_json: str) -> 
     assert by_step["Transform"].instance_type == "ml.m5.large"
     assert by_step["Evaluate"].instance_seconds == 0.0
     assert total_instance_seconds(costs) == 20.0 + 90.0 + 4.0 * by_step["Transform"].instance_count
+
+
+def test_show_with_scaling_reads_each_training_job_s_hosts_and_names_the_idle_one(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``execution show --sagemaker --scaling`` on a 3-instance Train job over 2 ShardedByS3Key shards: after the
+    execution's own requests, exactly DescribeTrainingJob, ListObjectsV2 of its train channel, GetMetricData of the
+    hosts' CPUUtilization (Host=<job>/algo-N) and FilterLogEvents of their #throughput_metric lines; the printed
+    record has the global batch (3 x 500), the total throughput, algo-3 idle, and a row per host."""
+    session = StubbedSession("sagemaker", "logs", "s3", "cloudwatch")
+    monkeypatch.setenv("COLUMNS", "250")
+    monkeypatch.setattr(aws, "session", lambda config: session)
+    t1 = T0 + timedelta(minutes=5)
+    sagemaker, logs = session.stubs["sagemaker"], session.stubs["logs"]
+    sagemaker.add_response(
+        "describe_pipeline_execution",
+        {
+            "PipelineArn": PIPELINE_ARN,
+            "PipelineExecutionArn": EXECUTION_ARN,
+            "PipelineExecutionStatus": "Succeeded",
+            "CreationTime": T0,
+            "LastModifiedTime": T0 + timedelta(minutes=20),
+        },
+        {"PipelineExecutionArn": EXECUTION_ARN},
+    )
+    sagemaker.add_response(
+        "list_pipeline_parameters_for_execution",
+        {"PipelineParameters": [{"Name": "TrainingInstanceCount", "Value": "3"}]},
+        {"PipelineExecutionArn": EXECUTION_ARN},
+    )
+    train_step = step("Train", "Succeeded", t1, 520, Metadata={"TrainingJob": {"Arn": job_arn("training-job", TRAIN)}})
+    sagemaker.add_response(
+        "list_pipeline_execution_steps",
+        {"PipelineExecutionSteps": [train_step]},
+        {"PipelineExecutionArn": EXECUTION_ARN, "SortOrder": "Ascending"},
+    )
+    channel = {
+        "ChannelName": "train",
+        "DataSource": {
+            "S3DataSource": {
+                "S3DataType": "S3Prefix",
+                "S3Uri": "s3://artifacts-bucket/run/train/",
+                "S3DataDistributionType": "ShardedByS3Key",
+            }
+        },
+    }
+    described = training_job(
+        TRAIN,
+        "Completed",
+        3,
+        480,
+        t1,
+        HyperParameters={"mini_batch_size": "500"},
+        InputDataConfig=[channel],
+        SecondaryStatusTransitions=[
+            {"Status": "Downloading", "StartTime": t1, "EndTime": t1 + timedelta(seconds=60)},
+            {"Status": "Training", "StartTime": t1 + timedelta(seconds=60), "EndTime": t1 + timedelta(seconds=440)},
+            {"Status": "Uploading", "StartTime": t1 + timedelta(seconds=440), "EndTime": t1 + timedelta(seconds=500)},
+        ],
+        FinalMetricDataList=[{"MetricName": "train:throughput", "Value": 120000.0, "Timestamp": t1}],
+    )
+    sagemaker.add_response("describe_training_job", described, {"TrainingJobName": TRAIN.lower()})
+    logs.add_response(
+        "describe_log_streams",
+        {"logStreams": [{"logStreamName": s, "creationTime": 1767323045000} for s in streams(TRAIN, 3)]},
+        {"logGroupName": "/aws/sagemaker/TrainingJobs", "logStreamNamePrefix": f"{TRAIN}/"},
+    )
+    # the scaling record's own requests
+    sagemaker.add_response("describe_training_job", described, {"TrainingJobName": TRAIN})
+    session.stubs["s3"].add_response(
+        "list_objects_v2",
+        {"Contents": [{"Key": f"run/train/train-algo-{n}-00000.pbr"} for n in (1, 2)]},
+        {"Bucket": "artifacts-bucket", "Prefix": "run/train/"},
+    )
+    hosts = ["algo-1", "algo-2", "algo-3"]
+    queries = [
+        {
+            "Id": f"cpu{index}",
+            "MetricStat": {
+                "Metric": {
+                    "Namespace": "/aws/sagemaker/TrainingJobs",
+                    "MetricName": "CPUUtilization",
+                    "Dimensions": [{"Name": "Host", "Value": f"{TRAIN}/{host}"}],
+                },
+                "Period": 60,
+                "Stat": "Average",
+            },
+            "Label": host,
+        }
+        for index, host in enumerate(hosts)
+    ]
+    minute = [t1 + timedelta(minutes=2), t1 + timedelta(minutes=3)]
+    session.stubs["cloudwatch"].add_response(
+        "get_metric_data",
+        {
+            "MetricDataResults": [
+                {"Id": "cpu0", "Label": "algo-1", "Values": [96.0, 98.0], "Timestamps": minute},
+                {"Id": "cpu1", "Label": "algo-2", "Values": [90.0, 94.0], "Timestamps": minute},
+                {"Id": "cpu2", "Label": "algo-3", "Values": [1.0, 1.0], "Timestamps": minute},
+            ]
+        },
+        {"MetricDataQueries": queries, "StartTime": t1, "EndTime": t1 + timedelta(seconds=500)},
+    )
+    line = "[01/02/2026 03:12:00 INFO 140] #throughput_metric: host={}, train throughput={} records/second"
+    logs.add_response(
+        "filter_log_events",
+        {"events": [{"message": line.format("algo-1", 61000.5)}, {"message": line.format("algo-2", 59000.0)}]},
+        {
+            "logGroupName": "/aws/sagemaker/TrainingJobs",
+            "logStreamNamePrefix": f"{TRAIN}/algo-",
+            "filterPattern": '"#throughput_metric"',
+        },
+    )
+    code = main(["execution", "show", EXECUTION_ID, "--sagemaker", "--scaling", *CONFIG_FLAGS])
+    session.verify()
+    out = capsys.readouterr().out
+    assert code == 0
+    assert (
+        f"Scaling of Train job {TRAIN}: 3 instance(s), global batch 1,500, 120,000 records/s, sync 0%, "
+        "imbalance 1.03, idle: algo-3\n  algo-3 had no train shard and idled: use at most as many instances as train "
+        "shards\n"
+    ) in out
+    rows = [[cell.strip() for cell in line.split("│")[1:-1]] for line in out.splitlines() if line.startswith("│ algo-")]
+    assert rows == [
+        ["algo-1", "1", "0", "61,000", "0.00", "0.00", "0%", "97"],
+        ["algo-2", "1", "0", "59,000", "0.00", "0.00", "0%", "92"],
+        ["algo-3 (idle)", "0", "0", "0", "0.00", "0.00", "0%", "1"],
+    ]

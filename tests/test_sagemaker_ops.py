@@ -782,6 +782,34 @@ def test_start_infers_uploads_the_schema_then_starts_with_it(
     assert f"schema: {uri}" in out and f"started {EXECUTION_ARN}" in out
 
 
+def test_start_warns_before_starting_when_the_mini_batch_exceeds_what_one_host_sees(
+    built: BuiltDefinition, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The preflight of ``llpipe run`` on ``llpipe start``, from what the inference read and nothing more: 60 rows
+    in the one object listed, 70% train, on 2 instances is about 21 train records a host, under MiniBatchSize 1000;
+    MiniBatchSize 20 is not named. The exact requests: DescribePipeline, the sample's ListObjectsV2 and ranged
+    GetObject, the DataVersion listing (a dry run starts nothing)."""
+    text = _sampled_table()
+    outputs = []
+    for batch in ("1000", "20"):
+        session = StubbedSession("sagemaker", "s3")
+        monkeypatch.setattr(aws, "session", lambda config, session=session: session)
+        session.stubs["sagemaker"].add_response(
+            "describe_pipeline", describe_pipeline_response(built), {"PipelineName": "churn-pipeline"}
+        )
+        _expect_sample(session, text)
+        expect_listing(session, "s3://data-bucket/raw/", INPUT_OBJECTS)
+        argv = ["start", "--dry-run", *CLI_CONFIG, *GIVEN, "--param", "TrainingInstanceCount=2"]
+        assert main([*argv, "--param", f"MiniBatchSize={batch}"]) == 0
+        session.verify()
+        outputs.append(capsys.readouterr().err)
+    assert (
+        "llpipe start: warning: MiniBatchSize=1000 is larger than the about 21 train records one of the 2 host(s) "
+        "will see (the mini-batch is per host)" in outputs[0]
+    )
+    assert "warning: MiniBatchSize" not in outputs[1] and "TrainingInstanceCount" not in outputs[1]
+
+
 def test_schedule_gives_every_execution_the_inferred_parameters(
     built: BuiltDefinition, monkeypatch: pytest.MonkeyPatch
 ) -> None:

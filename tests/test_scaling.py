@@ -12,9 +12,18 @@ from pipeline.linear_learner.collective import CollectiveAborted
 from pipeline.linear_learner.shared import SharedMemoryCollective
 
 
-def test_shared_memory_allreduce_sums_in_host_order_for_every_host(tmp_path: Path) -> None:
+@pytest.mark.parametrize("futex", [True, False])
+def test_shared_memory_allreduce_sums_in_host_order_for_every_host(
+    tmp_path: Path, futex: bool, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """Three hosts, interleaved lengths and many rounds (the double buffer is reused): every host gets the same
-    sum, bit for bit, added in host order like the parameter server's."""
+    sum, bit for bit, added in host order like the parameter server's; waiting on futexes and, where there are
+    none, sleeping; spinning or not (the waits decide every window)."""
+    from pipeline.linear_learner import shared
+
+    if not futex:
+        monkeypatch.setattr(shared, "_SYSCALL", None)
+    monkeypatch.setattr(shared, "_SPIN_WINDOW", 4)
     names = ["algo-1", "algo-2", "algo-3"]
     rng = np.random.default_rng(0)
     rounds = [(rng.standard_normal((3, 7)), rng.standard_normal((3, 1))) for _ in range(25)]
@@ -304,3 +313,126 @@ def test_the_sagemaker_study_creates_the_train_job_again_at_each_count(tmp_path:
     with pytest.raises(ScalingStudyError, match=r"up to 3 but Preprocess wrote 2 train shard\(s\)"):
         study_on_sagemaker(refused, train, "abc123", "binary_classifier", [1, 3], output=tmp_path / "no", **options)
     refused.verify()
+
+
+@pytest.mark.parametrize(("dim", "rows", "blocks"), [(3, 16507, 1), (1024, 5000, 3)])
+def test_hosts_sharing_the_validation_scoring_get_one_host_s_losses_bit_for_bit(
+    tmp_path: Path, dim: int, rows: int, blocks: int
+) -> None:
+    """A FullyReplicated validation channel on 3 hosts (three chunks of one block on disk, or three blocks of one
+    chunk): each host scores every third chunk and the exchanged sums add up to exactly the losses one host computes
+    alone; a host without the channel turns the sharing off on every host."""
+    from pipeline.linear_learner.blocks import write_blocks
+    from pipeline.linear_learner.hyperparameters import parse_hyperparameters
+    from pipeline.linear_learner.trainer import (
+        EVALUATION_CHUNK,
+        Dataset,
+        Objective,
+        ParallelModels,
+        Scaler,
+        _evaluation_losses,
+        _validation_on_every_host,
+        model_settings,
+    )
+
+    rng = np.random.default_rng(1)
+    features = rng.standard_normal((rows, dim)).astype(np.float32)
+    labels = (rng.random(rows) < 0.4).astype(np.float32)
+    pieces = [Dataset(features[start : start + 5000], labels[start : start + 5000]) for start in range(0, rows, 5000)]
+    channel = write_blocks(tmp_path / "blocks", pieces)
+    hp = parse_hyperparameters({"predictor_type": "binary_classifier", "num_models": "4"})
+    scaler = Scaler(np.zeros(dim), np.ones(dim))
+    models = ParallelModels(hp, scaler, dim)
+    objective = Objective(hp, scaler, model_settings(hp, 1.5), None)
+    alone = _evaluation_losses(models, objective, channel)
+    whole = _evaluation_losses(models, objective, Dataset(features, labels))  # all in one in-memory block
+    names = ["algo-1", "algo-2", "algo-3"]
+    results: dict[int, tuple[bool, np.ndarray, bool]] = {}
+
+    def host(rank: int) -> None:
+        collective = SharedMemoryCollective(tmp_path / "exchange", rank, 3, names, timeout=30)
+        try:
+            shared = _validation_on_every_host(channel, collective)
+            losses = _evaluation_losses(models, objective, channel, collective=collective)
+            results[rank] = (shared, losses, _validation_on_every_host(channel if rank == 0 else None, collective))
+        finally:
+            collective.close()
+
+    (tmp_path / "exchange").mkdir()
+    threads = [threading.Thread(target=host, args=(rank,)) for rank in range(3)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert len(channel.sizes) == blocks and -(-rows // EVALUATION_CHUNK) * len(channel.sizes) >= 3
+    for rank in range(3):
+        shared, losses, leader_only = results[rank]
+        assert shared and not leader_only
+        assert losses.tobytes() == alone.tobytes()
+    np.testing.assert_allclose(whole, alone, rtol=1e-12)  # another chunking: the same up to rounding
+
+
+def test_sharing_the_validation_scoring_trains_the_same_model_as_algo_1_scoring_alone(tmp_path: Path) -> None:
+    """Two hosts training through ``fit``: with the validation channel on both (shared scoring) the selected model,
+    epochs and train loss are bit for bit those of algo-1 scoring it alone while algo-2 waits."""
+    from pipeline.linear_learner.hyperparameters import parse_hyperparameters
+    from pipeline.linear_learner.trainer import Dataset, fit
+
+    rng = np.random.default_rng(2)
+    features = rng.standard_normal((3000, 5)).astype(np.float32)
+    labels = (features @ np.arange(1, 6) + rng.standard_normal(3000) > 0).astype(np.float32)
+    shards = [Dataset(features[:1200], labels[:1200]), Dataset(features[1200:2400], labels[1200:2400])]
+    validation = Dataset(features[2400:], labels[2400:])
+    hp = parse_hyperparameters(
+        {"predictor_type": "binary_classifier", "epochs": "4", "num_models": "4", "mini_batch_size": "50"}
+    )
+
+    def train(everywhere: bool, folder: Path) -> object:
+        folder.mkdir()
+        results: dict[int, object] = {}
+
+        def host(rank: int) -> None:
+            collective = SharedMemoryCollective(folder, rank, 2, ["algo-1", "algo-2"], timeout=30)
+            try:
+                mine = validation if rank == 0 or everywhere else None
+                results[rank] = fit(hp, shards[rank], mine, collective, lambda line: None, f"algo-{rank + 1}")
+            finally:
+                collective.close()
+
+        threads = [threading.Thread(target=host, args=(rank,)) for rank in range(2)]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+        return results[0]
+
+    alone, shared = train(False, tmp_path / "alone"), train(True, tmp_path / "shared")
+    assert shared.epochs == alone.epochs
+    assert shared.metrics["train:objective_loss"] == alone.metrics["train:objective_loss"]  # throughput is timing
+    assert shared.model.weights.tobytes() == alone.model.weights.tobytes()
+    assert shared.model.bias.tobytes() == alone.model.bias.tobytes()
+    assert shared.model.threshold == alone.model.threshold
+
+
+def test_a_host_stops_spinning_while_most_waits_outlast_the_spin_and_spins_again_once_they_are_short(
+    tmp_path: Path,
+) -> None:
+    """Over a window of rounds: more than a quarter of the waits longer than the spin (a descheduled peer on an
+    oversubscribed machine) and the next window blocks at once; a window of short waits and it spins again."""
+    from pipeline.linear_learner import shared
+
+    collective = SharedMemoryCollective(tmp_path, 0, 2, ["algo-1", "algo-2"], timeout=1)
+    try:
+        long, short = 2 * shared._SPIN_SECONDS, shared._SPIN_SECONDS / 2
+        quarter = shared._SPIN_WINDOW // 4
+        for waited in [long] * quarter + [short] * (shared._SPIN_WINDOW - quarter):
+            collective._adapt(waited)
+        assert collective._spin == shared._SPIN_SECONDS  # a quarter is still fine
+        for waited in [long] * (quarter + 1) + [short] * (shared._SPIN_WINDOW - quarter - 1):
+            collective._adapt(waited)
+        assert collective._spin == 0.0
+        for _ in range(shared._SPIN_WINDOW):
+            collective._adapt(short)
+        assert collective._spin == shared._SPIN_SECONDS
+    finally:
+        collective.close()

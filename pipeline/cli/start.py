@@ -5,7 +5,9 @@ new data re-runs Preprocess and everything after it instead of coming from the c
 schema is inferred first from the start of the first objects under InputDataUrl (ListObjectsV2, ranged GetObject),
 uploaded to its content-addressed key and passed as SchemaUrl with the short decisions (never replacing a
 ``--param``). ``--dry-run`` prints the StartPipelineExecution request after the same reads (DescribePipeline,
-ListObjectsV2, GetObject) and uploads and starts nothing.
+ListObjectsV2, GetObject) and uploads and starts nothing. Before starting it warns, as ``llpipe run`` does, when
+TrainingInstanceCount exceeds the train shards Preprocess will write or MiniBatchSize the train records one host
+will see (from what the inference read; nothing with ``--no-infer``).
 
 Exit codes with --wait: 0 succeeded, 1 a step failed, 3 the quality gate failed (QualityGateFailed ran),
 4 stopped; 2 for bad arguments.
@@ -70,6 +72,7 @@ def run(args: argparse.Namespace) -> int:
         declared_parameters,
         deployed_definition,
         missing_data_version,
+        scaling_warnings,
         start,
         start_request,
     )
@@ -100,6 +103,8 @@ def run(args: argparse.Namespace) -> int:
             "steps may reuse results computed on older data; run llpipe upsert to deploy the current definition",
             file=sys.stderr,
         )
+    for warning in scaling_warnings(definition, request, inferred.sample if inferred else None):
+        print(f"llpipe start: warning: {warning}", file=sys.stderr)
     if args.dry_run:
         print(json.dumps(request, indent=2))
         print(

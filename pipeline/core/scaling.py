@@ -243,3 +243,25 @@ def preflight_warnings(
             "smaller MiniBatchSize or fewer instances"
         )
     return found
+
+
+def run_preflight_warnings(values: Mapping[str, Any], data_files: int, data_rows: float | None) -> list[str]:
+    """``preflight_warnings`` for a run with these (typed) parameter values on ``data_files`` input files of
+    ``data_rows`` rows (None: unknown): Preprocess writes ceil(TrainingInstanceCount / hosts) train shards on each
+    of its min(ProcessingInstanceCount, files) hosts, and the train split is what the split fractions leave.
+    ``llpipe run`` and ``llpipe start`` both warn with it."""
+    import math
+
+    from pipeline.core.names import SPLIT_FRACTIONS
+
+    training, processing = values.get("TrainingInstanceCount"), values.get("ProcessingInstanceCount")
+    batch = values.get("MiniBatchSize")
+    if not isinstance(training, int) or not isinstance(batch, int) or training < 1:
+        return []
+    shards = None
+    if isinstance(processing, int) and processing >= 1 and data_files >= 1:
+        hosts = min(processing, data_files)
+        shards = hosts * math.ceil(training / hosts)
+    held_out = sum(float(values.get(name, default)) for name, default in SPLIT_FRACTIONS.items())
+    rows = None if data_rows is None else data_rows * (1 - held_out)
+    return preflight_warnings(training, batch, shards, rows)

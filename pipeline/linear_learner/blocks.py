@@ -73,7 +73,9 @@ class BlockChannel:
             data, indices, indptr = (np.load(self._path(index, part)) for part in ("data", "indices", "indptr"))
             features = sp.csr_matrix((data, indices, indptr), shape=(len(labels), self.dim))
         else:
-            features = np.load(self._path(index, "features"))
+            # mapped, not read: the pages are faulted in as the batches reach them, so reading a block is spread
+            # over its steps instead of stalling this host (and with it every host, each step) for one copy
+            features = np.load(self._path(index, "features"), mmap_mode="r")
         return Dataset(features, labels)
 
 

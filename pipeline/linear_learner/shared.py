@@ -10,15 +10,25 @@ Why: the TCP parameter server costs two system calls and a thread switch in the 
 than the step's own computing on a mid-size table, so two local hosts were no faster than one. Here a round is a copy
 and a read of memory. Publishing the round after the data relies on stores becoming visible in program order (x86-64
 total store order); ``available()`` says where that holds, and elsewhere the launcher keeps the parameter server.
-Waiting yields the processor (an idle host must not take the core its slower peer needs) and gives up after the
-heartbeat, naming the host that stopped publishing.
+Waiting first spins on ``sched_yield`` for at most :data:`_SPIN_SECONDS` (a peer that is computing arrives within
+that: a yield costs well under a microsecond and hands the core to any runnable process), then blocks on a futex on
+the peer's round word, which the peer wakes when it publishes. Sleeping instead (``time.sleep(50e-6)``) costs about
+110 us a wake-up on Linux (50 us timer slack plus the wake-up), on the order of a fifth of a mini-batch step. On an
+oversubscribed machine spinning does not pay: the peer is descheduled, not computing, and the spinning host takes
+CPU time from it (the kernel shares the CPU between sessions, and both hosts are in the launcher's). So each host
+counts, over every :data:`_SPIN_WINDOW` rounds, the waits that outlasted the spin, and blocks at once in the next
+window when more than :data:`_SPIN_MISSES` of them did (it spins again once most waits are short). Waiting gives up
+after the heartbeat, naming the host that stopped publishing.
 """
 
 from __future__ import annotations
 
+import ctypes
+import errno
 import mmap
 import os
 import platform
+import sys
 import time
 from pathlib import Path
 
@@ -27,8 +37,34 @@ import numpy as np
 from pipeline.linear_learner.collective import CollectiveAborted
 
 _HEADER_BYTES = 64  # the published round (int64), padded to a cache line
-_SPINS_BEFORE_SLEEP = 10  # sched_yield checks before sleeping: an oversubscribed machine needs the core back
-_SLEEP_SECONDS = 50e-6
+_SPIN_SECONDS = 200e-6  # yield-spin this long for a peer before blocking: beyond it the peer is likely descheduled
+_SPIN_WINDOW = 64  # rounds between decisions whether spinning pays
+_SPIN_MISSES = 0.25  # spin no more while over this share of a window's waits outlast the spin
+_BLOCK_SECONDS = 0.05  # longest single futex wait: the heartbeat is checked in between
+_SLEEP_SECONDS = 50e-6  # waiting for a peer's file at start-up, and the wait where futexes are missing
+_SYS_FUTEX = 202  # x86-64
+_FUTEX_WAIT, _FUTEX_WAKE = 0, 1
+_WAKE_ALL = 0x7FFFFFFF
+
+
+class _Timespec(ctypes.Structure):
+    _fields_ = [("tv_sec", ctypes.c_long), ("tv_nsec", ctypes.c_long)]
+
+
+def _futex_syscall() -> object:
+    """libc's ``syscall`` for futex waits and wakes on the mapped round words; None where there is none (then
+    waiting sleeps)."""
+    if not sys.platform.startswith("linux") or platform.machine().lower() not in ("x86_64", "amd64"):
+        return None
+    try:
+        function = ctypes.CDLL(None, use_errno=True).syscall
+    except (OSError, AttributeError):
+        return None
+    function.restype = ctypes.c_long
+    return function
+
+
+_SYSCALL = _futex_syscall()
 
 
 def available() -> bool:
@@ -55,12 +91,33 @@ class _Slot:
         with open(path, "r+b") as stream:
             self._map = mmap.mmap(stream.fileno(), size)
         self.round = np.frombuffer(self._map, dtype=np.int64, count=1, offset=0)
+        # the futex word: the low 32 bits of the round (little-endian), in memory shared by every host
+        self.address = ctypes.c_void_p(self.round.ctypes.data)
         self.buffers = np.frombuffer(self._map, dtype=np.float64, count=2 * length, offset=_HEADER_BYTES).reshape(
             2, length
         )
 
+    def wake(self) -> None:
+        """Wake every host blocked on this slot's round (a system call of about a microsecond; none waiting is fine)."""
+        if _SYSCALL is not None:
+            _SYSCALL(_SYS_FUTEX, self.address, _FUTEX_WAKE, _WAKE_ALL, None, None, 0)
+
+    def block(self, seen: int, seconds: float) -> None:
+        """Sleep until this slot's round changes from ``seen`` (woken by ``wake``), ``seconds`` pass, or a signal."""
+        global _SYSCALL
+        if _SYSCALL is None:
+            time.sleep(_SLEEP_SECONDS)
+            return
+        timeout = _Timespec(int(seconds), int((seconds % 1) * 1e9))
+        # returns at once (EAGAIN) when the round has already moved on: no wake-up is lost
+        result = _SYSCALL(
+            _SYS_FUTEX, self.address, _FUTEX_WAIT, ctypes.c_uint32(seen & 0xFFFFFFFF), ctypes.byref(timeout), None, 0
+        )
+        if result == -1 and ctypes.get_errno() in (errno.ENOSYS, errno.EPERM):  # futexes filtered out: sleep
+            _SYSCALL = None
+
     def close(self) -> None:
-        del self.round, self.buffers
+        del self.round, self.buffers, self.address
         self._map.close()
 
 
@@ -90,6 +147,9 @@ class SharedMemoryCollective:
         self._slots: dict[int, list[_Slot | None]] = {}
         self._rounds: dict[int, int] = {}
         self._started = False  # after the first round every peer is up: the heartbeat applies
+        self._spin = _SPIN_SECONDS  # this window's spin before blocking (0 when spinning stopped paying)
+        self._waits = 0  # waits in this window
+        self._long_waits = 0  # of them, those longer than _SPIN_SECONDS
         self.wait_seconds = 0.0  # time spent waiting for the peers (the synchronisation share of training)
 
     def _slots_for(self, length: int) -> list[_Slot | None]:
@@ -129,23 +189,26 @@ class SharedMemoryCollective:
         assert mine is not None
         mine.buffers[buffer] = vector
         mine.round[0] = number  # published after the data: x86-64 keeps the stores in this order
+        mine.wake()
         started = time.monotonic()
         limit = self._timeout if self._started else self._first_timeout
         deadline = started + limit
+        spin_until = started + self._spin
         for rank in range(self.size):
             if rank == self.rank:
                 continue
             peer = self._peer(slots, rank, length, deadline, limit)
-            spins = 0
             while peer.round[0] < number:
-                spins += 1
-                if spins < _SPINS_BEFORE_SLEEP:
+                if time.monotonic() < spin_until:
                     os.sched_yield()
-                else:
-                    time.sleep(_SLEEP_SECONDS)
-                if spins % 256 == 0:
-                    self._check(rank, deadline, limit)
-        self.wait_seconds += time.monotonic() - started
+                    continue
+                self._check(rank, deadline, limit)
+                seen = int(peer.round[0])
+                if seen < number:
+                    peer.block(seen, _BLOCK_SECONDS)
+        waited = time.monotonic() - started
+        self.wait_seconds += waited
+        self._adapt(waited)
         self._started = True
         total = slots[0].buffers[buffer].copy() if slots[0] is not None else None
         assert total is not None
@@ -154,6 +217,14 @@ class SharedMemoryCollective:
             assert slot is not None
             total += slot.buffers[buffer]
         return total
+
+    def _adapt(self, waited: float) -> None:
+        """Count this wait; at the end of a window, spin in the next only if few waits outlasted the spin."""
+        self._waits += 1
+        self._long_waits += waited > _SPIN_SECONDS
+        if self._waits == _SPIN_WINDOW:
+            self._spin = _SPIN_SECONDS if self._long_waits <= _SPIN_MISSES * _SPIN_WINDOW else 0.0
+            self._waits = self._long_waits = 0
 
     def close(self) -> None:
         """Unmap every file (the launcher removes the folder) and close the control connection."""

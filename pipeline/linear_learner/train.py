@@ -56,6 +56,7 @@ class _Instance:
     host: str
     hosts: list[str]
     channels: dict[str, str]  # channel name -> content type
+    replicated: frozenset[str] = frozenset()  # channels every host receives whole (FullyReplicated)
 
     @property
     def rank(self) -> int:
@@ -117,12 +118,19 @@ def _instance(root: Path) -> _Instance:
                 "application/x-recordio-protobuf or text/csv"
             )
         channels[name] = content_type
-    return _Instance(resources.get("current_host", "algo-1"), list(resources.get("hosts", ["algo-1"])), channels)
+    replicated = frozenset(
+        name
+        for name, channel in data_config.items()
+        if channel.get("S3DistributionType", "FullyReplicated") == "FullyReplicated"
+    )
+    hosts = list(resources.get("hosts", ["algo-1"]))
+    return _Instance(resources.get("current_host", "algo-1"), hosts, channels, replicated)
 
 
 def _read_channels(root: Path, hp, instance: _Instance, blocks: Path) -> tuple:
     """(train, validation, test) channels, each checked once and stored as blocks under ``blocks`` that training
-    reads back one at a time; only the leader (algo-1) reads validation and test."""
+    reads back one at a time. Only the leader (algo-1) reads test; every host reads a FullyReplicated validation
+    channel (all hosts then share scoring it each epoch), else only the leader does."""
     from pipeline.linear_learner.data import channel_files, open_channel
 
     data = root / "input" / "data"
@@ -150,7 +158,8 @@ def _read_channels(root: Path, hp, instance: _Instance, blocks: Path) -> tuple:
 
     started = time.perf_counter()
     train = load("train")
-    validation = load("validation") if instance.leader and "validation" in instance.channels else None
+    shared = "validation" in instance.replicated and len(instance.hosts) > 1
+    validation = load("validation") if (instance.leader or shared) and "validation" in instance.channels else None
     test = load("test") if instance.leader and "test" in instance.channels else None
     dim = train.dim
     for name, dataset in (("validation", validation), ("test", test)):

@@ -219,20 +219,11 @@ def check_data(files: list[Path], values: Mapping[str, Any]) -> DataFacts:
 
 
 def scaling_warnings(facts: DataFacts, values: Mapping[str, Any]) -> list[str]:
-    """Training instances against the train shards Preprocess will write (each of its hosts writes
-    ceil(TrainingInstanceCount / hosts)) and MiniBatchSize against the train records per instance."""
-    from pipeline.core.scaling import preflight_warnings
+    """Training instances against the train shards Preprocess will write and MiniBatchSize against the train
+    records per instance (``pipeline.core.scaling.run_preflight_warnings``)."""
+    from pipeline.core.scaling import run_preflight_warnings
 
-    training, processing = values.get("TrainingInstanceCount"), values.get("ProcessingInstanceCount")
-    batch = values.get("MiniBatchSize")
-    if not isinstance(training, int) or not isinstance(batch, int) or training < 1:
-        return []
-    shards = None
-    if isinstance(processing, int) and processing >= 1:
-        hosts = min(processing, facts.files)
-        shards = hosts * math.ceil(training / hosts)
-    rows = None if facts.rows is None else facts.rows * (1 - sum(_fractions(values).values()))
-    return preflight_warnings(training, batch, shards, rows)
+    return run_preflight_warnings(values, facts.files, facts.rows)
 
 
 def scan_files(files: list[Path]) -> DataFacts:

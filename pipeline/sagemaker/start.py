@@ -109,6 +109,28 @@ def missing_data_version(request: Mapping[str, Any]) -> bool:
     return all(parameter["Name"] != DATA_VERSION for parameter in request.get("PipelineParameters", []))
 
 
+def scaling_warnings(
+    definition: Mapping[str, Any], request: Mapping[str, Any], sample: Mapping[str, Any] | None
+) -> list[str]:
+    """What ``llpipe start`` warns of before starting, as ``llpipe run`` does (``run_preflight_warnings``):
+    TrainingInstanceCount against the train shards Preprocess will write and MiniBatchSize against the train records
+    one training host will see. The data is what the schema inference read (``sample``, its ``describe()``): the
+    data objects ListObjectsV2 listed, and their rows when every object was read whole (fewer rows than the
+    per-file cap in all); no further request is sent. Nothing without a sample (``--no-infer``, SchemaUrl given)."""
+    from pipeline.core.scaling import run_preflight_warnings
+    from pipeline.definition.parameters import resolve_parameters
+
+    if not sample or not sample.get("files_total"):
+        return []
+    given = {parameter["Name"]: parameter["Value"] for parameter in request.get("PipelineParameters", [])}
+    try:
+        values = resolve_parameters(list(definition.get("Parameters", [])), given)
+    except ParameterError:  # a parameter without default and value: the service names it, not this preflight
+        return []
+    whole = sample.get("files_sampled") == sample["files_total"] and sample["rows"] < sample["rows_per_file"]
+    return run_preflight_warnings(values, int(sample["files_total"]), int(sample["rows"]) if whole else None)
+
+
 def start(
     config: PipelineConfig,
     parameters: Mapping[str, str] | None = None,
