@@ -1060,13 +1060,13 @@ def test_show_with_scaling_reads_each_training_job_s_hosts_and_names_the_idle_on
     out = capsys.readouterr().out
     assert code == 0
     assert (
-        f"Scaling of Train job {TRAIN}: 3 instance(s), global batch 1,500, 120,000 records/s, sync 0%, "
-        "imbalance 1.03, idle: algo-3\n  algo-3 had no train shard and idled: use at most as many instances as train "
-        "shards\n"
+        f"Scaling of Train job {TRAIN}: 3 instance(s), global batch 1,500, 120,000 records/s, sync not "
+        "reported, imbalance 1.03, idle: algo-3\n  algo-3 had no train shard and idled: use at most as many "
+        "instances as train shards\n"
     ) in out
     rows = [[cell.strip() for cell in line.split("│")[1:-1]] for line in out.splitlines() if line.startswith("│ algo-")]
     assert rows == [
-        ["algo-1", "1", "0", "61,000", "0.00", "0.00", "0%", "97"],
-        ["algo-2", "1", "0", "59,000", "0.00", "0.00", "0%", "92"],
+        ["algo-1", "1", "0", "61,000", "-", "-", "-", "97"],  # the service reports no compute or wait time
+        ["algo-2", "1", "0", "59,000", "-", "-", "-", "92"],
         ["algo-3 (idle)", "0", "0", "0", "0.00", "0.00", "0%", "1"],
     ]

@@ -54,6 +54,11 @@ class HostRecord:
     def idle(self) -> bool:
         return self.train_shards == 0
 
+    @property
+    def timed(self) -> bool:
+        """Whether its compute and wait times were measured (the local hosts; the service reports neither)."""
+        return self.seconds > 0
+
     def to_dict(self) -> dict[str, Any]:
         data = asdict(self)
         data["epochs"] = [asdict(epoch) for epoch in self.epochs]
@@ -188,9 +193,10 @@ def host_record(host: str, train_shards: int, epochs: Sequence[EpochRecord]) -> 
 
 def summary_line(record: ScalingRecord) -> str:
     """One line for the run summary: instances, global batch, throughput, sync share, imbalance, idle hosts."""
+    sync = f"{record.sync_share:.0%}" if any(host.timed for host in record.hosts) else "not reported"
     text = (
         f"{record.instances} instance(s), global batch {record.global_batch:,}, "
-        f"{record.throughput:,.0f} records/s, sync {record.sync_share:.0%}, imbalance {record.imbalance:.2f}"
+        f"{record.throughput:,.0f} records/s, sync {sync}, imbalance {record.imbalance:.2f}"
     )
     if record.idle_hosts:
         text += f", idle: {', '.join(record.idle_hosts)}"
@@ -200,20 +206,22 @@ def summary_line(record: ScalingRecord) -> str:
 
 
 def host_rows(record: ScalingRecord) -> list[list[str]]:
-    """Per-host rows for tables: host, shards, records, records/s, compute s, sync s, sync share, CPU %."""
+    """Per-host rows for tables: host, shards, records, records/s, compute s, sync s, sync share, CPU %; "-" where a
+    time was not measured (a SageMaker host: the service reports neither compute nor wait time)."""
     rows = []
     for host in record.hosts:
         share = host.sync_seconds / host.seconds if host.seconds > 0 else 0.0
         cpu = "" if host.cpu_utilization is None else f"{host.cpu_utilization:.0f}"
+        timed = host.timed or host.idle
         rows.append(
             [
                 host.host + (" (idle)" if host.idle else ""),
                 str(host.train_shards),
                 f"{host.records:,}",
                 f"{host.records_per_second:,.0f}",
-                f"{host.compute_seconds:.2f}",
-                f"{host.sync_seconds:.2f}",
-                f"{share:.0%}",
+                f"{host.compute_seconds:.2f}" if timed else "-",
+                f"{host.sync_seconds:.2f}" if timed else "-",
+                f"{share:.0%}" if timed else "-",
                 cpu,
             ]
         )
