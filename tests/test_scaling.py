@@ -303,6 +303,7 @@ def test_the_sagemaker_study_creates_the_train_job_again_at_each_count(tmp_path:
         (2, 2000.0, 400),
     ]
     assert [row.instance_seconds for row in study.rows] == [420.0, 840.0] and study.train_shards == 2
+    assert [row.sync_share for row in study.rows] == [None, None]  # the service does not measure waiting
     assert (tmp_path / "scaling-study.png").is_file() and (tmp_path / "scaling-study.json").is_file()
 
     refused = StubbedSession("sagemaker", "s3")

@@ -49,7 +49,7 @@ class StudyRow:
     efficiency: float
     instance_seconds: float
     throughput: float
-    sync_share: float
+    sync_share: float | None  # None: not measured (SageMaker jobs)
     global_batch: int
     validation_objective: float | None
     test_metric: float | None
@@ -239,7 +239,9 @@ def _rows(runs: dict[int, list[dict[str, Any]]], test_metric: str) -> list[Study
                 efficiency=round(speedup / count, 3),
                 instance_seconds=round(count * job_seconds, 3),
                 throughput=round(statistics.median(item["throughput"] for item in items), 1),
-                sync_share=round(statistics.median(item["sync_share"] for item in items), 4),
+                sync_share=None
+                if any(item["sync_share"] is None for item in items)
+                else round(statistics.median(item["sync_share"] for item in items), 4),
                 global_batch=int(items[-1]["global_batch"]),
                 validation_objective=metrics.get("validation:objective_loss"),
                 test_metric=metrics.get(test_metric),
@@ -366,7 +368,7 @@ def study_on_sagemaker(
                     "training_seconds": status_seconds(job).get("Training", 0.0),
                     "job_seconds": float(job.get("BillableTimeInSeconds") or job.get("TrainingTimeInSeconds") or 0),
                     "throughput": float(metrics.get("train:throughput", 0.0)),
-                    "sync_share": 0.0,  # the service reports no wait time; the job's scaling record has the hosts'
+                    "sync_share": None,  # the service reports no wait time
                     "global_batch": count * batch,
                     "metrics": metrics,
                 }

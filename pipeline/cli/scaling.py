@@ -113,7 +113,7 @@ def _print(study: Any, as_json: bool) -> int:
             f"{row.efficiency:.0%}",
             f"{row.instance_seconds:.1f}",
             f"{row.throughput:,.0f}",
-            f"{row.sync_share:.0%}",
+            "-" if row.sync_share is None else f"{row.sync_share:.0%}",
             f"{row.global_batch:,}",
             "" if row.validation_objective is None else f"{row.validation_objective:.5g}",
             "" if row.test_metric is None else f"{row.test_metric:.5g}",
