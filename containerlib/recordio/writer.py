@@ -112,11 +112,7 @@ class DenseLayout:
 
     def empty(self, n_rows: int) -> np.ndarray:
         """[n_rows, length] uint8 frames with every byte but the numbers already in place."""
-        frames = np.empty((n_rows, self.length), dtype=np.uint8)
-        features_end = self.features_at + 4 * self.n_features
-        frames[:, : self.features_at] = self.template[: self.features_at]
-        frames[:, features_end:] = self.template[features_end:]
-        return frames
+        return np.tile(self.template, (n_rows, 1))  # whole rows copied: faster than writing around the numbers
 
     def fill(
         self, frames: np.ndarray, X: np.ndarray, y: np.ndarray | None, first_row: int = 0, check: bool = True
