@@ -118,3 +118,70 @@ def _decode_short(data: np.ndarray, last: np.ndarray, region_ends: np.ndarray) -
 def decode_varints(data: np.ndarray) -> np.ndarray:
     """Decode a byte array holding whole varints back to back."""
     return decode_varint_regions(data, np.array([data.size], dtype=np.int64))[0]
+
+
+_ONE_BYTE_KEYS = 128  # distinct keys below 128: at most this many one-byte varints start a region of increasing keys
+_POISON = np.uint32(1 << 31)  # a LUT entry for byte pairs that break the assumed layout: the decoded maximum shows it
+
+
+def _pair_tables() -> tuple[np.ndarray, np.ndarray]:
+    """Lookup tables indexed by two bytes b0 | b1 << 8: the low 14 bits of a varint starting with them when it is 2
+    bytes long (b0 continues, b1 ends it) and when it is at least 3 (both continue); _POISON where they do not."""
+    pair = np.arange(1 << 16, dtype=np.uint32)
+    b0, b1 = pair & np.uint32(0xFF), pair >> np.uint32(8)
+    low = (b0 & np.uint32(0x7F)) | ((b1 & np.uint32(0x7F)) << np.uint32(7))
+    two = np.where((b0 >= 0x80) & (b1 < 0x80), low, _POISON).astype(np.uint32)
+    three = np.where((b0 >= 0x80) & (b1 >= 0x80), low, _POISON).astype(np.uint32)
+    return two, three
+
+
+_PAIR_TABLES: list[tuple[np.ndarray, np.ndarray]] = []  # built on first use (512 kB)
+
+
+def decode_increasing_regions(
+    data: np.ndarray, starts: np.ndarray, lengths: np.ndarray, counts: np.ndarray, out: np.ndarray
+) -> bool:
+    """Regions of ``data`` each holding ``counts`` varints of 1 to 3 bytes in that order of length (what increasing
+    keys below 2**21 give: sparse rows' column indices as writers emit them), decoded as uint32 back to back into
+    ``out`` (sized ``counts.sum()``); False if any region is laid out otherwise (the caller then decodes generically).
+
+    Each region's split into 1-, 2- and 3-byte varints follows from where its first continuation byte is, its length
+    and its count; every byte's continuation bit is then checked against that split (through lookup tables on byte
+    pairs and the decoded maximum), so a result is exactly what a byte-by-byte decoder gives. The work is a copy of
+    each part and a few array passes over the 3-byte varints, with a little per region: for long regions only."""
+    if not _PAIR_TABLES:
+        _PAIR_TABLES.append(_pair_tables())
+    two_table, three_table = _PAIR_TABLES[0]
+    window = np.arange(_ONE_BYTE_KEYS + 1)
+    head = data[np.minimum(starts[:, None] + window, data.size - 1)]
+    continues = (head >= 0x80) & (window < lengths[:, None])
+    found = continues.any(axis=1)
+    if not bool((found | (lengths <= _ONE_BYTE_KEYS)).all()):
+        return False  # more one-byte varints than increasing keys allow: not this layout
+    ones = np.where(found, continues.argmax(axis=1), lengths)
+    threes = lengths - 2 * counts + ones
+    twos = counts - ones - threes
+    if bool((twos < 0).any() or (threes < 0).any()):
+        return False
+    top = np.empty(int(threes.max()) if threes.size else 0, dtype=np.uint32)
+    position = 0
+    for start, c1, c2, c3 in zip(starts.tolist(), ones.tolist(), twos.tolist(), threes.tolist()):
+        # straight from the region into place, row by row: each row's temporaries stay in cache
+        if c1:  # bytes below 0x80, checked by the search
+            out[position : position + c1] = data[start : start + c1]
+        if c2:
+            pairs = np.ndarray((c2,), dtype="<u2", buffer=data, offset=start + c1, strides=(2,))
+            np.take(two_table, pairs, out=out[position + c1 : position + c1 + c2], mode="clip")
+        if c3:
+            at = start + c1 + 2 * c2
+            block = out[position + c1 + c2 : position + c1 + c2 + c3]
+            np.take(
+                three_table,
+                np.ndarray((c3,), dtype="<u2", buffer=data, offset=at, strides=(3,)),
+                out=block,
+                mode="clip",
+            )
+            np.left_shift(data[at + 2 : at + 3 * c3 : 3], np.uint32(14), out=top[:c3], dtype=np.uint32)
+            block |= top[:c3]  # a third byte that continues shows as a value of 2**21 or more
+        position += c1 + c2 + c3
+    return not out.size or int(out.max()) < 1 << 21  # or a lookup's _POISON: a byte that broke the layout
