@@ -121,21 +121,20 @@ def decode_varints(data: np.ndarray) -> np.ndarray:
 
 
 _ONE_BYTE_KEYS = 128  # distinct keys below 128: at most this many one-byte varints start a region of increasing keys
-_POISON = np.uint32(1 << 31)  # a LUT entry for byte pairs that break the assumed layout: the decoded maximum shows it
+_POISON = np.uint32(1 << 31)  # the lookup table's entry for byte pairs that are no 2-byte varint
 
 
-def _pair_tables() -> tuple[np.ndarray, np.ndarray]:
-    """Lookup tables indexed by two bytes b0 | b1 << 8: the low 14 bits of a varint starting with them when it is 2
-    bytes long (b0 continues, b1 ends it) and when it is at least 3 (both continue); _POISON where they do not."""
+def _pair_table() -> np.ndarray:
+    """A lookup table indexed by two bytes b0 | b1 << 8: the value of the 2-byte varint they are (b0 continues, b1
+    ends it), _POISON where they are not one."""
     pair = np.arange(1 << 16, dtype=np.uint32)
     b0, b1 = pair & np.uint32(0xFF), pair >> np.uint32(8)
     low = (b0 & np.uint32(0x7F)) | ((b1 & np.uint32(0x7F)) << np.uint32(7))
-    two = np.where((b0 >= 0x80) & (b1 < 0x80), low, _POISON).astype(np.uint32)
-    three = np.where((b0 >= 0x80) & (b1 >= 0x80), low, _POISON).astype(np.uint32)
-    return two, three
+    return np.where((b0 >= 0x80) & (b1 < 0x80), low, _POISON).astype(np.uint32)
 
 
-_PAIR_TABLES: list[tuple[np.ndarray, np.ndarray]] = []  # built on first use (512 kB)
+_PAIR_TABLES: list[np.ndarray] = []  # built on first use (256 kB)
+_CACHE_BLOCK = 1 << 14  # varints decoded at a time, so each pass over them stays in cache
 
 
 def decode_increasing_regions(
@@ -146,12 +145,12 @@ def decode_increasing_regions(
     ``out`` (sized ``counts.sum()``); False if any region is laid out otherwise (the caller then decodes generically).
 
     Each region's split into 1-, 2- and 3-byte varints follows from where its first continuation byte is, its length
-    and its count; every byte's continuation bit is then checked against that split (through lookup tables on byte
-    pairs and the decoded maximum), so a result is exactly what a byte-by-byte decoder gives. The work is a copy of
+    and its count; every byte's continuation bit is then checked against that split (a lookup table for the 2-byte
+    ones, masks for the 3-byte ones), so a result is exactly what a byte-by-byte decoder gives. The work is a copy of
     each part and a few array passes over the 3-byte varints, with a little per region: for long regions only."""
     if not _PAIR_TABLES:
-        _PAIR_TABLES.append(_pair_tables())
-    two_table, three_table = _PAIR_TABLES[0]
+        _PAIR_TABLES.append(_pair_table())
+    two_table = _PAIR_TABLES[0]
     window = np.arange(_ONE_BYTE_KEYS + 1)
     head = data[np.minimum(starts[:, None] + window, data.size - 1)]
     continues = (head >= 0x80) & (window < lengths[:, None])
@@ -163,25 +162,53 @@ def decode_increasing_regions(
     twos = counts - ones - threes
     if bool((twos < 0).any() or (threes < 0).any()):
         return False
-    top = np.empty(int(threes.max()) if threes.size else 0, dtype=np.uint32)
+    one_values = head[window < ones[:, None]]  # checked below 0x80 by the search
+    two_values = np.take(two_table, _concatenate(data, starts + ones, 2 * twos).view("<u2"), mode="clip")
+    three_values = _three_byte_varints(_concatenate(data, starts + ones + 2 * twos, 3 * threes, pad=1))
+    if three_values is None or (two_values.size and int(np.bitwise_or.reduce(two_values)) & int(_POISON)):
+        return False  # a continuation bit where the layout has none, or none where it has one
+    position = one = two = three = 0
+    for c1, c2, c3 in zip(ones.tolist(), twos.tolist(), threes.tolist()):
+        out[position : position + c1] = one_values[one : one + c1]
+        out[position + c1 : position + c1 + c2] = two_values[two : two + c2]
+        out[position + c1 + c2 : position + c1 + c2 + c3] = three_values[three : three + c3]
+        position, one, two, three = position + c1 + c2 + c3, one + c1, two + c2, three + c3
+    return True
+
+
+def _three_byte_varints(data: np.ndarray) -> np.ndarray | None:
+    """Back-to-back 3-byte varints (``data`` padded by one byte) as uint32; None if a continuation bit is wrong.
+
+    Each is read as a little-endian word from its first byte, x0 + 2**8 x1 + 2**16 x2 (+ the next one's first byte,
+    masked off), and packed to x0 + 2**7 x1 + 2**14 x2 by subtracting the two shifted excesses: a few array passes,
+    a block at a time so that they stay in cache."""
+    count = (data.size - 1) // 3
+    words = np.ndarray((count,), dtype="<u4", buffer=data, strides=(3,))
+    values = np.empty(count, dtype=np.uint32)
+    scratch = np.empty(min(count, _CACHE_BLOCK), dtype=np.uint32)
+    for first in range(0, count, _CACHE_BLOCK):
+        block = values[first : first + _CACHE_BLOCK]
+        excess = scratch[: block.size]
+        np.bitwise_xor(words[first : first + _CACHE_BLOCK], np.uint32(0x8080), out=block)  # expected bits cleared
+        np.bitwise_and(block, np.uint32(0x808080), out=excess)
+        if excess.any():
+            return None
+        block &= np.uint32(0x7F7F7F)
+        np.right_shift(block, np.uint32(1), out=excess)
+        excess &= np.uint32(0xFFFFFF80)  # 2**7 x1 + 2**15 x2
+        block -= excess
+        excess >>= np.uint32(1)
+        excess &= np.uint32(0xFFFFC000)  # 2**14 x2
+        block -= excess
+    return values
+
+
+def _concatenate(data: np.ndarray, starts: np.ndarray, lengths: np.ndarray, pad: int = 0) -> np.ndarray:
+    """The regions' bytes back to back (one slice copy each), then ``pad`` zero bytes."""
+    out = np.empty(int(lengths.sum()) + pad, dtype=np.uint8)
     position = 0
-    for start, c1, c2, c3 in zip(starts.tolist(), ones.tolist(), twos.tolist(), threes.tolist()):
-        # straight from the region into place, row by row: each row's temporaries stay in cache
-        if c1:  # bytes below 0x80, checked by the search
-            out[position : position + c1] = data[start : start + c1]
-        if c2:
-            pairs = np.ndarray((c2,), dtype="<u2", buffer=data, offset=start + c1, strides=(2,))
-            np.take(two_table, pairs, out=out[position + c1 : position + c1 + c2], mode="clip")
-        if c3:
-            at = start + c1 + 2 * c2
-            block = out[position + c1 + c2 : position + c1 + c2 + c3]
-            np.take(
-                three_table,
-                np.ndarray((c3,), dtype="<u2", buffer=data, offset=at, strides=(3,)),
-                out=block,
-                mode="clip",
-            )
-            np.left_shift(data[at + 2 : at + 3 * c3 : 3], np.uint32(14), out=top[:c3], dtype=np.uint32)
-            block |= top[:c3]  # a third byte that continues shows as a value of 2**21 or more
-        position += c1 + c2 + c3
-    return not out.size or int(out.max()) < 1 << 21  # or a lookup's _POISON: a byte that broke the layout
+    for start, length in zip(starts.tolist(), lengths.tolist()):
+        out[position : position + length] = data[start : start + length]
+        position += length
+    out[position:] = 0
+    return out
