@@ -182,7 +182,7 @@ def test_increasing_keys_decode_as_the_generic_decoder_or_not_at_all(
     out = np.empty(int(counts.sum()), dtype=np.uint32)
     if decode_increasing_regions(array, starts, lengths, counts, out):
         expected, expected_counts = decode_varint_regions(
-            np.concatenate([array[a : a + n] for a, n in zip(starts, lengths, strict=True)]), lengths
+            np.concatenate([array[a : a + n] for a, n in np.stack([starts, lengths], axis=1).tolist()]), lengths
         )
         assert out.tolist() == expected.tolist() and expected_counts.tolist() == counts.tolist()
     else:
