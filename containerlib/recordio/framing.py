@@ -26,9 +26,9 @@ class Frames:
 def _scan_frames(words: np.ndarray) -> Frames:
     """Find the chain of complete frames starting at words[0]; stops before an incomplete or corrupt frame.
 
-    Equal-length frames (dense data) are recognised with one strided check; otherwise every aligned magic word is a
-    candidate and the chain header -> next header is followed with array operations, skipping candidates that are
-    only payload bytes equal to the magic number.
+    Equal-length frames (dense data) are recognised with one strided check; long frames (sparse rows) are followed
+    header to header; otherwise every aligned magic word is a candidate and the chain header -> next header is
+    followed with array operations, skipping candidates that are only payload bytes equal to the magic number.
     """
     n = words.size
     heads: list[np.ndarray] = []
