@@ -52,9 +52,10 @@ class BaselineSample:
             threshold = np.partition(np.concatenate([self._keys, keys]), self.limit - 1)[self.limit - 1]
             chosen = np.flatnonzero(keys <= threshold)
         numeric_index = {column: i for i, column in enumerate(self.schema.numeric_columns)}
+        integers = _integer_columns(chunk)
         for column in self.schema.feature_columns:
             if column in numeric_index:
-                self._integers[column] &= _read_as_integers(chunk, column)
+                self._integers[column] &= column in integers
                 if chunk.numeric is not None:
                     values = chunk.numeric[chosen, numeric_index[column]].astype(np.float64)
                 else:
@@ -105,11 +106,15 @@ class BaselineSample:
         return True
 
 
-def _read_as_integers(chunk: Chunk, column: str) -> bool:
-    """Whether the reader took ``column`` as integers in this chunk (Arrow's int64, or pandas' integer dtype)."""
+def _integer_columns(chunk: Chunk) -> set[str]:
+    """The columns the reader took as integers in this chunk (Arrow's integers or nulls, or pandas' integer dtype)."""
     import pyarrow as pa
 
-    if chunk.table is not None and column in chunk.table.column_names:
-        kind = chunk.table.schema.field(column).type
-        return pa.types.is_integer(kind) or pa.types.is_null(kind)
-    return column in chunk.frame and pd.api.types.is_integer_dtype(chunk.frame[column].dtype)
+    found = set()
+    if chunk.table is not None:
+        found = {
+            field.name
+            for field in chunk.table.schema
+            if pa.types.is_integer(field.type) or pa.types.is_null(field.type)
+        }
+    return found | {str(column) for column, dtype in chunk.frame.dtypes.items() if pd.api.types.is_integer_dtype(dtype)}

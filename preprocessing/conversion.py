@@ -12,6 +12,7 @@ import numpy as np
 import pandas as pd
 
 from containerlib.encoding import BadNumber, encode_features, numeric_block
+from containerlib.recordio.writer import dense_layout
 from containerlib.tables.chunks import Chunk, read_chunks
 from containerlib.tables.header import read_header
 from preprocessing import PreprocessError
@@ -42,9 +43,10 @@ def iter_chunks(
 
 @dataclass
 class Converted:
-    """One chunk as Linear Learner input rows and the split of each row."""
+    """One chunk as Linear Learner input records and the split of each row."""
 
-    rows: np.ndarray  # C-ordered float32 (n, feature_dim + 1): the features, then the label
+    frames: np.ndarray  # uint8 (n, frame bytes): each row's RecordIO-protobuf frame (features and label), as written
+    labels: np.ndarray  # float32 label per row
     split: np.ndarray  # uint8 split code per row
     dropped: int
     category_hashes: dict[str, np.ndarray] = field(default_factory=dict)  # column -> hashes of its distinct values
@@ -91,10 +93,10 @@ def convert_chunk(
         hashes = hash_texts(ids, seed)
     else:
         hashes = row_hashes(features, label_values, seed)
-    rows = np.empty((len(label_values), schema.feature_dim + 1), dtype=np.float32)
-    rows[:, :-1] = features
-    rows[:, -1] = label_values
-    return Converted(rows, assign_splits(hashes, fractions), int(n - keep.sum()), category_hashes)
+    # encoded here, once: the shards then only gather and write whole frames (rows are never copied twice); every
+    # value is finite by now (non-finite features and labels were missing, handled above), so no check is needed
+    frames = dense_layout(schema.feature_dim, labelled=True).frames(features, label_values, check=False)
+    return Converted(frames, label_values, assign_splits(hashes, fractions), int(n - keep.sum()), category_hashes)
 
 
 def _bad_number(where: RowLocator) -> BadNumber:

@@ -100,7 +100,7 @@ def _convert_all(
     categories = {column: CategoryStats(schema.hash_buckets) for column in schema.categorical_columns}
     rows_read = rows_dropped = 0
     memory_bytes = settings.shuffle_memory_bytes
-    shards = ShardBuffer(transaction.work_dir, schema.feature_dim + 1, shard_counts, settings.seed, host, memory_bytes)
+    shards = ShardBuffer(transaction.work_dir, schema.feature_dim, shard_counts, settings.seed, host, memory_bytes)
     baseline = BaselineSample(schema, settings.baseline_rows, settings.seed, host)
     started = time.monotonic()
 
@@ -115,7 +115,7 @@ def _convert_all(
             file_rows = 0
             converting = converted_chunks(path)
             for converted in prefetched(converting):  # converted on a thread of its own while this one deals
-                chunk_rows = len(converted.rows) + converted.dropped
+                chunk_rows = len(converted.labels) + converted.dropped
                 rows_read += chunk_rows
                 file_rows += chunk_rows
                 if rows_read // PROGRESS_ROWS != (rows_read - chunk_rows) // PROGRESS_ROWS:
@@ -129,8 +129,8 @@ def _convert_all(
                     categories[column].add(hashes)
                 chosen = {split: np.flatnonzero(converted.split == code) for split, code in SPLIT_CODES.items()}
                 for split, rows in chosen.items():
-                    stats[split].add(converted.rows[rows, -1], classification)
-                shards.add(converted.rows, chosen)
+                    stats[split].add(converted.labels[rows], classification)
+                shards.add(converted.frames, chosen)
             print(f"[{host.name}] read file {number}/{len(files)} {names(path)} ({file_rows:,} rows)", flush=True)
     finally:
         shards.close()

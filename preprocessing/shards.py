@@ -1,5 +1,5 @@
-"""This host's shards: rows dealt in a seeded random order to each split's shards, kept in memory or spilled to
-disk beyond a bound, then each shard shuffled and written as RecordIO-protobuf."""
+"""This host's shards: rows, already encoded as RecordIO-protobuf frames, dealt in a seeded random order to each
+split's shards, kept in memory or spilled to disk beyond a bound, then each shard shuffled and written."""
 
 from __future__ import annotations
 
@@ -14,13 +14,13 @@ import numpy as np
 
 from containerlib.hosts import Host
 from containerlib.names import SHARD_SUFFIX, SPLITS
-from containerlib.recordio import write_dense
+from containerlib.recordio.writer import dense_layout
 from preprocessing.hashing import SPLIT_CODES
 
 
 class _DealtRows:
-    """One shard's rows in memory, as dealt: row numbers into the chunks they came from, gathered a block at a
-    time in any order, straight from the chunks (one copy per row, no shard-sized array)."""
+    """One shard's rows in memory, as dealt: row numbers into the chunks of frames they came from, gathered a block
+    at a time in any order, straight from the chunks (one copy per row, no shard-sized array)."""
 
     def __init__(self, chunks: list[np.ndarray], pieces: list[tuple[int, np.ndarray]], width: int) -> None:
         self.chunks = chunks
@@ -33,11 +33,11 @@ class _DealtRows:
         return len(self.rows)
 
     def take(self, positions: np.ndarray) -> np.ndarray:
-        """The rows at ``positions`` of the dealt order, as one C-ordered float32 block."""
+        """The frames at ``positions`` of the dealt order, as one [rows, frame bytes] uint8 block."""
         chunk_of, rows = self.chunk_of[positions], self.rows[positions]
         if len(self.chunks) == 1:
             return np.take(self.chunks[0], rows, axis=0)
-        block = np.empty((len(positions), self.width), dtype=np.float32)
+        block = np.empty((len(positions), self.width), dtype=np.uint8)
         by_chunk = np.argsort(chunk_of, kind="stable")  # a radix sort of small integers
         bounds = np.concatenate([[0], np.cumsum(np.bincount(chunk_of, minlength=len(self.chunks)))]).tolist()
         for chunk, (first, last) in enumerate(zip(bounds[:-1], bounds[1:])):
@@ -54,14 +54,20 @@ def _smallest_int(count: int) -> type:
 class ShardBuffer:
     """This host's shards: each split's rows dealt in a seeded random order, round-robin, to its shards.
 
-    In memory a shard is only a list of row numbers into the chunks it was dealt from (the chunks are kept whole),
-    so rows are copied once, when the shard is written; once the dealt rows exceed ``memory_bytes`` everything goes
-    to raw float32 spill files in the work folder, so memory stays bounded whatever the size of the data set.
+    Rows come as their RecordIO frames (:class:`~containerlib.recordio.writer.DenseLayout`), so writing a shard
+    is only gathering them. In memory a shard is only a list of row numbers into the chunks it was dealt from (the
+    chunks are kept whole), so rows are copied once, when the shard is written; once the dealt rows exceed
+    ``memory_bytes`` everything goes to spill files of frames in the work folder, so memory stays bounded whatever
+    the size of the data set. The bound counts 4 bytes a number (features and label), not the frames' few more, so
+    when rows spill, and into how many buckets, is what it was before rows were kept encoded (the shuffle with it).
     """
 
-    def __init__(self, work_dir: Path, width: int, shard_counts: dict[str, int], seed: int, host: Host, memory: int):
+    def __init__(
+        self, work_dir: Path, n_features: int, shard_counts: dict[str, int], seed: int, host: Host, memory: int
+    ):
         self.work_dir = work_dir
-        self.width = width  # features + label
+        self.width = dense_layout(n_features, labelled=True).length  # bytes of a row's frame
+        self.row_bytes = 4 * (n_features + 1)  # a row's numbers: what memory_bytes counts
         self.memory_bytes = memory
         self.shard_counts = shard_counts
         self.rngs = {split: np.random.default_rng([seed, host.index, code]) for split, code in SPLIT_CODES.items()}
@@ -74,10 +80,10 @@ class ShardBuffer:
         self.spill_files: dict[tuple[str, int], BinaryIO] | None = None  # set once rows no longer fit in memory
 
     def spill_path(self, split: str, shard: int) -> Path:
-        return self.work_dir / f"spill-{split}-{shard:05d}.f32"
+        return self.work_dir / f"spill-{split}-{shard:05d}.frames"
 
     def add(self, rows: np.ndarray, chosen: dict[str, np.ndarray]) -> None:
-        """Deal ``rows[chosen[split]]`` (features then label) of each split in a random order to its shards."""
+        """Deal ``rows[chosen[split]]`` (frames) of each split in a random order to its shards."""
         if self.spill_files is None:
             self.chunks.append(rows)
         for split, indices in chosen.items():
@@ -89,7 +95,7 @@ class ShardBuffer:
                     self.spill_files[split, shard].write(rows[piece].data)
                 else:
                     self.pending[split, shard].append((len(self.chunks) - 1, piece))
-                    self.pending_bytes += len(piece) * self.width * 4
+                    self.pending_bytes += len(piece) * self.row_bytes
             self.dealt[split] += len(indices)
         if self.spill_files is None and self.pending_bytes > self.memory_bytes:
             self.spill_files = {key: open(self.spill_path(*key), "wb") for key in self.pending}  # noqa: SIM115
@@ -120,22 +126,22 @@ class ShardBuffer:
         uniformly random permutation, like shuffling in memory.
         """
         spill = self.spill_path(split, shard)
-        buckets = max(1, math.ceil(spill.stat().st_size / self.memory_bytes))
+        buckets = max(1, math.ceil(spill.stat().st_size // self.width * self.row_bytes / self.memory_bytes))
         paths = [spill] if buckets == 1 else self._deal_to_buckets(spill, buckets, rng)
         for path in paths:
-            rows = np.fromfile(path, dtype=np.float32).reshape(-1, self.width)
+            rows = np.fromfile(path, dtype=np.uint8).reshape(-1, self.width)
             path.unlink()
             yield rows[rng.permutation(len(rows))]
 
     def _deal_to_buckets(self, spill: Path, buckets: int, rng: np.random.Generator) -> list[Path]:
         """Move a spill file's rows to ``buckets`` files, each row to a random one."""
-        paths = [self.work_dir / f"bucket-{index:05d}.f32" for index in range(buckets)]
+        paths = [self.work_dir / f"bucket-{index:05d}.frames" for index in range(buckets)]
         handles = [open(path, "wb") for path in paths]  # noqa: SIM115
-        row_bytes = self.width * 4
+        block_rows = max(1, self.memory_bytes // self.row_bytes)  # as many rows at a time as ever: same draws
         try:
             with open(spill, "rb") as source:
-                while block := source.read(max(1, self.memory_bytes // row_bytes) * row_bytes):
-                    rows = np.frombuffer(block, dtype=np.float32).reshape(-1, self.width)
+                while block := source.read(block_rows * self.width):
+                    rows = np.frombuffer(block, dtype=np.uint8).reshape(-1, self.width)
                     bucket_of_row = rng.integers(0, buckets, size=len(rows))
                     for index, handle in enumerate(handles):
                         handle.write(rows[bucket_of_row == index].data)
@@ -146,15 +152,15 @@ class ShardBuffer:
         return paths
 
 
-WRITE_ROWS = 16_384  # rows gathered and encoded at a time while writing a shard (a few MB, kept in cache)
+WRITE_ROWS = 16_384  # rows gathered and written at a time while writing a shard (a few MB, kept in cache)
 
 
 def write_shards(
     shards: ShardBuffer, splits: list[str], shard_counts: dict[str, int], seed: int, host: Host, work_dir: Path
 ) -> list[tuple[Path, str]]:
-    """Shuffle each shard of the splits that have rows and write it as RecordIO-protobuf; returns (file, split) in
-    order. The shuffles are drawn in a fixed order; in memory, shards are then gathered and written by a few threads
-    (numpy's copies and file writes release the GIL), spilled ones one after another."""
+    """Shuffle each shard of the splits that have rows and write its frames; returns (file, split) in order. The
+    shuffles are drawn in a fixed order; in memory, shards are then gathered and written by a few threads (numpy's
+    copies and file writes release the GIL), spilled ones one after another."""
     built, writes = [], []
     for split in splits:
         rng = np.random.default_rng([seed, host.index, SPLIT_CODES[split], 1])
@@ -166,7 +172,7 @@ def write_shards(
                 continue
             with open(target, "wb") as out:
                 for block in shards.shuffled_spilled(split, shard, rng):
-                    _write_rows(out, block)
+                    out.write(block.data)
     with ThreadPoolExecutor(max_workers=min(4, os.cpu_count() or 1), thread_name_prefix="write") as pool:
         for done in [pool.submit(_write_shard, *write) for write in writes]:
             done.result()
@@ -176,12 +182,4 @@ def write_shards(
 def _write_shard(target: Path, rows: _DealtRows, order: np.ndarray) -> None:
     with open(target, "wb") as out:
         for start in range(0, len(order), WRITE_ROWS):
-            block = rows.take(order[start : start + WRITE_ROWS])
-            write_dense(out, block[:, :-1], block[:, -1])
-
-
-def _write_rows(out: BinaryIO, rows: np.ndarray) -> None:
-    """``rows`` (features, then the label) as RecordIO-protobuf records, a batch at a time."""
-    for start in range(0, len(rows), WRITE_ROWS):
-        block = rows[start : start + WRITE_ROWS]
-        write_dense(out, block[:, :-1], block[:, -1])
+            out.write(rows.take(order[start : start + WRITE_ROWS]).data)

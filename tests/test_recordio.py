@@ -156,6 +156,58 @@ def test_varint_regions_decode_every_width(values: list[int], cut: int) -> None:
     assert counts.tolist() == [split, len(values) - split]
 
 
+@settings(max_examples=80, deadline=None)
+@given(
+    st.lists(st.lists(st.integers(0, (1 << 21) - 1), max_size=40, unique=True), min_size=1, max_size=4),
+    st.integers(0, 10_000),
+    st.integers(0, 7),
+    st.booleans(),
+)
+def test_increasing_keys_decode_as_the_generic_decoder_or_not_at_all(
+    rows: list[list[int]], where: int, bit: int, corrupt: bool
+) -> None:
+    """decode_increasing_regions (long sparse rows' keys) gives exactly decode_varint_regions' values, or declines:
+    keys sorted or not, a bit of one byte flipped or not."""
+    from containerlib.recordio.varints import decode_increasing_regions, decode_varint_regions, varint_bytes
+
+    keys = [sorted(row) for row in rows]
+    regions = [b"".join(varint_bytes(key) for key in row) for row in keys]
+    data = bytearray(b"\x1a".join(regions) + b"\x1a\x1a\x1a")  # other bytes between and after, as in a record
+    if corrupt and data:
+        data[where % len(data)] ^= 1 << bit
+    lengths = np.array([len(region) for region in regions], dtype=np.int64)
+    starts = np.concatenate([[0], np.cumsum(lengths + 1)[:-1]]).astype(np.int64)
+    counts = np.array([len(row) for row in keys], dtype=np.int64)
+    array = np.frombuffer(bytes(data), dtype=np.uint8)
+    out = np.empty(int(counts.sum()), dtype=np.uint32)
+    if decode_increasing_regions(array, starts, lengths, counts, out):
+        expected, expected_counts = decode_varint_regions(
+            np.concatenate([array[a : a + n] for a, n in np.stack([starts, lengths], axis=1).tolist()]), lengths
+        )
+        assert out.tolist() == expected.tolist() and expected_counts.tolist() == counts.tolist()
+    else:
+        assert corrupt, "uncorrupted increasing keys below 2**21 always decode"
+
+
+def test_long_rows_of_increasing_keys_read_back(record_protobuf: ModuleType) -> None:
+    """Rows long enough for the increasing-keys decoder (keys of 1, 2 and 3 bytes), and a row whose keys are not
+    increasing, which the generic decoder reads."""
+    cols = 1 << 21
+    rows = [np.unique(rng.integers(0, cols, 3000)) for _ in range(3)]
+    rows[1] = np.concatenate([np.arange(0, 128, 3), rows[1][rows[1] >= 128]])  # one-byte keys first
+    rows.append(rng.permutation(rows[2]))  # stored order kept
+    indptr = np.concatenate([[0], np.cumsum([row.size for row in rows])])
+    X = scipy.sparse.csr_matrix(
+        (rng.standard_normal(int(indptr[-1])).astype(np.float32), np.concatenate(rows), indptr), shape=(4, cols)
+    )
+    y = rng.standard_normal(4).astype(np.float32)
+    data = write(recordio.write_sparse, X, y)
+    assert data == v2_sparse(record_protobuf, X, y)
+    X_read, y_read = read_bytes(data)
+    assert_same_sparse(X_read, X)
+    assert np.array_equal(y_read, y)
+
+
 def test_sparse_keeps_stored_order_and_explicit_zeros(record_protobuf: ModuleType) -> None:
     X = scipy.sparse.csr_matrix(
         (np.array([0.0, 2.5, -1.0], np.float32), np.array([7, 3, 0]), np.array([0, 2, 3])), shape=(2, 9)

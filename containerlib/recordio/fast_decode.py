@@ -12,7 +12,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from containerlib.recordio.protobuf import decode_generic
-from containerlib.recordio.varints import decode_varint_regions
+from containerlib.recordio.varints import decode_increasing_regions, decode_varint_regions
 from containerlib.recordio.wire import (
     TAG_FLOAT32,
     TAG_FLOAT64,
@@ -25,6 +25,7 @@ from containerlib.recordio.wire import (
 
 _DECODE_GROUP_BYTES = 8 << 20  # payload bytes of the records decoded together
 _SLICED_REGION_BYTES = 1024  # regions this long on average are copied slice by slice
+_INCREASING_KEYS_BYTES = 4096  # keys regions this long on average are tried as increasing keys first
 
 
 def _byte_at(data: np.ndarray, positions: np.ndarray) -> np.ndarray:
@@ -164,17 +165,18 @@ def _canonical_regions(data: np.ndarray, starts: np.ndarray, lengths: np.ndarray
     )
 
 
-def _gather(data: np.ndarray, starts: np.ndarray, lengths: np.ndarray) -> np.ndarray:
-    """The bytes of every region [start, start + length) back to back (regions in increasing, disjoint order)."""
+def _gather(data: np.ndarray, starts: np.ndarray, lengths: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
+    """The bytes of every region [start, start + length) back to back (regions in increasing, disjoint order), in
+    ``out`` when given (uint8, as long as the regions together)."""
     total = int(lengths.sum())
     if total == 0:
         return np.empty(0, dtype=np.uint8)
     n = starts.size
+    if out is not None or total >= _SLICED_REGION_BYTES * n:  # long regions (sparse rows): one memcpy each
+        bounds = np.stack([starts, starts + lengths], axis=1).tolist()
+        return np.concatenate([data[start:end] for start, end in bounds], out=out)
     if n == 1:
         return data[int(starts[0]) : int(starts[0]) + total].copy()
-    if total >= _SLICED_REGION_BYTES * n:  # long regions (sparse rows): one memcpy each beats any index or mask
-        bounds = np.stack([starts, starts + lengths], axis=1).tolist()
-        return np.concatenate([data[start:end] for start, end in bounds])
     span = int(starts[-1] + lengths[-1] - starts[0])
     if 8 * total >= span:  # dense regions: one boolean mask over the span beats an index per byte
         gaps = starts - np.concatenate([starts[:1], starts[:-1] + lengths[:-1]])
@@ -200,13 +202,27 @@ def _numbers(raw: np.ndarray, lengths: np.ndarray, kind: int) -> tuple[np.ndarra
     return values, lengths // width
 
 
-def _extract(data: np.ndarray, regions: _Regions) -> Columns:
-    values, value_counts = _numbers(
-        _gather(data, regions.values_start, regions.values_length), regions.values_length, regions.kind
-    )
-    keys, key_counts = decode_varint_regions(
-        _gather(data, regions.keys_start, regions.keys_length), regions.keys_length
-    )
+def _extract(data: np.ndarray, regions: _Regions, out: tuple[np.ndarray, np.ndarray] | None = None) -> Columns:
+    """The records' columns; float32 values and keys straight into ``out`` (sized by the values' lengths) if given,
+    the keys only if they decode as increasing keys (otherwise into an array of their own)."""
+    if out is not None:
+        values = _gather(data, regions.values_start, regions.values_length, out[0].view(np.uint8)).view("<f4")
+        value_counts = regions.values_length // 4
+    else:
+        values, value_counts = _numbers(
+            _gather(data, regions.values_start, regions.values_length), regions.values_length, regions.kind
+        )
+    keys_bytes = int(regions.keys_length.sum())
+    if (
+        out is not None
+        and keys_bytes >= _INCREASING_KEYS_BYTES * regions.keys_length.size
+        and (decode_increasing_regions(data, regions.keys_start, regions.keys_length, value_counts, out[1]))
+    ):
+        keys, key_counts = out[1], value_counts
+    else:
+        keys, key_counts = decode_varint_regions(
+            _gather(data, regions.keys_start, regions.keys_length), regions.keys_length
+        )
     shapes = np.full(regions.has_shape.shape, -1, dtype=np.int64)
     if regions.has_shape.any():
         dims, after, valid = _varint_at(data, regions.shape_start[regions.has_shape], width=10)
@@ -298,18 +314,42 @@ def decode(data: np.ndarray, starts: np.ndarray, lengths: np.ndarray) -> Columns
         try:  # in groups of records, so temporaries stay small enough for the allocator to recycle
             groups = np.flatnonzero(np.diff(exclusive_cumsum(lengths) // _DECODE_GROUP_BYTES)) + 1
             bounds = [0, *groups.tolist(), n]
-            return _concat_columns([_extract(data, regions.subset(a, b)) for a, b in zip(bounds[:-1], bounds[1:])])
+            outputs = _preallocated(regions)
+            if outputs is None:
+                parts = [_extract(data, regions.subset(a, b)) for a, b in zip(bounds[:-1], bounds[1:])]
+                return _concat_columns(parts)
+            values, keys, first = outputs
+            ends = [*first[bounds[1:-1]].tolist(), values.size]
+            parts = [
+                _extract(data, regions.subset(a, b), (values[start:end], keys[start:end]))
+                for a, b, start, end in zip(bounds[:-1], bounds[1:], [0, *ends[:-1]], ends)
+            ]
+            return _concat_columns(parts, values, keys)
         except WireError:
             pass
     return decode_generic(data, starts, lengths)
 
 
-def _concat_columns(parts: list[Columns]) -> Columns:
-    if len(parts) == 1:
+def _preallocated(regions: _Regions) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
+    """Arrays for every record's values and keys, and where each record's go, when float32 values tell how many
+    there are (sparse Float32 records): the groups decode into them rather than into parts joined afterwards."""
+    if regions.kind != TAG_FLOAT32 or not regions.keys_length.any() or bool((regions.values_length % 4).any()):
+        return None
+    counts = regions.values_length // 4
+    total = int(counts.sum())
+    return np.empty(total, dtype=np.float32), np.empty(total, dtype=np.uint32), exclusive_cumsum(counts)
+
+
+def _concat_columns(parts: list[Columns], values: np.ndarray | None = None, keys: np.ndarray | None = None) -> Columns:
+    """The groups' columns as one; ``values`` and ``keys`` are taken as they are when every group decoded into them."""
+    if len(parts) == 1 and values is None:
         return parts[0]
+    whole = {"values": values, "keys": keys}
     return Columns(
         *(
-            np.concatenate([getattr(part, name) for part in parts])
+            whole[name]
+            if whole.get(name) is not None and all(np.shares_memory(getattr(part, name), whole[name]) for part in parts)
+            else np.concatenate([getattr(part, name) for part in parts])
             for name in Columns.__dataclass_fields__
             if name != "dense"
         )

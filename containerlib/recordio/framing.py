@@ -26,9 +26,9 @@ class Frames:
 def _scan_frames(words: np.ndarray) -> Frames:
     """Find the chain of complete frames starting at words[0]; stops before an incomplete or corrupt frame.
 
-    Equal-length frames (dense data) are recognised with one strided check; otherwise every aligned magic word is a
-    candidate and the chain header -> next header is followed with array operations, skipping candidates that are
-    only payload bytes equal to the magic number.
+    Equal-length frames (dense data) are recognised with one strided check; long frames (sparse rows) are followed
+    header to header; otherwise every aligned magic word is a candidate and the chain header -> next header is
+    followed with array operations, skipping candidates that are only payload bytes equal to the magic number.
     """
     n = words.size
     heads: list[np.ndarray] = []
@@ -43,12 +43,39 @@ def _scan_frames(words: np.ndarray) -> Frames:
             heads.append(np.arange(uniform, dtype=np.int64) * stride)
             position = uniform * stride
     if position < n:
+        walked, position = _walk_large_frames(words, position)
+        heads.append(walked)
+    if position < n:
         heads.append(_chain_frames(words, position))
     all_heads = np.concatenate(heads) if heads else np.empty(0, dtype=np.int64)
     length_words = words[all_heads + 1].astype(np.int64) if all_heads.size else np.empty(0, dtype=np.int64)
     lengths = length_words & LENGTH_MASK
     end = int(all_heads[-1] + 2 + (lengths[-1] + 3) // 4) if all_heads.size else 0
     return Frames(all_heads, lengths, length_words >> 29, end)
+
+
+_WALK_FRAME_WORDS = 1024  # frames this long on average (4 kB) are followed header to header, not searched for
+
+
+def _walk_large_frames(words: np.ndarray, position: int) -> tuple[np.ndarray, int]:
+    """Heads of the complete frames chained from ``position`` followed one by one while they are long (sparse rows
+    of many values): a few header reads each, where searching every word for the magic number reads them all.
+    Returns the heads and where it stopped: at the end, before an incomplete or corrupt frame (for the caller's
+    checks), or where frames turned short (for the array search)."""
+    n = words.size
+    heads: list[int] = []
+    start = position
+    while position + 1 < n and int(words[position]) == MAGIC:
+        following = position + 2 + ((int(words[position + 1]) & LENGTH_MASK) + 3) // 4
+        if following > n:
+            break  # incomplete: the caller reads more
+        heads.append(position)
+        position = following
+        if len(heads) % 64 == 0 and position - start < 64 * _WALK_FRAME_WORDS:
+            break  # short frames: the array search is faster from here
+        if len(heads) % 64 == 0:
+            start = position
+    return np.array(heads, dtype=np.int64), position
 
 
 def _chain_frames(words: np.ndarray, position: int) -> np.ndarray:

@@ -92,6 +92,74 @@ def _dense_record_head(n_features: int) -> bytes:
     )
 
 
+@dataclass(frozen=True)
+class DenseLayout:
+    """The frame write_dense gives every row of ``n_features`` float32 features (and a label, when ``labelled``): the
+    same bytes for every row but the numbers, so rows can be encoded straight into place (:meth:`frames`) by a
+    caller that keeps them as frames, e.g. Preprocess, which shuffles encoded rows rather than encoding shuffled
+    ones."""
+
+    n_features: int
+    labelled: bool
+    template: np.ndarray  # uint8, one frame with its numbers zero
+    features_at: int
+    label_at: int  # where the label's 4 bytes go (meaningless when not labelled)
+
+    @property
+    def length(self) -> int:
+        """Bytes of one frame (a multiple of 4)."""
+        return int(self.template.size)
+
+    def empty(self, n_rows: int) -> np.ndarray:
+        """[n_rows, length] uint8 frames with every byte but the numbers already in place."""
+        return np.tile(self.template, (n_rows, 1))  # whole rows copied: faster than writing around the numbers
+
+    def fill(
+        self, frames: np.ndarray, X: np.ndarray, y: np.ndarray | None, first_row: int = 0, check: bool = True
+    ) -> None:
+        """Put float32 rows X (any memory order) and labels y into ``frames`` (from :meth:`empty`); ValueError naming
+        the row (counted from ``first_row``) for NaN or infinity, unless the caller made sure of it (``check``)."""
+        if check:
+            _check_finite(X, first_row, "features")
+        if not frames.shape[0]:
+            return  # no buffer to view
+        _float_view(frames, self.features_at, self.n_features)[...] = X
+        if self.labelled:
+            if check:
+                _check_finite(y, first_row, "labels")
+            _float_view(frames, self.label_at, 1)[:, 0] = y
+
+    def frames(self, X: np.ndarray, y: np.ndarray | None, check: bool = True) -> np.ndarray:
+        """The [rows, length] uint8 frames of float32 rows X and labels y: what write_dense writes for them."""
+        frames = self.empty(X.shape[0])
+        self.fill(frames, X, y, check=check)
+        return frames
+
+
+def _float_view(frames: np.ndarray, at: int, count: int) -> np.ndarray:
+    """``count`` float32 numbers at byte ``at`` of every frame, as a [rows, count] view (unaligned if ``at`` is)."""
+    return np.ndarray((frames.shape[0], count), dtype="<f4", buffer=frames, offset=at, strides=(frames.strides[0], 4))
+
+
+def dense_layout(n_features: int, labelled: bool) -> DenseLayout:
+    """The layout of write_dense's frames for rows of ``n_features`` (ValueError if none or one does not fit)."""
+    if n_features < 1:
+        raise ValueError("features must have at least one column")
+    head = _dense_record_head(n_features)
+    tail = LABEL_PREFIX if labelled else b""
+    payload_length = len(head) + 4 * n_features + (len(tail) + 4 if labelled else 0)
+    if payload_length > MAX_RECORD_BYTES:
+        raise ValueError(f"a row of {n_features} features does not fit in one RecordIO record")
+    frame_length = 8 + payload_length + (-payload_length % 4)
+    template = np.zeros(frame_length, dtype=np.uint8)
+    template[:8] = np.frombuffer(np.array([MAGIC, payload_length], dtype="<u4").tobytes(), dtype=np.uint8)
+    features_at = 8 + len(head)
+    template[8:features_at] = np.frombuffer(head, dtype=np.uint8)
+    label_at = features_at + 4 * n_features + len(tail)
+    template[features_at + 4 * n_features : label_at] = np.frombuffer(tail, dtype=np.uint8)
+    return DenseLayout(n_features, labelled, template, features_at, label_at)
+
+
 def write_dense(fileobj: IO[bytes], X: Any, y: Any = None) -> int:
     """Write each row of X (and its label) as one RecordIO-protobuf record; returns the number of records.
 
@@ -100,36 +168,13 @@ def write_dense(fileobj: IO[bytes], X: Any, y: Any = None) -> int:
     matrix = _as_feature_matrix(X)
     n_rows, n_features = matrix.shape
     labels = _as_labels(y, n_rows)
-    if n_features == 0:
-        raise ValueError("features must have at least one column")
-    head = _dense_record_head(n_features)
-    tail = LABEL_PREFIX if labels is not None else b""
-    payload_length = len(head) + 4 * n_features + (len(tail) + 4 if labels is not None else 0)
-    if payload_length > MAX_RECORD_BYTES:
-        raise ValueError(f"a row of {n_features} features does not fit in one RecordIO record")
-    frame_length = 8 + payload_length + (-payload_length % 4)
-
-    template = np.zeros(frame_length, dtype=np.uint8)
-    template[:8] = np.frombuffer(np.array([MAGIC, payload_length], dtype="<u4").tobytes(), dtype=np.uint8)
-    features_at = 8 + len(head)
-    template[8:features_at] = np.frombuffer(head, dtype=np.uint8)
-    label_at = features_at + 4 * n_features + len(tail)
-    template[features_at + 4 * n_features : label_at] = np.frombuffer(tail, dtype=np.uint8)
-
-    features_end = features_at + 4 * n_features
-    rows_per_batch = max(1, min(n_rows, _WRITE_BATCH_BYTES // frame_length))
-    buffer = np.empty((rows_per_batch, frame_length), dtype=np.uint8)  # reused: one allocation for all batches
-    buffer[:, :features_at] = template[:features_at]
-    buffer[:, features_end:] = template[features_end:]
+    layout = dense_layout(n_features, labels is not None)
+    rows_per_batch = max(1, min(n_rows, _WRITE_BATCH_BYTES // layout.length))
+    buffer = layout.empty(rows_per_batch)  # reused: one allocation for all batches
     for start in range(0, n_rows, rows_per_batch):
         rows = matrix[start : start + rows_per_batch]
-        _check_finite(rows, start, "features")
         block = buffer[: rows.shape[0]]
-        block[:, features_at:features_end] = rows.view(np.uint8)
-        if labels is not None:
-            batch_labels = labels[start : start + rows_per_batch]
-            _check_finite(batch_labels, start, "labels")
-            block[:, label_at : label_at + 4] = batch_labels.view(np.uint8).reshape(-1, 4)
+        layout.fill(block, rows, None if labels is None else labels[start : start + rows_per_batch], start)
         fileobj.write(block.data)
     return n_rows
 
