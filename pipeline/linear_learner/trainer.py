@@ -537,6 +537,8 @@ def _fit(
             stop, stalled = float(decided[0]), decided[1:]
         if stop:
             break
+        if leader and optimizer.automatic and np.any(stalled):
+            log(f"{host}: epoch {epoch}: learning rate halved for {int(np.sum(stalled))} model(s) whose loss stalled")
         optimizer.plateau(stalled > 0)
     if not leader:
         return FitResult(model=None, metrics={}, epochs=epochs_run, epoch_times=tuple(epoch_times))
