@@ -97,7 +97,7 @@ def test_a_new_model_is_registered_only_when_it_is_no_worse_than_the_approved_ch
         "gate on it)"
     )
     assert aws_requests(first) == [LIST_REQUEST]
-    # the baseline's sample was read from the train split in S3: one listing, then each shard (the example is read whole)
+    # the baseline's sample was read from the train split in S3: one listing, then each shard (read whole)
     prefix = f"linear-learner-pipeline/{first.id}/preprocess/train/"
     listing, *reads = train_sample_requests(
         json.loads((first.folder / "steps" / "Evaluate" / "aws-requests.json").read_text())
