@@ -4,16 +4,19 @@ channel and scored on the same test records as Linear Learner, so every report s
 Classifiers: ``StandardScaler`` (no centring for sparse data) then ``LogisticRegressionCV`` (10 strengths, 5-fold,
 chosen by log loss: it never ties on imbalanced data, unlike accuracy). Regressors: ``StandardScaler`` then
 ``RidgeCV`` (13 strengths from 1e-3 to 1e3, efficient leave-one-out). The sample: every train record when the channel
-holds at most ``MAX_BASELINE_RECORDS``, else that many drawn uniformly with a fixed seed, reading the channel once
-shard by shard (memory holds the sample, never the channel).
+holds at most ``MAX_BASELINE_RECORDS`` (dense records), else the first records of every shard, each shard's share
+proportional to its bytes (see ``read_train_sample``); reading stops once the sample is in, so a large channel is
+never read (nor, from S3, transferred) whole, and memory holds the sample, never the channel.
 """
 
 from __future__ import annotations
 
+import math
 import warnings
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 import numpy as np
 
@@ -32,58 +35,124 @@ MAX_ITERATIONS = 1000
 
 @dataclass(frozen=True)
 class TrainSample:
-    """The records the baseline is fitted on, and how many the train channel holds."""
+    """The records the baseline is fitted on, and how many the train channel holds (None: not all were read)."""
 
     features: Any  # dense float32 array or CSR matrix
     labels: np.ndarray
-    channel_records: int
+    channel_records: int | None
     file_count: int
 
 
-def find_train_shards(train_dir: Path) -> list[Path]:
+@dataclass(frozen=True)
+class Shard:
+    """One train shard: its name in messages, its size in bytes and how to open it for reading."""
+
+    name: str
+    size: int
+    open: Callable[[], Any]  # a binary file object with read(); closed after use
+
+
+def find_train_shards(train_dir: Path) -> list[Shard]:
     """Every train shard under ``train_dir`` (recursively, hidden files skipped), by relative name."""
     if not train_dir.is_dir():
         raise EvaluationError(f"train dir {train_dir} does not exist or is not a directory")
-    shards = sorted(
+    paths = sorted(
         path
         for path in train_dir.rglob("*")
         if path.is_file() and not any(part.startswith(".") for part in path.relative_to(train_dir).parts)
     )
-    if not shards:
+    if not paths:
         raise EvaluationError(f"train dir {train_dir} holds no train shards")
+    return [Shard(str(path), path.stat().st_size, partial(path.open, "rb")) for path in paths]
+
+
+def list_train_shards(train_uri: str, s3: Any) -> list[Shard]:
+    """Every train shard under the S3 prefix ``train_uri`` (ListObjectsV2, hidden names skipped), by key; each is
+    opened with GetObject and read as a stream, so only what the sample takes is transferred."""
+    if not train_uri.startswith("s3://"):
+        raise EvaluationError(f"train uri {train_uri!r} is not an s3:// URI")
+    bucket, _, prefix = train_uri[len("s3://") :].partition("/")
+    prefix = prefix if not prefix or prefix.endswith("/") else prefix + "/"
+    objects = []
+    try:
+        for page in s3.get_paginator("list_objects_v2").paginate(Bucket=bucket, Prefix=prefix):
+            objects += [(item["Key"], int(item["Size"])) for item in page.get("Contents", [])]
+    except Exception as error:
+        raise EvaluationError(f"train uri {train_uri}: cannot list the train shards: {error}") from error
+    shards = [
+        Shard(f"s3://{bucket}/{key}", size, partial(_s3_body, s3, bucket, key))
+        for key, size in sorted(objects)
+        if not any(part.startswith(".") for part in key[len(prefix) :].split("/"))
+    ]
+    if not shards:
+        raise EvaluationError(f"train uri {train_uri} holds no train shards")
     return shards
 
 
-def read_train_sample(train_dir: Path, limit: int = MAX_BASELINE_RECORDS, seed: int = 0) -> TrainSample:
-    """At most ``limit`` train records, uniform over the channel: each record gets a random key, the smallest
-    ``limit`` keys are kept as the shards stream by (the kept records stay in channel order)."""
-    rng = np.random.default_rng(seed)
-    kept_features: list[Any] = []
-    kept_labels: list[np.ndarray] = []
-    kept_keys: list[np.ndarray] = []
+def _s3_body(s3: Any, bucket: str, key: str) -> Any:
+    return s3.get_object(Bucket=bucket, Key=key)["Body"]
+
+
+def read_train_sample(shards: list[Shard], limit: int = MAX_BASELINE_RECORDS) -> TrainSample:
+    """At most ``limit`` train records: from each shard, in shard order, its first records, as many as its share
+    of the channel's bytes of ``limit`` (Preprocess deals rows to shards in a seeded random order and shuffles
+    every shard, so a shard's first records are a uniform sample of it). Reading stops there: a channel larger
+    than the sample is never read whole. When the shares leave the sample short (records of unequal sizes, as
+    sparse ones are), the shards cut at their share are read again in order for the rest. A channel of at most
+    ``limit`` dense records is read whole, in channel order."""
+    total_bytes = max(sum(shard.size for shard in shards), 1)
+    quotas = [math.ceil(limit * shard.size / total_bytes) for shard in shards]
+    taken = [0] * len(shards)
+    parts: list[list[tuple[Any, np.ndarray]]] = [[] for _ in shards]
+    ended = [False] * len(shards)
+    kept = 0
+    for index, shard in enumerate(shards):
+        if kept >= limit:
+            break
+        ended[index] = _take(shard, 0, min(quotas[index], limit - kept), parts[index])
+        taken[index] = sum(len(labels) for _, labels in parts[index])
+        kept += taken[index]
+    for index, shard in enumerate(shards):  # the top-up pass: only when the shares fell short
+        if kept >= limit:
+            break
+        if taken[index] and not ended[index]:
+            before = taken[index]
+            ended[index] = _take(shard, before, limit - kept, parts[index])
+            taken[index] = sum(len(labels) for _, labels in parts[index])
+            kept += taken[index] - before
+    if not kept:
+        raise EvaluationError(f"the train shards ({', '.join(s.name for s in shards[:3])} ...) hold no records")
+    features = _stack([block for shard_parts in parts for block, _ in shard_parts])
+    labels = np.concatenate([labels for shard_parts in parts for _, labels in shard_parts])
+    channel = kept if all(ended) else None
+    return TrainSample(features, labels, channel, len(shards))
+
+
+def _take(shard: Shard, skip: int, count: int, parts: list[tuple[Any, np.ndarray]]) -> bool:
+    """Append the shard's records ``skip`` .. ``skip + count`` to ``parts``; True when the shard ended before."""
     seen = 0
-    shards = find_train_shards(train_dir)
-    for shard in shards:
-        try:
-            with shard.open("rb") as stream:
-                for features, labels in iter_batches(stream, READ_BATCH):
-                    if labels is None:
-                        raise EvaluationError(f"train shard {shard}: records from {seen} on have no label")
-                    rows = features.shape[0]
-                    kept_features.append(features)
-                    kept_labels.append(np.asarray(labels, dtype=np.float64))
-                    kept_keys.append(rng.random(rows))
-                    seen += rows
-                    if sum(len(keys) for keys in kept_keys) > 2 * limit:
-                        _shrink(kept_features, kept_labels, kept_keys, limit)
-        except EvaluationError:
-            raise
-        except Exception as error:
-            raise EvaluationError(f"train shard {shard}: cannot read RecordIO-protobuf: {error}") from error
-    if not seen:
-        raise EvaluationError(f"train dir {train_dir}: the train shards hold no records")
-    _shrink(kept_features, kept_labels, kept_keys, limit)
-    return TrainSample(kept_features[0], kept_labels[0], seen, len(shards))
+    try:
+        stream = shard.open()
+    except Exception as error:
+        raise EvaluationError(f"train shard {shard.name}: cannot open it: {error}") from error
+    try:
+        for features, labels in iter_batches(stream, min(READ_BATCH, max(skip + count, 1))):
+            if labels is None:
+                raise EvaluationError(f"train shard {shard.name}: records from {seen} on have no label")
+            rows = features.shape[0]
+            start, stop = max(skip - seen, 0), min(skip + count - seen, rows)
+            seen += rows
+            if stop > start:
+                parts.append((features[start:stop], np.asarray(labels[start:stop], dtype=np.float64)))
+            if seen >= skip + count:
+                return False
+        return True
+    except EvaluationError:
+        raise
+    except Exception as error:
+        raise EvaluationError(f"train shard {shard.name}: cannot read RecordIO-protobuf: {error}") from error
+    finally:
+        stream.close()
 
 
 def _stack(blocks: list[Any]) -> Any:
@@ -92,21 +161,6 @@ def _stack(blocks: list[Any]) -> Any:
     from scipy import sparse
 
     return sparse.vstack([sparse.csr_matrix(block) for block in blocks], format="csr")
-
-
-def _shrink(features: list[Any], labels: list[np.ndarray], keys: list[np.ndarray], limit: int) -> None:
-    """Keep the ``limit`` records with the smallest keys, in channel order, as one block (lists edited in place)."""
-    all_keys = np.concatenate(keys)
-    keep = np.arange(len(all_keys))
-    if len(all_keys) > limit:
-        keep = np.sort(np.argpartition(all_keys, limit - 1)[:limit])
-    stacked = _stack(features)[keep]
-    joined_labels, joined_keys = np.concatenate(labels)[keep], all_keys[keep]
-    for part in (features, labels, keys):
-        part.clear()
-    features.append(stacked if isinstance(stacked, np.ndarray) else stacked.tocsr())
-    labels.append(joined_labels)
-    keys.append(joined_keys)
 
 
 def baseline_estimator(predictor_type: str, sparse_input: bool) -> Any:
@@ -175,7 +229,7 @@ def baseline_section(
     return {
         "model": describe(predictor_type),
         "train_records": int(len(sample.labels)),
-        "train_channel_records": int(sample.channel_records),
+        "train_channel_records": None if sample.channel_records is None else int(sample.channel_records),
         "max_train_records": MAX_BASELINE_RECORDS,
         METRICS_SECTIONS[predictor_type]: metrics,
         "gate": {"metric": gate_metric, "value": value, "challenger_minus_baseline": challenger_value - value},

@@ -26,6 +26,9 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument(
         "--train-dir", type=Path, help="the train channel: fit the scikit-learn baseline on a sample of it, report it"
     )
+    parser.add_argument(
+        "--train-uri", help="the train channel as an S3 prefix (read with boto3, only as far as the sample needs)"
+    )
     parser.add_argument("--bootstrap-rounds", type=int, default=DEFAULT_BOOTSTRAP_ROUNDS)
     parser.add_argument("--seed", type=int, default=DEFAULT_SEED)
     parser.add_argument("--loss", default="auto", help="the training loss: hinge_loss makes a binary score a margin")
@@ -66,6 +69,8 @@ def main(argv: list[str] | None = None) -> int:
             args.summary_dir,
             settings,
             args.train_dir,
+            args.train_uri,
+            args.region,
         )
     except InputError as error:
         return exit_message.report_input_error("evaluate", error, args)

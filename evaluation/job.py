@@ -2,13 +2,23 @@
 
 from __future__ import annotations
 
+import dataclasses
+import json
 from pathlib import Path
 from typing import Any
 
 from containerlib.names import METRICS_SECTIONS, PREDICTOR_TYPES, SKLEARN_BASELINE
 from containerlib.predictions import Scored, load_scored, read_test_features
 from evaluation import EvaluationError
-from evaluation.baseline import baseline_section, fit_baseline, read_train_sample, score_baseline
+from evaluation.baseline import (
+    Shard,
+    baseline_section,
+    find_train_shards,
+    fit_baseline,
+    list_train_shards,
+    read_train_sample,
+    score_baseline,
+)
 from evaluation.gate import GateSettings, compare_with_champion
 from evaluation.report import build_report, label_names, write_report
 
@@ -27,11 +37,14 @@ def evaluate(
     summary_dir: Path | None = None,
     gate: GateSettings | None = None,
     train_dir: Path | None = None,
+    train_uri: str | None = None,
+    region: str | None = None,
 ) -> dict[str, Any]:
     """Reads predictions and labels, writes the report, returns it (NaN still as float).
 
-    With ``train_dir``, the report also holds the scikit-learn baseline fitted on (a sample of) the train channel and
-    scored on the same test records (``baseline.py``). With ``gate``, the champion's metrics on the same records and
+    With ``train_dir`` (a folder) or ``train_uri`` (an S3 prefix, read with boto3), the report also holds the
+    scikit-learn baseline fitted on (a sample of) the train channel and scored on the same test records
+    (``baseline.py``). With ``gate``, the champion's metrics on the same records and
     the gate's decision.
     """
     if predictor_type not in PREDICTOR_TYPES:
@@ -40,9 +53,10 @@ def evaluate(
     names = label_names(summary_dir)  # also checks that every Preprocess host built the same layout
     names = names if predictor_type != "regressor" else None
     report = build_report(scored, predictor_type, bootstrap_rounds, seed, names)
-    if train_dir is not None:
+    shards = train_shards(train_dir, train_uri, region)
+    if shards is not None:
         report[SKLEARN_BASELINE] = baseline_report(
-            train_dir, test_dir, scored, report, predictor_type, bootstrap_rounds, seed
+            shards, test_dir, scored, report, predictor_type, bootstrap_rounds, seed, summary_dir
         )
     if gate is not None:
         compare_with_champion(report, scored, test_dir, predictor_type, gate, bootstrap_rounds, seed)
@@ -50,11 +64,40 @@ def evaluate(
     return report
 
 
+def train_shards(train_dir: Path | None, train_uri: str | None, region: str | None) -> list[Shard] | None:
+    """The train shards the baseline samples: a folder's files, or an S3 prefix's objects (None: no baseline)."""
+    if train_dir is not None:
+        return find_train_shards(train_dir)
+    if train_uri is not None:
+        from evaluation.champion import aws_clients
+
+        return list_train_shards(train_uri, aws_clients(region)[1])
+    return None
+
+
+def summary_train_records(summary_dir: Path | None) -> int | None:
+    """The train split's record count from Preprocess's summary (its hosts' parts added up), None without one."""
+    if summary_dir is None or not summary_dir.is_dir():
+        return None
+    paths = sorted(summary_dir.glob("summary-*.json")) or sorted(summary_dir.glob("summary.json"))
+    counts = [json.loads(path.read_text()).get("rows", {}).get("train") for path in paths]
+    return int(sum(counts)) if counts and all(isinstance(count, int) for count in counts) else None
+
+
 def baseline_report(
-    train_dir: Path, test_dir: Path, scored: Scored, report: dict[str, Any], predictor_type: str, rounds: int, seed: int
+    shards: list[Shard],
+    test_dir: Path,
+    scored: Scored,
+    report: dict[str, Any],
+    predictor_type: str,
+    rounds: int,
+    seed: int,
+    summary_dir: Path | None = None,
 ) -> dict[str, Any]:
     """The ``baseline`` section: fitted on the train sample, scored on the test records, metrics with deviations."""
-    sample = read_train_sample(train_dir, seed=seed)
+    sample = read_train_sample(shards)
+    if sample.channel_records is None:  # the sample stopped early: the summary knows how many records there are
+        sample = dataclasses.replace(sample, channel_records=summary_train_records(summary_dir))
     estimator = fit_baseline(sample, predictor_type)
     baseline_scored = score_baseline(estimator, read_test_features(test_dir), scored, predictor_type)
     full = build_report(baseline_scored, predictor_type, rounds, seed)

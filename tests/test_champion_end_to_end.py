@@ -58,8 +58,21 @@ def report_of(run: LocalRun, record: ExecutionRecord) -> dict[str, Any]:
 
 
 def aws_requests(record: ExecutionRecord) -> list[dict[str, Any]]:
-    """What the Evaluate job asked the stand-in endpoint for, in order."""
-    return json.loads((record.folder / "steps" / "Evaluate" / "aws-requests.json").read_text())
+    """What the Evaluate job asked the stand-in endpoint for, in order, after the baseline's train sample."""
+    requests = json.loads((record.folder / "steps" / "Evaluate" / "aws-requests.json").read_text())
+    sample = train_sample_requests(requests)
+    assert requests[: len(sample)] == sample  # the train sample is read first
+    return requests[len(sample) :]
+
+
+def train_sample_requests(requests: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The requests that read the baseline's train sample from the Preprocess output's train prefix."""
+    return [
+        request
+        for request in requests
+        if request["service"] == "s3"
+        and "/preprocess/train/" in request["parameters"].get("Key", request["parameters"].get("Prefix", ""))
+    ]
 
 
 def test_a_new_model_is_registered_only_when_it_is_no_worse_than_the_approved_champion(
@@ -84,6 +97,18 @@ def test_a_new_model_is_registered_only_when_it_is_no_worse_than_the_approved_ch
         "gate on it)"
     )
     assert aws_requests(first) == [LIST_REQUEST]
+    # the baseline's sample was read from the train split in S3: one listing, then each shard (read whole)
+    prefix = f"linear-learner-pipeline/{first.id}/preprocess/train/"
+    listing, *reads = train_sample_requests(
+        json.loads((first.folder / "steps" / "Evaluate" / "aws-requests.json").read_text())
+    )
+    assert listing == {
+        "service": "s3",
+        "operation": "ListObjectsV2",
+        "parameters": {"Bucket": "llpipe-local", "Prefix": prefix},
+    }
+    assert [read["operation"] for read in reads] == ["GetObject"] * len(reads) and len(reads) >= 2
+    assert first_report["baseline"]["train_records"] == first_report["baseline"]["train_channel_records"]
     # the champion lookup ran as container code: the image's Python 3.9 and its boto3, reaching the stand-in endpoint
     ran_with = json.loads((first.folder / "steps" / "Evaluate" / "environment.json").read_text())
     assert ran_with["exact"] is True and ran_with["interpreter"] == str(image_environment.python)

@@ -25,7 +25,7 @@ from pipeline.linear_learner.artifact import save_model
 from pipeline.linear_learner.collective import LocalCollective
 from pipeline.linear_learner.hyperparameters import HyperparameterError, parse_hyperparameters
 from pipeline.linear_learner.metrics import calibrate_thresholds, roc_auc
-from pipeline.linear_learner.trainer import Dataset, evaluate, fit
+from pipeline.linear_learner.trainer import Dataset, Optimizer, evaluate, fit, model_settings
 
 
 def split(X, y, *, stratify: bool):
@@ -124,6 +124,40 @@ def test_invalid_hyperparameters_name_the_parameter_value_and_what_is_allowed(gi
     with pytest.raises(HyperparameterError) as error:
         parse_hyperparameters(given)
     assert expected in str(error.value)
+
+
+# ---------------------------------------------------------------- the auto grid and schedule
+
+
+def test_auto_models_pair_every_strength_with_a_fast_and_a_careful_rate() -> None:
+    settings = model_settings(parse_hyperparameters({"predictor_type": "binary_classifier"}), 1.0)
+    assert (settings.learning_rate[0], settings.wd[0], settings.l1[0]) == (0.1, 1e-4, 0.0)  # model 0: the base
+    np.testing.assert_allclose(settings.learning_rate[1:], np.resize([0.1, 0.03], 31))
+    strengths = settings.wd[1::2]  # 16 strengths on an even log grid, each shared by a pair of models
+    np.testing.assert_allclose(strengths, np.logspace(-7, -1, 16))
+    np.testing.assert_allclose(settings.wd[2::2], strengths[:15])
+    given = model_settings(parse_hyperparameters({"predictor_type": "binary_classifier", "wd": "0.01"}), 1.0)
+    assert given.wd[0] == 0.01 and np.all((given.wd > 0.003) & (given.wd < 0.033))  # around a given value
+
+
+def test_auto_schedule_halves_only_the_rates_of_models_that_stalled() -> None:
+    hp = parse_hyperparameters({"predictor_type": "multiclass_classifier", "num_classes": "3", "num_models": "3"})
+    settings = model_settings(hp, 1.0)
+    optimizer = Optimizer(hp, settings, (5, 9), 3)
+    params = np.zeros((5, 9), dtype=np.float32)
+    for _ in range(250):  # no step schedule: 250 updates leave the rates as they were
+        optimizer.step(params, np.ones((5, 9), dtype=np.float32))
+    np.testing.assert_allclose(optimizer.column_lr, np.repeat(settings.learning_rate, 3), rtol=1e-6)
+    optimizer.plateau(np.array([False, True, False]))
+    np.testing.assert_allclose(optimizer.column_lr, np.repeat(settings.learning_rate * [1.0, 0.5, 1.0], 3), rtol=1e-6)
+    stepped = parse_hyperparameters(
+        {**{"predictor_type": "binary_classifier", "num_models": "2"}, "lr_scheduler_step": "10"}
+    )
+    fixed = Optimizer(stepped, model_settings(stepped, 1.0), (3, 2), 1)
+    fixed.plateau(np.array([True, True]))  # a given schedule is the service's step schedule: no plateau halving
+    for _ in range(10):
+        fixed.step(np.zeros((3, 2), dtype=np.float32), np.ones((3, 2), dtype=np.float32))
+    np.testing.assert_allclose(fixed.column_lr, model_settings(stepped, 1.0).learning_rate * 0.99, rtol=1e-6)
 
 
 # ---------------------------------------------------------------- quality against scikit-learn

@@ -49,11 +49,14 @@ ADAM_EPSILON = 1e-8
 # the upper end reaches the strong regularisation a few thousand noisy rows need (C ~ 0.01 at 5,000 rows is 0.02)
 AUTO_WD_RANGE = (-7.0, -1.0)
 AUTO_L1_RANGE = (-7.0, -3.0)
+# with learning_rate auto, the parallel models' rates cycle through these multiples of the base rate
+AUTO_LR_STEPS = (1.0, 0.3)
 # fewer updates per epoch than this (a few thousand rows at batch 1000 is four) and mini-batches shrink, so small
 # tables get enough optimiser steps for early stopping and the learning-rate schedule to mean something
 MIN_UPDATES_PER_EPOCH = 20
-# with lr_scheduler_step and lr_scheduler_factor auto, the learning rate is multiplied by this after every epoch
-AUTO_LR_DECAY_PER_EPOCH = 0.7
+# with lr_scheduler_step and lr_scheduler_factor auto, a model's learning rate is multiplied by this after every
+# epoch in which its validation loss (train loss without validation) did not improve by early_stopping_tolerance
+AUTO_PLATEAU_FACTOR = 0.5
 
 
 class Collective(Protocol):
@@ -157,7 +160,11 @@ Log = Callable[[str], None]
 
 
 def model_settings(hp: Hyperparameters, positive_balance: float) -> ModelSettings:
-    """Neighbouring settings around the given (or auto) learning rate, wd, l1 and positive weight."""
+    """Neighbouring settings around the given (or auto) learning rate, wd, l1 and positive weight.
+
+    With learning_rate and wd auto, models 1.. form a grid: pairs of models share a wd of an even log grid over
+    AUTO_WD_RANGE, one at the base learning rate and one at 0.3 times it (AUTO_LR_STEPS), so every strength is tried at
+    a fast and at a careful rate (random pairs left the right strength at a rate that cannot converge)."""
     models = hp.num_models
     rng = np.random.default_rng(SEED)
 
@@ -174,10 +181,13 @@ def model_settings(hp: Hyperparameters, positive_balance: float) -> ModelSetting
         "learning_rate", hp.learning_rate, math.log10(hp.learning_rate) - 1.0, math.log10(hp.learning_rate) + 0.3
     )
     wd = around("wd", hp.wd, *AUTO_WD_RANGE)
+    rates = len(AUTO_LR_STEPS)
+    if "learning_rate" not in hp.explicit and models > 2:
+        learning_rate[1:] = hp.learning_rate * np.resize(AUTO_LR_STEPS, models - 1)
     if "wd" not in hp.explicit and models > 2:
-        # an even log grid, not random draws, so the strongest and weakest strengths are always among the models;
-        # neighbours alternate without and with l1, so both kinds cover the whole range
-        wd[1:] = 10.0 ** np.linspace(*AUTO_WD_RANGE, models - 1)
+        # an even log grid, not random draws, so the strongest and weakest strengths are always among the models
+        strengths = 10.0 ** np.linspace(*AUTO_WD_RANGE, math.ceil((models - 1) / rates))
+        wd[1:] = np.repeat(strengths, rates)[: models - 1]
     l1 = around("l1", hp.l1, *AUTO_L1_RANGE)
     if "l1" not in hp.explicit:
         l1[::2] = 0.0  # half of the auto models without l1
@@ -200,16 +210,12 @@ class Optimizer:
         settings: ModelSettings,
         shape: tuple[int, int],
         classes: int,
-        updates_per_epoch: int | None = None,
     ) -> None:
         self.kind = hp.optimizer
         self.hp = hp
-        self.schedule_step, self.schedule_factor = hp.lr_scheduler_step, hp.lr_scheduler_factor
-        automatic = not {"lr_scheduler_step", "lr_scheduler_factor"} & hp.explicit
-        if automatic and updates_per_epoch:
-            # auto schedule (chosen locally): decay once an epoch, so the rate falls the same way whatever the
-            # table's size; a constant rate leaves adam's last iterates noisy on small data
-            self.schedule_step, self.schedule_factor = updates_per_epoch, AUTO_LR_DECAY_PER_EPOCH
+        self.classes = classes
+        # both auto: no step schedule; each model's rate halves when its loss stops improving (see plateau)
+        self.automatic = hp.use_lr_scheduler and not {"lr_scheduler_step", "lr_scheduler_factor"} & hp.explicit
         rows, _ = shape
         row_lr = np.ones(rows, dtype=np.float32)
         row_lr[-1] = hp.bias_lr_mult if hp.use_bias else 0.0
@@ -258,11 +264,18 @@ class Optimizer:
         if self.has_l1:
             shrink = self.lr * self.l1
             np.copyto(params, np.sign(params) * np.maximum(np.abs(params) - shrink, 0.0))
-        if hp.use_lr_scheduler and self.steps % self.schedule_step == 0:
-            self.column_lr = np.maximum(
-                self.column_lr * self.schedule_factor, np.float32(hp.lr_scheduler_minimum_lr)
-            ).astype(np.float32)
-            self._update_lr()
+        if hp.use_lr_scheduler and not self.automatic and self.steps % hp.lr_scheduler_step == 0:
+            self._decay(np.ones(len(self.column_lr), dtype=bool), hp.lr_scheduler_factor)
+
+    def plateau(self, stalled: np.ndarray) -> None:
+        """The automatic schedule: multiply the rate of every model in ``stalled`` (M,) by AUTO_PLATEAU_FACTOR."""
+        if self.automatic and np.any(stalled):
+            self._decay(np.repeat(stalled, self.classes), AUTO_PLATEAU_FACTOR)
+
+    def _decay(self, columns: np.ndarray, factor: float) -> None:
+        decayed = np.maximum(self.column_lr * np.float32(factor), np.float32(self.hp.lr_scheduler_minimum_lr))
+        self.column_lr = np.where(columns, decayed, self.column_lr).astype(np.float32)
+        self._update_lr()
 
 
 def fit_scaler(hp: Hyperparameters, train: Channel, collective: Collective) -> tuple[Scaler, np.ndarray]:
@@ -497,8 +510,7 @@ def _fit(
     shared_validation = _validation_on_every_host(validation, collective)
     models = ParallelModels(hp, scaler, dim)
     objective = Objective(hp, scaler, settings, class_weights)
-    updates_per_epoch = math.ceil(total_rows / collective.size / batch_size)
-    optimizer = Optimizer(hp, settings, models.params.shape, models.classes, updates_per_epoch)
+    optimizer = Optimizer(hp, settings, models.params.shape, models.classes)
     leader = collective.rank == 0
     best_params = models.params.copy()
     best_loss = np.full(hp.num_models, np.inf)
@@ -531,6 +543,7 @@ def _fit(
         if shared_validation:  # every host scores its share of the validation chunks
             shared_losses = _evaluation_losses(models, objective, validation, collective=collective)
         stop = 0.0
+        stalled = np.zeros(hp.num_models, dtype=bool)
         if leader:
             if validation is not None:
                 losses = (
@@ -540,6 +553,8 @@ def _fit(
             else:
                 losses = last_epoch_loss
             losses = np.where(np.isfinite(losses), losses, np.inf)  # a diverged model never becomes the best
+            # the early-stopping rule per model: a relative improvement of at most the tolerance is none
+            stalled = np.isfinite(best_loss) & (best_loss - losses <= hp.early_stopping_tolerance * np.abs(best_loss))
             improved = np.repeat(losses < best_loss, models.classes)
             best_loss = np.minimum(losses, best_loss)
             best_params[:, improved] = models.params[:, improved]
@@ -554,9 +569,13 @@ def _fit(
                 log(f"Early stop condition met. Stopping training at epoch {epoch}.")
                 stop = 1.0
         if collective.size > 1:  # algo-1 decides; everyone learns it in the same round
-            stop = float(collective.allreduce(np.array([stop]))[0])
+            decided = collective.allreduce(np.concatenate([[stop], stalled.astype(np.float64)]))
+            stop, stalled = float(decided[0]), decided[1:]
         if stop:
             break
+        if leader and optimizer.automatic and np.any(stalled):
+            log(f"{host}: epoch {epoch}: learning rate halved for {int(np.sum(stalled))} model(s) whose loss stalled")
+        optimizer.plateau(stalled > 0)
     if not leader:
         return FitResult(model=None, metrics={}, epochs=epochs_run, epoch_times=tuple(epoch_times))
     selection_data = validation if validation is not None else train

@@ -22,7 +22,6 @@ from pipeline.definition.steps.preprocess import preprocess_output
 EVALUATE_PREDICTIONS_DIR = "/opt/ml/processing/input/predictions"
 EVALUATE_TEST_DIR = "/opt/ml/processing/input/test"
 EVALUATE_SUMMARY_DIR = "/opt/ml/processing/input/summary"
-EVALUATE_TRAIN_DIR = "/opt/ml/processing/input/train"  # the scikit-learn baseline is fitted on a sample of it
 EVALUATE_OUTPUT_DIR = "/opt/ml/processing/output/evaluation"
 
 
@@ -40,7 +39,6 @@ def evaluate_step(
             s3_input("predictions", transform.properties.TransformOutput.S3OutputPath, EVALUATE_PREDICTIONS_DIR),
             s3_input("test", preprocess_output(preprocess, "test"), EVALUATE_TEST_DIR),
             s3_input("summary", preprocess_output(preprocess, "summary"), EVALUATE_SUMMARY_DIR),
-            s3_input("train", preprocess_output(preprocess, "train"), EVALUATE_TRAIN_DIR),
             s3_input("code", bundle.s3_prefix(config.pipeline_prefix), CODE_DIR),
         ],
         outputs=[s3_output("evaluation", EVALUATE_OUTPUT_DIR, execution_uri(config, "evaluate", "evaluation"))],
@@ -55,8 +53,9 @@ def evaluate_step(
             params.predictor_type,
             "--summary-dir",
             EVALUATE_SUMMARY_DIR,
-            "--train-dir",
-            EVALUATE_TRAIN_DIR,
+            # not an input: the job reads only the train records the baseline's sample needs, straight from S3
+            "--train-uri",
+            preprocess_output(preprocess, "train"),
             "--loss",
             params.loss,
             "--metric-threshold",
