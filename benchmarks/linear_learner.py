@@ -48,8 +48,9 @@ def main() -> None:
     from sklearn.metrics import roc_auc_score
 
     from pipeline.linear_learner.collective import LocalCollective
+    from pipeline.linear_learner.final_metrics import evaluate
     from pipeline.linear_learner.hyperparameters import parse_hyperparameters
-    from pipeline.linear_learner.trainer import Dataset, evaluate, fit
+    from pipeline.linear_learner.trainer import Dataset, fit
 
     X, y = make_data(args.rows, args.features)
     holdout = slice(0, 50_000)

@@ -23,9 +23,10 @@ from evaluation.linear_learner_model import read_model
 from pipeline.core.errors import AlgorithmInputError
 from pipeline.linear_learner.artifact import save_model
 from pipeline.linear_learner.collective import LocalCollective
+from pipeline.linear_learner.final_metrics import evaluate
 from pipeline.linear_learner.hyperparameters import HyperparameterError, parse_hyperparameters
 from pipeline.linear_learner.metrics import calibrate_thresholds, roc_auc
-from pipeline.linear_learner.trainer import Dataset, Optimizer, evaluate, fit, model_settings
+from pipeline.linear_learner.trainer import Dataset, Optimizer, fit, model_settings
 
 
 def split(X, y, *, stratify: bool):

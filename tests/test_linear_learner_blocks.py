@@ -16,8 +16,9 @@ from pipeline.linear_learner import blocks
 from pipeline.linear_learner.blocks import write_blocks
 from pipeline.linear_learner.collective import LocalCollective
 from pipeline.linear_learner.data import open_channel
+from pipeline.linear_learner.final_metrics import evaluate
 from pipeline.linear_learner.hyperparameters import parse_hyperparameters
-from pipeline.linear_learner.trainer import Dataset, _batches, evaluate, fit
+from pipeline.linear_learner.trainer import Dataset, _batches, fit
 
 
 def pieces(data: Dataset, size: int) -> list[Dataset]:

@@ -218,7 +218,7 @@ def _write_scaling(root: Path, host: str, result) -> None:
 def _write_outputs(root: Path, hp, result, host: str, channels: dict) -> None:
     """The leader's outputs: each channel's scores logged and in metrics.json, and model.tar.gz."""
     from pipeline.linear_learner.artifact import save_model
-    from pipeline.linear_learner.trainer import evaluate
+    from pipeline.linear_learner.final_metrics import evaluate
 
     assert result.model is not None
     metrics = dict(result.metrics)

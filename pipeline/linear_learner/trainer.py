@@ -1,5 +1,6 @@
 """Training: scaler pass, ``num_models`` parallel linear models trained with one matrix product per mini-batch,
-synchronous gradient aggregation across instances, early stopping, model selection and threshold calibration.
+synchronous gradient aggregation across instances and early stopping; model selection and threshold calibration are
+``selection.py``, the final metrics ``final_metrics.py``.
 
 Several instances: every host trains on its own shard and, every step, the hosts' gradient sums (weighted by
 their batch sizes) are added up and divided by the total record count, so N hosts with batch b behave like one host
@@ -22,10 +23,8 @@ from typing import Protocol
 
 import numpy as np
 import scipy.sparse as sp
-from scipy.special import expit
 
 from evaluation.linear_learner_model import LinearModel
-from pipeline.linear_learner.artifact import float32_double, metrics_params
 from pipeline.linear_learner.hyperparameters import Hyperparameters
 from pipeline.linear_learner.losses import (
     OBJECTIVE_NAMES,
@@ -35,12 +34,7 @@ from pipeline.linear_learner.losses import (
     regression_loss,
     softmax_loss,
 )
-from pipeline.linear_learner.metrics import (
-    binary_metrics,
-    calibrate_thresholds,
-    multiclass_metrics,
-    regression_metrics,
-)
+from pipeline.linear_learner.selection import criteria_values, select_model, stops_on_binary_criteria
 
 SEED = 1234  # Linear Learner has no seed hyperparameter; a fixed seed makes runs reproducible
 EVALUATION_CHUNK = 8192
@@ -347,6 +341,11 @@ class ParallelModels:
         weights = params[:-1]
         return weights * self.inverse_scale[:, None], params[-1] - self.shift @ weights
 
+    def score(self, features, params: np.ndarray | None = None) -> np.ndarray:
+        """Every model's scores of a batch (float32), with ``params`` or the current parameters."""
+        weights, bias = self.effective(params)
+        return np.asarray(features @ weights, dtype=np.float32) + bias
+
     def gradient(self, features, score_gradient: np.ndarray) -> np.ndarray:
         """Gradient of the summed loss with respect to ``params`` given d(loss)/d(scores)."""
         raw = features.T @ score_gradient
@@ -419,11 +418,6 @@ def _batches(
         yield carry
 
 
-def _score(models: ParallelModels, features, params: np.ndarray | None = None) -> np.ndarray:
-    weights, bias = models.effective(params)
-    return np.asarray(features @ weights, dtype=np.float32) + bias
-
-
 def _evaluation_losses(
     models: ParallelModels,
     objective: Objective,
@@ -448,7 +442,7 @@ def _evaluation_losses(
                     labels = objective.prepare_labels(block.labels)
                 end = min(start + EVALUATION_CHUNK, block.rows)
                 # float64 scores select the exact (uncapped) loss formulas
-                scores = _score(models, block.features[start:end], params).astype(np.float64)
+                scores = models.score(block.features[start:end], params).astype(np.float64)
                 sums, _ = objective(scores, labels[start:end])
             parts.append(sums)
     if collective is not None and size > 1 and parts:
@@ -559,10 +553,10 @@ def _fit(
             best_loss = np.minimum(losses, best_loss)
             best_params[:, improved] = models.params[:, improved]
             criteria, metric = objective.name, float(np.min(losses))
-            if validation is not None and _stops_on_binary_criteria(hp):
+            if validation is not None and stops_on_binary_criteria(hp):
                 # the documented rule: with a selection criterion given, early stopping follows it (higher is
                 # better, so it is tracked negated)
-                values = _criteria_values(hp, models, models.params, validation)[1]
+                values = criteria_values(hp, models, models.params, validation)[1]
                 criteria, metric = hp.selection_criteria, -float(np.max(values))
             log(f"#early_stopping_criteria_metric: host={host}, epoch={epoch}, criteria={criteria}, value={metric}")
             if stopping.should_stop(metric):
@@ -645,7 +639,7 @@ def _train_epoch(
             vector = np.zeros(size + hp.num_models + 1)
         else:
             features, labels = batch
-            batch_losses, score_gradient = objective(_score(models, features), labels)
+            batch_losses, score_gradient = objective(models.score(features), labels)
             gradient = models.gradient(features, score_gradient)
             vector = np.concatenate([gradient.ravel(), batch_losses, [features.shape[0]]])
             local_records += features.shape[0]
@@ -657,127 +651,3 @@ def _train_epoch(
         loss_sums += total[size : size + hp.num_models]
         mean_gradient = (total[:size] / records).astype(np.float32).reshape(models.params.shape)
         optimizer.step(models.params, mean_gradient)
-
-
-def select_model(
-    hp: Hyperparameters,
-    models: ParallelModels,
-    best_params: np.ndarray,
-    best_loss: np.ndarray,
-    data: Channel,
-    scaler: Scaler,
-) -> tuple[LinearModel, int]:
-    """Pick the best of the models' best snapshots; for binary classifiers calibrate the threshold first."""
-    # the service writes 0.5 for regressors and multiclass too; hinge loss scores are margins, split at 0
-    threshold = 0.0 if hp.loss == "hinge_loss" else 0.5
-    if hp.predictor_type == "binary_classifier" and hp.selection_criteria != "loss_function":
-        thresholds, values = _criteria_values(hp, models, best_params, data)
-        # best criterion value; among equals the lower loss
-        order = np.lexsort((best_loss, -values))
-        index = int(order[0])
-        threshold = float(thresholds[index])
-    else:
-        index = int(np.argmin(best_loss))
-    return to_linear_model(hp, models, best_params, index, scaler, threshold), index
-
-
-def _stops_on_binary_criteria(hp: Hyperparameters) -> bool:
-    return (
-        hp.predictor_type == "binary_classifier"
-        and hp.selection_criteria != "loss_function"
-        and "binary_classifier_model_selection_criteria" in hp.explicit
-    )
-
-
-def _criteria_values(
-    hp: Hyperparameters, models: ParallelModels, params: np.ndarray, data: Channel
-) -> tuple[np.ndarray, np.ndarray]:
-    """Calibrated threshold and selection-criterion value of every model on the calibration sample of ``data`` (its
-    first ``num_calibration_samples`` records). Scored block by block and calibrated model by model, so memory holds
-    the float32 scores and one model's working arrays, not the features nor every model's float64 arrays at once."""
-    scores, labels = [], []
-    remaining = min(hp.num_calibration_samples, data.rows)
-    for block in data.blocks():
-        if remaining <= 0:
-            break
-        part = block.head(remaining)
-        scores.append(_score(models, part.features, params))
-        labels.append(part.labels)
-        remaining -= part.rows
-    joined = np.concatenate(scores) if len(scores) > 1 else scores[0]
-    sample_labels = np.concatenate(labels)
-    del scores, labels
-    default_threshold = 0.5 if hp.loss == "logistic" else 0.0
-    thresholds, values = np.empty(joined.shape[1]), np.empty(joined.shape[1])
-    for column in range(joined.shape[1]):  # columns are independent: the same numbers as all at once
-        column_scores = joined[:, column : column + 1].astype(np.float64)
-        if hp.loss == "logistic":
-            column_scores = expit(column_scores)
-        found = calibrate_thresholds(
-            sample_labels,
-            column_scores,
-            hp.selection_criteria,
-            beta=hp.f_beta,
-            target_precision=hp.target_precision,
-            target_recall=hp.target_recall,
-            default_threshold=default_threshold,
-        )
-        thresholds[column], values[column] = found[0][0], found[1][0]
-    return thresholds, values
-
-
-def to_linear_model(
-    hp: Hyperparameters, models: ParallelModels, params: np.ndarray, index: int, scaler: Scaler, threshold: float
-) -> LinearModel:
-    """Fold the normalisation (features and label) into model ``index``'s raw-scale weights and bias."""
-    columns = slice(index * models.classes, (index + 1) * models.classes)
-    weights, bias = models.effective(params[:, columns].astype(np.float64))
-    weights = weights.astype(np.float64) * scaler.label_scale
-    bias = bias.astype(np.float64) * scaler.label_scale + scaler.label_mean
-    threshold = float32_double(threshold)  # the artifact stores it as float32: score with what is stored
-    return LinearModel(
-        predictor_type=hp.predictor_type,
-        loss_type=hp.loss,
-        weights=weights.astype(np.float32),
-        bias=bias.astype(np.float32),
-        threshold=threshold,
-        metrics_params=metrics_params(hp, threshold),
-    )
-
-
-def evaluate(hp: Hyperparameters, model: LinearModel, data: Channel) -> list[tuple[str, str, float]]:
-    """Final metrics of ``model`` on ``data`` as (name logged by the service, short key, value).
-
-    Read block by block: only the scores, predictions and labels of the whole channel are held, not its features."""
-    raw = LossParameters(
-        hp.loss, margin=hp.margin, insensitivity=hp.loss_insensitivity, quantile=hp.quantile, huber_delta=hp.huber_delta
-    )
-    parts = [
-        (model.linear_scores(block.features).astype(np.float64), *model.predict(block.features), block.labels)
-        for block in data.blocks()
-    ]
-    scores = np.concatenate([part[0] for part in parts])
-    score = np.concatenate([part[1] for part in parts])
-    predicted = None if parts[0][2] is None else np.concatenate([part[2] for part in parts])
-    labels = np.concatenate([part[3] for part in parts]).astype(np.float64)
-    del parts
-    objective_name = OBJECTIVE_NAMES[hp.loss] + "_objective"
-    if hp.predictor_type == "binary_classifier":
-        loss, _ = binary_loss(raw, scores, labels[:, None], None)
-        values = binary_metrics(labels, predicted, score, hp.f_beta)
-        names = {"binary_f_beta": f"binary_f_{hp.f_beta:.3f}"}
-    elif hp.predictor_type == "multiclass_classifier":
-        loss, _ = softmax_loss(scores, labels.astype(np.int64), hp.num_classes, None)
-        probabilities = score
-        values = multiclass_metrics(labels, probabilities, hp.accuracy_top_k, hp.f_beta)
-        names = {
-            "multiclass_top_k_accuracy": f"multiclass_top_{hp.accuracy_top_k}_accuracy",
-            "macro_f_beta": f"macro_f_{hp.f_beta:.3f}",
-        }
-    else:
-        loss, _ = regression_loss(raw, scores, labels[:, None])
-        values = regression_metrics(labels, scores[:, 0])
-        names = {}
-    results = [(objective_name, "objective_loss", float(loss[0]) / max(data.rows, 1))]
-    results += [(names.get(key, key), key, value) for key, value in values.items()]
-    return results
