@@ -237,3 +237,15 @@ def test_the_container_jobs_do_not_import_each_other() -> None:
     for job, other in ((job, other) for job in jobs for other in jobs if job != other):
         crossing = [str(edge) for edge in EDGES if edge.source.startswith(job) and edge.target.startswith(other)]
         assert crossing == []
+
+
+MAX_MODULE_LINES = 700  # a module longer than this holds more than one idea (issue 24)
+
+
+def test_no_module_is_longer_than_the_limit() -> None:
+    """Every module of the package and the container code stays small enough to hold one idea."""
+    sources = [path for folder in ("pipeline", *CONTAINER) for path in sorted((ROOT / folder).rglob("*.py"))]
+    assert len(sources) > 100  # the walk found the code
+    lengths = {str(path.relative_to(ROOT)): len(path.read_text().splitlines()) for path in sources}
+    long = {name: lines for name, lines in lengths.items() if lines > MAX_MODULE_LINES}
+    assert long == {}, f"modules over {MAX_MODULE_LINES} lines: split them by what each part does"
