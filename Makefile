@@ -24,7 +24,7 @@ image-env: $(STAMP)
 test: $(STAMP) image-env  ## lint and format check, then the test suite
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
-	$(BIN)/python -m pytest -q -n 2 --dist loadgroup
+	$(BIN)/python -m pytest -q -n 2
 
 lint: $(STAMP)
 	$(BIN)/ruff check .

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterator
+from pathlib import Path
 from types import ModuleType
+from typing import Any
 
 import pytest
 from container import Container
@@ -65,9 +67,9 @@ def definition_cache_of_this_session(tmp_path_factory: pytest.TempPathFactory) -
 
 
 # Modules whose module-scoped fixtures are expensive (a real local run, a served model, a definition built by the
-# SDK, a CodeBuild run): their tests run on one xdist worker (`-n 2 --dist loadgroup`, as `make test` runs them), so
-# each fixture is set up once per session instead of once per worker that happens to get one of the module's tests.
-# Every other test is still dealt out one by one.
+# SDK, a CodeBuild run): under xdist (`make test` runs `-n 2`) all their tests go to one worker, so each fixture is set
+# up once per session instead of once per worker that happens to get one of the module's tests (the CodeBuild run
+# once took 60 s on each worker). Every other test is still dealt out one by one.
 GROUPED_MODULES = frozenset(
     {
         "test_api",
@@ -86,9 +88,17 @@ GROUPED_MODULES = frozenset(
 )
 
 
-def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """Mark the tests of GROUPED_MODULES with their module's xdist group."""
-    for item in items:
-        module = item.module.__name__ if getattr(item, "module", None) else ""
-        if module in GROUPED_MODULES:
-            item.add_marker(pytest.mark.xdist_group(module))
+def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
+    """For the default ``--dist load``: xdist's load-scope scheduler with a module of GROUPED_MODULES as one unit
+    and any other test as a unit of its own (scopes with the most tests are dealt first, so the groups start early
+    and single tests fill the end). Any other ``--dist`` is left as asked."""
+    if config.getvalue("dist") != "load":
+        return None
+    from xdist.scheduler import LoadScopeScheduling
+
+    class GroupedModules(LoadScopeScheduling):
+        def _split_scope(self, nodeid: str) -> str:
+            module = nodeid.split("::", 1)[0]
+            return module if Path(module).stem in GROUPED_MODULES else nodeid
+
+    return GroupedModules(config, log)

@@ -218,7 +218,7 @@ def test_the_container_code_is_tested_on_the_image_s_python() -> None:
     python = next(c for c in install if c.startswith("pyenv install"))
     assert python.split()[-1].startswith(DEFAULT_PROCESSING_IMAGE.python + ".")
     assert install.index(python) < install.index("CI=true llpipe env build")
-    assert "CI=true python -m pytest -q -n 2 --dist loadgroup" in buildspec()["phases"]["pre_build"]["commands"]
+    assert "CI=true python -m pytest -q -n 2" in buildspec()["phases"]["pre_build"]["commands"]
 
 
 # ---------------------------------------------------------------- IAM documents next to the buildspec
