@@ -358,6 +358,25 @@ def test_retry_and_stop_of_a_local_execution_say_what_to_do(
     assert code == 2 and f"{record.id} is a local execution" in err and f"`llpipe {command}` acts on SageMaker" in err
 
 
+@pytest.mark.parametrize(("command", "instead"), [("retry", "run it again with `llpipe run`"), ("stop", "Ctrl-C")])
+def test_retry_and_stop_of_an_id_of_another_work_dir_say_what_to_do_without_credentials(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], command: str, instead: str
+) -> None:
+    """Before: an execution of `llpipe run --workdir elsewhere` is not in the default work dir, so retry/stop went to
+    SageMaker and said only "no AWS credentials". Now that error says what to do if the id is a local one."""
+    for name in ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN", "AWS_PROFILE"):
+        monkeypatch.delenv(name, raising=False)
+    for name in ("AWS_SHARED_CREDENTIALS_FILE", "AWS_CONFIG_FILE"):
+        monkeypatch.setenv(name, str(tmp_path / "absent"))
+    monkeypatch.setenv("AWS_EC2_METADATA_DISABLED", "true")
+    monkeypatch.delenv("AWS_CONTAINER_CREDENTIALS_RELATIVE_URI", raising=False)
+    monkeypatch.delenv("AWS_CONTAINER_CREDENTIALS_FULL_URI", raising=False)
+    monkeypatch.chdir(tmp_path)
+    code, err = run_cli([command, "b784054eea07"], capsys)
+    assert code == 1 and "no AWS credentials found" in err, err
+    assert f"`llpipe {command}` acts on SageMaker executions; if b784054eea07 is a local one" in err and instead in err
+
+
 def test_a_model_version_below_one_is_named(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
     """Before: `models approve -1` gave argparse's top-level usage."""
     code, err = run_cli(["models", "approve", "-1", "--workdir", str(tmp_path)], capsys)
