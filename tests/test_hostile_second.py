@@ -454,3 +454,20 @@ def test_a_stop_signal_received_by_a_job_thread_stops_the_run_at_once(tmp_path: 
     assert result.returncode == 0, result.stderr
     outcome = json.loads(result.stdout.strip().splitlines()[-1])
     assert outcome == {"outcome": "interrupted", "stop_seen": [True], "status": "Stopped", "step": "Stopped"}
+
+
+@pytest.mark.parametrize(
+    ("argv", "command", "extra"), [(["serve", "99"], "serve", "99"), (["run", "--bogus", "x"], "run", "--bogus x")]
+)
+def test_an_unknown_argument_is_named_with_the_command_s_own_usage(
+    capsys: pytest.CaptureFixture[str], argv: list[str], command: str, extra: str
+) -> None:
+    """Before: `llpipe serve 99` printed the top-level usage (`llpipe [-h] COMMAND ...`), as `models approve -1` did:
+    nothing about serve's own arguments. Now the command's parser says it, with its usage."""
+    with pytest.raises(SystemExit) as exited:
+        cli.main(argv)
+    err = capsys.readouterr().err
+    assert exited.value.code == 2
+    assert err.startswith(f"usage: llpipe {command} [-h]") and err.endswith(
+        f"llpipe {command}: error: unrecognized arguments: {extra}\n"
+    ), err
