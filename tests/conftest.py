@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterator
+from pathlib import Path
 from types import ModuleType
+from typing import Any
 
 import pytest
 from container import Container
@@ -45,11 +47,58 @@ def container(image_environment: JobEnvironment, tmp_path_factory: pytest.TempPa
 @pytest.fixture(scope="session", autouse=True)
 def definition_cache_of_this_session(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
     """Definitions cached by this test session stay in it: never the user's cache, never a previous run's. Only the
-    definitions move: the image environments stay in the shared cache, built once per machine (minutes)."""
+    definitions move: the image environments stay in the shared cache, built once per machine (minutes).
+
+    The xdist workers of one session share the folder (the run's base temp folder, above each worker's), so a
+    definition built by one worker is read by the other instead of built again (seconds each; entries are written
+    atomically, so a concurrent reader sees a whole entry or none)."""
     previous = os.environ.get("LLPIPE_DEFINITION_CACHE_DIR")
-    os.environ["LLPIPE_DEFINITION_CACHE_DIR"] = str(tmp_path_factory.mktemp("llpipe-definitions"))
+    if os.environ.get("PYTEST_XDIST_WORKER"):
+        shared = tmp_path_factory.getbasetemp().parent / "llpipe-definitions"
+        shared.mkdir(exist_ok=True)
+    else:
+        shared = tmp_path_factory.mktemp("llpipe-definitions")
+    os.environ["LLPIPE_DEFINITION_CACHE_DIR"] = str(shared)
     yield
     if previous is None:
         os.environ.pop("LLPIPE_DEFINITION_CACHE_DIR", None)
     else:
         os.environ["LLPIPE_DEFINITION_CACHE_DIR"] = previous
+
+
+# Modules whose module-scoped fixtures are expensive (a real local run, a served model, a definition built by the
+# SDK, a CodeBuild run): under xdist (`make test` runs `-n 2`) all their tests go to one worker, so each fixture is set
+# up once per session instead of once per worker that happens to get one of the module's tests (the CodeBuild run
+# once took 60 s on each worker). Every other test is still dealt out one by one.
+GROUPED_MODULES = frozenset(
+    {
+        "test_api",
+        "test_buildspec",
+        "test_definition",
+        "test_deploy_local",
+        "test_hostile_second",
+        "test_linear_learner_jobs",
+        "test_monitor",
+        "test_sagemaker_inspect",
+        "test_sagemaker_ops",
+        "test_serve",
+        "test_tuning_definition",
+        "test_tuning_local",
+    }
+)
+
+
+def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
+    """For the default ``--dist load``: xdist's load-scope scheduler with a module of GROUPED_MODULES as one unit
+    and any other test as a unit of its own (scopes with the most tests are dealt first, so the groups start early
+    and single tests fill the end). Any other ``--dist`` is left as asked."""
+    if config.getvalue("dist") != "load":
+        return None
+    from xdist.scheduler import LoadScopeScheduling
+
+    class GroupedModules(LoadScopeScheduling):
+        def _split_scope(self, nodeid: str) -> str:
+            module = nodeid.split("::", 1)[0]
+            return module if Path(module).stem in GROUPED_MODULES else nodeid
+
+    return GroupedModules(config, log)

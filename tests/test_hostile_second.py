@@ -4,6 +4,10 @@ they run the real CLI, the real checks and the real container code on real files
 
 from __future__ import annotations
 
+import json
+import os
+import subprocess
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -354,6 +358,25 @@ def test_retry_and_stop_of_a_local_execution_say_what_to_do(
     assert code == 2 and f"{record.id} is a local execution" in err and f"`llpipe {command}` acts on SageMaker" in err
 
 
+@pytest.mark.parametrize(("command", "instead"), [("retry", "run it again with `llpipe run`"), ("stop", "Ctrl-C")])
+def test_retry_and_stop_of_an_id_of_another_work_dir_say_what_to_do_without_credentials(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], command: str, instead: str
+) -> None:
+    """Before: an execution of `llpipe run --workdir elsewhere` is not in the default work dir, so retry/stop went to
+    SageMaker and said only "no AWS credentials". Now that error says what to do if the id is a local one."""
+    for name in ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN", "AWS_PROFILE"):
+        monkeypatch.delenv(name, raising=False)
+    for name in ("AWS_SHARED_CREDENTIALS_FILE", "AWS_CONFIG_FILE"):
+        monkeypatch.setenv(name, str(tmp_path / "absent"))
+    monkeypatch.setenv("AWS_EC2_METADATA_DISABLED", "true")
+    monkeypatch.delenv("AWS_CONTAINER_CREDENTIALS_RELATIVE_URI", raising=False)
+    monkeypatch.delenv("AWS_CONTAINER_CREDENTIALS_FULL_URI", raising=False)
+    monkeypatch.chdir(tmp_path)
+    code, err = run_cli([command, "b784054eea07"], capsys)
+    assert code == 1 and "no AWS credentials found" in err, err
+    assert f"`llpipe {command}` acts on SageMaker executions; if b784054eea07 is a local one" in err and instead in err
+
+
 def test_a_model_version_below_one_is_named(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
     """Before: `models approve -1` gave argparse's top-level usage."""
     code, err = run_cli(["models", "approve", "-1", "--workdir", str(tmp_path)], capsys)
@@ -374,3 +397,77 @@ def test_python_api_errors_name_keyword_arguments_not_flags(tmp_path: Path, data
     with pytest.raises(ConfigError) as caught:
         run_local(data, "label", "binary_classifier", workdir=tmp_path / "w", region="not a region!")
     assert "command line" not in str(caught.value) and "--" not in str(caught.value), caught.value
+
+
+# ------------------------------------------------------------------------------- a stop received by another thread
+
+SIGNAL_IN_A_JOB_THREAD = """
+import json, signal, sys, threading
+from pathlib import Path
+
+from test_local_interpreter import definition, processing
+
+from pipeline.local.executions import ExecutionStore
+from pipeline.local.interpreter import Interpreter
+from pipeline.local.jobs.contract import StepFailed
+
+folder = Path(sys.argv[1])
+seen = []
+
+
+def stopped_from_its_own_thread(job):
+    # the kernel hands a signal sent to the process to any thread: here, this job's thread receives it
+    signal.pthread_kill(threading.get_ident(), getattr(signal, sys.argv[2]))
+    seen.append(job.stop.wait(60))  # True as soon as the main thread has handled the signal
+    raise StepFailed("stopped")
+
+
+interpreter = Interpreter(
+    runners={"Processing": stopped_from_its_own_thread},
+    store=ExecutionStore(folder / "executions"),
+    read_json=lambda uri: {},
+    pipeline_name="p",
+)
+try:
+    interpreter.run(definition(processing("Slow")), {})
+    outcome = "returned"
+except KeyboardInterrupt:
+    outcome = "interrupted"
+[record] = ExecutionStore(folder / "executions").list()
+print(json.dumps({"outcome": outcome, "stop_seen": seen, "status": record.status, "step": record.steps["Slow"].status}))
+"""
+
+
+@pytest.mark.parametrize("name", ["SIGINT", "SIGTERM", "SIGHUP"])
+def test_a_stop_signal_received_by_a_job_thread_stops_the_run_at_once(tmp_path: Path, name: str) -> None:
+    """Before: a signal the kernel handed to a job's thread (one of 78 training instances' log readers, say) was run
+    by Python in the main thread only when that thread woke, and it slept in an untimed wait for the running jobs:
+    Ctrl-C or SIGTERM while 78 training instances started was acted on after Train had run to the end (26 s), Train
+    recorded Succeeded. Now the main thread waits in slices and stops the jobs at once: the job sees the stop (it
+    waits for that state, up to 60 s, instead of running on). Run in a child process, whose signals are its own."""
+    tests = Path(__file__).resolve().parent
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(tests), str(tests.parent)])}
+    result = subprocess.run(
+        [sys.executable, "-c", SIGNAL_IN_A_JOB_THREAD, str(tmp_path), name],
+        capture_output=True, text=True, env=env, timeout=120, check=False,
+    )  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    outcome = json.loads(result.stdout.strip().splitlines()[-1])
+    assert outcome == {"outcome": "interrupted", "stop_seen": [True], "status": "Stopped", "step": "Stopped"}
+
+
+@pytest.mark.parametrize(
+    ("argv", "command", "extra"), [(["serve", "99"], "serve", "99"), (["run", "--bogus", "x"], "run", "--bogus x")]
+)
+def test_an_unknown_argument_is_named_with_the_command_s_own_usage(
+    capsys: pytest.CaptureFixture[str], argv: list[str], command: str, extra: str
+) -> None:
+    """Before: `llpipe serve 99` printed the top-level usage (`llpipe [-h] COMMAND ...`), as `models approve -1` did:
+    nothing about serve's own arguments. Now the command's parser says it, with its usage."""
+    with pytest.raises(SystemExit) as exited:
+        cli.main(argv)
+    err = capsys.readouterr().err
+    assert exited.value.code == 2
+    assert err.startswith(f"usage: llpipe {command} [-h]") and err.endswith(
+        f"llpipe {command}: error: unrecognized arguments: {extra}\n"
+    ), err

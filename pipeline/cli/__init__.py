@@ -54,13 +54,15 @@ def build_parser() -> argparse.ArgumentParser:
         module = importlib.import_module(module_name)
         command_parser = sub.add_parser(name, help=help_text, description=(module.__doc__ or help_text).strip())
         module.configure(command_parser)
-        command_parser.set_defaults(handler=module.run, command_name=name)
+        command_parser.set_defaults(handler=module.run, command_name=name, command_parser=command_parser)
     return parser
 
 
 def main(argv: list[str] | None = None) -> int:
     """Entry point of the ``llpipe`` console script; returns the process exit code."""
-    args = build_parser().parse_args(argv)
+    args, extra = build_parser().parse_known_args(argv)
+    if extra:  # said by the command's own parser: its usage, not the top-level one (`llpipe serve 99`)
+        args.command_parser.error(f"unrecognized arguments: {' '.join(extra)}")
     try:
         with stop_signals_raise():
             return int(args.handler(args) or 0)

@@ -7,7 +7,8 @@ from __future__ import annotations
 
 import argparse
 import os
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -146,12 +147,34 @@ def refuse_local_execution(execution: str, command: str, workdir: Path | None = 
     folder = Path(workdir or DEFAULT_WORKDIR) / "executions" / execution
     if execution.startswith("arn:") or not (folder / "execution.json").is_file():
         return
-    instead = (
-        "run it again with `llpipe run` (steps whose inputs did not change come from the cache)"
-        if command == "retry"
-        else "stop it with Ctrl-C, or SIGTERM to its `llpipe run` process"
-    )
+    instead = _local_instead(command)
     raise UsageError(
         f"{execution} is a local execution (in {folder.parent.parent}); `llpipe {command}` acts on SageMaker "
         f"executions: {instead}"
     )
+
+
+def _local_instead(command: str) -> str:
+    return (
+        "run it again with `llpipe run` (steps whose inputs did not change come from the cache)"
+        if command == "retry"
+        else "stop it with Ctrl-C, or SIGTERM to its `llpipe run` process"
+    )
+
+
+@contextmanager
+def hint_local_execution(execution: str, command: str) -> Iterator[None]:
+    """An id that is not of the default work dir may still be a local one (``llpipe run --workdir``): when the
+    SageMaker call cannot even start for want of credentials, the error says what to do with a local execution
+    (once it said only "no AWS credentials")."""
+    from pipeline.core.errors import AwsError
+
+    try:
+        yield
+    except AwsError as error:
+        if execution.startswith("arn:") or "no AWS credentials" not in str(error):
+            raise
+        raise AwsError(
+            f"{error}. `llpipe {command}` acts on SageMaker executions; if {execution} is a local one (`llpipe run`), "
+            f"{_local_instead(command)}"
+        ) from None

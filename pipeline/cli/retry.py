@@ -8,7 +8,12 @@ from __future__ import annotations
 
 import argparse
 
-from pipeline.cli.arguments import add_config_arguments, config_from_args, refuse_local_execution
+from pipeline.cli.arguments import (
+    add_config_arguments,
+    config_from_args,
+    hint_local_execution,
+    refuse_local_execution,
+)
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
@@ -30,7 +35,8 @@ def run(args: argparse.Namespace) -> int:
 
     refuse_local_execution(args.execution, "retry")
     config = config_from_args(args)
-    arn = retry(config, execution_arn(config, args.execution), max_parallel=args.max_parallel)
+    with hint_local_execution(args.execution, "retry"):
+        arn = retry(config, execution_arn(config, args.execution), max_parallel=args.max_parallel)
     print(f"retrying {arn}")
     if not args.wait:
         return 0

@@ -4,7 +4,12 @@ from __future__ import annotations
 
 import argparse
 
-from pipeline.cli.arguments import add_config_arguments, config_from_args, refuse_local_execution
+from pipeline.cli.arguments import (
+    add_config_arguments,
+    config_from_args,
+    hint_local_execution,
+    refuse_local_execution,
+)
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
@@ -20,6 +25,7 @@ def run(args: argparse.Namespace) -> int:
 
     refuse_local_execution(args.execution, "stop")
     config = config_from_args(args)
-    arn = stop(config, execution_arn(config, args.execution))
+    with hint_local_execution(args.execution, "stop"):
+        arn = stop(config, execution_arn(config, args.execution))
     print(f"stopping {arn}")
     return 0

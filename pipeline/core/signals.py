@@ -21,6 +21,11 @@ from types import FrameType
 from pipeline.core.errors import Interrupted
 
 STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
+# The kernel may hand a signal sent to the process to any of its threads; Python then runs the handler in the main
+# thread only when that thread next executes Python code. A main thread blocked in an untimed wait (for a job's
+# future) did not run it until the job ended: Ctrl-C or SIGTERM while 78 training instances started was acted on
+# 26 s later, after Train had run to the end. The main thread's waits are therefore cut into slices this long.
+SIGNAL_CHECK_SECONDS = 0.1
 
 
 class _RaiseOnce:

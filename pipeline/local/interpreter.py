@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from pipeline.core.names import StepStatus
-from pipeline.core.signals import stop_signals_deferred, stop_signals_raise
+from pipeline.core.signals import SIGNAL_CHECK_SECONDS, stop_signals_deferred, stop_signals_raise
 from pipeline.core.steps import walk_steps
 from pipeline.definition.parameters import resolve_parameters
 from pipeline.local import cache, conditions, expressions
@@ -150,7 +150,9 @@ class Interpreter:
                     running[pool.submit(self._run_step, spec, record, context, stop)] = spec.name
             if not running:
                 break  # every step is now finished or skipped: a pending step is ready or blocked
-            done, _ = wait(running, return_when=FIRST_COMPLETED)
+            done: set[Future] = set()
+            while not done:  # in slices: a stop signal received by a job's thread is handled here within one
+                done, _ = wait(running, timeout=SIGNAL_CHECK_SECONDS, return_when=FIRST_COMPLETED)
             for future in done:
                 running.pop(future)
                 future.result()  # _run_step records failures itself; anything else is a bug worth raising
