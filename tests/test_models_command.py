@@ -84,6 +84,11 @@ def test_local_errors_are_one_line(tmp_path: Path, capsys: pytest.CaptureFixture
     assert code == 1 and err.strip() == (
         "llpipe models: approve needs a target: a version number, latest, <group>/<version> or an ARN"
     )
+    code, _, err = llpipe(capsys, "list", "extra", "--workdir", str(tmp_path))  # was read as a target, ignored
+    assert code == 1 and err.strip() == (
+        "llpipe models: list takes no target (got 'extra'): use --group G for one group's versions, "
+        "or describe extra for one version"
+    )
     register(tmp_path)
     code, _, err = llpipe(capsys, "describe", "9", "--workdir", str(tmp_path), "--group", GROUP)
     assert code == 1 and err.strip() == f"llpipe models: model package {GROUP}/9 not found"

@@ -53,6 +53,11 @@ def run(args: argparse.Namespace) -> int:
         raise versions.ModelsError(
             f"{args.action} needs a target: a version number, latest, <group>/<version> or an ARN"
         )
+    if args.action == "list" and args.target:
+        raise versions.ModelsError(
+            f"list takes no target (got {args.target!r}): use --group G for one group's versions, "
+            f"or describe {args.target} for one version"
+        )
     if args.action == "list":
         scope = None if args.all_groups else group
         if args.sagemaker:
