@@ -26,3 +26,23 @@ class StubbedSession:
     def verify(self) -> None:
         for stub in self.stubs.values():
             stub.assert_no_pending_responses()
+
+
+def cpu_utilization_queries(job: str, hosts: list[str]) -> list[dict[str, Any]]:
+    """The GetMetricData queries the scaling record sends: each host's mean CPUUtilization a minute, by its label."""
+    return [
+        {
+            "Id": f"cpu{index}",
+            "MetricStat": {
+                "Metric": {
+                    "Namespace": "/aws/sagemaker/TrainingJobs",
+                    "MetricName": "CPUUtilization",
+                    "Dimensions": [{"Name": "Host", "Value": f"{job}/{host}"}],
+                },
+                "Period": 60,
+                "Stat": "Average",
+            },
+            "Label": host,
+        }
+        for index, host in enumerate(hosts)
+    ]

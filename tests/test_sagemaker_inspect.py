@@ -13,7 +13,7 @@ from datetime import datetime, timedelta, timezone
 from typing import Any
 
 import pytest
-from aws_stubs import StubbedSession
+from aws_stubs import StubbedSession, cpu_utilization_queries
 from botocore.response import StreamingBody
 from rich.console import Console
 
@@ -1017,22 +1017,7 @@ def test_show_with_scaling_reads_each_training_job_s_hosts_and_names_the_idle_on
         {"Bucket": "artifacts-bucket", "Prefix": "run/train/"},
     )
     hosts = ["algo-1", "algo-2", "algo-3"]
-    queries = [
-        {
-            "Id": f"cpu{index}",
-            "MetricStat": {
-                "Metric": {
-                    "Namespace": "/aws/sagemaker/TrainingJobs",
-                    "MetricName": "CPUUtilization",
-                    "Dimensions": [{"Name": "Host", "Value": f"{TRAIN}/{host}"}],
-                },
-                "Period": 60,
-                "Stat": "Average",
-            },
-            "Label": host,
-        }
-        for index, host in enumerate(hosts)
-    ]
+    queries = cpu_utilization_queries(TRAIN, hosts)
     minute = [t1 + timedelta(minutes=2), t1 + timedelta(minutes=3)]
     session.stubs["cloudwatch"].add_response(
         "get_metric_data",

@@ -89,7 +89,7 @@ def test_a_sagemaker_training_job_s_scaling_record_with_an_idle_host() -> None:
     training and billable time and train:throughput are kept."""
     from datetime import datetime, timezone
 
-    from aws_stubs import StubbedSession
+    from aws_stubs import StubbedSession, cpu_utilization_queries
 
     from pipeline.core.scaling import ScalingRecord
     from pipeline.sagemaker.scaling import training_job_scaling
@@ -143,22 +143,7 @@ def test_a_sagemaker_training_job_s_scaling_record_with_an_idle_host() -> None:
         {"Bucket": "bucket", "Prefix": "run/train/"},
     )
     hosts = ["algo-1", "algo-2", "algo-3"]
-    queries = [
-        {
-            "Id": f"cpu{index}",
-            "MetricStat": {
-                "Metric": {
-                    "Namespace": "/aws/sagemaker/TrainingJobs",
-                    "MetricName": "CPUUtilization",
-                    "Dimensions": [{"Name": "Host", "Value": f"{job}/{host}"}],
-                },
-                "Period": 60,
-                "Stat": "Average",
-            },
-            "Label": host,
-        }
-        for index, host in enumerate(hosts)
-    ]
+    queries = cpu_utilization_queries(job, hosts)
     session.stubs["cloudwatch"].add_response(
         "get_metric_data",
         {
