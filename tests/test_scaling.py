@@ -22,7 +22,7 @@ def test_shared_memory_allreduce_sums_in_host_order_for_every_host(
     from pipeline.linear_learner import shared
 
     if not futex:
-        monkeypatch.setattr(shared, "_SYSCALL", None)
+        monkeypatch.setattr(shared, "_futex_syscall", lambda: None)
     monkeypatch.setattr(shared, "_SPIN_WINDOW", 4)
     names = ["algo-1", "algo-2", "algo-3"]
     rng = np.random.default_rng(0)

@@ -64,7 +64,28 @@ def _futex_syscall() -> object:
     return function
 
 
-_SYSCALL = _futex_syscall()
+class _Futex:
+    """Futex waits and wakes on words of the mapped files, or sleeping where there are none (one per collective:
+    it falls back to sleeping for good once the kernel refuses futexes)."""
+
+    def __init__(self) -> None:
+        self._syscall = _futex_syscall()
+
+    def wake(self, address: ctypes.c_void_p) -> None:
+        if self._syscall is not None:
+            self._syscall(_SYS_FUTEX, address, _FUTEX_WAKE, _WAKE_ALL, None, None, 0)
+
+    def wait(self, address: ctypes.c_void_p, seen: int, seconds: float) -> None:
+        if self._syscall is None:
+            time.sleep(_SLEEP_SECONDS)
+            return
+        timeout = _Timespec(int(seconds), int((seconds % 1) * 1e9))
+        # returns at once (EAGAIN) when the word has already moved on: no wake-up is lost
+        result = self._syscall(
+            _SYS_FUTEX, address, _FUTEX_WAIT, ctypes.c_uint32(seen & 0xFFFFFFFF), ctypes.byref(timeout), None, 0
+        )
+        if result == -1 and ctypes.get_errno() in (errno.ENOSYS, errno.EPERM):  # futexes filtered out: sleep
+            self._syscall = None
 
 
 def available() -> bool:
@@ -81,7 +102,8 @@ def exchange_folder() -> Path:
 class _Slot:
     """One host's mapped file for one vector length: the published round and two buffers."""
 
-    def __init__(self, path: Path, length: int, create: bool) -> None:
+    def __init__(self, path: Path, length: int, create: bool, futex: _Futex) -> None:
+        self._futex = futex
         size = _HEADER_BYTES + 2 * 8 * max(length, 1)
         if create:
             temporary = path.with_name(path.name + ".new")
@@ -99,22 +121,11 @@ class _Slot:
 
     def wake(self) -> None:
         """Wake every host blocked on this slot's round (a system call of about a microsecond; none waiting is fine)."""
-        if _SYSCALL is not None:
-            _SYSCALL(_SYS_FUTEX, self.address, _FUTEX_WAKE, _WAKE_ALL, None, None, 0)
+        self._futex.wake(self.address)
 
     def block(self, seen: int, seconds: float) -> None:
         """Sleep until this slot's round changes from ``seen`` (woken by ``wake``), ``seconds`` pass, or a signal."""
-        global _SYSCALL
-        if _SYSCALL is None:
-            time.sleep(_SLEEP_SECONDS)
-            return
-        timeout = _Timespec(int(seconds), int((seconds % 1) * 1e9))
-        # returns at once (EAGAIN) when the round has already moved on: no wake-up is lost
-        result = _SYSCALL(
-            _SYS_FUTEX, self.address, _FUTEX_WAIT, ctypes.c_uint32(seen & 0xFFFFFFFF), ctypes.byref(timeout), None, 0
-        )
-        if result == -1 and ctypes.get_errno() in (errno.ENOSYS, errno.EPERM):  # futexes filtered out: sleep
-            _SYSCALL = None
+        self._futex.wait(self.address, seen, seconds)
 
     def close(self) -> None:
         del self.round, self.buffers, self.address
@@ -147,6 +158,7 @@ class SharedMemoryCollective:
         self._slots: dict[int, list[_Slot | None]] = {}
         self._rounds: dict[int, int] = {}
         self._started = False  # after the first round every peer is up: the heartbeat applies
+        self._futex = _Futex()
         self._spin = _SPIN_SECONDS  # this window's spin before blocking (0 when spinning stopped paying)
         self._waits = 0  # waits in this window
         self._long_waits = 0  # of them, those longer than _SPIN_SECONDS
@@ -156,7 +168,7 @@ class SharedMemoryCollective:
         slots = self._slots.get(length)
         if slots is None:
             slots = [None] * self.size
-            slots[self.rank] = _Slot(self._folder / f"{self.rank}.{length}", length, create=True)
+            slots[self.rank] = _Slot(self._folder / f"{self.rank}.{length}", length, True, self._futex)
             self._slots[length] = slots
             self._rounds[length] = 0
         return slots
@@ -168,7 +180,7 @@ class SharedMemoryCollective:
             while not path.is_file():
                 self._check(rank, deadline, limit)
                 time.sleep(_SLEEP_SECONDS)
-            slot = slots[rank] = _Slot(path, length, create=False)
+            slot = slots[rank] = _Slot(path, length, False, self._futex)
         return slot
 
     def _check(self, rank: int, deadline: float, limit: float) -> None:
