@@ -167,14 +167,14 @@ def hint_local_execution(execution: str, command: str) -> Iterator[None]:
     """An id that is not of the default work dir may still be a local one (``llpipe run --workdir``): when the
     SageMaker call cannot even start for want of credentials, the error says what to do with a local execution
     (once it said only "no AWS credentials")."""
-    from pipeline.core.errors import AwsError
+    from pipeline.core.errors import MissingCredentialsError
 
     try:
         yield
-    except AwsError as error:
-        if execution.startswith("arn:") or "no AWS credentials" not in str(error):
+    except MissingCredentialsError as error:
+        if execution.startswith("arn:"):
             raise
-        raise AwsError(
+        raise MissingCredentialsError(
             f"{error}. `llpipe {command}` acts on SageMaker executions; if {execution} is a local one (`llpipe run`), "
             f"{_local_instead(command)}"
         ) from None

@@ -59,6 +59,10 @@ class AwsError(LlpipeError):
     """An AWS call failed; the message names the operation and AWS's error code."""
 
 
+class MissingCredentialsError(AwsError):
+    """An AWS call could not start: no credentials were found (so the id may not be a SageMaker one at all)."""
+
+
 class ModelsError(LlpipeError):
     """A model-registry request that cannot be done (no such version, nothing registered yet)."""
 

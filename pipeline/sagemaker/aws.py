@@ -12,7 +12,7 @@ from contextlib import contextmanager
 from typing import Any
 
 from pipeline.core.aws_variables import check_endpoint_variables
-from pipeline.core.errors import AwsError, UsageError
+from pipeline.core.errors import AwsError, MissingCredentialsError, UsageError
 from pipeline.definition.config import PipelineConfig
 
 CONNECT_TIMEOUT_ENV = "LLPIPE_AWS_CONNECT_TIMEOUT_SECONDS"
@@ -67,7 +67,9 @@ def call(what: str) -> Iterator[None]:
     try:
         yield
     except NoCredentialsError:
-        raise AwsError(f"{what}: no AWS credentials found (configure a profile, SSO or environment keys)") from None
+        raise MissingCredentialsError(
+            f"{what}: no AWS credentials found (configure a profile, SSO or environment keys)"
+        ) from None
     except ClientError as error:
         info = error.response.get("Error", {})
         raise AwsError(f"{what}: {info.get('Code', 'error')}: {info.get('Message', error)}") from None
