@@ -7,7 +7,9 @@ and cannot see ``pipeline``; they are re-exported here, so ``pipeline`` takes ev
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from enum import Enum
+from typing import Any
 
 from containerlib.exit_message import EXIT_MESSAGE_BYTES, EXIT_MESSAGE_FILE  # noqa: F401 - re-exported
 from containerlib.hosts import RESOURCE_CONFIG  # noqa: F401 - re-exported: the host list of a processing instance
@@ -97,6 +99,11 @@ def media_type(content_type: str) -> str:
 # the shares of rows in the validation and test splits: the definition's defaults and Preprocess's own (its
 # --validation-fraction and --test-fraction, pinned equal by tests/test_names.py)
 SPLIT_FRACTIONS = {"ValidationFraction": 0.15, "TestFraction": 0.15}
+
+
+def split_fractions(values: Mapping[str, Any]) -> dict[str, float]:
+    """The validation and test shares a run's parameter ``values`` give (the defaults where not given)."""
+    return {name: float(values.get(name, default)) for name, default in SPLIT_FRACTIONS.items()}
 
 
 class StepStatus(str, Enum):

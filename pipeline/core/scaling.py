@@ -10,9 +10,12 @@ SageMaker side adds what the service reports (``service``).
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
+
+from pipeline.core.names import split_fractions
 
 SLOW_HOST_SHARE = 0.5  # a host below this share of the median host's throughput is named as slow
 
@@ -258,10 +261,6 @@ def run_preflight_warnings(values: Mapping[str, Any], data_files: int, data_rows
     ``data_rows`` rows (None: unknown): Preprocess writes ceil(TrainingInstanceCount / hosts) train shards on each
     of its min(ProcessingInstanceCount, files) hosts, and the train split is what the split fractions leave.
     ``llpipe run`` and ``llpipe start`` both warn with it."""
-    import math
-
-    from pipeline.core.names import SPLIT_FRACTIONS
-
     training, processing = values.get("TrainingInstanceCount"), values.get("ProcessingInstanceCount")
     batch = values.get("MiniBatchSize")
     if not isinstance(training, int) or not isinstance(batch, int) or training < 1:
@@ -270,6 +269,6 @@ def run_preflight_warnings(values: Mapping[str, Any], data_files: int, data_rows
     if isinstance(processing, int) and processing >= 1 and data_files >= 1:
         hosts = min(processing, data_files)
         shards = hosts * math.ceil(training / hosts)
-    held_out = sum(float(values.get(name, default)) for name, default in SPLIT_FRACTIONS.items())
+    held_out = sum(split_fractions(values).values())
     rows = None if data_rows is None else data_rows * (1 - held_out)
     return preflight_warnings(training, batch, shards, rows)

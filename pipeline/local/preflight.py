@@ -31,7 +31,7 @@ from pipeline.core.names import (
     REGISTER_NEW_DATA_QUALITY_BASELINE,
     REGRESSOR,
     SKIP_DATA_QUALITY_CHECK,
-    SPLIT_FRACTIONS,
+    split_fractions,
 )
 from pipeline.local import expressions
 from pipeline.local.plan import Plan
@@ -238,10 +238,6 @@ def scan_files(files: list[Path]) -> DataFacts:
     return DataFacts(len(files), rows)
 
 
-def _fractions(values: Mapping[str, Any]) -> dict[str, float]:
-    return {name: float(values.get(name, default)) for name, default in SPLIT_FRACTIONS.items()}  # Preprocess's own
-
-
 def _check_counts(facts: DataFacts, values: Mapping[str, Any]) -> None:
     processing = values.get("ProcessingInstanceCount")
     if isinstance(processing, int) and processing > facts.files:
@@ -251,7 +247,7 @@ def _check_counts(facts: DataFacts, values: Mapping[str, Any]) -> None:
         )
     if facts.rows is None:
         return
-    fractions = _fractions(values)
+    fractions = split_fractions(values)
     for name, fraction in fractions.items():
         if fraction > 0 and facts.rows * fraction < 1:
             raise ParameterError(
