@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import dataclasses
-import json
 from pathlib import Path
 from typing import Any
 
@@ -20,7 +19,7 @@ from evaluation.baseline import (
     score_baseline,
 )
 from evaluation.gate import GateSettings, compare_with_champion
-from evaluation.report import build_report, label_names, write_report
+from evaluation.report import build_report, label_names, summary_parts, write_report
 
 DEFAULT_BOOTSTRAP_ROUNDS = 30
 DEFAULT_SEED = 0
@@ -77,10 +76,7 @@ def train_shards(train_dir: Path | None, train_uri: str | None, region: str | No
 
 def summary_train_records(summary_dir: Path | None) -> int | None:
     """The train split's record count from Preprocess's summary (its hosts' parts added up), None without one."""
-    if summary_dir is None or not summary_dir.is_dir():
-        return None
-    paths = sorted(summary_dir.glob("summary-*.json")) or sorted(summary_dir.glob("summary.json"))
-    counts = [json.loads(path.read_text()).get("rows", {}).get("train") for path in paths]
+    counts = [part.get("rows", {}).get("train") for _, part in summary_parts(summary_dir)]
     return int(sum(counts)) if counts and all(isinstance(count, int) for count in counts) else None
 
 

@@ -74,19 +74,26 @@ def per_class_metrics(matrix: np.ndarray, names: list[str] | None = None) -> dic
     return result
 
 
-def label_names(summary_dir: Path | None) -> list[str] | None:
-    """The label values Preprocess mapped to 0..K-1 (from its summary), or None when labels were already numeric.
-
-    Every host's summary part must agree on the feature layout and the label values: hosts that built different
-    layouts (possible only when no schema was passed) trained one model on mixed columns, so that is an error."""
+def summary_parts(summary_dir: Path | None) -> list[tuple[Path, dict[str, Any]]]:
+    """Preprocess's summary as its hosts wrote it (``summary-<host>.json`` each, or one ``summary.json``), parsed;
+    empty without a summary folder."""
     if summary_dir is None or not summary_dir.is_dir():
-        return None
+        return []
     parts = []
     for path in sorted(summary_dir.glob("summary-*.json")) or sorted(summary_dir.glob("summary.json")):
         try:
             parts.append((path, json.loads(path.read_text())))
         except (OSError, ValueError) as error:
             raise EvaluationError(f"{path}: not a readable Preprocess summary ({error})") from error
+    return parts
+
+
+def label_names(summary_dir: Path | None) -> list[str] | None:
+    """The label values Preprocess mapped to 0..K-1 (from its summary), or None when labels were already numeric.
+
+    Every host's summary part must agree on the feature layout and the label values: hosts that built different
+    layouts (possible only when no schema was passed) trained one model on mixed columns, so that is an error."""
+    parts = summary_parts(summary_dir)
     if not parts:
         return None
     (first_path, first), *others = parts
