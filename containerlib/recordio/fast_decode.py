@@ -21,10 +21,10 @@ from containerlib.recordio.wire import (
     Columns,
     WireError,
     exclusive_cumsum,
+    gather_regions,
 )
 
 _DECODE_GROUP_BYTES = 8 << 20  # payload bytes of the records decoded together
-_SLICED_REGION_BYTES = 1024  # regions this long on average are copied slice by slice
 _INCREASING_KEYS_BYTES = 4096  # keys regions this long on average are tried as increasing keys first
 
 
@@ -165,31 +165,6 @@ def _canonical_regions(data: np.ndarray, starts: np.ndarray, lengths: np.ndarray
     )
 
 
-def _gather(data: np.ndarray, starts: np.ndarray, lengths: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
-    """The bytes of every region [start, start + length) back to back (regions in increasing, disjoint order), in
-    ``out`` when given (uint8, as long as the regions together)."""
-    total = int(lengths.sum())
-    if total == 0:
-        return np.empty(0, dtype=np.uint8)
-    n = starts.size
-    if out is not None or total >= _SLICED_REGION_BYTES * n:  # long regions (sparse rows): one memcpy each
-        bounds = np.stack([starts, starts + lengths], axis=1).tolist()
-        return np.concatenate([data[start:end] for start, end in bounds], out=out)
-    if n == 1:
-        return data[int(starts[0]) : int(starts[0]) + total].copy()
-    span = int(starts[-1] + lengths[-1] - starts[0])
-    if 8 * total >= span:  # dense regions: one boolean mask over the span beats an index per byte
-        gaps = starts - np.concatenate([starts[:1], starts[:-1] + lengths[:-1]])
-        segments = np.stack([gaps, lengths], axis=1).reshape(-1)
-        region = data[int(starts[0]) : int(starts[0]) + span]
-        if not (starts[0] % 4 or (segments % 4).any()):  # 4-byte aligned regions: a mask of words, 4x shorter
-            mask = np.repeat(np.tile(np.array([False, True]), n), segments // 4)
-            return region.view("<u4")[mask].view(np.uint8)
-        return region[np.repeat(np.tile(np.array([False, True]), n), segments)]
-    shift = starts - exclusive_cumsum(lengths)
-    return data[np.repeat(shift, lengths) + np.arange(total)]
-
-
 def _numbers(raw: np.ndarray, lengths: np.ndarray, kind: int) -> tuple[np.ndarray, np.ndarray]:
     """Packed tensor values of each region as float32, and how many each region holds."""
     if kind == TAG_INT32:
@@ -206,11 +181,11 @@ def _extract(data: np.ndarray, regions: _Regions, out: tuple[np.ndarray, np.ndar
     """The records' columns; float32 values and keys straight into ``out`` (sized by the values' lengths) if given,
     the keys only if they decode as increasing keys (otherwise into an array of their own)."""
     if out is not None:
-        values = _gather(data, regions.values_start, regions.values_length, out[0].view(np.uint8)).view("<f4")
+        values = gather_regions(data, regions.values_start, regions.values_length, out[0].view(np.uint8)).view("<f4")
         value_counts = regions.values_length // 4
     else:
         values, value_counts = _numbers(
-            _gather(data, regions.values_start, regions.values_length), regions.values_length, regions.kind
+            gather_regions(data, regions.values_start, regions.values_length), regions.values_length, regions.kind
         )
     keys_bytes = int(regions.keys_length.sum())
     if (
@@ -221,7 +196,7 @@ def _extract(data: np.ndarray, regions: _Regions, out: tuple[np.ndarray, np.ndar
         keys, key_counts = out[1], value_counts
     else:
         keys, key_counts = decode_varint_regions(
-            _gather(data, regions.keys_start, regions.keys_length), regions.keys_length
+            gather_regions(data, regions.keys_start, regions.keys_length), regions.keys_length
         )
     shapes = np.full(regions.has_shape.shape, -1, dtype=np.int64)
     if regions.has_shape.any():
@@ -235,7 +210,7 @@ def _extract(data: np.ndarray, regions: _Regions, out: tuple[np.ndarray, np.ndar
     labels = np.zeros(regions.has_label.shape, dtype=np.float32)
     if regions.has_label.any():
         label_values, label_counts = _numbers(
-            _gather(data, regions.label_start, regions.label_length), regions.label_length, regions.label_kind
+            gather_regions(data, regions.label_start, regions.label_length), regions.label_length, regions.label_kind
         )
         first = exclusive_cumsum(label_counts)
         with_value = label_counts > 0

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from containerlib.recordio.wire import WireError
+from containerlib.recordio.wire import WireError, gather_regions
 
 
 def varint_bytes(value: int) -> bytes:
@@ -163,8 +163,10 @@ def decode_increasing_regions(
     if bool((twos < 0).any() or (threes < 0).any()):
         return False
     one_values = head[window < ones[:, None]]  # checked below 0x80 by the search
-    two_values = np.take(two_table, _concatenate(data, starts + ones, 2 * twos).view("<u2"), mode="clip")
-    three_values = _three_byte_varints(_concatenate(data, starts + ones + 2 * twos, 3 * threes, pad=1))
+    two_values = np.take(two_table, gather_regions(data, starts + ones, 2 * twos).view("<u2"), mode="clip")
+    three_bytes = np.zeros(int((3 * threes).sum()) + 1, dtype=np.uint8)  # one zero byte after: read as words
+    gather_regions(data, starts + ones + 2 * twos, 3 * threes, three_bytes[:-1])
+    three_values = _three_byte_varints(three_bytes)
     if three_values is None or (two_values.size and int(np.bitwise_or.reduce(two_values)) & int(_POISON)):
         return False  # a continuation bit where the layout has none, or none where it has one
     position = one = two = three = 0
@@ -201,14 +203,3 @@ def _three_byte_varints(data: np.ndarray) -> np.ndarray | None:
         excess &= np.uint32(0xFFFFC000)  # 2**14 x2
         block -= excess
     return values
-
-
-def _concatenate(data: np.ndarray, starts: np.ndarray, lengths: np.ndarray, pad: int = 0) -> np.ndarray:
-    """The regions' bytes back to back (one slice copy each), then ``pad`` zero bytes."""
-    out = np.empty(int(lengths.sum()) + pad, dtype=np.uint8)
-    position = 0
-    for start, length in zip(starts.tolist(), lengths.tolist()):
-        out[position : position + length] = data[start : start + length]
-        position += length
-    out[position:] = 0
-    return out

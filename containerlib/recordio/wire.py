@@ -1,4 +1,5 @@
-"""The RecordIO-protobuf wire format: dmlc frame constants, the protobuf bytes of a Record's fixed parts, errors.
+"""The RecordIO-protobuf wire format: dmlc frame constants, the protobuf bytes of a Record's fixed parts, errors,
+and the array helpers every decoder uses (running offsets, regions of bytes gathered back to back).
 
 A frame is a uint32 magic number, a uint32 length whose top 3 bits are a continuation flag (0 whole record, 1 first
 part, 2 middle, 3 last), the payload, zero padding to 4 bytes. The payload is an ``aialgs.data.Record``: a features
@@ -63,3 +64,33 @@ class Columns:
 def exclusive_cumsum(values: np.ndarray, axis: int = 0) -> np.ndarray:
     total = np.cumsum(values, axis=axis)
     return total - values
+
+
+_SLICED_REGION_BYTES = 1024  # regions this long on average are copied slice by slice
+
+
+def gather_regions(
+    data: np.ndarray, starts: np.ndarray, lengths: np.ndarray, out: np.ndarray | None = None
+) -> np.ndarray:
+    """The bytes of every region [start, start + length) back to back (regions in increasing, disjoint order), in
+    ``out`` when given (uint8, as long as the regions together)."""
+    total = int(lengths.sum())
+    if total == 0:
+        return np.empty(0, dtype=np.uint8)
+    n = starts.size
+    if out is not None or total >= _SLICED_REGION_BYTES * n:  # long regions (sparse rows): one memcpy each
+        bounds = np.stack([starts, starts + lengths], axis=1).tolist()
+        return np.concatenate([data[start:end] for start, end in bounds], out=out)
+    if n == 1:
+        return data[int(starts[0]) : int(starts[0]) + total].copy()
+    span = int(starts[-1] + lengths[-1] - starts[0])
+    if 8 * total >= span:  # dense regions: one boolean mask over the span beats an index per byte
+        gaps = starts - np.concatenate([starts[:1], starts[:-1] + lengths[:-1]])
+        segments = np.stack([gaps, lengths], axis=1).reshape(-1)
+        region = data[int(starts[0]) : int(starts[0]) + span]
+        if not (starts[0] % 4 or (segments % 4).any()):  # 4-byte aligned regions: a mask of words, 4x shorter
+            mask = np.repeat(np.tile(np.array([False, True]), n), segments // 4)
+            return region.view("<u4")[mask].view(np.uint8)
+        return region[np.repeat(np.tile(np.array([False, True]), n), segments)]
+    shift = starts - exclusive_cumsum(lengths)
+    return data[np.repeat(shift, lengths) + np.arange(total)]
