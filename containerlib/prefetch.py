@@ -1,10 +1,13 @@
-"""Items produced on a background thread, a few in advance, so the stages of a job overlap."""
+"""Items produced on a background thread, a few in advance, and mapped on a few threads in order, so the stages of a
+job overlap."""
 
 from __future__ import annotations
 
 import queue
 import threading
-from collections.abc import Iterator
+from collections import deque
+from collections.abc import Callable, Iterator
+from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any
 
 
@@ -51,3 +54,42 @@ def prefetched(items: Iterator[Any], ahead: int = 2) -> Iterator[Any]:
     finally:
         stop.set()
         worker.join()
+
+
+def mapped_in_order(function: Callable[[Any], Any], items: Iterator[Any], workers: int = 2) -> Iterator[Any]:
+    """``function`` of each item, computed on ``workers`` threads at once (numpy and Arrow release the GIL) and
+    yielded in the items' order; the items are produced on a thread of their own (:func:`prefetched`). Errors reach
+    the caller in order: one raised by ``items`` after the results of the items before it. When the caller stops
+    early, work not yet started is dropped and every thread has ended once the generator is closed."""
+    pending: deque[Future[Any]] = deque()
+    source = prefetched(items)
+    with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="map") as pool:
+        try:
+            for item in _failures_as_items(source):
+                if isinstance(item, _Failure):
+                    pending.append(item.future)
+                    break
+                pending.append(pool.submit(function, item))
+                if len(pending) > workers:  # at most this many computed ahead of the caller
+                    yield pending.popleft().result()
+            while pending:
+                yield pending.popleft().result()
+        finally:
+            for future in pending:
+                future.cancel()
+            source.close()
+
+
+class _Failure:
+    """An error raised by the items, held as a failed future so it is raised in its turn."""
+
+    def __init__(self, error: Exception) -> None:
+        self.future: Future[Any] = Future()
+        self.future.set_exception(error)
+
+
+def _failures_as_items(items: Iterator[Any]) -> Iterator[Any]:
+    try:
+        yield from items
+    except Exception as error:  # noqa: BLE001 - raised to the caller in order, by mapped_in_order
+        yield _Failure(error)

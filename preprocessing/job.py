@@ -13,11 +13,12 @@ import numpy as np
 
 from containerlib.hosts import Host, read_resource_config
 from containerlib.names import SPLITS
-from containerlib.prefetch import prefetched
+from containerlib.prefetch import mapped_in_order
+from containerlib.tables.chunks import Chunk
 from containerlib.tables.header import read_header
 from preprocessing import PreprocessError
 from preprocessing.baseline import BASELINE, BaselineSample
-from preprocessing.conversion import convert_chunk, iter_chunks
+from preprocessing.conversion import Converted, convert_chunk, iter_chunks
 from preprocessing.hashing import SPLIT_CODES
 from preprocessing.inputs import InputNames, list_input_files, load_decided
 from preprocessing.labels import LabelSpec, make_label_spec
@@ -28,6 +29,7 @@ from preprocessing.shards import ShardBuffer, write_shards
 from preprocessing.stats import CategoryStats, SplitStats
 from preprocessing.summary import build_summary, merge_summaries
 from preprocessing.transaction import OutputTransaction
+from preprocessing.values import RowLocator
 
 PROGRESS_ROWS = 1_000_000  # a progress line each time this many more rows have been read
 
@@ -104,17 +106,16 @@ def _convert_all(
     baseline = BaselineSample(schema, settings.baseline_rows, settings.seed, host)
     started = time.monotonic()
 
-    def converted_chunks(path: Path) -> Any:  # on the prefetch thread: the sample sees each raw chunk converted
-        for where, chunk in iter_chunks(path, schema, settings.chunk_rows, names(path)):
-            converted = convert_chunk(chunk, where, schema, labels, settings.missing, settings.seed, fractions)
-            baseline.add(chunk)
-            yield converted
+    def convert(read: tuple[RowLocator, Chunk]) -> tuple[Chunk, Converted]:  # on a converting thread
+        where, chunk = read
+        return chunk, convert_chunk(chunk, where, schema, labels, settings.missing, settings.seed, fractions)
 
     try:
         for number, path in enumerate(files, start=1):
             file_rows = 0
-            converting = converted_chunks(path)
-            for converted in prefetched(converting):  # converted on a thread of its own while this one deals
+            chunks = iter_chunks(path, schema, settings.chunk_rows, names(path))
+            for chunk, converted in mapped_in_order(convert, chunks):  # two chunks converted while this one deals
+                baseline.add(chunk)  # in input order: the sample's random keys are drawn chunk after chunk
                 chunk_rows = len(converted.labels) + converted.dropped
                 rows_read += chunk_rows
                 file_rows += chunk_rows
