@@ -8,8 +8,9 @@ says what the whole job (parse, check, split, shuffle, shard, encode RecordIO, w
 The floor, also measured in the same run, is what no version of the job can beat: its own read stage alone (the file
 parsed into float32 chunks, nothing else) plus writing as many bytes as the job's output files hold; "vs floor" is
 the job's time over that floor, and "best ratio" the baseline over the floor, the ratio a job doing nothing but
-reading and writing would reach. Baseline, job and floor run in turn, ``--repeat`` times, and the best of each is
-taken, so a busy machine slows all alike.
+reading and writing would reach. The job's CPU time (all its threads) over the cores and the floor says how close to
+the floor its work lets it come on this machine at best. Baseline, job and floor run in turn, ``--repeat`` times,
+and the best of each is taken, so a busy machine slows all alike.
 The job runs in-process under the interpreter that runs this script; ``--python PATH`` runs the benchmark under
 another one instead (e.g. a Python 3.9 venv with the processing image's pins: pandas 1.1.3, pyarrow 14.0.1), which
 needs only numpy, pandas and pyarrow. The data is generated into ``--data-dir`` (reused when it is there already) or
@@ -68,6 +69,14 @@ def timed(action) -> float:  # noqa: ANN001 - any callable
     return time.perf_counter() - started
 
 
+def timed_with_cpu(action) -> tuple[float, float]:  # noqa: ANN001 - any callable
+    """Wall seconds and this process's CPU seconds (all threads, user and system) of one call."""
+    started, cpu = time.perf_counter(), os.times()
+    action()
+    ended = os.times()
+    return time.perf_counter() - started, ended.user - cpu.user + ended.system - cpu.system
+
+
 JOB_ARGUMENTS = ("--label-column", "label", "--predictor-type", "binary_classifier", "--train-shards", "4")
 
 
@@ -112,9 +121,12 @@ def write_stage(output_bytes: int, scratch: Path) -> None:
     (scratch / "floor.bin").unlink()
 
 
-def measure(folder: Path, rows: int, features: int, repeat: int) -> list[tuple[str, float, str, float, float, float]]:
-    """(input, file MB, baseline name, best baseline seconds, best job seconds, best floor seconds) for CSV and
-    Parquet."""
+Result = tuple[str, float, str, float, float, float, float]
+
+
+def measure(folder: Path, rows: int, features: int, repeat: int) -> list[Result]:
+    """(input, file MB, baseline name, best baseline seconds, best job seconds, best floor seconds, CPU seconds of
+    the best job run) for CSV and Parquet."""
     import pandas as pd
     import pyarrow.parquet as pq
 
@@ -127,10 +139,12 @@ def measure(folder: Path, rows: int, features: int, repeat: int) -> list[tuple[s
     ):
         output, scratch = folder / f"out-{name}", folder / f"floor-{name}"
         scratch.mkdir(exist_ok=True)
-        baseline_seconds, job_seconds, read_seconds, write_seconds = [], [], [], []
+        baseline_seconds, job_seconds, job_cpu, read_seconds, write_seconds = [], [], [], [], []
         for _ in range(repeat):  # interleaved, so a busy machine slows all alike
             baseline_seconds.append(timed(baseline))
-            job_seconds.append(timed(lambda path=path, output=output: run_job(path.parent, output)))
+            wall, cpu = timed_with_cpu(lambda path=path, output=output: run_job(path.parent, output))
+            job_seconds.append(wall)
+            job_cpu.append(cpu)
             output_bytes = sum(file.stat().st_size for file in output.rglob("*.pbr"))
             read_seconds.append(timed(lambda path=path, to=scratch: read_stage(path, to)))
             write_seconds.append(timed(lambda size=output_bytes, to=scratch: write_stage(size, to)))
@@ -140,11 +154,12 @@ def measure(folder: Path, rows: int, features: int, repeat: int) -> list[tuple[s
         shutil.rmtree(scratch, ignore_errors=True)
         size = path.stat().st_size / 1e6
         floor_seconds = min(read_seconds) + min(write_seconds)  # each stage at its best: the lowest floor measured
-        results.append((name, size, baseline_name, min(baseline_seconds), min(job_seconds), floor_seconds))
+        cpu = job_cpu[job_seconds.index(min(job_seconds))]  # the best run's
+        results.append((name, size, baseline_name, min(baseline_seconds), min(job_seconds), floor_seconds, cpu))
     return results
 
 
-def report(results: list[tuple[str, float, str, float, float, float]], rows: int, features: int) -> bool:
+def report(results: list[Result], rows: int, features: int) -> bool:
     """Print the table with each target met or not; True when all are."""
     import numpy
     import pandas
@@ -156,11 +171,12 @@ def report(results: list[tuple[str, float, str, float, float, float]], rows: int
         f"{os.cpu_count()} CPUs"
     )
     header = ("input", "file MB", "baseline", "baseline rows/s", "preprocess s", "preprocess rows/s", "ratio",
-              "target", "floor s", "vs floor", "target", "best ratio")  # fmt: skip
-    widths = (7, 8, 24, 16, 13, 18, 7, 15, 8, 9, 16, 10)
+              "target", "floor s", "vs floor", "target", "best ratio", "CPU s", "CPU/cores")  # fmt: skip
+    widths = (7, 8, 24, 16, 13, 18, 7, 15, 8, 9, 16, 10, 6, 9)
+    cores = os.cpu_count() or 1
     print(_row(header, widths))
     all_met = True
-    for name, size_mb, baseline_name, baseline_seconds, job_seconds, floor_seconds in results:
+    for name, size_mb, baseline_name, baseline_seconds, job_seconds, floor_seconds, cpu_seconds in results:
         ratio = baseline_seconds / job_seconds
         met = ratio >= TARGETS[name]
         over_floor = job_seconds / floor_seconds
@@ -169,11 +185,14 @@ def report(results: list[tuple[str, float, str, float, float, float]], rows: int
         cells = (name, f"{size_mb:,.0f}", baseline_name, f"{rows / baseline_seconds:,.0f}", f"{job_seconds:.2f}",
                  f"{rows / job_seconds:,.0f}", f"{ratio:.2f}x", f">= {TARGETS[name]}x {_met(met)}",
                  f"{floor_seconds:.2f}", f"{over_floor:.2f}x", f"<= {FLOOR_TARGET}x {_met(floor_met)}",
-                 f"{baseline_seconds / floor_seconds:.2f}x")  # fmt: skip
+                 f"{baseline_seconds / floor_seconds:.2f}x", f"{cpu_seconds:.2f}",
+                 f"{cpu_seconds / cores / floor_seconds:.2f}x")  # fmt: skip
         print(_row(cells, widths))
     print("ratio = preprocess rows/s / baseline rows/s (the baseline only parses the file into memory); best of runs")
     print("floor = the job's read stage alone + writing its output's bytes, each best of runs; vs floor = preprocess s "
           "/ floor s; best ratio = baseline s / floor s")  # fmt: skip
+    print(f"CPU s = the best job run's CPU time, all threads; CPU/cores = CPU s / {cores} cores / floor s, the least "
+          "'vs floor' that work allows even with every core busy throughout")  # fmt: skip
     return all_met
 
 
