@@ -4,6 +4,8 @@ exit status (a bad input is one line on stderr and in SageMaker's exit-message f
 from __future__ import annotations
 
 import argparse
+import signal
+import sys
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -11,6 +13,7 @@ import preprocessing
 from containerlib import exit_message
 from containerlib.errors import InputError
 from containerlib.names import PREDICTOR_TYPES
+from containerlib.stop_signals import Stopped, stop_signals_raise
 from preprocessing.baseline import DEFAULT_BASELINE_ROWS
 from preprocessing.job import preprocess
 from preprocessing.settings import MISSING_POLICIES, Settings, split_list
@@ -151,7 +154,14 @@ def settings_from(args: argparse.Namespace) -> Settings:
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
-        preprocess(settings_from(args))
+        with stop_signals_raise():  # so that a stopped job removes what it had written, like a failed one
+            preprocess(settings_from(args))
+    except Stopped as stop:
+        print(f"preprocess: {stop}", file=sys.stderr, flush=True)
+        return stop.exit_code
+    except KeyboardInterrupt:
+        print("preprocess: interrupted (SIGINT)", file=sys.stderr, flush=True)
+        return 128 + signal.SIGINT
     except InputError as error:
         return exit_message.report_input_error("preprocess", error, args)
     except Exception as error:

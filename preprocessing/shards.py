@@ -173,9 +173,12 @@ def write_shards(
             with open(target, "wb") as out:
                 for block in shards.shuffled_spilled(split, shard, rng):
                     out.write(block.data)
-    with ThreadPoolExecutor(max_workers=min(4, os.cpu_count() or 1), thread_name_prefix="write") as pool:
+    pool = ThreadPoolExecutor(max_workers=min(4, os.cpu_count() or 1), thread_name_prefix="write")
+    try:
         for done in [pool.submit(_write_shard, *write) for write in writes]:
             done.result()
+    finally:  # on an error or a stop, shards not yet begun are not written at all
+        pool.shutdown(wait=True, cancel_futures=True)
     return built
 
 

@@ -21,10 +21,15 @@ class OutputTransaction:
         self.host = host
         self.work_dir = output_dir / f".preprocess-work-{host.name}"
         self.committed: list[Path] = []
+        self.created: list[Path] = []  # folders this host made, removed on failure when still empty
 
     def begin(self) -> None:
+        if not self.output_dir.exists():
+            self.created.append(self.output_dir)
         for sub in (*SPLITS, "summary", BASELINE, MODEL):
             folder = self.output_dir / sub
+            if not folder.exists():
+                self.created.append(folder)
             folder.mkdir(parents=True, exist_ok=True)
             clash = sorted(p.name for p in folder.glob(f"*-{self.host.name}[-.]*"))
             if sub == "summary" and self.host.count == 1 and (folder / "summary.json").exists():
@@ -50,3 +55,8 @@ class OutputTransaction:
         if failed:
             for path in self.committed:
                 path.unlink(missing_ok=True)
+            for folder in reversed(self.created):  # sub-folders before the output folder
+                try:
+                    folder.rmdir()
+                except OSError:  # not empty: another host's output is in it
+                    pass
