@@ -4,12 +4,14 @@ exit-message file, status 1)."""
 from __future__ import annotations
 
 import argparse
+import sys
 from pathlib import Path
 
 import evaluation
 from containerlib import exit_message
 from containerlib.errors import InputError
 from containerlib.names import DECISION, PREDICTOR_TYPES, REPORT_NAME, SKLEARN_BASELINE
+from containerlib.stop_signals import Stopped, stop_signals_raise
 from evaluation.gate import GateSettings
 from evaluation.job import DEFAULT_BOOTSTRAP_ROUNDS, DEFAULT_SEED, evaluate
 
@@ -58,20 +60,24 @@ def main(argv: list[str] | None = None) -> int:
                 args.region,
                 args.baseline_tolerance,
             )
-        report = evaluate(
-            args.predictions_dir,
-            args.test_dir,
-            args.output_dir,
-            args.predictor_type,
-            args.bootstrap_rounds,
-            args.seed,
-            args.loss,
-            args.summary_dir,
-            settings,
-            args.train_dir,
-            args.train_uri,
-            args.region,
-        )
+        with stop_signals_raise():  # a stopped job removes its temporary files (the champion's model) like a failed one
+            report = evaluate(
+                args.predictions_dir,
+                args.test_dir,
+                args.output_dir,
+                args.predictor_type,
+                args.bootstrap_rounds,
+                args.seed,
+                args.loss,
+                args.summary_dir,
+                settings,
+                args.train_dir,
+                args.train_uri,
+                args.region,
+            )
+    except Stopped as stop:
+        print(f"evaluate: {stop}", file=sys.stderr, flush=True)
+        return stop.exit_code
     except InputError as error:
         return exit_message.report_input_error("evaluate", error, args)
     except Exception as error:

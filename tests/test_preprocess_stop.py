@@ -101,3 +101,57 @@ def test_a_failed_job_removes_the_output_folders_it_made_but_not_others(tmp_path
         "train",
         "train/train-algo-2-00000.pbr",
     ]
+
+
+STOP_SIGNALS_CHILD = """
+import os, signal, sys
+from containerlib.stop_signals import Stopped, stop_signals_raise
+
+seen = []
+try:
+    with stop_signals_raise():
+        try:
+            os.kill(os.getpid(), signal.SIGTERM)  # Python runs the handler before the next line
+            seen.append("not stopped")
+        finally:
+            os.kill(os.getpid(), signal.SIGHUP)  # during the clean-up: ignored
+            seen.append("clean-up ran to its end")
+except Stopped as stop:
+    seen.append(f"{stop} -> exit {stop.exit_code}")
+defaults = [signal.getsignal(signum) is signal.SIG_DFL for signum in (signal.SIGTERM, signal.SIGHUP)]
+seen.append(f"restored: {all(defaults)}")
+print(seen)
+"""
+
+
+def test_the_first_stop_signal_raises_and_later_ones_do_not_cut_the_clean_up_short() -> None:
+    result = subprocess.run(
+        [sys.executable, "-c", STOP_SIGNALS_CHILD], cwd=REPOSITORY, capture_output=True, text=True, check=False
+    )
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip() == str(["clean-up ran to its end", "stopped by SIGTERM -> exit 143", "restored: True"])
+
+
+EVALUATE_CHILD = """
+import os, signal, sys
+import evaluation.command as command
+
+def stopped_midway(*args, **kwargs):
+    os.kill(os.getpid(), signal.SIGTERM)
+    raise AssertionError("the stop did not interrupt the job")
+
+command.evaluate = stopped_midway
+sys.exit(command.main(sys.argv[1:]))
+"""
+
+
+def test_a_stopped_evaluate_job_exits_with_the_signal(tmp_path: Path) -> None:
+    """Evaluate's temporary files (the champion's model being downloaded, the report) are removed on any
+    BaseException; SIGTERM now raises one in the job instead of ending the process where it stands."""
+    arguments = ["--predictions-dir", str(tmp_path), "--test-dir", str(tmp_path), "--output-dir", str(tmp_path / "out"),
+                 "--predictor-type", "binary_classifier"]  # fmt: skip
+    result = subprocess.run(
+        [sys.executable, "-c", EVALUATE_CHILD, *arguments], cwd=REPOSITORY, capture_output=True, text=True, check=False
+    )
+    assert result.returncode == 143, result.stderr
+    assert result.stderr.strip().splitlines()[-1] == "evaluate: stopped by SIGTERM", result.stderr
