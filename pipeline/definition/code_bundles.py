@@ -31,7 +31,7 @@ def _modules(folder: str, *names: str) -> tuple[str, ...]:
 
 
 # what both jobs take from the container library, and what only Preprocess does (tables) or Evaluate (predictions)
-SHARED = _modules("containerlib", "names", "errors", "hosts", "exit_message")
+SHARED = _modules("containerlib", "names", "errors", "hosts", "exit_message", "stop_signals")
 RECORDIO = _modules(
     "containerlib/recordio", "wire", "varints", "writer", "framing", "fast_decode", "protobuf", "reader"
 )
