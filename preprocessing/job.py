@@ -6,6 +6,7 @@ import json
 import math
 import time
 from concurrent.futures import ThreadPoolExecutor
+from contextlib import closing
 from pathlib import Path
 from typing import Any
 
@@ -114,24 +115,25 @@ def _convert_all(
         for number, path in enumerate(files, start=1):
             file_rows = 0
             chunks = iter_chunks(path, schema, settings.chunk_rows, names(path))
-            for chunk, converted in mapped_in_order(convert, chunks):  # two chunks converted while this one deals
-                baseline.add(chunk)  # in input order: the sample's random keys are drawn chunk after chunk
-                chunk_rows = len(converted.labels) + converted.dropped
-                rows_read += chunk_rows
-                file_rows += chunk_rows
-                if rows_read // PROGRESS_ROWS != (rows_read - chunk_rows) // PROGRESS_ROWS:
-                    rate = rows_read / max(time.monotonic() - started, 1e-9)
-                    print(
-                        f"[{host.name}] {rows_read:,} rows read ({rate:,.0f} rows/s), file {number}/{len(files)}",
-                        flush=True,
-                    )
-                rows_dropped += converted.dropped
-                for column, hashes in converted.category_hashes.items():
-                    categories[column].add(hashes)
-                chosen = {split: np.flatnonzero(converted.split == code) for split, code in SPLIT_CODES.items()}
-                for split, rows in chosen.items():
-                    stats[split].add(converted.labels[rows], classification)
-                shards.add(converted.frames, chosen)
+            with closing(mapped_in_order(convert, chunks)) as converted_chunks:  # threads end with the loop, always
+                for chunk, converted in converted_chunks:  # two chunks converted while this one deals
+                    baseline.add(chunk)  # in input order: the sample's random keys are drawn chunk after chunk
+                    chunk_rows = len(converted.labels) + converted.dropped
+                    rows_read += chunk_rows
+                    file_rows += chunk_rows
+                    if rows_read // PROGRESS_ROWS != (rows_read - chunk_rows) // PROGRESS_ROWS:
+                        rate = rows_read / max(time.monotonic() - started, 1e-9)
+                        print(
+                            f"[{host.name}] {rows_read:,} rows read ({rate:,.0f} rows/s), file {number}/{len(files)}",
+                            flush=True,
+                        )
+                    rows_dropped += converted.dropped
+                    for column, hashes in converted.category_hashes.items():
+                        categories[column].add(hashes)
+                    chosen = {split: np.flatnonzero(converted.split == code) for split, code in SPLIT_CODES.items()}
+                    for split, rows in chosen.items():
+                        stats[split].add(converted.labels[rows], classification)
+                    shards.add(converted.frames, chosen)
             print(f"[{host.name}] read file {number}/{len(files)} {names(path)} ({file_rows:,} rows)", flush=True)
     finally:
         shards.close()
