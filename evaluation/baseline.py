@@ -6,7 +6,9 @@ chosen by log loss: it never ties on imbalanced data, unlike accuracy). Regresso
 ``RidgeCV`` (13 strengths from 1e-3 to 1e3, efficient leave-one-out). The sample: every train record when the channel
 holds at most ``MAX_BASELINE_RECORDS`` (dense records), else the first records of every shard, each shard's share
 proportional to its bytes (see ``read_train_sample``); reading stops once the sample is in, so a large channel is
-never read (nor, from S3, transferred) whole, and memory holds the sample, never the channel.
+never read (nor, from S3, transferred) whole, and memory holds the sample, never the channel. From S3 each read is
+one GetObject of exactly the bytes the reader asks for (``Range``), not a stream closed early: nothing past the
+sample is sent, and every response is read to its end, so its connection is reused.
 """
 
 from __future__ import annotations
@@ -26,7 +28,7 @@ from containerlib.recordio import iter_batches
 from evaluation import EvaluationError
 
 MAX_BASELINE_RECORDS = 50_000
-READ_BATCH = 10_000
+READ_BATCH = 10_000  # at most this many records decoded at a time
 CV_FOLDS = 5
 LOGISTIC_STRENGTHS = 10  # LogisticRegressionCV's Cs: 10 values of C from 1e-4 to 1e4
 RIDGE_ALPHAS = tuple(float(alpha) for alpha in np.logspace(-3, 3, 13))
@@ -68,7 +70,7 @@ def find_train_shards(train_dir: Path) -> list[Shard]:
 
 def list_train_shards(train_uri: str, s3: Any) -> list[Shard]:
     """Every train shard under the S3 prefix ``train_uri`` (ListObjectsV2, hidden names skipped), by key; each is
-    opened with GetObject and read as a stream, so only what the sample takes is transferred."""
+    read with ranged GetObjects (``RangedObject``), so only what the sample takes is transferred."""
     if not train_uri.startswith("s3://"):
         raise EvaluationError(f"train uri {train_uri!r} is not an s3:// URI")
     bucket, _, prefix = train_uri[len("s3://") :].partition("/")
@@ -80,7 +82,7 @@ def list_train_shards(train_uri: str, s3: Any) -> list[Shard]:
     except Exception as error:
         raise EvaluationError(f"train uri {train_uri}: cannot list the train shards: {error}") from error
     shards = [
-        Shard(f"s3://{bucket}/{key}", size, partial(_s3_body, s3, bucket, key))
+        Shard(f"s3://{bucket}/{key}", size, partial(RangedObject, s3, bucket, key, size))
         for key, size in sorted(objects)
         if not any(part.startswith(".") for part in key[len(prefix) :].split("/"))
     ]
@@ -89,8 +91,28 @@ def list_train_shards(train_uri: str, s3: Any) -> list[Shard]:
     return shards
 
 
-def _s3_body(s3: Any, bucket: str, key: str) -> Any:
-    return s3.get_object(Bucket=bucket, Key=key)["Body"]
+class RangedObject:
+    """An S3 object of ``size`` bytes read front to back: each ``read(n)`` is one GetObject of the next ``n`` bytes
+    (``Range: bytes=a-b``), read whole; none at the end of the object (an empty one makes no request)."""
+
+    def __init__(self, s3: Any, bucket: str, key: str, size: int) -> None:
+        self.s3, self.bucket, self.key, self.size = s3, bucket, key, size
+        self.position = 0
+
+    def read(self, size: int = -1) -> bytes:
+        end = self.size if size is None or size < 0 else min(self.size, self.position + size)
+        if end <= self.position:
+            return b""
+        response = self.s3.get_object(Bucket=self.bucket, Key=self.key, Range=f"bytes={self.position}-{end - 1}")
+        data = response["Body"].read()
+        self.position += len(data)
+        return data
+
+    def tell(self) -> int:
+        return self.position
+
+    def close(self) -> None:
+        """Nothing to release: every response was read to its end."""
 
 
 def read_train_sample(shards: list[Shard], limit: int = MAX_BASELINE_RECORDS) -> TrainSample:
@@ -136,7 +158,9 @@ def _take(shard: Shard, skip: int, count: int, parts: list[tuple[Any, np.ndarray
     except Exception as error:
         raise EvaluationError(f"train shard {shard.name}: cannot open it: {error}") from error
     try:
-        for features, labels in iter_batches(stream, min(READ_BATCH, max(skip + count, 1))):
+        wanted = max(skip + count, 1)
+        batch = math.ceil(wanted / math.ceil(wanted / READ_BATCH))  # equal batches ending at the last record wanted
+        for features, labels in iter_batches(stream, batch):
             if labels is None:
                 raise EvaluationError(f"train shard {shard.name}: records from {seen} on have no label")
             rows = features.shape[0]

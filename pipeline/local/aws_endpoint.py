@@ -27,6 +27,7 @@ import hashlib
 import json
 import os
 import re
+import socket
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -327,6 +328,7 @@ def _sources(uris: Any) -> dict[str, Any]:
 
 class _Handler(BaseHTTPRequestHandler):
     server: _Server
+    protocol_version = "HTTP/1.1"  # connections kept alive between requests, as S3's are
 
     def do_POST(self) -> None:  # noqa: N802 - the http.server naming
         target = self.headers.get("X-Amz-Target", "")
@@ -419,6 +421,29 @@ class _Server(ThreadingHTTPServer):
     def __init__(self, endpoint: AwsEndpoint) -> None:
         super().__init__(("127.0.0.1", 0), _Handler)
         self.endpoint = endpoint
+        self._connections: set[socket.socket] = set()
+        self._connections_lock = threading.Lock()
+
+    def process_request(self, request: Any, client_address: Any) -> None:
+        with self._connections_lock:
+            self._connections.add(request)
+        super().process_request(request, client_address)
+
+    def shutdown_request(self, request: Any) -> None:
+        with self._connections_lock:
+            self._connections.discard(request)
+        super().shutdown_request(request)
+
+    def close_connections(self) -> None:
+        """End the connections still open (kept alive, their threads wait for a next request): server_close joins
+        every connection's thread."""
+        with self._connections_lock:
+            connections = list(self._connections)
+        for connection in connections:
+            try:
+                connection.shutdown(socket.SHUT_RDWR)
+            except OSError:  # already closed by the client
+                pass
 
 
 @dataclass(frozen=True)
@@ -452,5 +477,6 @@ def serve(s3: LocalS3, registry_db: Path, region: str) -> Iterator[RunningEndpoi
         yield RunningEndpoint(f"http://{host}:{port}", region, endpoint)
     finally:
         server.shutdown()
+        server.close_connections()
         server.server_close()
         thread.join()
