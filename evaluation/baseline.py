@@ -29,6 +29,7 @@ from evaluation import EvaluationError
 
 MAX_BASELINE_RECORDS = 50_000
 READ_BATCH = 10_000  # at most this many records decoded at a time
+FIRST_RANGE = 64 << 10  # bytes of a shard's first ranged GetObject
 CV_FOLDS = 5
 LOGISTIC_STRENGTHS = 10  # LogisticRegressionCV's Cs: 10 values of C from 1e-4 to 1e4
 RIDGE_ALPHAS = tuple(float(alpha) for alpha in np.logspace(-3, 3, 13))
@@ -81,8 +82,9 @@ def list_train_shards(train_uri: str, s3: Any) -> list[Shard]:
             objects += [(item["Key"], int(item["Size"])) for item in page.get("Contents", [])]
     except Exception as error:
         raise EvaluationError(f"train uri {train_uri}: cannot list the train shards: {error}") from error
+    share = ShareOfShard()
     shards = [
-        Shard(f"s3://{bucket}/{key}", size, partial(RangedObject, s3, bucket, key, size))
+        Shard(f"s3://{bucket}/{key}", size, partial(RangedObject, s3, bucket, key, size, share))
         for key, size in sorted(objects)
         if not any(part.startswith(".") for part in key[len(prefix) :].split("/"))
     ]
@@ -91,28 +93,55 @@ def list_train_shards(train_uri: str, s3: Any) -> list[Shard]:
     return shards
 
 
-class RangedObject:
-    """An S3 object of ``size`` bytes read front to back: each ``read(n)`` is one GetObject of the next ``n`` bytes
-    (``Range: bytes=a-b``), read whole; none at the end of the object (an empty one makes no request)."""
+class ShareOfShard:
+    """How much of its bytes the last shard closed took from S3 (None before any): a shard's sample share is in
+    proportion to its size, so the next shard's first ranged GetObject asks for that much of it at once."""
 
-    def __init__(self, s3: Any, bucket: str, key: str, size: int) -> None:
+    def __init__(self) -> None:
+        self.fraction: float | None = None
+
+
+class RangedObject:
+    """An S3 object of ``size`` bytes read front to back with ranged GetObjects (``Range: bytes=a-b``), each read
+    whole, none past the end (an empty object makes no request). The first asks for ``share``'s fraction of the
+    object, or before any shard was read at most ``FIRST_RANGE`` bytes (the RecordIO reader then sizes its next read
+    from the records in them); a read is answered from what was fetched before a next range is asked for."""
+
+    def __init__(self, s3: Any, bucket: str, key: str, size: int, share: ShareOfShard | None = None) -> None:
         self.s3, self.bucket, self.key, self.size = s3, bucket, key, size
-        self.position = 0
+        self.share = share
+        self.position = 0  # bytes read
+        self.fetched = 0  # bytes fetched: where the next range starts
+        self.buffer = b""  # fetched, not read yet
 
     def read(self, size: int = -1) -> bytes:
-        end = self.size if size is None or size < 0 else min(self.size, self.position + size)
-        if end <= self.position:
+        wanted = self.size - self.position if size is None or size < 0 else min(size, self.size - self.position)
+        if wanted <= 0:
             return b""
-        response = self.s3.get_object(Bucket=self.bucket, Key=self.key, Range=f"bytes={self.position}-{end - 1}")
-        data = response["Body"].read()
+        if not self.buffer:
+            self._fetch(wanted)
+        data, self.buffer = self.buffer[:wanted], self.buffer[wanted:]
         self.position += len(data)
         return data
+
+    def _fetch(self, wanted: int) -> None:
+        length = wanted
+        if not self.fetched:
+            length = min(wanted, FIRST_RANGE)
+            if self.share is not None and self.share.fraction is not None:
+                length = max(length, math.ceil(self.share.fraction * self.size))
+        end = min(self.size, self.fetched + length)
+        response = self.s3.get_object(Bucket=self.bucket, Key=self.key, Range=f"bytes={self.fetched}-{end - 1}")
+        self.buffer = response["Body"].read()
+        self.fetched += len(self.buffer)
 
     def tell(self) -> int:
         return self.position
 
     def close(self) -> None:
-        """Nothing to release: every response was read to its end."""
+        """Learn the share this shard took; nothing to release (every response was read to its end)."""
+        if self.share is not None and self.size and self.position:
+            self.share.fraction = self.fetched / self.size
 
 
 def read_train_sample(shards: list[Shard], limit: int = MAX_BASELINE_RECORDS) -> TrainSample:
