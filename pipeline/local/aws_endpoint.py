@@ -351,22 +351,8 @@ class _Handler(BaseHTTPRequestHandler):
         self._s3("HEAD")
 
     def _s3(self, method: str) -> None:
-        url = urlsplit(self.path)
         endpoint = self.server.endpoint
-        try:
-            status, headers, body = endpoint.s3_request(
-                method, url.path, parse_qs(url.query), self.headers.get("Range")
-            )
-        except ServiceError as error:
-            details = "".join(f"<{name}>{escape(value)}</{name}>" for name, value in error.details.items())
-            body = (
-                f'<?xml version="1.0" encoding="UTF-8"?><Error><Code>{error.code}</Code>'
-                f"<Message>{escape(error.message)}</Message>{details}<RequestId>local</RequestId></Error>"
-            ).encode()
-            status = error.status
-            headers = {"Content-Type": "application/xml", "Content-Length": str(len(body)), **error.headers}
-            if method == "HEAD":
-                body = b""
+        status, headers, body = self._s3_answer(method)
         whole = True
         if isinstance(body, ObjectBody):
             endpoint.body_opened()
@@ -388,6 +374,23 @@ class _Handler(BaseHTTPRequestHandler):
             if isinstance(body, ObjectBody):
                 body.file.close()
                 endpoint.body_closed(whole)
+
+    def _s3_answer(self, method: str) -> tuple[int, dict[str, str], Body]:
+        """The endpoint's answer to this S3 request; an error as S3's XML, a bug included (not a broken connection)."""
+        url = urlsplit(self.path)
+        try:
+            return self.server.endpoint.s3_request(method, url.path, parse_qs(url.query), self.headers.get("Range"))
+        except ServiceError as error:
+            failure = error
+        except Exception as error:
+            failure = ServiceError(500, "InternalError", f"{type(error).__name__}: {error}")
+        details = "".join(f"<{name}>{escape(value)}</{name}>" for name, value in failure.details.items())
+        body = (
+            f'<?xml version="1.0" encoding="UTF-8"?><Error><Code>{failure.code}</Code>'
+            f"<Message>{escape(failure.message)}</Message>{details}<RequestId>local</RequestId></Error>"
+        ).encode()
+        headers = {"Content-Type": "application/xml", "Content-Length": str(len(body)), **failure.headers}
+        return failure.status, headers, b"" if method == "HEAD" else body
 
     def _send_file(self, body: ObjectBody) -> None:
         """The body's bytes, ``SEND_BLOCK`` at a time; a file shorter than announced ends the connection, so the
