@@ -163,3 +163,23 @@ def test_a_client_that_closes_early_ends_the_transfer_quietly_and_the_file_is_cl
     assert running.endpoint.wait_until_sent(timeout=60) and running.endpoint.cut_short == cut_short + 1
     captured = capfd.readouterr()
     assert captured.err == "", captured.err
+
+
+def test_a_bug_while_answering_reaches_the_client_as_internal_error_and_the_file_is_closed(
+    endpoint: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from botocore.config import Config
+
+    from pipeline.local import aws_endpoint
+
+    running, _, s3 = endpoint
+
+    def broken(header: str | None, size: int) -> None:
+        raise RuntimeError("a bug")
+
+    monkeypatch.setattr(aws_endpoint, "byte_range", broken)
+    session = boto3.session.Session(region_name="us-east-1", aws_access_key_id="AKIDEXAMPLE", aws_secret_access_key="x")
+    client = session.client("s3", endpoint_url=running.url, config=Config(retries={"total_max_attempts": 1}))
+    with pytest.raises(ClientError, match=r"InternalError.*RuntimeError: a bug"):
+        client.get_object(Bucket="bkt", Key="data.bin", Range="bytes=0-9")
+    assert open_descriptors_of(s3.path("s3://bkt/data.bin")) == []
