@@ -6,9 +6,9 @@ chosen by log loss: it never ties on imbalanced data, unlike accuracy). Regresso
 ``RidgeCV`` (13 strengths from 1e-3 to 1e3, efficient leave-one-out). The sample: every train record when the channel
 holds at most ``MAX_BASELINE_RECORDS`` (dense records), else the first records of every shard, each shard's share
 proportional to its bytes (see ``read_train_sample``); reading stops once the sample is in, so a large channel is
-never read (nor, from S3, transferred) whole, and memory holds the sample, never the channel. From S3 each read is
-one GetObject of exactly the bytes the reader asks for (``Range``), not a stream closed early: nothing past the
-sample is sent, and every response is read to its end, so its connection is reused.
+never read (nor, from S3, transferred) whole, and memory holds the sample, never the channel. From S3 a shard is
+read by ranged GetObjects of about the bytes its share takes (``RangedObject``), not by a stream closed early: S3
+sends no more than was asked for, and every response is read to its end, so its connection is reused.
 """
 
 from __future__ import annotations

@@ -124,6 +124,12 @@ def test_head_and_whole_gets_say_accept_ranges_and_a_stable_etag(endpoint: Any) 
     ] * 3
 
 
+def test_an_empty_object_is_served_whole_with_no_range(endpoint: Any) -> None:
+    _, client, _ = endpoint
+    response = client.get_object(Bucket="bkt", Key="empty.bin")
+    assert response["Body"].read() == b"" and response["ContentLength"] == 0 and "ContentRange" not in response
+
+
 def open_descriptors_of(path: Path) -> list[str]:
     """This process's file descriptors open on ``path``."""
     found = []

@@ -368,7 +368,7 @@ class _Handler(BaseHTTPRequestHandler):
                 self._send_file(body)
             else:
                 self.wfile.write(body)
-        except (BrokenPipeError, ConnectionResetError):  # the client closed the connection: nothing to answer
+        except ConnectionError:  # the client closed the connection (reset, broken pipe): nothing left to answer
             self.close_connection, whole = True, False
         finally:
             if isinstance(body, ObjectBody):
