@@ -94,8 +94,8 @@ def list_train_shards(train_uri: str, s3: Any) -> list[Shard]:
 
 
 class ShareOfShard:
-    """How much of its bytes the last shard closed took from S3 (None before any): a shard's sample share is in
-    proportion to its size, so the next shard's first ranged GetObject asks for that much of it at once."""
+    """How much of its bytes the last shard cut at its share took from S3 (None before any): a shard's share of the
+    sample is in proportion to its size, so the next shard's first ranged GetObject asks for that much of it at once."""
 
     def __init__(self) -> None:
         self.fraction: float | None = None
@@ -139,8 +139,9 @@ class RangedObject:
         return self.position
 
     def close(self) -> None:
-        """Learn the share this shard took; nothing to release (every response was read to its end)."""
-        if self.share is not None and self.size and self.position:
+        """Learn the share this shard took, if it was cut there (one read whole, perhaps short of its share, says
+        nothing of the next); nothing to release: every response was read to its end."""
+        if self.share is not None and 0 < self.fetched < self.size:
             self.share.fraction = self.fetched / self.size
 
 

@@ -270,6 +270,59 @@ def test_the_sample_makes_the_same_ranged_requests_of_s3_itself(tmp_path: Path) 
     assert list(sample.features[:, 0].astype(int)) == S3_SAMPLE_ROWS
 
 
+def sparse_shard(path: Path, first: int, rows: int, nonzeros: int) -> None:
+    """A sparse shard of ``rows`` records of 200 features with ``nonzeros`` values each, feature 0 numbering them."""
+    import scipy.sparse as sp
+
+    from containerlib.recordio import write_sparse
+
+    columns = np.tile(np.arange(nonzeros), rows)
+    values = np.ones(rows * nonzeros, dtype=np.float32)
+    values[::nonzeros] = np.arange(first, first + rows)
+    matrix = sp.csr_matrix((values, columns, np.arange(0, rows * nonzeros + 1, nonzeros)), shape=(rows, 200))
+    with path.open("wb") as shard:
+        write_sparse(shard, matrix, np.zeros(rows, dtype=np.float32))
+
+
+def test_the_top_up_pass_reads_the_same_sample_from_s3_as_from_a_folder(tmp_path: Path) -> None:
+    """Records of unequal sizes: the wide shard ends short of its share, the narrow ones are read again for the rest
+    (a new ranged read from their start); the sample is the folder reader's, record for record."""
+    import boto3
+
+    from pipeline.local.aws_endpoint import serve
+    from pipeline.local.s3 import LocalS3
+
+    s3 = LocalS3(tmp_path / "s3")
+    folder = s3.path("s3://bucket/train")
+    folder.mkdir(parents=True)
+    for index, (rows, nonzeros) in enumerate([(1000, 100), (6000, 4), (6000, 4)]):
+        sparse_shard(folder / f"part-{index}.pbr", 100_000 * index, rows, nonzeros)
+    expected = read_train_sample(find_train_shards(folder), limit=9000)
+    with serve(s3, tmp_path / "registry.db", "us-east-1") as running:
+        session = boto3.session.Session(
+            region_name="us-east-1", aws_access_key_id="AKIDEXAMPLE", aws_secret_access_key="x"
+        )
+        sample = read_train_sample(
+            list_train_shards("s3://bucket/train", session.client("s3", endpoint_url=running.url)), limit=9000
+        )
+        requests = running.endpoint.requests
+    assert (sample.features != expected.features).nnz == 0 and sample.features.shape == (9000, 200)
+    assert sample.channel_records is None and list(sample.labels) == list(expected.labels)
+    # the wide shard is read whole (555,999 is its last byte) and teaches nothing; part-1 is cut at its share, and
+    # part-2 asked for the same share of it at once; the top-up pass reads part-1 again from its start, then on
+    assert [(request["parameters"].get("Key"), request["parameters"].get("Range")) for request in requests] == [
+        (None, None),
+        ("train/part-0.pbr", "bytes=0-65535"),
+        ("train/part-0.pbr", "bytes=65536-555999"),
+        ("train/part-1.pbr", "bytes=0-65535"),
+        ("train/part-1.pbr", "bytes=65536-275927"),
+        ("train/part-2.pbr", "bytes=0-275927"),
+        ("train/part-1.pbr", "bytes=0-275927"),
+        ("train/part-1.pbr", "bytes=275928-431999"),
+    ]
+    assert [path.stat().st_size for path in sorted(folder.iterdir())] == [556_000, 432_000, 432_000]
+
+
 def test_baseline_tolerance_fails_the_gate_naming_both_values_and_is_off_by_default() -> None:
     baseline = {"gate": {"metric": "auc", "value": 0.735}}
     off = decide("auc", 0.69, GateSettings(0.6), None, None, baseline)
