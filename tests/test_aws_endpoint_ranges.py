@@ -22,6 +22,7 @@ LARGE = 64 << 20  # more than loopback's socket buffers hold (tcp_rmem max 32 MB
 
 
 def client_of(running: RunningEndpoint) -> Any:
+    """A boto3 S3 client of the endpoint with its own connection pool."""
     session = boto3.session.Session(region_name="us-east-1", aws_access_key_id="AKIDEXAMPLE", aws_secret_access_key="x")
     return session.client("s3", endpoint_url=running.url)
 
@@ -34,10 +35,7 @@ def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[RunningEn
     s3.put_bytes("s3://bkt/data.bin", DATA)
     s3.put_bytes("s3://bkt/empty.bin", b"")
     with serve(s3, folder / "registry.db", "us-east-1") as running:
-        session = boto3.session.Session(
-            region_name="us-east-1", aws_access_key_id="AKIDEXAMPLE", aws_secret_access_key="x"
-        )
-        yield running, session.client("s3", endpoint_url=running.url), s3
+        yield running, client_of(running), s3
 
 
 @pytest.fixture
