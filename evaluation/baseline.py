@@ -6,7 +6,9 @@ chosen by log loss: it never ties on imbalanced data, unlike accuracy). Regresso
 ``RidgeCV`` (13 strengths from 1e-3 to 1e3, efficient leave-one-out). The sample: every train record when the channel
 holds at most ``MAX_BASELINE_RECORDS`` (dense records), else the first records of every shard, each shard's share
 proportional to its bytes (see ``read_train_sample``); reading stops once the sample is in, so a large channel is
-never read (nor, from S3, transferred) whole, and memory holds the sample, never the channel.
+never read (nor, from S3, transferred) whole, and memory holds the sample, never the channel. From S3 a shard is
+read by ranged GetObjects of about the bytes its share takes (``RangedObject``), not by a stream closed early: S3
+sends no more than was asked for, and every response is read to its end, so its connection is reused.
 """
 
 from __future__ import annotations
@@ -26,7 +28,8 @@ from containerlib.recordio import iter_batches
 from evaluation import EvaluationError
 
 MAX_BASELINE_RECORDS = 50_000
-READ_BATCH = 10_000
+READ_BATCH = 10_000  # at most this many records decoded at a time
+FIRST_RANGE = 64 << 10  # bytes of a shard's first ranged GetObject
 CV_FOLDS = 5
 LOGISTIC_STRENGTHS = 10  # LogisticRegressionCV's Cs: 10 values of C from 1e-4 to 1e4
 RIDGE_ALPHAS = tuple(float(alpha) for alpha in np.logspace(-3, 3, 13))
@@ -68,7 +71,7 @@ def find_train_shards(train_dir: Path) -> list[Shard]:
 
 def list_train_shards(train_uri: str, s3: Any) -> list[Shard]:
     """Every train shard under the S3 prefix ``train_uri`` (ListObjectsV2, hidden names skipped), by key; each is
-    opened with GetObject and read as a stream, so only what the sample takes is transferred."""
+    read with ranged GetObjects (``RangedObject``), so only what the sample takes is transferred."""
     if not train_uri.startswith("s3://"):
         raise EvaluationError(f"train uri {train_uri!r} is not an s3:// URI")
     bucket, _, prefix = train_uri[len("s3://") :].partition("/")
@@ -79,8 +82,9 @@ def list_train_shards(train_uri: str, s3: Any) -> list[Shard]:
             objects += [(item["Key"], int(item["Size"])) for item in page.get("Contents", [])]
     except Exception as error:
         raise EvaluationError(f"train uri {train_uri}: cannot list the train shards: {error}") from error
+    share = ShareOfShard()
     shards = [
-        Shard(f"s3://{bucket}/{key}", size, partial(_s3_body, s3, bucket, key))
+        Shard(f"s3://{bucket}/{key}", size, partial(RangedObject, s3, bucket, key, size, share))
         for key, size in sorted(objects)
         if not any(part.startswith(".") for part in key[len(prefix) :].split("/"))
     ]
@@ -89,8 +93,56 @@ def list_train_shards(train_uri: str, s3: Any) -> list[Shard]:
     return shards
 
 
-def _s3_body(s3: Any, bucket: str, key: str) -> Any:
-    return s3.get_object(Bucket=bucket, Key=key)["Body"]
+class ShareOfShard:
+    """How much of its bytes the last shard cut at its share took from S3 (None before any): a shard's share of the
+    sample is in proportion to its size, so the next shard's first ranged GetObject asks for that much of it at once."""
+
+    def __init__(self) -> None:
+        self.fraction: float | None = None
+
+
+class RangedObject:
+    """An S3 object of ``size`` bytes read front to back with ranged GetObjects (``Range: bytes=a-b``), each read
+    whole, none past the end (an empty object makes no request). The first asks for ``share``'s fraction of the
+    object, or before any shard was read at most ``FIRST_RANGE`` bytes (the RecordIO reader then sizes its next read
+    from the records in them); a read is answered from what was fetched before a next range is asked for."""
+
+    def __init__(self, s3: Any, bucket: str, key: str, size: int, share: ShareOfShard | None = None) -> None:
+        self.s3, self.bucket, self.key, self.size = s3, bucket, key, size
+        self.share = share
+        self.position = 0  # bytes read
+        self.fetched = 0  # bytes fetched: where the next range starts
+        self.buffer = b""  # fetched, not read yet
+
+    def read(self, size: int = -1) -> bytes:
+        wanted = self.size - self.position if size is None or size < 0 else min(size, self.size - self.position)
+        if wanted <= 0:
+            return b""
+        if not self.buffer:
+            self._fetch(wanted)
+        data, self.buffer = self.buffer[:wanted], self.buffer[wanted:]
+        self.position += len(data)
+        return data
+
+    def _fetch(self, wanted: int) -> None:
+        length = wanted
+        if not self.fetched:
+            length = min(wanted, FIRST_RANGE)
+            if self.share is not None and self.share.fraction is not None:
+                length = max(length, math.ceil(self.share.fraction * self.size))
+        end = min(self.size, self.fetched + length)
+        response = self.s3.get_object(Bucket=self.bucket, Key=self.key, Range=f"bytes={self.fetched}-{end - 1}")
+        self.buffer = response["Body"].read()
+        self.fetched += len(self.buffer)
+
+    def tell(self) -> int:
+        return self.position
+
+    def close(self) -> None:
+        """Learn the share this shard took, if it was cut there (one read whole, perhaps short of its share, says
+        nothing of the next); nothing to release: every response was read to its end."""
+        if self.share is not None and 0 < self.fetched < self.size:
+            self.share.fraction = self.fetched / self.size
 
 
 def read_train_sample(shards: list[Shard], limit: int = MAX_BASELINE_RECORDS) -> TrainSample:
@@ -136,7 +188,9 @@ def _take(shard: Shard, skip: int, count: int, parts: list[tuple[Any, np.ndarray
     except Exception as error:
         raise EvaluationError(f"train shard {shard.name}: cannot open it: {error}") from error
     try:
-        for features, labels in iter_batches(stream, min(READ_BATCH, max(skip + count, 1))):
+        wanted = max(skip + count, 1)
+        batch = math.ceil(wanted / math.ceil(wanted / READ_BATCH))  # equal batches ending at the last record wanted
+        for features, labels in iter_batches(stream, batch):
             if labels is None:
                 raise EvaluationError(f"train shard {shard.name}: records from {seen} on have no label")
             rows = features.shape[0]

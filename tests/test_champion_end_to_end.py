@@ -97,7 +97,8 @@ def test_a_new_model_is_registered_only_when_it_is_no_worse_than_the_approved_ch
         "gate on it)"
     )
     assert aws_requests(first) == [LIST_REQUEST]
-    # the baseline's sample was read from the train split in S3: one listing, then each shard (read whole)
+    # the baseline's sample was read from the train split in S3: one listing, then each shard by ranged GetObjects
+    # (read whole: the table is smaller than the sample), the ranges of a shard one after the other to its end
     prefix = f"linear-learner-pipeline/{first.id}/preprocess/train/"
     listing, *reads = train_sample_requests(
         json.loads((first.folder / "steps" / "Evaluate" / "aws-requests.json").read_text())
@@ -107,7 +108,19 @@ def test_a_new_model_is_registered_only_when_it_is_no_worse_than_the_approved_ch
         "operation": "ListObjectsV2",
         "parameters": {"Bucket": "llpipe-local", "Prefix": prefix},
     }
-    assert [read["operation"] for read in reads] == ["GetObject"] * len(reads) and len(reads) >= 2
+    assert {read["operation"] for read in reads} == {"GetObject"}
+    ranges: dict[str, list[tuple[int, int]]] = {}
+    for read in reads:
+        assert (
+            read["parameters"].keys() == {"Bucket", "Key", "Range"} and read["parameters"]["Bucket"] == "llpipe-local"
+        )
+        first_byte, last_byte = read["parameters"]["Range"].removeprefix("bytes=").split("-")
+        ranges.setdefault(read["parameters"]["Key"], []).append((int(first_byte), int(last_byte)))
+    shards = sorted(path.name for path in run.s3.path(f"s3://llpipe-local/{prefix}").iterdir())
+    assert len(shards) >= 2 and list(ranges) == [prefix + name for name in shards]
+    for key, spans in ranges.items():
+        size = run.s3.path(f"s3://llpipe-local/{key}").stat().st_size
+        assert [start for start, _ in spans] == [0] + [end + 1 for _, end in spans[:-1]] and spans[-1][1] == size - 1
     assert first_report["baseline"]["train_records"] == first_report["baseline"]["train_channel_records"]
     # the champion lookup ran as container code: the image's Python 3.9 and its boto3, reaching the stand-in endpoint
     ran_with = json.loads((first.folder / "steps" / "Evaluate" / "environment.json").read_text())

@@ -189,15 +189,29 @@ def test_a_channel_within_the_bound_is_read_whole_in_channel_order(tmp_path: Pat
     assert (sample.channel_records, sample.file_count) == (3000, 3)
 
 
+# 3 shards of 30,000 numbered records (48 bytes each, 1,440,000 bytes a shard), a sample of 30,000: the first 10,000
+# records of each. The first shard's first range is FIRST_RANGE bytes, the next is sized by the reader from the
+# records in them (10% and 64 KB over); each next shard is then asked for the same share of its bytes at once.
+S3_SHARD_ROWS, S3_SAMPLE = 30_000, 30_000
+S3_RANGES = [
+    ("run/train/part-0.pbr", "bytes=0-65535"),
+    ("run/train/part-0.pbr", "bytes=65536-586999"),
+    ("run/train/part-1.pbr", "bytes=0-586999"),
+    ("run/train/part-2.pbr", "bytes=0-586999"),
+]
+S3_SAMPLE_ROWS = [*range(0, 10_000), *range(30_000, 40_000), *range(60_000, 70_000)]
+
+
 def test_the_sample_is_read_from_s3_as_far_as_it_needs(tmp_path: Path) -> None:
-    """The real local S3 endpoint behind a real boto3 client: one listing, then one GetObject per shard needed."""
+    """The real local S3 endpoint behind a real boto3 client: one listing, then ranged GetObjects of the shards'
+    first bytes, as many as the sample takes."""
     import boto3
 
     from pipeline.local.aws_endpoint import serve
     from pipeline.local.s3 import LocalS3
 
     s3 = LocalS3(tmp_path / "s3")
-    numbered_shards(s3.path("s3://bucket/run/train"), rows=3000)
+    paths = numbered_shards(s3.path("s3://bucket/run/train"), rows=3 * S3_SHARD_ROWS)
     s3.path("s3://bucket/run/train/.hidden").write_bytes(b"not a shard")
     (tmp_path / "registry").mkdir()
     with serve(s3, tmp_path / "registry" / "registry.db", "us-east-1") as running:
@@ -206,22 +220,107 @@ def test_the_sample_is_read_from_s3_as_far_as_it_needs(tmp_path: Path) -> None:
         )
         client = session.client("s3", endpoint_url=running.url)
         shards = list_train_shards("s3://bucket/run/train", client)
-        sample = read_train_sample(shards, limit=1000)
+        sample = read_train_sample(shards, limit=S3_SAMPLE)
         requests = running.endpoint.requests
     assert [shard.name for shard in shards] == [f"s3://bucket/run/train/part-{i}.pbr" for i in range(3)]
-    expected = [*range(0, 334), *range(1000, 1334), *range(2000, 2332)]  # shares of ceil(1000 / 3), cut at 1000
-    assert list(sample.features[:, 0].astype(int)) == expected
+    assert list(sample.features[:, 0].astype(int)) == S3_SAMPLE_ROWS
     assert requests == [
         {"service": "s3", "operation": "ListObjectsV2", "parameters": {"Bucket": "bucket", "Prefix": "run/train/"}},
         *(
-            {
-                "service": "s3",
-                "operation": "GetObject",
-                "parameters": {"Bucket": "bucket", "Key": f"run/train/part-{i}.pbr"},
-            }
-            for i in range(3)
+            {"service": "s3", "operation": "GetObject", "parameters": {"Bucket": "bucket", "Key": key, "Range": span}}
+            for key, span in S3_RANGES
         ),
     ]
+    assert {path.stat().st_size for path in paths} == {1_440_000}  # no shard read past its first half:
+    assert all(int(span.rsplit("-", 1)[1]) < 720_000 for _, span in S3_RANGES)
+
+
+def test_the_sample_makes_the_same_ranged_requests_of_s3_itself(tmp_path: Path) -> None:
+    """As on SageMaker, against botocore's Stubber: the exact ListObjectsV2 and GetObject (Bucket, Key, Range)
+    requests, answered with the ranges' bytes as S3 answers them (206, ContentRange)."""
+    import io
+
+    import boto3
+    from botocore.response import StreamingBody
+    from botocore.stub import Stubber
+
+    paths = numbered_shards(tmp_path / "train", rows=3 * S3_SHARD_ROWS)
+    client = boto3.session.Session(
+        region_name="us-east-1", aws_access_key_id="AKIDEXAMPLE", aws_secret_access_key="x"
+    ).client("s3")
+    stub = Stubber(client)
+    contents = [{"Key": f"run/train/{path.name}", "Size": path.stat().st_size} for path in paths]
+    contents.append({"Key": "run/train/.hidden", "Size": 11})
+    stub.add_response(
+        "list_objects_v2", {"Contents": contents, "IsTruncated": False}, {"Bucket": "bucket", "Prefix": "run/train/"}
+    )
+    for key, span in S3_RANGES:
+        data = (tmp_path / key.replace("run/", "")).read_bytes()
+        first, last = (int(value) for value in span[len("bytes=") :].split("-"))
+        body = data[first : last + 1]
+        response = {
+            "Body": StreamingBody(io.BytesIO(body), len(body)),
+            "ContentLength": len(body),
+            "ContentRange": f"bytes {first}-{last}/{len(data)}",
+        }
+        stub.add_response("get_object", response, {"Bucket": "bucket", "Key": key, "Range": span})
+    with stub:
+        sample = read_train_sample(list_train_shards("s3://bucket/run/train", client), limit=S3_SAMPLE)
+    stub.assert_no_pending_responses()
+    assert list(sample.features[:, 0].astype(int)) == S3_SAMPLE_ROWS
+
+
+def sparse_shard(path: Path, first: int, rows: int, nonzeros: int) -> None:
+    """A sparse shard of ``rows`` records of 200 features with ``nonzeros`` values each, feature 0 numbering them."""
+    import scipy.sparse as sp
+
+    from containerlib.recordio import write_sparse
+
+    columns = np.tile(np.arange(nonzeros), rows)
+    values = np.ones(rows * nonzeros, dtype=np.float32)
+    values[::nonzeros] = np.arange(first, first + rows)
+    matrix = sp.csr_matrix((values, columns, np.arange(0, rows * nonzeros + 1, nonzeros)), shape=(rows, 200))
+    with path.open("wb") as shard:
+        write_sparse(shard, matrix, np.zeros(rows, dtype=np.float32))
+
+
+def test_the_top_up_pass_reads_the_same_sample_from_s3_as_from_a_folder(tmp_path: Path) -> None:
+    """Records of unequal sizes: the wide shard ends short of its share, the narrow ones are read again for the rest
+    (a new ranged read from their start); the sample is the folder reader's, record for record."""
+    import boto3
+
+    from pipeline.local.aws_endpoint import serve
+    from pipeline.local.s3 import LocalS3
+
+    s3 = LocalS3(tmp_path / "s3")
+    folder = s3.path("s3://bucket/train")
+    folder.mkdir(parents=True)
+    for index, (rows, nonzeros) in enumerate([(1000, 100), (6000, 4), (6000, 4)]):
+        sparse_shard(folder / f"part-{index}.pbr", 100_000 * index, rows, nonzeros)
+    expected = read_train_sample(find_train_shards(folder), limit=9000)
+    with serve(s3, tmp_path / "registry.db", "us-east-1") as running:
+        session = boto3.session.Session(
+            region_name="us-east-1", aws_access_key_id="AKIDEXAMPLE", aws_secret_access_key="x"
+        )
+        sample = read_train_sample(
+            list_train_shards("s3://bucket/train", session.client("s3", endpoint_url=running.url)), limit=9000
+        )
+        requests = running.endpoint.requests
+    assert (sample.features != expected.features).nnz == 0 and sample.features.shape == (9000, 200)
+    assert sample.channel_records is None and list(sample.labels) == list(expected.labels)
+    # the wide shard is read whole (555,999 is its last byte) and teaches nothing; part-1 is cut at its share, and
+    # part-2 asked for the same share of it at once; the top-up pass reads part-1 again from its start, then on
+    assert [(request["parameters"].get("Key"), request["parameters"].get("Range")) for request in requests] == [
+        (None, None),
+        ("train/part-0.pbr", "bytes=0-65535"),
+        ("train/part-0.pbr", "bytes=65536-555999"),
+        ("train/part-1.pbr", "bytes=0-65535"),
+        ("train/part-1.pbr", "bytes=65536-275927"),
+        ("train/part-2.pbr", "bytes=0-275927"),
+        ("train/part-1.pbr", "bytes=0-275927"),
+        ("train/part-1.pbr", "bytes=275928-431999"),
+    ]
+    assert [path.stat().st_size for path in sorted(folder.iterdir())] == [556_000, 432_000, 432_000]
 
 
 def test_baseline_tolerance_fails_the_gate_naming_both_values_and_is_off_by_default() -> None:

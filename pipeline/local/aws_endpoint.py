@@ -8,8 +8,16 @@ stopped after it, answers from the local registry (SQLite) and the local S3 fold
 - SageMaker's JSON 1.1 protocol (``X-Amz-Target: SageMaker.<Operation>``): ListModelPackages, DescribeModelPackage;
 - S3's REST protocol, path style (boto3 uses it for an IP address endpoint): GetObject, HeadObject, ListObjectsV2.
 
-Anything else is answered with an error naming the operation. Every request is logged (operation and parameters), so
-tests can assert exactly what a job asked for, and the log is kept in the step's folder.
+GetObject streams the file in blocks of ``SEND_BLOCK`` bytes (never the whole object in memory) and honours ``Range``
+as S3 does: one range, ``bytes=a-b``, ``bytes=a-`` or ``bytes=-n``, is answered 206 with its Content-Range; a range
+that starts at or past the end is 416 ``InvalidRange``; several ranges, or a header S3 cannot parse, are ignored (200,
+the whole object). A client that closes the connection mid-body ends the transfer quietly and closes the file. The
+ETag is opaque, as S3's is for multipart objects: a digest of the file's identity (inode, size, modification time),
+not of its content, which would take a read of the whole file.
+
+Anything else is answered with an error naming the operation. Every request is logged (operation and parameters,
+``Range`` among them when given), so tests can assert exactly what a job asked for, and the log is kept in the step's
+folder.
 """
 
 from __future__ import annotations
@@ -17,13 +25,16 @@ from __future__ import annotations
 import email.utils
 import hashlib
 import json
+import os
+import re
+import socket
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 from urllib.parse import parse_qs, unquote, urlsplit
 from xml.sax.saxutils import escape
 
@@ -37,14 +48,64 @@ DUMMY_ACCESS_KEY = "LOCALLLPIPEACCESSKEY"
 DUMMY_SECRET_KEY = "local-llpipe-secret-key-not-a-real-credential"
 MAX_LIST_RESULTS = 100
 MAX_KEYS = 1000
+SEND_BLOCK = 256 << 10  # bytes read from the file and written to the socket at a time
+SINGLE_RANGE = re.compile(r"bytes=(\d*)-(\d*)")
 
 
 class ServiceError(Exception):
-    """An AWS error response: HTTP status, error code and message, as the service would send them."""
+    """An AWS error response: HTTP status, error code and message, as the service would send them, plus any extra
+    elements of S3's error XML and headers."""
 
-    def __init__(self, status: int, code: str, message: str) -> None:
+    def __init__(
+        self,
+        status: int,
+        code: str,
+        message: str,
+        details: dict[str, str] | None = None,
+        headers: dict[str, str] | None = None,
+    ) -> None:
         super().__init__(message)
         self.status, self.code, self.message = status, code, message
+        self.details, self.headers = details or {}, headers or {}
+
+
+@dataclass
+class ObjectBody:
+    """``length`` bytes of an open file from ``start``: a response body the handler sends in blocks, then closes."""
+
+    file: IO[bytes]
+    start: int
+    length: int
+
+
+Body = bytes | ObjectBody
+
+
+def byte_range(header: str | None, size: int) -> tuple[int, int] | None:
+    """The first and last byte a ``Range`` header selects in an object of ``size`` bytes, as S3 reads it; None when
+    the whole object is sent (no header, several ranges, or one S3 ignores: not ``bytes=a-b``/``a-``/``-n``, or
+    ``b < a``); a ServiceError 416 InvalidRange when the range selects nothing (it starts at or past the end)."""
+    if header is None:
+        return None
+    match = SINGLE_RANGE.fullmatch(header.strip())
+    if match is None or match.group(1) == match.group(2) == "":
+        return None
+    first, last = match.group(1), match.group(2)
+    if first and last and int(last) < int(first):
+        return None
+    if first:
+        start, end = int(first), min(int(last), size - 1) if last else size - 1
+    else:  # a suffix: the last n bytes, the whole object when it is shorter
+        start, end = max(size - int(last), 0), size - 1 if int(last) else -1
+    if start >= size or end < start:
+        raise ServiceError(
+            416,
+            "InvalidRange",
+            "The requested range is not satisfiable",
+            {"RangeRequested": header, "ActualObjectSize": str(size)},
+            {"Content-Range": f"bytes */{size}"},
+        )
+    return start, end
 
 
 @dataclass
@@ -55,10 +116,28 @@ class AwsEndpoint:
     registry_db: Path
     requests: list[dict[str, Any]] = field(default_factory=list)
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
+    _sent: threading.Condition = field(default_factory=threading.Condition, repr=False)
+    _open_bodies: int = 0
+    cut_short: int = 0  # object bodies the client stopped reading before their end (it closed the connection)
 
     def log(self, entry: dict[str, Any]) -> None:
         with self._lock:
             self.requests.append(entry)
+
+    def body_opened(self) -> None:
+        with self._sent:
+            self._open_bodies += 1
+
+    def body_closed(self, whole: bool) -> None:
+        with self._sent:
+            self._open_bodies -= 1
+            self.cut_short += not whole
+            self._sent.notify_all()
+
+    def wait_until_sent(self, timeout: float) -> bool:
+        """Wait until no object body is being sent (its file closed); False if one still is after ``timeout``."""
+        with self._sent:
+            return self._sent.wait_for(lambda: self._open_bodies == 0, timeout)
 
     # ------------------------------------------------------------------------------------------------ SageMaker
 
@@ -113,7 +192,10 @@ class AwsEndpoint:
 
     # ------------------------------------------------------------------------------------------------------- S3
 
-    def s3_request(self, method: str, path: str, query: dict[str, list[str]]) -> tuple[int, dict[str, str], bytes]:
+    def s3_request(
+        self, method: str, path: str, query: dict[str, list[str]], range_header: str | None = None
+    ) -> tuple[int, dict[str, str], Body]:
+        """S3's answer: status, headers, body (for GetObject an open file's slice: the caller sends and closes it)."""
         bucket, _, key = unquote(path).lstrip("/").partition("/")
         if method == "GET" and not key and query.get("list-type") == ["2"]:
             prefix = (query.get("prefix") or [""])[0]
@@ -122,30 +204,42 @@ class AwsEndpoint:
             )
             return 200, {"Content-Type": "application/xml"}, self._list_objects(bucket, prefix, query)
         operation = {"GET": "GetObject", "HEAD": "HeadObject"}.get(method) if bucket and key else None
-        self.log(
-            {
-                "service": "s3",
-                "operation": operation or f"{method} {path}",
-                "parameters": {"Bucket": bucket, "Key": key},
-            }
-        )
+        parameters = {"Bucket": bucket, "Key": key}
+        if range_header is not None and operation is not None:
+            parameters["Range"] = range_header
+        self.log({"service": "s3", "operation": operation or f"{method} {path}", "parameters": parameters})
         if operation is None:
             raise ServiceError(501, "NotImplemented", f"the local endpoint does not serve S3 {method} {path}")
         try:
             local = self.s3.path(f"s3://{bucket}/{key}")
         except ValueError as error:
             raise ServiceError(400, "InvalidArgument", str(error)) from None
-        if not local.is_file():
-            raise ServiceError(404, "NoSuchKey", "The specified key does not exist.")
-        body = local.read_bytes()
-        headers = {
-            "Content-Type": "application/octet-stream",
-            "Content-Length": str(len(body)),
-            "ETag": f'"{hashlib.md5(body).hexdigest()}"',  # noqa: S324 - S3's ETag of a single-part object
-            "Last-Modified": email.utils.formatdate(local.stat().st_mtime, usegmt=True),
-            "Accept-Ranges": "bytes",
-        }
-        return 200, headers, body if method == "GET" else b""
+        try:
+            file = local.open("rb")
+        except (FileNotFoundError, IsADirectoryError, NotADirectoryError):
+            raise ServiceError(404, "NoSuchKey", "The specified key does not exist.") from None
+        try:
+            stat = os.fstat(file.fileno())  # the opened file's: a rename over it later does not change what is sent
+            selected = byte_range(range_header, stat.st_size)
+            start, end = selected or (0, stat.st_size - 1)
+            identity = f"{stat.st_ino}-{stat.st_size}-{stat.st_mtime_ns}".encode()
+            headers = {
+                "Content-Type": "application/octet-stream",
+                "Content-Length": str(end - start + 1),
+                "ETag": f'"{hashlib.md5(identity).hexdigest()}"',  # noqa: S324 - an opaque tag, not a digest
+                "Last-Modified": email.utils.formatdate(stat.st_mtime, usegmt=True),
+                "Accept-Ranges": "bytes",
+            }
+            if selected is not None:
+                headers["Content-Range"] = f"bytes {start}-{end}/{stat.st_size}"
+        except BaseException:
+            file.close()
+            raise
+        status = 200 if selected is None else 206
+        if method == "HEAD":
+            file.close()
+            return status, headers, b""
+        return status, headers, ObjectBody(file, start, end - start + 1)
 
     def _list_objects(self, bucket: str, prefix: str, query: dict[str, list[str]]) -> bytes:
         keys = [uri.split("/", 3)[3] for uri in self.s3.list_objects(f"s3://{bucket}/{prefix}")]
@@ -234,6 +328,7 @@ def _sources(uris: Any) -> dict[str, Any]:
 
 class _Handler(BaseHTTPRequestHandler):
     server: _Server
+    protocol_version = "HTTP/1.1"  # connections kept alive between requests, as S3's are
 
     def do_POST(self) -> None:  # noqa: N802 - the http.server naming
         target = self.headers.get("X-Amz-Target", "")
@@ -256,25 +351,59 @@ class _Handler(BaseHTTPRequestHandler):
         self._s3("HEAD")
 
     def _s3(self, method: str) -> None:
+        endpoint = self.server.endpoint
+        status, headers, body = self._s3_answer(method)
+        whole = True
+        if isinstance(body, ObjectBody):
+            endpoint.body_opened()
+        try:
+            self.send_response(status)
+            for name, value in headers.items():
+                self.send_header(name, value)
+            if "Content-Length" not in headers:
+                self.send_header("Content-Length", str(len(body) if isinstance(body, bytes) else body.length))
+            self.send_header("x-amz-request-id", "local")
+            self.end_headers()
+            if isinstance(body, ObjectBody):
+                self._send_file(body)
+            else:
+                self.wfile.write(body)
+        except ConnectionError:  # the client closed the connection (reset, broken pipe): nothing left to answer
+            self.close_connection, whole = True, False
+        finally:
+            if isinstance(body, ObjectBody):
+                body.file.close()
+                endpoint.body_closed(whole)
+
+    def _s3_answer(self, method: str) -> tuple[int, dict[str, str], Body]:
+        """The endpoint's answer to this S3 request; an error as S3's XML, a bug included (not a broken connection)."""
         url = urlsplit(self.path)
         try:
-            status, headers, body = self.server.endpoint.s3_request(method, url.path, parse_qs(url.query))
+            return self.server.endpoint.s3_request(method, url.path, parse_qs(url.query), self.headers.get("Range"))
         except ServiceError as error:
-            body = (
-                f'<?xml version="1.0" encoding="UTF-8"?><Error><Code>{error.code}</Code>'
-                f"<Message>{escape(error.message)}</Message></Error>"
-            ).encode()
-            status, headers = error.status, {"Content-Type": "application/xml", "Content-Length": str(len(body))}
-            if method == "HEAD":
-                body = b""
-        self.send_response(status)
-        for name, value in headers.items():
-            self.send_header(name, value)
-        if "Content-Length" not in headers:
-            self.send_header("Content-Length", str(len(body)))
-        self.send_header("x-amz-request-id", "local")
-        self.end_headers()
-        self.wfile.write(body)
+            failure = error
+        except Exception as error:
+            failure = ServiceError(500, "InternalError", f"{type(error).__name__}: {error}")
+        details = "".join(f"<{name}>{escape(value)}</{name}>" for name, value in failure.details.items())
+        body = (
+            f'<?xml version="1.0" encoding="UTF-8"?><Error><Code>{failure.code}</Code>'
+            f"<Message>{escape(failure.message)}</Message>{details}<RequestId>local</RequestId></Error>"
+        ).encode()
+        headers = {"Content-Type": "application/xml", "Content-Length": str(len(body)), **failure.headers}
+        return failure.status, headers, b"" if method == "HEAD" else body
+
+    def _send_file(self, body: ObjectBody) -> None:
+        """The body's bytes, ``SEND_BLOCK`` at a time; a file shorter than announced ends the connection, so the
+        client sees a short body instead of waiting for bytes that never come."""
+        body.file.seek(body.start)
+        left = body.length
+        while left:
+            block = body.file.read(min(SEND_BLOCK, left))
+            if not block:
+                self.close_connection = True
+                return
+            self.wfile.write(block)
+            left -= len(block)
 
     def _send_json(self, status: int, document: dict[str, Any]) -> None:
         body = json.dumps(document).encode()
@@ -295,6 +424,29 @@ class _Server(ThreadingHTTPServer):
     def __init__(self, endpoint: AwsEndpoint) -> None:
         super().__init__(("127.0.0.1", 0), _Handler)
         self.endpoint = endpoint
+        self._connections: set[socket.socket] = set()
+        self._connections_lock = threading.Lock()
+
+    def process_request(self, request: Any, client_address: Any) -> None:
+        with self._connections_lock:
+            self._connections.add(request)
+        super().process_request(request, client_address)
+
+    def shutdown_request(self, request: Any) -> None:
+        with self._connections_lock:
+            self._connections.discard(request)
+        super().shutdown_request(request)
+
+    def close_connections(self) -> None:
+        """End the connections still open (kept alive, their threads wait for a next request): server_close joins
+        every connection's thread."""
+        with self._connections_lock:
+            connections = list(self._connections)
+        for connection in connections:
+            try:
+                connection.shutdown(socket.SHUT_RDWR)
+            except OSError:  # already closed by the client
+                pass
 
 
 @dataclass(frozen=True)
@@ -328,5 +480,6 @@ def serve(s3: LocalS3, registry_db: Path, region: str) -> Iterator[RunningEndpoi
         yield RunningEndpoint(f"http://{host}:{port}", region, endpoint)
     finally:
         server.shutdown()
+        server.close_connections()
         server.server_close()
         thread.join()
