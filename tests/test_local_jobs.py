@@ -159,20 +159,30 @@ parser = argparse.ArgumentParser()
 parser.add_argument("--data-dir")
 parser.add_argument("--resource-config")
 parser.add_argument("--exit-message-file")
-parser.add_argument("--say", type=json.loads)  # host -> [message as hex, {data} its data dir; exit code; delay]
+parser.add_argument("--say", type=json.loads)  # host -> [message as hex, {data} its data dir; exit code; after]
 args = parser.parse_args()
 host = json.loads(pathlib.Path(args.resource_config).read_text())["current_host"]
-message, code, delay = args.say.get(host, ["", 0, 0])
+root = pathlib.Path(args.exit_message_file).parents[3]  # <sandbox>/<host>: /opt/ml/output/message is in it
+said = lambda host: bytes.fromhex(args.say[host][0]).replace(  # as `host` writes it, naming its own data dir
+    b"{data}", str(root.parent / host / pathlib.Path(args.data_dir).relative_to(root)).encode()
+)
+message, code, after = args.say.get(host, ["", 0, ""])
 if message:
-    text = bytes.fromhex(message).replace(b"{data}", args.data_dir.encode())
-    pathlib.Path(args.exit_message_file).write_bytes(text)
-time.sleep(delay)
+    pathlib.Path(args.exit_message_file).write_bytes(said(host))
+if after:  # end only once host `after` has written its whole message
+    other = root.parent / after / pathlib.Path(args.exit_message_file).relative_to(root)
+    deadline = time.monotonic() + 60  # a guard against a hang only
+    while not (other.is_file() and other.read_bytes() == said(after)):
+        if time.monotonic() > deadline:
+            raise SystemExit(f"{after} wrote no message in 60 s")
+        time.sleep(0.01)
 raise SystemExit(code)
 """
 
 
-def saying(workdir: Path, say: dict[str, tuple[bytes, int, float]]) -> dict[str, Any]:
-    """Two instances of SAYS: each writes its bytes (if any) to /opt/ml/output/message and exits with its code."""
+def saying(workdir: Path, say: dict[str, tuple[bytes, int, str]]) -> dict[str, Any]:
+    """Two instances of SAYS: each writes its bytes (if any) to /opt/ml/output/message and exits with its code,
+    once the host it names (if any) has written its message."""
     LocalS3(workdir / "s3").put_bytes("s3://bkt/code/says.py", SAYS.encode())
     definition = processing_definition(instances=2)
     app = definition["Steps"][0]["Arguments"]["AppSpecification"]
@@ -182,15 +192,16 @@ def saying(workdir: Path, say: dict[str, tuple[bytes, int, float]]) -> dict[str,
         "--resource-config=/opt/ml/config/resourceconfig.json",
         "--exit-message-file=/opt/ml/output/message",
         "--say",
-        json.dumps({host: [text.hex(), code, delay] for host, (text, code, delay) in say.items()}),
+        json.dumps({host: [text.hex(), code, after] for host, (text, code, after) in say.items()}),
     ]
     return definition
 
 
 def test_the_instances_exit_messages_make_the_job_s_exit_message_and_failure_reason(workdir: Path) -> None:
     """As SageMaker: each instance's /opt/ml/output/message, concatenated in host order, is the ExitMessage; paths
-    are named as the container saw them. algo-2 ends last, so algo-1's message is written before it fails."""
-    say = {"algo-1": (b"algo-1: cannot read {data}\n", 0, 0), "algo-2": (b"algo-2: no rows in {data}\n", 3, 2.0)}
+    are named as the container saw them. algo-2 fails only once algo-1 has written its message (a failure ends the
+    other instances: algo-1 could be ended before writing it)."""
+    say = {"algo-1": (b"algo-1: cannot read {data}\n", 0, ""), "algo-2": (b"algo-2: no rows in {data}\n", 3, "algo-1")}
     record, s3 = run(workdir, saying(workdir, say))
     step = record.steps["Job"]
     assert step.properties["ExitMessage"] == (
@@ -209,11 +220,11 @@ def test_the_exit_message_keeps_its_first_kilobyte_and_fails_the_job_unless_utf_
     """Concatenated, then cut to 1024 bytes on a character boundary (a job that succeeds keeps its message too); a
     message that is not UTF-8 fails the job, as SageMaker's ClientError does."""
     say = {"algo-1": ("é" * 350).encode(), "algo-2": ("x" + "é" * 350).encode()}  # 700 + 701 bytes
-    record, _ = run(workdir, saying(workdir, {host: (text, 0, 0) for host, text in say.items()}))
+    record, _ = run(workdir, saying(workdir, {host: (text, 0, "") for host, text in say.items()}))
     assert record.status == "Succeeded", record.failure_reason
     message = record.steps["Job"].properties["ExitMessage"]
     assert message == "é" * 350 + "x" + "é" * 161 and len(message.encode()) == 1023  # byte 1024 was half an é
-    record, _ = run(workdir, saying(workdir, {"algo-2": (b"bad \xff byte", 0, 0)}))
+    record, _ = run(workdir, saying(workdir, {"algo-2": (b"bad \xff byte", 0, "")}))
     assert record.status == "Failed"
     assert record.steps["Job"].failure_reason == (
         "ClientError: algo-2's /opt/ml/output/message is not UTF-8 "
