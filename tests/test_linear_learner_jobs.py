@@ -372,3 +372,51 @@ def test_llpipe_linear_learner_train_and_transform_with_csv(tmp_path, capsys):
     )
     error = capsys.readouterr().err
     assert code == 1 and "train.csv: row 2, column 2 is 'abc'" in error
+
+
+class _ScriptedProcess:
+    """A process whose poll() answers from a script (None while running, then its exit code): which instance ends
+    first is the question, so it is fixed here rather than left to the scheduler."""
+
+    def __init__(self, *answers: int | None) -> None:
+        self.answers = list(answers)
+
+    def poll(self) -> int | None:
+        return self.answers.pop(0) if len(self.answers) > 1 else self.answers[0]
+
+
+def _roots_with_failures(tmp_path, *texts: str) -> list:
+    roots = []
+    for index, text in enumerate(texts, start=1):
+        root = tmp_path / f"algo-{index}"
+        (root / "output").mkdir(parents=True)
+        (root / "output" / "failure").write_text(text)
+        roots.append(root)
+    return roots
+
+
+def test_the_failure_reported_is_the_one_that_aborted_the_others_even_when_it_ends_last(tmp_path):
+    """Before: once any instance had ended, the launcher slept 0.3 s and named the first failed one; an instance
+    aborted by its peer's failure (exit 3) that ended more than 0.3 s before that peer was named as the cause."""
+    import queue
+    import threading
+
+    from pipeline.linear_learner.launcher import EXIT_ABORTED, _wait
+
+    roots = _roots_with_failures(tmp_path, "AlgorithmError: another instance failed", "ClientError: bad shard x.pbr")
+    aborted_first = _ScriptedProcess(EXIT_ABORTED)
+    fails_later = _ScriptedProcess(*[None] * 12, 1)  # still running for a dozen polls after algo-1 ended
+    failure = _wait([aborted_first, fails_later], roots, queue.Queue(), lambda line: None, threading.Event())
+    assert failure == "algo-2 failed (exit code 1): ClientError: bad shard x.pbr"
+
+
+def test_when_every_instance_was_aborted_the_first_is_reported_once_all_have_ended(tmp_path):
+    import queue
+    import threading
+
+    from pipeline.linear_learner.launcher import EXIT_ABORTED, _wait
+
+    roots = _roots_with_failures(tmp_path, "AlgorithmError: server gone", "AlgorithmError: server gone")
+    processes = [_ScriptedProcess(None, None, EXIT_ABORTED), _ScriptedProcess(EXIT_ABORTED)]
+    failure = _wait(processes, roots, queue.Queue(), lambda line: None, threading.Event())
+    assert failure == f"algo-1 failed (exit code {EXIT_ABORTED}): AlgorithmError: server gone"

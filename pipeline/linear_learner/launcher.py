@@ -37,6 +37,7 @@ DEFAULT_HEARTBEAT_SECONDS = 60.0
 CONNECT_ENV = "LLPIPE_TRAINING_CONNECT_SECONDS"
 DEFAULT_CONNECT_SECONDS = 300.0
 EXIT_ABORTED = 3  # an instance stopped because another one failed (not the root cause)
+ROOT_CAUSE_WAIT_SECONDS = 30.0  # after an aborted instance ended, the longest wait for the failure that aborted it
 
 
 @dataclass(frozen=True)
@@ -296,7 +297,12 @@ def _wait(
     stop: threading.Event,
     server: object = None,
 ) -> str | None:
-    """Wait for all processes; return the failure message of the root-cause host, or None on success."""
+    """Wait for all processes; return the failure message of the root-cause host, or None on success.
+
+    An instance that stopped because another failed (exit EXIT_ABORTED) may end before the one that failed: the
+    failure is reported once a host that was not aborted has ended, or every host has (or, as a guard against a
+    host that never ends, ROOT_CAUSE_WAIT_SECONDS after the first aborted one)."""
+    aborted_at = None
     while True:
         if stop.is_set():
             return "stopped: the execution is being stopped"
@@ -313,12 +319,12 @@ def _wait(
         codes = [p.poll() for p in processes]
         failed = [i for i, code in enumerate(codes) if code not in (None, 0)]
         if failed:
-            time.sleep(0.3)  # let the instances aborted by this failure exit too, then pick the root cause
-            codes = [p.poll() for p in processes]
-            failed = [i for i, code in enumerate(codes) if code not in (None, 0)]
-            root_causes = [i for i in failed if codes[i] != EXIT_ABORTED] or failed
-            index = root_causes[0]
-            return f"{host_name(index)} failed (exit code {codes[index]}): {_failure_text(roots[index])}"
+            causes = [i for i in failed if codes[i] != EXIT_ABORTED]
+            aborted_at = aborted_at or time.monotonic()
+            everyone_ended = all(code is not None for code in codes)
+            if causes or everyone_ended or time.monotonic() - aborted_at > ROOT_CAUSE_WAIT_SECONDS:
+                index = (causes or failed)[0]
+                return f"{host_name(index)} failed (exit code {codes[index]}): {_failure_text(roots[index])}"
         if all(code == 0 for code in codes):
             return None
 
