@@ -288,6 +288,16 @@ def test_llpipe_serve_answers_until_sigterm_then_stops_cleanly(served: Served) -
             lines.append(line)
         url = lines[-1].split()[2]
         assert "labels: ['No', 'Yes']" in "".join(lines)
+        # the printed boto3 line works as it is on a machine with no AWS configuration (before: NoRegionError, then
+        # NoCredentialsError), as the README's snippet does
+        code = next(line for line in lines if line.strip().startswith("runtime: ")).split("runtime: ", 1)[1].strip()
+        script = f"import boto3\nprint({code}.invoke_endpoint(EndpointName='cli', ContentType='text/csv', "
+        script += f"Body={served.test_rows.head(3).to_csv(index=False)!r})['Body'].read().decode())"
+        bare = {k: v for k, v in os.environ.items() if not k.startswith("AWS_") or k == "AWS_CA_BUNDLE"}
+        bare.update(HOME=str(served.workdir), AWS_CONFIG_FILE=os.devnull, AWS_SHARED_CREDENTIALS_FILE=os.devnull)
+        answer = subprocess.run([sys.executable, "-c", script], env=bare, capture_output=True, text=True, timeout=60)
+        assert answer.returncode == 0, answer.stderr
+        assert json.loads(answer.stdout)["predictions"] == expected(served.transform[:3])
         status, body, _ = post(f"{url}/invocations", served.test_rows.head(3).to_csv(index=False).encode(), "text/csv")
         assert status == 200 and json.loads(body)["predictions"] == expected(served.transform[:3])
         process.send_signal(signal.SIGTERM)
