@@ -371,8 +371,9 @@ BINARY = ["--label-column", "label", "--predictor-type", "binary_classifier"]
         (
             {"d.csv": GOOD + "7,1,2\n"},
             BINARY,
-            r"d\.csv row 13: label 2(\.0)? is not 0 or 1 for binary_classifier; labels seen in this chunk: 0, 1, 2; .*"
-            r"--param LabelValues=0,1,2",
+            r"d\.csv row 13: label 2(\.0)? is not 0 or 1 for binary_classifier; labels seen in this chunk: 0, 1, 2; "
+            r"a binary classifier takes two classes: correct or drop the rows with other labels, or train a "
+            r"multiclass_classifier \(--predictor-type multiclass_classifier, --param LabelValues=0,1,2;",
         ),
         (
             {"d.csv": GOOD + "7,1,yes\n"},
