@@ -168,6 +168,18 @@ def test_a_column_empty_in_every_sampled_row_is_named_with_what_works(tmp_path: 
     assert decide(sample_of(tmp_path, frames), {**values, "MissingValues": "drop"}, set()).document
 
 
+def test_an_empty_id_is_refused_before_the_run(tmp_path: Path) -> None:
+    """Before: only the label and features were checked, so an empty IdColumn value in the sample failed Preprocess
+    after the run started, under every MissingValues policy."""
+    frame = pd.DataFrame({"id": ["a", None, "c"], "x": [1.0, 2.0, 3.0], "y": [0, 1, 0]})
+    values = {"LabelColumn": "y", "PredictorType": "binary_classifier", "HashBuckets": 2, "IdColumn": "id"}
+    for policy in ("error", "zero", "drop"):
+        with pytest.raises(SchemaError, match=r"t\.csv row 2: id column 'id' is empty; Preprocess would fail on it"):
+            decide(sample_of(tmp_path, {"t.csv": frame}), {**values, "MissingValues": policy}, set())
+    frame.loc[1, "id"] = "b"
+    assert decide(sample_of(tmp_path, {"t.csv": frame}), {**values, "MissingValues": "error"}, set()).document
+
+
 def test_the_key_is_the_content(tmp_path: Path) -> None:
     sample = sample_of(tmp_path, {"default.csv": default_table()})
     first, second = infer(sample, BINARY, set(), PREFIX), infer(sample, BINARY, set(), PREFIX)

@@ -296,6 +296,8 @@ def decide(sample: Sample, values: Mapping[str, Any], given: set[str]) -> Decisi
         _refuse_empty_columns(sample, [label, *features], label, policy)
     if policy == "error":
         _refuse_missing(sample, [label, *features], label)
+    if id_column:
+        _refuse_empty_ids(sample, id_column)
 
     label_values, num_classes = _decide_labels(frame[label], label, predictor, values, given)
     if label_values is not None and "LabelValues" not in given:
@@ -427,6 +429,18 @@ def _refuse_empty_columns(sample: Sample, columns: list[str], label: str, policy
             raise SchemaError(
                 f"column {column!r} has no value in any of the {rows:,} sampled rows; with MissingValues={policy} "
                 f"Preprocess would {'drop every row' if policy == 'drop' else 'fail on its first row'}: {fix}"
+            )
+
+
+def _refuse_empty_ids(sample: Sample, id_column: str) -> None:
+    """Preprocess splits by the id's hash and fails on an empty id whatever MissingValues says: say so first."""
+    for name, frame in zip(sample.headers, sample.frames, strict=True):
+        empty = frame[id_column].isna().to_numpy()
+        if empty.any():
+            raise SchemaError(
+                f"{name} row {int(empty.argmax()) + 1}: id column {id_column!r} is empty; Preprocess would fail on it "
+                "(every row needs an id to be split by; MissingValues does not apply to the id): give the row an id, "
+                "or leave IdColumn unset to split by the row's content"
             )
 
 
