@@ -176,7 +176,9 @@ def test_an_empty_id_is_refused_before_the_run(tmp_path: Path) -> None:
     for policy in ("error", "zero", "drop"):
         with pytest.raises(SchemaError, match=r"t\.csv row 2: id column 'id' is empty; Preprocess would fail on it"):
             decide(sample_of(tmp_path, {"t.csv": frame}), {**values, "MissingValues": policy}, set())
-    frame.loc[1, "id"] = "b"
+    frame.loc[1, "x"] = None  # a row MissingValues=drop drops is never split: its empty id does not matter
+    assert decide(sample_of(tmp_path, {"t.csv": frame}), {**values, "MissingValues": "drop"}, set()).document
+    frame.loc[1, ["id", "x"]] = ["b", 2.0]
     assert decide(sample_of(tmp_path, {"t.csv": frame}), {**values, "MissingValues": "error"}, set()).document
 
 

@@ -297,7 +297,7 @@ def decide(sample: Sample, values: Mapping[str, Any], given: set[str]) -> Decisi
     if policy == "error":
         _refuse_missing(sample, [label, *features], label)
     if id_column:
-        _refuse_empty_ids(sample, id_column)
+        _refuse_empty_ids(sample, id_column, [label, *features] if policy == "drop" else [])
 
     label_values, num_classes = _decide_labels(frame[label], label, predictor, values, given)
     if label_values is not None and "LabelValues" not in given:
@@ -432,10 +432,13 @@ def _refuse_empty_columns(sample: Sample, columns: list[str], label: str, policy
             )
 
 
-def _refuse_empty_ids(sample: Sample, id_column: str) -> None:
-    """Preprocess splits by the id's hash and fails on an empty id whatever MissingValues says: say so first."""
+def _refuse_empty_ids(sample: Sample, id_column: str, dropped_if_empty: list[str]) -> None:
+    """Preprocess splits by the id's hash and fails on an empty id whatever MissingValues says (except on a row it
+    drops: one with an empty value in ``dropped_if_empty``, under MissingValues=drop): say so first."""
     for name, frame in zip(sample.headers, sample.frames, strict=True):
         empty = frame[id_column].isna().to_numpy()
+        if dropped_if_empty:
+            empty = empty & ~frame[dropped_if_empty].isna().any(axis=1).to_numpy()
         if empty.any():
             raise SchemaError(
                 f"{name} row {int(empty.argmax()) + 1}: id column {id_column!r} is empty; Preprocess would fail on it "
