@@ -367,6 +367,12 @@ BINARY = ["--label-column", "label", "--predictor-type", "binary_classifier"]
             r"all 2 rows .* dropped by --missing drop",
         ),
         ({"d.csv": GOOD}, [*BINARY, "--train-shards", "50"], r"has \d+ rows, fewer than the 50 train shards"),
+        (
+            {"d.csv": GOOD},
+            [*BINARY, "--validation-fraction", "0.01"],
+            r"the validation split is empty \(12 rows, --validation-fraction 0\.01; .*\): give more rows, a larger "
+            r"validation fraction \(--param ValidationFraction\) or another --param SplitSeed",
+        ),
         ({"d.csv": GOOD}, [*BINARY, "--feature-dim", "3"], r"the data has 2 features .* but --feature-dim is 3"),
         (
             {"d.csv": GOOD + "7,1,2\n"},
