@@ -77,6 +77,8 @@ TABLE_MIN_WIDTH = 160
 def _print_blocks(console: Any, rows: list[dict[str, Any]]) -> None:
     """Each execution as a heading line (id, status, start, duration, gate) and its data, parameters and failure
     reason on lines of their own, wrapped at the console's width."""
+    from rich.padding import Padding
+    from rich.table import Table
     from rich.text import Text
 
     console.print("Executions (newest first)", markup=False, highlight=False)
@@ -84,11 +86,17 @@ def _print_blocks(console: Any, rows: list[dict[str, Any]]) -> None:
         status = row["status"] + (" (abandoned)" if row.get("abandoned") else "")
         heading = [row["id"], status, _time(row["start_time"]), _duration(row["seconds"]), row["gate"] or ""]
         console.print(Text("  ".join(part for part in heading if part), style="bold"))
-        for label, value in (("data", row["data"]), ("parameters", row["parameters"])):
+        details = Table.grid(padding=(0, 1))  # label, then the value wrapped in its own column (indented)
+        details.add_column(no_wrap=True)
+        details.add_column(overflow="fold")
+        for label, value in (
+            ("data", row["data"]),
+            ("parameters", row["parameters"]),
+            ("failure", row["failure_reason"]),
+        ):
             if value:
-                console.print(Text(f"  {label}: {value}"), highlight=False)
-        if row["failure_reason"]:
-            console.print(Text(f"  failure: {row['failure_reason']}"), highlight=False)
+                details.add_row(f"{label}:", Text(value))
+        console.print(Padding(details, (0, 0, 0, 2)))
 
 
 def _said_when_empty(rows: list[dict[str, Any]], args: argparse.Namespace) -> int:
