@@ -370,6 +370,28 @@ sys.stdout.write(labelled.decode())
     assert [json.loads(line) for line in labelled] == expected(served.transform[:10])
 
 
+def test_json_and_dataframe_booleans_encode_as_preprocess_encodes_a_parquet_boolean(tmp_path: Path) -> None:
+    """Before: a JSON true (and a DataFrame's True) in a categorical column was hashed as "flag=True", while
+    Preprocess hashes a Parquet boolean column's values as "true"/"false" (Arrow's text): a model trained on Parquet
+    got every JSON boolean in an untrained bucket (a false flag scored 0.50 where the same row sent as CSV "false"
+    scored 0.09), and llpipe monitor saw the JSON values as 'true'/'false', in the baseline's domain."""
+    from containerlib.encoding import FeatureLayout
+    from containerlib.tables.parquet_reader import parquet_pieces
+    from serving.model import ServingSpec
+    from serving.requests import parse_rows
+
+    spec = ServingSpec(FeatureLayout(("x", "flag"), ("flag",), 16), "binary_classifier", "y", None, "error", None)
+    frame = pd.DataFrame({"x": [1.0, 2.0, 3.0], "flag": [True, False, True], "y": [1, 0, 1]})
+    frame.to_parquet(tmp_path / "t.parquet", index=False)
+    [piece] = parquet_pieces(tmp_path / "t.parquet", ["x", "flag", "y"], ["flag"], 100)  # Preprocess's reader
+    trained = featurize(piece.to_pandas(), spec)
+    records = frame[["x", "flag"]].to_dict(orient="records")
+    assert np.array_equal(featurize(parse_rows(json.dumps(records).encode(), "application/json", spec), spec), trained)
+    assert np.array_equal(featurize(frame[["x", "flag"]], spec), trained)  # predictor.predict(frame)
+    csv = frame[["x", "flag"]].replace({True: "true", False: "false"}).to_csv(index=False)
+    assert np.array_equal(featurize(parse_rows(csv.encode(), "text/csv", spec), spec), trained)
+
+
 def test_a_requests_rows_encode_as_preprocess_encodes_the_same_csv_read_by_pandas() -> None:
     """The featurizer's cells (no pandas per request) and Preprocess's DataFrame path of the one encoder agree
     on what pandas' reader makes of a CSV: missing-value spellings, true/false, spaces, quoting, floats."""
