@@ -370,6 +370,26 @@ sys.stdout.write(labelled.decode())
     assert [json.loads(line) for line in labelled] == expected(served.transform[:10])
 
 
+def test_predict_sends_a_frames_dates_as_the_seconds_run_local_trained_on() -> None:
+    """Before: run_local(frame) trained on a datetime column as seconds (pipeline.api.frames), but predict(frame) sent
+    it as CSV text: "the endpoint answered 400: row 1, column 'when': '2023-03-30' is not a number"."""
+    from pipeline.api.frames import numeric_times
+    from pipeline.api.serving import Predictor
+
+    sent: list[bytes] = []
+
+    class Recording(Predictor):
+        def invoke(self, body: bytes, content_type: str = "text/csv", accept: str = "application/json") -> bytes:
+            sent.append(body)
+            return json.dumps({"predictions": [{"score": 0.5}] * body.count(b"\n", body.index(b"\n") + 1)}).encode()
+
+    frame = pd.DataFrame({"x": [1.0, 2.0], "when": pd.to_datetime(["2023-03-30 00:00", "2021-01-01 12:00"])})
+    answer = Recording(None).predict(frame)  # type: ignore[arg-type]
+    assert list(answer["score"]) == [0.5, 0.5]
+    assert sent == [numeric_times(frame).to_csv(index=False).encode()]
+    assert sent[0].decode().splitlines()[1:] == ["1.0,1680134400.0", "2.0,1609502400.0"]
+
+
 def test_json_and_dataframe_booleans_encode_as_preprocess_encodes_a_parquet_boolean(tmp_path: Path) -> None:
     """Before: a JSON true (and a DataFrame's True) in a categorical column was hashed as "flag=True", while
     Preprocess hashes a Parquet boolean column's values as "true"/"false" (Arrow's text): a model trained on Parquet
