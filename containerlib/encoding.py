@@ -143,6 +143,16 @@ def cells_to_float64(cells: Sequence[Any], column: str, bad_number: BadNumber) -
 BOOLEAN_TEXT = {"True": 1.0, "TRUE": 1.0, "true": 1.0, "False": 0.0, "FALSE": 0.0, "false": 0.0}  # pandas' defaults
 
 
+def category_text(value: Any) -> str:
+    """The text a categorical value is hashed as: text as written (stripped); a boolean (a JSON true, a DataFrame's
+    bool) as ``true``/``false``, the spelling Preprocess hashes a Parquet boolean column with (Arrow's cast to
+    string), which the data-quality baseline and ``llpipe monitor`` use too. Python's ``str(True)`` gave "True", a
+    value the model never saw: a JSON client's booleans fell in untrained buckets without a word."""
+    if isinstance(value, (bool, np.bool_)):
+        return "true" if value else "false"
+    return str(value).strip()
+
+
 def _hash_cells(
     cells: Sequence[Any], name: str, buckets: int, features: np.ndarray, offset: int
 ) -> tuple[np.ndarray, np.ndarray]:
@@ -153,7 +163,7 @@ def _hash_cells(
         if cell is None or (isinstance(cell, float) and math.isnan(cell)):
             absent[row] = True
             continue
-        text = f"{name}={str(cell).strip()}"
+        text = f"{name}={category_text(cell)}"
         if text not in seen:
             seen[text] = stable_hash64(text)
         features[row, offset + seen[text] % buckets] = 1.0
@@ -166,7 +176,7 @@ def _hash_categorical(
     """Set one indicator per row in ``features[:, offset:offset+buckets]``; return the mask of missing values and
     the 64-bit hashes of the distinct values."""
     codes, uniques = pd.factorize(column.astype("object"))  # missing -> code -1
-    hashes = np.array([stable_hash64(f"{name}={str(value).strip()}") for value in uniques], dtype=np.uint64)
+    hashes = np.array([stable_hash64(f"{name}={category_text(value)}") for value in uniques], dtype=np.uint64)
     bucket_of_unique = (hashes % np.uint64(buckets)).astype(np.int64)
     present = codes >= 0
     rows = np.flatnonzero(present)

@@ -24,7 +24,7 @@ from containerlib.names import (
 from containerlib.predictions import Scored, read_test_features
 from evaluation import EvaluationError
 from evaluation.champion import Champion, ChampionError, aws_clients, download_model, find_champion
-from evaluation.linear_learner_model import ModelArtifactError, read_model
+from evaluation.linear_learner_model import ModelArtifactError, read_model_bytes
 from evaluation.report import build_report
 
 
@@ -57,13 +57,21 @@ def score_champion(model_path: Path, champion: Champion, scored: Scored, test_di
     features = read_test_features(test_dir)
     where = f"champion {champion.model_package_arn} ({champion.model_data_url})"
     try:
-        model = read_model(model_path, feature_dim=int(features.shape[1]))
+        model = read_model_bytes(model_path.read_bytes(), "model.tar.gz")  # named by its S3 URI (where), not our copy
+    except OSError as error:
+        raise EvaluationError(f"{where}: cannot read its model artifact ({error.strerror or error})") from None
     except ModelArtifactError as error:
         raise EvaluationError(f"{where}: cannot read its model artifact: {error}") from None
     if model.predictor_type != predictor_type:
         raise EvaluationError(
             f"{where} is a {model.predictor_type}, this execution evaluates a {predictor_type}: the two cannot be "
             "compared (reject the champion or register into another model package group)"
+        )
+    if model.feature_dim != features.shape[1]:
+        raise EvaluationError(
+            f"{where} takes {model.feature_dim} features, this execution's data has {features.shape[1]}: it was "
+            "trained on other columns (or another HashBuckets), so the two cannot be compared (reject the champion "
+            "or register into another model package group)"
         )
     scores, predicted = model.predict(features)
     scores = np.asarray(scores, dtype=np.float64)

@@ -89,7 +89,10 @@ def convert_chunk(
         ids = frame[schema.id_column][keep]
         if ids.isna().any():
             row = int(np.flatnonzero(frame[schema.id_column].isna().to_numpy() & keep)[0])
-            raise PreprocessError(f"{where.at(row)}: id column {schema.id_column!r} is empty")
+            raise PreprocessError(
+                f"{where.at(row)}: id column {schema.id_column!r} is empty; every row needs an id to be split by "
+                "(MissingValues does not apply to the id)"
+            )
         hashes = hash_texts(ids, seed)
     else:
         hashes = row_hashes(features, label_values, seed)

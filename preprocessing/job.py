@@ -153,7 +153,11 @@ def _convert_all(
         for split in ("validation", "test"):
             fraction = fractions[SPLIT_CODES[split]]
             if fraction > 0 and stats[split].rows == 0:
-                raise PreprocessError(f"the {split} split is empty ({kept} rows, --{split}-fraction {fraction})")
+                raise PreprocessError(
+                    f"the {split} split is empty ({kept} rows, --{split}-fraction {fraction}; the split is a seeded "
+                    f"hash of each row, so few rows may leave it empty): give more rows, a larger {split} fraction "
+                    f"(--param {split.capitalize()}Fraction) or another --param SplitSeed"
+                )
 
     splits = [split for split in SPLITS if stats[split].rows]
     sample = transaction.work_dir / f"{BASELINE}-{host.name}.csv"

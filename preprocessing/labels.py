@@ -83,11 +83,11 @@ def encode_labels(raw: pd.Series, spec: LabelSpec, where: RowLocator) -> tuple[n
             row = int(np.flatnonzero(unmatched)[0])
             raise PreprocessError(
                 f"{where.at(row)}: label {show(raw.iloc[row])} is not one of the label values {list(spec.values)}; "
-                f"{_labels_seen(raw)}"
+                f"{_labels_seen(raw, spec.predictor_type)}"
             )
         return index.to_numpy(dtype=np.float32, na_value=np.nan), missing
 
-    numbers = to_float64(raw, where, f"label column {raw.name!r}", hint=lambda: _labels_seen(raw))
+    numbers = to_float64(raw, where, f"label column {raw.name!r}", hint=lambda: _labels_seen(raw, spec.predictor_type))
     with np.errstate(over="ignore", invalid="ignore"):
         labels = numbers.astype(np.float32)
     missing = missing | ~np.isfinite(labels)
@@ -106,14 +106,22 @@ def encode_labels(raw: pd.Series, spec: LabelSpec, where: RowLocator) -> tuple[n
         expected = ""
     if bad.any():
         row = int(np.flatnonzero(bad)[0])
-        raise PreprocessError(f"{where.at(row)}: label {show(raw.iloc[row])} is not {expected}; {_labels_seen(raw)}")
+        seen = _labels_seen(raw, spec.predictor_type)
+        raise PreprocessError(f"{where.at(row)}: label {show(raw.iloc[row])} is not {expected}; {seen}")
     return labels, missing
 
 
-def _labels_seen(raw: pd.Series, limit: int = 20) -> str:
-    """The distinct labels of a chunk and the parameter that maps them, for an error message."""
+def _labels_seen(raw: pd.Series, predictor_type: str, limit: int = 20) -> str:
+    """The distinct labels of a chunk and the parameter that maps them, for an error message; for a binary classifier
+    with more than two, what to change instead (LabelValues of three or more would be refused as well)."""
     seen = sorted({str(value).strip() for value in raw.dropna().unique()})
     shown = ", ".join(seen[:limit]) + (f", ... ({len(seen)} in all)" if len(seen) > limit else "")
+    if predictor_type == "binary_classifier" and len(seen) > 2:
+        return (
+            f"labels seen in this chunk: {shown}; a binary classifier takes two classes: correct or drop the rows "
+            "with other labels, or train a multiclass_classifier (--predictor-type multiclass_classifier, "
+            f"--param LabelValues={','.join(seen)}; preprocess.py: --predictor-type, --label-values)"
+        )
     return (
         f"labels seen in this chunk: {shown}; map them to classes in order with --param LabelValues={','.join(seen)} "
         "(preprocess.py: --label-values)"

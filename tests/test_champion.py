@@ -234,7 +234,13 @@ def test_a_champion_of_another_kind_or_width_cannot_be_compared(
         evaluate(*paths, "binary_classifier", 2, 0, gate=GateSettings(0.6, 0, GROUP))
     clients, paths, stubs = job_with_champion(tmp_path / "width", champion_artifact([1.0, 2.0], 0.0))
     monkeypatch.setattr("evaluation.gate.aws_clients", clients)
-    width = "cannot read its model artifact: .*the model takes 2 features, the data has 3"
+    # before: "cannot read its model artifact: /tmp/champion-.../champion-model.tar.gz: ...: the model takes 2
+    # features, the data has 3": as if damaged, named by the job's temporary copy, with nothing to do about it
+    width = (
+        rf"^champion {ARN}/2 \({MODEL_URL}\) takes 2 features, this execution's data has 3: it was trained on other "
+        r"columns \(or another HashBuckets\), so the two cannot be compared \(reject the champion or register into "
+        r"another model package group\)$"
+    )
     with stubs[0], stubs[1], pytest.raises(EvaluationError, match=width):
         evaluate(*paths, "binary_classifier", 2, 0, gate=GateSettings(0.6, 0, GROUP))
 

@@ -84,3 +84,43 @@ def test_a_run_refused_before_any_step_leaves_no_empty_step_table_on_the_termina
     erased = terminal.getvalue()
     assert "step" in erased and erased.endswith("\x1b[2K")  # drawn, then each of its lines cleared
     assert erased.count("\x1b[1A\x1b[2K") == 5  # the five lines of the empty table
+
+
+def test_endpoints_show_every_stages_url_whole_in_80_columns(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Before: in an 80-column terminal or a pipe (rich takes it as 80 columns) the table cut the endpoint's name and
+    its URL to "linear-l…" and "http://1…", the one thing a client needs."""
+    from datetime import datetime, timezone
+
+    from pipeline.cli.render.deployment import endpoints_lines
+    from pipeline.core.deployment import Live
+
+    since = datetime(2026, 12, 6, 4, 39, 43, tzinfo=timezone.utc)
+    execution = "arn:aws:sagemaker:us-east-1:111122223333:pipeline/p/execution/375d188846cc"
+    live = Live(
+        "staging",
+        "p-staging",
+        "InService",
+        None,
+        "arn:x/6",
+        6,
+        execution,
+        since,
+        "passed: 200 test rows",
+        url="http://127.0.0.1:44107",
+    )
+    assert endpoints_lines([("staging", "p-staging", live), ("prod", "p-prod", None)]) == [
+        "Endpoints",
+        "staging  p-staging  InService  version 6",
+        "  url: http://127.0.0.1:44107",
+        "  execution: 375d188846cc, since 2026-12-06 04:39:43 UTC",
+        "  smoke test: passed: 200 test rows",
+        "prod  p-prod  not deployed",
+    ]
+    assert main(["endpoints", "--workdir", str(tmp_path)]) == 0
+    out = capsys.readouterr().out.splitlines()
+    assert out[1:] == [
+        "staging  linear-learner-pipeline-staging  not deployed",
+        "prod  linear-learner-pipeline-prod  not deployed",
+    ]

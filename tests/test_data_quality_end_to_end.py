@@ -51,6 +51,8 @@ def test_a_broken_feed_fails_the_check_and_registers_nothing_an_unchanged_one_pa
     assert first.status == "Succeeded", first.failure_reason
     assert first.parameters["SkipDataQualityCheck"] is True and first.parameters["RegisterNewDataQualityBaseline"]
     assert any("no approved version" in note for note in first.steps["DataQuality"].notes)
+    # before: "registered as the one to check later runs against", also on runs the gate then failed
+    assert any("to the registry, if it passes the gate" in note for note in first.steps["DataQuality"].notes)
     (version_1,) = registry.list_packages()
     check = first.steps["DataQuality"].properties
     calculated = {

@@ -142,6 +142,31 @@ def test_two_instances_are_one_instance_with_a_double_batch(tmp_path):
     np.testing.assert_allclose(model_two.bias, model_one.bias, rtol=1e-5, atol=1e-5)
 
 
+def test_a_killed_trainings_exchange_folder_is_removed_by_the_next_one(tmp_path, monkeypatch):
+    """Before: the shared-memory exchange folder had a random name, so one left by a launcher killed with SIGKILL
+    (which skips the clean-up) stayed in /dev/shm for good: 24 of them there after a day of tests."""
+    from pipeline.core.stale import LEGACY_AGE_SECONDS
+    from pipeline.linear_learner import shared
+
+    monkeypatch.setattr(shared, "exchange_folder", lambda: tmp_path / "shm")
+    dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True)
+    kept = ["new", f"llpipe-exchange-{os.getpid()}-live", "llpipe-exchange-fresh0ab"]
+    for name in [f"llpipe-exchange-{int(dead.stdout)}-dead", "llpipe-exchange-old1x2y3", *kept]:
+        (tmp_path / "shm" / name).mkdir(parents=True)
+    old = time.time() - LEGACY_AGE_SECONDS - 60
+    os.utime(tmp_path / "shm" / "llpipe-exchange-old1x2y3", (old, old))
+    X, y = load_iris(return_X_y=True)
+    shards = [write_recordio(tmp_path / f"{i}.pbr", X[i::2][:20], (y[i::2][:20] > 0).astype(float)) for i in (0, 1)]
+    with pytest.raises(TrainingError, match="mini_batch_size"):  # fails at once, after the exchange was made
+        train(
+            {**BINARY, "mini_batch_size": "0"},
+            {"train": Channel(shards, "ShardedByS3Key")},
+            tmp_path / "out",
+            instance_count=2,
+        )
+    assert sorted(path.name for path in (tmp_path / "shm").iterdir()) == sorted(kept)
+
+
 def test_more_instances_than_shards_fails_the_job_clearly(cancer, tmp_path):
     with pytest.raises(TrainingError) as error:
         train(BINARY, {"train": Channel(cancer["train"][:2], "ShardedByS3Key")}, tmp_path / "out", instance_count=3)

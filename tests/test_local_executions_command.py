@@ -4,6 +4,7 @@ boundary), newest first, with the same columns as the local list."""
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
 
@@ -63,3 +64,23 @@ def test_durations_read_as_people_write_them() -> None:
     assert _duration(seconds_between(start.isoformat(), "2026-11-30T05:00:11.84+00:00")) == "11.8s"
     assert _duration(seconds_between(start, datetime(2026, 11, 30, 5, 4, 5, tzinfo=timezone.utc))) == "4m05s"
     assert _duration(seconds_between(start, None)) == "-", "a running execution has no duration yet"
+
+
+def test_the_local_listing_is_readable_in_80_columns(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Before: in an 80-column terminal or a pipe (which rich takes as 80 columns) the four unwrapped columns left the
+    data, parameters, gate and failure columns two characters wide: one execution took hundreds of lines."""
+    from pipeline.local.executions import ExecutionStore
+
+    definition = {"Parameters": [{"Name": "Epochs", "Type": "Integer", "DefaultValue": 15}]}
+    record = ExecutionStore(tmp_path / "executions").create("p", definition, {"Epochs": 3, "SchemaUrl": "s3://b/" * 9})
+    record.status, record.end_time = "Failed", record.start_time
+    record.failure_reason = "step Train failed: " + "a reason that goes on " * 8
+    record.save()
+    assert cli.main(["executions", "--workdir", str(tmp_path)]) == 0
+    out = capsys.readouterr().out
+    lines = out.splitlines()
+    words = " ".join(out.split())  # long values wrap at the width
+    assert lines[1].startswith(f"{record.id}  Failed  ") and lines[2].startswith("  parameters: Epochs=3")
+    assert f"parameters:Epochs=3SchemaUrl={'s3://b/' * 9}" in "".join(out.split())
+    assert "failure: step Train failed: a reason that goes on" in words
+    assert len(lines) < 12 and max(len(line) for line in lines) <= 80, out

@@ -367,12 +367,19 @@ BINARY = ["--label-column", "label", "--predictor-type", "binary_classifier"]
             r"all 2 rows .* dropped by --missing drop",
         ),
         ({"d.csv": GOOD}, [*BINARY, "--train-shards", "50"], r"has \d+ rows, fewer than the 50 train shards"),
+        (
+            {"d.csv": GOOD},
+            [*BINARY, "--validation-fraction", "0.01"],
+            r"the validation split is empty \(12 rows, --validation-fraction 0\.01; .*\): give more rows, a larger "
+            r"validation fraction \(--param ValidationFraction\) or another --param SplitSeed",
+        ),
         ({"d.csv": GOOD}, [*BINARY, "--feature-dim", "3"], r"the data has 2 features .* but --feature-dim is 3"),
         (
             {"d.csv": GOOD + "7,1,2\n"},
             BINARY,
-            r"d\.csv row 13: label 2(\.0)? is not 0 or 1 for binary_classifier; labels seen in this chunk: 0, 1, 2; .*"
-            r"--param LabelValues=0,1,2",
+            r"d\.csv row 13: label 2(\.0)? is not 0 or 1 for binary_classifier; labels seen in this chunk: 0, 1, 2; "
+            r"a binary classifier takes two classes: correct or drop the rows with other labels, or train a "
+            r"multiclass_classifier \(--predictor-type multiclass_classifier, --param LabelValues=0,1,2;",
         ),
         (
             {"d.csv": GOOD + "7,1,yes\n"},

@@ -150,6 +150,38 @@ def test_collisions_are_warned_about_and_missing_values_refused_before_the_run(t
     assert decide(sample_of(tmp_path, {"t.csv": frame}), {**values, "MissingValues": "zero"}, set()).document
 
 
+def test_a_column_empty_in_every_sampled_row_is_named_with_what_works(tmp_path: Path) -> None:
+    """Before: the run was refused with "pass --param MissingValues=zero (impute 0) or =drop", and =drop then failed
+    in Preprocess, after the run started: every row was dropped."""
+    frames = {name: pd.DataFrame({"x": [1.0, 2.0, 3.0], "blank": [None] * 3, "y": [0, 1, 0]}) for name in "ab"}
+    values = {"LabelColumn": "y", "PredictorType": "binary_classifier", "HashBuckets": 2}
+    for policy, outcome in (("error", "fail on its first row"), ("drop", "drop every row")):
+        with pytest.raises(
+            SchemaError,
+            match=rf"column 'blank' has no value in any of the 6 sampled rows; with "
+            rf"MissingValues={policy} Preprocess would {outcome}: leave the column out of the data, "
+            r"or pass --param MissingValues=zero",
+        ):
+            decide(sample_of(tmp_path, frames), {**values, "MissingValues": policy}, set())
+    assert decide(sample_of(tmp_path, frames), {**values, "MissingValues": "zero"}, set()).document
+    frames["b"].loc[1, "blank"] = 4.0  # a value in one file: the rows without one are dropped, as asked
+    assert decide(sample_of(tmp_path, frames), {**values, "MissingValues": "drop"}, set()).document
+
+
+def test_an_empty_id_is_refused_before_the_run(tmp_path: Path) -> None:
+    """Before: only the label and features were checked, so an empty IdColumn value in the sample failed Preprocess
+    after the run started, under every MissingValues policy."""
+    frame = pd.DataFrame({"id": ["a", None, "c"], "x": [1.0, 2.0, 3.0], "y": [0, 1, 0]})
+    values = {"LabelColumn": "y", "PredictorType": "binary_classifier", "HashBuckets": 2, "IdColumn": "id"}
+    for policy in ("error", "zero", "drop"):
+        with pytest.raises(SchemaError, match=r"t\.csv row 2: id column 'id' is empty; Preprocess would fail on it"):
+            decide(sample_of(tmp_path, {"t.csv": frame}), {**values, "MissingValues": policy}, set())
+    frame.loc[1, "x"] = None  # a row MissingValues=drop drops is never split: its empty id does not matter
+    assert decide(sample_of(tmp_path, {"t.csv": frame}), {**values, "MissingValues": "drop"}, set()).document
+    frame.loc[1, ["id", "x"]] = ["b", 2.0]
+    assert decide(sample_of(tmp_path, {"t.csv": frame}), {**values, "MissingValues": "error"}, set()).document
+
+
 def test_the_key_is_the_content(tmp_path: Path) -> None:
     sample = sample_of(tmp_path, {"default.csv": default_table()})
     first, second = infer(sample, BINARY, set(), PREFIX), infer(sample, BINARY, set(), PREFIX)

@@ -288,6 +288,16 @@ def test_llpipe_serve_answers_until_sigterm_then_stops_cleanly(served: Served) -
             lines.append(line)
         url = lines[-1].split()[2]
         assert "labels: ['No', 'Yes']" in "".join(lines)
+        # the printed boto3 line works as it is on a machine with no AWS configuration (before: NoRegionError, then
+        # NoCredentialsError), as the README's snippet does
+        code = next(line for line in lines if line.strip().startswith("runtime: ")).split("runtime: ", 1)[1].strip()
+        script = f"import boto3\nprint({code}.invoke_endpoint(EndpointName='cli', ContentType='text/csv', "
+        script += f"Body={served.test_rows.head(3).to_csv(index=False)!r})['Body'].read().decode())"
+        bare = {k: v for k, v in os.environ.items() if not k.startswith("AWS_") or k == "AWS_CA_BUNDLE"}
+        bare.update(HOME=str(served.workdir), AWS_CONFIG_FILE=os.devnull, AWS_SHARED_CREDENTIALS_FILE=os.devnull)
+        answer = subprocess.run([sys.executable, "-c", script], env=bare, capture_output=True, text=True, timeout=60)
+        assert answer.returncode == 0, answer.stderr
+        assert json.loads(answer.stdout)["predictions"] == expected(served.transform[:3])
         status, body, _ = post(f"{url}/invocations", served.test_rows.head(3).to_csv(index=False).encode(), "text/csv")
         assert status == 200 and json.loads(body)["predictions"] == expected(served.transform[:3])
         process.send_signal(signal.SIGTERM)
@@ -358,6 +368,48 @@ sys.stdout.write(labelled.decode())
     features, _ = read_file(tmp_path / "encoded.pbr")
     assert np.array_equal(np.asarray(features), encoded_rows(served, 10))
     assert [json.loads(line) for line in labelled] == expected(served.transform[:10])
+
+
+def test_predict_sends_a_frames_dates_as_the_seconds_run_local_trained_on() -> None:
+    """Before: run_local(frame) trained on a datetime column as seconds (pipeline.api.frames), but predict(frame) sent
+    it as CSV text: "the endpoint answered 400: row 1, column 'when': '2023-03-30' is not a number"."""
+    from pipeline.api.frames import numeric_times
+    from pipeline.api.serving import Predictor
+
+    sent: list[bytes] = []
+
+    class Recording(Predictor):
+        def invoke(self, body: bytes, content_type: str = "text/csv", accept: str = "application/json") -> bytes:
+            sent.append(body)
+            return json.dumps({"predictions": [{"score": 0.5}] * body.count(b"\n", body.index(b"\n") + 1)}).encode()
+
+    frame = pd.DataFrame({"x": [1.0, 2.0], "when": pd.to_datetime(["2023-03-30 00:00", "2021-01-01 12:00"])})
+    answer = Recording(None).predict(frame)  # type: ignore[arg-type]
+    assert list(answer["score"]) == [0.5, 0.5]
+    assert sent == [numeric_times(frame).to_csv(index=False).encode()]
+    assert sent[0].decode().splitlines()[1:] == ["1.0,1680134400.0", "2.0,1609502400.0"]
+
+
+def test_json_and_dataframe_booleans_encode_as_preprocess_encodes_a_parquet_boolean(tmp_path: Path) -> None:
+    """Before: a JSON true (and a DataFrame's True) in a categorical column was hashed as "flag=True", while
+    Preprocess hashes a Parquet boolean column's values as "true"/"false" (Arrow's text): a model trained on Parquet
+    got every JSON boolean in an untrained bucket (a false flag scored 0.50 where the same row sent as CSV "false"
+    scored 0.09), and llpipe monitor saw the JSON values as 'true'/'false', in the baseline's domain."""
+    from containerlib.encoding import FeatureLayout
+    from containerlib.tables.parquet_reader import parquet_pieces
+    from serving.model import ServingSpec
+    from serving.requests import parse_rows
+
+    spec = ServingSpec(FeatureLayout(("x", "flag"), ("flag",), 16), "binary_classifier", "y", None, "error", None)
+    frame = pd.DataFrame({"x": [1.0, 2.0, 3.0], "flag": [True, False, True], "y": [1, 0, 1]})
+    frame.to_parquet(tmp_path / "t.parquet", index=False)
+    [piece] = parquet_pieces(tmp_path / "t.parquet", ["x", "flag", "y"], ["flag"], 100)  # Preprocess's reader
+    trained = featurize(piece.to_pandas(), spec)
+    records = frame[["x", "flag"]].to_dict(orient="records")
+    assert np.array_equal(featurize(parse_rows(json.dumps(records).encode(), "application/json", spec), spec), trained)
+    assert np.array_equal(featurize(frame[["x", "flag"]], spec), trained)  # predictor.predict(frame)
+    csv = frame[["x", "flag"]].replace({True: "true", False: "false"}).to_csv(index=False)
+    assert np.array_equal(featurize(parse_rows(csv.encode(), "text/csv", spec), spec), trained)
 
 
 def test_a_requests_rows_encode_as_preprocess_encodes_the_same_csv_read_by_pandas() -> None:

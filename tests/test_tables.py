@@ -91,6 +91,24 @@ def test_rows_are_counted_alike_in_csv_gzip_and_parquet(tmp_path: Path) -> None:
         count_rows(tmp_path / "d.parquet")
 
 
+def test_a_row_cut_short_is_named_with_the_columns_it_lacks(tmp_path: Path) -> None:
+    """Before: a row with fewer fields than the header passed the scan; pandas filled the missing fields, so the
+    run failed on a misleading "column 'label' is empty" or "'class_0' is not a number" in another column, or, with
+    MissingValues=zero, trained on the row zero-filled without a word."""
+    (tmp_path / "short.csv").write_text("a,b,c,label\n1,2,3,0\n\n4,5\n6,7,8,1\n")
+    with pytest.raises(
+        TableError,
+        match=r"short\.csv: data row 3 has 2 field\(s\) but the header names 4 "
+        r"\(no value for 'c', 'label'; a row cut short\?\)",
+    ):
+        count_rows(tmp_path / "short.csv")
+    (tmp_path / "blank.csv").write_text("a,b,c,label\n1,2,3,0\n\n4,,,1\n")  # blank lines and empty fields are fine
+    assert count_rows(tmp_path / "blank.csv") == 3
+    quoted = "a,label\n" + "".join(f'"{"x" * 5000}\n{i}",1\n' for i in range(900))  # the head ends mid-field
+    (tmp_path / "long.csv").write_text(quoted)
+    assert count_rows(tmp_path / "long.csv") == 1800  # lines after the header, as counted before
+
+
 def test_a_header_is_checked_the_same_for_every_reader(tmp_path: Path) -> None:
     (tmp_path / "twice.csv").write_text("a,b,a\n1,2,3\n")
     with pytest.raises(TableError, match=r"shown\.csv: duplicate column name\(s\) \['a'\] in the header"):

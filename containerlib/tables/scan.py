@@ -1,6 +1,7 @@
 """Counting a table's data rows in one cheap pass (no parsing beyond the header), checking on the way what would
 otherwise fail, or silently mislead, only once a job reads it: text that is not UTF-8, a truncated or damaged gzip
-stream, rows with more fields than the header (often a trailing comma), an unreadable Parquet footer."""
+stream, rows with more fields than the header (often a trailing comma) or fewer (a row cut short), an unreadable
+Parquet footer."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ import codecs
 import csv
 import gzip
 import io
+import itertools
 import zlib
 from collections.abc import Iterator
 from pathlib import Path
@@ -95,9 +97,11 @@ def _check_not_binary(path: Path) -> None:
 
 
 def _check_fields(path: Path, head: bytes) -> None:
-    """The first rows have as many fields as the header; an extra (often trailing, empty) field is named."""
+    """The first rows have as many fields as the header; an extra (often trailing, empty) field is named, and so are
+    the columns a short (cut) row lacks, which pandas would fill with missing values without a word."""
     text = head.decode("utf-8", errors="ignore")
-    if len(head) == BLOCK:
+    cut = len(head) == BLOCK
+    if cut:
         text = text[: text.rfind("\n") + 1]  # whole lines only
     reader = csv.reader(io.StringIO(text))
     header = next(reader, None)
@@ -109,12 +113,21 @@ def _check_fields(path: Path, head: bytes) -> None:
                 f"{path}: the header is one column {header[0][:80]!r}: the file is separated by {separator!r}; "
                 "CSV files here are comma-separated: re-export it with commas"
             )
-    for row_number, row in enumerate(reader, start=1):
-        if row_number > HEADER_SAMPLE_ROWS:
-            return
+    rows = list(itertools.islice(reader, HEADER_SAMPLE_ROWS + 1))
+    if cut and len(rows) <= HEADER_SAMPLE_ROWS:
+        rows = rows[:-1]  # the head may end inside a quoted field: its last row may be cut short by the block
+    for row_number, row in enumerate(rows[:HEADER_SAMPLE_ROWS], start=1):
         if len(row) > len(header):
             extra = ", ".join(repr(value) for value in row[len(header) :])
             raise TableError(
                 f"{path}: data row {row_number} has {len(row)} fields but the header names {len(header)} "
                 f"(extra: {extra}; a trailing comma?); remove the extra field or name it in the header"
+            )
+        if row and len(row) < len(header):  # an empty line (no fields) is skipped, as pandas skips it
+            missing = ", ".join(repr(name) for name in header[len(row) :][:5])
+            more = f" and {len(header) - len(row) - 5} more" if len(header) - len(row) > 5 else ""
+            raise TableError(
+                f"{path}: data row {row_number} has {len(row)} field(s) but the header names {len(header)} "
+                f"(no value for {missing}{more}; a row cut short?); complete the row, or write its empty values "
+                "as empty fields between commas"
             )

@@ -81,12 +81,15 @@ class Predictor:
         ``predicted_label`` and ``label`` (the label value) for classifiers, ``score`` for regressors."""
         import pandas as pd
 
+        from pipeline.api.frames import numeric_times
+
         rows: list[dict[str, Any]] = []
         for start in range(0, max(len(frame), 1), ROWS_PER_REQUEST):
             part = frame.iloc[start : start + ROWS_PER_REQUEST]
             if part.empty:
                 break
-            answer = self.invoke(part.to_csv(index=False).encode("utf-8"), CSV, JSON)
+            # dates and times as the seconds run_local trained on (its frames are written this way), not as text
+            answer = self.invoke(numeric_times(part).to_csv(index=False).encode("utf-8"), CSV, JSON)
             rows.extend(json.loads(answer)["predictions"])
         return pd.DataFrame(rows, index=frame.index)
 

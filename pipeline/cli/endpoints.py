@@ -21,7 +21,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from pipeline.cli.render.deployment import endpoints_table, live_json
+    from pipeline.cli.render.deployment import ENDPOINTS_TABLE_MIN_WIDTH, endpoints_lines, endpoints_table, live_json
     from pipeline.core.deployment import STAGES
 
     config = config_from_args(args)
@@ -39,5 +39,10 @@ def run(args: argparse.Namespace) -> int:
         return 0
     from rich.console import Console
 
-    Console().print(endpoints_table(rows))
+    console = Console()
+    if console.width < ENDPOINTS_TABLE_MIN_WIDTH:
+        for line in endpoints_lines(rows):
+            console.print(line, markup=False, highlight=False)
+        return 0
+    console.print(endpoints_table(rows))
     return 0

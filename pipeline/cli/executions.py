@@ -46,6 +46,10 @@ def run(args: argparse.Namespace) -> int:
     from rich.console import Console
     from rich.table import Table
 
+    console = Console()
+    if console.width < TABLE_MIN_WIDTH:
+        _print_blocks(console, rows)
+        return _said_when_empty(rows, args)
     table = Table(title="Executions (newest first)", title_justify="left")
     for column in ("id", "status", "started (UTC)", "duration", "data", "parameters", "gate", "failure reason"):
         table.add_column(column, overflow="fold", no_wrap=column in ("id", "status", "started (UTC)", "duration"))
@@ -60,7 +64,42 @@ def run(args: argparse.Namespace) -> int:
             row["gate"],
             row["failure_reason"] or "",
         )
-    Console().print(table)
+    console.print(table)
+    return _said_when_empty(rows, args)
+
+
+# Below this width the table's four unwrapped columns (id, status, start, duration: about 75 characters with the
+# borders) leave the data, parameters, gate and failure columns two characters each, one execution taking hundreds
+# of lines (an 80-column terminal, or any pipe, which rich takes as 80 columns): each execution is then a block.
+TABLE_MIN_WIDTH = 160
+
+
+def _print_blocks(console: Any, rows: list[dict[str, Any]]) -> None:
+    """Each execution as a heading line (id, status, start, duration, gate) and its data, parameters and failure
+    reason on lines of their own, wrapped at the console's width."""
+    from rich.padding import Padding
+    from rich.table import Table
+    from rich.text import Text
+
+    console.print("Executions (newest first)", markup=False, highlight=False)
+    for row in rows:
+        status = row["status"] + (" (abandoned)" if row.get("abandoned") else "")
+        heading = [row["id"], status, _time(row["start_time"]), _duration(row["seconds"]), row["gate"] or ""]
+        console.print(Text("  ".join(part for part in heading if part), style="bold"))
+        details = Table.grid(padding=(0, 1))  # label, then the value wrapped in its own column (indented)
+        details.add_column(no_wrap=True)
+        details.add_column(overflow="fold")
+        for label, value in (
+            ("data", row["data"]),
+            ("parameters", row["parameters"]),
+            ("failure", row["failure_reason"]),
+        ):
+            if value:
+                details.add_row(f"{label}:", Text(value))
+        console.print(Padding(details, (0, 0, 0, 2)))
+
+
+def _said_when_empty(rows: list[dict[str, Any]], args: argparse.Namespace) -> int:
     if not rows:
         where = "on SageMaker" if args.sagemaker else f"in {args.workdir}"
         print(f"no executions {where}; start one with `llpipe run`", file=sys.stderr)

@@ -56,6 +56,7 @@ def run(args: argparse.Namespace) -> int:
     from pipeline.cli.arguments import config_from_args
     from pipeline.core.files import write_text_atomically
 
+    config = config_from_args(args)
     server = local_server(
         args.model_package,
         port=args.port,
@@ -64,7 +65,7 @@ def run(args: argparse.Namespace) -> int:
         variant=args.variant,
         capture_percentage=args.capture_percentage,
         workdir=args.workdir,
-        config=config_from_args(args),
+        config=config,
     )
 
     def started(running: object) -> None:
@@ -73,7 +74,7 @@ def run(args: argparse.Namespace) -> int:
         print(f"serving {model.package_arn if model else ''} as endpoint {server.endpoint}", flush=True)
         if spec is not None:
             print(f"  columns: {', '.join(spec.columns)}; labels: {list(spec.label_values or []) or 'numeric'}")
-        print(f"  runtime: boto3.client('sagemaker-runtime', endpoint_url='{server.url}')", flush=True)
+        print(f"  runtime: {runtime_client_code(server.url, config.region)}", flush=True)
         print(f"listening on {server.url} (Ctrl-C to stop)", flush=True)
         if args.ready_file is not None:
             ready = {"port": server.port, "url": server.url, "pid": os.getpid()}
@@ -82,3 +83,12 @@ def run(args: argparse.Namespace) -> int:
     server.serve_until_signal(started)
     print("stopped", flush=True)
     return 0
+
+
+def runtime_client_code(url: str, region: str) -> str:
+    """The boto3 line that reaches this server as it is, on a machine with no AWS configuration: botocore wants a
+    region and signs every request, so a region and placeholder keys are given (the server ignores the signature)."""
+    return (
+        f"boto3.client('sagemaker-runtime', endpoint_url='{url}', region_name='{region}', "
+        "aws_access_key_id='local', aws_secret_access_key='local')"
+    )

@@ -291,8 +291,13 @@ def decide(sample: Sample, values: Mapping[str, Any], given: set[str]) -> Decisi
             parameters["CategoricalColumns"] = joined
         notes.append(f"categorical columns (text values in the sample): {', '.join(categorical) or 'none'}")
     notes.extend(_collision_notes(frame, categorical, int(values.get("HashBuckets") or 16)))
-    if str(values.get("MissingValues") or "error") == "error":
+    policy = str(values.get("MissingValues") or "error")
+    if policy in ("error", "drop"):
+        _refuse_empty_columns(sample, [label, *features], label, policy)
+    if policy == "error":
         _refuse_missing(sample, [label, *features], label)
+    if id_column:
+        _refuse_empty_ids(sample, id_column, [label, *features] if policy == "drop" else [])
 
     label_values, num_classes = _decide_labels(frame[label], label, predictor, values, given)
     if label_values is not None and "LabelValues" not in given:
@@ -408,6 +413,38 @@ def _has_text(column: pd.Series) -> bool:
     present = column.dropna()
     present = present[present.astype(str).str.strip() != ""]
     return bool(pd.to_numeric(present, errors="coerce").isna().any())
+
+
+def _refuse_empty_columns(sample: Sample, columns: list[str], label: str, policy: str) -> None:
+    """A column with no value in any sampled row fails Preprocess under MissingValues=error at its first row and,
+    under =drop, once every row is dropped: say so before anything runs, with what does work."""
+    rows = sum(len(frame) for frame in sample.frames)
+    for column in columns:
+        if rows and all(frame[column].isna().all() for frame in sample.frames):
+            fix = (
+                "give the label values"
+                if column == label
+                else "leave the column out of the data, or pass --param MissingValues=zero (a constant 0 feature)"
+            )
+            raise SchemaError(
+                f"column {column!r} has no value in any of the {rows:,} sampled rows; with MissingValues={policy} "
+                f"Preprocess would {'drop every row' if policy == 'drop' else 'fail on its first row'}: {fix}"
+            )
+
+
+def _refuse_empty_ids(sample: Sample, id_column: str, dropped_if_empty: list[str]) -> None:
+    """Preprocess splits by the id's hash and fails on an empty id whatever MissingValues says (except on a row it
+    drops: one with an empty value in ``dropped_if_empty``, under MissingValues=drop): say so first."""
+    for name, frame in zip(sample.headers, sample.frames, strict=True):
+        empty = frame[id_column].isna().to_numpy()
+        if dropped_if_empty:
+            empty = empty & ~frame[dropped_if_empty].isna().any(axis=1).to_numpy()
+        if empty.any():
+            raise SchemaError(
+                f"{name} row {int(empty.argmax()) + 1}: id column {id_column!r} is empty; Preprocess would fail on it "
+                "(every row needs an id to be split by; MissingValues does not apply to the id): give the row an id, "
+                "or leave IdColumn unset to split by the row's content"
+            )
 
 
 def _refuse_missing(sample: Sample, columns: list[str], label: str) -> None:

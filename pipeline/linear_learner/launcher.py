@@ -62,6 +62,7 @@ class TrainingResult:
 
 
 TEMP_KIND = "linear-learner"  # the system temp folders of jobs run without a work dir: linear-learner-<pid>-*
+EXCHANGE_KIND = "llpipe-exchange"  # the hosts' shared-memory folders (/dev/shm): llpipe-exchange-<pid>-*
 
 
 def host_name(index: int) -> str:
@@ -209,7 +210,11 @@ def _run_instances(roots: list[Path], log: Callable[[str], None], stop: threadin
         host, port = server.address
         extra_args = ["--coordinator", f"{host}:{port}"]
         if fast:
-            exchange = tempfile.TemporaryDirectory(prefix="llpipe-exchange-", dir=shared.exchange_folder())
+            # named by this process's pid, so that the next training removes it if this process is killed (SIGKILL
+            # skips the cleanup below): empty folders otherwise piled up in /dev/shm, one per killed run
+            folder = shared.exchange_folder()
+            sweep_temp_folders(EXCHANGE_KIND, folder, legacy=(f"{EXCHANGE_KIND}-",))
+            exchange = tempfile.TemporaryDirectory(prefix=owned_temp_folder_prefix(EXCHANGE_KIND), dir=folder)
             extra_args += ["--exchange", exchange.name, "--heartbeat", f"{heartbeat_timeout():g}"]
             extra_args += ["--connect-timeout", f"{connect_timeout():g}"]
         env[AUTHKEY_ENV] = authkey.hex()

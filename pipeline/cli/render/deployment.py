@@ -77,6 +77,31 @@ def print_outcome(outcome: Outcome) -> None:
         print(f"  previous      version {outcome.previous.version} ({outcome.previous.handle})")
 
 
+# Below this width the table cut the endpoint's name and URL to "linear-l…" / "http://1…" (an 80-column terminal,
+# or a pipe, which rich takes as 80 columns): each stage is then a block of lines.
+ENDPOINTS_TABLE_MIN_WIDTH = 140
+
+
+def endpoints_lines(rows: list[tuple[str, str, Live | None]]) -> list[str]:
+    """Each stage as lines: stage, endpoint, status and version; its URL, the execution and since when; the smoke
+    test. Nothing is cut: long values wrap."""
+    lines = ["Endpoints"]
+    for stage, endpoint, live in rows:
+        if live is None:
+            lines.append(f"{stage}  {endpoint}  not deployed")
+            continue
+        status = live.status + (f": {live.failure_reason}" if live.failure_reason else "")
+        version = "" if live.version is None else f"  version {live.version}"
+        lines.append(f"{stage}  {endpoint}  {status}{version}")
+        if live.url:
+            lines.append(f"  url: {live.url}")
+        if live.execution_arn:
+            since = f", since {live.since:%Y-%m-%d %H:%M:%S} UTC" if live.since else ""
+            lines.append(f"  execution: {live.execution_arn.rsplit('/', 1)[-1]}{since}")
+        lines.append(f"  smoke test: {live.smoke_test or 'not passed'}")
+    return lines
+
+
 def endpoints_table(rows: list[tuple[str, str, Live | None]]) -> Any:
     """A rich table: stage, endpoint, status, version, trained by, since, smoke test."""
     from rich.table import Table

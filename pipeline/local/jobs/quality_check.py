@@ -98,7 +98,12 @@ class QualityCheckJobs:
         }
         if checked is None:
             why = "" if baseline else f" (no approved version of {group} carries a data-quality baseline yet)"
-            kept = "registered as the one to check later runs against" if used is calculated else "not compared"
+            kept = (  # written before the gate: the model, and its baseline with it, may not be registered
+                "goes with the model to the registry, if it passes the gate, as the baseline later runs are checked "
+                "against"
+                if used is calculated
+                else "not compared"
+            )
             job.note(f"data-quality check skipped{why}: this run's baseline was calculated and {kept}")
             return properties
         properties["ViolationReport"] = f"{output}/{VIOLATIONS}"
