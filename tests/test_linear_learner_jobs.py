@@ -9,6 +9,7 @@ import os
 import signal
 import subprocess
 import sys
+import time
 import warnings
 
 import numpy as np
