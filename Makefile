@@ -4,7 +4,7 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: run test lint bench clean image-env bench-env bench-recordio
+.PHONY: run test lint bench clean image-env bench-env bench-recordio test-py39
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -58,6 +58,11 @@ bench-recordio: $(STAMP) $(BENCH_STAMP)
 	uptime
 	$(BIN)/python benchmarks/recordio.py --repeat 3 --python $(BENCH_ENV)/bin/python
 	$(BIN)/python benchmarks/recordio.py --repeat 3
+
+# The codec's tests under the image's Python 3.9 and numpy 1.24.1: pytest runs tests in its own interpreter, so
+# `make test` runs them under .venv's only.
+test-py39: $(BENCH_STAMP)
+	$(BENCH_ENV)/bin/python -m pytest -q tests/test_recordio.py
 
 clean:
 	rm -rf $(VENV) .llpipe build *.egg-info
