@@ -4,7 +4,7 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: run test lint bench clean image-env
+.PHONY: run test lint bench clean image-env bench-env bench-recordio test-py39
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -32,6 +32,37 @@ lint: $(STAMP)
 
 bench: $(STAMP)
 	for b in benchmarks/*.py; do $(BIN)/python $$b || exit 1; done
+
+# A Python 3.9 venv for the codec's benchmark and tests as the scikit-learn image runs them (numpy 1.24.1, scipy
+# 1.8.0) plus the protobuf reference and pytest (benchmarks/requirements-py39.txt), outside the repository. PYTHON39
+# is pyenv's newest 3.9, else python3.9 on PATH (a pyenv shim that refuses to run is skipped).
+CACHE_DIR := $(or $(LLPIPE_CACHE_DIR),$(HOME)/.cache/llpipe)
+BENCH_ENV ?= $(CACHE_DIR)/bench-envs/py39
+PYENV_ROOT ?= $(HOME)/.pyenv
+PYTHON39 ?= $(or $(shell ls -dv $(PYENV_ROOT)/versions/3.9.*/bin/python3.9 2>/dev/null | tail -n 1),$\
+	$(shell python3.9 -c 'import sys; print(sys.executable)' 2>/dev/null))
+BENCH_STAMP := $(BENCH_ENV)/.installed
+
+$(BENCH_STAMP): benchmarks/requirements-py39.txt
+	@test -n "$(PYTHON39)" || { echo "no Python 3.9: put python3.9 on PATH or set PYTHON39=/path/to/python3.9"; exit 1; }
+	rm -rf $(BENCH_ENV)
+	$(PYTHON39) -m venv $(BENCH_ENV)
+	$(BENCH_ENV)/bin/python -m pip install --quiet --only-binary=:all: -r benchmarks/requirements-py39.txt
+	touch $(BENCH_STAMP)
+
+bench-env: $(BENCH_STAMP)  ## build the Python 3.9 benchmark venv (prints its interpreter)
+	@echo $(BENCH_ENV)/bin/python
+
+# The codec against its protobuf reference under the image's Python 3.9 and numpy, then under .venv's interpreter.
+bench-recordio: $(STAMP) $(BENCH_STAMP)
+	uptime
+	$(BIN)/python benchmarks/recordio.py --repeat 3 --python $(BENCH_ENV)/bin/python
+	$(BIN)/python benchmarks/recordio.py --repeat 3
+
+# The codec's tests under the image's Python 3.9 and numpy 1.24.1: pytest runs tests in its own interpreter, so
+# `make test` runs them under .venv's only.
+test-py39: $(BENCH_STAMP)
+	$(BENCH_ENV)/bin/python -m pytest -q tests/test_recordio.py
 
 clean:
 	rm -rf $(VENV) .llpipe build *.egg-info

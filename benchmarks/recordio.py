@@ -6,10 +6,12 @@ repeated fields to numpy, producing the same (X, y) the codec returns. Both side
 every run checks that both produce identical bytes and identical arrays.
 
 Targets: encode 50x dense and 10x sparse (issue 15); decode at least 100x dense, and sparse at least as many times
-its reference as dense (issue 31). ``--python PATH`` runs the benchmark under another interpreter, e.g. a Python 3.9
-venv with the processing image's numpy 1.24.1 and scipy 1.8.0 plus protobuf and grpcio-tools for the reference.
+its reference as dense (issue 31). ``--python PATH`` runs the benchmark under another interpreter: ``make bench-env``
+builds the Python 3.9 venv with the processing image's numpy 1.24.1 and scipy 1.8.0 plus protobuf and grpcio-tools
+for the reference (benchmarks/requirements-py39.txt), and ``make bench-recordio`` runs this there and under .venv.
 
     python benchmarks/recordio.py [--dense-rows 100000] [--sparse-rows 10000] [--repeat 3] [--python PATH]
+    python benchmarks/recordio.py --repeat 3 --python ~/.cache/llpipe/bench-envs/py39/bin/python
 """
 
 from __future__ import annotations

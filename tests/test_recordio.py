@@ -142,6 +142,19 @@ def test_long_sparse_rows_with_keys_of_every_varint_width_read_back(record_proto
     assert np.array_equal(y_read, y)
 
 
+@pytest.mark.parametrize("order", ["sorted", "shuffled", "descending"])
+def test_varints_flat_are_python_varints_back_to_back(order: str) -> None:
+    """varints_flat against Python's own encoding: keys of 1 to 5 bytes, sorted (long runs of whole-width varints,
+    copied as slices, between short runs), shuffled (cut by one mask) and descending (the whole-width run first)."""
+    from containerlib.recordio.varints import varint_bytes, varints_flat
+
+    values = np.sort(np.concatenate([rng.integers(1 << (7 * w - 7), 1 << (7 * w), 400) for w in range(1, 6)]))
+    values = {"sorted": values, "shuffled": rng.permutation(values), "descending": values[::-1]}[order]
+    encoded, lengths = varints_flat(values.astype(np.uint64))
+    assert encoded.tobytes() == b"".join(varint_bytes(int(value)) for value in values)
+    assert lengths.tolist() == [len(varint_bytes(int(value))) for value in values]
+
+
 @settings(max_examples=60, deadline=None)
 @given(st.lists(st.integers(0, 2**64 - 1), min_size=1, max_size=60), st.integers(0, 3))
 def test_varint_regions_decode_every_width(values: list[int], cut: int) -> None:

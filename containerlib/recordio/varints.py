@@ -46,12 +46,35 @@ def varint_grid(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return grid, lengths
 
 
+_RUN_VALUES = 128  # runs of whole-width varints this long on average are copied slice by slice
+
+
 def varints_flat(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """The concatenated varint encodings of non-negative ``values``, in order, and each one's length."""
     grid, lengths = varint_grid(values)
-    if grid.shape[1] == 1:
+    width = grid.shape[1]
+    if width == 1:
         return grid.reshape(-1), lengths
-    return grid[np.arange(grid.shape[1], dtype=np.uint8) < lengths[:, None]], lengths
+    full = lengths == width
+    bounds = np.flatnonzero(full[1:] != full[:-1]) + 1
+    if _RUN_VALUES * (bounds.size + 1) > values.size:  # short runs: one boolean mask cuts every row to its length
+        return grid[np.arange(width, dtype=np.uint8) < lengths[:, None]], lengths
+    # Long runs of whole-width varints (sorted keys of long rows: the short ones come first in each row) are rows of
+    # the grid as they stand, copied with one slice each; only the short runs are cut by a mask, which is slow per
+    # byte (numpy 1.24 most of all).
+    out = np.empty(int(lengths.sum(dtype=np.int64)), dtype=np.uint8)
+    edges = [0, *bounds.tolist(), values.size]
+    position = 0
+    whole = bool(full[0])
+    for start, stop in zip(edges[:-1], edges[1:]):
+        if whole:
+            run = grid[start:stop].reshape(-1)
+        else:
+            run = grid[start:stop][np.arange(width, dtype=np.uint8) < lengths[start:stop, None]]
+        out[position : position + run.size] = run
+        position += run.size
+        whole = not whole
+    return out, lengths
 
 
 def decode_varint_regions(data: np.ndarray, lengths: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

@@ -94,3 +94,15 @@ def gather_regions(
         return region[np.repeat(np.tile(np.array([False, True]), n), segments)]
     shift = starts - exclusive_cumsum(lengths)
     return data[np.repeat(shift, lengths) + np.arange(total)]
+
+
+def scatter_regions(out: np.ndarray, starts: np.ndarray, lengths: np.ndarray, source: np.ndarray) -> bool:
+    """Lay ``source``'s bytes, back to back, into the regions [start, start + length) of ``out`` (the inverse of
+    gather_regions), one memcpy each, when the regions are long; False (nothing written) when they are too short on
+    average for a slice each to pay, which the caller then writes its own vectorised way."""
+    if source.size < _SLICED_REGION_BYTES * starts.size:
+        return False
+    ends = np.cumsum(lengths)
+    for start, length, end in zip(starts.tolist(), lengths.tolist(), ends.tolist()):
+        out[start : start + length] = source[end - length : end]
+    return True
