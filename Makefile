@@ -21,10 +21,12 @@ run: $(STAMP)  ## run the whole pipeline locally on the bundled example data set
 image-env: $(STAMP)
 	$(BIN)/llpipe env build || test "$$CI" != true
 
-test: $(STAMP) image-env  ## lint and format check, then the test suite
+test: $(STAMP) image-env  ## lint and format check, then the test suite, then the codec's tests under Python 3.9
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
 	$(BIN)/python -m pytest -q -n 2
+	@if [ -n "$(PYTHON39)" ] || [ "$$CI" = true ]; then $(MAKE) --no-print-directory test-py39; \
+	else echo "no Python 3.9 here: the codec's tests under the image's numpy (make test-py39) were skipped"; fi
 
 lint: $(STAMP)
 	$(BIN)/ruff check .
