@@ -58,9 +58,13 @@ def prefetched(items: Iterator[Any], ahead: int = 2) -> Iterator[Any]:
 
 def mapped_in_order(function: Callable[[Any], Any], items: Iterator[Any], workers: int = 2) -> Iterator[Any]:
     """``function`` of each item, computed on ``workers`` threads at once (numpy and Arrow release the GIL) and
-    yielded in the items' order; the items are produced on a thread of their own (:func:`prefetched`). Errors reach
-    the caller in order: one raised by ``items`` after the results of the items before it. When the caller stops
-    early, work not yet started is dropped and every thread has ended once the generator is closed."""
+    yielded in the items' order; the items are produced on a thread of their own (:func:`prefetched`), or with one
+    worker on that same thread. Errors reach the caller in order: one raised by ``items`` after the results of the
+    items before it. When the caller stops early, work not yet started is dropped and every thread has ended once
+    the generator is closed."""
+    if workers == 1:  # one thread reads and maps: no pool to hand each item to (measured faster for CSV)
+        yield from prefetched(map(function, items))
+        return
     pending: deque[Future[Any]] = deque()
     source = prefetched(items)
     with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="map") as pool:

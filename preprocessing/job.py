@@ -16,6 +16,7 @@ from containerlib.hosts import Host, read_resource_config
 from containerlib.names import SPLITS
 from containerlib.prefetch import mapped_in_order
 from containerlib.tables.chunks import Chunk
+from containerlib.tables.files import is_parquet
 from containerlib.tables.header import read_header
 from preprocessing import PreprocessError
 from preprocessing.baseline import BASELINE, BaselineSample
@@ -115,8 +116,11 @@ def _convert_all(
         for number, path in enumerate(files, start=1):
             file_rows = 0
             chunks = iter_chunks(path, schema, settings.chunk_rows, names(path))
-            with closing(mapped_in_order(convert, chunks)) as converted_chunks:  # threads end with the loop, always
-                for chunk, converted in converted_chunks:  # two chunks converted while this one deals
+            # Parquet: two chunks converted at once while this thread deals; CSV: one, as Arrow's CSV parser keeps
+            # both cores busy already and a second converter only competes with it (measured: 3% slower at 1M rows)
+            workers = 2 if is_parquet(path) else 1
+            with closing(mapped_in_order(convert, chunks, workers)) as converted_chunks:  # threads end with the loop
+                for chunk, converted in converted_chunks:
                     baseline.add(chunk)  # in input order: the sample's random keys are drawn chunk after chunk
                     chunk_rows = len(converted.labels) + converted.dropped
                     rows_read += chunk_rows
