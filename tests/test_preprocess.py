@@ -649,3 +649,20 @@ def test_the_baseline_sample_is_raw_feature_rows_split_over_hosts(tmp_path: Path
 
     raw = {(text(r), c or "", str(n)) for r, c, n in zip(frame["ratio"], frame["city"], frame["count"], strict=True)}
     assert set(sample.itertuples(index=False, name=None)) <= raw  # rows of the input, as they were
+
+
+def test_a_row_cut_short_far_into_the_file_fails_naming_it_instead_of_being_zero_filled(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The pre-scan checks a file's first rows only. Before: Arrow refused the short row, pandas took over and filled
+    its missing fields with NaN, which --missing zero then trained on as zeros without a word."""
+    rows = ["label,a,b,c"] + [f"{i % 2},{i},{i * 2},{i * 3}" for i in range(3_000)]
+    rows[2_500] = "1,0.5"  # data row 2,500: no b, no c
+    _csv(tmp_path / "in", "t.csv", "\n\n".join(rows[:10]) + "\n" + "\n".join(rows[10:]) + "\n")  # blank lines too
+    output = tmp_path / "out"
+    arguments = ["--input-dir", str(tmp_path / "in"), "--output-dir", str(output), "--resource-config",
+                 str(tmp_path / "absent.json"), *BINARY, "--missing", "zero"]  # fmt: skip
+    assert main(arguments) == 1
+    stderr = capsys.readouterr().err
+    assert "t.csv" in stderr and "data row 2500 has 2 field(s) but the header names 4 (no value for 'b', 'c'" in stderr
+    assert not output.exists()

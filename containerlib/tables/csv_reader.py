@@ -9,6 +9,9 @@ quoted line break cut by a range) pandas reads the rest of the file, so values a
 
 from __future__ import annotations
 
+import csv
+import io
+import re
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -103,11 +106,14 @@ def _arrow_csv_tables(path: Path, header: list[str], columns: list[str], text: l
     )
     read = pacsv.ReadOptions()
     schema = None
+    rows_before = 0  # data rows in the ranges before this one
     for lines in _line_ranges(path, ARROW_RANGE_BYTES):
         try:
             table = pacsv.read_csv(lines, read_options=read, convert_options=convert)
         except pa.ArrowException as error:  # e.g. ArrowInvalid, or ArrowKeyError for a name Arrow reads otherwise
+            _refuse_short_row(str(error), lines, header, rows_before, with_header=schema is None)
             raise _ArrowCannot(str(error)) from error
+        rows_before += table.num_rows
         if schema is None:  # the first range, with the header line
             if table.schema.names != in_file_order:
                 raise _ArrowCannot("column names differ from pandas' (duplicates or a byte-order mark)")
@@ -122,6 +128,43 @@ def _arrow_csv_tables(path: Path, header: list[str], columns: list[str], text: l
 
 
 _FINAL_TYPES = ("double", "string", "bool")
+_FIELD_COUNT = re.compile(r"Expected (\d+) columns, got (\d+)")
+
+
+def _refuse_short_row(arrow_error: str, lines: Any, header: list[str], rows_before: int, with_header: bool) -> None:
+    """A ValueError naming the first row of this range with fewer fields than the header, when that is what Arrow
+    found: pandas, which would take over, fills such a row's missing fields with NaN without a word (then missing
+    values, or zeros with MissingValues=zero). Rows are counted as pandas counts them (blank lines skipped)."""
+    found = _FIELD_COUNT.search(arrow_error)
+    if not found or int(found.group(2)) >= int(found.group(1)):
+        return
+    short = _first_short_row(lines.to_pybytes().decode("utf-8", errors="replace"), len(header), with_header)
+    if short is None:
+        return
+    index, fields = short
+    missing = ", ".join(repr(name) for name in header[fields:][:5])
+    more = f" and {len(header) - fields - 5} more" if len(header) - fields > 5 else ""
+    raise ValueError(
+        f"data row {rows_before + index} has {fields} field(s) but the header names {len(header)} (no value for "
+        f"{missing}{more}; a row cut short?); complete the row, or write its empty values as empty fields between "
+        "commas"
+    )
+
+
+def _first_short_row(text: str, columns: int, with_header: bool) -> tuple[int, int] | None:
+    """(data row in ``text`` counted from 1, its field count) of the first row with fewer than ``columns`` fields;
+    None if there is none, or if the text ends inside a quoted value (a range cut in a line break within quotes,
+    which is no short row: pandas reads on)."""
+    rows = (row for row in csv.reader(io.StringIO(text), strict=True) if row)
+    try:
+        if with_header:
+            next(rows, None)
+        for index, row in enumerate(rows, start=1):
+            if len(row) < columns:
+                return index, len(row)
+    except csv.Error:
+        return None
+    return None
 
 
 def _widened(known: Any, found: Any) -> Any:
