@@ -4,7 +4,8 @@ A file is parsed a range of whole lines at a time (``ARROW_RANGE_BYTES``, memory
 a block at a time), taking values as pandas would: its missing-value strings, booleans, no dates; a column's type
 may widen from range to range as within a pandas chunk (empty so far, then whatever a range finds; integers, then
 floats). From the first range Arrow cannot take that way (a malformed row, text in a number column, a date, a
-quoted line break cut by a range) pandas reads the rest of the file, so values and errors are always pandas'.
+quoted line break cut by a range) pandas reads the rest of the file, so values and errors are always pandas', but
+for a row with fewer fields than the header, which is refused naming it: pandas would fill it with missing values.
 """
 
 from __future__ import annotations
