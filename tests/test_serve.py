@@ -345,6 +345,10 @@ def test_monitor_checks_each_request_against_the_baseline_of_the_version_that_se
         assert "/monitoring/versions/AllTraffic/" in part["data_quality"]["violation_report"]
         assert f"/model-package-{version}/constraint_violations.json" in part["data_quality"]["violation_report"]
     assert not list((run_folder(served.workdir, served.execution).parent / "monitoring").glob(".staging/*"))
+    assert cli.main(common[:-1]) == 0  # the text report: a section per version
+    text = " ".join(capsys.readouterr().out.split())
+    assert "2 model package version(s) served it" in text
+    assert all(f"{len(range(0, len(raw), 200))} request(s) against the baseline of {arn}" in text for arn in parts)
 
     assert cli.main([*common, "--model-package", "1"]) == 1  # everything against version 1's baseline
     (whole,) = json.loads(capsys.readouterr().out)["parts"]
