@@ -490,4 +490,5 @@ def _version(package: ModelPackage) -> Version:
         group=package.group,
         approval_status=package.approval_status,
         execution_arn=package.source_execution,
+        containers=tuple(dict(container) for container in package.containers),
     )
