@@ -277,8 +277,8 @@ def test_monitor_passes_clean_served_traffic_and_flags_drifted_traffic(
 
 
 def register_version_with_baseline_of(served: Served, rows: pd.DataFrame, folder: Path) -> str:
-    """Version 1's inference pipeline registered again as a new approved version whose DriftCheckBaselines the
-    analyzer calculated from ``rows``: another version with another data-quality baseline."""
+    """Version 1's inference pipeline registered again as a new version (pending approval: serving and monitoring by
+    ARN need none) whose DriftCheckBaselines the analyzer calculated from ``rows``: another data-quality baseline."""
     from dataquality.dataset import DatasetFormat
     from dataquality.job import analyze
     from dataquality.settings import Settings
@@ -303,7 +303,7 @@ def register_version_with_baseline_of(served: Served, rows: pd.DataFrame, folder
     }
     request = {
         "ModelPackageGroupName": first.group,
-        "ModelApprovalStatus": "Approved",
+        "ModelApprovalStatus": "PendingManualApproval",
         "InferenceSpecification": {"Containers": [dict(container) for container in first.containers]},
         "ModelMetrics": {"ModelDataQuality": sources},
         "DriftCheckBaselines": {"ModelDataQuality": sources},
