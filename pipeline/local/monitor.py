@@ -12,6 +12,7 @@ window's end), the job's record (request, logs, environment) in ``<workdir>/moni
 
 from __future__ import annotations
 
+import contextlib
 import shutil
 import uuid
 from dataclasses import dataclass
@@ -125,7 +126,8 @@ def monitor_traffic(
         return [_run_job(workdir, config, s3, endpoint, variant, start, end, package, prefix, "", count, environments)]
     runs = []
     for package, lines, count in groups.values():
-        staging = f"{config.pipeline_prefix}/monitoring/.staging/{uuid.uuid4().hex}/{endpoint}/{variant}/"
+        root = f"{config.pipeline_prefix}/monitoring/.staging/{uuid.uuid4().hex}"
+        staging = f"{root}/{endpoint}/{variant}/"
         try:
             for relative, text in lines.items():
                 s3.put_bytes(staging + relative, "".join(text).encode("utf-8"))
@@ -136,7 +138,9 @@ def monitor_traffic(
                 )
             )
         finally:
-            shutil.rmtree(s3.path(staging.split(f"{endpoint}/{variant}/")[0]), ignore_errors=True)
+            shutil.rmtree(s3.path(root), ignore_errors=True)
+            with contextlib.suppress(OSError):
+                s3.path(root).parent.rmdir()  # .staging itself, once no other monitor uses it
     return runs
 
 
