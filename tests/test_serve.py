@@ -225,12 +225,27 @@ def test_capture_files_hold_every_answered_request_in_sagemakers_format(served: 
     with serve_local("1", port=0, workdir=served.workdir, endpoint_name="capture-all") as running:
         answers = [post(f"{running.url}/invocations", body, kind)[1] for body, kind in bodies]
         assert post(f"{running.url}/invocations", b"x", "text/plain")[0] == 415
+        client = boto3.client(
+            "sagemaker-runtime",
+            endpoint_url=running.url,
+            region_name="us-east-1",
+            aws_access_key_id="local",
+            aws_secret_access_key="local",
+        )
+        client.invoke_endpoint(
+            EndpointName="capture-all", ContentType="text/csv", Body=bodies[0][0], InferenceId="o-42"
+        )
     folder = run_folder(served.workdir, served.execution).parent / "datacapture" / "capture-all" / "AllTraffic"
     (path,) = folder.rglob("*.jsonl")
     hour = path.parent.relative_to(folder).as_posix()
     assert datetime.strptime(hour, "%Y/%m/%d/%H").replace(tzinfo=timezone.utc) <= datetime.now(timezone.utc)
-    lines = [json.loads(line) for line in path.read_text().splitlines()]
+    *lines, with_id = [json.loads(line) for line in path.read_text().splitlines()]
     assert [list(line) for line in lines] == [["captureData", "eventMetadata", "eventVersion"]] * len(bodies)
+    package = "arn:aws:sagemaker:us-east-1:111122223333:model-package/linear-learner-models/1"
+    assert [list(line["eventMetadata"]) for line in lines] == [["eventId", "inferenceTime", "modelPackageArn"]] * 4
+    assert {line["eventMetadata"]["modelPackageArn"] for line in lines} == {package}
+    assert list(with_id["eventMetadata"]) == ["eventId", "inferenceId", "inferenceTime", "modelPackageArn"]
+    assert with_id["eventMetadata"]["inferenceId"] == "o-42"  # InvokeEndpoint's InferenceId, as the service records
     for line, (body, kind), answer in zip(lines, bodies, answers, strict=True):
         sent, returned = line["captureData"]["endpointInput"], line["captureData"]["endpointOutput"]
         assert sent["observedContentType"] == kind and sent["mode"] == "INPUT"
@@ -245,6 +260,7 @@ def test_capture_files_hold_every_answered_request_in_sagemakers_format(served: 
     # the monitor's reader takes them: every captured raw request's rows, in order
     records = list(read_records(path))
     assert [len(request_rows(record.endpoint_input, FEATURES)) for record in records[:3]] == [5, 5, 5]
+    assert records[-1].inference_id == "o-42" and {record.model_package_arn for record in records} == {package}
     with serve_local("1", port=0, workdir=served.workdir, endpoint_name="capture-none", capture_percentage=0) as off:
         assert post(f"{off.url}/invocations", bodies[0][0], "text/csv")[0] == 200
     assert not (folder.parent.parent / "capture-none").exists()
