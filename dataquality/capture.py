@@ -7,6 +7,9 @@ SageMaker writes each sampled request as one JSON line, under
      "encoding": "CSV"}, "endpointOutput": {...}}, "eventMetadata": {"eventId": "...", "inferenceTime":
      "2024-01-19T19:27:57Z"}, "eventVersion": "0"}
 
+``llpipe serve`` adds ``eventMetadata.modelPackageArn``, the version that answered (not a key SageMaker writes;
+:attr:`CaptureRecord.model_package_arn` is None without it).
+
 ``data`` is the payload as text (``encoding`` CSV or JSON) or base64 (``BASE64``). :func:`records` gives the records
 of a time window (the hour folders that overlap it, then each record's ``inferenceTime``); :func:`request_rows`
 turns a request into rows of raw values: ``text/csv`` lines (with or without a header line naming the columns),
@@ -37,6 +40,7 @@ CSV_TYPES = ("text/csv",)
 JSON_TYPES = ("application/json",)
 JSON_LINES_TYPES = ("application/jsonlines", "application/x-jsonlines", "application/jsonl")
 RAW_ROW_TYPES = CSV_TYPES + JSON_TYPES + JSON_LINES_TYPES  # what carries raw rows; encoded inputs (RecordIO) do not
+MODEL_PACKAGE_KEY = "modelPackageArn"  # llpipe's key in eventMetadata: the model package version that answered
 _HOUR_FOLDERS = re.compile(r"^\d{4}/\d{2}/\d{2}/\d{2}$")
 
 Row = Union[dict, list]
@@ -80,6 +84,7 @@ class CaptureRecord:
     endpoint_input: Payload | None
     endpoint_output: Payload | None
     inference_id: str | None = None
+    model_package_arn: str | None = None  # eventMetadata.modelPackageArn (llpipe serve's), None without it
 
 
 def parse_time(text: str, what: str) -> datetime:
@@ -120,12 +125,18 @@ def _folder_hour(folders: Sequence[str]) -> datetime | None:
 
 def read_records(path: Path, name: str | None = None) -> Iterator[CaptureRecord]:
     """Every record of one capture file, in order; errors name the file (as ``name``) and line."""
+    for record, _ in read_lines(path, name):
+        yield record
+
+
+def read_lines(path: Path, name: str | None = None) -> Iterator[tuple[CaptureRecord, str]]:
+    """Every record of one capture file with its line as written (newline included), for copying records out."""
     name = name or str(path)
     try:
-        with path.open(encoding="utf-8") as lines:
+        with path.open(encoding="utf-8", newline="") as lines:
             for number, line in enumerate(lines, start=1):
                 if line.strip():
-                    yield _record(line, f"{name} line {number}")
+                    yield _record(line, f"{name} line {number}"), line if line.endswith("\n") else line + "\n"
     except UnicodeDecodeError as error:
         raise CaptureError(f"{name}: not UTF-8 text ({error})") from None
 
@@ -148,7 +159,18 @@ def _record(line: str, where: str) -> CaptureRecord:
         endpoint_input=_payload(data.get("endpointInput"), f"{where}: captureData.endpointInput"),
         endpoint_output=_payload(data.get("endpointOutput"), f"{where}: captureData.endpointOutput"),
         inference_id=metadata.get("inferenceId"),
+        model_package_arn=_optional_text(
+            metadata.get(MODEL_PACKAGE_KEY), f"{where}: eventMetadata.{MODEL_PACKAGE_KEY}"
+        ),
     )
+
+
+def _optional_text(value: Any, where: str) -> str | None:
+    if value is None:
+        return None
+    if not isinstance(value, str) or not value:
+        raise CaptureError(f"{where} must be a non-empty string, got {value!r}")
+    return value
 
 
 def _payload(value: Any, where: str) -> Payload | None:

@@ -28,6 +28,7 @@ class Captured:
     data: str
     output: str = '{"predictions": [{"score": 0.5, "predicted_label": 1}]}'
     output_type: str = "application/json"
+    model_package_arn: str | None = None  # llpipe serve's eventMetadata.modelPackageArn, when given
 
 
 def record(item: Captured, event_id: str) -> str:
@@ -50,6 +51,8 @@ def record(item: Captured, event_id: str) -> str:
         "eventMetadata": {"eventId": event_id, "inferenceTime": item.time.strftime("%Y-%m-%dT%H:%M:%SZ")},
         "eventVersion": "0",
     }
+    if item.model_package_arn is not None:
+        document["eventMetadata"]["modelPackageArn"] = item.model_package_arn
     return json.dumps(document, separators=(",", ":"))
 
 

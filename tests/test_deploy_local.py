@@ -188,3 +188,49 @@ def test_approve_staging_smoke_prod_then_worse_versions_never_replace_staging(
     assert code == 0 and "stopped" in out
     assert not alive(int(final["staging"]["handle"].split()[1]))
     assert endpoints(capsys, registry.workdir)["staging"]["status"] is None
+
+
+def test_a_version_taking_other_request_columns_is_refused_unless_allowed(
+    registry: Registry, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A third run on the table with a CustomerID column and without calls registers version 3: deploying it over
+    version 1 is refused, naming the columns, and staging keeps serving version 1; with --allow-new-columns it rolls
+    out, answers rows with the new columns, and version 1's clients now get a 400 naming the missing column."""
+    workdir = str(registry.workdir)
+    code, outcome = deploy(capsys, registry.workdir, "staging", "--model-package", "1")
+    assert code == 0 and outcome["version"]["version"] == 1, outcome
+    changed = registry.frame.drop(columns=["calls"]).assign(CustomerID=range(len(registry.frame)))
+    third = run_local(
+        changed,
+        drift_table.LABEL,
+        "binary_classifier",
+        workdir=registry.workdir,
+        progress=False,
+        SkipDataQualityCheck="true",
+        RegisterNewDataQualityBaseline="true",
+        MetricThreshold=0.0,
+        **FAST,
+    )
+    assert third.status == "Succeeded", third.failure_reason
+    assert llpipe(capsys, "models", "approve", "3", "--workdir", workdir)[0] == 0
+    before = endpoints(capsys, registry.workdir)["staging"]
+
+    code, refused = llpipe(capsys, "deploy", "--stage", "staging", "--workdir", workdir, "--model-package", "3")
+    message = " ".join(refused.split())
+    assert code == 1 and "version 3 takes other request columns than version 1" in message, refused
+    assert "added ['CustomerID']; removed ['calls']" in message and "--allow-new-columns" in message
+    assert endpoints(capsys, registry.workdir)["staging"]["handle"] == before["handle"]  # untouched
+
+    code, outcome = deploy(
+        capsys, registry.workdir, "staging", "--model-package", "3", "--allow-new-columns", "--quality-tolerance", "1"
+    )
+    assert code == 0 and outcome["status"] == "deployed" and outcome["version"]["version"] == 3, outcome
+    assert any("(allowed: --allow-new-columns)" in note for note in outcome["smoke"]["notes"])
+    staging = endpoints(capsys, registry.workdir)["staging"]
+    client = runtime(staging["url"])
+    rows = changed.drop(columns=[drift_table.LABEL]).head(3).to_csv(index=False).encode()
+    answer = client.invoke_endpoint(EndpointName=staging["endpoint"], Body=rows, ContentType="text/csv")
+    assert len(json.loads(answer["Body"].read())["predictions"]) == 3
+    old_rows = registry.frame[FEATURES].head(3).to_csv(index=False).encode()
+    with pytest.raises(client.exceptions.ModelError, match="CustomerID"):
+        client.invoke_endpoint(EndpointName=staging["endpoint"], Body=old_rows, ContentType="text/csv")

@@ -12,6 +12,7 @@ from __future__ import annotations
 import io
 import json
 import re
+import tarfile
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from typing import Any
@@ -216,6 +217,36 @@ def expect_live(stub: Any, endpoint: str, number: int | None, passed: bool = Tru
     if passed:
         tags.append({"Key": "llpipe:smoke-test", "Value": "passed: 60 rows at 2026-01-01T00:00:00Z"})
     stub.add_response("list_tags", {"Tags": tags}, {"ResourceArn": config_arn(name)})
+
+
+COLUMNS = ("tenure", "minutes", "calls", "plan")
+
+
+def featurizer_archive(columns: tuple[str, ...]) -> bytes:
+    """A featurizer's model.tar.gz as Preprocess writes it: the run's schema (feature_columns) and its summary."""
+    buffer = io.BytesIO()
+    with tarfile.open(fileobj=buffer, mode="w:gz") as archive:
+        for name, document in (("schema.json", {"feature_columns": list(columns)}), ("summary.json", {})):
+            data = json.dumps(document).encode()
+            member = tarfile.TarInfo(name)
+            member.size = len(data)
+            archive.addfile(member, io.BytesIO(data))
+    return buffer.getvalue()
+
+
+def expect_columns(
+    session: StubbedSession, live: int, candidate: int, live_columns: tuple[str, ...] = COLUMNS,
+    candidate_columns: tuple[str, ...] = COLUMNS,
+) -> None:  # fmt: skip
+    """DescribeModelPackage of the live version (by the ARN its config is tagged with), then GetObject of the live
+    version's and the candidate's featurizer model data (their schemas' request columns)."""
+    expect_package(session.stubs["sagemaker"], live, listed=False)
+    for number, columns in ((live, live_columns), (candidate, candidate_columns)):
+        session.stubs["s3"].add_response(
+            "get_object",
+            {"Body": body(featurizer_archive(columns))},
+            {"Bucket": "churn-bucket", "Key": f"churn/e{number}/preprocess/model/model.tar.gz"},
+        )
 
 
 def expect_test_split(session: StubbedSession, split: Split, number: int, model: str, shards: int = 2) -> None:
@@ -494,6 +525,7 @@ def test_an_update_compares_quality_with_the_live_version_then_shifts_blue_green
     sagemaker = session.stubs["sagemaker"]
     expect_package(sagemaker, 3)
     expect_live(sagemaker, STAGING, 2)
+    expect_columns(session, live=2, candidate=3)  # the same request columns
     expect_test_split(session, split, 3, "good")
     expect_invoke(session, STAGING, split, "good")  # the live version 2 answers the same rows (as well)
     expect_resources(session, STAGING, 3, alarms_exist=True)  # alarms present: left as they are
@@ -507,11 +539,55 @@ def test_an_update_compares_quality_with_the_live_version_then_shifts_blue_green
     assert quality.metric == "auc" and quality.passed and quality.candidate == quality.live > 0.95
 
 
+def test_a_version_with_other_request_columns_is_refused_before_anything_changes_unless_allowed(
+    split: Split,
+) -> None:
+    """Version 3 needs CustomerID and no longer takes calls: refused after reading the two schemas, with no
+    UpdateEndpoint (or any other change) sent; with allow_new_columns it rolls out and the outcome notes the change."""
+    changed = ("CustomerID", "tenure", "minutes", "plan")
+    session = stubbed()
+    sagemaker = session.stubs["sagemaker"]
+    expect_package(sagemaker, 3)
+    expect_live(sagemaker, STAGING, 2)
+    expect_columns(session, live=2, candidate=3, candidate_columns=changed)
+    with pytest.raises(DeployError) as refused:
+        run(session, "staging")  # verifies every stubbed request was made, and nothing else can be
+    message = str(refused.value)
+    assert "version 3 takes other request columns than version 2, which churn-staging serves" in message
+    assert "added ['CustomerID']; removed ['calls']" in message and "--allow-new-columns" in message
+
+    session = stubbed()
+    sagemaker = session.stubs["sagemaker"]
+    expect_package(sagemaker, 3)
+    expect_live(sagemaker, STAGING, 2)
+    expect_columns(session, live=2, candidate=3, candidate_columns=changed)
+    expect_test_split(session, split, 3, "good")
+    expect_invoke(session, STAGING, split, "good")
+    expect_resources(session, STAGING, 3, alarms_exist=True)
+    expect_update(sagemaker, STAGING, 3, [("Updating", 3, None), ("InService", 3, None)])
+    expect_invoke(session, STAGING, split, "good")
+    expect_pass_recorded(sagemaker, STAGING, 3)
+    outcome = deploy(target(session, []), "staging", rows=60, allow_new_columns=True)
+    session.verify()
+    assert (outcome.status, outcome.rollout.action) == ("deployed", "updated")
+    assert any(
+        "added ['CustomerID']; removed ['calls'] (allowed: --allow-new-columns)" in n for n in outcome.smoke.notes
+    )
+
+
+def test_request_columns_in_another_order_are_a_change() -> None:
+    from pipeline.core.deployment import column_change
+
+    assert column_change(COLUMNS, COLUMNS) is None
+    assert "another order" in (column_change(COLUMNS, COLUMNS[::-1]) or "")
+
+
 def test_a_rollback_by_the_alarms_is_reported_and_exits_1(split: Split) -> None:
     session = stubbed()
     sagemaker = session.stubs["sagemaker"]
     expect_package(sagemaker, 3)
     expect_live(sagemaker, STAGING, 2)
+    expect_columns(session, live=2, candidate=3)  # the same request columns
     expect_test_split(session, split, 3, "good")
     expect_invoke(session, STAGING, split, "good")
     expect_resources(session, STAGING, 3, alarms_exist=True)
@@ -535,6 +611,7 @@ def test_a_worse_version_is_refused_before_anything_changes(split: Split) -> Non
     sagemaker = session.stubs["sagemaker"]
     expect_package(sagemaker, 3)
     expect_live(sagemaker, STAGING, 2)
+    expect_columns(session, live=2, candidate=3)  # the same request columns
     expect_test_split(session, split, 3, "worse")  # version 3's own batch-transform answers are the worse model's
     expect_invoke(session, STAGING, split, "good")  # the live version answers better
 
@@ -549,6 +626,7 @@ def test_a_failed_smoke_test_restores_the_previous_endpoint_config(split: Split)
     sagemaker = session.stubs["sagemaker"]
     expect_package(sagemaker, 3)
     expect_live(sagemaker, STAGING, 2)
+    expect_columns(session, live=2, candidate=3)  # the same request columns
     expect_test_split(session, split, 3, "good")
     expect_invoke(session, STAGING, split, "good")
     expect_resources(session, STAGING, 3, alarms_exist=True)

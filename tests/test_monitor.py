@@ -92,8 +92,10 @@ def served(tmp_path_factory: pytest.TempPathFactory) -> Workdir:
 
 
 def monitor(workdir: Workdir, endpoint: str, capsys: pytest.CaptureFixture[str], *extra: str) -> tuple[int, Any]:
+    """The exit code and the report's one part (one version served these test captures)."""
     code = cli.main(["monitor", "--endpoint", endpoint, *WINDOW, "--workdir", str(workdir.root), "--json", *extra])
-    return code, json.loads(capsys.readouterr().out)
+    (part,) = json.loads(capsys.readouterr().out)["parts"]
+    return code, part
 
 
 def test_clean_traffic_reports_no_violations(
@@ -159,6 +161,36 @@ def test_a_version_without_a_baseline_or_nothing_approved_is_an_error(tmp_path: 
     LocalRegistry(workdir.registry_db).register(request, region="us-east-1", account="111122223333")
     with pytest.raises(MonitorError, match="carries no DriftCheckBaselines.ModelDataQuality"):
         served_package(workdir, load_config(env={}), "latest-approved")
+
+
+def test_captures_of_versions_without_a_baseline_are_an_error_naming_each_version(
+    served: Workdir, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Requests served by version 1 (with a baseline), by a version registered without one and by a version the
+    registry does not know: nothing is checked, and the error names each version and its request count."""
+    s3 = LocalS3(served.s3)
+    s3.put_bytes("s3://b/model.tar.gz", b"m")
+    request = {
+        "ModelPackageGroupName": GROUP,
+        "ModelApprovalStatus": "PendingManualApproval",
+        "InferenceSpecification": {"Containers": [{"Image": "i", "ModelDataUrl": "s3://b/model.tar.gz"}]},
+    }
+    bare = LocalRegistry(served.registry_db).register(request, region="us-east-1", account="111122223333").arn
+    unknown = f"arn:aws:sagemaker:us-east-1:111122223333:model-package/{GROUP}/99"
+    requests = csv_requests(drift_table.table(rows=30, seed=7))
+    arns = [PACKAGE_ARN] * 10 + [bare] * 15 + [unknown] * 5
+    mixed = [
+        Captured(item.time, item.content_type, item.data, model_package_arn=arn)
+        for item, arn in zip(requests, arns, strict=True)
+    ]
+    capture = LocalS3(served.s3).path("s3://llpipe-local/linear-learner-pipeline/datacapture")
+    write_capture(capture, "ep-mixed", "AllTraffic", mixed)
+    assert cli.main(["monitor", "--endpoint", "ep-mixed", *WINDOW, "--workdir", str(served.root)]) == 1
+    message = " ".join(capsys.readouterr().err.split())
+    assert f"served by {PACKAGE_ARN} (10), {bare} (15), {unknown} (5)" in message
+    assert f"{bare} (15 requests) carries no DriftCheckBaselines.ModelDataQuality" in message
+    assert f"{unknown} (5 requests): model package {unknown} not found" in message
+    assert not list(LocalS3(served.s3).path("s3://llpipe-local/linear-learner-pipeline/monitoring").glob("ep-mixed"))
 
 
 # ------------------------------------------------------------------------------------------------------ SageMaker

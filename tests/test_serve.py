@@ -225,12 +225,27 @@ def test_capture_files_hold_every_answered_request_in_sagemakers_format(served: 
     with serve_local("1", port=0, workdir=served.workdir, endpoint_name="capture-all") as running:
         answers = [post(f"{running.url}/invocations", body, kind)[1] for body, kind in bodies]
         assert post(f"{running.url}/invocations", b"x", "text/plain")[0] == 415
+        client = boto3.client(
+            "sagemaker-runtime",
+            endpoint_url=running.url,
+            region_name="us-east-1",
+            aws_access_key_id="local",
+            aws_secret_access_key="local",
+        )
+        client.invoke_endpoint(
+            EndpointName="capture-all", ContentType="text/csv", Body=bodies[0][0], InferenceId="o-42"
+        )
     folder = run_folder(served.workdir, served.execution).parent / "datacapture" / "capture-all" / "AllTraffic"
     (path,) = folder.rglob("*.jsonl")
     hour = path.parent.relative_to(folder).as_posix()
     assert datetime.strptime(hour, "%Y/%m/%d/%H").replace(tzinfo=timezone.utc) <= datetime.now(timezone.utc)
-    lines = [json.loads(line) for line in path.read_text().splitlines()]
+    *lines, with_id = [json.loads(line) for line in path.read_text().splitlines()]
     assert [list(line) for line in lines] == [["captureData", "eventMetadata", "eventVersion"]] * len(bodies)
+    package = "arn:aws:sagemaker:us-east-1:111122223333:model-package/linear-learner-models/1"
+    assert [list(line["eventMetadata"]) for line in lines] == [["eventId", "inferenceTime", "modelPackageArn"]] * 4
+    assert {line["eventMetadata"]["modelPackageArn"] for line in lines} == {package}
+    assert list(with_id["eventMetadata"]) == ["eventId", "inferenceId", "inferenceTime", "modelPackageArn"]
+    assert with_id["eventMetadata"]["inferenceId"] == "o-42"  # InvokeEndpoint's InferenceId, as the service records
     for line, (body, kind), answer in zip(lines, bodies, answers, strict=True):
         sent, returned = line["captureData"]["endpointInput"], line["captureData"]["endpointOutput"]
         assert sent["observedContentType"] == kind and sent["mode"] == "INPUT"
@@ -245,6 +260,7 @@ def test_capture_files_hold_every_answered_request_in_sagemakers_format(served: 
     # the monitor's reader takes them: every captured raw request's rows, in order
     records = list(read_records(path))
     assert [len(request_rows(record.endpoint_input, FEATURES)) for record in records[:3]] == [5, 5, 5]
+    assert records[-1].inference_id == "o-42" and {record.model_package_arn for record in records} == {package}
     with serve_local("1", port=0, workdir=served.workdir, endpoint_name="capture-none", capture_percentage=0) as off:
         assert post(f"{off.url}/invocations", bodies[0][0], "text/csv")[0] == 200
     assert not (folder.parent.parent / "capture-none").exists()
@@ -268,12 +284,93 @@ def test_monitor_passes_clean_served_traffic_and_flags_drifted_traffic(
                 running.predict(rows.iloc[start : start + 200])
     common = ["--model-package", "1", "--workdir", str(served.workdir), "--json"]
     assert cli.main(["monitor", "--endpoint", "clean", *common]) == 0
-    clean = json.loads(capsys.readouterr().out)
+    (clean,) = json.loads(capsys.readouterr().out)["parts"]
     assert clean["data_quality"]["violations"] == []
     assert cli.main(["monitor", "--endpoint", "drifted", *common]) == 1
-    drifted = json.loads(capsys.readouterr().out)
+    (drifted,) = json.loads(capsys.readouterr().out)["parts"]
     flagged = {(v["feature_name"], v["constraint_check_type"]) for v in drifted["data_quality"]["violations"]}
     assert ("plan", "categorical_values_check") in flagged and ("minutes", "baseline_drift_check") in flagged
+
+
+def register_version_with_baseline_of(served: Served, rows: pd.DataFrame, folder: Path) -> str:
+    """Version 1's inference pipeline registered again as a new version (pending approval: serving and monitoring by
+    ARN need none) whose DriftCheckBaselines the analyzer calculated from ``rows``: another data-quality baseline."""
+    from dataquality.dataset import DatasetFormat
+    from dataquality.job import analyze
+    from dataquality.settings import Settings
+    from pipeline.local.registry import LocalRegistry
+    from pipeline.local.s3 import LocalS3
+    from pipeline.local.workdir import Workdir
+
+    workdir = Workdir.at(served.workdir)
+    registry = LocalRegistry(workdir.registry_db)
+    first = registry.describe("linear-learner-models/1")
+    baseline = f"s3://llpipe-local/linear-learner-pipeline/{folder.name}/dataquality"
+    analyze(
+        Settings(
+            drift_table.write(rows, folder, parts=1),
+            DatasetFormat.parse('{"csv": {"header": true}}'),
+            LocalS3(workdir.s3).path(baseline),
+        )
+    )
+    sources = {
+        name: {"ContentType": "application/json", "S3Uri": f"{baseline}/{name.lower()}.json"}
+        for name in ("Statistics", "Constraints")
+    }
+    request = {
+        "ModelPackageGroupName": first.group,
+        "ModelApprovalStatus": "PendingManualApproval",
+        "InferenceSpecification": {"Containers": [dict(container) for container in first.containers]},
+        "ModelMetrics": {"ModelDataQuality": sources},
+        "DriftCheckBaselines": {"ModelDataQuality": sources},
+    }
+    return registry.register(request, region="us-east-1", account="111122223333").arn
+
+
+def test_monitor_checks_each_request_against_the_baseline_of_the_version_that_served_it(
+    served: Served, image_environment: Any, capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    """One endpoint name serves version 1 (clean traffic), then a version whose baseline is the drifted data (drifted
+    traffic), over HTTP; the monitor judges each part against its own version's baseline, so both pass, while the
+    whole window against version 1's baseline flags the second part's drift."""
+    raw = served.frame[FEATURES]
+    shifted = drift_table.drifted(raw)
+    second = register_version_with_baseline_of(served, shifted, tmp_path / "shifted-baseline")
+    served_arns = []
+    for version, rows in (("1", raw), (second, shifted)):
+        with serve_local(version, port=0, workdir=served.workdir, endpoint_name="versions") as running:
+            for start in range(0, len(rows), 200):
+                assert post(f"{running.url}/invocations", rows.iloc[start : start + 200].to_csv(index=False).encode(),
+                            "text/csv")[0] == 200  # fmt: skip
+            served_arns.append(running.model_package_arn)
+    folder = run_folder(served.workdir, served.execution).parent / "datacapture" / "versions" / "AllTraffic"
+    recorded = [json.loads(line)["eventMetadata"]["modelPackageArn"] for path in sorted(folder.rglob("*.jsonl"))
+                for line in path.read_text().splitlines()]  # fmt: skip
+    assert sorted(set(recorded)) == sorted(served_arns) and len(recorded) == 2 * len(range(0, len(raw), 200))
+
+    common = ["monitor", "--endpoint", "versions", "--workdir", str(served.workdir), "--json"]
+    assert cli.main(common) == 0
+    report = json.loads(capsys.readouterr().out)
+    parts = {part["model_package_arn"]: part for part in report["parts"]}
+    assert set(parts) == set(served_arns)
+    for part in parts.values():
+        assert part["requests"] == len(range(0, len(raw), 200)) and part["data_quality"]["violations"] == []
+        assert part["data_quality"]["item_count"] == len(raw)
+        assert part["data_quality"]["checked_against"] == part["model_package_arn"]
+        version = part["model_package_arn"].rsplit("/", 1)[1]
+        assert "/monitoring/versions/AllTraffic/" in part["data_quality"]["violation_report"]
+        assert f"/model-package-{version}/constraint_violations.json" in part["data_quality"]["violation_report"]
+    assert not (run_folder(served.workdir, served.execution).parent / "monitoring" / ".staging").exists()
+    assert cli.main(common[:-1]) == 0  # the text report: a section per version
+    text = " ".join(capsys.readouterr().out.split())
+    assert "2 model package version(s) served it" in text
+    assert all(f"{len(range(0, len(raw), 200))} request(s) against the baseline of {arn}" in text for arn in parts)
+
+    assert cli.main([*common, "--model-package", "1"]) == 1  # everything against version 1's baseline
+    (whole,) = json.loads(capsys.readouterr().out)["parts"]
+    assert whole["requests"] is None and whole["data_quality"]["item_count"] == 2 * len(raw)
+    flagged = {(v["feature_name"], v["constraint_check_type"]) for v in whole["data_quality"]["violations"]}
+    assert ("plan", "categorical_values_check") in flagged
 
 
 def test_llpipe_serve_answers_until_sigterm_then_stops_cleanly(served: Served) -> None:

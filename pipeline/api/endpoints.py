@@ -41,6 +41,7 @@ def deploy_local(
     tolerance: float = DEFAULT_QUALITY_TOLERANCE,
     progress: Progress = lambda message: None,
     if_newer: bool = False,
+    allow_new_columns: bool = False,
 ) -> Outcome:
     """Deploy ``model_package`` (staging: an ARN, a version number or latest-approved; prod: the version that passed
     staging) to the stage's local endpoint, as ``llpipe deploy --stage`` does."""
@@ -48,4 +49,4 @@ def deploy_local(
 
     target = local_endpoints(workdir, config, {stage: port} if port is not None else None)
     with target.changing(stage):
-        return deploy(target, stage, model_package, smoke_rows, tolerance, progress, if_newer)
+        return deploy(target, stage, model_package, smoke_rows, tolerance, progress, if_newer, allow_new_columns)

@@ -1,10 +1,11 @@
-"""Data quality of served traffic: ``monitor_local`` checks an endpoint's captured requests of a time window against
-the served model's registered baseline, locally (:mod:`pipeline.local.monitor`), and reports as an execution's
-data-quality check does (:func:`pipeline.api.data_quality.data_quality_view`), with a plot per drifted feature.
+"""Data quality of served traffic: ``monitor_local`` checks an endpoint's captured requests of a time window, each
+against the registered baseline of the version that served it, locally (:mod:`pipeline.local.monitor`), and reports
+per version as an execution's data-quality check does (:func:`pipeline.api.data_quality.data_quality_view`), with a
+plot per drifted feature.
 
     from pipeline.api.monitoring import monitor_local
     report = monitor_local("llpipe-local", start="2024-01-19T18:00:00Z", end="2024-01-19T19:00:00Z")
-    report.violations, report.plots
+    report.violations, [(part.model_package_arn, part.requests, part.plots) for part in report.parts]
 """
 
 from __future__ import annotations
@@ -24,15 +25,13 @@ if TYPE_CHECKING:
 
 
 @dataclass(frozen=True)
-class TrafficReport:
-    """One monitoring job's outcome: the window, the version checked against, the view, the plots, the record."""
+class VersionReport:
+    """One monitoring job's outcome: the version whose requests it checked against that version's baseline, how
+    many, the view, the plots, the record."""
 
     id: str
-    endpoint: str
-    variant: str
-    start: datetime
-    end: datetime
     model_package_arn: str
+    requests: int | None  # None: every captured request of the window, checked against a version named by the caller
     view: dict[str, Any]
     record: Path
     plots: list[Path] = field(default_factory=list)
@@ -44,14 +43,35 @@ class TrafficReport:
     def to_json(self) -> dict[str, Any]:
         return {
             "id": self.id,
+            "model_package_arn": self.model_package_arn,
+            "requests": self.requests,
+            "data_quality": self.view,
+            "record": str(self.record),
+            "plots": [str(path) for path in self.plots],
+        }
+
+
+@dataclass(frozen=True)
+class TrafficReport:
+    """A window of an endpoint's traffic checked: one part per model package version that served it."""
+
+    endpoint: str
+    variant: str
+    start: datetime
+    end: datetime
+    parts: list[VersionReport]
+
+    @property
+    def violations(self) -> list[dict[str, str]]:
+        return [item for part in self.parts for item in part.violations]
+
+    def to_json(self) -> dict[str, Any]:
+        return {
             "endpoint": self.endpoint,
             "variant": self.variant,
             "start_time": self.start.isoformat(),
             "end_time": self.end.isoformat(),
-            "model_package_arn": self.model_package_arn,
-            "data_quality": self.view,
-            "record": str(self.record),
-            "plots": [str(path) for path in self.plots],
+            "parts": [part.to_json() for part in self.parts],
         }
 
 
@@ -88,8 +108,9 @@ def monitor_local(
     config: PipelineConfig | None = None,
     environments: ImageEnvironments | None = None,
 ) -> TrafficReport:
-    """Check ``endpoint``'s captured requests in ``[start, end)`` against ``model_package``'s baseline (default: the
-    newest approved version's); the report is also written under ``<workdir>/monitoring/<id>/``."""
+    """Check ``endpoint``'s captured requests in ``[start, end)``, each against the baseline of the version that served
+    it (``model_package``: all against that version's); the report is also written under each part's
+    ``<workdir>/monitoring/<id>/``."""
     from pipeline.api import DEFAULT_WORKDIR, load_settings
     from pipeline.api.data_quality import data_quality_view
     from pipeline.api.drift_plots import render_drift_plots
@@ -100,18 +121,22 @@ def monitor_local(
     folder = Workdir.at(Path(workdir if workdir is not None else DEFAULT_WORKDIR))
     config = config or load_settings({})
     begin, finish = window(start, end)
-    run = monitor_traffic(folder, config, endpoint, begin, finish, variant, model_package, environments)
+    runs = monitor_traffic(folder, config, endpoint, begin, finish, variant, model_package, environments)
     s3 = LocalS3(folder.s3)
 
     def read(uri: str) -> Any:
         path = s3.path(uri)
         return json.loads(path.read_text()) if path.is_file() else None
 
-    view = data_quality_view(run.properties, read) or {}
-    plots: list[Path] = []
-    if view.get("violations"):
-        current, baseline = read(view["statistics"]), read(view["checked_statistics"])
-        plots = render_drift_plots(current or {}, baseline or {}, view["violations"], run.folder / "plots")
-    report = TrafficReport(run.id, endpoint, variant, begin, finish, run.package_arn, view, run.folder, plots)
-    write_text_atomically(run.folder / "report.json", json.dumps(report.to_json(), indent=2) + "\n")
+    parts = []
+    for run in runs:
+        view = data_quality_view(run.properties, read) or {}
+        plots: list[Path] = []
+        if view.get("violations"):
+            current, baseline = read(view["statistics"]), read(view["checked_statistics"])
+            plots = render_drift_plots(current or {}, baseline or {}, view["violations"], run.folder / "plots")
+        parts.append(VersionReport(run.id, run.package_arn, run.requests, view, run.folder, plots))
+    report = TrafficReport(endpoint, variant, begin, finish, parts)
+    for part in parts:
+        write_text_atomically(part.record / "report.json", json.dumps(report.to_json(), indent=2) + "\n")
     return report

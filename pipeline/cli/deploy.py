@@ -72,6 +72,12 @@ def configure(parser: argparse.ArgumentParser) -> None:
         help="skip (exit 0) a version older than the one the stage serves (what an approval event's build passes)",
     )
     parser.add_argument(
+        "--allow-new-columns",
+        action="store_true",
+        help="deploy a version whose request columns differ from the live version's (added, removed or reordered: "
+        "refused by default, as clients sending the live version's rows would fail)",
+    )
+    parser.add_argument(
         "--smoke-rows", type=positive_int, default=DEFAULT_SMOKE_ROWS, metavar="N", help="test rows sent (%(default)s)"
     )
     parser.add_argument(
@@ -133,7 +139,14 @@ def run(args: argparse.Namespace) -> int:
     try:
         with guard:
             outcome = deploy(
-                target, args.stage, args.model_package, args.smoke_rows, args.quality_tolerance, progress, args.if_newer
+                target,
+                args.stage,
+                args.model_package,
+                args.smoke_rows,
+                args.quality_tolerance,
+                progress,
+                args.if_newer,
+                allow_new_columns=args.allow_new_columns,
             )
     except KeyboardInterrupt:
         if args.sagemaker:

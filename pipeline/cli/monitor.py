@@ -2,8 +2,9 @@
 
 Locally: the capture files of ``--endpoint`` (SageMaker's layout, under ``<bucket>/<pipeline>/datacapture/<endpoint>/
 <variant>/yyyy/mm/dd/hh/`` in the work dir's local S3, as ``llpipe serve`` writes them) of the window ``--start`` to
-``--end`` (UTC; default: the past hour) are checked by Model Monitor's analyzer (its local stand-in) against the
-``DriftCheckBaselines`` of ``--model-package`` (default: the newest approved version, the one that is served), and
+``--end`` (UTC; default: the past hour) are checked by Model Monitor's analyzer (its local stand-in), each request
+against the ``DriftCheckBaselines`` of the version that served it (the capture's ``eventMetadata.modelPackageArn``;
+one job per version) or all against ``--model-package``'s, and
 ``statistics.json``, ``constraints.json`` and ``constraint_violations.json`` are written under
 ``<bucket>/<pipeline>/monitoring/<endpoint>/<variant>/yyyy/mm/dd/hh/``; the command prints the violations, draws a
 plot per drifted feature and exits 1 when there are any.
@@ -35,7 +36,8 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--model-package",
         metavar="VERSION|ARN",
-        help="whose baseline to check against: a version of the group, an ARN or latest-approved (the default)",
+        help="check every request against this version's baseline (a version of the group, an ARN or latest-approved); "
+        "default: each against the version that served it",
     )
     parser.add_argument("--workdir", type=Path, default=DEFAULT_WORKDIR, help="the local work dir (.llpipe)")
     parser.add_argument("--json", action="store_true", help="print the report as JSON")
@@ -79,15 +81,18 @@ def run(args: argparse.Namespace) -> int:
     console = Console()
     console.print(
         f"[bold]Endpoint {report.endpoint}[/bold] ({report.variant}), {report.start:%Y-%m-%d %H:%M:%S} to "
-        f"{report.end:%Y-%m-%d %H:%M:%S} UTC, against {report.model_package_arn}",
+        f"{report.end:%Y-%m-%d %H:%M:%S} UTC: {len(report.parts)} model package version(s) served it",
         soft_wrap=True,
     )
-    print_data_quality(report.view, console)
-    if report.view.get("violation_report"):
-        console.print(f"Report: {report.view['violation_report']}", soft_wrap=True)
-    for plot in report.plots:
-        console.print(f"Plot: {plot}", soft_wrap=True)
-    console.print(f"Record: {report.record}", soft_wrap=True)
+    for part in report.parts:
+        served = "all requests" if part.requests is None else f"{part.requests} request(s)"
+        console.print(f"\n[bold]{served} against the baseline of {part.model_package_arn}[/bold]", soft_wrap=True)
+        print_data_quality(part.view, console)
+        if part.view.get("violation_report"):
+            console.print(f"Report: {part.view['violation_report']}", soft_wrap=True)
+        for plot in part.plots:
+            console.print(f"Plot: {plot}", soft_wrap=True)
+        console.print(f"Record: {part.record}", soft_wrap=True)
     return 1 if report.violations else 0
 
 

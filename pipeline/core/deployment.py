@@ -8,10 +8,12 @@ A backend is a :class:`DeployTarget` (SageMaker: ``pipeline.sagemaker.endpoints.
    exactly the version staging serves *and* that passed staging's smoke test (asking for another one is refused);
    a version that is not Approved is refused.
 2. **no-op**: the stage already serves that version and it passed there: nothing changes.
-3. **checks before anything changes**: the smoke case (rows of the version's test split and batch transform's
-   answers for them) is read; on staging, when another version is live, the live endpoint answers the same rows and
-   the candidate's metric must not be below the live one's by more than the tolerance (a worse version is refused
-   here, and staging keeps serving the previous one untouched).
+3. **checks before anything changes**: when another version is live, the raw columns a request carries (the
+   featurizer's schema) must be the live version's, in the same order, or clients would break (refused, naming the
+   columns added and removed, unless ``allow_new_columns``); the smoke case (rows of the version's test split and
+   batch transform's answers for them) is read; on staging, when another version is live, the live endpoint answers
+   the same rows and the candidate's metric must not be below the live one's by more than the tolerance (a worse
+   version is refused here, and staging keeps serving the previous one untouched).
 4. **roll out** (create or update the endpoint, wait until it serves or the service rolled it back).
 5. **smoke test** the new endpoint: its answers must equal batch transform's for the same rows.
 6. **record** the pass on what now serves, or **restore** the previous version (nothing was live: remove it).
@@ -20,6 +22,9 @@ A backend is a :class:`DeployTarget` (SageMaker: ``pipeline.sagemaker.endpoints.
 from __future__ import annotations
 
 import hashlib
+import io
+import json
+import tarfile
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -27,6 +32,7 @@ from functools import partial
 from typing import Any, Protocol
 
 from pipeline.core.errors import LlpipeError
+from pipeline.core.names import SERVING_FEATURIZER, SERVING_ROLE_VARIABLE, SERVING_SCHEMA_FILE
 from pipeline.core.smoke import QualityCheck, SmokeCase, SmokeResult, compare_answers, parse_answers, quality
 
 STAGING, PROD = "staging", "prod"
@@ -123,6 +129,9 @@ class DeployTarget(Protocol):
     def record_pass(self, stage: str, handle: str, result: SmokeResult) -> None:
         """Record on what serves the stage (``handle``) that its version passed the smoke test there."""
 
+    def read_object(self, uri: str) -> bytes:
+        """An S3 object's bytes (a featurizer's model data, to compare request columns)."""
+
 
 @dataclass(frozen=True)
 class Outcome:
@@ -197,12 +206,15 @@ def deploy(
     tolerance: float = DEFAULT_QUALITY_TOLERANCE,
     progress: Progress = lambda message: None,
     if_newer: bool = False,
+    allow_new_columns: bool = False,
 ) -> Outcome:
     """Resolve, check, roll out, smoke-test, record or restore (the module's docstring). Refusals before anything
     changed raise :class:`DeployError`; once it started, the outcome says what happened and what serves now.
 
     ``if_newer``: a version older than the one the stage serves is skipped (exit 0), so a repeated or stale approval
-    event (a metadata change of an older approved version still says Approved) never rolls a stage back."""
+    event (a metadata change of an older approved version still says Approved) never rolls a stage back.
+
+    ``allow_new_columns``: deploy a version whose request columns differ from the live version's (clients updated)."""
     version = resolve_for_stage(target, stage, requested)
     endpoint = target.endpoint_name(stage)
     current = target.live(stage)
@@ -224,13 +236,17 @@ def deploy(
                 "not deployed (--if-newer)"
             )
             return done("skipped", message, previous=serving)
+    column_notes: tuple[str, ...] = ()
+    if serving is not None and serving.package_arn and serving.package_arn != version.package_arn:
+        column_notes = _columns_against_live(target, version, serving, allow_new_columns, progress)
     progress(f"reading the smoke test's rows from execution {version.execution_arn}")
     case = target.smoke_case(version, rows)
     resuming = serving is not None and serving.package_arn == version.package_arn  # rolled out, never passed
     previous = None if resuming else serving
-    check, notes = None, ()
+    check, notes = None, column_notes
     if stage == STAGING and previous is not None:
         check, notes = _quality_against_live(target, case, previous, tolerance, progress)
+        notes = column_notes + notes
         if check is not None and not check.passed:
             smoke = SmokeResult(case.rows, quality=check, notes=notes)
             message = (
@@ -265,6 +281,73 @@ def deploy(
 
 def _same_group(live: Live, version: Version) -> bool:
     return (live.package_arn or "").rsplit("/", 1)[0] == version.package_arn.rsplit("/", 1)[0]
+
+
+def featurizer_data(version: Version) -> str | None:
+    """The featurizer container's ModelDataUrl (Preprocess's model.tar.gz with the run's schema); None for a version
+    that is not llpipe's inference pipeline."""
+    for container in version.containers:
+        if (container.get("Environment") or {}).get(SERVING_ROLE_VARIABLE) == SERVING_FEATURIZER:
+            return container.get("ModelDataUrl")
+    return None
+
+
+def request_columns(archive: bytes, uri: str) -> tuple[str, ...]:
+    """The raw columns a request carries, in order: the schema's ``feature_columns`` in a featurizer's model data."""
+    try:
+        with tarfile.open(fileobj=io.BytesIO(archive), mode="r:gz") as tar:
+            member = tar.extractfile(SERVING_SCHEMA_FILE)
+            if member is None:
+                raise ValueError(f"{SERVING_SCHEMA_FILE} is not a file")
+            columns = json.loads(member.read())["feature_columns"]
+    except (tarfile.TarError, OSError, ValueError, KeyError, TypeError) as error:
+        raise ValueError(f"{uri}: no schema with feature_columns ({error!r})") from None
+    if not isinstance(columns, list) or not all(isinstance(column, str) for column in columns):
+        raise ValueError(f"{uri}: feature_columns is not a list of column names")
+    return tuple(columns)
+
+
+def column_change(live: tuple[str, ...], candidate: tuple[str, ...]) -> str | None:
+    """How ``candidate``'s request columns differ from ``live``'s (added, removed, reordered), None when equal."""
+    if live == candidate:
+        return None
+    added = [column for column in candidate if column not in live]
+    removed = [column for column in live if column not in candidate]
+    parts = [f"added {added}" if added else "", f"removed {removed}" if removed else ""]
+    if not added and not removed:
+        parts.append("the same columns in another order (headerless CSV and JSON rows are matched by position)")
+    return "; ".join(part for part in parts if part)
+
+
+def _columns_against_live(
+    target: DeployTarget, version: Version, live: Live, allow: bool, progress: Progress
+) -> tuple[str, ...]:
+    """Refuse (:class:`DeployError`) a version whose request columns differ from the live version's unless
+    ``allow``; the notes say what was allowed or why the columns could not be compared."""
+    progress(f"request columns: version {version.version} against the live version {live.version}")
+    try:
+        current = target.resolve(live.package_arn or "")
+        columns = []
+        for each in (current, version):
+            uri = featurizer_data(each)
+            if uri is None:
+                return (f"request columns not compared: version {each.version} has no featurizer container",)
+            columns.append(request_columns(target.read_object(uri), uri))
+    except (DeployError, ValueError) as error:  # a service error (AwsError) stops the deployment: nothing changed yet
+        return (f"request columns not compared: {error}",)
+    change = column_change(columns[0], columns[1])
+    if change is None:
+        return ()
+    what = (
+        f"version {version.version} takes other request columns than version {live.version}, which {live.endpoint} "
+        f"serves: {change}"
+    )
+    if allow:
+        return (f"{what} (allowed: --allow-new-columns)",)
+    raise DeployError(
+        f"{what}; clients sending version {live.version}'s rows would fail. Nothing was changed: update the clients, "
+        "then deploy with --allow-new-columns"
+    )
 
 
 def _quality_against_live(

@@ -34,6 +34,7 @@ from containerlib.names import (  # noqa: F401 - re-exported: one definition, sh
     SERVING_LABELS,
     SERVING_PROGRAM,
     SERVING_ROLE_VARIABLE,
+    SERVING_SCHEMA_FILE,
     SHARD_SUFFIX,
     SKLEARN_BASELINE,
 )

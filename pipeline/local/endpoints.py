@@ -398,6 +398,12 @@ class LocalEndpoints:
             raise DeployError(f"stage {stage} no longer runs {handle}: the pass is not recorded")
         self._save(replace(state, smoke_test=f"passed: {result.summary()}"))
 
+    def read_object(self, uri: str) -> bytes:
+        path = LocalS3(self.workdir.s3).path(uri)
+        if not path.is_file():
+            raise DeployError(f"{uri} does not exist in the local S3 folder {self.workdir.s3}")
+        return path.read_bytes()
+
     # -------------------------------------------------------------------------------------------- lifecycle
     @contextmanager
     def changing(self, stage: str) -> Iterator[None]:
@@ -484,4 +490,5 @@ def _version(package: ModelPackage) -> Version:
         group=package.group,
         approval_status=package.approval_status,
         execution_arn=package.source_execution,
+        containers=tuple(dict(container) for container in package.containers),
     )

@@ -12,6 +12,8 @@ window's end), the job's record (request, logs, environment) in ``<workdir>/moni
 
 from __future__ import annotations
 
+import contextlib
+import shutil
 import uuid
 from dataclasses import dataclass
 from datetime import datetime, timezone
@@ -55,6 +57,7 @@ class MonitoringRun:
     end: datetime
     package_arn: str
     properties: dict[str, Any]  # CalculatedBaselineStatistics, ViolationReport, CheckedBaselineStatistics, ...
+    requests: int | None = None  # the window's requests this version served (None: all, against a named version)
 
 
 def capture_prefix(config: PipelineConfig, endpoint: str, variant: str) -> str:
@@ -98,24 +101,125 @@ def monitor_traffic(
     variant: str = DEFAULT_VARIANT,
     model_package: str | None = None,
     environments: ImageEnvironments | None = None,
-) -> MonitoringRun:
-    """Run the monitoring job of ``[start, end)`` (UTC) of ``endpoint``'s ``variant``; ``MonitorError`` when there is
-    no baseline, no captured request in the window, or the job fails."""
+) -> list[MonitoringRun]:
+    """Run the monitoring jobs of ``[start, end)`` (UTC) of ``endpoint``'s ``variant``: one per model package version
+    that served the window's requests (``eventMetadata.modelPackageArn``), each against its own baseline, or one
+    against ``model_package``'s when given; ``MonitorError`` when a version has no baseline, nothing was captured in
+    the window, or a job fails."""
     from dataquality.capture import capture_files
 
     if start >= end:
         raise MonitorError(f"the window's start {start.isoformat()} is not before its end {end.isoformat()}")
-    package = served_package(workdir, config, model_package, endpoint)
     s3 = LocalS3(workdir.s3)
     prefix = capture_prefix(config, endpoint, variant)
     captured = s3.path(prefix)
     if not (captured.is_dir() and capture_files(captured, start, end)):
+        raise _nothing_captured(endpoint, variant, captured, start, end)
+    if model_package is not None:
+        package = served_package(workdir, config, model_package, endpoint)
+        return [_run_job(workdir, config, s3, endpoint, variant, start, end, package, prefix, "", None, environments)]
+    groups = _served_versions(workdir, config, endpoint, captured, start, end)
+    if not groups:
+        raise _nothing_captured(endpoint, variant, captured, start, end)
+    if len(groups) == 1:
+        ((package, _, count),) = groups.values()
+        return [_run_job(workdir, config, s3, endpoint, variant, start, end, package, prefix, "", count, environments)]
+    runs = []
+    for package, lines, count in groups.values():
+        root = f"{config.pipeline_prefix}/monitoring/.staging/{uuid.uuid4().hex}"
+        staging = f"{root}/{endpoint}/{variant}/"
+        try:
+            for relative, text in lines.items():
+                s3.put_bytes(staging + relative, "".join(text).encode("utf-8"))
+            part = f"model-package-{package.version}"
+            runs.append(
+                _run_job(
+                    workdir, config, s3, endpoint, variant, start, end, package, staging, part, count, environments
+                )
+            )
+        finally:
+            shutil.rmtree(s3.path(root), ignore_errors=True)
+            with contextlib.suppress(OSError):
+                s3.path(root).parent.rmdir()  # .staging itself, once no other monitor uses it
+    return runs
+
+
+def _nothing_captured(endpoint: str, variant: str, captured: Path, start: datetime, end: datetime) -> MonitorError:
+    return MonitorError(
+        f"no capture files of endpoint {endpoint} (variant {variant}) under {captured} for "
+        f"{_iso(start)} - {_iso(end)}: is the endpoint capturing data, and the window right?"
+    )
+
+
+def _served_versions(
+    workdir: Workdir, config: PipelineConfig, endpoint: str, captured: Path, start: datetime, end: datetime
+) -> dict[str, tuple[Any, dict[str, list[str]], int]]:
+    """The window's capture lines by the version that served them: {package ARN: (package, {file: lines})}. A record
+    without ``eventMetadata.modelPackageArn`` (captured before llpipe recorded it) counts as the version the endpoint
+    serves now (:func:`served_package`). ``MonitorError`` naming every version that cannot be checked."""
+    from dataquality.capture import CaptureError, capture_files, read_lines
+    from pipeline.local.registry import LocalRegistry, RegistryError
+
+    registry = LocalRegistry(workdir.registry_db)
+    found: dict[str | None, dict[str, list[str]]] = {}
+    counts: dict[str | None, int] = {}
+    try:
+        for path in capture_files(captured, start, end):
+            relative = path.relative_to(captured).as_posix()
+            for record, line in read_lines(path, relative):
+                if start <= record.inference_time < end:
+                    found.setdefault(record.model_package_arn, {}).setdefault(relative, []).append(line)
+                    counts[record.model_package_arn] = counts.get(record.model_package_arn, 0) + 1
+    except CaptureError as error:
+        raise MonitorError(f"endpoint {endpoint}'s capture under {captured}: {error}") from None
+    groups: dict[str, tuple[Any, dict[str, list[str]], int]] = {}
+    problems = []
+    for arn, files in found.items():
+        try:
+            package = served_package(workdir, config, None, endpoint) if arn is None else registry.describe(arn)
+        except (MonitorError, RegistryError) as error:
+            problems.append(
+                f"{arn or 'requests without eventMetadata.modelPackageArn'} ({counts[arn]} requests): {error}"
+            )
+            continue
+        if not {"Statistics", "Constraints"} <= set(package.drift_check_data_quality):
+            problems.append(f"{package.arn} ({counts[arn]} requests) carries no DriftCheckBaselines.ModelDataQuality")
+            continue
+        _, merged, before = groups.get(package.arn, (package, {}, 0))
+        for relative, lines in files.items():
+            merged.setdefault(relative, []).extend(lines)
+        groups[package.arn] = (package, merged, before + counts[arn])
+    if problems:
+        served = ", ".join(f"{arn or 'unrecorded'} ({count})" for arn, count in counts.items())
         raise MonitorError(
-            f"no capture files of endpoint {endpoint} (variant {variant}) under {captured} for "
-            f"{_iso(start)} - {_iso(end)}: is the endpoint capturing data, and the window right?"
+            f"the requests captured by endpoint {endpoint} in {_iso(start)} - {_iso(end)} were served by "
+            f"{served}; each is checked against the baseline of the version that served it, and these cannot be: "
+            + "; ".join(problems)
+            + " (narrow the window with --start/--end, or check all against one baseline with --model-package)"
         )
+    return groups
+
+
+def _run_job(
+    workdir: Workdir,
+    config: PipelineConfig,
+    s3: LocalS3,
+    endpoint: str,
+    variant: str,
+    start: datetime,
+    end: datetime,
+    package: Any,
+    prefix: str,
+    part: str,
+    requests: int | None,
+    environments: ImageEnvironments | None,
+) -> MonitoringRun:
+    """One monitoring job over the capture files under ``prefix`` against ``package``'s baseline; its report lands in
+    the window's hour folder (``part``, when several versions served the window: a subfolder per version)."""
     run_id = f"{end:%Y%m%dT%H%M%S}-{uuid.uuid4().hex[:8]}"
-    output = f"{config.pipeline_prefix}/monitoring/{endpoint}/{variant}/{end:%Y/%m/%d/%H}"
+    output = f"{config.pipeline_prefix}/monitoring/{endpoint}/{variant}/{end:%Y/%m/%d/%H}" + (
+        f"/{part}" if part else ""
+    )
     request = {
         "ProcessingInputs": [s3_input("endpoint", prefix, f"{ENDPOINT_INPUT}/{endpoint}/{variant}")],
         "ProcessingOutputConfig": {
@@ -167,7 +271,7 @@ def monitor_traffic(
         "CheckedBaselineConstraints": baseline["Constraints"],
         "SkipCheck": False,
     }
-    run = MonitoringRun(run_id, folder, endpoint, variant, start, end, package.arn, properties)
+    run = MonitoringRun(run_id, folder, endpoint, variant, start, end, package.arn, properties, requests)
     write_json_atomically(folder / "monitoring.json", _record(run))
     return run
 
@@ -184,5 +288,6 @@ def _record(run: MonitoringRun) -> dict[str, Any]:
         "start_time": _iso(run.start),
         "end_time": _iso(run.end),
         "model_package_arn": run.package_arn,
+        "requests": run.requests,
         **run.properties,
     }

@@ -137,6 +137,10 @@ class SageMakerEndpoints:
     def smoke_case(self, version: Version, rows: int) -> SmokeCase:
         return smoke_rows.smoke_case(self.session, version, rows)
 
+    def read_object(self, uri: str) -> bytes:
+        """GetObject."""
+        return smoke_rows.read_object(self.session.client("s3"), uri)
+
     def invoke(self, stage: str, case: SmokeCase) -> bytes:
         """sagemaker-runtime InvokeEndpoint; a service error is an InvokeError with its message."""
         from botocore.exceptions import ClientError

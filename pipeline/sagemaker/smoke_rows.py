@@ -38,7 +38,8 @@ def _split(uri: str) -> tuple[str, str]:
     return bucket, key
 
 
-def _read(s3: Any, uri: str) -> bytes:
+def read_object(s3: Any, uri: str) -> bytes:
+    """GetObject ``uri``'s bytes."""
     bucket, key = _split(uri)
     with aws.call(f"GetObject {uri}"):
         return s3.get_object(Bucket=bucket, Key=key)["Body"].read()
@@ -69,7 +70,7 @@ def shard_pairs(s3: Any, job: dict[str, Any]) -> Iterator[tuple[str, bytes, str,
     for key in _keys(s3, prefix_uri):
         relative = key[len(prefix) :].lstrip("/") or key.rsplit("/", 1)[-1]
         shard_uri, out_uri = f"s3://{bucket}/{key}", f"{output}/{relative}.out"
-        yield shard_uri, _read(s3, shard_uri), out_uri, _read(s3, out_uri)
+        yield shard_uri, read_object(s3, shard_uri), out_uri, read_object(s3, out_uri)
 
 
 def smoke_case(session: Any, version: Version, rows: int) -> SmokeCase:

@@ -16,7 +16,7 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
 from pipeline.core.names import JSON
-from pipeline.local.serving.capture import CaptureWriter, now
+from pipeline.local.serving.capture import INFERENCE_ID_HEADER, CaptureWriter, now
 from pipeline.local.serving.model import ServedModel
 from serving import RequestError
 from serving.requests import MAX_PAYLOAD_BYTES
@@ -62,7 +62,8 @@ def create_app(model: ServedModel, endpoint: str, variant: str, capture: Capture
             LOG.exception("invocation failed")
             return error(500, "the model failed on this request (a fault of the server; see its log)")
         if capture is not None and capture.sampled():
-            await run_in_threadpool(capture.capture, body, content_type, output, output_type, now())
+            inference_id = request.headers.get(INFERENCE_ID_HEADER)  # InvokeEndpoint's InferenceId
+            await run_in_threadpool(capture.capture, body, content_type, output, output_type, now(), inference_id)
         return Response(output, media_type=output_type)
 
     return Starlette(

@@ -1,9 +1,13 @@
 """Data capture as SageMaker writes it: each sampled request and its response as one JSON line (``captureData``
 ``endpointInput``/``endpointOutput`` with ``observedContentType``, ``mode``, ``data``, ``encoding``; ``eventMetadata``
-with ``eventId`` and ``inferenceTime``; ``eventVersion``) in files under
-``<prefix>/<endpoint>/<variant>/yyyy/mm/dd/hh/`` named ``<MM-SS-mmm>-<uuid>.jsonl`` by their first record,
-one file per hour of this server's traffic.
-``dataquality/capture.py`` (``llpipe monitor``) reads them."""
+with ``eventId``, ``inferenceId`` when the caller sent an InferenceId, and ``inferenceTime``; ``eventVersion``) in
+files under ``<prefix>/<endpoint>/<variant>/yyyy/mm/dd/hh/`` named ``<MM-SS-mmm>-<uuid>.jsonl`` by their first
+record, one file per hour of this server's traffic.
+
+One key is llpipe's own: ``eventMetadata.modelPackageArn``, the model package version that answered. SageMaker's
+records do not carry it (there the endpoint config names the variant's model at the time); locally one endpoint name
+serves version after version, so each record says which one served it and ``llpipe monitor`` checks it against that
+version's baseline. ``dataquality/capture.py`` (``llpipe monitor``) reads them."""
 
 from __future__ import annotations
 
@@ -17,8 +21,10 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import IO
 
+from dataquality.capture import MODEL_PACKAGE_KEY
 from pipeline.core.names import CSV, JSON, JSONLINES, media_type
 
+INFERENCE_ID_HEADER = "x-amzn-sagemaker-inference-id"  # what boto3 sends for InvokeEndpoint's InferenceId
 ENCODINGS = {CSV: "CSV", JSON: "JSON", JSONLINES: "JSON"}  # anything else is captured base64-encoded
 
 
@@ -29,6 +35,7 @@ class CaptureWriter:
 
     folder: Path  # <capture prefix>/<endpoint>/<variant>
     sampling_percentage: float = 100.0
+    package_arn: str | None = None  # the served version, recorded as eventMetadata.modelPackageArn
     rng: random.Random = field(default_factory=random.Random)
     _lock: threading.Lock = field(default_factory=threading.Lock, init=False)
     _hour: datetime | None = field(default=None, init=False)
@@ -37,15 +44,30 @@ class CaptureWriter:
     def sampled(self) -> bool:
         return self.sampling_percentage >= 100 or self.rng.random() * 100 < self.sampling_percentage
 
-    def capture(self, body: bytes, content_type: str, output: bytes, output_type: str, at: datetime) -> None:
-        """Write one request and its response (``at``: when it was answered, UTC)."""
+    def capture(
+        self,
+        body: bytes,
+        content_type: str,
+        output: bytes,
+        output_type: str,
+        at: datetime,
+        inference_id: str | None = None,
+    ) -> None:
+        """Write one request and its response (``at``: when it was answered, UTC; ``inference_id``: the caller's
+        InferenceId, recorded as ``eventMetadata.inferenceId`` as the service does)."""
+        metadata = {"eventId": str(uuid.uuid4())}
+        if inference_id:
+            metadata["inferenceId"] = inference_id
+        metadata["inferenceTime"] = at.strftime("%Y-%m-%dT%H:%M:%SZ")
+        if self.package_arn:
+            metadata[MODEL_PACKAGE_KEY] = self.package_arn
         line = json.dumps(
             {
                 "captureData": {
                     "endpointInput": _payload(body, content_type, "INPUT"),
                     "endpointOutput": _payload(output, output_type, "OUTPUT"),
                 },
-                "eventMetadata": {"eventId": str(uuid.uuid4()), "inferenceTime": at.strftime("%Y-%m-%dT%H:%M:%SZ")},
+                "eventMetadata": metadata,
                 "eventVersion": "0",
             },
             separators=(",", ":"),

@@ -64,5 +64,7 @@ def local_server(
     model = load_served_model(s3, package.containers, package.arn)
     capture = None
     if capture_percentage:
-        capture = CaptureWriter(s3.path(capture_prefix(config, endpoint, variant)), capture_percentage)
+        capture = CaptureWriter(
+            s3.path(capture_prefix(config, endpoint, variant)), capture_percentage, package_arn=package.arn
+        )
     return LocalServer(create_app(model, endpoint, variant, capture), endpoint, host, port, capture, model=model)
