@@ -353,7 +353,11 @@ BINARY = ["--label-column", "label", "--predictor-type", "binary_classifier"]
         ({"d.csv": "a,b,label\n"}, BINARY, r"no data rows in 1 input file\(s\)"),
         ({"d.csv": GOOD + "1,2,0,9\n"}, BINARY, r"d\.csv: unreadable .*Expected 3 fields in line 14, saw 4"),
         ({"d.parquet": "not parquet"}, BINARY, r"d\.parquet: unreadable"),
-        ({"d.csv.gz": "not gzip"}, BINARY, r"d\.csv\.gz: unreadable"),
+        (
+            {"d.csv.gz": "not gzip"},
+            BINARY,
+            r"d\.csv\.gz: named \.gz but not gzip-compressed: its first bytes 'not gzip'",
+        ),
         (
             {"d.csv": GOOD + "7,seven,1\n"},
             [*BINARY, "--chunk-rows", "5"],
