@@ -1,4 +1,5 @@
-"""A table's column names exactly as written, checked: every column named, no name twice."""
+"""A table's column names exactly as written, checked: every column named, no name twice; and a file named .gz that
+is not gzip said as such before gzip's own error."""
 
 from __future__ import annotations
 
