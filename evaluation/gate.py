@@ -17,6 +17,7 @@ from containerlib.names import (
     CHAMPION,
     CHAMPION_FLOOR,
     DECISION,
+    FLOORS,
     GATE_METRICS,
     METRICS_SECTIONS,
     SKLEARN_BASELINE,
@@ -112,6 +113,7 @@ def decide(
     ``champion_floor`` is the champion's value minus the tolerance; without a champion it is the challenger's own
     value, so the Condition's second comparison holds and the threshold alone decides, as the reason says.
     ``baseline_floor`` likewise: the baseline's value minus BaselineTolerance, or the challenger's own value when off.
+    ``floors`` says both in words, naming what each value is, for the QualityGateFailed step's message.
     """
     threshold, tolerance = settings.metric_threshold, settings.champion_tolerance
     clears_threshold = value >= threshold
@@ -121,6 +123,7 @@ def decide(
         beats_champion = True
         where = f"model package group {group}" if group else "no model package group given"
         verdict += f"; no approved champion ({where}): the threshold alone decides"
+        champion_words = f"the champion's floor {floor} (no approved champion: the challenger's own value)"
     else:
         champion_value = champion["gate"]["value"]
         floor = champion_value - tolerance
@@ -128,8 +131,19 @@ def decide(
         name = f"champion version {champion['version']} ({metric} {champion_value:.6g} on this test split)"
         verdict += f"; {'no worse' if beats_champion else 'worse'} than {name} by more than ChampionTolerance"
         verdict += f" {tolerance:g}"
+        champion_words = (
+            f"the champion's floor {floor} (champion version {champion['version']}'s {metric} {champion_value}"
+            f" minus ChampionTolerance {tolerance:g})"
+        )
     baseline_floor, near_baseline = value, True
     baseline_value = baseline["gate"]["value"] if baseline else None
+    baseline_tolerance = settings.baseline_tolerance
+    if baseline_tolerance < 0:
+        why = f"BaselineTolerance {baseline_tolerance:g} is negative, so off: the challenger's own value"
+    elif baseline_value is None:
+        why = "no scikit-learn baseline in the report: the challenger's own value"
+    else:
+        why = f"the scikit-learn baseline's {metric} {baseline_value} minus BaselineTolerance {baseline_tolerance:g}"
     if baseline_value is not None and settings.baseline_tolerance >= 0:
         baseline_floor = baseline_value - settings.baseline_tolerance
         near_baseline = value >= baseline_floor
@@ -154,6 +168,7 @@ def decide(
         "baseline_value": baseline_value if baseline_value is not None else "none",
         "baseline_tolerance": settings.baseline_tolerance,
         BASELINE_FLOOR: baseline_floor,
+        FLOORS: f"{champion_words}; the baseline's floor {baseline_floor} ({why})",
         "reason": verdict,
     }
 

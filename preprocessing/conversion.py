@@ -19,7 +19,7 @@ from preprocessing import PreprocessError
 from preprocessing.hashing import assign_splits, hash_texts, row_hashes
 from preprocessing.labels import LabelSpec, encode_labels
 from preprocessing.layout import Schema, check_columns
-from preprocessing.values import RowLocator, show
+from preprocessing.values import RowLocator, describe_missing, show
 
 
 def iter_chunks(
@@ -34,7 +34,7 @@ def iter_chunks(
     try:
         text = schema.text_columns + ([schema.label_column] if schema.label_as_text else [])
         for chunk in read_chunks(path, header, schema.used_columns, text, schema.numeric_columns, chunk_rows):
-            yield RowLocator(name, first_row), chunk
+            yield RowLocator(name, first_row, path), chunk
             first_row += len(chunk)
     except (OSError, ValueError, UnicodeDecodeError, pd.errors.ParserError) as error:
         after = f" after data row {first_row - 1}" if first_row > 1 else ""
@@ -73,14 +73,15 @@ def convert_chunk(
         if missing_policy == "error" or (missing_policy == "zero" and missing_label.any()):
             row = int(np.flatnonzero(missing_label if missing_policy == "zero" else bad)[0])
             if missing_label[row]:
-                what = f"label column {schema.label_column!r} value {show(chunk.value(schema.label_column, row))}"
+                name, what = schema.label_column, f"label column {schema.label_column!r}"
             else:
                 name = schema.feature_columns[int(absent[row].argmax())]
-                what = f"column {name!r} value {show(chunk.value(name, row))}"
+                what = f"column {name!r}"
+            what += " " + describe_missing(where, name, row, chunk.value(name, row))
             hint = "=drop" if missing_policy == "zero" else "=zero (features) or =drop (rows)"
             raise PreprocessError(
-                f"{where.at(row)}: {what} is missing or not a finite float32 (use --param MissingValues{hint}; "
-                "preprocess.py: --missing)"
+                f"{where.at(row)}: {what}; a value is needed (use --param MissingValues{hint}; preprocess.py: "
+                "--missing)"
             )
     keep = ~bad if missing_policy == "drop" else np.ones(n, dtype=bool)
     if not keep.all():

@@ -206,6 +206,9 @@ def test_evaluate_scores_the_champion_on_the_same_records_with_the_same_metrics(
         "baseline_value": "none",
         "baseline_tolerance": -1.0,
         "baseline_floor": challenger,
+        # each floor named for what it is, in the QualityGateFailed step's message
+        "floors": f"the champion's floor {auc - 0.05} (champion version 2's auc {auc} minus ChampionTolerance 0.05);"
+        f" the baseline's floor {challenger} (BaselineTolerance -1 is negative, so off: the challenger's own value)",
         "reason": report["decision"]["reason"],
     }
     assert f"champion version 2 (auc {auc:.6g} on this test split)" in report["decision"]["reason"]
@@ -280,6 +283,9 @@ def test_the_decision_needs_the_threshold_and_the_champion_floor(
     if champion is None:
         assert decision["reason"].endswith(
             f"no approved champion (model package group {GROUP}): the threshold alone decides"
+        )
+        assert decision["floors"].startswith(
+            f"the champion's floor {value} (no approved champion: the challenger's own value)"
         )
     else:
         assert f"ChampionTolerance {tolerance:g}" in decision["reason"]

@@ -153,9 +153,10 @@ def test_a_new_model_is_registered_only_when_it_is_no_worse_than_the_approved_ch
     assert worse_report["champion"]["binary_classification_metrics"] == first_report["binary_classification_metrics"]
     baseline = worse_report["baseline"]["gate"]["value"]  # reported, not gated on (BaselineTolerance off)
     assert worse.failure_reason == (
-        f"step QualityGateFailed failed: Quality gate failed: auc = {challenger} vs MetricThreshold 0.5 and champion"
-        f" {champion_value} minus ChampionTolerance 0.0 = {champion_value} and baseline {baseline} minus"
-        f" BaselineTolerance -1.0 (negative: off) = {challenger} | {worse_report['decision']['reason']}"
+        f"step QualityGateFailed failed: Quality gate failed: {worse_report['decision']['reason']} | compared auc ="
+        f" {challenger} with MetricThreshold 0.5, the champion's floor {champion_value} (champion version 1's auc"
+        f" {champion_value} minus ChampionTolerance 0); the baseline's floor {challenger} (BaselineTolerance -1 is"
+        " negative, so off: the challenger's own value)"
     )
     below = f"; below the scikit-learn baseline (auc {baseline:.6g} on this test split; set BaselineTolerance to gate"
     assert worse_report["decision"]["reason"] == (

@@ -124,3 +124,19 @@ def test_endpoints_show_every_stages_url_whole_in_80_columns(
         "staging  linear-learner-pipeline-staging  not deployed",
         "prod  linear-learner-pipeline-prod  not deployed",
     ]
+
+
+def test_data_without_its_label_column_or_predictor_type_says_which_and_why(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """--data takes no default PredictorType (the parameter's binary_classifier is the example data's): refused
+    before anything runs, naming the missing option and why there is no default."""
+    (tmp_path / "d.csv").write_text("x,y\n1,0.5\n")
+    argv = ["run", "--workdir", str(tmp_path / "work"), "--data", str(tmp_path / "d.csv")]
+    assert main([*argv, "--label-column", "y"]) == 2
+    error = capsys.readouterr().err
+    assert "--data needs --predictor-type T: they describe your data, so --data takes no default for them" in error
+    assert "binary_classifier, multiclass_classifier, regressor; the PredictorType default binary_classifier" in error
+    assert main(argv) == 2
+    assert "--data needs --label-column C and --predictor-type T:" in capsys.readouterr().err
+    assert not (tmp_path / "work" / "executions").exists()

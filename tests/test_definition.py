@@ -612,16 +612,22 @@ def test_quality_gate_registers_or_fails_with_metric_value_and_threshold(definit
     assert [s["Name"] for s in gate["IfSteps"]] == ["Register"]
     (failed,) = gate["ElseSteps"]
     assert failed["Name"] == "QualityGateFailed" and failed["Type"] == "Fail"
-    message = failed["Arguments"]["ErrorMessage"]["Std:Join"]["Values"]
-    assert {"Std:JsonGet": {"Path": "gate.metric", "PropertyFile": report}} in message
-    assert {"Std:JsonGet": {"Path": "gate.value", "PropertyFile": report}} in message
-    assert {"Get": "Parameters.MetricThreshold"} in message
-    assert {"Std:JsonGet": {"Path": "decision.champion_value", "PropertyFile": report}} in message
-    assert {"Get": "Parameters.ChampionTolerance"} in message
-    assert {"Std:JsonGet": {"Path": "decision.champion_floor", "PropertyFile": report}} in message
-    assert {"Std:JsonGet": {"Path": "decision.baseline_value", "PropertyFile": report}} in message
-    assert {"Get": "Parameters.BaselineTolerance"} in message
-    assert {"Std:JsonGet": {"Path": "decision.baseline_floor", "PropertyFile": report}} in message
+    # the decision's reason first, then the values compared, each floor named by Evaluate for what it is
+    assert failed["Arguments"]["ErrorMessage"]["Std:Join"] == {
+        "On": "",
+        "Values": [
+            "Quality gate failed: ",
+            {"Std:JsonGet": {"Path": "decision.reason", "PropertyFile": report}},
+            " | compared ",
+            {"Std:JsonGet": {"Path": "gate.metric", "PropertyFile": report}},
+            " = ",
+            {"Std:JsonGet": {"Path": "gate.value", "PropertyFile": report}},
+            " with MetricThreshold ",
+            {"Get": "Parameters.MetricThreshold"},
+            ", ",
+            {"Std:JsonGet": {"Path": "decision.floors", "PropertyFile": report}},
+        ],
+    }
     register = gate["IfSteps"][0]["Arguments"]
     assert register["ModelPackageGroupName"] == "linear-learner-models"
     instance_types = ["ml.m5.large", "ml.m5.xlarge", "ml.c5.large", "ml.c5.xlarge"]

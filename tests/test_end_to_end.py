@@ -169,17 +169,19 @@ def test_impossible_threshold_ends_in_the_fail_step_with_a_non_zero_exit(
     assert outcome["steps"]["Register"] == "Skipped"
     value = outcome["gate"]["value"]
     baseline = outcome["baseline"]["value"]  # the scikit-learn baseline, reported but not gated on by default
+    # the decision's reason first, then each value compared, named for what it is (no champion, baseline off)
     assert outcome["failure_reason"] == (
-        f"step QualityGateFailed failed: Quality gate failed: auc = {value} vs MetricThreshold 0.95 and champion"
-        f" none minus ChampionTolerance 0.0 = {value} and baseline {baseline} minus BaselineTolerance -1.0"
-        f" (negative: off) = {value} | auc {value:.6g} is below MetricThreshold 0.95; no approved"
-        " champion (model package group linear-learner-models): the threshold alone decides"
+        f"step QualityGateFailed failed: Quality gate failed: auc {value:.6g} is below MetricThreshold 0.95; no"
+        " approved champion (model package group linear-learner-models): the threshold alone decides"
         + (
             f"; below the scikit-learn baseline (auc {baseline:.6g} on this test split; set BaselineTolerance to gate"
             " on it)"
             if value < baseline
             else ""
         )
+        + f" | compared auc = {value} with MetricThreshold 0.95, the champion's floor {value} (no approved champion:"
+        f" the challenger's own value); the baseline's floor {value} (BaselineTolerance -1 is negative, so off: the"
+        " challenger's own value)"
     )
     assert outcome["gate"]["metric"] == "auc" and outcome["gate"]["passed"] is False
     assert outcome["model_package"] is None

@@ -383,6 +383,24 @@ def test_a_model_version_below_one_is_named(capsys: pytest.CaptureFixture[str], 
     assert code == 1 and "model package version -1: versions are numbered from 1" in err, err
 
 
+def test_a_model_version_that_is_no_number_says_which_forms_are_accepted(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    """Before: `models approve abc` said "expected an ARN or <group>/<version>", not that a plain 3 is accepted."""
+    from pipeline.api.models import package_name
+    from pipeline.core.errors import ModelsError
+
+    code, err = run_cli(["models", "approve", "abc", "--workdir", str(tmp_path)], capsys)
+    assert code == 1, err
+    assert "model package version 'abc': expected a version number of group linear-learner-models (e.g. 3)," in err
+    assert " <group>/<version> (e.g. linear-learner-models/3) or a model package ARN" in err, err
+    with pytest.raises(ModelsError, match=r"'g/x': expected a version number of group g \(e\.g\. 3\)"):
+        package_name("g/x", "g")  # --sagemaker names the version the same way
+    assert package_name("3", "g") == "g/3" and package_name("other/4", "g") == "other/4"
+    arn = "arn:aws:sagemaker:us-east-1:111122223333:model-package/g/5"
+    assert package_name(arn, "g") == arn
+
+
 def test_python_api_errors_name_keyword_arguments_not_flags(tmp_path: Path, data: Path) -> None:
     """Before: run_local(..., Epochs=0) said "--param Epochs=0" and a bad setting "(from command line)"."""
     from pipeline.api import run_local

@@ -345,8 +345,10 @@ def test_definitions_that_cannot_run_fail_before_anything_runs(
     [
         (
             {"Treshold": "0.2"},
-            r"unknown parameter\(s\) Treshold; the pipeline declares: Bucket, Flag, Instances, Threshold",
+            r"unknown parameter\(s\) Treshold \(did you mean Threshold\?\); the pipeline declares: Bucket, Flag,"
+            r" Instances, Threshold",
         ),
+        ({"flag": "true", "Colour": "red"}, r"unknown parameter\(s\) Colour, flag \(did you mean Flag\?\); the pip"),
         ({"Instances": "two"}, "parameter Instances is Integer: 'two' is not a valid integer"),
         ({"Instances": "2.5"}, "parameter Instances is Integer"),
         ({"Threshold": "high"}, "parameter Threshold is Float: 'high'"),

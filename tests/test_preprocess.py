@@ -353,14 +353,25 @@ BINARY = ["--label-column", "label", "--predictor-type", "binary_classifier"]
         ({"d.csv": "a,b,label\n"}, BINARY, r"no data rows in 1 input file\(s\)"),
         ({"d.csv": GOOD + "1,2,0,9\n"}, BINARY, r"d\.csv: unreadable .*Expected 3 fields in line 14, saw 4"),
         ({"d.parquet": "not parquet"}, BINARY, r"d\.parquet: unreadable"),
-        ({"d.csv.gz": "not gzip"}, BINARY, r"d\.csv\.gz: unreadable"),
+        (
+            {"d.csv.gz": "not gzip"},
+            BINARY,
+            r"d\.csv\.gz: named \.gz but not gzip-compressed: its first bytes 'not gzip'",
+        ),
         (
             {"d.csv": GOOD + "7,seven,1\n"},
             [*BINARY, "--chunk-rows", "5"],
             r"d\.csv row 13: column 'b' has non-numeric value 'seven'; .*--param CategoricalColumns=b",
         ),
-        ({"d.csv": GOOD + "7,,1\n"}, BINARY, r"d\.csv row 13: column 'b' value .* is missing or not a finite float32"),
-        ({"d.csv": GOOD + "7,1e39,1\n"}, BINARY, r"d\.csv row 13: column 'b' value 1e\+39 is missing or not a finite"),
+        # an empty cell, the text NaN and a number float32 cannot hold are each said as such, not as "value nan"
+        (
+            {"d.csv": GOOD + "7,,1\n"},
+            BINARY,
+            r"d\.csv row 13: column 'b' is empty; a value is needed \(use --param Mis",
+        ),
+        ({"d.csv": GOOD + "\n7,NaN,1\n"}, BINARY, r"d\.csv row 13: column 'b' holds the text 'NaN', read as a missing"),
+        ({"d.csv": GOOD + "7,1,\n"}, BINARY, r"d\.csv row 13: label column 'label' is empty; a value is needed"),
+        ({"d.csv": GOOD + "7,1e39,1\n"}, BINARY, r"d\.csv row 13: column 'b' value 1e\+39 is not a finite float32; a"),
         (
             {"d.csv": "a,b,label\n1,,0\n2,,1\n"},
             [*BINARY, "--missing", "drop"],

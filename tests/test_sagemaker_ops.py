@@ -318,7 +318,11 @@ def test_start_dry_run_prints_the_request_after_reads_only(
 @pytest.mark.parametrize(
     ("overrides", "message"),
     [
-        ({"TrainingInstances": "4"}, r"unknown parameter\(s\) TrainingInstances; the pipeline declares: "),
+        (
+            {"TrainingInstances": "4"},
+            r"unknown parameter\(s\) TrainingInstances \(did you mean TrainingInstanceType or"
+            r" TrainingInstanceCount\?\); the pipeline declares: ",
+        ),
         ({"TrainingInstanceCount": "four"}, "parameter TrainingInstanceCount is Integer: 'four'"),
         ({"MetricThreshold": "high"}, "parameter MetricThreshold is Float: 'high'"),
         ({"PredictorType": "ranker"}, "parameter PredictorType must be one of binary_classifier, .*, got 'ranker'"),
@@ -561,7 +565,7 @@ def test_schedule_updates_an_existing_schedule_with_another_role(built: BuiltDef
     ("overrides", "deployed", "message"),
     [
         ({"Epochs": "many"}, "current", "parameter Epochs is Integer: 'many' is not a valid integer"),
-        ({"Epoch": "5"}, "current", r"unknown parameter\(s\) Epoch; the pipeline declares: "),
+        ({"Epoch": "5"}, "current", r"unknown parameter\(s\) Epoch \(did you mean Epochs\?\); the pipeline declares: "),
         ({"DataVersion": "v1"}, "current", "DataVersion of a scheduled execution is its scheduled time"),
         ({}, "old", "declares no DataVersion parameter"),
     ],
@@ -602,7 +606,8 @@ def test_schedule_dry_run_prints_the_exact_request_without_calling_aws(
     assert "dry run: nothing uploaded or scheduled" in captured.err
 
     assert main([*argv, "--param", "Epoch=5"]) == 2
-    assert "llpipe schedule: unknown parameter(s) Epoch; the pipeline declares: " in capsys.readouterr().err
+    error = capsys.readouterr().err
+    assert "llpipe schedule: unknown parameter(s) Epoch (did you mean Epochs?); the pipeline declares: " in error
 
 
 def test_schedule_delete_and_delete_of_nothing() -> None:

@@ -145,7 +145,11 @@ def test_collisions_are_warned_about_and_missing_values_refused_before_the_run(t
     notes = decide(sample_of(tmp_path, {"t.csv": frame}), values, set()).notes
     assert any("column 'city': 5 distinct value(s) in the sample share 2 of 2 hash buckets" in note for note in notes)
     frame.loc[3, "x"] = None
-    with pytest.raises(SchemaError, match=r"t\.csv row 4: column 'x' is empty; .* --param MissingValues=zero \(imp"):
+    with pytest.raises(SchemaError, match=r"t\.csv row 4: column 'x' is empty, a missing value; .* --param Missing"):
+        decide(sample_of(tmp_path, {"t.csv": frame}), values, set())
+    frame["x"] = frame["x"].astype(object)
+    frame.loc[3, "x"] = "NaN"  # the text NaN, read as missing: said as written, not as an empty cell
+    with pytest.raises(SchemaError, match=r"t\.csv row 4: column 'x' holds the text 'NaN', a missing value; .* --par"):
         decide(sample_of(tmp_path, {"t.csv": frame}), values, set())
     assert decide(sample_of(tmp_path, {"t.csv": frame}), {**values, "MissingValues": "zero"}, set()).document
 

@@ -109,6 +109,23 @@ def test_a_row_cut_short_is_named_with_the_columns_it_lacks(tmp_path: Path) -> N
     assert count_rows(tmp_path / "long.csv") == 1800  # lines after the header, as counted before
 
 
+def test_a_file_named_gz_that_is_not_gzip_is_said_to_be_so_not_damaged(tmp_path: Path) -> None:
+    (tmp_path / "plain.csv.gz").write_text("label,a,b\n1,2,3\n")
+    (tmp_path / "table.csv.gz").write_bytes(b"PAR1 a parquet body")
+    (tmp_path / "cut.csv.gz").write_bytes(gzip.compress(b"label,a\n1,2\n" * 100)[:30])  # gzip, truncated
+    plain = r"plain\.csv\.gz: named \.gz but not gzip-compressed: its first bytes 'label,a,b' look like text \(a plain"
+    plain += r" CSV\?\); rename it to \.csv, or compress it"
+    for read in (count_rows, read_header):  # the preflight's row count and every job's header read say the same
+        with pytest.raises(TableError, match=plain):
+            read(tmp_path / "plain.csv.gz")
+        with pytest.raises(
+            TableError, match=r"table\.csv\.gz: named \.gz but not gzip-compressed: it is a Parquet file"
+        ):
+            read(tmp_path / "table.csv.gz")
+    with pytest.raises(TableError, match=r"cut\.csv\.gz: the gzip data is truncated or damaged"):
+        count_rows(tmp_path / "cut.csv.gz")
+
+
 def test_a_header_is_checked_the_same_for_every_reader(tmp_path: Path) -> None:
     (tmp_path / "twice.csv").write_text("a,b,a\n1,2,3\n")
     with pytest.raises(TableError, match=r"shown\.csv: duplicate column name\(s\) \['a'\] in the header"):

@@ -1,4 +1,5 @@
-"""A table's column names exactly as written, checked: every column named, no name twice."""
+"""A table's column names exactly as written, checked: every column named, no name twice; and a file named .gz that
+is not gzip said as such before gzip's own error."""
 
 from __future__ import annotations
 
@@ -9,6 +10,36 @@ from pathlib import Path
 
 from containerlib.errors import TableError
 from containerlib.tables.files import is_gzip, is_parquet
+
+# the first bytes of formats that are not CSV text, often found in a file named .csv
+MAGIC = {b"\x1f\x8b": "gzip-compressed data: name it .csv.gz", b"PAR1": "a Parquet file: name it .parquet",
+         b"PK\x03\x04": "a zip archive (an .xlsx workbook?): export or unpack it as CSV"}  # fmt: skip
+
+
+def check_gzip_magic(path: Path, name: str | None = None) -> None:
+    """A file named .gz that does not start as gzip data does: said as such (naming it as ``name``, default its
+    path), with what it looks like and what to do (gzip's own "Not a gzipped file" reads as if it were damaged)."""
+    name = name or str(path)
+    with open(path, "rb") as handle:
+        start = handle.read(64)
+    if not start or start.startswith(b"\x1f\x8b"):
+        return
+    for magic, what in MAGIC.items():
+        if start.startswith(magic):
+            raise TableError(f"{name}: named .gz but not gzip-compressed: it is {what}")
+    try:
+        text = start.decode("utf-8-sig").splitlines()[0]
+    except (UnicodeDecodeError, IndexError):
+        text = None
+    if text is not None and text.isprintable():
+        raise TableError(
+            f"{name}: named .gz but not gzip-compressed: its first bytes {text[:40]!r} look like text (a plain CSV?); "
+            "rename it to .csv, or compress it (gzip the .csv file, which names it .csv.gz)"
+        )
+    raise TableError(
+        f"{name}: named .gz but not gzip-compressed (it starts with {start[:8]!r}, gzip with b'\\x1f\\x8b'); "
+        "re-create or re-download it"
+    )
 
 
 def read_header(path: Path, name: str | None = None) -> list[str]:
@@ -23,6 +54,8 @@ def read_header(path: Path, name: str | None = None) -> list[str]:
 
             header = [str(name) for name in pq.ParquetFile(path).schema_arrow.names]
         else:
+            if is_gzip(path):
+                check_gzip_magic(path, name)
             opener = gzip.open if is_gzip(path) else open
             with opener(path, "rt", encoding="utf-8-sig", newline="") as handle:  # type: ignore[operator]
                 header = next(csv.reader(handle), None)

@@ -24,6 +24,9 @@ if TYPE_CHECKING:
     import pandas as pd
 
 
+CSV_TEXT = "csv_text"  # a CSV sample frame's attrs key: the text it was read from
+
+
 @dataclass(frozen=True)
 class TableSample:
     """A file's header, its first rows as text, and how many bytes were read for them."""
@@ -62,7 +65,20 @@ def csv_sample(data: bytes, name: str, rows: int) -> tuple[list[str], pd.DataFra
         frame = pd.read_csv(io.StringIO(text), dtype=str, nrows=rows)
     except (ValueError, pd.errors.ParserError) as error:
         raise TableError(f"{name}: not a readable CSV sample ({error})") from None
+    frame.attrs[CSV_TEXT] = text  # kept, not parsed: a message tells an empty cell from the text 'NaN' by it
     return header, frame
+
+
+def missing_cell_text(frame: pd.DataFrame, column: str, row: int) -> str | None:
+    """The text as written of a cell ``csv_sample`` read as missing ('' for an empty cell, 'NaN', 'NA', ...); None
+    when the frame holds no CSV text (a Parquet sample: a null)."""
+    import pandas as pd
+
+    text = frame.attrs.get(CSV_TEXT)
+    if text is None:
+        return None
+    raw = pd.read_csv(io.StringIO(text), dtype=str, nrows=row + 1, keep_default_na=False, usecols=[column])
+    return str(raw[column].iloc[row])
 
 
 def parquet_sample(

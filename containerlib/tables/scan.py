@@ -16,6 +16,7 @@ from pathlib import Path
 
 from containerlib.errors import TableError
 from containerlib.tables.files import is_gzip, is_parquet
+from containerlib.tables.header import MAGIC, check_gzip_magic
 
 HEADER_SAMPLE_ROWS = 1000  # rows compared with the header's field count
 BLOCK = 1 << 22
@@ -80,14 +81,11 @@ def _csv_rows(path: Path) -> int:
     return max(lines - 1, 0)
 
 
-# the first bytes of formats that are not CSV text, often found in a file named .csv
-MAGIC = {b"\x1f\x8b": "gzip-compressed data: name it .csv.gz", b"PAR1": "a Parquet file: name it .parquet",
-         b"PK\x03\x04": "a zip archive (an .xlsx workbook?): export or unpack it as CSV"}  # fmt: skip
-
-
 def _check_not_binary(path: Path) -> None:
-    """A compressed, Parquet or zip file under a CSV name: said as such (once "not UTF-8 text")."""
+    """A compressed, Parquet or zip file under a CSV name, or a file named .gz that is not gzip: said as such (once
+    "not UTF-8 text" or "Not a gzipped file")."""
     if is_gzip(path):
+        check_gzip_magic(path)
         return
     with open(path, "rb") as handle:
         start = handle.read(4)

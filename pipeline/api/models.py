@@ -27,11 +27,20 @@ def registry_db(workdir: str | Path) -> Path:
 
 
 def package_name(target: str, group: str) -> str:
-    """``3`` -> ``group/3``; ``group/3`` and ARNs unchanged; a version below 1 (``-1``, ``0``) is a ``ModelsError``."""
-    number = target.rsplit("/", 1)[-1]
+    """``3`` -> ``group/3``; ``group/3`` and ARNs unchanged; a version below 1 (``-1``, ``0``) or anything else (a
+    name, ``abc``) is a ``ModelsError`` saying which forms are accepted, for both registries alike."""
+    if target.startswith("arn:"):
+        return target
+    prefix, _, number = target.rpartition("/")
     if number.lstrip("+-").isdigit() and int(number) < 1:
         raise ModelsError(
             f"model package version {target}: versions are numbered from 1 (`llpipe models list` shows them)"
+        )
+    if not number.isdigit() or (prefix == "" and "/" in target):
+        raise ModelsError(
+            f"model package version {target!r}: expected a version number of group {group} (e.g. 3), latest,"
+            f" <group>/<version> (e.g. {group}/3) or a model package ARN (arn:aws:sagemaker:...:model-package/...);"
+            " `llpipe models list` shows them"
         )
     return f"{group}/{target}" if target.isdigit() else target
 

@@ -57,7 +57,18 @@ def run(args: argparse.Namespace) -> int:
     if args.data is None and (args.label_column or args.predictor_type):
         raise DataError("--label-column and --predictor-type describe --data; pass --data FILE_OR_DIR too")
     if args.data is not None and not (args.label_column and args.predictor_type):
-        raise DataError("--data needs --label-column and --predictor-type")
+        # deliberate: the parameters' defaults (label, binary_classifier) describe the example data, not yours; a
+        # silent binary_classifier would train a classifier on regression labels that happen to be 0/1
+        missing = [
+            flag
+            for flag, given in (("--label-column C", args.label_column), ("--predictor-type T", args.predictor_type))
+            if not given
+        ]
+        raise DataError(
+            f"--data needs {' and '.join(missing)}: they describe your data, so --data takes no default for them"
+            f" (T is one of {', '.join(PREDICTOR_TYPES)}; the PredictorType default binary_classifier is the example"
+            " data's, and would train a classifier on regression labels that happen to be 0/1)"
+        )
     overrides = parse_overrides(args.param)
     config = config_from_args(args)
     workdir = open_workdir(args.workdir)

@@ -22,6 +22,7 @@ from containerlib.names import (  # noqa: F401 - re-exported: one definition, sh
     CSV_SUFFIXES,
     DATA_SUFFIXES,
     DECISION,
+    FLOORS,
     GATE,
     GATE_METRICS,
     METRICS_SECTIONS,

@@ -7,6 +7,7 @@ anything runs: locally against the built definition, on SageMaker against the de
 
 from __future__ import annotations
 
+import difflib
 from collections.abc import Iterable, Mapping
 from typing import Any
 
@@ -33,13 +34,22 @@ def check_overrides(declared: list[dict[str, Any]], overrides: Mapping[str, Any]
     by_name = {parameter["Name"]: parameter for parameter in declared}
     unknown = sorted(set(overrides) - set(by_name))
     if unknown:
+        named = ", ".join(_with_suggestion(name, by_name) for name in unknown)
         raise ParameterError(
-            f"unknown parameter(s) {', '.join(unknown)}; the pipeline declares: {', '.join(sorted(by_name)) or 'none'}"
+            f"unknown parameter(s) {named}; the pipeline declares: {', '.join(sorted(by_name)) or 'none'}"
         )
     values = {name: _value(by_name[name], value) for name, value in overrides.items()}
     defaults = {name: _value(p, p["DefaultValue"]) for name, p in by_name.items() if "DefaultValue" in p}
     check_ranges(values, {**defaults, **values})
     return values
+
+
+def _with_suggestion(name: str, declared: Iterable[str]) -> str:
+    """An unknown parameter's name with the declared one it most resembles (case aside), so a typo such as
+    ``Epoch`` is answered with ``Epochs`` rather than only the full list."""
+    by_lower = {known.lower(): known for known in declared}
+    close = [by_lower[match] for match in difflib.get_close_matches(name.lower(), list(by_lower), n=2)]
+    return f"{name} (did you mean {' or '.join(close)}?)" if close else name
 
 
 # name -> (lowest, highest, whether the bounds are included, what the value is): the ranges this pipeline's

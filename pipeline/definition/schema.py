@@ -24,6 +24,7 @@ from containerlib.errors import TableError
 from containerlib.names import SCHEMA_FORMAT
 from containerlib.stable_hash import stable_hash64
 from containerlib.tables.files import is_data_file, is_gzip, is_parquet, path_below_prefix
+from containerlib.tables.sample import missing_cell_text
 from pipeline.core.errors import SchemaError
 from pipeline.core.names import DATA_SUFFIXES
 
@@ -454,9 +455,11 @@ def _refuse_missing(sample: Sample, columns: list[str], label: str) -> None:
         if holes.any():
             row, column = (int(index) for index in divmod(int(holes.argmax()), len(columns)))
             fix = "=drop (drop the rows)" if columns[column] == label else "=zero (impute 0) or =drop (drop the rows)"
+            text = missing_cell_text(frame, columns[column], row)
+            what = "is null" if text is None else "is empty" if not text.strip() else f"holds the text {text!r}"
             raise SchemaError(
-                f"{name} row {row + 1}: column {columns[column]!r} is empty; Preprocess would fail on it with "
-                f"MissingValues=error: pass --param MissingValues{fix}"
+                f"{name} row {row + 1}: column {columns[column]!r} {what}, a missing value; Preprocess would fail on it"
+                f" with MissingValues=error: pass --param MissingValues{fix}"
             )
 
 

@@ -4,7 +4,15 @@ from __future__ import annotations
 
 from typing import Any
 
-from pipeline.core.names import BASELINE_FLOOR, CHAMPION_FLOOR, DECISION, GATE, QUALITY_GATE, QUALITY_GATE_FAILED
+from pipeline.core.names import (
+    BASELINE_FLOOR,
+    CHAMPION_FLOOR,
+    DECISION,
+    FLOORS,
+    GATE,
+    QUALITY_GATE,
+    QUALITY_GATE_FAILED,
+)
 from pipeline.definition.declared import Parameters
 
 
@@ -12,7 +20,7 @@ def quality_gate_step(params: Parameters, evaluate: Any, report: Any, register: 
     """Register when the report's gate value (higher is better) reaches MetricThreshold, the champion's floor (its
     value on the same test split minus ChampionTolerance) and the baseline's floor (the scikit-learn baseline's value
     minus BaselineTolerance; the challenger's own value when that is off), both computed by Evaluate; else fail
-    naming the values."""
+    with the decision's reason and the values compared."""
     from sagemaker.core.workflow.conditions import ConditionGreaterThanOrEqualTo
     from sagemaker.core.workflow.functions import Join, JsonGet
     from sagemaker.mlops.workflow import ConditionStep, FailStep
@@ -25,29 +33,20 @@ def quality_gate_step(params: Parameters, evaluate: Any, report: Any, register: 
 
     failed = FailStep(
         name=QUALITY_GATE_FAILED,
+        # the decision's reason first, then the values compared, each named for what it is (Evaluate words them)
         error_message=Join(
-            on=" ",
+            on="",
             values=[
-                "Quality gate failed:",
-                gate("metric"),
-                "=",
-                gate("value"),
-                "vs MetricThreshold",
-                params.metric_threshold,
-                "and champion",
-                decision("champion_value"),
-                "minus ChampionTolerance",
-                params.champion_tolerance,
-                "=",
-                decision(CHAMPION_FLOOR),
-                "and baseline",
-                decision("baseline_value"),
-                "minus BaselineTolerance",
-                params.baseline_tolerance,
-                "(negative: off) =",
-                decision(BASELINE_FLOOR),
-                "|",
+                "Quality gate failed: ",
                 decision("reason"),
+                " | compared ",
+                gate("metric"),
+                " = ",
+                gate("value"),
+                " with MetricThreshold ",
+                params.metric_threshold,
+                ", ",
+                decision(FLOORS),
             ],
         ),
     )
