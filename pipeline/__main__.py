@@ -1,7 +1,5 @@
 """``python -m pipeline`` is the ``llpipe`` command."""
 
-import sys
+from pipeline.cli import console
 
-from pipeline.cli import main
-
-sys.exit(main())
+console()

@@ -782,3 +782,21 @@ def test_what_killed_processes_left_is_swept_by_the_next_one(tmp_path: Path) -> 
         path.write_text("a,b\n")
     reap(work)
     assert sorted(path.name for path in prefix.iterdir()) == sorted([writing.name, "data.csv"])
+
+
+LATE_SIGNAL = """
+import atexit, os, signal, sys
+import pipeline.cli as cli
+
+cli.main = lambda argv=None: 0  # the command's work: done at once
+atexit.register(lambda: os.kill(os.getpid(), signal.SIGHUP))  # a stop landing while the interpreter winds down
+cli.console()
+"""
+
+
+def test_a_stop_signal_after_the_command_finished_does_not_kill_the_process() -> None:
+    """Before: main() restored the default handlers on its way out, so a SIGHUP landing in the interpreter's last
+    0.1 s killed a finished run (exit -1, found by tests/manual/interrupt_loop.py); now the process exits with the
+    command's code."""
+    result = subprocess.run([sys.executable, "-c", LATE_SIGNAL], capture_output=True, text=True, check=False)
+    assert result.returncode == 0, (result.returncode, result.stderr)
