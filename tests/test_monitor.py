@@ -151,16 +151,20 @@ def test_a_version_without_a_baseline_or_nothing_approved_is_an_error(tmp_path: 
     workdir = Workdir.at(tmp_path)
     with pytest.raises(MonitorError, match="has no approved version"):
         served_package(workdir, load_config(env={}), None)
-    s3 = LocalS3(workdir.s3)
-    s3.put_bytes("s3://b/model.tar.gz", b"m")
-    request = {
-        "ModelPackageGroupName": GROUP,
-        "ModelApprovalStatus": "Approved",
-        "InferenceSpecification": {"Containers": [{"Image": "i", "ModelDataUrl": "s3://b/model.tar.gz"}]},
-    }
-    LocalRegistry(workdir.registry_db).register(request, region="us-east-1", account="111122223333")
+    _register_without_baseline(workdir, "Approved")
     with pytest.raises(MonitorError, match="carries no DriftCheckBaselines.ModelDataQuality"):
         served_package(workdir, load_config(env={}), "latest-approved")
+
+
+def _register_without_baseline(workdir: Workdir, status: str) -> str:
+    """A model package version with no DriftCheckBaselines (a one-byte model); its ARN."""
+    LocalS3(workdir.s3).put_bytes("s3://b/model.tar.gz", b"m")
+    request = {
+        "ModelPackageGroupName": GROUP,
+        "ModelApprovalStatus": status,
+        "InferenceSpecification": {"Containers": [{"Image": "i", "ModelDataUrl": "s3://b/model.tar.gz"}]},
+    }
+    return LocalRegistry(workdir.registry_db).register(request, region="us-east-1", account="111122223333").arn
 
 
 def test_captures_of_versions_without_a_baseline_are_an_error_naming_each_version(
@@ -168,14 +172,7 @@ def test_captures_of_versions_without_a_baseline_are_an_error_naming_each_versio
 ) -> None:
     """Requests served by version 1 (with a baseline), by a version registered without one and by a version the
     registry does not know: nothing is checked, and the error names each version and its request count."""
-    s3 = LocalS3(served.s3)
-    s3.put_bytes("s3://b/model.tar.gz", b"m")
-    request = {
-        "ModelPackageGroupName": GROUP,
-        "ModelApprovalStatus": "PendingManualApproval",
-        "InferenceSpecification": {"Containers": [{"Image": "i", "ModelDataUrl": "s3://b/model.tar.gz"}]},
-    }
-    bare = LocalRegistry(served.registry_db).register(request, region="us-east-1", account="111122223333").arn
+    bare = _register_without_baseline(served, "PendingManualApproval")
     unknown = f"arn:aws:sagemaker:us-east-1:111122223333:model-package/{GROUP}/99"
     requests = csv_requests(drift_table.table(rows=30, seed=7))
     arns = [PACKAGE_ARN] * 10 + [bare] * 15 + [unknown] * 5
