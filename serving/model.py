@@ -52,17 +52,28 @@ def spec_from_documents(schema: dict, summary: dict) -> ServingSpec:
 
 def load_spec(model_dir: Any) -> ServingSpec:
     """The spec from an unpacked model folder (``/opt/ml/model``) or a ``model.tar.gz``."""
+    documents = model_documents(model_dir)
+    return spec_from_documents(documents[SERVING_SCHEMA_FILE], documents[SERVING_SUMMARY_FILE])
+
+
+def model_documents(model_dir: Any) -> dict[str, Any]:
+    """The schema and summary documents (file name -> parsed JSON) of an unpacked model folder, a
+    ``model.tar.gz``, or one opened as a binary file (its bytes read from S3, say)."""
+    if hasattr(model_dir, "read"):
+        with tarfile.open(fileobj=model_dir, mode="r:gz") as archive:
+            return _archived_documents(archive, "the model data")
     path = Path(model_dir)
     if path.is_file():
         with tarfile.open(path, "r:gz") as archive:
-            documents = {}
-            for name in (SERVING_SCHEMA_FILE, SERVING_SUMMARY_FILE):
-                member = archive.extractfile(name)
-                if member is None:
-                    raise ValueError(f"{path}: {name} is not a file")
-                documents[name] = json.loads(member.read())
-    else:
-        documents = {
-            name: json.loads((path / name).read_text()) for name in (SERVING_SCHEMA_FILE, SERVING_SUMMARY_FILE)
-        }
-    return spec_from_documents(documents[SERVING_SCHEMA_FILE], documents[SERVING_SUMMARY_FILE])
+            return _archived_documents(archive, str(path))
+    return {name: json.loads((path / name).read_text()) for name in (SERVING_SCHEMA_FILE, SERVING_SUMMARY_FILE)}
+
+
+def _archived_documents(archive: tarfile.TarFile, where: str) -> dict[str, Any]:
+    documents = {}
+    for name in (SERVING_SCHEMA_FILE, SERVING_SUMMARY_FILE):
+        member = archive.extractfile(name)
+        if member is None:
+            raise ValueError(f"{where}: {name} is not a file")
+        documents[name] = json.loads(member.read())
+    return documents

@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import hashlib
 import io
-import json
 import tarfile
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -34,6 +33,7 @@ from typing import Any, Protocol
 from pipeline.core.errors import LlpipeError
 from pipeline.core.names import SERVING_FEATURIZER, SERVING_ROLE_VARIABLE, SERVING_SCHEMA_FILE
 from pipeline.core.smoke import QualityCheck, SmokeCase, SmokeResult, compare_answers, parse_answers, quality
+from serving.model import model_documents
 
 STAGING, PROD = "staging", "prod"
 STAGES = (STAGING, PROD)
@@ -293,13 +293,10 @@ def featurizer_data(version: Version) -> str | None:
 
 
 def request_columns(archive: bytes, uri: str) -> tuple[str, ...]:
-    """The raw columns a request carries, in order: the schema's ``feature_columns`` in a featurizer's model data."""
+    """The raw columns a request carries, in order: the schema's ``feature_columns`` in a featurizer's model data
+    (read as the featurizer reads it, :func:`serving.model.model_documents`)."""
     try:
-        with tarfile.open(fileobj=io.BytesIO(archive), mode="r:gz") as tar:
-            member = tar.extractfile(SERVING_SCHEMA_FILE)
-            if member is None:
-                raise ValueError(f"{SERVING_SCHEMA_FILE} is not a file")
-            columns = json.loads(member.read())["feature_columns"]
+        columns = model_documents(io.BytesIO(archive))[SERVING_SCHEMA_FILE]["feature_columns"]
     except (tarfile.TarError, OSError, ValueError, KeyError, TypeError) as error:
         raise ValueError(f"{uri}: no schema with feature_columns ({error!r})") from None
     if not isinstance(columns, list) or not all(isinstance(column, str) for column in columns):
