@@ -67,33 +67,25 @@ def mapped_in_order(function: Callable[[Any], Any], items: Iterator[Any], worker
         return
     pending: deque[Future[Any]] = deque()
     source = prefetched(items)
+    failure: Exception | None = None  # raised by the items: raised in its turn, after the results before it
     with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="map") as pool:
         try:
-            for item in _failures_as_items(source):
-                if isinstance(item, _Failure):
-                    pending.append(item.future)
+            while True:
+                try:
+                    item = next(source)
+                except StopIteration:
+                    break
+                except Exception as error:  # noqa: BLE001 - raised to the caller below, in order
+                    failure = error
                     break
                 pending.append(pool.submit(function, item))
                 if len(pending) > workers:  # at most this many computed ahead of the caller
                     yield pending.popleft().result()
             while pending:
                 yield pending.popleft().result()
+            if failure is not None:
+                raise failure
         finally:
             for future in pending:
                 future.cancel()
             source.close()
-
-
-class _Failure:
-    """An error raised by the items, held as a failed future so it is raised in its turn."""
-
-    def __init__(self, error: Exception) -> None:
-        self.future: Future[Any] = Future()
-        self.future.set_exception(error)
-
-
-def _failures_as_items(items: Iterator[Any]) -> Iterator[Any]:
-    try:
-        yield from items
-    except Exception as error:  # noqa: BLE001 - raised to the caller in order, by mapped_in_order
-        yield _Failure(error)
