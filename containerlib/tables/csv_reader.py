@@ -20,6 +20,7 @@ from typing import Any
 import pandas as pd
 
 from containerlib.tables.files import is_gzip
+from containerlib.tables.header import short_row_message
 
 
 def _pandas_na_values() -> list[str]:
@@ -143,13 +144,7 @@ def _refuse_short_row(arrow_error: str, lines: Any, header: list[str], rows_befo
     if short is None:
         return
     index, fields = short
-    missing = ", ".join(repr(name) for name in header[fields:][:5])
-    more = f" and {len(header) - fields - 5} more" if len(header) - fields > 5 else ""
-    raise ValueError(
-        f"data row {rows_before + index} has {fields} field(s) but the header names {len(header)} (no value for "
-        f"{missing}{more}; a row cut short?); complete the row, or write its empty values as empty fields between "
-        "commas"
-    )
+    raise ValueError(short_row_message(rows_before + index, fields, header))
 
 
 def _first_short_row(text: str, columns: int, with_header: bool) -> tuple[int, int] | None:

@@ -77,3 +77,13 @@ def check_header(header: Sequence[str], name: str) -> None:
         raise TableError(
             f"{name}: duplicate column name(s) {duplicated} in the header; every column needs its own name"
         )
+
+
+def short_row_message(row_number: int, fields: int, header: list[str]) -> str:
+    """What is wrong with data row ``row_number`` of ``fields`` fields under ``header`` (more), and what to do."""
+    missing = ", ".join(repr(name) for name in header[fields:][:5])
+    more = f" and {len(header) - fields - 5} more" if len(header) - fields > 5 else ""
+    return (
+        f"data row {row_number} has {fields} field(s) but the header names {len(header)} (no value for {missing}"
+        f"{more}; a row cut short?); complete the row, or write its empty values as empty fields between commas"
+    )

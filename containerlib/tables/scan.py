@@ -16,7 +16,7 @@ from pathlib import Path
 
 from containerlib.errors import TableError
 from containerlib.tables.files import is_gzip, is_parquet
-from containerlib.tables.header import MAGIC, check_gzip_magic
+from containerlib.tables.header import MAGIC, check_gzip_magic, short_row_message
 
 HEADER_SAMPLE_ROWS = 1000  # rows compared with the header's field count
 BLOCK = 1 << 22
@@ -122,10 +122,4 @@ def _check_fields(path: Path, head: bytes) -> None:
                 f"(extra: {extra}; a trailing comma?); remove the extra field or name it in the header"
             )
         if row and len(row) < len(header):  # an empty line (no fields) is skipped, as pandas skips it
-            missing = ", ".join(repr(name) for name in header[len(row) :][:5])
-            more = f" and {len(header) - len(row) - 5} more" if len(header) - len(row) > 5 else ""
-            raise TableError(
-                f"{path}: data row {row_number} has {len(row)} field(s) but the header names {len(header)} "
-                f"(no value for {missing}{more}; a row cut short?); complete the row, or write its empty values "
-                "as empty fields between commas"
-            )
+            raise TableError(f"{path}: {short_row_message(row_number, len(row), header)}")
