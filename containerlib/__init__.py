@@ -7,6 +7,8 @@ code bundles and used by ``pipeline`` outside a container too.
 - :mod:`containerlib.tables`: reading CSV, gzip CSV and Parquet, and the one rule of which files are data
 - :mod:`containerlib.recordio`: the RecordIO-protobuf codec
 - :mod:`containerlib.predictions`: batch-transform predictions (``.out``) paired with the test shards' labels
+- :mod:`containerlib.content_types`: the one vocabulary of content types (constants, JSON Lines' aliases, parsing)
+- :mod:`containerlib.linear_learner`: the Linear Learner model (reader, writer) and its response objects
 
 It runs on the scikit-learn image 1.2-1 (Python 3.9, numpy, pandas 1.1, pyarrow 14, scikit-learn) and imports
 nothing of ``pipeline``, ``preprocessing`` or ``evaluation`` (tests/test_layers.py). This file imports nothing, so a

@@ -10,8 +10,6 @@ expected.
 
 from __future__ import annotations
 
-import json
-import math
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -20,11 +18,9 @@ from typing import Any
 import numpy as np
 
 from containerlib.errors import InputError
+from containerlib.linear_learner.responses import MARGIN_LOSSES, ResponseError, parse_response, response_object
 from containerlib.names import BINARY_CLASSIFIER, MULTICLASS_CLASSIFIER, PREDICTIONS_SUFFIX, REGRESSOR
 from containerlib.recordio import read as read_recordio
-
-# Linear Learner's binary classifier emits a probability as "score", except with hinge loss: a margin (any real number).
-MARGIN_LOSSES = ("hinge_loss",)
 
 
 class PredictionsError(InputError):
@@ -76,33 +72,16 @@ def read_labels(shard: Path) -> np.ndarray:
 
 
 def read_prediction_lines(out_file: Path) -> Iterator[tuple[int, dict[str, Any]]]:
-    """(line number, JSON object) for each non-blank line of a batch-transform ``.out`` file."""
+    """(line number, response object) for each non-blank line of a batch-transform ``.out`` file."""
     with out_file.open("r", encoding="utf-8") as lines:
         for line_number, line in enumerate(lines, start=1):
             if not line.strip():
                 continue
             try:
-                record = json.loads(line)
-            except json.JSONDecodeError as error:
-                raise PredictionsError(f"{out_file}: line {line_number}: not valid JSON ({error.msg})") from error
-            if not isinstance(record, dict) or "score" not in record:
-                raise PredictionsError(f"{out_file}: line {line_number}: expected an object with a 'score' field")
+                record = response_object(line)
+            except ResponseError as error:
+                raise PredictionsError(f"{out_file}: line {line_number}: {error}") from error
             yield line_number, record
-
-
-def _number(value: Any, out_file: Path, line_number: int, field: str) -> float:
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
-        raise PredictionsError(f"{out_file}: line {line_number}: '{field}' is {value!r}, expected a finite number")
-    return float(value)
-
-
-def _class_index(value: Any, classes: int, out_file: Path, line_number: int) -> int:
-    number = _number(value, out_file, line_number, "predicted_label")
-    if number != int(number) or not 0 <= number < classes:
-        raise PredictionsError(
-            f"{out_file}: line {line_number}: 'predicted_label' is {value!r}, expected an integer in [0, {classes})"
-        )
-    return int(number)
 
 
 def score_kind(predictor_type: str, loss: str) -> str:
@@ -121,34 +100,20 @@ def read_predictions(
     predicted: list[int] = []
     classes: int | None = None
     for line_number, record in read_prediction_lines(out_file):
-        score = record["score"]
-        if predictor_type == REGRESSOR:
-            scores.append(_number(score, out_file, line_number, "score"))
-            continue
-        if "predicted_label" not in record:
-            raise PredictionsError(f"{out_file}: line {line_number}: expected a 'predicted_label' field")
-        if predictor_type == BINARY_CLASSIFIER:
-            value = _number(score, out_file, line_number, "score")
-            if kind != "margin" and not 0.0 <= value <= 1.0:
-                raise PredictionsError(
-                    f"{out_file}: line {line_number}: 'score' is {score!r}, expected a probability "
-                    f"(a margin only with --loss {' or '.join(MARGIN_LOSSES)})"
-                )
-            scores.append(value)
-            predicted.append(_class_index(record["predicted_label"], 2, out_file, line_number))
-        else:
-            if not isinstance(score, list) or len(score) < 2:
-                raise PredictionsError(
-                    f"{out_file}: line {line_number}: 'score' is {score!r}, expected a list of class probabilities"
-                )
+        try:
+            score, label = parse_response(record, predictor_type, margin=kind == "margin")
+        except ResponseError as error:
+            raise PredictionsError(f"{out_file}: line {line_number}: {error}") from None
+        if isinstance(score, list):
             if classes is None:
                 classes = len(score)
             elif len(score) != classes:
                 raise PredictionsError(
                     f"{out_file}: line {line_number}: 'score' has {len(score)} classes, earlier lines have {classes}"
                 )
-            scores.append([_number(value, out_file, line_number, "score") for value in score])
-            predicted.append(_class_index(record["predicted_label"], classes, out_file, line_number))
+        scores.append(score)
+        if label is not None:
+            predicted.append(label)
     if predictor_type == REGRESSOR:
         return np.asarray(scores, dtype=np.float64), None
     return np.asarray(scores, dtype=np.float64), np.asarray(predicted, dtype=np.int64)

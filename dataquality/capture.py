@@ -33,13 +33,10 @@ from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from typing import Any, Union
 
+from containerlib.content_types import CSV, JSON, JSONLINES, JSONLINES_ALIASES, RAW_ROW_TYPES, media_type
 from dataquality import AnalyzerError
 
 CAPTURE_SUFFIX = ".jsonl"
-CSV_TYPES = ("text/csv",)
-JSON_TYPES = ("application/json",)
-JSON_LINES_TYPES = ("application/jsonlines", "application/x-jsonlines", "application/jsonl")
-RAW_ROW_TYPES = CSV_TYPES + JSON_TYPES + JSON_LINES_TYPES  # what carries raw rows; encoded inputs (RecordIO) do not
 MODEL_PACKAGE_KEY = "modelPackageArn"  # llpipe's key in eventMetadata: the model package version that answered
 _HOUR_FOLDERS = re.compile(r"^\d{4}/\d{2}/\d{2}/\d{2}$")
 
@@ -61,8 +58,9 @@ class Payload:
 
     @property
     def media_type(self) -> str:
-        """The content type without parameters, lower case (``text/csv; charset=utf-8`` -> ``text/csv``)."""
-        return self.observed_content_type.split(";")[0].strip().lower()
+        """The content type as :func:`containerlib.content_types.media_type` reads it, as the server did
+        (``text/csv; charset=utf-8`` -> ``text/csv``, ``application/x-ndjson`` -> JSON Lines)."""
+        return media_type(self.observed_content_type)
 
     def text(self) -> str:
         """The payload as text (base64 decoded when ``encoding`` is BASE64)."""
@@ -195,17 +193,17 @@ def request_rows(payload: Payload, columns: Sequence[str] = (), where: str = "re
     try:
         text = payload.text()
         kind = payload.media_type
-        if kind in CSV_TYPES:
+        if kind == CSV:
             return _csv_rows(text, columns)
-        if kind in JSON_TYPES:
+        if kind == JSON:
             return _json_rows(json.loads(text))
-        if kind in JSON_LINES_TYPES:
+        if kind == JSONLINES:
             return [row for line in text.splitlines() if line.strip() for row in _json_rows(json.loads(line))]
     except (ValueError, csv.Error) as error:  # json.JSONDecodeError is a ValueError
         raise CaptureError(f"{where}: {payload.observed_content_type} data that cannot be read ({error})") from None
     raise CaptureError(
         f"{where}: content type {payload.observed_content_type!r} holds no raw rows to check (readable: "
-        f"{', '.join(CSV_TYPES + JSON_TYPES + JSON_LINES_TYPES)})"
+        f"{', '.join(RAW_ROW_TYPES + JSONLINES_ALIASES)})"
     )
 
 

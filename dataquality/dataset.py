@@ -21,8 +21,9 @@ from typing import Any
 
 import pandas as pd
 
+from containerlib.content_types import RAW_ROW_TYPES
 from dataquality import AnalyzerError
-from dataquality.capture import RAW_ROW_TYPES, named, records, request_rows
+from dataquality.capture import named, records, request_rows
 
 CHUNK_ROWS = 50_000
 FORMATS = ("csv", "json", "parquet", "sagemakerCaptureJson")

@@ -16,7 +16,7 @@ comes in as an argument. The code bundle's entry script is ``evaluate.py`` (``ev
 
 Modules: ``command`` (arguments, exit status), ``job`` (one run), ``containerlib.predictions`` (predictions and test
 labels, read), ``metrics``, ``report`` (``evaluation.json``), ``gate`` (the champion and the decision),
-``champion`` (the registry lookup through boto3), ``linear_learner_model`` (the model artifact reader).
+``champion`` (the registry lookup through boto3); the model artifact reader is ``containerlib.linear_learner.model``.
 """
 
 from __future__ import annotations

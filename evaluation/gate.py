@@ -25,7 +25,7 @@ from containerlib.names import (
 from containerlib.predictions import Scored, read_test_features
 from evaluation import EvaluationError
 from evaluation.champion import Champion, ChampionError, aws_clients, download_model, find_champion
-from evaluation.linear_learner_model import ModelArtifactError, read_model_bytes
+from containerlib.linear_learner.model import ModelArtifactError, read_model_bytes
 from evaluation.report import build_report
 
 

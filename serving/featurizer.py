@@ -10,12 +10,13 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from containerlib.content_types import JSON, RECORDIO, media_type
 from containerlib.encoding import encode_features
 from containerlib.recordio.reader import RecordIOError, read
 from containerlib.recordio.writer import write_dense
 from serving import RequestError
 from serving.model import ServingSpec
-from serving.requests import JSON, RECORDIO, media_type, parse_rows
+from serving.requests import parse_rows
 
 
 def _bad_number(row: int, column: str, value: Any) -> Exception:

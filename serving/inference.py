@@ -13,12 +13,12 @@ from __future__ import annotations
 import os
 from typing import Any
 
+from containerlib.content_types import JSON, RECORDIO, media_type
 from containerlib.names import SERVING_LABELS, SERVING_ROLE_VARIABLE
 from serving import RequestError
 from serving.featurizer import request_features, to_recordio
 from serving.labels import parse_predictions, render, with_labels
 from serving.model import ServingSpec, load_spec
-from serving.requests import JSON, RECORDIO, media_type
 
 
 def model_fn(model_dir: str) -> ServingSpec:

@@ -8,21 +8,11 @@ import io
 import json
 from typing import Any
 
+from containerlib.content_types import CSV, JSON, JSONLINES, REQUEST_TYPES, media_type
 from serving import RequestError
 from serving.model import ServingSpec
 
-CSV = "text/csv"
-JSON = "application/json"
-JSONLINES = "application/jsonlines"
-RECORDIO = "application/x-recordio-protobuf"
-RAW_TYPES = (CSV, JSON, JSONLINES)
 MAX_PAYLOAD_BYTES = 6 * 1024 * 1024  # SageMaker real-time endpoints' request limit
-
-
-def media_type(content_type: str) -> str:
-    """``text/csv; charset=utf-8`` -> ``text/csv``; ``application/x-ndjson`` spelled as JSON Lines."""
-    kind = content_type.split(";")[0].strip().lower()
-    return JSONLINES if kind in ("application/jsonl", "application/x-jsonlines", "application/x-ndjson") else kind
 
 
 Rows = dict  # column name -> list of cells (text, numbers, None for missing), the shared encoder's request form
@@ -44,7 +34,7 @@ def parse_rows(body: bytes, content_type: str, spec: ServingSpec) -> Rows:
         return _records(_json_records(text), spec, "record")
     if kind == JSONLINES:
         return _records(_jsonlines_records(text), spec, "line")
-    raise RequestError(f"content type {content_type!r} is not one of {list(RAW_TYPES) + [RECORDIO]}", 415)
+    raise RequestError(f"content type {content_type!r} is not one of {list(REQUEST_TYPES)}", 415)
 
 
 def _csv_rows(text: str, spec: ServingSpec) -> Rows:

@@ -20,12 +20,12 @@ from botocore.stub import Stubber
 from sklearn import metrics as skm
 from test_evaluate import binary_case, write_job_inputs
 
+from containerlib.linear_learner.model import LinearModel
+from containerlib.linear_learner.writer import artifact_bytes
 from evaluation import EvaluationError
 from evaluation.champion import Champion, ChampionError, download_model, find_champion
 from evaluation.gate import GateSettings, decide
 from evaluation.job import evaluate
-from evaluation.linear_learner_model import LinearModel
-from pipeline.linear_learner.artifact import artifact_bytes
 from pipeline.local.aws_endpoint import serve
 from pipeline.local.registry import LocalRegistry
 from pipeline.local.s3 import LocalS3

@@ -22,8 +22,8 @@ import pytest
 from aws_stubs import StubbedSession
 from botocore.response import StreamingBody
 
+from containerlib.linear_learner.model import LinearModel
 from containerlib.recordio import write_dense
-from evaluation.linear_learner_model import LinearModel
 from pipeline import cli
 from pipeline.core.deployment import DeployError, Version, deploy
 from pipeline.core.names import JSONLINES, RECORDIO
@@ -416,7 +416,13 @@ def expect_resources(session: StubbedSession, endpoint: str, number: int, alarms
                 "CaptureOptions": [{"CaptureMode": "Input"}, {"CaptureMode": "Output"}],
                 "CaptureContentTypeHeader": {
                     "CsvContentTypes": ["text/csv"],
-                    "JsonContentTypes": ["application/json", "application/jsonlines"],
+                    "JsonContentTypes": [
+                        "application/json",
+                        "application/jsonlines",
+                        "application/jsonl",
+                        "application/x-jsonlines",
+                        "application/x-ndjson",
+                    ],
                 },
                 "KmsKeyId": KEY,
             },

@@ -19,7 +19,7 @@ from sklearn.model_selection import train_test_split
 from sklearn.pipeline import make_pipeline
 from sklearn.preprocessing import StandardScaler
 
-from evaluation.linear_learner_model import read_model
+from containerlib.linear_learner.model import read_model
 from pipeline.core.errors import AlgorithmInputError
 from pipeline.linear_learner.artifact import save_model
 from pipeline.linear_learner.collective import LocalCollective

@@ -23,7 +23,7 @@ from sklearn.pipeline import make_pipeline
 from sklearn.preprocessing import StandardScaler
 
 from containerlib.recordio import write_dense
-from evaluation.linear_learner_model import read_model
+from containerlib.linear_learner.model import read_model
 from pipeline.cli import main as llpipe
 from pipeline.linear_learner.artifact import save_model
 from pipeline.linear_learner.collective import ClientCollective, CollectiveAborted, ParameterServer

@@ -25,8 +25,9 @@ from mxnet_oracle import (
 )
 from sklearn.datasets import load_breast_cancer, load_diabetes, load_wine
 
-from evaluation.linear_learner_model import LinearModel, ModelArtifactError, read_model, read_model_bytes
-from pipeline.linear_learner.artifact import artifact_bytes, save_model
+from containerlib.linear_learner.model import LinearModel, ModelArtifactError, read_model, read_model_bytes
+from containerlib.linear_learner.writer import artifact_bytes
+from pipeline.linear_learner.artifact import save_model
 from pipeline.linear_learner.collective import LocalCollective
 from pipeline.linear_learner.hyperparameters import parse_hyperparameters
 from pipeline.linear_learner.inference import prediction_lines, transform_files
@@ -322,13 +323,14 @@ def artifact_member(data: bytes, name: str) -> bytes:
         return archive.read(name)
 
 
-def test_the_reader_is_container_code_python_3_9_and_numpy_only():
-    """The Evaluate job (scikit-learn image, Python 3.9) imports it: no 3.10+ syntax, no package beyond numpy (and the
-    container library's shared names, container code itself)."""
+@pytest.mark.parametrize("module", ["model", "writer", "responses"])
+def test_the_model_library_is_container_code_python_3_9_and_numpy_only(module):
+    """Evaluate and serving (scikit-learn image, Python 3.9) import it: no 3.10+ syntax, no package beyond numpy (and
+    the container library's own modules, container code itself)."""
     import ast
     import sys
 
-    source = (Path(__file__).parents[1] / "evaluation" / "linear_learner_model.py").read_text()
+    source = (Path(__file__).parents[1] / "containerlib" / "linear_learner" / f"{module}.py").read_text()
     tree = ast.parse(source, feature_version=(3, 9))
     imported = {
         alias.name.split(".")[0] for node in ast.walk(tree) if isinstance(node, ast.Import) for alias in node.names

@@ -1,7 +1,8 @@
 """Names several modules share, defined once: steps, report keys, predictor and content types, file suffixes, statuses.
 
-The names the container jobs use too (predictor types, report keys, data file suffixes, the exit message) are
-defined once in the container library (``containerlib.names``, ``containerlib.exit_message``), which the jobs ship
+The names the container jobs use too (predictor types, report keys, data file suffixes, content types, the exit
+message) are defined once in the container library (``containerlib.names``, ``containerlib.content_types``,
+``containerlib.exit_message``), which the jobs ship
 and cannot see ``pipeline``; they are re-exported here, so ``pipeline`` takes every name from this module.
 """
 
@@ -11,6 +12,17 @@ from collections.abc import Mapping
 from enum import Enum
 from typing import Any
 
+from containerlib.content_types import (  # noqa: F401 - re-exported: the one vocabulary of content types
+    CSV,
+    JSON,
+    JSON_TEXT_TYPES,
+    JSONLINES,
+    RECORDIO,
+    REQUEST_TYPES,
+    RESPONSE_TYPES,
+    TRAINING_CONTENT_TYPES,
+    media_type,
+)
 from containerlib.exit_message import EXIT_MESSAGE_BYTES, EXIT_MESSAGE_FILE  # noqa: F401 - re-exported
 from containerlib.hosts import RESOURCE_CONFIG  # noqa: F401 - re-exported: the host list of a processing instance
 from containerlib.names import (  # noqa: F401 - re-exported: one definition, shared with the container jobs
@@ -83,19 +95,6 @@ DATA_QUALITY_CHECK_PROPERTIES = (  # the QualityCheck step's properties: S3 URIs
     "BaselineUsedForDriftCheckStatistics",
     "BaselineUsedForDriftCheckConstraints",
 )
-
-# ------------------------------------------------------------------------------------------- content types
-RECORDIO = "application/x-recordio-protobuf"
-CSV = "text/csv"
-JSON = "application/json"
-JSONLINES = "application/jsonlines"
-TRAINING_CONTENT_TYPES = (RECORDIO, CSV)  # what Linear Learner reads
-
-
-def media_type(content_type: str) -> str:
-    """A content type without its parameters: ``text/csv;label_size=1`` -> ``text/csv``."""
-    return content_type.split(";")[0].strip()
-
 
 # ------------------------------------------------------------------------------------------- Preprocess's split
 # the shares of rows in the validation and test splits: the definition's defaults and Preprocess's own (its

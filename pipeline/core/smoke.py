@@ -25,6 +25,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from containerlib.linear_learner.responses import PREDICTIONS, ResponseError, response_object
 from containerlib.recordio import MAGIC
 from pipeline.core.names import JSONLINES, RECORDIO
 
@@ -153,12 +154,9 @@ def expected_lines(text: bytes, count: int, name: str) -> list[dict[str, Any]]:
         if not line.strip():
             continue
         try:
-            answer = json.loads(line)
-        except json.JSONDecodeError as error:
-            raise SmokeError(f"{name}: line {number}: not valid JSON ({error.msg})") from None
-        if not isinstance(answer, dict) or "score" not in answer:
-            raise SmokeError(f"{name}: line {number}: expected an object with a 'score' field")
-        answers.append(answer)
+            answers.append(response_object(line))
+        except ResponseError as error:
+            raise SmokeError(f"{name}: line {number}: {error}") from None
     if len(answers) < count:
         raise SmokeError(f"{name}: {len(answers)} answer(s) for {count} record(s) of its shard")
     return answers
@@ -216,8 +214,8 @@ def parse_answers(body: bytes) -> list[dict[str, Any]]:
         whole = json.loads(text) if text else None
     except json.JSONDecodeError:
         whole = None
-    if isinstance(whole, dict) and isinstance(whole.get("predictions"), list):
-        answers = whole["predictions"]
+    if isinstance(whole, dict) and isinstance(whole.get(PREDICTIONS), list):
+        answers = whole[PREDICTIONS]
     elif isinstance(whole, dict):
         answers = [whole]
     else:

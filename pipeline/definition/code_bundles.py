@@ -32,6 +32,7 @@ def _modules(folder: str, *names: str) -> tuple[str, ...]:
 
 # what both jobs take from the container library, and what only Preprocess does (tables) or Evaluate (predictions)
 SHARED = _modules("containerlib", "names", "errors", "hosts", "exit_message", "stop_signals")
+CONTENT_TYPES = _modules("containerlib", "content_types")
 RECORDIO = _modules(
     "containerlib/recordio", "wire", "varints", "writer", "framing", "fast_decode", "protobuf", "reader"
 )
@@ -43,12 +44,16 @@ PREPROCESS = _modules(
     "preprocessing", "command", "settings", "job", "inputs", "layout", "labels", "values", "conversion", "hashing",
     "stats", "shards", "summary", "transaction", "baseline", "model_data",
 )  # fmt: skip
-EVALUATE = _modules(
-    "evaluation", "command", "job", "metrics", "report", "gate", "champion", "linear_learner_model", "baseline"
+EVALUATE = (
+    *_modules("evaluation", "command", "job", "metrics", "report", "gate", "champion", "baseline"),
+    *_modules("containerlib/linear_learner", "model", "responses"),
+    *CONTENT_TYPES,
 )
 SERVING = (
     *_modules("serving", "model", "requests", "featurizer", "labels"),
     *_modules("containerlib", "encoding", "stable_hash", "names"),
+    *_modules("containerlib/linear_learner", "responses"),
+    *CONTENT_TYPES,
     *RECORDIO,
 )
 DATAQUALITY = _modules(
@@ -68,7 +73,7 @@ BUNDLE_SOURCES: dict[str, tuple[str, tuple[str, ...]]] = {
     # as the definition names the image, which holds its own code
     "dataquality": (
         "dataquality/analyze.py",
-        (*DATAQUALITY, *_modules("containerlib", "errors", "hosts", "exit_message")),
+        (*DATAQUALITY, *CONTENT_TYPES, *_modules("containerlib", "errors", "hosts", "exit_message")),
     ),
 }
 

@@ -6,7 +6,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from evaluation.linear_learner_model import LinearModel
+from containerlib.linear_learner.model import LinearModel
 from pipeline.linear_learner.hyperparameters import Hyperparameters
 from pipeline.linear_learner.losses import OBJECTIVE_NAMES, LossParameters, binary_loss, regression_loss, softmax_loss
 from pipeline.linear_learner.metrics import binary_metrics, multiclass_metrics, regression_metrics

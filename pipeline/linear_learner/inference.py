@@ -7,27 +7,15 @@ import secrets
 from collections.abc import Sequence
 from pathlib import Path
 
-import numpy as np
-
-from evaluation.linear_learner_model import LinearModel, read_model
+from containerlib.linear_learner.model import LinearModel, read_model
+from containerlib.linear_learner.responses import response_lines
 from pipeline.core.errors import AlgorithmInputError
 from pipeline.linear_learner.data import read_features_and_labels
 
 
 def prediction_lines(model: LinearModel, features) -> list[str]:
-    """The service's response objects: binary {score, predicted_label}, multiclass {score: [..], ..}, {score}."""
-    score, label = model.predict(features)
-    # repr of a finite Python float is valid JSON and round-trips exactly; formatting beats json.dumps per record
-    if not np.all(np.isfinite(score)):
-        raise ValueError("the model produced a non-finite score; its weights or the input overflow float range")
-    if model.predictor_type == "regressor":
-        return [f'{{"score": {s!r}}}' for s in score.tolist()]
-    if model.predictor_type == "multiclass_classifier":
-        return [
-            f'{{"score": [{", ".join(map(repr, row))}], "predicted_label": {k}}}'
-            for row, k in zip(score.tolist(), label.tolist(), strict=True)
-        ]
-    return [f'{{"score": {s!r}, "predicted_label": {k}}}' for s, k in zip(score.tolist(), label.tolist(), strict=True)]
+    """The service's response objects of ``features``' records, as JSON lines (without their newline)."""
+    return response_lines(model.predictor_type, *model.predict(features))
 
 
 def transform_files(model_path: Path, input_files: Sequence[Path], output_dir: Path, content_type: str) -> list[Path]:

@@ -9,8 +9,9 @@ from typing import TYPE_CHECKING
 import numpy as np
 from scipy.special import expit
 
-from evaluation.linear_learner_model import LinearModel
-from pipeline.linear_learner.artifact import float32_double, metrics_params
+from containerlib.linear_learner.model import LinearModel
+from containerlib.linear_learner.writer import float32_double
+from pipeline.linear_learner.artifact import metrics_params
 from pipeline.linear_learner.hyperparameters import Hyperparameters
 from pipeline.linear_learner.metrics import calibrate_thresholds
 

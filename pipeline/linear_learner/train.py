@@ -115,7 +115,7 @@ def _instance(root: Path) -> _Instance:
         if content_type not in TRAINING_CONTENT_TYPES:
             raise AlgorithmInputError(
                 f"channel {name!r}: content type {content_type!r} is not supported; expected "
-                "application/x-recordio-protobuf or text/csv"
+                f"{' or '.join(TRAINING_CONTENT_TYPES)}"
             )
         channels[name] = content_type
     replicated = frozenset(

@@ -24,7 +24,7 @@ from typing import Protocol
 import numpy as np
 import scipy.sparse as sp
 
-from evaluation.linear_learner_model import LinearModel
+from containerlib.linear_learner.model import LinearModel
 from pipeline.linear_learner.hyperparameters import Hyperparameters
 from pipeline.linear_learner.losses import (
     OBJECTIVE_NAMES,

@@ -38,6 +38,7 @@ from typing import IO, Any
 from urllib.parse import parse_qs, unquote, urlsplit
 from xml.sax.saxutils import escape
 
+from pipeline.core.names import JSON
 from pipeline.local.registry import LocalRegistry, ModelPackage, RegistryError
 from pipeline.local.s3 import LocalS3
 
@@ -323,7 +324,7 @@ def _description(package: ModelPackage) -> dict[str, Any]:
 
 
 def _sources(uris: Any) -> dict[str, Any]:
-    return {kind: {"ContentType": "application/json", "S3Uri": uri} for kind, uri in uris.items()}
+    return {kind: {"ContentType": JSON, "S3Uri": uri} for kind, uri in uris.items()}
 
 
 class _Handler(BaseHTTPRequestHandler):

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from pipeline.core.deployment import NAME_LIMIT, Version, stage_endpoint_name
-from pipeline.core.names import CSV, JSON, JSONLINES
+from pipeline.core.names import CSV, JSON_TEXT_TYPES
 from pipeline.definition.config import PipelineConfig
 
 _SUFFIX_RESERVE = len("-v") + 6 + len("-") + 8  # -v<version of up to 6 digits>-<hash>
@@ -133,7 +133,7 @@ def endpoint_config_request(
             "DestinationS3Uri": f"{config.pipeline_prefix}/datacapture",
             "CaptureOptions": [{"CaptureMode": "Input"}, {"CaptureMode": "Output"}],
             # captured as text (not base64) for these types, so llpipe monitor and Model Monitor read the rows
-            "CaptureContentTypeHeader": {"CsvContentTypes": [CSV], "JsonContentTypes": [JSON, JSONLINES]},
+            "CaptureContentTypeHeader": {"CsvContentTypes": [CSV], "JsonContentTypes": list(JSON_TEXT_TYPES)},
         }
         if config.kms_key_id:
             capture["KmsKeyId"] = config.kms_key_id

@@ -5,15 +5,15 @@ from __future__ import annotations
 
 from typing import Any
 
-from pipeline.core.names import CSV, DECISION, JSON, JSONLINES, RECORDIO, REGISTER, REPORT_NAME
+from pipeline.core.names import DECISION, JSON, REGISTER, REPORT_NAME, REQUEST_TYPES, RESPONSE_TYPES
 from pipeline.definition.config import PipelineConfig
 from pipeline.definition.declared import Parameters
 from pipeline.definition.steps.common import model_step_retries
 from pipeline.definition.steps.create_model import model_builder
 
 INFERENCE_INSTANCE_TYPES = ["ml.m5.large", "ml.m5.xlarge", "ml.c5.large", "ml.c5.xlarge"]
-INFERENCE_CONTENT_TYPES = [CSV, JSON, JSONLINES, RECORDIO]  # raw rows (the featurizer), encoded rows (pass-through)
-INFERENCE_RESPONSE_TYPES = [JSON, JSONLINES]  # the labels container answers in these
+INFERENCE_CONTENT_TYPES = list(REQUEST_TYPES)  # raw rows (the featurizer), encoded rows (pass-through)
+INFERENCE_RESPONSE_TYPES = list(RESPONSE_TYPES)  # the labels container answers in these
 
 
 def register_step(

@@ -15,7 +15,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
-from pipeline.core.names import JSON
+from pipeline.core.names import JSON, REQUEST_TYPES
 from pipeline.local.serving.capture import INFERENCE_ID_HEADER, CaptureWriter, now
 from pipeline.local.serving.model import ServedModel
 from serving import RequestError
@@ -50,8 +50,7 @@ def create_app(model: ServedModel, endpoint: str, variant: str, capture: Capture
         if not content_type:
             return error(
                 415,
-                "the request has no Content-Type (text/csv, application/json, application/jsonlines or "
-                "application/x-recordio-protobuf)",
+                f"the request has no Content-Type ({', '.join(REQUEST_TYPES[:-1])} or {REQUEST_TYPES[-1]})",
             )
         accept = request.headers.get("accept") or JSON
         try:

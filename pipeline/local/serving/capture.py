@@ -25,7 +25,8 @@ from dataquality.capture import MODEL_PACKAGE_KEY
 from pipeline.core.names import CSV, JSON, JSONLINES, media_type
 
 INFERENCE_ID_HEADER = "x-amzn-sagemaker-inference-id"  # what boto3 sends for InvokeEndpoint's InferenceId
-ENCODINGS = {CSV: "CSV", JSON: "JSON", JSONLINES: "JSON"}  # anything else is captured base64-encoded
+# as SageMaker's capture configured by llpipe (CaptureContentTypeHeader): anything else is captured base64-encoded
+ENCODINGS = {CSV: "CSV", JSON: "JSON", JSONLINES: "JSON"}
 
 
 @dataclass
@@ -97,7 +98,7 @@ class CaptureWriter:
 
 
 def _payload(data: bytes, content_type: str, mode: str) -> dict[str, str]:
-    encoding = ENCODINGS.get(media_type(content_type).lower())
+    encoding = ENCODINGS.get(media_type(content_type))
     text = data.decode("utf-8") if encoding else base64.b64encode(data).decode("ascii")
     return {"observedContentType": content_type, "mode": mode, "data": text, "encoding": encoding or "BASE64"}
 

@@ -10,7 +10,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from evaluation.linear_learner_model import LinearModel, ModelArtifactError, read_model
+from containerlib.linear_learner.model import LinearModel, ModelArtifactError, read_model
+from containerlib.linear_learner.responses import responses
 from pipeline.core.errors import ServingError
 from pipeline.core.images import is_linear_learner
 from pipeline.core.names import SERVING_FEATURIZER, SERVING_LABELS, SERVING_ROLE_VARIABLE
@@ -32,11 +33,7 @@ class ServedModel:
     def predictions(self, features: np.ndarray) -> list[dict[str, Any]]:
         """Linear Learner's prediction objects for float32 features, labelled; scores are the float32 values as
         Python floats, exactly as the local batch transform writes them."""
-        score, label = self.algorithm.predict(features)
-        scores = score.tolist()
-        if self.algorithm.predictor_type == "regressor":
-            return [{"score": s} for s in scores]
-        items = [{"score": s, "predicted_label": k} for s, k in zip(scores, label.tolist(), strict=True)]
+        items = responses(self.algorithm.predictor_type, *self.algorithm.predict(features))
         return with_labels(items, self.spec)
 
     def invoke(self, body: bytes, content_type: str, accept: str) -> tuple[bytes, str]:
