@@ -23,6 +23,8 @@ from pathlib import Path
 
 import numpy as np
 
+from containerlib.content_types import RECORDIO
+
 REPOSITORY = Path(__file__).resolve().parents[1]
 TARGET = 1.3
 PIECE_ROWS = 50_000
@@ -58,7 +60,7 @@ def make_root(folder: Path, rows: int, features: int, epochs: int) -> Path:
                        "mini_batch_size": "1000", "num_models": "8"}  # fmt: skip
     (config / "hyperparameters.json").write_text(json.dumps(hyperparameters))
     (config / "resourceconfig.json").write_text(json.dumps({"current_host": "algo-1", "hosts": ["algo-1"]}))
-    channel = {"ContentType": "application/x-recordio-protobuf", "TrainingInputMode": "File"}
+    channel = {"ContentType": RECORDIO, "TrainingInputMode": "File"}
     (config / "inputdataconfig.json").write_text(json.dumps({"train": channel, "validation": channel}))
     return folder
 

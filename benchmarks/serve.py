@@ -29,6 +29,8 @@ from urllib.parse import urlparse
 import numpy as np
 import pandas as pd
 
+from containerlib.content_types import CSV, JSON
+
 REPOSITORY = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPOSITORY / "tests"))
 
@@ -78,7 +80,7 @@ def client_latencies(url: str, path: str, bodies: list[bytes]) -> list[float]:
     # http.client sends the headers and the body in two writes: without TCP_NODELAY, Nagle's algorithm holds the
     # body until the server's delayed ACK (~40 ms). boto3 (urllib3) sets it too.
     connection.sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-    headers = {"Content-Type": "text/csv", "Accept": "application/json"}
+    headers = {"Content-Type": CSV, "Accept": JSON}
     times = []
     for body in bodies:
         began = time.perf_counter()
@@ -126,7 +128,7 @@ def in_process(workdir: Path, bodies: list[bytes]) -> list[float]:
     times = []
     for body in bodies:
         began = time.perf_counter()
-        model.invoke(body, "text/csv", "application/json")
+        model.invoke(body, CSV, JSON)
         times.append(time.perf_counter() - began)
     return times
 

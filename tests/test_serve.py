@@ -292,6 +292,40 @@ def test_monitor_passes_clean_served_traffic_and_flags_drifted_traffic(
     assert ("plan", "categorical_values_check") in flagged and ("minutes", "baseline_drift_check") in flagged
 
 
+def test_an_x_ndjson_request_is_served_and_monitored_as_json_lines(
+    served: Served, image_environment: Any, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``application/x-ndjson``, a common spelling of JSON Lines, means the same to every container: the server
+    answers it as JSON Lines, capture keeps it as JSON text and the monitor checks its rows (it skipped them as
+    encoded input before), exactly as the same rows sent as ``application/jsonlines``."""
+    rows = served.test_rows[FEATURES]
+    body = rows.to_json(orient="records", lines=True).encode()
+    answers = {}
+    for endpoint, kind in (("ndjson", "application/x-ndjson"), ("jsonlines", "application/jsonlines")):
+        with serve_local("1", port=0, workdir=served.workdir, endpoint_name=endpoint) as running:
+            status, answer, headers = post(f"{running.url}/invocations", body, f"{kind}; charset=utf-8", kind)
+        assert (status, headers["Content-Type"]) == (200, "application/jsonlines")
+        answers[endpoint] = [json.loads(line) for line in answer.decode().splitlines()]
+    assert answers["ndjson"] == answers["jsonlines"] == expected(served.transform)
+    captured = run_folder(served.workdir, served.execution).parent / "datacapture" / "ndjson" / "AllTraffic"
+    ((record,),) = [list(read_records(path)) for path in captured.rglob("*.jsonl")]
+    assert (record.endpoint_input.observed_content_type, record.endpoint_input.encoding) == (
+        "application/x-ndjson; charset=utf-8",
+        "JSON",
+    )
+    assert request_rows(record.endpoint_input, FEATURES) == rows.to_dict(orient="records")
+    views = {}
+    for endpoint in answers:
+        common = ["--model-package", "1", "--workdir", str(served.workdir), "--json"]
+        status = cli.main(["monitor", "--endpoint", endpoint, *common])
+        (part,) = json.loads(capsys.readouterr().out)["parts"]
+        view = part["data_quality"]
+        statistics = json.loads((served.workdir / "s3" / view["statistics"].removeprefix("s3://")).read_text())
+        views[endpoint] = (status, view["violations"], statistics)
+    assert views["ndjson"] == views["jsonlines"]
+    assert views["ndjson"][2]["dataset"] == {"item_count": len(rows)}  # every row checked, none skipped
+
+
 def register_version_with_baseline_of(served: Served, rows: pd.DataFrame, folder: Path) -> str:
     """Version 1's inference pipeline registered again as a new version (pending approval: serving and monitoring by
     ARN need none) whose DriftCheckBaselines the analyzer calculated from ``rows``: another data-quality baseline."""
