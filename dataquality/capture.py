@@ -15,7 +15,8 @@ of a time window (the hour folders that overlap it, then each record's ``inferen
 turns a request into rows of raw values: ``text/csv`` lines (with or without a header line naming the columns),
 ``application/json`` (a record, a list of records or rows, ``{"instances": [...]}`` with records, rows,
 ``{"features": [...]}`` or ``{"data": {"features": {"values": [...]}}}``) and ``application/jsonlines`` (one of those
-per line). A row is a dict (named columns) or a list (positional: named by the baseline's columns when it has as
+per line; also spelled ``application/x-ndjson``...: headers are read by :mod:`containerlib.content_types`, as the
+server read them). A row is a dict (named columns) or a list (positional: named by the baseline's columns when it has as
 many values, else ``_c0``, ``_c1``, ...).
 """
 
