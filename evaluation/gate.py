@@ -12,6 +12,7 @@ from typing import Any
 
 import numpy as np
 
+from containerlib.linear_learner.model import ModelArtifactError, read_model_bytes
 from containerlib.names import (
     BASELINE_FLOOR,
     CHAMPION,
@@ -25,7 +26,6 @@ from containerlib.names import (
 from containerlib.predictions import Scored, read_test_features
 from evaluation import EvaluationError
 from evaluation.champion import Champion, ChampionError, aws_clients, download_model, find_champion
-from containerlib.linear_learner.model import ModelArtifactError, read_model_bytes
 from evaluation.report import build_report
 
 

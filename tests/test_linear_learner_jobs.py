@@ -22,8 +22,8 @@ from sklearn.model_selection import train_test_split
 from sklearn.pipeline import make_pipeline
 from sklearn.preprocessing import StandardScaler
 
-from containerlib.recordio import write_dense
 from containerlib.linear_learner.model import read_model
+from containerlib.recordio import write_dense
 from pipeline.cli import main as llpipe
 from pipeline.linear_learner.artifact import save_model
 from pipeline.linear_learner.collective import ClientCollective, CollectiveAborted, ParameterServer
