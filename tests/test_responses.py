@@ -4,6 +4,7 @@ JSON lines batch transform writes equal to the objects the endpoint answers, and
 from __future__ import annotations
 
 import json
+import re
 
 import numpy as np
 import pytest
@@ -96,3 +97,29 @@ def test_an_accept_type_that_is_not_a_response_type_gets_no_body() -> None:
     assert response_body(EXPECTED["regressor"], "text/csv") is None
     with pytest.raises(ResponseError, match="a response is application/json or application/jsonlines, not 'text/csv'"):
         parse_response_body(b"1\n", "text/csv")
+
+
+@pytest.mark.parametrize(
+    ("body", "content_type", "status", "message"),
+    [
+        (b'{"score": 0.5, "predicted_label": 1}\n', "application/x-ndjson", 200, None),
+        (b'{"predictions": [{"score": 0.5, "predicted_label": 1}]}', "application/json; charset=utf-8", 200, None),
+        (b'{"score": 0.5}', "application/json", 400, 'an application/json response is {"predictions": [objects]}'),
+        (b"{", "application/jsonlines", 400, "Linear Learner's response cannot be read: Expecting property name"),
+        (b"1,2", "text/csv", 415, "the labels container reads application/json or application/jsonlines, not"),
+    ],
+)
+def test_the_labels_container_reads_linear_learners_response_or_answers_its_4xx(
+    body: bytes, content_type: str, status: int, message: str | None
+) -> None:
+    """The last container of the inference pipeline reads Linear Learner's answer with the same reader; a body it
+    cannot read is a request error with its status, not a server error."""
+    from serving import RequestError
+    from serving.labels import parse_predictions
+
+    if message is None:
+        assert parse_predictions(body, content_type) == [{"score": 0.5, "predicted_label": 1}]
+        return
+    with pytest.raises(RequestError, match=re.escape(message)) as raised:
+        parse_predictions(body, content_type)
+    assert raised.value.status == status

@@ -109,7 +109,7 @@ def parse_response_body(body: bytes, content_type: str) -> list[dict[str, Any]]:
     if kind == JSON:
         document = json.loads(text)
         if not isinstance(document, dict) or not isinstance(document.get(PREDICTIONS), list):
-            raise ResponseError(f'a {JSON} response is {{"{PREDICTIONS}": [objects]}}')
+            raise ResponseError(f'an {JSON} response is {{"{PREDICTIONS}": [objects]}}')
         return list(document[PREDICTIONS])
     return [json.loads(line) for line in text.splitlines() if line.strip()]
 
