@@ -1,5 +1,6 @@
-"""An execution as HTML, what Jupyter shows for it: status, steps, metrics, gate, model package or failure, and the
-plots inline as PNG. It reads an execution and imports none (so ``Execution._repr_html_`` can use it)."""
+"""An execution as HTML, what Jupyter shows for it: status, steps, the DAG with each step's status (inline SVG),
+metrics, gate, model package or failure, and the plots inline as PNG. It reads an execution and imports none (so
+``Execution._repr_html_`` can use it)."""
 
 from __future__ import annotations
 
@@ -57,12 +58,14 @@ def scaling_html(records: list[dict[str, Any]]) -> list[str]:
 
 
 def execution_html(execution: Execution) -> str:
-    """The execution as HTML: status, steps, metrics, gate, model package or failure, and the plots as PNGs."""
+    """The execution as HTML: status, steps, the DAG, metrics, gate, model package or failure, and the plots as
+    PNGs."""
     colour = "green" if execution.succeeded else ("red" if execution.status in ("Failed", "Stopped") else "orange")
     parts = [
         f"<h4>Execution {html.escape(execution.id)} ({execution.backend}): "
         f'<span style="color:{colour}">{html.escape(execution.status)}</span></h4>',
         _table(execution.steps, "{:.1f}"),
+        f"<div>{execution.dag.svg()}</div>",
     ]
     metrics = execution.metrics
     if not metrics.empty:
