@@ -402,3 +402,19 @@ def test_a_long_step_name_is_cut_to_fit_its_box() -> None:
     [drawn] = boxes(dag.svg()).values()
     assert texts(drawn)[0] == name[:21] + "…"
     assert texts(drawn)[2] == "Succeeded · 1 h 06 min"
+
+
+def test_jupyter_still_shows_a_sagemaker_execution_whose_definition_cannot_be_read() -> None:
+    from pipeline.api.html import _dag
+
+    session = StubbedSession("sagemaker")
+    session.stubs["sagemaker"].add_client_error(
+        "describe_pipeline_definition_for_execution",
+        service_error_code="AccessDeniedException",
+        service_message="not allowed",
+        expected_params={"PipelineExecutionArn": ARN},
+    )
+    execution = SageMakerExecution(PipelineConfig(region="us-west-2", bucket="studio-bucket"), ARN, session)
+    assert _dag(execution) == (
+        f"<p>The DAG is not drawn: DescribePipelineDefinitionForExecution {ARN}: AccessDeniedException: not allowed</p>"
+    )

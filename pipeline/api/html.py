@@ -57,6 +57,16 @@ def scaling_html(records: list[dict[str, Any]]) -> list[str]:
     return parts
 
 
+def _dag(execution: Execution) -> str:
+    """The DAG picture as inline SVG; a line saying why when it cannot be drawn (the rest of the view still shows)."""
+    from pipeline.core.errors import LlpipeError
+
+    try:
+        return f"<div>{execution.dag.svg()}</div>"
+    except LlpipeError as error:
+        return f"<p>The DAG is not drawn: {html.escape(str(error))}</p>"
+
+
 def execution_html(execution: Execution) -> str:
     """The execution as HTML: status, steps, the DAG, metrics, gate, model package or failure, and the plots as
     PNGs."""
@@ -65,7 +75,7 @@ def execution_html(execution: Execution) -> str:
         f"<h4>Execution {html.escape(execution.id)} ({execution.backend}): "
         f'<span style="color:{colour}">{html.escape(execution.status)}</span></h4>',
         _table(execution.steps, "{:.1f}"),
-        f"<div>{execution.dag.svg()}</div>",
+        _dag(execution),
     ]
     metrics = execution.metrics
     if not metrics.empty:
