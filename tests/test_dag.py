@@ -22,7 +22,7 @@ from pipeline.api.dag import NOT_STARTED, Dag, StepState, definition_dag
 from pipeline.api.execution import LocalExecution
 from pipeline.api.sagemaker_execution import SageMakerExecution
 from pipeline.core.dag import Edge, Node, crossings, definition_graph, layered, longest_path_layers
-from pipeline.core.errors import DefinitionError
+from pipeline.core.errors import DefinitionError, UsageError
 from pipeline.definition.build import build_definition
 from pipeline.definition.config import PipelineConfig
 
@@ -330,6 +330,7 @@ def test_llpipe_definition_dag_writes_the_definitions_picture(tmp_path: Path, ca
     svg = target.read_text()
     assert statuses(svg) == {name: "" for name in TYPES}
     assert svg == definition_dag(definition, title="Pipeline linear-learner-pipeline").svg()
+    assert definition_dag().svg() == svg  # the API builds the same definition from the same (default) settings
 
 
 def test_llpipe_definition_dag_dash_prints_steps_and_what_each_runs_after(capsys) -> None:
@@ -418,3 +419,11 @@ def test_jupyter_still_shows_a_sagemaker_execution_whose_definition_cannot_be_re
     assert _dag(execution) == (
         f"<p>The DAG is not drawn: DescribePipelineDefinitionForExecution {ARN}: AccessDeniedException: not allowed</p>"
     )
+
+
+def test_a_picture_that_cannot_be_written_is_named(tmp_path: Path, definition: dict) -> None:
+    (tmp_path / "taken").write_text("a file, not a folder")
+    target = tmp_path / "taken" / "dag.svg"
+    with pytest.raises(UsageError) as raised:
+        definition_dag(definition).write(target)
+    assert str(raised.value) == f"cannot write the DAG picture to {target}: File exists: {tmp_path / 'taken'}"

@@ -79,8 +79,9 @@ class Dag:
         target = Path(path)
         try:
             write_text_atomically(target, self.svg())
-        except OSError as error:
-            raise UsageError(f"cannot write the DAG picture to {target}: {error.strerror or error}") from None
+        except OSError as error:  # name the path that failed when it is not the picture's (a parent that is a file)
+            where = f": {error.filename}" if error.filename and Path(error.filename) != target else ""
+            raise UsageError(f"cannot write the DAG picture to {target}: {error.strerror or error}{where}") from None
         return target
 
 
