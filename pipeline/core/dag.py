@@ -126,7 +126,8 @@ def layered(graph: Graph) -> Layered:
     for edge in graph.edges:
         route = [edge.source]
         for crossed in range(layer[edge.source] + 1, layer[edge.target]):
-            waypoint = f"{edge.source}@{crossed}"  # one lane per source and layer: a step's long edges share it
+            # one lane per source and layer, which a step's long edges share; no step is named so ([A-Za-z0-9_-])
+            waypoint = f"{edge.source}@{crossed}"
             if waypoint not in waypoints:
                 slots[crossed].append(waypoint)
                 waypoints.add(waypoint)
