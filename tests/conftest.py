@@ -74,6 +74,7 @@ GROUPED_MODULES = frozenset(
     {
         "test_api",
         "test_buildspec",
+        "test_dag",
         "test_definition",
         "test_deploy_local",
         "test_hostile_second",

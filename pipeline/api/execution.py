@@ -36,6 +36,7 @@ from pipeline.core.names import (
 if TYPE_CHECKING:
     import pandas as pd
 
+    from pipeline.api.dag import Dag
     from pipeline.local.executions import ExecutionRecord
     from pipeline.local.s3 import LocalS3
     from pipeline.local.workdir import Workdir
@@ -157,7 +158,8 @@ class Execution:
     ``id``, ``status``, ``failure_reason``, ``parameters`` (dict), ``steps`` (DataFrame: step, type, status,
     seconds, cache_hit), ``report`` (the ``evaluation.json`` dict or None), ``metrics`` (DataFrame), ``gate``,
     ``model_package``, ``model_path``, ``data_quality`` (the DataQuality step's baseline summary and violations),
-    ``plots`` (PNG paths) and ``predictions()`` (DataFrame).
+    ``plots`` (PNG paths), ``predictions()`` (DataFrame), ``definition`` (the definition JSON it ran) and ``dag``
+    (the picture of that DAG with each step's status).
     """
 
     backend = ""
@@ -247,6 +249,19 @@ class Execution:
         Evaluate wrote its report, or for a report without a baseline."""
         return baseline_view(self.report)
 
+    @property
+    def definition(self) -> dict[str, Any]:
+        """The pipeline definition JSON this execution ran (as a dict)."""
+        raise NotImplementedError
+
+    @property
+    def dag(self) -> Dag:
+        """The picture of the DAG this execution ran, each step with its status, duration and cache source; Jupyter
+        shows it as SVG, ``.write(path)`` saves it (:mod:`pipeline.api.dag`)."""
+        from pipeline.api.dag import execution_dag
+
+        return execution_dag(self.definition, self.steps, f"Execution {self.id}: {self.status}")
+
     def _repr_html_(self) -> str:
         from pipeline.api.html import execution_html
 
@@ -311,6 +326,14 @@ class LocalExecution(Execution):
             for step in self.record.steps.values()
         ]
         return steps_frame(rows)
+
+    @property
+    def definition(self) -> dict[str, Any]:
+        """The definition saved with the record (``definition.json``)."""
+        path = self.record.folder / "definition.json"
+        if not path.is_file():
+            raise NoResultsError(f"execution {self.id} has no definition.json in {self.record.folder}")
+        return json.loads(path.read_text())
 
     @property
     def report_path(self) -> Path | None:

@@ -1,5 +1,6 @@
-"""An execution as HTML, what Jupyter shows for it: status, steps, metrics, gate, model package or failure, and the
-plots inline as PNG. It reads an execution and imports none (so ``Execution._repr_html_`` can use it)."""
+"""An execution as HTML, what Jupyter shows for it: status, steps, the DAG with each step's status (inline SVG),
+metrics, gate, model package or failure, and the plots inline as PNG. It reads an execution and imports none (so
+``Execution._repr_html_`` can use it)."""
 
 from __future__ import annotations
 
@@ -56,13 +57,25 @@ def scaling_html(records: list[dict[str, Any]]) -> list[str]:
     return parts
 
 
+def _dag(execution: Execution) -> str:
+    """The DAG picture as inline SVG; a line saying why when it cannot be drawn (the rest of the view still shows)."""
+    from pipeline.core.errors import LlpipeError
+
+    try:
+        return f"<div>{execution.dag.svg()}</div>"
+    except LlpipeError as error:
+        return f"<p>The DAG is not drawn: {html.escape(str(error))}</p>"
+
+
 def execution_html(execution: Execution) -> str:
-    """The execution as HTML: status, steps, metrics, gate, model package or failure, and the plots as PNGs."""
+    """The execution as HTML: status, steps, the DAG, metrics, gate, model package or failure, and the plots as
+    PNGs."""
     colour = "green" if execution.succeeded else ("red" if execution.status in ("Failed", "Stopped") else "orange")
     parts = [
         f"<h4>Execution {html.escape(execution.id)} ({execution.backend}): "
         f'<span style="color:{colour}">{html.escape(execution.status)}</span></h4>',
         _table(execution.steps, "{:.1f}"),
+        _dag(execution),
     ]
     metrics = execution.metrics
     if not metrics.empty:

@@ -62,6 +62,7 @@ class SageMakerExecution(Execution):
         self._described: dict[str, Any] | None = None
         self._steps: list[dict[str, Any]] | None = None
         self._report: dict[str, Any] | None = None
+        self._definition: dict[str, Any] | None = None
 
     @classmethod
     def find(cls, config: PipelineConfig, execution: str, session: Any = None) -> SageMakerExecution:
@@ -141,6 +142,15 @@ class SageMakerExecution(Execution):
     def parameters(self) -> dict[str, Any]:
         """The execution's parameter values as the service reports them (strings)."""
         return dict(execution_parameters(self.sagemaker, self.arn))
+
+    @property
+    def definition(self) -> dict[str, Any]:
+        """The definition this execution ran (DescribePipelineDefinitionForExecution), read once."""
+        if self._definition is None:
+            with aws.call(f"DescribePipelineDefinitionForExecution {self.arn}"):
+                answer = self.sagemaker.describe_pipeline_definition_for_execution(PipelineExecutionArn=self.arn)
+            self._definition = json.loads(answer["PipelineDefinition"])
+        return self._definition
 
     def _step_list(self) -> list[dict[str, Any]]:
         if self._steps is None:

@@ -1,4 +1,4 @@
-"""Print or write the pipeline definition JSON, built offline (no AWS account or network needed)."""
+"""Print or write the pipeline definition JSON, built offline (no AWS account or network needed), or draw its DAG."""
 
 from __future__ import annotations
 
@@ -12,8 +12,14 @@ from pipeline.core.files import write_text_atomically
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
-    """``--output FILE`` (default: standard output) plus the shared configuration flags."""
+    """``--output FILE`` (default: standard output), ``--dag FILE.svg|-`` plus the shared configuration flags."""
     parser.add_argument("--output", "-o", type=Path, metavar="FILE", help="write the JSON here instead of stdout")
+    parser.add_argument(
+        "--dag",
+        metavar="FILE.svg|-",
+        help="draw the definition's DAG instead of printing the JSON: FILE.svg writes it as SVG, '-' prints it in the "
+        "terminal, layer by layer (the JSON is still written with --output)",
+    )
     add_config_arguments(parser)
 
 
@@ -26,8 +32,11 @@ def run(args: argparse.Namespace) -> int:
         built = build_definition(config)
     except FileNotFoundError as error:
         raise LlpipeError(str(error)) from None
+    if args.dag is not None:
+        _draw(built.definition_json, args.dag, f"Pipeline {config.pipeline_name}")
     if args.output is None:
-        sys.stdout.write(built.definition_json)
+        if args.dag is None:
+            sys.stdout.write(built.definition_json)
         return 0
     output: Path = args.output
     try:
@@ -39,3 +48,18 @@ def run(args: argparse.Namespace) -> int:
         file=sys.stderr,
     )
     return 0
+
+
+def _draw(definition_json: str, target: str, title: str) -> None:
+    """``--dag``: the SVG picture into a file, or the terminal form for ``-``."""
+    from pipeline.api.dag import definition_dag
+
+    dag = definition_dag(definition_json, title=title)
+    if target == "-":
+        from rich.console import Console
+
+        from pipeline.cli.render.dag import dag_table
+
+        Console().print(dag_table(dag))
+        return
+    print(f"wrote the DAG picture {dag.write(target)}", file=sys.stderr)

@@ -1,6 +1,7 @@
 """Show one local execution: its parameters, every step's status, times, cache hits, failure reasons, logs, the
 environment (image, Python, libraries, exact or approximate) each processing step ran in, and the data-quality
-check: the baseline's features, the violations and a plot per violated feature."""
+check: the baseline's features, the violations and a plot per violated feature. ``--dag`` draws the DAG with each
+step's status (:mod:`pipeline.api.dag`): an SVG file, or the terminal form (:mod:`pipeline.cli.render.dag`)."""
 
 from __future__ import annotations
 
@@ -13,7 +14,7 @@ from pipeline.core.errors import UsageError
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
-    """``show ID`` with the work dir, ``--json`` and ``--logs``."""
+    """``show ID`` with the work dir, ``--json``, ``--logs`` and ``--dag``."""
     sub = parser.add_subparsers(dest="action", metavar="ACTION", required=True)
     show = sub.add_parser("show", help="show one execution's steps, timings, failure reasons and log files")
     show.add_argument("execution_id", metavar="ID", help="execution id (or ARN with --sagemaker)")
@@ -21,6 +22,12 @@ def configure(parser: argparse.ArgumentParser) -> None:
     show.add_argument("--json", action="store_true", help="print the execution record as JSON")
     show.add_argument("--logs", action="store_true", help="also print every instance's log (SageMaker: failed steps')")
     show.add_argument("--sagemaker", action="store_true", help="ID|ARN is an execution on SageMaker")
+    show.add_argument(
+        "--dag",
+        metavar="FILE.svg|-",
+        help="the picture of the DAG, each step with its status, duration and cache source: FILE.svg writes it as "
+        "SVG (then shows the execution as usual); '-' prints it in the terminal, layer by layer, and nothing else",
+    )
     show.add_argument(
         "--scaling",
         action="store_true",
@@ -34,6 +41,8 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """Print the record; exit 2 when the id is unknown."""
+    if args.dag is not None and _show_dag(args):
+        return 0
     if args.sagemaker:
         from pipeline.cli.execution_sagemaker import show
 
@@ -106,6 +115,37 @@ def run(args: argparse.Namespace) -> int:
                 console.print(Path(log).read_text(errors="replace"), markup=False, highlight=False)
     console.print(f"Record folder: {record.folder}")
     return 0
+
+
+def _show_dag(args: argparse.Namespace) -> bool:
+    """``--dag``: write the SVG picture (False: the usual output follows) or print the terminal form (True: done)."""
+    from rich.console import Console
+
+    from pipeline.api.execution import NoResultsError
+
+    if args.dag == "-" and args.json:
+        raise UsageError("--dag - prints the DAG in the terminal; with --json give a file: --dag FILE.svg")
+    if args.sagemaker:
+        from pipeline.api.sagemaker_execution import SageMakerExecution
+        from pipeline.cli.arguments import config_from_args
+
+        execution = SageMakerExecution.find(config_from_args(args), args.execution_id)
+    else:
+        from pipeline.api import find_execution
+
+        try:
+            execution = find_execution(args.execution_id, args.workdir)
+        except NoResultsError as error:
+            raise UsageError(str(error)) from None
+    dag = execution.dag
+    if args.dag == "-":
+        from pipeline.cli.render.dag import dag_table
+
+        Console().print(dag_table(dag))
+        return True
+    written = dag.write(args.dag)
+    Console(stderr=True).print(f"wrote the DAG picture {written}", soft_wrap=True, highlight=False, markup=False)
+    return False
 
 
 def _environment_line(environment: dict) -> str:
