@@ -413,14 +413,17 @@ def allowed(row: PipelineParameter, rules: Mapping[str, str]) -> str:
         return row.range.describe()
     if row.hyperparameter:
         return rules.get(row.hyperparameter, f"what {row.hyperparameter} takes")
-    return "true or false" if row.type == "Boolean" else "any"
+    return {"Boolean": "true or false", "String": "any text"}.get(row.type, "any number")
+
+
+EMPTY = "(empty)"
 
 
 def shown(value: Any) -> str:
     """A default as a user types it: ``false``, ``0.15``, ``(empty)``."""
     if isinstance(value, bool):
         return str(value).lower()
-    return "(empty)" if value == "" else str(value)
+    return EMPTY if value == "" else str(value)
 
 
 @dataclass(frozen=True)
@@ -459,10 +462,11 @@ def markdown(rules: Mapping[str, str]) -> str:
     """The parameter reference as Markdown: one table row per parameter, in declaration order."""
     lines = ["| parameter | type | default | allowed | what | feeds |", "| --- | --- | --- | --- | --- | --- |"]
     for item in described(Placeholders(), rules):
+        default = "empty" if item["default"] == EMPTY else f"`{item['default']}`"
         cells = [
             f"`{item['name']}`",
             item["type"],
-            f"`{item['default']}`",
+            default,
             item["allowed"],
             item["help"],
             item["feeds"],
