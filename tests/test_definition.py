@@ -259,7 +259,6 @@ def test_steps_and_parameters_are_named_as_documented(definition: dict[str, Any]
         "RegisterNewDataQualityBaseline",
         "DataQualitySuppliedStatistics",
         "DataQualitySuppliedConstraints",
-        "EarlyStoppingPatience",
     }
     assert all("DefaultValue" in p for p in parameters.values()), "scheduled runs need every default"
     assert parameters["TrainingInstanceCount"]["DefaultValue"] == 2
@@ -413,7 +412,6 @@ def test_training_channels_hyperparameters_and_stopping_condition(definition: di
         "feature_dim": "auto",
         "num_classes": "3",
         "epochs": "15",
-        "early_stopping_patience": "3",
         "mini_batch_size": "1000",
         "num_models": "auto",
         "learning_rate": "auto",

@@ -396,13 +396,6 @@ TABLE: tuple[PipelineParameter, ...] = (
         "check against this constraints.json S3 URI instead of the approved version's; empty: none",
         (setting(DATA_QUALITY, "SuppliedBaselineConstraints"),),
     ),
-    PipelineParameter(
-        "EarlyStoppingPatience",
-        "Integer",
-        3,
-        "epochs without improvement of the validation loss before training stops",
-        (hyperparameter("early_stopping_patience"),),
-    ),
 )
 
 BY_NAME: dict[str, PipelineParameter] = {row.name: row for row in TABLE}

@@ -77,7 +77,6 @@ def model_trainer(config: PipelineConfig, params: Parameters, name: str, output_
             "feature_dim": params.feature_dim,
             "num_classes": params.num_classes.to_string(),
             "epochs": params.epochs.to_string(),
-            "early_stopping_patience": params.early_stopping_patience.to_string(),
             "mini_batch_size": params.mini_batch_size.to_string(),
             "num_models": params.num_models,
             "learning_rate": params.learning_rate,
