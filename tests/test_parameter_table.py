@@ -86,6 +86,19 @@ def test_every_feed_is_where_the_definition_passes_the_parameter(definition: dic
                 assert reads(_under(step, feed.target), row.name), where
 
 
+def test_every_use_of_a_parameter_in_the_definition_is_a_feed_of_its_row(definition: dict[str, Any]) -> None:
+    """The other way round: a step reading a parameter its row does not name (the preflight would not check a
+    hyperparameter fed that way) is caught."""
+    for name, step in steps_by_name(definition).items():
+        own = {key: value for key, value in step.items() if key != "Arguments"}
+        own["Arguments"] = {k: v for k, v in step.get("Arguments", {}).items() if k not in ("IfSteps", "ElseSteps")}
+        for parameter in preflight.parameters_in(own):
+            assert name in {feed.step for feed in BY_NAME[parameter].feeds}, f"{name} reads {parameter}"
+    hyperparameters = steps_by_name(definition)["Train"]["Arguments"]["HyperParameters"]
+    fed = {key: preflight.parameters_in(value) for key, value in hyperparameters.items()}
+    assert fed == {row.hyperparameter: {row.name} for row in TABLE if row.hyperparameter}
+
+
 def _under(value: Any, key: str) -> list[Any]:
     """Every value of the JSON ``value`` under a key named ``key``, at any depth."""
     if isinstance(value, dict):

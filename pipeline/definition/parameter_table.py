@@ -28,6 +28,7 @@ from pipeline.core.names import (
     PREDICTOR_TYPES,
     PREPROCESS,
     QUALITY_GATE,
+    QUALITY_GATE_FAILED,
     REGISTER,
     REGISTER_NEW_DATA_QUALITY_BASELINE,
     SELECTION_CRITERIA,
@@ -343,7 +344,11 @@ TABLE: tuple[PipelineParameter, ...] = (
         "Float",
         0.6,
         "the gate: the model registers when its gate metric (auc, accuracy or r2) reaches this",
-        (argument(EVALUATE, "--metric-threshold"), setting(QUALITY_GATE, "Conditions")),
+        (
+            argument(EVALUATE, "--metric-threshold"),
+            setting(QUALITY_GATE, "Conditions"),
+            setting(QUALITY_GATE_FAILED, "ErrorMessage"),
+        ),
     ),
     PipelineParameter(
         CHAMPION_TOLERANCE,

@@ -126,7 +126,9 @@ def _check_hyperparameters(plan: Plan, values: Mapping[str, Any]) -> None:
                     f"parameter {row.name}={texts[row.name]}: expected {rule} "
                     f"(it is Linear Learner's hyperparameter {row.hyperparameter})"
                 ) from None
-        shown = ", ".join(f"{row.name}={texts[row.name]}" for row in named) or "the Train step's hyperparameters"
+        if not named:
+            raise ParameterError(f"the Train step's hyperparameters would be rejected: {error}") from None
+        shown = ", ".join(f"{row.name}={texts[row.name]}" for row in named)
         raise ParameterError(f"parameter {shown}: the Train step would reject it: {error}") from None
 
 
