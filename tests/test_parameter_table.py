@@ -16,7 +16,7 @@ from pipeline.api.parameters import hyperparameter_rules, parameter_reference, p
 from pipeline.core.errors import ParameterError
 from pipeline.definition.build import build_definition
 from pipeline.definition.config import PipelineConfig
-from pipeline.definition.parameter_table import BY_NAME, TABLE, Range
+from pipeline.definition.parameter_table import BY_NAME, PARAMETER_TYPES, TABLE, Range
 from pipeline.definition.parameters import check_overrides, resolve_parameters
 from pipeline.local import preflight
 from pipeline.local.plan import Plan, plan
@@ -62,6 +62,18 @@ def test_the_definition_declares_exactly_the_table_in_its_order(definition: dict
     assert definition["Parameters"] == declared
     assert definition["Parameters"][0]["DefaultValue"] == "s3://table-bucket/table-pipeline/input/"
     assert BY_NAME["SchemaUrl"].default_for(CONFIG).startswith("s3://table-bucket/table-pipeline/schemas/")
+
+
+def test_each_row_is_consistent() -> None:
+    """Names and step attributes unique; a known type; every default among its values and inside its range."""
+    assert len({row.name for row in TABLE}) == len({row.attribute for row in TABLE}) == len(TABLE)
+    for row in TABLE:
+        default = row.default_for(CONFIG)
+        assert row.type in PARAMETER_TYPES, row.name
+        assert not row.enum or default in row.enum, row.name
+        assert row.range is None or (row.type in ("Integer", "Float") and row.range.contains(default)), row.name
+        assert row.help and "\n" not in row.help, row.name
+    assert BY_NAME["InputDataUrl"].attribute == "input_data_url" and BY_NAME["L1"].attribute == "l1"
 
 
 def test_every_feed_is_where_the_definition_passes_the_parameter(definition: dict[str, Any]) -> None:
