@@ -146,7 +146,7 @@ def main() -> int:
     args = parser.parse_args()
     workdir = args.workdir.resolve()
     if args.measure:
-        from pipeline.definition.parameters import parse_overrides
+        from pipeline.cli.arguments import parse_overrides
 
         overrides = {"Epochs": "3", "MiniBatchSize": "1000", **parse_overrides(args.param)}
         print(json.dumps(measure_run(args.data, workdir, overrides)))

@@ -15,8 +15,8 @@ from typing import Any
 
 import pytest
 
+from pipeline.cli.arguments import parse_overrides
 from pipeline.core.errors import DefinitionError, ParameterError
-from pipeline.definition.parameters import parse_overrides
 from pipeline.local import cache, conditions
 from pipeline.local.executions import ExecutionStore
 from pipeline.local.expressions import Context, ExpressionError, parse_path, resolve

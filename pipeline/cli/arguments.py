@@ -7,12 +7,12 @@ from __future__ import annotations
 
 import argparse
 import os
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from pipeline.core.errors import ConfigError
+from pipeline.core.errors import ConfigError, ParameterError
 from pipeline.definition.config import (
     DEFAULT_BUCKET,
     DEFAULT_MODEL_PACKAGE_GROUP,
@@ -35,6 +35,20 @@ def positive_int(text: str) -> int:
     if value < 1:
         raise argparse.ArgumentTypeError(f"expected at least 1, got {value}")
     return value
+
+
+def parse_overrides(pairs: Iterable[str]) -> dict[str, str]:
+    """``--param`` values ``["A=1", "B=x=y"]`` -> ``{"A": "1", "B": "x=y"}``; an item without ``=`` or a repeated
+    name is an error. The values are checked against the declared parameters later (``check_overrides``)."""
+    overrides: dict[str, str] = {}
+    for pair in pairs:
+        name, separator, value = pair.partition("=")
+        if not separator or not name.strip():
+            raise ParameterError(f"--param expects Name=Value, got {pair!r}")
+        if name.strip() in overrides:
+            raise ParameterError(f"--param {name.strip()} given twice")
+        overrides[name.strip()] = value
+    return overrides
 
 
 def add_config_arguments(parser: argparse.ArgumentParser) -> None:

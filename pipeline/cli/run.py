@@ -48,11 +48,10 @@ def run(args: argparse.Namespace) -> int:
     from rich.console import Console
 
     from pipeline.api import execute_local, local_source, open_workdir
-    from pipeline.cli.arguments import config_from_args
+    from pipeline.cli.arguments import config_from_args, parse_overrides
     from pipeline.cli.inference import print_inferred
     from pipeline.cli.render.summary import print_summary, summarise
     from pipeline.core.errors import DataError
-    from pipeline.definition.parameters import parse_overrides
 
     if args.data is None and (args.label_column or args.predictor_type):
         raise DataError("--label-column and --predictor-type describe --data; pass --data FILE_OR_DIR too")

@@ -12,7 +12,7 @@ import argparse
 import json
 import sys
 
-from pipeline.cli.arguments import add_config_arguments, add_inference_arguments, config_from_args
+from pipeline.cli.arguments import add_config_arguments, add_inference_arguments, config_from_args, parse_overrides
 from pipeline.definition.config import PipelineConfig
 
 
@@ -48,7 +48,6 @@ def run(args: argparse.Namespace) -> int:
     """Upsert or delete the schedule, or print the request with --dry-run."""
     from pipeline.cli.inference import infer_for_execution
     from pipeline.core.errors import UsageError
-    from pipeline.definition.parameters import parse_overrides
     from pipeline.sagemaker import aws
     from pipeline.sagemaker.deploy import put_object
     from pipeline.sagemaker.schedule import delete_schedule, put_schedule, schedule_expression

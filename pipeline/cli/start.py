@@ -26,6 +26,7 @@ from pipeline.cli.arguments import (
     add_inference_arguments,
     add_max_parallel_argument,
     config_from_args,
+    parse_overrides,
 )
 from pipeline.definition.config import PipelineConfig
 
@@ -64,7 +65,6 @@ def run(args: argparse.Namespace) -> int:
     from pipeline.cli.inference import infer_for_execution
     from pipeline.core.errors import UsageError
     from pipeline.core.names import PREPROCESS
-    from pipeline.definition.parameters import parse_overrides
     from pipeline.sagemaker import aws
     from pipeline.sagemaker.deploy import put_object
     from pipeline.sagemaker.inspect import execution_arn

@@ -1,8 +1,9 @@
-"""Pipeline parameter overrides (``--param Name=Value``), parsed and type-checked once for run, start and schedule.
+"""Pipeline parameter overrides, type-checked once for run, start and schedule.
 
 An override for a parameter the definition does not declare, a value that does not parse as the declared type
 (Integer, Float, Boolean, String) or is not among its ``EnumValues`` is a ``ParameterError`` raised before
-anything runs: locally against the built definition, on SageMaker against the deployed one.
+anything runs: locally against the built definition, on SageMaker against the deployed one. Ranges come from the
+parameter table (``parameter_table.TABLE``).
 """
 
 from __future__ import annotations
@@ -12,21 +13,7 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from pipeline.core.errors import ParameterError
-
-PARAMETER_TYPES = ("String", "Integer", "Float", "Boolean")
-
-
-def parse_overrides(pairs: Iterable[str]) -> dict[str, str]:
-    """``["A=1", "B=x=y"]`` -> ``{"A": "1", "B": "x=y"}``; an item without ``=`` or a repeated name is an error."""
-    overrides: dict[str, str] = {}
-    for pair in pairs:
-        name, separator, value = pair.partition("=")
-        if not separator or not name.strip():
-            raise ParameterError(f"--param expects Name=Value, got {pair!r}")
-        if name.strip() in overrides:
-            raise ParameterError(f"--param {name.strip()} given twice")
-        overrides[name.strip()] = value
-    return overrides
+from pipeline.definition.parameter_table import BY_NAME, PARAMETER_TYPES
 
 
 def check_overrides(declared: list[dict[str, Any]], overrides: Mapping[str, Any]) -> dict[str, Any]:
@@ -52,37 +39,18 @@ def _with_suggestion(name: str, declared: Iterable[str]) -> str:
     return f"{name} (did you mean {' or '.join(close)}?)" if close else name
 
 
-# name -> (lowest, highest, whether the bounds are included, what the value is): the ranges this pipeline's
-# parameters take, checked wherever overrides are (run, start, schedule) so a bad value never reaches a job
-RANGES: dict[str, tuple[float, float | None, bool, str]] = {
-    "TrainingInstanceCount": (1, None, True, "the number of training instances"),
-    "ProcessingInstanceCount": (1, None, True, "the number of Preprocess instances"),
-    "HashBuckets": (1, 1 << 16, True, "the indicator columns each categorical column is hashed into"),
-    "ValidationFraction": (0, 1, False, "the share of rows in the validation split (Train's early stopping)"),
-    "TestFraction": (0, 1, False, "the share of rows in the test split (Evaluate scores it)"),
-    "ChampionTolerance": (0, None, True, "how much worse than the champion a new model may be"),
-}
-
-
 def check_ranges(given: Mapping[str, Any], values: Mapping[str, Any]) -> None:
-    """Each ``given`` value in its parameter's range, and the split fractions (``values``: given or default) leaving
-    rows to train on; ``ParameterError`` naming the parameter, its value and the range."""
+    """Each ``given`` number in its parameter's range (the table's), and the split fractions (``values``: given or
+    default) leaving rows to train on; ``ParameterError`` naming the parameter, its value and the range."""
     for name, value in given.items():
-        if name not in RANGES or not isinstance(value, (int, float)) or isinstance(value, bool):
+        row = BY_NAME.get(name)
+        if row is None or row.range is None or not isinstance(value, (int, float)) or isinstance(value, bool):
             continue
-        low, high, closed, meaning = RANGES[name]
-        inside = value == value and (value >= low if closed else value > low)  # NaN is never inside
-        inside = inside and (high is None or (value <= high if closed else value < high))
-        if not inside:
-            bounds = (
-                f"at least {low}" + (f" and at most {high:,}" if high is not None else "")
-                if closed
-                else f"greater than {low}" + (f" and less than {high}" if high is not None else "")
-            )
+        if not row.range.contains(value):
             note = (
                 " (0 would leave that split empty: every split is used by a later step)" if "Fraction" in name else ""
             )
-            raise ParameterError(f"parameter {name}={value}: expected {bounds}, {meaning}{note}")
+            raise ParameterError(f"parameter {name}={value}: expected {row.range.describe()}, {row.help}{note}")
     fractions = {name: values[name] for name in ("ValidationFraction", "TestFraction") if name in values}
     if len(fractions) == 2 and set(fractions) & set(given) and sum(fractions.values()) >= 1:
         shown = " + ".join(f"{name}={value}" for name, value in fractions.items())
@@ -100,7 +68,7 @@ def resolve_parameters(declared: list[dict[str, Any]], overrides: Mapping[str, A
         if name in values:
             continue
         if "DefaultValue" not in parameter:
-            raise ParameterError(f"parameter {name} has no default value; pass --param {name}=VALUE")
+            raise ParameterError(f"parameter {name} has no default value: give it a value")
         values[name] = _value(parameter, parameter["DefaultValue"])
     return {parameter["Name"]: values[parameter["Name"]] for parameter in declared}
 

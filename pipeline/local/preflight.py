@@ -1,7 +1,8 @@
 """Checks of a local run before anything runs: what would only fail (or silently mislead) minutes later.
 
-``check_parameters`` takes the planned definition and the resolved parameter values: the hyperparameters the Train
-step will receive go through the local Linear Learner's own validation, ``NumClasses`` must match ``LabelValues``,
+``check_parameters`` takes the planned definition and the resolved parameter values: the parameters that feed
+Linear Learner hyperparameters (``parameter_table.TABLE``) go through the local Linear Learner's own validation,
+each refused value named with its hyperparameter's rule, ``NumClasses`` must match ``LabelValues``,
 ``MetricThreshold`` must be reachable by the gate metric. ``check_registry`` reads the model registry the Register
 step will write. ``check_data`` reads the staged files cheaply (one pass, no parsing beyond the header, by the
 container library's table scan ``containerlib.tables.scan``): text that is not UTF-8, a truncated ``.csv.gz``, rows
@@ -33,6 +34,7 @@ from pipeline.core.names import (
     SKIP_DATA_QUALITY_CHECK,
     split_fractions,
 )
+from pipeline.definition.parameter_table import TABLE
 from pipeline.local import expressions
 from pipeline.local.plan import Plan
 
@@ -50,21 +52,15 @@ def parameters_in(value: Any) -> set[str]:
     return set()
 
 
-def _resolved_hyperparameters(plan: Plan, values: Mapping[str, Any]) -> dict[str, tuple[str, set[str]]]:
-    """The Linear Learner Train step's hyperparameters that depend on parameters only: name -> (value, sources)."""
-    context = expressions.Context(parameters=dict(values), execution={})
-    found: dict[str, tuple[str, set[str]]] = {}
+def _fed_to_linear_learner(plan: Plan) -> set[str]:
+    """The parameters a Linear Learner training or tuning step of the plan reads (tuned hyperparameters are not)."""
+    read: set[str] = set()
     for spec in plan.steps.values():
-        image = spec.arguments.get("AlgorithmSpecification", {}).get("TrainingImage", "")
-        if spec.type != "Training" or not isinstance(image, str) or not is_linear_learner(image):
-            continue
-        for name, value in (spec.arguments.get("HyperParameters") or {}).items():
-            try:
-                resolved = expressions.resolve(value, context)
-            except Exception:  # reads a step's property: known only when the step runs  # noqa: BLE001
-                continue
-            found[name] = (expressions.to_text(resolved), parameters_in(value))
-    return found
+        job = spec.arguments.get("TrainingJobDefinition", spec.arguments) if spec.type == "Tuning" else spec.arguments
+        image = job.get("AlgorithmSpecification", {}).get("TrainingImage", "")
+        if spec.type in ("Training", "Tuning") and isinstance(image, str) and is_linear_learner(image):
+            read |= parameters_in(job.get("HyperParameters") or job.get("StaticHyperParameters") or {})
+    return read
 
 
 def check_parameters(plan: Plan, values: Mapping[str, Any]) -> None:
@@ -109,20 +105,31 @@ def _check_machine(values: Mapping[str, Any], memory: int | None = None) -> None
 
 
 def _check_hyperparameters(plan: Plan, values: Mapping[str, Any]) -> None:
-    from pipeline.linear_learner.hyperparameters import HyperparameterError, parse_hyperparameters
+    """The parameters that feed Linear Learner hyperparameters (the table's rows), checked together as the Train
+    step will check them; a value its hyperparameter's own rule refuses is named with that rule."""
+    from pipeline.linear_learner.hyperparameters import SPECS, HyperparameterError, parse_hyperparameters
 
-    hyperparameters = _resolved_hyperparameters(plan, values)
-    if not hyperparameters:
+    fed = _fed_to_linear_learner(plan)
+    rows = [row for row in TABLE if row.hyperparameter and row.name in fed and row.name in values]
+    if not rows:
         return
+    texts = {row.name: expressions.to_text(values[row.name]) for row in rows}
     try:
-        parse_hyperparameters({name: value for name, (value, _) in hyperparameters.items()})
+        parse_hyperparameters({row.hyperparameter: texts[row.name] for row in rows})
     except HyperparameterError as error:
-        message = str(error)
-        for name, (_, sources) in hyperparameters.items():
-            if f"{name!r}" in message and sources:
-                shown = ", ".join(f"{source}={values.get(source)}" for source in sorted(sources))
-                raise ParameterError(f"--param {shown}: the Train step would reject it: {message}") from None
-        raise ParameterError(f"the Train step's hyperparameters would be rejected: {message}") from None
+        named = [row for row in rows if f"{row.hyperparameter!r}" in str(error)]
+        for row in named:
+            try:
+                SPECS[row.hyperparameter][1](texts[row.name].strip())
+            except ValueError as rule:  # the hyperparameter's parser says what it allows
+                raise ParameterError(
+                    f"parameter {row.name}={texts[row.name]}: expected {rule} "
+                    f"(it is Linear Learner's hyperparameter {row.hyperparameter})"
+                ) from None
+        if not named:
+            raise ParameterError(f"the Train step's hyperparameters would be rejected: {error}") from None
+        shown = ", ".join(f"{row.name}={texts[row.name]}" for row in named)
+        raise ParameterError(f"parameter {shown}: the Train step would reject it: {error}") from None
 
 
 def _check_labels(values: Mapping[str, Any]) -> None:
@@ -132,17 +139,17 @@ def _check_labels(values: Mapping[str, Any]) -> None:
         return
     duplicates = sorted({value for value in label_values if label_values.count(value) > 1})
     if duplicates:
-        raise ParameterError(f"--param LabelValues lists {', '.join(duplicates)} more than once")
+        raise ParameterError(f"parameter LabelValues lists {', '.join(duplicates)} more than once")
     if predictor == REGRESSOR:
-        raise ParameterError("--param LabelValues maps class labels; a regressor's label is a number: leave it empty")
+        raise ParameterError("parameter LabelValues maps class labels; a regressor's label is a number: leave it empty")
     if predictor == MULTICLASS_CLASSIFIER and "NumClasses" in values and len(label_values) != values["NumClasses"]:
         raise ParameterError(
-            f"--param NumClasses={values['NumClasses']} but LabelValues lists {len(label_values)} classes "
+            f"parameter NumClasses={values['NumClasses']} but LabelValues lists {len(label_values)} classes "
             f"({', '.join(label_values)}): set NumClasses={len(label_values)}"
         )
     if predictor not in (MULTICLASS_CLASSIFIER, REGRESSOR) and len(label_values) != 2:
         raise ParameterError(
-            f"--param LabelValues lists {len(label_values)} values; a binary_classifier needs exactly 2 "
+            f"parameter LabelValues lists {len(label_values)} values; a binary_classifier needs exactly 2 "
             "(negative first, then positive)"
         )
 
@@ -154,13 +161,13 @@ def _check_threshold(values: Mapping[str, Any]) -> None:
     metric = GATE_METRICS.get(str(values.get("PredictorType")), "the gate metric")
     if not isinstance(threshold, (int, float)) or not math.isfinite(threshold):
         raise ParameterError(
-            f"--param {METRIC_THRESHOLD}={threshold} is not a finite number ({metric} is compared with it)"
+            f"parameter {METRIC_THRESHOLD}={threshold} is not a finite number ({metric} is compared with it)"
         )
     if metric == "r2" and threshold > 1:
-        raise ParameterError(f"--param {METRIC_THRESHOLD}={threshold}: r2 is at most 1, so the gate could never pass")
+        raise ParameterError(f"parameter {METRIC_THRESHOLD}={threshold}: r2 is at most 1, so the gate could never pass")
     if metric in ("auc", "accuracy") and not 0 <= threshold <= 1:
         raise ParameterError(
-            f"--param {METRIC_THRESHOLD}={threshold}: {metric} lies in [0, 1], so the gate would "
+            f"parameter {METRIC_THRESHOLD}={threshold}: {metric} lies in [0, 1], so the gate would "
             f"{'never' if threshold > 1 else 'always'} pass"
         )
 

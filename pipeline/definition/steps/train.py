@@ -83,7 +83,7 @@ def model_trainer(config: PipelineConfig, params: Parameters, name: str, output_
             "wd": params.wd,
             "l1": params.l1,
             "loss": params.loss,
-            "binary_classifier_model_selection_criteria": params.selection_criteria,
+            "binary_classifier_model_selection_criteria": params.binary_classifier_model_selection_criteria,
             "positive_example_weight_mult": params.positive_example_weight_mult,
         },
         tags=trainer_tags(config),
