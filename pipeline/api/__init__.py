@@ -28,7 +28,7 @@ if TYPE_CHECKING:
     from pipeline.api.execution import Execution, LocalExecution
     from pipeline.api.sagemaker_execution import SageMakerExecution
     from pipeline.definition.config import PipelineConfig
-    from pipeline.definition.inference import Inferred
+    from pipeline.definition.schema_inference import Inferred
     from pipeline.local.data import DataSource
     from pipeline.local.executions import ExecutionRecord, StepRecord
     from pipeline.sagemaker.deploy import UpsertResult

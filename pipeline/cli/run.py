@@ -49,8 +49,8 @@ def run(args: argparse.Namespace) -> int:
 
     from pipeline.api import execute_local, local_source, open_workdir
     from pipeline.cli.arguments import config_from_args
-    from pipeline.cli.inference import print_inferred
     from pipeline.cli.render.summary import print_summary, summarise
+    from pipeline.cli.schema_inference import print_inferred
     from pipeline.core.errors import DataError
     from pipeline.definition.parameters import parse_overrides
 
