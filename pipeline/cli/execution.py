@@ -8,7 +8,7 @@ import argparse
 import json
 from pathlib import Path
 
-from pipeline.api import DEFAULT_WORKDIR
+from pipeline.api._shared import DEFAULT_WORKDIR
 from pipeline.core.errors import UsageError
 
 
@@ -40,7 +40,7 @@ def run(args: argparse.Namespace) -> int:
         return show(args)
     from rich.console import Console
 
-    from pipeline.api import find_execution
+    from pipeline.api._shared import find_execution
     from pipeline.api.execution import NoResultsError
     from pipeline.cli.render.data_quality import print_data_quality
     from pipeline.cli.render.progress import step_table
