@@ -16,6 +16,11 @@ from __future__ import annotations
 import importlib
 from typing import Any
 
+from pipeline.core import containers as _containers
+
+# a user's ./evaluation.py (or any container package's name) earlier on sys.path must not replace the installed one
+_containers.protect_container_packages()
+
 # public name -> the module that defines it
 EXPORTS = {
     "run_local": "pipeline.api",
