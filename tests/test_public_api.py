@@ -7,6 +7,8 @@ from __future__ import annotations
 import ast
 import importlib
 import inspect
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -190,3 +192,11 @@ def test_deploy_model_refuses_a_traffic_shift_before_reaching_sagemaker(monkeypa
     with pytest.raises(UsageError) as refused:
         deploy_model(stage="staging", sagemaker=True, traffic="sideways", region="eu-west-1")
     assert str(refused.value) == "traffic 'sideways': expected one of all-at-once, canary"
+
+
+def test_importing_the_api_stays_light() -> None:
+    """A notebook's ``from pipeline.api import run_local`` loads no data or AWS library before it is used."""
+    heavy = "('pandas', 'numpy', 'boto3', 'sagemaker')"
+    script = f"import sys, pipeline.api; print(sorted(m for m in {heavy} if m in sys.modules))"
+    result = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True, cwd=ROOT)
+    assert result.stdout.strip() == "[]"

@@ -18,7 +18,6 @@ from contextlib import nullcontext
 from typing import TYPE_CHECKING, Any
 
 from pipeline.api import _shared
-from pipeline.core.deployment import DEFAULT_QUALITY_TOLERANCE, DEFAULT_SMOKE_ROWS
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -136,8 +135,8 @@ def deploy_model(
     sagemaker: bool = False,
     workdir: PathLike = _shared.DEFAULT_WORKDIR,
     port: int | None = None,
-    smoke_rows: int = DEFAULT_SMOKE_ROWS,
-    quality_tolerance: float = DEFAULT_QUALITY_TOLERANCE,
+    smoke_rows: int | None = None,
+    quality_tolerance: float | None = None,
     if_newer: bool = False,
     allow_new_columns: bool = False,
     traffic: str = "all-at-once",
@@ -156,8 +155,9 @@ def deploy_model(
     passed staging. Locally (the default) each stage is an ``llpipe serve`` process of ``workdir`` (``port`` for its
     first deployment); with ``sagemaker=True`` a blue/green update shifting ``traffic`` (``"all-at-once"`` or
     ``"canary"``: ``canary_percent`` first, the rest after ``canary_wait`` seconds; the old fleet kept ``bake``
-    seconds). ``progress`` sees each step's line. Other keyword arguments are settings (``staging_instance_type=``,
-    ``data_capture_percentage=`` ...), as for :func:`run_local`.
+    seconds). ``smoke_rows`` test rows are sent (200), and on staging the candidate's metric may be at most
+    ``quality_tolerance`` (0.01) below the live version's. ``progress`` sees each step's line. Other keyword
+    arguments are settings (``staging_instance_type=``, ``data_capture_percentage=`` ...), as for :func:`run_local`.
     """
     traffic_shift = None
     if sagemaker:

@@ -11,7 +11,6 @@ from contextlib import AbstractContextManager, nullcontext
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from pipeline.core.deployment import DEFAULT_QUALITY_TOLERANCE, DEFAULT_SMOKE_ROWS
 from pipeline.core.errors import DataError
 from pipeline.core.names import PREDICTOR_TYPES
 from pipeline.local.workdir import DEFAULT_ROOT, Workdir
@@ -167,8 +166,8 @@ def deploy_version(
     sagemaker: bool = False,
     workdir: PathLike = DEFAULT_WORKDIR,
     port: int | None = None,
-    smoke_rows: int = DEFAULT_SMOKE_ROWS,
-    quality_tolerance: float = DEFAULT_QUALITY_TOLERANCE,
+    smoke_rows: int | None = None,
+    quality_tolerance: float | None = None,
     progress: Progress = lambda message: None,
     if_newer: bool = False,
     allow_new_columns: bool = False,
@@ -177,8 +176,9 @@ def deploy_version(
 ) -> Outcome:
     """Deploy ``model_package`` to ``stage``'s endpoint on SageMaker or, without ``sagemaker``, to the work dir's
     local stage (``port`` for its first deployment), smoke-test it and record the pass
-    (:func:`pipeline.core.deployment.deploy`): what ``llpipe deploy`` and :func:`pipeline.api.deploy_model` call."""
-    from pipeline.core.deployment import deploy
+    (:func:`pipeline.core.deployment.deploy`): what ``llpipe deploy`` and :func:`pipeline.api.deploy_model` call.
+    ``smoke_rows`` and ``quality_tolerance`` default to the deploy flow's (200 rows, 0.01)."""
+    from pipeline.core.deployment import DEFAULT_QUALITY_TOLERANCE, DEFAULT_SMOKE_ROWS, deploy
 
     target: DeployTarget
     guard: AbstractContextManager[None]
@@ -196,8 +196,8 @@ def deploy_version(
             target,
             stage,
             requested,
-            smoke_rows,
-            quality_tolerance,
+            DEFAULT_SMOKE_ROWS if smoke_rows is None else smoke_rows,
+            DEFAULT_QUALITY_TOLERANCE if quality_tolerance is None else quality_tolerance,
             progress,
             if_newer,
             allow_new_columns=allow_new_columns,
