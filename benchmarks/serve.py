@@ -116,7 +116,7 @@ def percentile(times: list[float], q: float) -> float:
 
 def in_process(workdir: Path, bodies: list[bytes]) -> list[float]:
     """The baseline: the same requests through the three containers' code, no HTTP, no server."""
-    from pipeline.api import load_settings
+    from pipeline.api._shared import load_settings
     from pipeline.local.s3 import LocalS3
     from pipeline.local.serving.launch import find_package
     from pipeline.local.serving.model import load_served_model

@@ -2,12 +2,13 @@
 
 The Python API (:mod:`pipeline.api`), for notebooks in SageMaker Studio and for scripts::
 
-    from pipeline import run_local, deploy, start, executions, compare
+    from pipeline import run_local, upsert, start, executions, compare, deploy_model
     execution = run_local(frame, "label", "binary_classifier", Epochs=5)   # a DataFrame, a path, or None
     execution.metrics, execution.gate, execution.predictions(), execution.plots
 
 ``get_pipeline`` gives the SDK v3 ``Pipeline`` object. Names are imported on first use, so ``import pipeline`` (and
-``llpipe --help``) stays fast.
+``llpipe --help``) stays fast. ``__all__`` is the public surface (tests/test_public_api.py pins it); ``deploy`` is
+the deprecated name of ``upsert``.
 """
 
 from __future__ import annotations
@@ -15,11 +16,18 @@ from __future__ import annotations
 import importlib
 from typing import Any
 
+from pipeline.core import containers as _containers
+
+# a user's ./evaluation.py (or any container package's name) earlier on sys.path must not replace the installed one
+_containers.protect_container_packages()
+
 # public name -> the module that defines it
 EXPORTS = {
     "run_local": "pipeline.api",
-    "deploy": "pipeline.api",
+    "upsert": "pipeline.api",
+    "deploy": "pipeline.api",  # deprecated: upsert
     "start": "pipeline.api",
+    "deploy_model": "pipeline.api",
     "get_execution": "pipeline.api",
     "executions": "pipeline.api",
     "compare": "pipeline.api",
@@ -27,6 +35,7 @@ EXPORTS = {
     "LocalExecution": "pipeline.api.execution",
     "SageMakerExecution": "pipeline.api.sagemaker_execution",
     "get_pipeline": "pipeline.definition.build",
+    "definition_dag": "pipeline.api.dag",
     "serve_local": "pipeline.api.serving",
     "Predictor": "pipeline.api.serving",
     "scaling_study": "pipeline.api.scaling",

@@ -13,7 +13,8 @@ import pandas as pd
 import pytest
 
 from pipeline import cli
-from pipeline.api import run_local, split_options
+from pipeline.api import run_local
+from pipeline.api._shared import split_options
 from pipeline.api.comparison import side_by_side
 from pipeline.api.execution import LocalExecution, metrics_frame
 from pipeline.core.errors import ConfigError, DataError, ParameterError

@@ -23,8 +23,7 @@ import drift_table
 import pytest
 
 from pipeline import cli
-from pipeline.api import run_local
-from pipeline.api.endpoints import deploy_local
+from pipeline.api import deploy_model, run_local
 from pipeline.definition.config import load_config
 from pipeline.local.endpoints import LocalEndpoints, deployed_package
 from pipeline.local.registry import LocalRegistry
@@ -132,7 +131,7 @@ def test_approve_staging_smoke_prod_then_worse_versions_never_replace_staging(
     assert code == 0 and outcome["status"] == "deployed" and outcome["version"]["version"] == 1, outcome
     listed = endpoints(capsys, registry.workdir)
     assert listed["prod"]["version"] == 1 and listed["prod"]["url"] != staging["url"]
-    unchanged = deploy_local("staging", workdir=registry.workdir)  # the Python API, as a notebook calls it
+    unchanged = deploy_model(stage="staging", workdir=registry.workdir)  # the Python API, as a notebook calls it
     assert unchanged.status == "unchanged" and unchanged.version.version == 1 and unchanged.exit_code == 0
     assert endpoints(capsys, registry.workdir)["staging"]["handle"] == staging["handle"]  # the same server
 

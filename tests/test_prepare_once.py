@@ -12,7 +12,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from pipeline.api import execute_local, local_source
+from pipeline.api._shared import execute_local, local_source
 from pipeline.api.execution import LocalExecution
 from pipeline.definition import schema
 from pipeline.definition.config import load_config

@@ -1,4 +1,4 @@
-"""``deploy``/``start`` and the SageMaker execution object at the AWS boundary: moto for what it implements
+"""``upsert``/``start`` and the SageMaker execution object at the AWS boundary: moto for what it implements
 (CreatePipeline, S3, StartPipelineExecution, DescribePipelineExecution, ListPipelineParametersForExecution), botocore's
 Stubber for the calls it does not (ListPipelineExecutionSteps) and the job descriptions, with exact requests."""
 
@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 from botocore.stub import Stubber
 
-from pipeline.api import deploy, get_execution, start
+from pipeline.api import get_execution, start, upsert
 from pipeline.api.sagemaker_execution import SageMakerExecution
 from pipeline.definition.config import load_config
 
@@ -58,8 +58,8 @@ def aws(monkeypatch: pytest.MonkeyPatch):
         yield
 
 
-def test_deploy_then_start_returns_an_execution_the_service_fills(aws) -> None:
-    result = deploy(description="from a notebook", **SETTINGS)
+def test_upsert_then_start_returns_an_execution_the_service_fills(aws) -> None:
+    result = upsert(description="from a notebook", **SETTINGS)
     assert result.created and result.pipeline_arn.endswith(":pipeline/linear-learner-pipeline")
     s3 = boto3.client("s3", region_name=REGION)
     s3.put_object(Bucket="studio-bucket", Key="data/part-0.csv", Body=b"x,label\n1,0\n2,1\n")
@@ -81,9 +81,26 @@ def test_deploy_then_start_returns_an_execution_the_service_fills(aws) -> None:
 def test_unknown_parameters_are_refused_against_the_deployed_definition(aws) -> None:
     from pipeline.core.errors import ParameterError
 
-    deploy(**SETTINGS)
+    upsert(**SETTINGS)
     with pytest.raises(ParameterError, match="unknown parameter"):
         start(Epoch=5, **SETTINGS)
+
+
+def test_deploy_still_upserts_the_pipeline_with_a_deprecation_naming_upsert(aws) -> None:
+    """The old name of upsert() keeps working for one release, and says what to call instead."""
+    from pipeline.api import deploy
+
+    with pytest.warns(DeprecationWarning) as caught:
+        created = deploy(description="the old name", **SETTINGS)
+    assert [str(warning.message) for warning in caught] == [
+        "pipeline.deploy() upserts the pipeline and is renamed upsert(); deploy() goes in the next release "
+        "(a model version is deployed with deploy_model())"
+    ]
+    assert caught[0].filename == __file__  # the warning points at the caller's line
+    assert created.created and created.pipeline_arn.endswith(":pipeline/linear-learner-pipeline")
+    described = boto3.client("sagemaker", region_name=REGION).describe_pipeline(PipelineName="linear-learner-pipeline")
+    assert described["PipelineDescription"] == "the old name"
+    assert not upsert(**SETTINGS).created  # the same pipeline, updated
 
 
 class Session:

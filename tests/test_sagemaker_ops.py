@@ -733,8 +733,8 @@ def _expect_sample(session: StubbedSession, text: bytes) -> None:
 
 
 def _inferred_schema(text: bytes) -> tuple[str, bytes]:
-    from pipeline.definition.inference import infer
     from pipeline.definition.schema import sample_local
+    from pipeline.definition.schema_inference import infer
 
     with tempfile.TemporaryDirectory() as folder:
         (Path(folder) / "part-0.csv").write_bytes(text)

@@ -19,7 +19,6 @@ from botocore.response import StreamingBody
 from botocore.stub import Stubber
 
 from containerlib.recordio import read
-from pipeline.definition.inference import infer
 from pipeline.definition.schema import (
     SCHEMA_FORMAT,
     SchemaError,
@@ -29,6 +28,7 @@ from pipeline.definition.schema import (
     schema_bytes,
     schema_uri,
 )
+from pipeline.definition.schema_inference import infer
 from preprocessing.preprocess import main
 from preprocessing.summary import merge_summaries
 

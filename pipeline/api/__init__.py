@@ -1,5 +1,6 @@
-"""The Python API, for notebooks (SageMaker Studio) and scripts: run locally, deploy, start on SageMaker, list and
-compare executions. The ``llpipe`` commands are argument parsing and rendering over these same functions.
+"""The Python API, for notebooks (SageMaker Studio) and scripts: run locally, upsert the pipeline and start it on
+SageMaker, list and compare executions, deploy a model version to a stage. The ``llpipe`` commands are argument
+parsing and rendering over the same code (:mod:`pipeline.api._shared`, which is not part of the API).
 
 Settings follow the CLI's rules: keyword arguments named as :class:`pipeline.definition.config.PipelineConfig` fields
 (``bucket=``, ``role_arn=``, ``region=`` ...) beat the environment, which beats the ``config=`` file, which beats
@@ -13,117 +14,33 @@ the defaults. Pipeline parameters are keyword arguments spelled as the definitio
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
 from contextlib import nullcontext
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from pipeline.core.errors import DataError
-from pipeline.core.names import PREDICTOR_TYPES
-from pipeline.local.workdir import DEFAULT_ROOT, Workdir
+from pipeline.api import _shared
 
 if TYPE_CHECKING:
     import pandas as pd
 
+    from pipeline.api._shared import PathLike
     from pipeline.api.execution import Execution, LocalExecution
     from pipeline.api.sagemaker_execution import SageMakerExecution
-    from pipeline.definition.config import PipelineConfig
-    from pipeline.definition.inference import Inferred
-    from pipeline.local.data import DataSource
-    from pipeline.local.executions import ExecutionRecord, StepRecord
+    from pipeline.core.deployment import Outcome, Progress
     from pipeline.sagemaker.deploy import UpsertResult
 
-PathLike = str | Path
-DEFAULT_WORKDIR = DEFAULT_ROOT  # .llpipe in the current directory: where local runs land unless told otherwise
-
-
-def split_options(options: Mapping[str, Any]) -> tuple[dict[str, Any], dict[str, str]]:
-    """Keyword arguments -> (settings, pipeline parameter overrides): capitalised names are parameters, written as
-    the CLI's ``--param`` strings (``True`` -> ``true``); the others are settings, checked by :func:`settings`."""
-    settings: dict[str, Any] = {}
-    parameters: dict[str, str] = {}
-    for name, value in options.items():
-        if name[:1].isupper():
-            parameters[name] = str(value).lower() if isinstance(value, bool) else str(value)
-        else:
-            settings[name] = value
-    return settings, parameters
-
-
-def load_settings(settings: Mapping[str, Any], config: PathLike | None = None) -> PipelineConfig:
-    """The configuration: ``settings`` > environment > the ``config`` file > defaults (as the CLI's flags)."""
-    from pipeline.definition.config import load_config
-
-    return load_config(settings, path=Path(config) if config is not None else None)
+__all__ = [
+    "compare",
+    "deploy",
+    "deploy_model",
+    "executions",
+    "get_execution",
+    "run_local",
+    "start",
+    "upsert",
+]
 
 
 # ---------------------------------------------------------------------------------------------------------- local
-
-
-def open_workdir(workdir: PathLike) -> Workdir:
-    """The work dir at ``workdir`` (made absolute), created and proven writable before anything runs; else a
-    ``UsageError`` naming the path and why."""
-    where = Workdir.at(Path(workdir))
-    where.ensure_writable()
-    from pipeline.local.reaper import reap_quietly
-
-    reap_quietly(where)
-    return where
-
-
-def local_source(data: Any, label_column: str | None, predictor_type: str | None, workdir: Workdir) -> DataSource:
-    """The input of a local run: the bundled example (``data=None``), a CSV/Parquet file or folder, or a DataFrame
-    (written once into the work dir, :mod:`pipeline.api.frames`)."""
-    from pipeline.local.data import example_data, user_data
-
-    if data is None:
-        if label_column or predictor_type:
-            raise DataError("label_column and predictor_type describe data; pass data (a path or a DataFrame) too")
-        return example_data(workdir)
-    if not (label_column and predictor_type):
-        raise DataError("data needs label_column and predictor_type")
-    if predictor_type not in PREDICTOR_TYPES:
-        raise DataError(f"predictor_type {predictor_type!r}: expected one of {', '.join(PREDICTOR_TYPES)}")
-    if isinstance(data, (str, Path)):
-        return user_data(Path(data), label_column, predictor_type, workdir.root)
-    from pipeline.api.frames import write_frame
-
-    columns = [str(column) for column in getattr(data, "columns", [])]
-    if columns and label_column not in columns:
-        raise DataError(f"label_column {label_column!r} is not a column of the DataFrame: {', '.join(columns)}")
-    return user_data(write_frame(data, workdir.frames), label_column, predictor_type)
-
-
-def execute_local(
-    config: PipelineConfig,
-    workdir: Workdir,
-    source: DataSource,
-    overrides: Mapping[str, str],
-    *,
-    use_cache: bool = True,
-    infer: bool = True,
-    sample_rows: int | None = None,
-    on_inferred: Callable[[Inferred, Path], None] | None = None,
-    on_change: Callable[[ExecutionRecord, StepRecord], None] | None = None,
-    on_warning: Callable[[str], None] | None = None,
-) -> LocalExecution:
-    """Build the definition, prepare the run once (parameters, job runners, checks, the data's schema from a sample
-    unless ``infer`` is off or SchemaUrl is given), then execute it locally on ``source`` with ``overrides``; what
-    ``llpipe run`` and :func:`run_local` both call. A bad override, data option or data file raises before anything
-    is staged. ``on_inferred`` sees the schema and its local path, and ``on_warning`` each preflight warning (instances
-    against train shards, MiniBatchSize against records per instance), before the run starts."""
-    from pipeline.api.execution import LocalExecution
-    from pipeline.definition.schema import DEFAULT_SAMPLE_ROWS
-    from pipeline.local.runner import build_local_run
-
-    local_run = build_local_run(config, workdir, use_cache=use_cache, on_change=on_change)
-    prepared = local_run.prepare(source, overrides, (sample_rows or DEFAULT_SAMPLE_ROWS) if infer else None)
-    if prepared.inferred is not None and on_inferred is not None:
-        on_inferred(prepared.inferred, local_run.s3.path(prepared.inferred.uri))
-    for warning in prepared.warnings:
-        if on_warning is not None:
-            on_warning(warning)
-    return LocalExecution(prepared.execute(), local_run.s3)
 
 
 def run_local(
@@ -131,7 +48,7 @@ def run_local(
     label_column: str | None = None,
     predictor_type: str | None = None,
     *,
-    workdir: PathLike = DEFAULT_WORKDIR,
+    workdir: PathLike = _shared.DEFAULT_WORKDIR,
     use_cache: bool = True,
     progress: bool | str = "auto",
     config: PathLike | None = None,
@@ -148,13 +65,13 @@ def run_local(
     from pipeline.api.wording import in_api_words
 
     with in_api_words():
-        settings, parameters = split_options(options)
-        pipeline_config = load_settings(settings, config)
-        where = open_workdir(workdir)
-        source = local_source(data, label_column, predictor_type, where)
+        settings, parameters = _shared.split_options(options)
+        pipeline_config = _shared.load_settings(settings, config)
+        where = _shared.open_workdir(workdir)
+        source = _shared.local_source(data, label_column, predictor_type, where)
     display = progress_display(progress, where)
     with in_api_words(), display or nullcontext():
-        return execute_local(
+        return _shared.execute_local(
             pipeline_config,
             where,
             source,
@@ -167,23 +84,23 @@ def run_local(
 # ------------------------------------------------------------------------------------------------------- SageMaker
 
 
-def upsert_pipeline(config: PipelineConfig, description: str | None = None) -> UpsertResult:
-    """Build the definition offline, upload its code bundles, create or update the pipeline: what ``llpipe upsert``
-    and :func:`deploy` both call."""
-    from pipeline.core.errors import LlpipeError
-    from pipeline.definition.build import build_definition
-    from pipeline.sagemaker.deploy import upsert
-
-    try:
-        built = build_definition(config)
-    except FileNotFoundError as error:  # a code bundle's source file is missing from the installation
-        raise LlpipeError(str(error)) from None
-    return upsert(config, built, description=description)
+def upsert(*, description: str | None = None, config: PathLike | None = None, **settings: Any) -> UpsertResult:
+    """Upload the code bundles and create or update the pipeline on SageMaker, as ``llpipe upsert`` does."""
+    return _shared.upsert_pipeline(_shared.load_settings(settings, config), description)
 
 
 def deploy(*, description: str | None = None, config: PathLike | None = None, **settings: Any) -> UpsertResult:
-    """Upload the code bundles and create or update the pipeline on SageMaker, as ``llpipe upsert`` does."""
-    return upsert_pipeline(load_settings(settings, config), description)
+    """Deprecated name of :func:`upsert` (it upserts the pipeline; :func:`deploy_model` deploys a model version, as
+    ``llpipe deploy`` does); kept for one release."""
+    import warnings
+
+    warnings.warn(
+        "pipeline.deploy() upserts the pipeline and is renamed upsert(); deploy() goes in the next release "
+        "(a model version is deployed with deploy_model())",
+        DeprecationWarning,
+        stacklevel=2,
+    )
+    return upsert(description=description, config=config, **settings)
 
 
 def start(
@@ -203,12 +120,69 @@ def start(
     from pipeline.sagemaker.start import start as start_execution
 
     with in_api_words():
-        settings, parameters = split_options(options)
-        pipeline_config = load_settings(settings, config)
+        settings, parameters = _shared.split_options(options)
+        pipeline_config = _shared.load_settings(settings, config)
         session = aws.session(pipeline_config)
         arn = start_execution(pipeline_config, parameters, session=session, display_name=display_name)
     execution = SageMakerExecution(pipeline_config, arn, session=session)
     return execution.wait(poll_seconds) if wait else execution
+
+
+def deploy_model(
+    model_package: str | int | None = None,
+    *,
+    stage: str,
+    sagemaker: bool = False,
+    workdir: PathLike = _shared.DEFAULT_WORKDIR,
+    port: int | None = None,
+    smoke_rows: int | None = None,
+    quality_tolerance: float | None = None,
+    if_newer: bool = False,
+    allow_new_columns: bool = False,
+    traffic: str = "all-at-once",
+    canary_percent: int = 10,
+    canary_wait: int = 300,
+    bake: int = 300,
+    poll_seconds: float = 30.0,
+    progress: Progress | None = None,
+    config: PathLike | None = None,
+    **settings: Any,
+) -> Outcome:
+    """Deploy a registered model version to ``stage``'s endpoint (``"staging"`` or ``"prod"``), smoke-test it and
+    record the pass, as ``llpipe deploy`` does; returns the outcome (``status``, ``version``, ``exit_code``...).
+
+    ``model_package``: on staging an ARN, a version number or None / ``"latest-approved"``; on prod the version that
+    passed staging. Locally (the default) each stage is an ``llpipe serve`` process of ``workdir`` (``port`` for its
+    first deployment); with ``sagemaker=True`` a blue/green update shifting ``traffic`` (``"all-at-once"`` or
+    ``"canary"``: ``canary_percent`` first, the rest after ``canary_wait`` seconds; the old fleet kept ``bake``
+    seconds). ``smoke_rows`` test rows are sent (200), and on staging the candidate's metric may be at most
+    ``quality_tolerance`` (0.01) below the live version's. ``progress`` sees each step's line. Other keyword
+    arguments are settings (``staging_instance_type=``, ``data_capture_percentage=`` ...), as for :func:`run_local`.
+    """
+    traffic_shift = None
+    if sagemaker:
+        from pipeline.core.errors import UsageError
+        from pipeline.sagemaker.endpoint_requests import Traffic
+
+        try:
+            traffic_shift = Traffic(traffic, canary_percent, canary_wait, bake)
+        except ValueError as error:
+            raise UsageError(str(error)) from None
+    return _shared.deploy_version(
+        _shared.load_settings(settings, config),
+        stage,
+        model_package,
+        sagemaker=sagemaker,
+        workdir=workdir,
+        port=port,
+        smoke_rows=smoke_rows,
+        quality_tolerance=quality_tolerance,
+        progress=progress or (lambda message: None),
+        if_newer=if_newer,
+        allow_new_columns=allow_new_columns,
+        traffic=traffic_shift,
+        poll_seconds=poll_seconds,
+    )
 
 
 # ---------------------------------------------------------------------------------------------- list and compare
@@ -218,35 +192,19 @@ def get_execution(
     execution_id: str,
     *,
     sagemaker: bool = False,
-    workdir: PathLike = DEFAULT_WORKDIR,
+    workdir: PathLike = _shared.DEFAULT_WORKDIR,
     config: PathLike | None = None,
     **settings: Any,
 ) -> Execution:
     """One execution by id (or ARN on SageMaker)."""
-    return find_execution(execution_id, workdir, load_settings(settings, config) if sagemaker else None)
-
-
-def find_execution(
-    execution_id: str, workdir: PathLike = DEFAULT_WORKDIR, config: PipelineConfig | None = None
-) -> Execution:
-    """An execution of the work dir by id (``NoResultsError`` naming it when there is none), or with ``config`` one
-    on SageMaker by id or ARN: what the commands call with the configuration their flags give."""
-    if config is None:
-        from pipeline.api.execution import LocalExecution
-        from pipeline.local.reaper import reap_quietly
-
-        where = Workdir.at(Path(workdir))
-        reap_quietly(where)
-        return LocalExecution.load(where, execution_id)
-    from pipeline.api.sagemaker_execution import SageMakerExecution
-
-    return SageMakerExecution.find(config, execution_id)
+    pipeline_config = _shared.load_settings(settings, config) if sagemaker else None
+    return _shared.find_execution(execution_id, workdir, pipeline_config)
 
 
 def executions(
     *,
     sagemaker: bool = False,
-    workdir: PathLike = DEFAULT_WORKDIR,
+    workdir: PathLike = _shared.DEFAULT_WORKDIR,
     max_results: int = 20,
     gate: bool = False,
     config: PathLike | None = None,
@@ -258,7 +216,7 @@ def executions(
 
     from pipeline.api.comparison import SUMMARY_COLUMNS, recent_executions
 
-    pipeline_config = load_settings(settings, config) if sagemaker else None
+    pipeline_config = _shared.load_settings(settings, config) if sagemaker else None
     rows = recent_executions(workdir, max_results, pipeline_config, gate=gate)
     return pd.DataFrame(rows, columns=SUMMARY_COLUMNS)
 
@@ -268,7 +226,7 @@ def compare(
     second: Execution | str,
     *,
     sagemaker: bool = False,
-    workdir: PathLike = DEFAULT_WORKDIR,
+    workdir: PathLike = _shared.DEFAULT_WORKDIR,
     config: PathLike | None = None,
     **settings: Any,
 ) -> pd.DataFrame:

@@ -19,6 +19,18 @@ if TYPE_CHECKING:
     from pipeline.api.execution import Execution
     from pipeline.definition.config import PipelineConfig
 
+__all__ = [
+    "abandoned_reason",
+    "baseline_label",
+    "changed_parameters",
+    "data_label",
+    "gate_label",
+    "local_defaults",
+    "recent_executions",
+    "side_by_side",
+    "summary_row",
+]
+
 SUMMARY_COLUMNS = ["id", "status", "start_time", "seconds", "data", "parameters", "gate", "failure_reason"]
 # shown in the data column, not among the parameters
 DATA_PARAMETERS = ("InputDataUrl", DATA_VERSION, "LabelColumn", "PredictorType")

@@ -26,6 +26,9 @@ if TYPE_CHECKING:
 NOT_STARTED = "NotStarted"  # SageMaker's status of a step the execution has not reached (it lists no record of it)
 
 
+__all__ = ["Dag", "StepState", "definition_dag", "execution_dag"]
+
+
 @dataclass(frozen=True)
 class StepState:
     """One step of an execution as the picture shows it: status as SageMaker names it, seconds it ran, and the id of

@@ -39,6 +39,9 @@ COLOURS: dict[str | None, tuple[str, str, bool]] = {
 }
 
 
+__all__ = ["Box", "duration_text", "place", "render_svg"]
+
+
 @dataclass(frozen=True)
 class Box:
     """What one step's box says: status None when drawing the definition alone."""

@@ -7,6 +7,8 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Any
 
+__all__ = ["data_quality_view", "feature_summary"]
+
 NUMERIC_TYPES = ("Integral", "Fractional")
 
 

@@ -15,6 +15,8 @@ import numpy as np
 
 from pipeline.api.plots import new_figure, save_figure
 
+__all__ = ["plot_name", "render_drift_plots"]
+
 NUMERIC_TYPES = ("Integral", "Fractional")
 BINS = 20
 MOST_FREQUENT = 12

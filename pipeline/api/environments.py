@@ -7,6 +7,8 @@ from typing import Any
 
 from pipeline.core.images import PROCESSING_IMAGES
 
+__all__ = ["processing_environments"]
+
 
 def processing_environments(
     image: str | None = None,

@@ -41,6 +41,17 @@ if TYPE_CHECKING:
     from pipeline.local.s3 import LocalS3
     from pipeline.local.workdir import Workdir
 
+__all__ = [
+    "Execution",
+    "LocalExecution",
+    "NoResultsError",
+    "baseline_view",
+    "metrics_frame",
+    "predictions_frame",
+    "seconds_between",
+    "steps_frame",
+]
+
 STEP_COLUMNS = ["step", "type", "status", "seconds", "cache_hit"]
 BASELINE_COLUMN = "best_constant_classifier"
 SKLEARN_COLUMN = "sklearn_baseline"  # Evaluate's scikit-learn baseline on the same test split (report "baseline")

@@ -19,6 +19,8 @@ from typing import Any
 from pipeline.core.errors import DataError
 from pipeline.core.files import write_text_atomically
 
+__all__ = ["numeric_times", "write_frame"]
+
 NAME_PREFIX = "frame-"
 
 

@@ -12,6 +12,8 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from pipeline.api.execution import Execution
 
+__all__ = ["baseline_sentence", "execution_html", "scaling_html", "steps_html"]
+
 
 def _table(frame: Any, float_format: str = "{:.4f}") -> str:
     return frame.to_html(na_rep="", float_format=float_format.format, border=0, classes="llpipe")

@@ -9,6 +9,8 @@ from typing import Any
 
 from pipeline.core.names import RECORDIO
 
+__all__ = ["channel_files", "channels", "train_linear_learner", "transform_linear_learner"]
+
 
 def channel_files(folder: Path) -> list[Path]:
     """A channel's files: the one file given, or every file under the folder (sorted, hidden ones left out)."""

@@ -15,6 +15,20 @@ from pipeline.core.errors import ModelsError
 from pipeline.core.images import is_linear_learner
 from pipeline.core.names import DECISION, GATE, SERVING_ROLE_VARIABLE
 
+__all__ = [
+    "champion_comparison",
+    "container_text",
+    "local_describe",
+    "local_list",
+    "local_set_status",
+    "package_name",
+    "registry_db",
+    "sagemaker_client",
+    "sagemaker_describe",
+    "sagemaker_list",
+    "sagemaker_set_status",
+]
+
 NEW_STATUS = {"approve": "Approved", "reject": "Rejected"}
 PAGE_SIZE = 100
 

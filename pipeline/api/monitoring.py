@@ -23,6 +23,8 @@ if TYPE_CHECKING:
     from pipeline.definition.config import PipelineConfig
     from pipeline.local.environments import ImageEnvironments
 
+__all__ = ["TrafficReport", "VersionReport", "monitor_local", "parse_time", "window"]
+
 
 @dataclass(frozen=True)
 class VersionReport:
@@ -111,7 +113,7 @@ def monitor_local(
     """Check ``endpoint``'s captured requests in ``[start, end)``, each against the baseline of the version that served
     it (``model_package``: all against that version's); the report is also written under each part's
     ``<workdir>/monitoring/<id>/``."""
-    from pipeline.api import DEFAULT_WORKDIR, load_settings
+    from pipeline.api._shared import DEFAULT_WORKDIR, load_settings
     from pipeline.api.data_quality import data_quality_view
     from pipeline.api.drift_plots import render_drift_plots
     from pipeline.local.monitor import monitor_traffic

@@ -16,6 +16,8 @@ if TYPE_CHECKING:
     from pipeline.local.executions import ExecutionRecord, StepRecord
     from pipeline.local.workdir import Workdir
 
+__all__ = ["NotebookSteps", "PrintedSteps", "in_notebook", "progress_display"]
+
 REFRESH_SECONDS = 0.5  # at most two redraws a second; the last state is always drawn at the end
 
 

@@ -20,6 +20,8 @@ import numpy as np
 from pipeline.core.files import atomic_path
 from pipeline.core.names import BINARY_CLASSIFIER, CHAMPION, METRICS_SECTIONS, MULTICLASS_CLASSIFIER, REGRESSOR
 
+__all__ = ["PlotError", "new_figure", "render_plots", "render_tuning_plot", "save_figure"]
+
 SECTIONS = tuple(METRICS_SECTIONS.values())
 
 

@@ -36,6 +36,8 @@ if TYPE_CHECKING:
 
     from pipeline.definition.config import PipelineConfig
 
+__all__ = ["SageMakerExecution"]
+
 # ListPipelineExecutionSteps' Metadata key -> the step type of the definition
 STEP_TYPES = {
     "ProcessingJob": "Processing",

@@ -24,6 +24,17 @@ from typing import Any
 from pipeline.core.errors import LlpipeError
 from pipeline.core.names import BINARY_CLASSIFIER, MULTICLASS_CLASSIFIER, TRAIN, TRAINING_JOB_SETTINGS
 
+__all__ = [
+    "ScalingStudy",
+    "ScalingStudyError",
+    "StudyRow",
+    "check_shards",
+    "sagemaker_scaling_study",
+    "scaling_study",
+    "study_on_sagemaker",
+    "train_shards",
+]
+
 # the members of the Train step's recorded request that a CreateTrainingJob request takes as they are
 TRAINING_REQUEST_KEYS = ("HyperParameters", *TRAINING_JOB_SETTINGS)
 DEFAULT_WITHIN = 0.10  # the recommended count is the smallest within 10% of the fastest training time

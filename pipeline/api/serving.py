@@ -27,6 +27,8 @@ if TYPE_CHECKING:
     from pipeline.definition.config import PipelineConfig
     from pipeline.local.serving.server import LocalServer
 
+__all__ = ["Predictor", "local_server", "serve_local"]
+
 ROWS_PER_REQUEST = 5_000  # well under the 6 MB payload limit for typical rows
 
 
@@ -124,9 +126,8 @@ def local_server(
     """The (not yet started) server of ``model_package`` (a version, ``group/version``, an ARN, or None /
     ``latest-approved``) from the work dir's registry: what ``llpipe serve`` runs until a signal, and what
     ``serve_local`` starts on a thread. Issue 29's local deploy runs one per stage, each on its own port."""
-    from pipeline.api import DEFAULT_WORKDIR, load_settings
-    from pipeline.local.serving.launch import DEFAULT_ENDPOINT
-    from pipeline.local.serving.launch import local_server as build
+    from pipeline.api._shared import DEFAULT_WORKDIR, load_settings
+    from pipeline.local.serving.launch import DEFAULT_ENDPOINT, build_server
     from pipeline.local.workdir import Workdir
 
     options: dict[str, Any] = {"port": port, "host": host, "capture_percentage": capture_percentage}
@@ -134,7 +135,7 @@ def local_server(
     if variant:
         options["variant"] = variant
     folder = Workdir.at(Path(workdir if workdir is not None else DEFAULT_WORKDIR))
-    return build(folder, config or load_settings({}), model_package, **options)
+    return build_server(folder, config or load_settings({}), model_package, **options)
 
 
 def serve_local(model_package: str | int | None = None, *, port: int = 8080, **options: Any) -> Predictor:

@@ -155,7 +155,7 @@ class Once(argparse.Action):
 def refuse_local_execution(execution: str, command: str, workdir: Path | None = None) -> None:
     """``retry``/``stop`` act on SageMaker; an id of the local work dir's executions gets a word on what to do
     instead (once only "no AWS credentials")."""
-    from pipeline.api import DEFAULT_WORKDIR
+    from pipeline.api._shared import DEFAULT_WORKDIR
     from pipeline.core.errors import UsageError
 
     folder = Path(workdir or DEFAULT_WORKDIR) / "executions" / execution

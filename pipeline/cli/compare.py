@@ -7,7 +7,7 @@ import argparse
 import json
 from pathlib import Path
 
-from pipeline.api import DEFAULT_WORKDIR
+from pipeline.api._shared import DEFAULT_WORKDIR
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
@@ -25,7 +25,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """Print the side by side (:func:`pipeline.api.comparison.side_by_side`)."""
-    from pipeline.api import find_execution
+    from pipeline.api._shared import find_execution
     from pipeline.api.comparison import side_by_side
 
     config = None

@@ -20,10 +20,9 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from contextlib import AbstractContextManager, nullcontext
 from pathlib import Path
 
-from pipeline.api import DEFAULT_WORKDIR
+from pipeline.api._shared import DEFAULT_WORKDIR
 from pipeline.cli.arguments import add_config_arguments, config_from_args, positive_int
 from pipeline.core.deployment import DEFAULT_QUALITY_TOLERANCE, DEFAULT_SMOKE_ROWS, STAGES
 
@@ -109,8 +108,8 @@ def configure(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     import dataclasses
 
+    from pipeline.api._shared import deploy_version
     from pipeline.cli.render.deployment import outcome_json, print_outcome, progress_printer
-    from pipeline.core.deployment import DeployTarget, deploy
     from pipeline.core.errors import UsageError
 
     config = config_from_args(args)
@@ -120,34 +119,30 @@ def run(args: argparse.Namespace) -> int:
         "data_capture_percentage": args.data_capture_percentage,
     }
     config = dataclasses.replace(config, **{key: value for key, value in stage_settings.items() if value is not None})
+    traffic = None
     if args.sagemaker:
         from pipeline.sagemaker.endpoint_requests import Traffic
-        from pipeline.sagemaker.endpoints import SageMakerEndpoints
 
         try:
             traffic = Traffic(args.traffic, args.canary_percent, args.canary_wait, args.bake)
         except ValueError as error:
             raise UsageError(str(error)) from None
-        target: DeployTarget = SageMakerEndpoints(config, traffic=traffic, poll_seconds=args.poll_seconds)
-        guard: AbstractContextManager[None] = nullcontext()  # the service refuses an endpoint that is updating
-    else:
-        from pipeline.api.endpoints import local_endpoints
-
-        local = local_endpoints(args.workdir, config, {args.stage: args.port} if args.port is not None else None)
-        target, guard = local, local.changing(args.stage)
-    progress = progress_printer(to_stderr=args.json)
     try:
-        with guard:
-            outcome = deploy(
-                target,
-                args.stage,
-                args.model_package,
-                args.smoke_rows,
-                args.quality_tolerance,
-                progress,
-                args.if_newer,
-                allow_new_columns=args.allow_new_columns,
-            )
+        outcome = deploy_version(
+            config,
+            args.stage,
+            args.model_package,
+            sagemaker=args.sagemaker,
+            workdir=args.workdir,
+            port=args.port,
+            smoke_rows=args.smoke_rows,
+            quality_tolerance=args.quality_tolerance,
+            progress=progress_printer(to_stderr=args.json),
+            if_newer=args.if_newer,
+            allow_new_columns=args.allow_new_columns,
+            traffic=traffic,
+            poll_seconds=args.poll_seconds,
+        )
     except KeyboardInterrupt:
         if args.sagemaker:
             print(

@@ -9,7 +9,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from pipeline.api import DEFAULT_WORKDIR
+from pipeline.api._shared import DEFAULT_WORKDIR
 from pipeline.cli.arguments import add_config_arguments, config_from_args
 
 
@@ -30,7 +30,7 @@ def run(args: argparse.Namespace) -> int:
 
         target: Any = SageMakerEndpoints(config)
     else:
-        from pipeline.api.endpoints import local_endpoints
+        from pipeline.api._shared import local_endpoints
 
         target = local_endpoints(args.workdir, config)
     rows = [(stage, target.endpoint_name(stage), target.live(stage)) for stage in STAGES]

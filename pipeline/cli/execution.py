@@ -9,7 +9,7 @@ import argparse
 import json
 from pathlib import Path
 
-from pipeline.api import DEFAULT_WORKDIR
+from pipeline.api._shared import DEFAULT_WORKDIR
 from pipeline.core.errors import UsageError
 
 
@@ -49,7 +49,7 @@ def run(args: argparse.Namespace) -> int:
         return show(args)
     from rich.console import Console
 
-    from pipeline.api import find_execution
+    from pipeline.api._shared import find_execution
     from pipeline.api.execution import NoResultsError
     from pipeline.cli.render.data_quality import print_data_quality
     from pipeline.cli.render.progress import step_table
@@ -131,7 +131,7 @@ def _show_dag(args: argparse.Namespace) -> bool:
 
         execution = SageMakerExecution.find(config_from_args(args), args.execution_id)
     else:
-        from pipeline.api import find_execution
+        from pipeline.api._shared import find_execution
 
         try:
             execution = find_execution(args.execution_id, args.workdir)

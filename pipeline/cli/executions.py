@@ -13,7 +13,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from pipeline.api import DEFAULT_WORKDIR
+from pipeline.api._shared import DEFAULT_WORKDIR
 
 
 def configure(parser: argparse.ArgumentParser) -> None:

@@ -18,7 +18,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from pipeline.api import DEFAULT_WORKDIR
+from pipeline.api._shared import DEFAULT_WORKDIR
 from pipeline.cli.arguments import add_config_arguments, config_from_args
 from pipeline.core.names import CHAMPION
 

@@ -17,7 +17,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from pipeline.api import DEFAULT_WORKDIR
+from pipeline.api._shared import DEFAULT_WORKDIR
 from pipeline.core.names import PREDICTOR_TYPES
 
 
@@ -47,10 +47,10 @@ def run(args: argparse.Namespace) -> int:
     """Execute the pipeline locally; 0 when the execution succeeded, 1 when it failed, 2 on a usage error."""
     from rich.console import Console
 
-    from pipeline.api import execute_local, local_source, open_workdir
+    from pipeline.api._shared import execute_local, local_source, open_workdir
     from pipeline.cli.arguments import config_from_args, parse_overrides
-    from pipeline.cli.inference import print_inferred
     from pipeline.cli.render.summary import print_summary, summarise
+    from pipeline.cli.schema_inference import print_inferred
     from pipeline.core.errors import DataError
 
     if args.data is None and (args.label_column or args.predictor_type):

@@ -16,7 +16,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from pipeline.api import DEFAULT_WORKDIR
+from pipeline.api._shared import DEFAULT_WORKDIR
 from pipeline.core.errors import UsageError
 
 
@@ -57,7 +57,8 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """Run the study and print it."""
-    from pipeline.api import find_execution, run_local
+    from pipeline.api import run_local
+    from pipeline.api._shared import find_execution
     from pipeline.api.scaling import scaling_study
     from pipeline.cli.arguments import config_from_args
 

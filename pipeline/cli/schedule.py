@@ -46,7 +46,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """Upsert or delete the schedule, or print the request with --dry-run."""
-    from pipeline.cli.inference import infer_for_execution
+    from pipeline.cli.schema_inference import infer_for_execution
     from pipeline.core.errors import UsageError
     from pipeline.sagemaker import aws
     from pipeline.sagemaker.deploy import put_object

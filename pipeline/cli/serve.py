@@ -15,7 +15,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from pipeline.api import DEFAULT_WORKDIR
+from pipeline.api._shared import DEFAULT_WORKDIR
 
 
 def configure(parser: argparse.ArgumentParser) -> None:

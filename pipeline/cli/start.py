@@ -62,7 +62,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """Start; print the ARN; with --wait, a live step table, the compute used and the final status's exit code."""
-    from pipeline.cli.inference import infer_for_execution
+    from pipeline.cli.schema_inference import infer_for_execution
     from pipeline.core.errors import UsageError
     from pipeline.core.names import PREPROCESS
     from pipeline.sagemaker import aws

@@ -10,7 +10,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from pipeline.api import DEFAULT_WORKDIR
+from pipeline.api._shared import DEFAULT_WORKDIR
 from pipeline.cli.arguments import add_config_arguments, config_from_args
 from pipeline.core.deployment import STAGES
 
@@ -48,7 +48,7 @@ def run(args: argparse.Namespace) -> int:
 
 def _undeploy_local(args: argparse.Namespace, config: Any) -> int:
     """Stop the stage's ``llpipe serve`` process (SIGTERM, by its recorded pid) and forget the stage."""
-    from pipeline.api.endpoints import local_endpoints
+    from pipeline.api._shared import local_endpoints
     from pipeline.cli.render.deployment import progress_printer
 
     target = local_endpoints(args.workdir, config)

@@ -14,8 +14,8 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    """Build the definition offline, then upload and upsert (``pipeline.api.upsert_pipeline``); one line each."""
-    from pipeline.api import upsert_pipeline
+    """Build the definition offline, then upload and upsert (``pipeline.api._shared``); one line each."""
+    from pipeline.api._shared import upsert_pipeline
 
     config = config_from_args(args)
     result = upsert_pipeline(config, description=args.description)

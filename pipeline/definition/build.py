@@ -88,7 +88,7 @@ def get_pipeline(**config: Any) -> Any:
     """The SDK v3 ``Pipeline`` for notebooks (``from pipeline import get_pipeline``), configured like the CLI.
 
     Keyword arguments are :class:`PipelineConfig` fields; environment and defaults fill the rest. The code bundles
-    are not uploaded by ``Pipeline.upsert()``: deploy with ``llpipe upsert`` or ``pipeline.api.deploy``.
+    are not uploaded by ``Pipeline.upsert()``: deploy with ``llpipe upsert`` or ``pipeline.api.upsert``.
     """
     resolved = load_config(config)
     with offline_sdk(resolved.region):

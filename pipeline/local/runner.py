@@ -17,7 +17,7 @@ from typing import Any
 from pipeline.core.data_version import PARAMETER as DATA_VERSION
 from pipeline.core.errors import DataError
 from pipeline.definition.config import PipelineConfig
-from pipeline.definition.inference import Inferred
+from pipeline.definition.schema_inference import Inferred
 from pipeline.local import preflight
 from pipeline.local.data import DataSource, RunData, run_data, stage_data
 from pipeline.local.environments import ImageEnvironments
@@ -100,8 +100,8 @@ class LocalRun:
             warnings = preflight.scaling_warnings(facts, values)
         inferred = None
         if sample_rows is not None and "SchemaUrl" not in requested:
-            from pipeline.definition.inference import infer
             from pipeline.definition.schema import sample_local
+            from pipeline.definition.schema_inference import infer
 
             sample = sample_local(data.files, data.base, sample_rows)
             inferred = infer(sample, values, set(requested), self.config.pipeline_prefix)

@@ -44,7 +44,7 @@ def find_package(workdir: Workdir, config: PipelineConfig, target: str | int | N
         raise ServingError(str(error)) from None
 
 
-def local_server(
+def build_server(
     workdir: Workdir,
     config: PipelineConfig,
     target: str | int | None = None,
@@ -56,7 +56,7 @@ def local_server(
     capture_percentage: float | None = 100.0,
 ) -> LocalServer:
     """The server of ``target``'s inference pipeline as endpoint ``endpoint``; ``capture_percentage`` of requests
-    captured (None or 0: no capture)."""
+    captured (None or 0: no capture). The API's :func:`pipeline.api.serving.local_server` is the one entry to it."""
     if capture_percentage is not None and not 0 <= capture_percentage <= 100:
         raise ServingError(f"the capture percentage must be within 0..100, got {capture_percentage}")
     package = find_package(workdir, config, target)

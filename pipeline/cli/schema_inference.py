@@ -9,8 +9,8 @@ from pathlib import Path
 from typing import IO, Any
 
 from pipeline.definition.config import PipelineConfig
-from pipeline.definition.inference import Inferred
 from pipeline.definition.schema import NothingToSample
+from pipeline.definition.schema_inference import Inferred
 
 
 def print_inferred(inferred: Inferred, stream: IO[str], local_path: Path | None = None) -> None:
@@ -39,9 +39,9 @@ def infer_for_execution(
     declared: Mapping[str, dict[str, Any]],
     needed: bool = True,
 ) -> Inferred | None:
-    """For start and schedule: the schema inferred from the input (``pipeline.sagemaker.inference``), reported on
+    """For start and schedule: the schema inferred from the input (``pipeline.sagemaker.schema_inference``), reported on
     ``stream``; None with ``--no-infer``, when not ``needed``, or (with a warning) when there is nothing to sample."""
-    from pipeline.sagemaker.inference import infer_from_s3
+    from pipeline.sagemaker.schema_inference import infer_from_s3
 
     if args.no_infer or not needed:
         return None

@@ -1,7 +1,7 @@
 """A schema inferred from a sample: the decision, its content-addressed URI and the parameters that name it.
 
 ``llpipe run`` samples local files (``pipeline.local.runner``), ``llpipe start`` and ``llpipe schedule`` the objects
-under ``InputDataUrl`` (``pipeline.sagemaker.inference``); all three then pass ``SchemaUrl`` (and the short
+under ``InputDataUrl`` (``pipeline.sagemaker.schema_inference``); all three then pass ``SchemaUrl`` (and the short
 decisions) as parameters. Nothing is inferred when the user gave ``SchemaUrl``, or with ``--no-infer``.
 """
 

@@ -6,9 +6,9 @@ from collections.abc import Mapping
 from typing import Any
 
 from pipeline.definition.config import PipelineConfig
-from pipeline.definition.inference import Inferred, infer
 from pipeline.definition.parameters import check_overrides
 from pipeline.definition.schema import DEFAULT_SAMPLE_BYTES, DEFAULT_SAMPLE_OBJECTS, DEFAULT_SAMPLE_ROWS, sample_s3
+from pipeline.definition.schema_inference import Inferred, infer
 from pipeline.sagemaker import aws
 
 
