@@ -116,6 +116,27 @@ def test_guide_commands_run(page: Path, tmp_path: Path) -> None:
                 )
 
 
+README_LINK = re.compile(r"\]\(([^)#:]+)(?:#[^)]*)?\)")
+
+
+def test_the_readme_is_short_and_starts_with_the_two_commands() -> None:
+    lines = (ROOT / "README.md").read_text(encoding="utf-8").splitlines()
+    assert len(lines) < 200
+    first_block = lines.index("```") + 1
+    commands = [line.split("#")[0].strip() for line in lines[first_block : lines.index("```", first_block)]]
+    assert commands == ["make run", "make test"]
+    first_screen = "\n".join(lines[:40])
+    for page in ("docs/guides/own-data.md", "docs/guides/sagemaker.md", "docs/guides/serving.md"):
+        assert f"]({page})" in first_screen, f"the README's first screen does not link {page}"
+
+
+def test_the_readme_links_only_to_files_that_exist() -> None:
+    targets = README_LINK.findall((ROOT / "README.md").read_text(encoding="utf-8"))
+    assert len(targets) > 10
+    missing = [target for target in targets if not (ROOT / target).exists()]
+    assert not missing, f"README.md links to missing files: {missing}"
+
+
 def test_generated_references_match_the_code() -> None:
     result = subprocess.run(
         [sys.executable, str(DOCS / "gen_references.py"), "--check"],
