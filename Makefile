@@ -1,15 +1,15 @@
-# Each target sets itself up from nothing: a virtualenv in .venv with the package and its [dev] extra.
+# Each target sets itself up from nothing: a virtualenv in .venv with the package and its [dev] and [docs] extras.
 PYTHON ?= python3
 VENV ?= .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: run test lint bench clean image-env bench-env bench-recordio test-py39
+.PHONY: run test lint docs docs-check bench clean image-env bench-env bench-recordio test-py39
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet -e '.[dev]'
+	$(BIN)/python -m pip install --quiet -e '.[dev,docs]'
 	touch $(STAMP)
 
 run: $(STAMP)  ## run the whole pipeline locally on the bundled example data set
@@ -21,12 +21,25 @@ run: $(STAMP)  ## run the whole pipeline locally on the bundled example data set
 image-env: $(STAMP)
 	$(BIN)/llpipe env build || test "$$CI" != true
 
-test: $(STAMP) image-env  ## lint and format check, then the test suite, then the codec's tests under Python 3.9
+test: $(STAMP) image-env  ## lint and format check, the test suite, the codec's tests under Python 3.9, the docs
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
 	$(BIN)/python -m pytest -q -n 2
 	@if [ -n "$(PYTHON39)" ] || [ "$$CI" = true ]; then $(MAKE) --no-print-directory test-py39; \
 	else echo "no Python 3.9 here: the codec's tests under the image's numpy (make test-py39) were skipped"; fi
+	$(MAKE) --no-print-directory docs-check
+
+# The documentation site (mkdocs.yml): the pages generated from the code (docs/gen_references.py) rewritten, then
+# built strictly into site/ (a broken link, anchor or reference fails). docs-check rewrites nothing: it fails on a
+# generated page that differs from the code, and builds into a temporary folder.
+docs: $(STAMP)
+	$(BIN)/python docs/gen_references.py
+	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict --quiet
+
+docs-check: $(STAMP)
+	$(BIN)/python docs/gen_references.py --check
+	@out=$$(mktemp -d) && NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict --quiet --site-dir "$$out"; \
+	status=$$?; rm -rf "$$out"; exit $$status
 
 lint: $(STAMP)
 	$(BIN)/ruff check .
@@ -67,4 +80,4 @@ test-py39: $(BENCH_STAMP)
 	$(BENCH_ENV)/bin/python -m pytest -q tests/test_recordio.py
 
 clean:
-	rm -rf $(VENV) .llpipe build *.egg-info
+	rm -rf $(VENV) .llpipe build site *.egg-info
