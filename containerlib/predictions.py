@@ -132,7 +132,7 @@ def read_predictions(
             if kind != "margin" and not 0.0 <= value <= 1.0:
                 raise PredictionsError(
                     f"{out_file}: line {line_number}: 'score' is {score!r}, expected a probability "
-                    f"(a margin only with --loss {' or '.join(MARGIN_LOSSES)})"
+                    f"(a margin only with --loss (pipeline parameter Loss) {' or '.join(MARGIN_LOSSES)})"
                 )
             scores.append(value)
             predicted.append(_class_index(record["predicted_label"], 2, out_file, line_number))
