@@ -36,7 +36,7 @@ FLAG = re.compile(r"--[a-z]")
 BARE_FLAG = re.compile(r"--[a-z][a-z-]*(=\S*)?")
 NAMED_FLAG = re.compile(r"--[a-z][a-z-]* \(pipeline parameter ([A-Z]\w+)\)")
 # Files whose messages another branch rewrites: the params branch makes parameters.py's flag-free (drop on merge).
-PENDING = set()
+PENDING = {"pipeline/definition/parameters.py"}
 # Texts that quote a whole llpipe command for a person to type, not an option: the failure alert's SNS message.
 COMMANDS = {("pipeline/sagemaker/alerts.py", "llpipe execution show <execution> --sagemaker --logs")}
 
@@ -128,8 +128,8 @@ def f(x):
         ("LabelValues", None, "--param LabelValues", "LabelValues", "parameter LabelValues"),
         ("data", "d.csv", "--data d.csv", "data=d.csv", "data d.csv"),
         ("label_column", "y", "--label-column y", "label_column=y", "label column y"),
-        ("infer", False, "--no-infer", "infer=False", "infer False"),
-        ("allow_new_columns", True, "--allow-new-columns", "allow_new_columns=True", "allow new columns True"),
+        ("infer", False, "--no-infer", "infer=False", "infer off"),
+        ("allow_new_columns", True, "--allow-new-columns", "allow_new_columns=True", "allow new columns on"),
         ("model_package", None, "--model-package", "model_package", "model package"),
         (PARAMETERS, None, "--param", "keyword arguments (Name=value)", "pipeline parameters"),
         (ARGUMENTS, None, "command line", "keyword arguments", "overrides"),

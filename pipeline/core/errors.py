@@ -37,14 +37,17 @@ def opt(name: str, value: object = None) -> str:
 
 
 def neutral(name: str, value: str | None) -> str:
-    """Options in no surface's syntax: ``parameter Epochs=0``, ``label column y``, ``pipeline parameters``."""
+    """Options in no surface's syntax: ``parameter Epochs=0``, ``label column y``, ``infer off``, ``pipeline
+    parameters``."""
     if name == PARAMETERS:
         return "pipeline parameters"
     if name == ARGUMENTS:
         return "overrides"
     if name[:1].isupper():
         return f"parameter {name}" + ("" if value is None else f"={value}")
-    return name.replace("_", " ") + ("" if value is None else f" {value}")
+    setting = name.replace("_", " ")
+    switch = {"True": " on", "False": " off", None: ""}
+    return setting + switch[value] if value in switch else f"{setting} {value}"
 
 
 def worded(text: str, words: Words) -> str:
