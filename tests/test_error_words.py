@@ -19,6 +19,7 @@ from pipeline.cli import flag
 from pipeline.core.errors import (
     ARGUMENTS,
     PARAMETERS,
+    ConfigError,
     DataError,
     LlpipeError,
     ParameterError,
@@ -208,3 +209,16 @@ def test_a_parameter_the_data_cannot_take_reads_as_param_in_the_cli_and_a_keywor
         3,
         "at most 2",
     )
+
+
+def test_start_names_a_bad_setting_as_a_keyword_argument_and_the_cli_as_the_command_line(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    from pipeline.api import start
+
+    invalid = "region: 'not a region!' is not valid; expected an AWS region such as us-east-1"
+    with pytest.raises(ConfigError) as caught:
+        start(region="not a region!")
+    assert str(caught.value) == f"{invalid} (from keyword arguments)"
+    assert cli.main(["start", "--region", "not a region!", "--no-infer"]) == 2
+    assert capsys.readouterr().err == f"llpipe start: {invalid} (from command line)\n"
