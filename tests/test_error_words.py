@@ -153,8 +153,12 @@ def test_an_error_starts_with_its_option_unless_it_mentions_it() -> None:
     assert (error.option, error.value, error.expected) == ("Epochs", 0, "at least 1")
     assert error.worded(flag) == "--param Epochs=0: expected at least 1"
     assert error.worded(argument) == "Epochs=0: expected at least 1"
-    inline = ParameterError(f"{opt('NumClasses', 5)} but 3 classes: set {opt('NumClasses', 3)}", option="NumClasses")
+    inline = ParameterError(
+        f"{opt('NumClasses', 5)} but 3 classes: set {opt('NumClasses', 3)}", option="NumClasses", value=5
+    )
     assert inline.worded(flag) == "--param NumClasses=5 but 3 classes: set --param NumClasses=3"
+    advice = LlpipeError(f"cannot be written; pick another with {opt('workdir', 'DIR')}", option="workdir", value="w")
+    assert advice.worded(flag) == "--workdir w: cannot be written; pick another with --workdir DIR"
 
 
 def test_fields_survive_a_pickle_as_between_processes() -> None:

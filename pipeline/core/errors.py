@@ -60,7 +60,7 @@ class LlpipeError(Exception):
 
     Fields, all optional, for a caller to act on: ``option`` (the parameter or setting at fault, ``Epochs`` or
     ``data``) and its ``value``, what was ``expected``, the ``file``, ``row`` and ``column`` of bad input. The
-    message starts with the option (``opt(option, value): message``) unless it mentions the option itself, and
+    message starts with the option (``opt(option, value): message``) unless it mentions it (same value) itself, and
     ``str()`` words it with ``words`` (:func:`neutral` unless a surface set its own)."""
 
     exit_code = 1
@@ -85,9 +85,8 @@ class LlpipeError(Exception):
     @property
     def template(self) -> str:
         """The message with its mentions unworded: to carry this error's text into another one."""
-        if self.option is None or any(found.group(1) == self.option for found in MENTION.finditer(self.message)):
-            return self.message
-        return f"{opt(self.option, self.value)}: {self.message}"
+        subject = None if self.option is None else opt(self.option, self.value)
+        return self.message if subject is None or subject in self.message else f"{subject}: {self.message}"
 
     def worded(self, words: Words) -> str:
         """The message as a surface shows it: ``words`` names every option it mentions."""
