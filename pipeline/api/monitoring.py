@@ -85,7 +85,7 @@ def parse_time(text: str | datetime, what: str) -> datetime:
             moment = datetime.fromisoformat(text.strip().replace("Z", "+00:00"))
         except ValueError:
             expected = "an ISO 8601 time such as 2024-01-19T18:00:00Z"
-            raise UsageError(f"not {expected}", option=what, value=repr(text), expected=expected) from None
+            raise UsageError(f"not {expected}", option=what, value=text, expected=expected) from None
     return (moment if moment.tzinfo else moment.replace(tzinfo=timezone.utc)).astimezone(timezone.utc)
 
 

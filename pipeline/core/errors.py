@@ -51,7 +51,7 @@ def neutral(name: str, value: str | None) -> str:
 
 
 def worded(text: str, words: Words) -> str:
-    """``text`` with its option mentions (:func:`opt`) in ``words``: for messages that are not errors (warnings)."""
+    """``text`` with its option mentions (:func:`opt`) in ``words``."""
     return MENTION.sub(lambda match: words(match.group(1), match.group(2)), text)
 
 

@@ -28,7 +28,7 @@ def package_arn(sagemaker: Any, group: str, target: str | None) -> str:
         return found[0]["ModelPackageArn"]
     if not str(target).isdigit():
         expected = f"a version number, an ARN or {LATEST_APPROVED}"
-        raise UsageError(f"expected {expected}", option="model_package", value=repr(target), expected=expected)
+        raise UsageError(f"expected {expected}", option="model_package", value=target, expected=expected)
     request = {"ModelPackageGroupName": group, "MaxResults": 100}
     while True:
         with aws.call(f"ListModelPackages {group}"):

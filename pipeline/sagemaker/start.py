@@ -50,7 +50,7 @@ def steps_from(definition: Mapping[str, Any], first: str) -> list[str]:
     }
     if first not in dependencies:
         raise ParameterError(
-            f"the pipeline has no such step; it has {', '.join(dependencies)}", option="from_step", value=repr(first)
+            f"the pipeline has no such step; it has {', '.join(dependencies)}", option="from_step", value=first
         )
     selected = {first}
     changed = True
