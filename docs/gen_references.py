@@ -212,7 +212,7 @@ def api_reference() -> str:
 
 
 def dag_picture() -> str:
-    """The picture of the default definition's DAG (SVG), drawn from its JSON as ``llpipe definition --dag`` draws it."""
+    """The default definition's DAG as SVG, drawn from its JSON as ``llpipe definition --dag`` draws it."""
     from pipeline.api.dag import definition_dag
 
     return definition_dag(title="The pipeline's DAG").svg()

@@ -102,7 +102,8 @@ def label_names(summary_dir: Path | None) -> list[str] | None:
             if part.get(key) != first.get(key):
                 raise EvaluationError(
                     f"Preprocess hosts built different layouts: {key} of {first_path.name} is {first.get(key)} but "
-                    f"{path.name} has {part.get(key)}; pass one schema to every host (infer it: drop --no-infer)"
+                    f"{path.name} has {part.get(key)}; pass one schema to every host: leave schema "
+                    "inference on, or set pipeline parameter SchemaUrl"
                 )
     values = first.get("label_values")
     return [str(value) for value in values] if values else None

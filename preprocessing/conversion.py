@@ -78,10 +78,10 @@ def convert_chunk(
                 name = schema.feature_columns[int(absent[row].argmax())]
                 what = f"column {name!r}"
             what += " " + describe_missing(where, name, row, chunk.value(name, row))
-            hint = "=drop" if missing_policy == "zero" else "=zero (features) or =drop (rows)"
+            hint = "drop" if missing_policy == "zero" else "zero (features) or drop (rows)"
             raise PreprocessError(
-                f"{where.at(row)}: {what}; a value is needed (use --param MissingValues{hint}; preprocess.py: "
-                "--missing)"
+                f"{where.at(row)}: {what}; a value is needed: set --missing (pipeline parameter MissingValues) to "
+                f"{hint}"
             )
     keep = ~bad if missing_policy == "drop" else np.ones(n, dtype=bool)
     if not keep.all():
@@ -109,8 +109,8 @@ def _bad_number(where: RowLocator) -> BadNumber:
     def error(row: int, column: str, value: object) -> Exception:
         return PreprocessError(
             f"{where.at(row)}: column {column!r} has non-numeric value {show(value)}; declare text columns as "
-            f"categorical (feature-hashed) with --param CategoricalColumns={column} (added to the columns already "
-            "declared; preprocess.py: --categorical-columns)"
+            "categorical (feature-hashed) with --categorical-columns (pipeline parameter CategoricalColumns), "
+            f"adding {column} to the columns already declared"
         )
 
     return error

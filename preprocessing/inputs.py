@@ -69,17 +69,24 @@ def load_decided(path: Path | None) -> dict[str, Any]:
         found = sorted(p for p in path.rglob("*.json") if p.is_file())
         if len(found) != 1:
             raise PreprocessError(
-                f"--schema {path}: expected exactly one .json file in this folder, found {len(found)}"
+                f"--schema (pipeline parameter SchemaUrl) {path}: expected exactly one .json file in this folder, "
+                f"found {len(found)}"
             )
         path = found[0]
     try:
         decided = json.loads(path.read_text(encoding="utf-8"))
     except (OSError, ValueError) as error:
-        raise PreprocessError(f"--schema {path}: not a readable JSON file ({error})") from error
+        raise PreprocessError(
+            f"--schema (pipeline parameter SchemaUrl) {path}: not a readable JSON file ({error})"
+        ) from error
     if not isinstance(decided, dict) or decided.get("format") != SCHEMA_FORMAT:
-        raise PreprocessError(f"--schema {path}: not an llpipe schema (expected format {SCHEMA_FORMAT!r})")
+        raise PreprocessError(
+            f"--schema (pipeline parameter SchemaUrl) {path}: not an llpipe schema (expected format {SCHEMA_FORMAT!r})"
+        )
     for key in ("feature_columns", "categorical_columns", "label_values"):
         value = decided.get(key)
         if value is not None and not (isinstance(value, list) and all(isinstance(item, str) for item in value)):
-            raise PreprocessError(f"--schema {path}: {key} must be a list of strings, got {value!r}")
+            raise PreprocessError(
+                f"--schema (pipeline parameter SchemaUrl) {path}: {key} must be a list of strings, got {value!r}"
+            )
     return decided

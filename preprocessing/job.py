@@ -45,8 +45,9 @@ def preprocess(settings: Settings) -> dict[str, Any]:
     decided = load_decided(settings.schema)
     if decided.get("predictor_type") not in (None, settings.predictor_type):
         raise PreprocessError(
-            f"the schema was decided for {decided['predictor_type']} but --predictor-type is "
-            f"{settings.predictor_type}; infer the schema again (drop --param SchemaUrl)"
+            f"the schema was decided for {decided['predictor_type']} but --predictor-type (pipeline parameter "
+            f"PredictorType) is {settings.predictor_type}; infer the schema again (leave pipeline parameter SchemaUrl "
+            "unset)"
         )
     labels = make_label_spec(settings, decided)
     names = InputNames(settings.input_dir, settings.input_source)
@@ -60,8 +61,8 @@ def preprocess(settings: Settings) -> dict[str, Any]:
     if settings.feature_dim is not None and settings.feature_dim != schema.feature_dim:
         raise PreprocessError(
             f"the data has {schema.feature_dim} features ({len(schema.numeric_columns)} numeric + "
-            f"{len(schema.categorical_columns)} categorical x {schema.hash_buckets} buckets) but --feature-dim is "
-            f"{settings.feature_dim}; first file {names(files[0])}"
+            f"{len(schema.categorical_columns)} categorical x {schema.hash_buckets} buckets) but --feature-dim "
+            f"(pipeline parameter FeatureDim) is {settings.feature_dim}; first file {names(files[0])}"
         )
     train_shards = math.ceil(settings.train_shards / host.count)
     shard_counts = {"train": train_shards, "validation": 1, "test": 1}
@@ -147,20 +148,24 @@ def _convert_all(
     if rows_read == 0:
         raise PreprocessError(f"no data rows in {where} (only headers)")
     if kept == 0:
-        raise PreprocessError(f"all {rows_read} rows of {where} were dropped by --missing drop")
+        raise PreprocessError(
+            f"all {rows_read} rows of {where} were dropped by --missing (pipeline parameter MissingValues) drop"
+        )
     if stats["train"].rows < shard_counts["train"]:
         raise PreprocessError(
             f"the train split of {where} has {stats['train'].rows} rows, fewer than the {shard_counts['train']} "
-            f"train shards this host must write (--train-shards {settings.train_shards} over {host.count} host(s))"
+            f"train shards this host must write: --train-shards (pipeline parameter TrainingInstanceCount) "
+            f"{settings.train_shards} over {host.count} host(s)"
         )
     if host.count == 1:
         for split in ("validation", "test"):
             fraction = fractions[SPLIT_CODES[split]]
             if fraction > 0 and stats[split].rows == 0:
                 raise PreprocessError(
-                    f"the {split} split is empty ({kept} rows, --{split}-fraction {fraction}; the split is a seeded "
-                    f"hash of each row, so few rows may leave it empty): give more rows, a larger {split} fraction "
-                    f"(--param {split.capitalize()}Fraction) or another --param SplitSeed"
+                    f"the {split} split is empty ({kept} rows, --{split}-fraction (pipeline parameter "
+                    f"{split.capitalize()}Fraction) {fraction}; the split is a seeded hash of each row, so few rows "
+                    f"may leave it empty): give more rows, a larger {split} fraction or another --seed (pipeline "
+                    "parameter SplitSeed)"
                 )
 
     splits = [split for split in SPLITS if stats[split].rows]

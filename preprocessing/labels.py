@@ -47,22 +47,33 @@ def make_label_spec(settings: Settings, decided: dict[str, Any] | None = None) -
         num_classes = None  # a schema decided for another predictor type does not constrain this one
     if values is not None:
         if len(set(values)) != len(values):
-            raise PreprocessError(f"--label-values has duplicates: {list(values)}")
+            raise PreprocessError(f"--label-values (pipeline parameter LabelValues) has duplicates: {list(values)}")
         if predictor_type == "regressor":
-            raise PreprocessError("--label-values applies to classifiers only, not to regressor")
+            raise PreprocessError(
+                "--label-values (pipeline parameter LabelValues) applies to classifiers only, not to regressor"
+            )
         if predictor_type == "binary_classifier" and len(values) != 2:
-            raise PreprocessError(f"binary_classifier needs 2 --label-values (NEGATIVE,POSITIVE), got {values}")
+            raise PreprocessError(
+                "binary_classifier needs 2 --label-values (pipeline parameter LabelValues): NEGATIVE,POSITIVE; got "
+                f"{values}"
+            )
         if predictor_type == "multiclass_classifier" and len(values) < 3:
-            raise PreprocessError(f"multiclass_classifier needs >= 3 --label-values (num_classes >= 3), got {values}")
+            raise PreprocessError(
+                "multiclass_classifier needs >= 3 --label-values (pipeline parameter LabelValues) (num_classes >= 3), "
+                f"got {values}"
+            )
     if num_classes is not None:
         if predictor_type != "multiclass_classifier":
-            raise PreprocessError("--num-classes applies to multiclass_classifier only")
+            raise PreprocessError("--num-classes (pipeline parameter NumClasses) applies to multiclass_classifier only")
         if num_classes < 3:
-            raise PreprocessError(f"--num-classes must be at least 3 (Linear Learner's range), got {num_classes}")
+            raise PreprocessError(
+                "--num-classes (pipeline parameter NumClasses) must be at least 3 (Linear Learner's range), got "
+                f"{num_classes}"
+            )
         if values is not None and len(values) != num_classes:
             raise PreprocessError(
                 f"NumClasses {num_classes} but {len(values)} label values {list(values)}: "
-                f"pass --param NumClasses={len(values)}"
+                f"set pipeline parameter NumClasses to {len(values)}"
             )
     return LabelSpec(predictor_type, values, num_classes)
 
@@ -119,10 +130,10 @@ def _labels_seen(raw: pd.Series, predictor_type: str, limit: int = 20) -> str:
     if predictor_type == "binary_classifier" and len(seen) > 2:
         return (
             f"labels seen in this chunk: {shown}; a binary classifier takes two classes: correct or drop the rows "
-            "with other labels, or train a multiclass_classifier (--predictor-type multiclass_classifier, "
-            f"--param LabelValues={','.join(seen)}; preprocess.py: --predictor-type, --label-values)"
+            "with other labels, or train a multiclass_classifier: --predictor-type (pipeline parameter PredictorType) "
+            f"multiclass_classifier and --label-values (pipeline parameter LabelValues) {','.join(seen)}"
         )
     return (
-        f"labels seen in this chunk: {shown}; map them to classes in order with --param LabelValues={','.join(seen)} "
-        "(preprocess.py: --label-values)"
+        f"labels seen in this chunk: {shown}; map them to classes in order with --label-values (pipeline parameter "
+        f"LabelValues) {','.join(seen)}"
     )

@@ -75,9 +75,9 @@ def resolve_schema(settings: Settings, decided: dict[str, Any], name: str, heade
     decided_label = decided.get("label_column")
     if decided_label is not None and decided_label != settings.label_column:
         raise PreprocessError(
-            f"the schema was decided for label column {decided_label!r} but --label-column is "
-            f"{settings.label_column!r}; "
-            "infer the schema again (drop --param SchemaUrl) or pass the matching label column"
+            f"the schema was decided for label column {decided_label!r} but --label-column (pipeline parameter "
+            f"LabelColumn) is {settings.label_column!r}; infer the schema again (leave pipeline parameter SchemaUrl "
+            "unset) or pass the matching label column"
         )
     id_column = settings.id_column or decided.get("id_column") or None
     categorical = given_or_decided(settings.categorical_columns, decided, "categorical_columns")
@@ -101,7 +101,8 @@ def resolve_schema(settings: Settings, decided: dict[str, Any], name: str, heade
     unknown = [column for column in categorical if column not in features]
     if unknown:
         raise PreprocessError(
-            f"categorical columns {unknown} are not feature columns {features} (check --param CategoricalColumns)"
+            f"categorical columns {unknown} are not feature columns {features}; check --categorical-columns "
+            "(pipeline parameter CategoricalColumns)"
         )
     if not features:
         raise PreprocessError(f"{name}: no feature columns besides the label {settings.label_column!r}")

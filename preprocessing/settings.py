@@ -46,8 +46,8 @@ class Settings:
         validation, test = self.validation_fraction, self.test_fraction
         if not (0 <= validation < 1 and 0 <= test < 1 and validation + test < 1):
             raise PreprocessError(
-                f"--validation-fraction {validation} and --test-fraction {test} must be in [0, 1) and leave a train "
-                "share"
+                f"--validation-fraction (pipeline parameter ValidationFraction) {validation} and --test-fraction "
+                f"(pipeline parameter TestFraction) {test} must be in [0, 1) and leave a train share"
             )
         return (1.0 - validation - test, validation, test)
 

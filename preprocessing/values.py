@@ -77,8 +77,8 @@ def to_float64(column: pd.Series, where: RowLocator, what: str, hint: Callable[[
         fix = (
             hint()
             if hint
-            else f"declare text columns as categorical (feature-hashed) with --param CategoricalColumns={column.name} "
-            "(added to the columns already declared; preprocess.py: --categorical-columns)"
+            else "declare text columns as categorical (feature-hashed) with --categorical-columns (pipeline "
+            f"parameter CategoricalColumns), adding {column.name} to the columns already declared"
         )
         raise PreprocessError(f"{where.at(row)}: {what} has non-numeric value {show(column.iloc[row])}; {fix}")
     return numbers.to_numpy(dtype=np.float64, na_value=np.nan)

@@ -9,6 +9,8 @@ from pathlib import Path
 
 import pytest
 
+from pipeline.api._words import argument
+from pipeline.cli import flag
 from pipeline.cli.arguments import add_config_arguments, config_from_args
 from pipeline.definition.config import (
     DEFAULT_ROLE_ARN,
@@ -127,9 +129,12 @@ def test_toml_file(tmp_path: Path) -> None:
     ],
 )
 def test_invalid_settings_are_named_with_their_source(overrides: dict, message: str) -> None:
-    with pytest.raises(ConfigError, match="command line") as error:
+    with pytest.raises(ConfigError, match="overrides") as error:
         load_config(overrides, env={})
     assert message in str(error.value)
+    # the source as each surface calls what its caller gave
+    assert "command line" in error.value.worded(flag) and "overrides" not in error.value.worded(flag)
+    assert "keyword arguments" in error.value.worded(argument)
 
 
 def test_file_errors_name_the_file(tmp_path: Path) -> None:

@@ -140,6 +140,6 @@ def test_an_empty_input_prefix_is_an_error_before_anything_is_staged(built: Loca
     from pipeline.core.errors import DataError
 
     run = LocalRun(built.config, Workdir(tmp_path), built.definition_json, built.uploads)
-    with pytest.raises(DataError, match=r"--param InputDataUrl=s3://llpipe-local/nothing/: no objects under"):
+    with pytest.raises(DataError, match=r"^parameter InputDataUrl=s3://llpipe-local/nothing/: no objects under"):
         run.execute(example_data(Workdir(tmp_path)), {"InputDataUrl": "s3://llpipe-local/nothing/"})
     assert not (tmp_path / "executions").exists() and not (tmp_path / "s3" / "llpipe-local").exists()

@@ -224,7 +224,7 @@ def test_a_version_taking_other_request_columns_is_refused_unless_allowed(
         capsys, registry.workdir, "staging", "--model-package", "3", "--allow-new-columns", "--quality-tolerance", "1"
     )
     assert code == 0 and outcome["status"] == "deployed" and outcome["version"]["version"] == 3, outcome
-    assert any("(allowed: --allow-new-columns)" in note for note in outcome["smoke"]["notes"])
+    assert any("(new columns allowed)" in note for note in outcome["smoke"]["notes"])
     staging = endpoints(capsys, registry.workdir)["staging"]
     client = runtime(staging["url"])
     rows = changed.drop(columns=[drift_table.LABEL]).head(3).to_csv(index=False).encode()

@@ -495,4 +495,4 @@ def test_margins_without_a_margin_loss_fail_naming_the_line(tmp_path: Path) -> N
     labels, margins = predictions_for("binary_classifier", "hinge_loss", 60)
     predictions_dir, test_dir, _ = write_job_inputs(tmp_path, labels, margins)
     stderr = run_failing(tmp_path, predictions_dir, test_dir, "binary_classifier")
-    assert "expected a probability (a margin only with --loss hinge_loss)" in stderr
+    assert "expected a probability (a margin only with --loss (pipeline parameter Loss) hinge_loss)" in stderr

@@ -78,7 +78,7 @@ def test_staging_copies_so_later_edits_do_not_rewrite_an_earlier_execution_s_dat
 
 NON_NUMERIC = (
     "row 301: column 'b' has non-numeric value 'oops'; declare text columns as categorical (feature-hashed) with "
-    "--param CategoricalColumns=b (added to the columns already declared; preprocess.py: --categorical-columns)"
+    "--categorical-columns (pipeline parameter CategoricalColumns), adding b to the columns already declared"
 )
 
 

@@ -66,7 +66,9 @@ def test_a_local_run_prepares_once_and_pre_scans_each_data_file_once(
     assert execution.record.steps["Preprocess"].status == "Failed", "the run was executed, not only prepared"
     assert "the data has 5 features" in execution.record.steps[
         "Preprocess"
-    ].failure_reason and "--feature-dim is 3" in (execution.record.steps["Preprocess"].failure_reason)
+    ].failure_reason and "--feature-dim (pipeline parameter FeatureDim) is 3" in (
+        execution.record.steps["Preprocess"].failure_reason
+    )
     scanned = Counter(path for (paths, _values) in calls["scan"] for path in paths)
     assert scanned == Counter(files), "each data file is pre-scanned exactly once"
     sampled = Counter(path for (paths, *_rest) in calls["sample"] for path in paths)

@@ -361,13 +361,15 @@ BINARY = ["--label-column", "label", "--predictor-type", "binary_classifier"]
         (
             {"d.csv": GOOD + "7,seven,1\n"},
             [*BINARY, "--chunk-rows", "5"],
-            r"d\.csv row 13: column 'b' has non-numeric value 'seven'; .*--param CategoricalColumns=b",
+            r"d\.csv row 13: column 'b' has non-numeric value 'seven'; .*\(pipeline parameter CategoricalColumns\), "
+            r"adding b",
         ),
         # an empty cell, the text NaN and a number float32 cannot hold are each said as such, not as "value nan"
         (
             {"d.csv": GOOD + "7,,1\n"},
             BINARY,
-            r"d\.csv row 13: column 'b' is empty; a value is needed \(use --param Mis",
+            r"d\.csv row 13: column 'b' is empty; a value is needed: set --missing \(pipeline parameter "
+            r"MissingValues\) to zero \(features\) or drop \(rows\)",
         ),
         ({"d.csv": GOOD + "\n7,NaN,1\n"}, BINARY, r"d\.csv row 13: column 'b' holds the text 'NaN', read as a missing"),
         ({"d.csv": GOOD + "7,1,\n"}, BINARY, r"d\.csv row 13: label column 'label' is empty; a value is needed"),
@@ -375,22 +377,28 @@ BINARY = ["--label-column", "label", "--predictor-type", "binary_classifier"]
         (
             {"d.csv": "a,b,label\n1,,0\n2,,1\n"},
             [*BINARY, "--missing", "drop"],
-            r"all 2 rows .* dropped by --missing drop",
+            r"all 2 rows .* dropped by --missing \(pipeline parameter MissingValues\) drop",
         ),
         ({"d.csv": GOOD}, [*BINARY, "--train-shards", "50"], r"has \d+ rows, fewer than the 50 train shards"),
         (
             {"d.csv": GOOD},
             [*BINARY, "--validation-fraction", "0.01"],
-            r"the validation split is empty \(12 rows, --validation-fraction 0\.01; .*\): give more rows, a larger "
-            r"validation fraction \(--param ValidationFraction\) or another --param SplitSeed",
+            r"the validation split is empty \(12 rows, --validation-fraction \(pipeline parameter ValidationFraction\) "
+            r"0\.01; .*\): give more rows, a larger validation fraction or another --seed \(pipeline parameter "
+            r"SplitSeed\)",
         ),
-        ({"d.csv": GOOD}, [*BINARY, "--feature-dim", "3"], r"the data has 2 features .* but --feature-dim is 3"),
+        (
+            {"d.csv": GOOD},
+            [*BINARY, "--feature-dim", "3"],
+            r"the data has 2 features .* but --feature-dim \(pipeline parameter FeatureDim\) is 3",
+        ),
         (
             {"d.csv": GOOD + "7,1,2\n"},
             BINARY,
             r"d\.csv row 13: label 2(\.0)? is not 0 or 1 for binary_classifier; labels seen in this chunk: 0, 1, 2; "
             r"a binary classifier takes two classes: correct or drop the rows with other labels, or train a "
-            r"multiclass_classifier \(--predictor-type multiclass_classifier, --param LabelValues=0,1,2;",
+            r"multiclass_classifier: --predictor-type \(pipeline parameter PredictorType\) multiclass_classifier and "
+            r"--label-values \(pipeline parameter LabelValues\) 0,1,2$",
         ),
         (
             {"d.csv": GOOD + "7,1,yes\n"},
@@ -406,7 +414,7 @@ BINARY = ["--label-column", "label", "--predictor-type", "binary_classifier"]
             {"d.csv": GOOD},
             [*BINARY, "--label-values", "no,yes"],
             r"d\.csv row 1: label '0' is not one of the label values \['no', 'yes'\]; labels seen in this chunk: 0, 1; "
-            r"map them to classes in order with --param LabelValues=0,1",
+            r"map them to classes in order with --label-values \(pipeline parameter LabelValues\) 0,1",
         ),
         (
             {"d.csv": GOOD, "e.csv": "a,b,c,label\n1,2,3,0\n"},
@@ -439,7 +447,7 @@ def test_bad_input_fails_naming_file_and_row(
 
 NON_NUMERIC = (
     "row 13: column 'b' has non-numeric value 'seven'; declare text columns as categorical (feature-hashed) with "
-    "--param CategoricalColumns=b (added to the columns already declared; preprocess.py: --categorical-columns)"
+    "--categorical-columns (pipeline parameter CategoricalColumns), adding b to the columns already declared"
 )
 
 

@@ -140,8 +140,8 @@ TRAIN_FAILURE = "AlgorithmError: feature_dim 5 does not match the data (3 column
 EVALUATE_FAILURE = "AlgorithmError: See job logs for more information"
 PREPROCESS_FAILURE = "AlgorithmError: See job logs for more information"  # what SageMaker says of a script's exit 1
 BAD_VALUE = (
-    "column 'b' has non-numeric value 'oops'; declare text columns as categorical (feature-hashed) with --param "
-    "CategoricalColumns=b (added to the columns already declared; preprocess.py: --categorical-columns)"
+    "column 'b' has non-numeric value 'oops'; declare text columns as categorical (feature-hashed) with "
+    "--categorical-columns (pipeline parameter CategoricalColumns), adding b to the columns already declared"
 )
 # what preprocess.py wrote to /opt/ml/output/message on each instance, concatenated by SageMaker
 PREPROCESS_EXIT = (

@@ -103,7 +103,7 @@ def test_multiclass_labels_text_and_integers(tmp_path: Path) -> None:
     assert decision.document["label_values"] is None and decision.parameters == {"NumClasses": "4"}
     frame["kind"] = rng.choice([1, 2, 5], 60)  # integers but not 0..K-1: mapped in numeric order
     assert decide(sample_of(tmp_path, {"t.csv": frame}), values, set()).document["label_values"] == ["1", "2", "5"]
-    with pytest.raises(SchemaError, match=r"--param NumClasses=5 but label column 'kind' has 3 classes"):
+    with pytest.raises(SchemaError, match=r"parameter NumClasses=5 but label column 'kind' has 3 classes"):
         decide(sample_of(tmp_path, {"t.csv": frame}), {**values, "NumClasses": 5}, {"NumClasses"})
 
 
@@ -112,7 +112,7 @@ def test_binary_numeric_labels_need_no_values_and_bad_labels_are_refused(tmp_pat
     values = {"LabelColumn": "y", "PredictorType": "binary_classifier"}
     assert decide(sample_of(tmp_path, {"t.csv": frame}), values, set()).document["label_values"] is None
     frame["y"] = ["a", "b", "c", "a"]
-    with pytest.raises(SchemaError, match=r"needs 2 label values; .* has 3: \['a', 'b', 'c'\]; pass --param LabelV"):
+    with pytest.raises(SchemaError, match=r"needs 2 label values; .* has 3: \['a', 'b', 'c'\]; pass parameter LabelV"):
         decide(sample_of(tmp_path, {"t.csv": frame}), values, set())
     with pytest.raises(SchemaError, match=r"regressor needs numeric labels; label column 'y' has text values"):
         decide(sample_of(tmp_path, {"t.csv": frame}), {**values, "PredictorType": "regressor"}, set())
@@ -145,11 +145,11 @@ def test_collisions_are_warned_about_and_missing_values_refused_before_the_run(t
     notes = decide(sample_of(tmp_path, {"t.csv": frame}), values, set()).notes
     assert any("column 'city': 5 distinct value(s) in the sample share 2 of 2 hash buckets" in note for note in notes)
     frame.loc[3, "x"] = None
-    with pytest.raises(SchemaError, match=r"t\.csv row 4: column 'x' is empty, a missing value; .* --param Missing"):
+    with pytest.raises(SchemaError, match=r"t\.csv row 4: column 'x' is empty, a missing value; .* parameter Missing"):
         decide(sample_of(tmp_path, {"t.csv": frame}), values, set())
     frame["x"] = frame["x"].astype(object)
     frame.loc[3, "x"] = "NaN"  # the text NaN, read as missing: said as written, not as an empty cell
-    with pytest.raises(SchemaError, match=r"t\.csv row 4: column 'x' holds the text 'NaN', a missing value; .* --par"):
+    with pytest.raises(SchemaError, match=r"t\.csv row 4: column 'x' holds the text 'NaN', a missing value; .* param"):
         decide(sample_of(tmp_path, {"t.csv": frame}), values, set())
     assert decide(sample_of(tmp_path, {"t.csv": frame}), {**values, "MissingValues": "zero"}, set()).document
 
@@ -164,7 +164,7 @@ def test_a_column_empty_in_every_sampled_row_is_named_with_what_works(tmp_path: 
             SchemaError,
             match=rf"column 'blank' has no value in any of the 6 sampled rows; with "
             rf"MissingValues={policy} Preprocess would {outcome}: leave the column out of the data, "
-            r"or pass --param MissingValues=zero",
+            r"or pass parameter MissingValues=zero",
         ):
             decide(sample_of(tmp_path, frames), {**values, "MissingValues": policy}, set())
     assert decide(sample_of(tmp_path, frames), {**values, "MissingValues": "zero"}, set()).document

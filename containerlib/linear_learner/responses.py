@@ -81,7 +81,7 @@ def parse_response(
         if not margin and not 0.0 <= value <= 1.0:
             raise ResponseError(
                 f"'{SCORE}' is {score!r}, expected a probability "
-                f"(a margin only with --loss {' or '.join(MARGIN_LOSSES)})"
+                f"(a margin only with --loss (pipeline parameter Loss) {' or '.join(MARGIN_LOSSES)})"
             )
         return value, _class_index(record[PREDICTED_LABEL], 2)
     if not isinstance(score, list) or len(score) < 2:

@@ -61,8 +61,8 @@ def run_local(
     ``progress``: a live step table; ``"auto"`` shows it in Jupyter only, True also prints step changes elsewhere.
     Other keyword arguments: pipeline parameters (``Epochs=5``) and settings (``bucket=...``), see the module.
     """
+    from pipeline.api._words import in_api_words
     from pipeline.api.notebook import progress_display
-    from pipeline.api.wording import in_api_words
 
     with in_api_words():
         settings, parameters = _shared.split_options(options)
@@ -114,8 +114,8 @@ def start(
     """Start an execution of the deployed pipeline with parameter overrides (``InputDataUrl="s3://..."``,
     ``Epochs=5``); DataVersion is the fingerprint of the data under InputDataUrl, as with ``llpipe start``.
     Returns the execution at once, or when it finished with ``wait=True`` (else call ``.wait()``)."""
+    from pipeline.api._words import in_api_words
     from pipeline.api.sagemaker_execution import SageMakerExecution
-    from pipeline.api.wording import in_api_words
     from pipeline.sagemaker import aws
     from pipeline.sagemaker.start import start as start_execution
 

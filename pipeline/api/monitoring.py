@@ -78,14 +78,16 @@ class TrafficReport:
 
 
 def parse_time(text: str | datetime, what: str) -> datetime:
-    """A UTC time from ISO 8601 text (``2024-01-19T18:00:00Z``; no zone means UTC)."""
+    """A UTC time from ISO 8601 text (``2024-01-19T18:00:00Z``; no zone means UTC); ``what``: the option it came
+    from (``start``, ``end``), which an error names."""
     if isinstance(text, datetime):
         moment = text
     else:
         try:
             moment = datetime.fromisoformat(text.strip().replace("Z", "+00:00"))
         except ValueError:
-            raise UsageError(f"{what} {text!r} is not an ISO 8601 time such as 2024-01-19T18:00:00Z") from None
+            expected = "an ISO 8601 time such as 2024-01-19T18:00:00Z"
+            raise UsageError(f"not {expected}", option=what, value=text, expected=expected) from None
     return (moment if moment.tzinfo else moment.replace(tzinfo=timezone.utc)).astimezone(timezone.utc)
 
 
@@ -94,8 +96,8 @@ def window(start: str | datetime | None, end: str | datetime | None) -> tuple[da
     # capture stamps inferenceTime to the second: the default end is the next whole second, so a request answered
     # in this very second (its time truncated to it) is inside [start, end), not left out until the next run
     now = datetime.now(timezone.utc)
-    finish = parse_time(end, "--end") if end is not None else now.replace(microsecond=0) + timedelta(seconds=1)
-    begin = parse_time(start, "--start") if start is not None else finish - timedelta(hours=1)
+    finish = parse_time(end, "end") if end is not None else now.replace(microsecond=0) + timedelta(seconds=1)
+    begin = parse_time(start, "start") if start is not None else finish - timedelta(hours=1)
     return begin, finish
 
 

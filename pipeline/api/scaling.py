@@ -21,7 +21,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from pipeline.core.errors import LlpipeError
+from pipeline.core.errors import LlpipeError, opt
 from pipeline.core.names import BINARY_CLASSIFIER, MULTICLASS_CLASSIFIER, TRAIN, TRAINING_JOB_SETTINGS
 
 __all__ = [
@@ -121,10 +121,12 @@ def check_shards(instances: Sequence[int], shards: int, prefix: str) -> None:
     largest = max(instances)
     if largest > shards:
         raise ScalingStudyError(
-            f"--instances up to {largest} but Preprocess wrote {shards} train shard(s) under {prefix}: with "
+            f"{opt('instances')} up to {largest} but Preprocess wrote {shards} train shard(s) under {prefix}: with "
             f"ShardedByS3Key {largest - shards} host(s) would idle. Preprocess writes as many train shards as "
-            f"TrainingInstanceCount (at least): run once with --param TrainingInstanceCount={largest} and study that "
-            "execution (llpipe scaling --execution ID)"
+            f"TrainingInstanceCount (at least): run once with {opt('TrainingInstanceCount', largest)} and study that "
+            "execution",
+            option="instances",
+            expected=f"at most {shards}",
         )
 
 
@@ -145,7 +147,7 @@ def scaling_study(
 
     counts = sorted(set(int(n) for n in instances))
     if not counts or counts[0] < 1 or repeats < 1:
-        raise ScalingStudyError("--instances needs counts of at least 1 and --repeats at least 1")
+        raise ScalingStudyError(f"{opt('instances')} needs counts of at least 1 and {opt('repeats')} at least 1")
     prefix, shards = train_shards(execution)
     check_shards(counts, shards, prefix)
     train = execution.record.steps[TRAIN]
@@ -343,7 +345,7 @@ def study_on_sagemaker(
 
     counts = sorted(set(int(n) for n in instances))
     if not counts or counts[0] < 1 or repeats < 1:
-        raise ScalingStudyError("--instances needs counts of at least 1 and --repeats at least 1")
+        raise ScalingStudyError(f"{opt('instances')} needs counts of at least 1 and {opt('repeats')} at least 1")
     sagemaker, s3 = session.client("sagemaker"), session.client("s3")
     described = sagemaker.describe_training_job(TrainingJobName=train_job)
     [channel] = [c for c in described["InputDataConfig"] if c["ChannelName"] == "train"]

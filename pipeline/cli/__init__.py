@@ -3,8 +3,8 @@
 Every command module exposes ``configure(parser)`` to declare its arguments and ``run(args) -> int`` to do the work;
 it parses and renders, the work itself is in library modules. Errors are raised as ``pipeline.core.errors.LlpipeError``
 and turned into one line ``llpipe <command>: <message>`` and an exit code here, in ``main`` (usage errors 2,
-failures 1). Command modules keep heavy imports (the SageMaker SDK, numpy) inside functions so ``llpipe --help``
-stays fast.
+failures 1), the options they mention worded as this command line's flags (:func:`flag`). Command modules keep
+heavy imports (the SageMaker SDK, numpy) inside functions so ``llpipe --help`` stays fast.
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ import os
 import signal
 import sys
 
-from pipeline.core.errors import Interrupted, LlpipeError
+from pipeline.core.errors import ARGUMENTS, PARAMETERS, Interrupted, LlpipeError
 from pipeline.core.signals import STOP_SIGNALS, stop_signals_raise
 
 # name -> (module, one-line help)
@@ -43,6 +43,21 @@ COMMANDS: dict[str, tuple[str, str]] = {
 }
 
 
+def flag(name: str, value: str | None) -> str:
+    """An option as ``llpipe`` takes it: a pipeline parameter ``--param Epochs=0``, a setting ``--data PATH``,
+    ``--no-infer`` for ``infer=False`` (the words of :meth:`~pipeline.core.errors.LlpipeError.worded`)."""
+    if name == PARAMETERS:
+        return "--param"
+    if name == ARGUMENTS:
+        return "command line"
+    if name[:1].isupper():
+        return f"--param {name}" + ("" if value is None else f"={value}")
+    option = "--" + name.replace("_", "-")
+    if value == "False":
+        return f"--no-{option[2:]}"
+    return option if value in (None, "True") else f"{option} {value}"
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The full argument parser; every command module adds its own arguments."""
     parser = argparse.ArgumentParser(
@@ -67,7 +82,7 @@ def main(argv: list[str] | None = None) -> int:
         with stop_signals_raise():
             return int(args.handler(args) or 0)
     except LlpipeError as error:
-        print(f"llpipe {args.command_name}: {error}", file=sys.stderr)
+        print(f"llpipe {args.command_name}: {error.worded(flag)}", file=sys.stderr)
         return error.exit_code
     except KeyboardInterrupt as interrupt:  # Ctrl-C (SIGINT), SIGTERM or SIGHUP: the work was stopped and recorded
         number = interrupt.signal_number if isinstance(interrupt, Interrupted) else signal.SIGINT

@@ -189,6 +189,6 @@ def hint_local_execution(execution: str, command: str) -> Iterator[None]:
         if execution.startswith("arn:"):
             raise
         raise MissingCredentialsError(
-            f"{error}. `llpipe {command}` acts on SageMaker executions; if {execution} is a local one (`llpipe run`), "
-            f"{_local_instead(command)}"
+            f"{error.template}. `llpipe {command}` acts on SageMaker executions; if {execution} is a local one "
+            f"(`llpipe run`), {_local_instead(command)}"
         ) from None

@@ -8,6 +8,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import IO, Any
 
+from pipeline.cli import flag
 from pipeline.definition.config import PipelineConfig
 from pipeline.definition.schema import NothingToSample
 from pipeline.definition.schema_inference import Inferred
@@ -50,7 +51,7 @@ def infer_for_execution(
             config, declared, given, session, args.sample_rows, args.sample_objects, args.sample_bytes
         )
     except NothingToSample as error:
-        print(f"warning: {error}; no schema passed (Preprocess orders columns by name)", file=sys.stderr)
+        print(f"warning: {error.worded(flag)}; no schema passed (Preprocess orders columns by name)", file=sys.stderr)
         return None
     if inferred is not None:
         print_inferred(inferred, stream)

@@ -30,7 +30,7 @@ from datetime import datetime
 from functools import partial
 from typing import Any, Protocol
 
-from pipeline.core.errors import LlpipeError
+from pipeline.core.errors import LlpipeError, opt
 from pipeline.core.names import SERVING_FEATURIZER, SERVING_ROLE_VARIABLE, SERVING_SCHEMA_FILE
 from pipeline.core.smoke import QualityCheck, SmokeCase, SmokeResult, compare_answers, parse_answers, quality
 from serving.model import model_documents
@@ -140,7 +140,7 @@ class Outcome:
     stage: str
     endpoint: str
     version: Version
-    status: str  # deployed, unchanged, skipped (older, --if-newer), refused (worse), rolled-back, failed, smoke-failed
+    status: str  # deployed, unchanged, skipped (older, if_newer), refused (worse), rolled-back, failed, smoke-failed
     message: str
     previous: Live | None = None
     rollout: Rollout | None = None
@@ -176,7 +176,7 @@ def resolve_for_stage(target: DeployTarget, stage: str, requested: str | None) -
     else:
         staging = target.live(STAGING)
         if staging is None or staging.package_arn is None:
-            raise DeployError("staging serves no version: deploy to staging first (llpipe deploy --stage staging)")
+            raise DeployError(f"staging serves no version: deploy to staging first ({opt('stage', 'staging')})")
         if not staging.passed or staging.status != IN_SERVICE:
             raise DeployError(
                 f"staging's version {staging.version} ({staging.package_arn}) has not passed its smoke test there "
@@ -233,7 +233,7 @@ def deploy(
         if version.version < serving.version:
             message = (
                 f"version {version.version} is older than version {serving.version}, which {endpoint} serves: "
-                "not deployed (--if-newer)"
+                "not deployed (newer versions only)"
             )
             return done("skipped", message, previous=serving)
     column_notes: tuple[str, ...] = ()
@@ -340,10 +340,10 @@ def _columns_against_live(
         f"serves: {change}"
     )
     if allow:
-        return (f"{what} (allowed: --allow-new-columns)",)
+        return (f"{what} (new columns allowed)",)
     raise DeployError(
         f"{what}; clients sending version {live.version}'s rows would fail. Nothing was changed: update the clients, "
-        "then deploy with --allow-new-columns"
+        f"then deploy with {opt('allow_new_columns', True)}"
     )
 
 

@@ -4,15 +4,96 @@
 overrides, data options, a definition the local backend cannot run). Any other ``LlpipeError`` (exit 1): the work
 was attempted and failed (AWS, conversion, training, a registry request). Each prints as one line,
 ``llpipe <command>: <message>``, without a traceback.
+
+Messages never spell how a surface takes an option: they name it with :func:`opt` (``opt("Epochs", 0)``,
+``opt("data", path)``), and whoever shows the error words it (:meth:`LlpipeError.worded`): the CLI as its flags
+(``--param Epochs=0``, ``--data PATH``), the Python API as its keyword arguments (``Epochs=0``, ``data=PATH``),
+anything else with :func:`neutral` words (``parameter Epochs=0``, ``data PATH``).
 """
 
 from __future__ import annotations
 
+import re
+from collections.abc import Callable
+
+# An option's mention inside a message: OPEN name[=value] CLOSE (characters no message or value uses)
+OPEN, CLOSE = "\u2983", "\u2984"
+MENTION = re.compile(f"{OPEN}([^{OPEN}{CLOSE}=]+)(?:=([^{OPEN}{CLOSE}]*))?{CLOSE}")
+
+# A pipeline parameter is capitalised (``Epochs``); a setting is lower case (``data``, ``label_column``). Two
+# mentions name no single option: PARAMETERS (pipeline parameters in general) and ARGUMENTS (what the caller gave
+# this call, as a configuration source beside the environment and the config file).
+PARAMETERS, ARGUMENTS = "parameters", "arguments"
+
+Words = Callable[[str, "str | None"], str]
+"""How a surface names an option: ``(name, value or None) -> text``."""
+
+
+def opt(name: str, value: object = None) -> str:
+    """A mention of option ``name`` (with ``value`` if not None) for a message, worded when the error is shown."""
+    if value is None:
+        return f"{OPEN}{name}{CLOSE}"
+    return f"{OPEN}{name}={value}{CLOSE}"
+
+
+def neutral(name: str, value: str | None) -> str:
+    """Options in no surface's syntax: ``parameter Epochs=0``, ``label column y``, ``infer off``, ``pipeline
+    parameters``."""
+    if name == PARAMETERS:
+        return "pipeline parameters"
+    if name == ARGUMENTS:
+        return "overrides"
+    if name[:1].isupper():
+        return f"parameter {name}" + ("" if value is None else f"={value}")
+    setting = name.replace("_", " ")
+    switch = {"True": " on", "False": " off", None: ""}
+    return setting + switch[value] if value in switch else f"{setting} {value}"
+
+
+def worded(text: str, words: Words) -> str:
+    """``text`` with its option mentions (:func:`opt`) in ``words``."""
+    return MENTION.sub(lambda match: words(match.group(1), match.group(2)), text)
+
 
 class LlpipeError(Exception):
-    """An error worth one line to the user; exit code 1."""
+    """An error worth one line to the user; exit code 1.
+
+    Fields, all optional, for a caller to act on: ``option`` (the parameter or setting at fault, ``Epochs`` or
+    ``data``) and its ``value``, what was ``expected``, the ``file``, ``row`` and ``column`` of bad input. The
+    message starts with the option (``opt(option, value): message``) unless it mentions it (same value) itself, and
+    ``str()`` words it with ``words`` (:func:`neutral` unless a surface set its own)."""
 
     exit_code = 1
+    words: Words = staticmethod(neutral)
+
+    def __init__(
+        self,
+        message: str = "",
+        *,
+        option: str | None = None,
+        value: object = None,
+        expected: str | None = None,
+        file: str | None = None,
+        row: int | None = None,
+        column: str | None = None,
+    ) -> None:
+        super().__init__(message)
+        self.message = message
+        self.option, self.value, self.expected = option, value, expected
+        self.file, self.row, self.column = file, row, column
+
+    @property
+    def template(self) -> str:
+        """The message with its mentions unworded: to carry this error's text into another one."""
+        subject = None if self.option is None else opt(self.option, self.value)
+        return self.message if subject is None or subject in self.message else f"{subject}: {self.message}"
+
+    def worded(self, words: Words) -> str:
+        """The message as a surface shows it: ``words`` names every option it mentions."""
+        return worded(self.template, words)
+
+    def __str__(self) -> str:
+        return self.worded(self.words)
 
 
 class UsageError(LlpipeError, ValueError):
@@ -30,7 +111,7 @@ class ParameterError(UsageError):
 
 
 class DataError(UsageError):
-    """The data given to ``llpipe run --data`` cannot be used."""
+    """The data given to a local run cannot be used."""
 
 
 class SchemaError(UsageError):

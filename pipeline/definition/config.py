@@ -32,7 +32,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from pipeline.core.errors import ConfigError
+from pipeline.core.errors import ARGUMENTS, ConfigError, opt
 from pipeline.core.images import DEFAULT_PROCESSING_IMAGE
 from pipeline.definition.tuning import (
     DEFAULT_OBJECTIVE,
@@ -133,7 +133,7 @@ def load_config(
     if path is not None:
         merge(read_config_file(Path(path)), f"config file {path}")
     merge(_from_environment(env), "environment")
-    merge(overrides, "command line")
+    merge(overrides, opt(ARGUMENTS))
 
     project_name, project_id = values.get("project_name"), values.get("project_id")
     if project_name and project_id:
@@ -147,7 +147,7 @@ def load_config(
         return PipelineConfig(**coerced)
     except ConfigError as error:
         setting = str(error).split(":", 1)[0]
-        raise ConfigError(f"{error} (from {sources.get(setting, 'defaults')})") from None
+        raise ConfigError(f"{error.template} (from {sources.get(setting, 'defaults')})") from None
 
 
 def read_config_file(path: Path) -> dict[str, Any]:

@@ -25,7 +25,7 @@ from containerlib.names import SCHEMA_FORMAT
 from containerlib.stable_hash import stable_hash64
 from containerlib.tables.files import is_data_file, is_gzip, is_parquet, path_below_prefix
 from containerlib.tables.sample import missing_cell_text
-from pipeline.core.errors import SchemaError
+from pipeline.core.errors import PARAMETERS, SchemaError, opt
 from pipeline.core.names import DATA_SUFFIXES
 
 if TYPE_CHECKING:
@@ -238,7 +238,8 @@ class RangedObject(io.RawIOBase):
         if self.bytes_read + (end - start) > self.budget:
             raise SampleBudgetExceeded(
                 f"s3://{self.bucket}/{self.key}: sampling its first row group needs more than {self.budget} bytes; "
-                "raise --sample-bytes, or give the decisions as --param and pass --no-infer"
+                f"raise {opt('sample_bytes')}, or give the decisions as {opt(PARAMETERS)} and pass "
+                f"{opt('infer', False)}"
             )
         data = _get_range(self.s3, self.bucket, self.key, start, end)
         self.bytes_read += len(data)
@@ -425,11 +426,12 @@ def _refuse_empty_columns(sample: Sample, columns: list[str], label: str, policy
             fix = (
                 "give the label values"
                 if column == label
-                else "leave the column out of the data, or pass --param MissingValues=zero (a constant 0 feature)"
+                else f"leave the column out of the data, or pass {opt('MissingValues', 'zero')} (a constant 0 feature)"
             )
             raise SchemaError(
                 f"column {column!r} has no value in any of the {rows:,} sampled rows; with MissingValues={policy} "
-                f"Preprocess would {'drop every row' if policy == 'drop' else 'fail on its first row'}: {fix}"
+                f"Preprocess would {'drop every row' if policy == 'drop' else 'fail on its first row'}: {fix}",
+                column=column,
             )
 
 
@@ -454,12 +456,16 @@ def _refuse_missing(sample: Sample, columns: list[str], label: str) -> None:
         holes = frame[columns].isna().to_numpy()
         if holes.any():
             row, column = (int(index) for index in divmod(int(holes.argmax()), len(columns)))
-            fix = "=drop (drop the rows)" if columns[column] == label else "=zero (impute 0) or =drop (drop the rows)"
+            drop = f"{opt('MissingValues', 'drop')} (drop the rows)"
+            fix = drop if columns[column] == label else f"{opt('MissingValues', 'zero')} (impute 0) or {drop}"
             text = missing_cell_text(frame, columns[column], row)
             what = "is null" if text is None else "is empty" if not text.strip() else f"holds the text {text!r}"
             raise SchemaError(
                 f"{name} row {row + 1}: column {columns[column]!r} {what}, a missing value; Preprocess would fail on it"
-                f" with MissingValues=error: pass --param MissingValues{fix}"
+                f" with MissingValues=error: pass {fix}",
+                file=name,
+                row=row + 1,
+                column=columns[column],
             )
 
 
@@ -531,8 +537,9 @@ def _decide_labels(
     if predictor == "binary_classifier" and len(label_values) != 2:
         raise SchemaError(
             f"binary_classifier needs 2 label values; the sample of label column {label!r} has {len(label_values)}: "
-            f"{label_values[:10]}; pass --param LabelValues=NEGATIVE,POSITIVE"
-            + (" or use --predictor-type multiclass_classifier" if len(label_values) > 2 else "")
+            f"{label_values[:10]}; pass {opt('LabelValues', 'NEGATIVE,POSITIVE')}"
+            + (f" or use {opt('predictor_type', 'multiclass_classifier')}" if len(label_values) > 2 else ""),
+            column=label,
         )
     if predictor == "multiclass_classifier":
         return label_values, _checked_classes(len(label_values), values, given, label)
@@ -543,11 +550,16 @@ def _checked_classes(count: int, values: Mapping[str, Any], given: set[str], lab
     if count < 3:
         raise SchemaError(
             f"multiclass_classifier needs at least 3 classes; the sample of label column {label!r} has {count}: "
-            "use --predictor-type binary_classifier, or pass --param LabelValues=... listing every class"
+            f"use {opt('predictor_type', 'binary_classifier')}, or pass {opt('LabelValues', '...')} listing every "
+            "class",
+            column=label,
         )
     if "NumClasses" in given and int(values["NumClasses"]) != count:
         raise SchemaError(
-            f"--param NumClasses={values['NumClasses']} but label column {label!r} has {count} classes (sample or "
-            "LabelValues); pass matching values, or --param LabelValues=... listing every class"
+            f"{opt('NumClasses', values['NumClasses'])} but label column {label!r} has {count} classes (sample or "
+            f"LabelValues); pass matching values, or {opt('LabelValues', '...')} listing every class",
+            option="NumClasses",
+            value=values["NumClasses"],
+            column=label,
         )
     return count

@@ -183,7 +183,7 @@ def _connect(instance: _Instance, coordinator: str | None, exchange: Exchange | 
     if len(instance.hosts) == 1:
         return LocalCollective()
     if coordinator is None:
-        raise AlgorithmInputError("several hosts need --coordinator HOST:PORT")
+        raise AlgorithmInputError("several hosts need a coordinator (HOST:PORT of the parameter server)")
     address, port = coordinator.rsplit(":", 1)
     authkey = bytes.fromhex(os.environ.get("LLPIPE_LL_AUTHKEY", ""))
     client = ClientCollective((address, int(port)), authkey, instance.rank, len(instance.hosts))

@@ -39,23 +39,30 @@ def data_files(path: Path, workdir: Path | None = None) -> tuple[Path, list[Path
     Nothing under ``workdir`` is data: a work dir inside the folder holds this tool's own staged copies."""
     inside = workdir is not None and path.resolve().is_relative_to(workdir.resolve())
     if inside:
-        raise DataError(f"--data {path} is inside the work dir {workdir}; give the data's own file or folder")
+        raise DataError(
+            f"is inside the work dir {workdir}; give the data's own file or folder", option="data", value=path
+        )
     if path.is_file():
         if not tables.is_data_name(path.name):
-            raise DataError(f"--data {path}: not a data file; Preprocess reads {', '.join(DATA_SUFFIXES)} files")
+            expected = f"{', '.join(DATA_SUFFIXES)} files"
+            raise DataError(
+                f"not a data file; Preprocess reads {expected}", option="data", value=path, expected=expected
+            )
         return path.parent, [path]
     if not path.is_dir():
         if path.exists():  # /dev/zero, a FIFO, a socket: once reported as "no such file"
             raise DataError(
-                f"--data {path}: not a regular file or a folder (a device, FIFO or socket); give a CSV or Parquet "
-                "file, or a folder of them"
+                "not a regular file or a folder (a device, FIFO or socket); give a CSV or Parquet file, or a folder "
+                "of them",
+                option="data",
+                value=path,
             )
-        raise DataError(f"--data {path}: no such file or folder")
+        raise DataError("no such file or folder", option="data", value=path)
     files = tables.data_files(path)
     if workdir is not None:
         files = [p for p in files if not p.resolve().is_relative_to(workdir.resolve())]
     if not files:
-        raise DataError(f"--data {path}: no {', '.join(DATA_SUFFIXES)} files in this folder")
+        raise DataError(f"no {', '.join(DATA_SUFFIXES)} files in this folder", option="data", value=path)
     return path, files
 
 
@@ -84,7 +91,7 @@ class StagedData:
     """Data staged into the local S3 folder: its prefix URI and the user's own file behind each staged object."""
 
     uri: str  # ends with "/": the InputDataUrl of the run
-    files: dict[str, Path]  # staged object URI -> the file as the user named it (--data's path, or below its folder)
+    files: dict[str, Path]  # staged object URI -> the file as the user named it (the data's path, or below its folder)
 
     def user_paths(self, text: str) -> str:
         """``text`` with each staged object's URI replaced by the user's file: jobs name the objects they read
@@ -140,9 +147,9 @@ def run_data(s3: LocalS3, source: DataSource, input_data_url: str | None, sample
     objects = s3.list_objects(input_data_url)
     files = [s3.path(uri) for uri in objects if tables.is_data_file(tables.path_below_prefix(input_data_url, uri))]
     if sampled and not files:
-        raise DataError(f"--param InputDataUrl={input_data_url}: no data objects in the local S3")
+        raise DataError("no data objects in the local S3", option="InputDataUrl", value=input_data_url)
     try:
         version = local_s3_version(s3, input_data_url)
     except (DataVersionError, ValueError) as error:
-        raise DataError(f"--param InputDataUrl={input_data_url}: {error}") from None
+        raise DataError(str(error), option="InputDataUrl", value=input_data_url) from None
     return RunData(source, files, base if base.is_dir() else base.parent, version, input_data_url)

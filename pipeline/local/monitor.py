@@ -20,7 +20,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-from pipeline.core.errors import MonitorError
+from pipeline.core.errors import MonitorError, opt
 from pipeline.definition.config import PipelineConfig
 from pipeline.local.environments import ImageEnvironments
 from pipeline.local.executions import StepRecord, write_json_atomically
@@ -195,7 +195,8 @@ def _served_versions(
             f"the requests captured by endpoint {endpoint} in {_iso(start)} - {_iso(end)} were served by "
             f"{served}; each is checked against the baseline of the version that served it, and these cannot be: "
             + "; ".join(problems)
-            + " (narrow the window with --start/--end, or check all against one baseline with --model-package)"
+            + f" (narrow the window with {opt('start')}/{opt('end')}, or check all against one baseline with "
+            f"{opt('model_package')})"
         )
     return groups
 

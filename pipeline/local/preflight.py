@@ -21,7 +21,7 @@ from typing import Any
 
 from containerlib.errors import TableError
 from containerlib.tables.scan import count_rows
-from pipeline.core.errors import DataError, LlpipeError, ParameterError
+from pipeline.core.errors import DataError, LlpipeError, ParameterError, opt
 from pipeline.core.images import is_linear_learner
 from pipeline.core.names import (
     DATA_QUALITY_SUPPLIED_CONSTRAINTS,
@@ -123,13 +123,16 @@ def _check_hyperparameters(plan: Plan, values: Mapping[str, Any]) -> None:
                 SPECS[row.hyperparameter][1](texts[row.name].strip())
             except ValueError as rule:  # the hyperparameter's parser says what it allows
                 raise ParameterError(
-                    f"parameter {row.name}={texts[row.name]}: expected {rule} "
-                    f"(it is Linear Learner's hyperparameter {row.hyperparameter})"
+                    f"{opt(row.name, texts[row.name])}: expected {rule} "
+                    f"(it is Linear Learner's hyperparameter {row.hyperparameter})",
+                    option=row.name,
+                    value=texts[row.name],
+                    expected=str(rule),
                 ) from None
         if not named:
             raise ParameterError(f"the Train step's hyperparameters would be rejected: {error}") from None
-        shown = ", ".join(f"{row.name}={texts[row.name]}" for row in named)
-        raise ParameterError(f"parameter {shown}: the Train step would reject it: {error}") from None
+        shown = ", ".join(opt(row.name, texts[row.name]) for row in named)
+        raise ParameterError(f"{shown}: the Train step would reject it: {error}") from None
 
 
 def _check_labels(values: Mapping[str, Any]) -> None:
@@ -139,18 +142,22 @@ def _check_labels(values: Mapping[str, Any]) -> None:
         return
     duplicates = sorted({value for value in label_values if label_values.count(value) > 1})
     if duplicates:
-        raise ParameterError(f"parameter LabelValues lists {', '.join(duplicates)} more than once")
+        raise ParameterError(f"lists {', '.join(duplicates)} more than once", option="LabelValues")
     if predictor == REGRESSOR:
-        raise ParameterError("parameter LabelValues maps class labels; a regressor's label is a number: leave it empty")
+        raise ParameterError("maps class labels; a regressor's label is a number: leave it empty", option="LabelValues")
     if predictor == MULTICLASS_CLASSIFIER and "NumClasses" in values and len(label_values) != values["NumClasses"]:
         raise ParameterError(
-            f"parameter NumClasses={values['NumClasses']} but LabelValues lists {len(label_values)} classes "
-            f"({', '.join(label_values)}): set NumClasses={len(label_values)}"
+            f"{opt('NumClasses', values['NumClasses'])} but LabelValues lists {len(label_values)} classes "
+            f"({', '.join(label_values)}): set {opt('NumClasses', len(label_values))}",
+            option="NumClasses",
+            value=values["NumClasses"],
+            expected=str(len(label_values)),
         )
     if predictor not in (MULTICLASS_CLASSIFIER, REGRESSOR) and len(label_values) != 2:
         raise ParameterError(
-            f"parameter LabelValues lists {len(label_values)} values; a binary_classifier needs exactly 2 "
-            "(negative first, then positive)"
+            f"lists {len(label_values)} values; a binary_classifier needs exactly 2 (negative first, then positive)",
+            option="LabelValues",
+            expected="2 values",
         )
 
 
@@ -161,14 +168,21 @@ def _check_threshold(values: Mapping[str, Any]) -> None:
     metric = GATE_METRICS.get(str(values.get("PredictorType")), "the gate metric")
     if not isinstance(threshold, (int, float)) or not math.isfinite(threshold):
         raise ParameterError(
-            f"parameter {METRIC_THRESHOLD}={threshold} is not a finite number ({metric} is compared with it)"
+            f"not a finite number ({metric} is compared with it)",
+            option=METRIC_THRESHOLD,
+            value=threshold,
+            expected="a finite number",
         )
     if metric == "r2" and threshold > 1:
-        raise ParameterError(f"parameter {METRIC_THRESHOLD}={threshold}: r2 is at most 1, so the gate could never pass")
+        raise ParameterError(
+            "r2 is at most 1, so the gate could never pass", option=METRIC_THRESHOLD, value=threshold, expected="<= 1"
+        )
     if metric in ("auc", "accuracy") and not 0 <= threshold <= 1:
         raise ParameterError(
-            f"parameter {METRIC_THRESHOLD}={threshold}: {metric} lies in [0, 1], so the gate would "
-            f"{'never' if threshold > 1 else 'always'} pass"
+            f"{metric} lies in [0, 1], so the gate would {'never' if threshold > 1 else 'always'} pass",
+            option=METRIC_THRESHOLD,
+            value=threshold,
+            expected="in [0, 1]",
         )
 
 
@@ -249,8 +263,12 @@ def _check_counts(facts: DataFacts, values: Mapping[str, Any]) -> None:
     processing = values.get("ProcessingInstanceCount")
     if isinstance(processing, int) and processing > facts.files:
         raise ParameterError(
-            f"--param ProcessingInstanceCount={processing} but --data has {facts.files} file(s): with ShardedByS3Key "
-            f"an instance would get no file; use at most {facts.files} or split the data into more files"
+            f"{opt('ProcessingInstanceCount', processing)} but the data has {facts.files} file(s): with "
+            f"ShardedByS3Key an instance would get no file; use at most {facts.files} or split the data into more "
+            "files",
+            option="ProcessingInstanceCount",
+            value=processing,
+            expected=f"at most {facts.files}",
         )
     if facts.rows is None:
         return
@@ -258,13 +276,18 @@ def _check_counts(facts: DataFacts, values: Mapping[str, Any]) -> None:
     for name, fraction in fractions.items():
         if fraction > 0 and facts.rows * fraction < 1:
             raise ParameterError(
-                f"--param {name}={fraction} with {facts.rows} data rows leaves the split empty "
-                f"(about {facts.rows * fraction:.2f} rows); give more rows or a larger {name}"
+                f"{opt(name, fraction)} with {facts.rows} data rows leaves the split empty (about "
+                f"{facts.rows * fraction:.2f} rows); give more rows or a larger {name}",
+                option=name,
+                value=fraction,
             )
     training = values.get("TrainingInstanceCount")
     train_rows = facts.rows * (1 - sum(fractions.values()))
     if isinstance(training, int) and training > train_rows:
         raise ParameterError(
-            f"--param TrainingInstanceCount={training} but the train split has about {train_rows:.0f} rows: "
-            "an instance would get no records"
+            f"{opt('TrainingInstanceCount', training)} but the train split has about {train_rows:.0f} rows: an "
+            "instance would get no records",
+            option="TrainingInstanceCount",
+            value=training,
+            expected=f"at most {train_rows:.0f}",
         )

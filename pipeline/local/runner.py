@@ -15,7 +15,7 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from pipeline.core.data_version import PARAMETER as DATA_VERSION
-from pipeline.core.errors import DataError
+from pipeline.core.errors import DataError, opt
 from pipeline.definition.config import PipelineConfig
 from pipeline.definition.schema_inference import Inferred
 from pipeline.local import preflight
@@ -28,12 +28,16 @@ from pipeline.local.plan import Plan, load_definition
 from pipeline.local.s3 import LocalS3
 from pipeline.local.workdir import Workdir
 
+# the parameters a local run's data options set, and the option that sets each
+DATA_OPTIONS = {"LabelColumn": "label_column", "PredictorType": "predictor_type"}
+
 
 def merge_parameters(implied: Mapping[str, str], overrides: Mapping[str, str]) -> dict[str, str]:
-    """The data's parameters, then ``--param`` overrides; a ``--param`` contradicting a data flag is an error."""
+    """The data's parameters, then the overrides; an override contradicting a data option is an error."""
     for name, value in overrides.items():
-        if name in ("LabelColumn", "PredictorType") and name in implied and implied[name] != value:
-            raise DataError(f"--param {name}={value} contradicts the data option that sets it to {implied[name]}")
+        if name in DATA_OPTIONS and name in implied and implied[name] != value:
+            setting = DATA_OPTIONS[name]
+            raise DataError(f"{opt(name, value)} contradicts {opt(setting, implied[name])}", option=name, value=value)
     return {**implied, **overrides}
 
 
@@ -88,7 +92,7 @@ class LocalRun:
         interpreter = self._interpreter()
         requested = merge_parameters(source.parameters, overrides)
         plan, values = interpreter.prepare(load_definition(self.definition_json), requested)
-        preflight.check_parameters(plan, values)  # before any read: a bad --param is named first
+        preflight.check_parameters(plan, values)  # before any read: a bad override is named first
         preflight.check_registry(self.workdir.registry_db)
         # a first run calculates the data-quality baseline later runs are checked against
         group = self.config.model_package_group
@@ -121,7 +125,7 @@ class PreparedRun:
     run: LocalRun
     plan: Plan
     values: Mapping[str, Any]
-    requested: frozenset[str]  # the parameters set by the data options, ``--param`` or the decided schema
+    requested: frozenset[str]  # the parameters set by the data options, overrides or the decided schema
     data: RunData
     inferred: Inferred | None
     interpreter: Interpreter
@@ -143,7 +147,7 @@ class PreparedRun:
             staged = stage_data(s3, self.data.source, self.run.config.pipeline_prefix, self.data.version)
             values["InputDataUrl"] = staged.uri
             interpreter = replace(interpreter, reword_failure=staged.user_paths)
-        if DATA_VERSION in values and DATA_VERSION not in self.requested:  # a --param DataVersion wins
+        if DATA_VERSION in values and DATA_VERSION not in self.requested:  # an override of DataVersion wins
             values[DATA_VERSION] = self.data.version
         return interpreter.execute(self.plan, values)
 

@@ -11,7 +11,7 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
-from pipeline.core.errors import UsageError
+from pipeline.core.errors import UsageError, opt
 
 DEFAULT_ROOT = Path(".llpipe")
 
@@ -38,7 +38,9 @@ class Workdir:
             in_the_way = next((p for p in (self.root, *self.root.parents) if p.exists() and not p.is_dir()), None)
             reason = f"{in_the_way} is a file, not a folder" if in_the_way else error.strerror or str(error)
             raise UsageError(
-                f"--workdir {self.root}: cannot be created or written ({reason}); pick another with --workdir DIR"
+                f"cannot be created or written ({reason}); pick another with {opt('workdir', 'DIR')}",
+                option="workdir",
+                value=self.root,
             ) from None
 
     @property

@@ -27,7 +27,8 @@ def package_arn(sagemaker: Any, group: str, target: str | None) -> str:
             raise AwsError(f"model package group {group} has no approved version")
         return found[0]["ModelPackageArn"]
     if not str(target).isdigit():
-        raise UsageError(f"--model-package {target!r}: expected a version number, an ARN or {LATEST_APPROVED}")
+        expected = f"a version number, an ARN or {LATEST_APPROVED}"
+        raise UsageError(f"expected {expected}", option="model_package", value=target, expected=expected)
     request = {"ModelPackageGroupName": group, "MaxResults": 100}
     while True:
         with aws.call(f"ListModelPackages {group}"):

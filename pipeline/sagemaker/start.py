@@ -12,7 +12,7 @@ from typing import Any
 
 from pipeline.core.data_version import PARAMETER as DATA_VERSION
 from pipeline.core.data_version import s3_version
-from pipeline.core.errors import ParameterError
+from pipeline.core.errors import ParameterError, opt
 from pipeline.core.steps import own_arguments, referenced_steps, walk_steps
 from pipeline.definition.config import PipelineConfig
 from pipeline.definition.parameters import check_overrides
@@ -49,7 +49,9 @@ def steps_from(definition: Mapping[str, Any], first: str) -> list[str]:
         for step, branch in walk_steps(list(definition.get("Steps", [])))
     }
     if first not in dependencies:
-        raise ParameterError(f"--from-step {first!r}: the pipeline has no such step; it has {', '.join(dependencies)}")
+        raise ParameterError(
+            f"the pipeline has no such step; it has {', '.join(dependencies)}", option="from_step", value=first
+        )
     selected = {first}
     changed = True
     while changed:
@@ -87,7 +89,7 @@ def start_request(
     check_overrides(list(declared.values()), parameters)
     if DATA_VERSION in declared and DATA_VERSION not in parameters:
         url = parameters.get("InputDataUrl") or str(declared.get("InputDataUrl", {}).get("DefaultValue", ""))
-        with aws.call(f"ListObjectsV2 {url} (for DataVersion; or pass --param {DATA_VERSION}=...)"):
+        with aws.call(f"ListObjectsV2 {url} (for DataVersion; or pass {opt(DATA_VERSION, '...')})"):
             parameters[DATA_VERSION] = s3_version(session.client("s3"), url)
     request: dict[str, Any] = {"PipelineName": config.pipeline_name}
     if parameters:
@@ -116,7 +118,7 @@ def scaling_warnings(
     TrainingInstanceCount against the train shards Preprocess will write and MiniBatchSize against the train records
     one training host will see. The data is what the schema inference read (``sample``, its ``describe()``): the
     data objects ListObjectsV2 listed, and their rows when every object was read whole (fewer rows than the
-    per-file cap in all); no further request is sent. Nothing without a sample (``--no-infer``, SchemaUrl given)."""
+    per-file cap in all); no further request is sent. Nothing without a sample (inference off, SchemaUrl given)."""
     from pipeline.core.scaling import run_preflight_warnings
     from pipeline.definition.parameters import resolve_parameters
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from pipeline.core.errors import ServingError
+from pipeline.core.errors import ServingError, opt
 from pipeline.local.monitor import DEFAULT_VARIANT, capture_prefix
 from pipeline.local.s3 import LocalS3
 from pipeline.local.serving.app import create_app
@@ -36,7 +36,7 @@ def find_package(workdir: Workdir, config: PipelineConfig, target: str | int | N
             if package is None:
                 raise ServingError(
                     f"model package group {group} has no approved version: approve one (llpipe models approve N) "
-                    "or name a version (--model-package N)"
+                    f"or name a version ({opt('model_package', 'N')})"
                 )
             return package
         return registry.describe(target if "/" in target or target.startswith("arn:") else f"{group}/{target}")
