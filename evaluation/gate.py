@@ -121,8 +121,9 @@ def champion_section(champion: Champion, report: dict[str, Any], predictor_type:
     metric = GATE_METRICS[predictor_type]
     gate = {"metric": metric, "value": report["gate"]["value"]}
     result = {**champion.to_dict(), section: report[section], "gate": gate}
-    if "prediction_sample" in report:
-        result["prediction_sample"] = report["prediction_sample"]
+    for extra in ("prediction_sample", "sketch"):  # the sketch section: past the record cap, how the metrics were made
+        if extra in report:
+            result[extra] = report[extra]
     return result
 
 

@@ -105,11 +105,13 @@ def baseline_report(
     kind = "value" if predictor_type == "regressor" else "probability"
     baseline_scored = collect(chunks, predictor_type, kind, scored.file_count, rounds, seed, scored.exact_records_cap)
     full = build_report(baseline_scored, predictor_type, rounds, seed)
-    section = METRICS_SECTIONS[predictor_type]
     # the scalar metrics (value and standard deviation) and the confusion matrix; the curves stay the challenger's
     metrics = {
         name: item
-        for name, item in full[section].items()
+        for name, item in full[METRICS_SECTIONS[predictor_type]].items()
         if name == "confusion_matrix" or (isinstance(item, dict) and "value" in item)
     }
-    return baseline_section(sample, predictor_type, metrics, report["gate"]["metric"], report["gate"]["value"])
+    section = baseline_section(sample, predictor_type, metrics, report["gate"]["metric"], report["gate"]["value"])
+    if "sketch" in full:  # past the record cap: how the baseline's metrics were made
+        section["sketch"] = full["sketch"]
+    return section
