@@ -11,7 +11,6 @@ expected.
 from __future__ import annotations
 
 import itertools
-import sys
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -133,12 +132,6 @@ def iter_test_batches(shard: Path, chunk_records: int = DEFAULT_CHUNK_RECORDS) -
         raise PredictionsError(f"test shard {shard}: cannot read it ({error.strerror or error})") from error
 
 
-def read_labels(shard: Path) -> np.ndarray:
-    """The labels of one RecordIO-protobuf test shard, float64."""
-    blocks = [labels for _, _, labels in iter_test_batches(shard)]
-    return np.concatenate(blocks).astype(np.float64) if blocks else np.empty(0)
-
-
 def read_prediction_lines(out_file: Path) -> Iterator[tuple[int, dict[str, Any]]]:
     """(line number, response object) for each non-blank line of a batch-transform ``.out`` file."""
     with out_file.open("r", encoding="utf-8") as lines:
@@ -199,14 +192,6 @@ class PredictionReader:
     def remaining(self) -> int:
         """How many predictions are left (read through, each line still validated as JSON)."""
         return sum(1 for _ in self.lines)
-
-
-def read_predictions(
-    out_file: Path, predictor_type: str, kind: str = "probability"
-) -> tuple[np.ndarray, np.ndarray | None]:
-    """Scores and predicted labels of one whole ``.out`` file (see :class:`PredictionReader`)."""
-    reader = PredictionReader(out_file, predictor_type, kind)
-    return reader.take(sys.maxsize)
 
 
 def iter_scored(

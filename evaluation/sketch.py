@@ -21,6 +21,7 @@ What is approximate:
 from __future__ import annotations
 
 import math
+from collections.abc import Iterator
 from typing import Any
 
 import numpy as np
@@ -83,9 +84,10 @@ class PoissonRounds:
         self.rounds = rounds if rounds >= 2 else 0
         self.generator = np.random.default_rng(seed)
 
-    def weights(self, n: int) -> np.ndarray:
-        """(rounds, n) float64 weights for the next n records."""
-        return self.generator.poisson(1.0, size=(self.rounds, n)).astype(np.float64)
+    def weights(self, n: int) -> Iterator[np.ndarray]:
+        """Every round's float64 weights of the next n records, one round at a time (memory: one round's)."""
+        for _ in range(self.rounds):
+            yield self.generator.poisson(1.0, size=n).astype(np.float64)
 
 
 class ClassifierSketch:
@@ -111,11 +113,10 @@ class ClassifierSketch:
         slots = labels * HISTOGRAM_BINS + score_bins(scores, self.kind) if self.binary else None
         if slots is not None:
             self.histogram += np.bincount(slots, minlength=2 * HISTOGRAM_BINS)
-        weights = self.poisson.weights(len(labels))
-        for index in range(self.poisson.rounds):
-            self.round_matrices[index] += np.bincount(cells, weights=weights[index], minlength=size)
+        for index, weights in enumerate(self.poisson.weights(len(labels))):
+            self.round_matrices[index] += np.bincount(cells, weights=weights, minlength=size)
             if slots is not None:
-                self.round_histograms[index] += np.bincount(slots, weights=weights[index], minlength=2 * HISTOGRAM_BINS)
+                self.round_histograms[index] += np.bincount(slots, weights=weights, minlength=2 * HISTOGRAM_BINS)
         self.count += len(labels)
 
     def confusion(self) -> np.ndarray:
@@ -192,8 +193,8 @@ class RegressionSketch:
         residuals = labels - predictions
         columns = np.stack([np.ones(len(labels)), shifted, shifted**2, residuals**2, np.abs(residuals)], axis=1)
         self.sums += columns.sum(axis=0)
-        if self.poisson.rounds:
-            self.round_sums += self.poisson.weights(len(labels)) @ columns
+        for index, weights in enumerate(self.poisson.weights(len(labels))):
+            self.round_sums[index] += weights @ columns
         self._sample(labels, predictions)
         self.count += len(labels)
 
