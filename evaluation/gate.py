@@ -203,7 +203,7 @@ def decide(
 
 def compare_with_champion(
     report: dict[str, Any],
-    scored: Collected,
+    challenger: Collected,
     pairing: Pairing,
     predictor_type: str,
     settings: GateSettings,
@@ -224,8 +224,8 @@ def compare_with_champion(
             if found is not None:
                 with tempfile.TemporaryDirectory(prefix="champion-") as folder:
                     model_path = download_model(s3, found, Path(folder))
-                    champion_scored = score_champion(model_path, found, scored, pairing, predictor_type, rounds, seed)
-                champion_report = build_report(champion_scored, predictor_type, rounds, seed)
+                    scored = score_champion(model_path, found, challenger, pairing, predictor_type, rounds, seed)
+                champion_report = build_report(scored, predictor_type, rounds, seed)
                 champion = champion_section(found, champion_report, predictor_type)
         except ChampionError as error:
             raise EvaluationError(str(error)) from None

@@ -54,17 +54,17 @@ def evaluate(
     kind = score_kind(predictor_type, loss)
     pairing = pair_predictions(predictions_dir, test_dir)
     chunks = iter_scored(pairing, predictor_type, kind)
-    scored = collect(chunks, predictor_type, kind, len(pairing.shards), bootstrap_rounds, seed, max_exact)
+    challenger = collect(chunks, predictor_type, kind, len(pairing.shards), bootstrap_rounds, seed, max_exact)
     names = label_names(summary_dir)  # also checks that every Preprocess host built the same layout
     names = names if predictor_type != "regressor" else None
-    report = build_report(scored, predictor_type, bootstrap_rounds, seed, names)
+    report = build_report(challenger, predictor_type, bootstrap_rounds, seed, names)
     shards = train_shards(train_dir, train_uri, region)
     if shards is not None:
         report[SKLEARN_BASELINE] = baseline_report(
-            shards, pairing, scored, report, predictor_type, bootstrap_rounds, seed, summary_dir
+            shards, pairing, challenger, report, predictor_type, bootstrap_rounds, seed, summary_dir
         )
     if gate is not None:
-        compare_with_champion(report, scored, pairing, predictor_type, gate, bootstrap_rounds, seed)
+        compare_with_champion(report, challenger, pairing, predictor_type, gate, bootstrap_rounds, seed)
     write_report(report, output_dir)
     return report
 
@@ -89,7 +89,7 @@ def summary_train_records(summary_dir: Path | None) -> int | None:
 def baseline_report(
     shards: list[Shard],
     pairing: Pairing,
-    scored: Collected,
+    challenger: Collected,
     report: dict[str, Any],
     predictor_type: str,
     rounds: int,
@@ -101,10 +101,11 @@ def baseline_report(
     if sample.channel_records is None:  # the sample stopped early: the summary knows how many records there are
         sample = dataclasses.replace(sample, channel_records=summary_train_records(summary_dir))
     estimator = fit_baseline(sample, predictor_type)
-    chunks = score_baseline(estimator, pairing, predictor_type, scored.classes)
+    chunks = score_baseline(estimator, pairing, predictor_type, challenger.classes)
     kind = "value" if predictor_type == "regressor" else "probability"
-    baseline_scored = collect(chunks, predictor_type, kind, scored.file_count, rounds, seed, scored.exact_records_cap)
-    full = build_report(baseline_scored, predictor_type, rounds, seed)
+    cap = challenger.exact_records_cap
+    baseline = collect(chunks, predictor_type, kind, challenger.file_count, rounds, seed, cap)
+    full = build_report(baseline, predictor_type, rounds, seed)
     # the scalar metrics (value and standard deviation) and the confusion matrix; the curves stay the challenger's
     metrics = {
         name: item
