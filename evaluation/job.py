@@ -51,6 +51,8 @@ def evaluate(
     """
     if predictor_type not in PREDICTOR_TYPES:
         raise EvaluationError(f"predictor type {predictor_type!r} is not one of {', '.join(PREDICTOR_TYPES)}")
+    if max_exact < 0:
+        raise EvaluationError(f"max exact records is {max_exact}, expected a record count >= 0 (0: always sketch)")
     kind = score_kind(predictor_type, loss)
     pairing = pair_predictions(predictions_dir, test_dir)
     chunks = iter_scored(pairing, predictor_type, kind)

@@ -11,9 +11,10 @@ from typing import Any
 
 import numpy as np
 import pytest
+from container import Container
 from sklearn import metrics as skm
 from test_champion import GROUP, champion_artifact, job_with_champion
-from test_evaluate import binary_case, predictions_for, write_job_inputs
+from test_evaluate import binary_case, predictions_for, write_job_inputs, write_shards_of_every_kind
 from test_evaluate_baseline import challenger_predictions, split, write_shards
 
 from containerlib.predictions import (
@@ -23,7 +24,9 @@ from containerlib.predictions import (
     load_scored,
     pair_predictions,
 )
+from evaluation import EvaluationError
 from evaluation.collect import Collector
+from evaluation.evaluate import main
 from evaluation.gate import GateSettings
 from evaluation.job import evaluate
 from evaluation.sketch import HISTOGRAM_BINS
@@ -253,3 +256,35 @@ def test_the_champion_scored_past_the_cap_is_within_the_sketch_of_scikit_learn(
     bound = report["champion"]["sketch"]["auc_error_bound"]
     assert abs(auc - skm.roc_auc_score(labels, champion_scores)) <= bound < 1e-3
     assert report["decision"]["champion_value"] == auc
+
+
+@pytest.mark.parametrize(
+    ("predictor_type", "loss"),
+    [("binary_classifier", "logistic"), ("multiclass_classifier", "softmax_loss"), ("regressor", "squared_loss")],
+)
+def test_the_sketch_runs_in_the_image_environment_as_here(
+    tmp_path: Path, container: Container, predictor_type: str, loss: str
+) -> None:
+    """The sketch on Python 3.9 / numpy 1.24.1 from the code bundle, on single-record, sparse and split-record shards:
+    the values this interpreter's run writes."""
+    labels, predictions = predictions_for(predictor_type, loss, 600)
+    predictions_dir, test_dir = write_shards_of_every_kind(tmp_path, labels, predictions)
+    args = ["--predictions-dir", predictions_dir, "--test-dir", test_dir, "--predictor-type", predictor_type]
+    args += ["--loss", loss, "--max-exact-records", "100"]
+    result = container.run("evaluate", *args, "--output-dir", tmp_path / "image")
+    assert result.returncode == 0, result.stderr
+    assert main([*map(str, args), "--output-dir", str(tmp_path / "here")]) == 0
+    in_image = json.loads((tmp_path / "image" / "evaluation.json").read_text())
+    here = json.loads((tmp_path / "here" / "evaluation.json").read_text())
+    assert in_image["sketch"] == here["sketch"] and in_image["sketch"]["exact_records_cap"] == 100
+    section = next(key for key in in_image if key.endswith("_metrics"))
+    for name, entry in here[section].items():
+        if isinstance(entry, dict) and "value" in entry:
+            assert in_image[section][name]["value"] == pytest.approx(entry["value"], rel=1e-9), name
+            deviation = entry["standard_deviation"]  # the same Poisson draws from the same seed on either numpy
+            assert in_image[section][name]["standard_deviation"] == pytest.approx(deviation, rel=1e-9), name
+
+
+def test_a_negative_record_cap_is_refused(tmp_path: Path) -> None:
+    with pytest.raises(EvaluationError, match=r"^max exact records is -1, expected a record count >= 0 \(0: always"):
+        evaluate(tmp_path, tmp_path, tmp_path / "out", "regressor", max_exact=-1)
