@@ -6,6 +6,11 @@ transform wrote ``F.out`` under the predictions folder: jsonlines, one object pe
 ``predicted_label`` for classifiers). The counts must match file by file; values are checked against the predictor
 type's output format. Bad input is a :class:`PredictionsError` naming the file, the line or record, and what was
 expected.
+
+Evaluate streams them (:func:`iter_scored`: shard by shard, ``DEFAULT_CHUNK_RECORDS`` records decoded and lines
+parsed at a time, so memory holds one chunk whatever the split's size); the Python API reads them whole
+(:func:`load_scored`), and the baseline and the champion score the test features chunk by chunk
+(:func:`iter_test_batches`).
 """
 
 from __future__ import annotations
