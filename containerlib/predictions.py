@@ -6,10 +6,16 @@ transform wrote ``F.out`` under the predictions folder: jsonlines, one object pe
 ``predicted_label`` for classifiers). The counts must match file by file; values are checked against the predictor
 type's output format. Bad input is a :class:`PredictionsError` naming the file, the line or record, and what was
 expected.
+
+Evaluate streams them (:func:`iter_scored`: shard by shard, ``DEFAULT_CHUNK_RECORDS`` records decoded and lines
+parsed at a time, so memory holds one chunk whatever the split's size); the Python API reads them whole
+(:func:`load_scored`), and the baseline and the champion score the test features chunk by chunk
+(:func:`iter_test_batches`).
 """
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -20,7 +26,7 @@ import numpy as np
 from containerlib.errors import InputError
 from containerlib.linear_learner.responses import MARGIN_LOSSES, ResponseError, parse_response, response_object
 from containerlib.names import BINARY_CLASSIFIER, MULTICLASS_CLASSIFIER, PREDICTIONS_SUFFIX, REGRESSOR
-from containerlib.recordio import read as read_recordio
+from containerlib.recordio import iter_batches
 
 
 class PredictionsError(InputError):
@@ -53,22 +59,82 @@ def find_test_shards(test_dir: Path) -> list[Path]:
     return shards
 
 
-def read_labels(shard: Path) -> np.ndarray:
-    """The labels of one RecordIO-protobuf test shard, float64."""
+DEFAULT_CHUNK_RECORDS = 1 << 16  # records decoded, parsed and scored at a time: memory holds one chunk, not a split
+
+
+@dataclass(frozen=True)
+class ScoredChunk:
+    """Consecutive test records of one shard: labels (float32, as RecordIO stores them), scores (float64: ``(n,)``,
+    or ``(n, k)`` multiclass probabilities), predicted labels (int64; None for regression)."""
+
+    labels: np.ndarray
+    scores: np.ndarray
+    predicted_labels: np.ndarray | None
+
+
+@dataclass(frozen=True)
+class Pairing:
+    """Every test shard (by relative name) and the ``.out`` file the batch transform wrote for it, checked to exist."""
+
+    shards: list[tuple[Path, str, Path]]  # (test shard, its name relative to the test dir, its .out file)
+    test_dir: Path
+    predictions_dir: Path
+
+
+def pair_predictions(predictions_dir: Path, test_dir: Path) -> Pairing:
+    """Pairs every test shard with its ``.out`` file: no prediction file without a shard, no shard without one."""
+    if not predictions_dir.is_dir():
+        raise PredictionsError(f"predictions dir {predictions_dir} does not exist or is not a directory")
+    shards = find_test_shards(test_dir)
+    expected_outputs = {shard.relative_to(test_dir).as_posix() + PREDICTIONS_SUFFIX for shard in shards}
+    unexpected = sorted(
+        path.relative_to(predictions_dir).as_posix()
+        for path in predictions_dir.rglob(f"*{PREDICTIONS_SUFFIX}")
+        if path.is_file() and path.relative_to(predictions_dir).as_posix() not in expected_outputs
+    )
+    if unexpected:
+        raise PredictionsError(
+            f"predictions dir {predictions_dir}: {unexpected[0]} has no matching test shard under {test_dir}"
+        )
+    pairs = []
+    for shard in shards:
+        relative = shard.relative_to(test_dir).as_posix()
+        out_file = predictions_dir / (relative + PREDICTIONS_SUFFIX)
+        if not out_file.is_file():
+            raise PredictionsError(f"missing predictions for test shard {relative}: expected {out_file}")
+        pairs.append((shard, relative, out_file))
+    return Pairing(pairs, test_dir, predictions_dir)
+
+
+def iter_test_batches(shard: Path, chunk_records: int = DEFAULT_CHUNK_RECORDS) -> Iterator[tuple[int, Any, np.ndarray]]:
+    """(index of the first record, features, float32 labels) of one RecordIO-protobuf test shard, ``chunk_records``
+    at a time; labels checked present and finite (the message names the shard and the record)."""
+    first = 0
     try:
         with shard.open("rb") as fileobj:
-            _, labels = read_recordio(fileobj)
-    except Exception as error:  # the codec's own message says which record and why
-        raise PredictionsError(f"test shard {shard}: cannot read RecordIO-protobuf: {error}") from error
-    if labels is None:
-        raise PredictionsError(f"test shard {shard}: records carry no labels; evaluation needs labelled test data")
-    labels = np.asarray(labels, dtype=np.float64).reshape(-1)
-    bad = np.flatnonzero(~np.isfinite(labels))
-    if bad.size:
-        raise PredictionsError(
-            f"test shard {shard}: record {bad[0]}: label is {labels[bad[0]]}, expected a finite number"
-        )
-    return labels
+            batches = iter_batches(fileobj, chunk_records)
+            while True:
+                try:
+                    features, labels = next(batches)
+                except StopIteration:
+                    return
+                except Exception as error:  # the codec's own message says which record and why
+                    raise PredictionsError(f"test shard {shard}: cannot read RecordIO-protobuf: {error}") from error
+                if labels is None:
+                    raise PredictionsError(
+                        f"test shard {shard}: records carry no labels; evaluation needs labelled test data"
+                    )
+                labels = np.asarray(labels, dtype=np.float32).reshape(-1)
+                bad = np.flatnonzero(~np.isfinite(labels))
+                if bad.size:
+                    raise PredictionsError(
+                        f"test shard {shard}: record {first + bad[0]}: label is {labels[bad[0]]}, expected a finite "
+                        "number"
+                    )
+                yield first, features, labels
+                first += len(labels)
+    except OSError as error:
+        raise PredictionsError(f"test shard {shard}: cannot read it ({error.strerror or error})") from error
 
 
 def read_prediction_lines(out_file: Path) -> Iterator[tuple[int, dict[str, Any]]]:
@@ -91,108 +157,105 @@ def score_kind(predictor_type: str, loss: str) -> str:
     return "margin" if predictor_type == BINARY_CLASSIFIER and loss in MARGIN_LOSSES else "probability"
 
 
-def read_predictions(
-    out_file: Path, predictor_type: str, kind: str = "probability"
-) -> tuple[np.ndarray, np.ndarray | None]:
-    """Scores and predicted labels of one ``.out`` file, validated against the predictor type's output format;
+class PredictionReader:
+    """One ``.out`` file read a chunk at a time, each line validated against the predictor type's output format;
     a binary ``score`` is a probability in [0, 1] unless ``kind`` is ``margin`` (any finite number)."""
-    scores: list[Any] = []
-    predicted: list[int] = []
+
+    def __init__(self, out_file: Path, predictor_type: str, kind: str, classes: int | None = None) -> None:
+        self.out_file, self.predictor_type, self.margin = out_file, predictor_type, kind == "margin"
+        self.classes = classes  # multiclass: the number of classes every line's score must have
+        self.lines = read_prediction_lines(out_file)
+        self.count = 0  # predictions read
+
+    def take(self, count: int) -> tuple[np.ndarray, np.ndarray | None]:
+        """The next ``count`` predictions (fewer at the end of the file): scores float64, predicted labels int64."""
+        scores: list[Any] = []
+        predicted: list[int] = []
+        for line_number, record in itertools.islice(self.lines, count):
+            try:
+                score, label = parse_response(record, self.predictor_type, margin=self.margin)
+            except ResponseError as error:
+                raise PredictionsError(f"{self.out_file}: line {line_number}: {error}") from None
+            if isinstance(score, list):
+                if self.classes is None:
+                    self.classes = len(score)
+                elif len(score) != self.classes:
+                    raise PredictionsError(
+                        f"{self.out_file}: line {line_number}: 'score' has {len(score)} classes, earlier lines have "
+                        f"{self.classes}"
+                    )
+            scores.append(score)
+            if label is not None:
+                predicted.append(label)
+        self.count += len(scores)
+        width = (0, self.classes or 0) if self.predictor_type == MULTICLASS_CLASSIFIER else (0,)
+        values = np.asarray(scores, dtype=np.float64) if scores else np.empty(width)
+        if self.predictor_type == REGRESSOR:
+            return values, None
+        return values, np.asarray(predicted, dtype=np.int64)
+
+    def remaining(self) -> int:
+        """How many predictions are left (read through, each line still validated as JSON)."""
+        return sum(1 for _ in self.lines)
+
+
+def iter_scored(
+    pairing: Pairing, predictor_type: str, kind: str = "probability", chunk_records: int = DEFAULT_CHUNK_RECORDS
+) -> Iterator[ScoredChunk]:
+    """The test records with their predictions, shard by shard in order, ``chunk_records`` at a time: memory holds
+    one chunk. The counts must match file by file; classifier labels must be class indices the predictions name."""
     classes: int | None = None
-    for line_number, record in read_prediction_lines(out_file):
-        try:
-            score, label = parse_response(record, predictor_type, margin=kind == "margin")
-        except ResponseError as error:
-            raise PredictionsError(f"{out_file}: line {line_number}: {error}") from None
-        if isinstance(score, list):
-            if classes is None:
-                classes = len(score)
-            elif len(score) != classes:
+    total = 0
+    for shard, relative, out_file in pairing.shards:
+        reader = PredictionReader(out_file, predictor_type, kind)
+        records = 0
+        for first, _, labels in iter_test_batches(shard, chunk_records):
+            records = first + len(labels)
+            scores, predicted = reader.take(len(labels))
+            if len(scores) < len(labels):
+                records = sum(len(more) for _, _, more in iter_test_batches(shard, chunk_records))
+                _count_mismatch(out_file, reader.count, relative, records)
+            if classes is not None and reader.classes is not None and reader.classes != classes:
+                widths = sorted({classes, reader.classes})
                 raise PredictionsError(
-                    f"{out_file}: line {line_number}: 'score' has {len(score)} classes, earlier lines have {classes}"
+                    f"{pairing.predictions_dir}: .out files disagree on the number of classes: {widths}"
                 )
-        scores.append(score)
-        if label is not None:
-            predicted.append(label)
-    if predictor_type == REGRESSOR:
-        return np.asarray(scores, dtype=np.float64), None
-    return np.asarray(scores, dtype=np.float64), np.asarray(predicted, dtype=np.int64)
+            classes = reader.classes if reader.classes is not None else classes
+            if predictor_type != REGRESSOR and scores.size:
+                check_class_labels(labels, 2 if predictor_type == BINARY_CLASSIFIER else scores.shape[1], shard, first)
+            yield ScoredChunk(labels, scores, predicted)
+        if reader.count == records and (extra := reader.remaining()):
+            _count_mismatch(out_file, reader.count + extra, relative, records)
+        total += records
+    if total == 0:
+        raise PredictionsError(f"test dir {pairing.test_dir}: the test shards hold no records")
+
+
+def _count_mismatch(out_file: Path, predictions: int, relative: str, records: int) -> None:
+    raise PredictionsError(
+        f"{out_file} holds {predictions} predictions but test shard {relative} holds {records} records: the counts "
+        "must match"
+    )
 
 
 def load_scored(predictions_dir: Path, test_dir: Path, predictor_type: str, loss: str = "auto") -> Scored:
-    """Pairs every test shard with its ``.out`` file and checks they describe the same records, file by file."""
+    """Every test record with its prediction, whole (the Python API's view; Evaluate streams :func:`iter_scored`)."""
     kind = score_kind(predictor_type, loss)
-    if not predictions_dir.is_dir():
-        raise PredictionsError(f"predictions dir {predictions_dir} does not exist or is not a directory")
-    shards = find_test_shards(test_dir)
-    expected_outputs = {shard.relative_to(test_dir).as_posix() + PREDICTIONS_SUFFIX for shard in shards}
-    unexpected = sorted(
-        path.relative_to(predictions_dir).as_posix()
-        for path in predictions_dir.rglob(f"*{PREDICTIONS_SUFFIX}")
-        if path.is_file() and path.relative_to(predictions_dir).as_posix() not in expected_outputs
-    )
-    if unexpected:
-        raise PredictionsError(
-            f"predictions dir {predictions_dir}: {unexpected[0]} has no matching test shard under {test_dir}"
-        )
-    labels, scores, predicted = [], [], []
-    for shard in shards:
-        relative = shard.relative_to(test_dir).as_posix()
-        out_file = predictions_dir / (relative + PREDICTIONS_SUFFIX)
-        if not out_file.is_file():
-            raise PredictionsError(f"missing predictions for test shard {relative}: expected {out_file}")
-        shard_labels = read_labels(shard)
-        shard_scores, shard_predicted = read_predictions(out_file, predictor_type, kind)
-        if len(shard_scores) != len(shard_labels):
-            raise PredictionsError(
-                f"{out_file} holds {len(shard_scores)} predictions but test shard {relative} holds "
-                f"{len(shard_labels)} records: the counts must match"
-            )
-        if predictor_type != REGRESSOR and shard_scores.size:
-            classes = 2 if predictor_type == BINARY_CLASSIFIER else shard_scores.shape[1]
-            check_class_labels(shard_labels, classes, shard)
-        labels.append(shard_labels)
-        scores.append(shard_scores)
-        if shard_predicted is not None:
-            predicted.append(shard_predicted)
-    all_labels = np.concatenate(labels)
-    if all_labels.size == 0:
-        raise PredictionsError(f"test dir {test_dir}: the test shards hold no records")
-    non_empty_scores = [block for block in scores if block.size]
-    if predictor_type == MULTICLASS_CLASSIFIER:
-        widths = {block.shape[1] for block in non_empty_scores}
-        if len(widths) > 1:
-            raise PredictionsError(f"{predictions_dir}: .out files disagree on the number of classes: {sorted(widths)}")
-    all_scores = np.concatenate(non_empty_scores)
-    all_predicted = np.concatenate(predicted) if predictor_type != REGRESSOR else None
-    return Scored(all_labels, all_scores, all_predicted, len(shards), kind)
+    pairing = pair_predictions(predictions_dir, test_dir)
+    chunks = list(iter_scored(pairing, predictor_type, kind))
+    labels = np.concatenate([chunk.labels for chunk in chunks]).astype(np.float64)
+    scores = np.concatenate([chunk.scores for chunk in chunks if chunk.scores.size])
+    predicted = None
+    if predictor_type != REGRESSOR:
+        predicted = np.concatenate([chunk.predicted_labels for chunk in chunks])  # type: ignore[misc]
+    return Scored(labels, scores, predicted, len(pairing.shards), kind)
 
 
-def check_class_labels(labels: np.ndarray, classes: int, shard: Path) -> None:
-    """Classifier labels must be class indices the predictions can name."""
+def check_class_labels(labels: np.ndarray, classes: int, shard: Path, first: int = 0) -> None:
+    """Classifier labels must be class indices the predictions can name (``first``: the index of labels[0])."""
     bad = np.flatnonzero((labels != np.round(labels)) | (labels < 0) | (labels >= classes))
     if bad.size:
         raise PredictionsError(
-            f"test shard {shard}: record {bad[0]}: label {labels[bad[0]]} is not a class index in [0, {classes})"
+            f"test shard {shard}: record {first + bad[0]}: label {labels[bad[0]]} is not a class index in "
+            f"[0, {classes})"
         )
-
-
-def read_test_features(test_dir: Path) -> Any:
-    """The features of every test shard in the order ``load_scored`` reads labels: dense array or CSR matrix (to
-    score another model, e.g. the champion, on the same records)."""
-    blocks = []
-    for shard in find_test_shards(test_dir):
-        try:
-            with shard.open("rb") as fileobj:
-                features, _ = read_recordio(fileobj)
-        except Exception as error:
-            raise PredictionsError(f"test shard {shard}: cannot read RecordIO-protobuf: {error}") from error
-        if features.shape[0]:
-            blocks.append(features)
-    if not blocks:
-        raise PredictionsError(f"test dir {test_dir}: the test shards hold no records")
-    if all(isinstance(block, np.ndarray) for block in blocks):
-        return np.concatenate(blocks)
-    from scipy import sparse
-
-    return sparse.vstack([sparse.csr_matrix(block) for block in blocks], format="csr")

@@ -14,9 +14,15 @@ fetches the champion through boto3).
 Runs in a SageMaker processing container: numpy, pandas, scikit-learn and the standard library only; every path
 comes in as an argument. The code bundle's entry script is ``evaluate.py`` (``evaluation/evaluate.py`` here).
 
+Memory is bounded whatever the test split's size: predictions and test shards are streamed a chunk at a time, and
+only compact per-record arrays are kept, up to ``collect.MAX_EXACT_RECORDS`` records (the metrics are then exact);
+past that cap a fixed-size sketch takes over (``sketch.py``: exact counts and sums, AUC from score histograms within a
+stated error bound, an online Poisson bootstrap), and the report's ``sketch`` section says so.
+
 Modules: ``command`` (arguments, exit status), ``job`` (one run), ``containerlib.predictions`` (predictions and test
-labels, read), ``metrics``, ``report`` (``evaluation.json``), ``gate`` (the champion and the decision),
-``champion`` (the registry lookup through boto3); the model artifact reader is ``containerlib.linear_learner.model``.
+labels, streamed), ``collect`` (the records kept, or the sketch), ``sketch``, ``metrics``, ``report``
+(``evaluation.json``), ``gate`` (the champion and the decision), ``champion`` (the registry lookup through boto3);
+the model artifact reader is ``containerlib.linear_learner.model``.
 """
 
 from __future__ import annotations

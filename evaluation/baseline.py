@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import math
 import warnings
+from collections.abc import Iterator
 from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
@@ -23,7 +24,7 @@ from typing import Any, Callable
 import numpy as np
 
 from containerlib.names import BINARY_CLASSIFIER, MULTICLASS_CLASSIFIER
-from containerlib.predictions import Scored
+from containerlib.predictions import Pairing, ScoredChunk, iter_test_batches
 from containerlib.recordio import iter_batches
 from evaluation import EvaluationError
 
@@ -258,19 +259,23 @@ def fit_baseline(sample: TrainSample, predictor_type: str) -> Any:
     return estimator
 
 
-def score_baseline(estimator: Any, features: Any, scored: Scored, predictor_type: str) -> Scored:
-    """The baseline's predictions on the test records, in the form the challenger's metrics are computed from."""
-    if predictor_type == "regressor":
-        values = np.asarray(estimator.predict(features), dtype=np.float64)
-        return Scored(scored.labels, values, None, scored.file_count, "value")
-    probabilities = np.asarray(estimator.predict_proba(features), dtype=np.float64)
-    known = np.asarray(estimator.classes_, dtype=np.int64)
-    if predictor_type == BINARY_CLASSIFIER:
-        scores = probabilities[:, list(known).index(1)]
-        return Scored(scored.labels, scores, (scores > 0.5).astype(np.int64), scored.file_count, "probability")
-    full = np.zeros((len(probabilities), scored.scores.shape[1]))
-    full[:, known] = probabilities  # classes absent from the train sample get probability 0
-    return Scored(scored.labels, full, full.argmax(axis=1).astype(np.int64), scored.file_count, "probability")
+def score_baseline(estimator: Any, pairing: Pairing, predictor_type: str, classes: int) -> Iterator[ScoredChunk]:
+    """The baseline's predictions on the test records, shard by shard and chunk by chunk (only the scores are kept),
+    in the form the challenger's metrics are computed from."""
+    known = np.asarray(getattr(estimator, "classes_", []), dtype=np.int64)
+    for shard, _, _ in pairing.shards:
+        for _, features, labels in iter_test_batches(shard):
+            if predictor_type == "regressor":
+                yield ScoredChunk(labels, np.asarray(estimator.predict(features), dtype=np.float64), None)
+                continue
+            probabilities = np.asarray(estimator.predict_proba(features), dtype=np.float64)
+            if predictor_type == BINARY_CLASSIFIER:
+                scores = probabilities[:, list(known).index(1)]
+                yield ScoredChunk(labels, scores, (scores > 0.5).astype(np.int64))
+                continue
+            full = np.zeros((len(probabilities), classes))
+            full[:, known] = probabilities  # classes absent from the train sample get probability 0
+            yield ScoredChunk(labels, full, full.argmax(axis=1).astype(np.int64))
 
 
 def baseline_section(

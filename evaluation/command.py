@@ -12,6 +12,7 @@ from containerlib import exit_message
 from containerlib.errors import InputError
 from containerlib.names import DECISION, PREDICTOR_TYPES, REPORT_NAME, SKLEARN_BASELINE
 from containerlib.stop_signals import Stopped, stop_signals_raise
+from evaluation.collect import MAX_EXACT_RECORDS
 from evaluation.gate import GateSettings
 from evaluation.job import DEFAULT_BOOTSTRAP_ROUNDS, DEFAULT_SEED, evaluate
 
@@ -33,6 +34,12 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     )
     parser.add_argument("--bootstrap-rounds", type=int, default=DEFAULT_BOOTSTRAP_ROUNDS)
     parser.add_argument("--seed", type=int, default=DEFAULT_SEED)
+    parser.add_argument(
+        "--max-exact-records",
+        type=int,
+        default=MAX_EXACT_RECORDS,
+        help="test records up to which the metrics are exact; past it a fixed-size sketch (evaluation/sketch.py)",
+    )
     parser.add_argument("--loss", default="auto", help="the training loss: hinge_loss makes a binary score a margin")
     parser.add_argument("--metric-threshold", type=float, help="the gate's MetricThreshold: write the decision")
     parser.add_argument("--champion-tolerance", type=float, default=0.0, help="how much worse than the champion")
@@ -74,6 +81,7 @@ def main(argv: list[str] | None = None) -> int:
                 args.train_dir,
                 args.train_uri,
                 args.region,
+                args.max_exact_records,
             )
     except Stopped as stop:
         print(f"evaluate: {stop}", file=sys.stderr, flush=True)

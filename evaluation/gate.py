@@ -5,14 +5,14 @@ from __future__ import annotations
 
 import math
 import tempfile
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from containerlib.linear_learner.model import ModelArtifactError, read_model_bytes
+from containerlib.linear_learner.model import LinearModel, ModelArtifactError, read_model_bytes
 from containerlib.names import (
     BASELINE_FLOOR,
     CHAMPION,
@@ -23,9 +23,10 @@ from containerlib.names import (
     METRICS_SECTIONS,
     SKLEARN_BASELINE,
 )
-from containerlib.predictions import Scored, read_test_features
+from containerlib.predictions import Pairing, ScoredChunk, iter_test_batches
 from evaluation import EvaluationError
 from evaluation.champion import Champion, ChampionError, aws_clients, download_model, find_champion
+from evaluation.collect import Collected, collect
 from evaluation.report import build_report
 
 
@@ -53,9 +54,17 @@ class GateSettings:
             )
 
 
-def score_champion(model_path: Path, champion: Champion, scored: Scored, test_dir: Path, predictor_type: str) -> Scored:
-    """The champion's predictions on the same test records, in the form the challenger's metrics are computed from."""
-    features = read_test_features(test_dir)
+def score_champion(
+    model_path: Path,
+    champion: Champion,
+    challenger: Collected,
+    pairing: Pairing,
+    predictor_type: str,
+    rounds: int,
+    seed: int,
+) -> Collected:
+    """The champion's predictions on the same test records, shard by shard and chunk by chunk (only the scores are
+    kept, as the challenger's), gathered as the challenger's were."""
     where = f"champion {champion.model_package_arn} ({champion.model_data_url})"
     try:
         model = read_model_bytes(model_path.read_bytes(), "model.tar.gz")  # named by its S3 URI (where), not our copy
@@ -68,24 +77,42 @@ def score_champion(model_path: Path, champion: Champion, scored: Scored, test_di
             f"{where} is a {model.predictor_type}, this execution evaluates a {predictor_type}: the two cannot be "
             "compared (reject the champion or register into another model package group)"
         )
-    if model.feature_dim != features.shape[1]:
+    if predictor_type == "multiclass_classifier" and model.num_classes != challenger.classes:
         raise EvaluationError(
-            f"{where} takes {model.feature_dim} features, this execution's data has {features.shape[1]}: it was "
-            "trained on other columns (or another HashBuckets), so the two cannot be compared (reject the champion "
-            "or register into another model package group)"
+            f"{where} predicts {model.num_classes} classes, the challenger {challenger.classes}: cannot compare"
         )
-    scores, predicted = model.predict(features)
-    scores = np.asarray(scores, dtype=np.float64)
-    if predictor_type == "multiclass_classifier" and scores.shape[1] != scored.scores.shape[1]:
+    kind = "margin" if predictor_type == "binary_classifier" and model.loss_type != "logistic" else "probability"
+    kind = "value" if predictor_type == "regressor" else kind
+    chunks = champion_chunks(model, where, pairing)
+    cap = challenger.exact_records_cap
+    collected = collect(chunks, predictor_type, kind, challenger.file_count, rounds, seed, cap)
+    if collected.item_count != challenger.item_count:  # the features and labels come from the same shards: a bug
         raise EvaluationError(
-            f"{where} predicts {scores.shape[1]} classes, the challenger {scored.scores.shape[1]}: cannot compare"
+            f"{where}: scored {collected.item_count} records, the test shards hold {challenger.item_count}"
         )
-    if len(scores) != len(scored.labels):  # the features and labels come from the same shards: a reader bug
-        raise EvaluationError(f"{where}: scored {len(scores)} records, the test shards hold {len(scored.labels)}")
-    bad = np.flatnonzero(~np.isfinite(scores.reshape(len(scores), -1)).all(axis=1))
-    if bad.size:
-        raise EvaluationError(f"{where}: record {bad[0]} of the test split scores {scores[bad[0]]}, not finite")
-    return Scored(scored.labels, scores, None if predicted is None else predicted.astype(np.int64), scored.file_count)
+    return collected
+
+
+def champion_chunks(model: LinearModel, where: str, pairing: Pairing) -> Iterator[ScoredChunk]:
+    """The champion's scores of every test record, a chunk at a time; the first bad one fails naming the record."""
+    seen = 0
+    for shard, _, _ in pairing.shards:
+        for _, features, labels in iter_test_batches(shard):
+            if model.feature_dim != features.shape[1]:
+                raise EvaluationError(
+                    f"{where} takes {model.feature_dim} features, this execution's data has {features.shape[1]}: it "
+                    "was trained on other columns (or another HashBuckets), so the two cannot be compared (reject "
+                    "the champion or register into another model package group)"
+                )
+            scores, predicted = model.predict(features)
+            scores = np.asarray(scores, dtype=np.float64)
+            bad = np.flatnonzero(~np.isfinite(scores.reshape(len(scores), -1)).all(axis=1))
+            if bad.size:
+                raise EvaluationError(
+                    f"{where}: record {seen + bad[0]} of the test split scores {scores[bad[0]]}, not finite"
+                )
+            seen += len(labels)
+            yield ScoredChunk(labels, scores, None if predicted is None else predicted.astype(np.int64))
 
 
 def champion_section(champion: Champion, report: dict[str, Any], predictor_type: str) -> dict[str, Any]:
@@ -94,8 +121,9 @@ def champion_section(champion: Champion, report: dict[str, Any], predictor_type:
     metric = GATE_METRICS[predictor_type]
     gate = {"metric": metric, "value": report["gate"]["value"]}
     result = {**champion.to_dict(), section: report[section], "gate": gate}
-    if "prediction_sample" in report:
-        result["prediction_sample"] = report["prediction_sample"]
+    for extra in ("prediction_sample", "sketch"):  # the sketch section: past the record cap, how the metrics were made
+        if extra in report:
+            result[extra] = report[extra]
     return result
 
 
@@ -175,8 +203,8 @@ def decide(
 
 def compare_with_champion(
     report: dict[str, Any],
-    scored: Scored,
-    test_dir: Path,
+    challenger: Collected,
+    pairing: Pairing,
     predictor_type: str,
     settings: GateSettings,
     rounds: int,
@@ -196,8 +224,8 @@ def compare_with_champion(
             if found is not None:
                 with tempfile.TemporaryDirectory(prefix="champion-") as folder:
                     model_path = download_model(s3, found, Path(folder))
-                    champion_scored = score_champion(model_path, found, scored, test_dir, predictor_type)
-                champion_report = build_report(champion_scored, predictor_type, rounds, seed)
+                    scored = score_champion(model_path, found, challenger, pairing, predictor_type, rounds, seed)
+                champion_report = build_report(scored, predictor_type, rounds, seed)
                 champion = champion_section(found, champion_report, predictor_type)
         except ChampionError as error:
             raise EvaluationError(str(error)) from None

@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import Any
 
 from containerlib.names import METRICS_SECTIONS, PREDICTOR_TYPES, SKLEARN_BASELINE
-from containerlib.predictions import Scored, load_scored, read_test_features
+from containerlib.predictions import Pairing, iter_scored, pair_predictions, score_kind
 from evaluation import EvaluationError
 from evaluation.baseline import (
     Shard,
@@ -18,6 +18,7 @@ from evaluation.baseline import (
     read_train_sample,
     score_baseline,
 )
+from evaluation.collect import MAX_EXACT_RECORDS, Collected, collect
 from evaluation.gate import GateSettings, compare_with_champion
 from evaluation.report import build_report, label_names, summary_parts, write_report
 
@@ -38,27 +39,34 @@ def evaluate(
     train_dir: Path | None = None,
     train_uri: str | None = None,
     region: str | None = None,
+    max_exact: int = MAX_EXACT_RECORDS,
 ) -> dict[str, Any]:
     """Reads predictions and labels, writes the report, returns it (NaN still as float).
 
     With ``train_dir`` (a folder) or ``train_uri`` (an S3 prefix, read with boto3), the report also holds the
     scikit-learn baseline fitted on (a sample of) the train channel and scored on the same test records
     (``baseline.py``). With ``gate``, the champion's metrics on the same records and
-    the gate's decision.
+    the gate's decision. Predictions and test shards are streamed a chunk at a time: up to ``max_exact`` test
+    records the metrics are exact, past it they come from a fixed-size sketch (``collect.py``, ``sketch.py``).
     """
     if predictor_type not in PREDICTOR_TYPES:
         raise EvaluationError(f"predictor type {predictor_type!r} is not one of {', '.join(PREDICTOR_TYPES)}")
-    scored = load_scored(predictions_dir, test_dir, predictor_type, loss)
+    if max_exact < 0:
+        raise EvaluationError(f"max exact records is {max_exact}, expected a record count >= 0 (0: always sketch)")
+    kind = score_kind(predictor_type, loss)
+    pairing = pair_predictions(predictions_dir, test_dir)
+    chunks = iter_scored(pairing, predictor_type, kind)
+    challenger = collect(chunks, predictor_type, kind, len(pairing.shards), bootstrap_rounds, seed, max_exact)
     names = label_names(summary_dir)  # also checks that every Preprocess host built the same layout
     names = names if predictor_type != "regressor" else None
-    report = build_report(scored, predictor_type, bootstrap_rounds, seed, names)
+    report = build_report(challenger, predictor_type, bootstrap_rounds, seed, names)
     shards = train_shards(train_dir, train_uri, region)
     if shards is not None:
         report[SKLEARN_BASELINE] = baseline_report(
-            shards, test_dir, scored, report, predictor_type, bootstrap_rounds, seed, summary_dir
+            shards, pairing, challenger, report, predictor_type, bootstrap_rounds, seed, summary_dir
         )
     if gate is not None:
-        compare_with_champion(report, scored, test_dir, predictor_type, gate, bootstrap_rounds, seed)
+        compare_with_champion(report, challenger, pairing, predictor_type, gate, bootstrap_rounds, seed)
     write_report(report, output_dir)
     return report
 
@@ -82,8 +90,8 @@ def summary_train_records(summary_dir: Path | None) -> int | None:
 
 def baseline_report(
     shards: list[Shard],
-    test_dir: Path,
-    scored: Scored,
+    pairing: Pairing,
+    challenger: Collected,
     report: dict[str, Any],
     predictor_type: str,
     rounds: int,
@@ -95,13 +103,18 @@ def baseline_report(
     if sample.channel_records is None:  # the sample stopped early: the summary knows how many records there are
         sample = dataclasses.replace(sample, channel_records=summary_train_records(summary_dir))
     estimator = fit_baseline(sample, predictor_type)
-    baseline_scored = score_baseline(estimator, read_test_features(test_dir), scored, predictor_type)
-    full = build_report(baseline_scored, predictor_type, rounds, seed)
-    section = METRICS_SECTIONS[predictor_type]
+    chunks = score_baseline(estimator, pairing, predictor_type, challenger.classes)
+    kind = "value" if predictor_type == "regressor" else "probability"
+    cap = challenger.exact_records_cap
+    baseline = collect(chunks, predictor_type, kind, challenger.file_count, rounds, seed, cap)
+    full = build_report(baseline, predictor_type, rounds, seed)
     # the scalar metrics (value and standard deviation) and the confusion matrix; the curves stay the challenger's
     metrics = {
         name: item
-        for name, item in full[section].items()
+        for name, item in full[METRICS_SECTIONS[predictor_type]].items()
         if name == "confusion_matrix" or (isinstance(item, dict) and "value" in item)
     }
-    return baseline_section(sample, predictor_type, metrics, report["gate"]["metric"], report["gate"]["value"])
+    section = baseline_section(sample, predictor_type, metrics, report["gate"]["metric"], report["gate"]["value"])
+    if "sketch" in full:  # past the record cap: how the baseline's metrics were made
+        section["sketch"] = full["sketch"]
+    return section

@@ -18,6 +18,7 @@ from sklearn.metrics import precision_recall_curve, roc_curve
 from containerlib.names import GATE_METRICS, METRICS_SECTIONS, REPORT_NAME
 from containerlib.predictions import Scored
 from evaluation import EvaluationError
+from evaluation.collect import Collected
 from evaluation.metrics import (
     RankedScores,
     binary_scalars,
@@ -112,11 +113,19 @@ def label_names(summary_dir: Path | None) -> list[str] | None:
 def binary_report(scored: Scored, rounds: int, seed: int, names: list[str] | None = None) -> dict[str, Any]:
     labels, scores, predicted = scored.labels.astype(np.int64), scored.scores, scored.predicted_labels
     assert predicted is not None
-    present = set(np.unique(labels).tolist())
-    if present != {0, 1}:
-        raise EvaluationError(
-            f"the test labels hold only class {present.pop()}: AUC (the gate metric) needs both classes 0 and 1"
-        )
+    matrix = confusion(labels, predicted, 2)
+    check_both_classes(matrix)
+    metrics = _binary_metrics(labels, scores, predicted, rounds, seed)
+    false_positive_rates, true_positive_rates, _ = roc_curve(labels, scores)
+    precisions, recalls, _ = precision_recall_curve(labels, scores)
+    curves = (false_positive_rates, true_positive_rates, precisions, recalls)
+    return binary_section(matrix, metrics, curves, names)
+
+
+def _binary_metrics(
+    labels: np.ndarray, scores: np.ndarray, predicted: np.ndarray, rounds: int, seed: int
+) -> dict[str, dict[str, float]]:
+    """Every scalar binary metric with its bootstrap deviation (the ranks are released before the curves are built)."""
     ranked = RankedScores.of(scores)
     values = binary_scalars(confusion(labels, predicted, 2), ranked.auc(labels))
     deviations = bootstrap_standard_deviations(
@@ -125,10 +134,28 @@ def binary_report(scored: Scored, rounds: int, seed: int, names: list[str] | Non
         rounds,
         seed,
     )
-    metrics = _with_deviation(values, deviations)
-    false_positive_rates, true_positive_rates, _ = roc_curve(labels, scores)
-    precisions, recalls, _ = precision_recall_curve(labels, scores)
-    ordered: dict[str, Any] = {"confusion_matrix": _confusion_dict(confusion(labels, predicted, 2), names)}
+    return _with_deviation(values, deviations)
+
+
+def check_both_classes(matrix: np.ndarray) -> None:
+    """AUC, the gate metric, needs both classes among the test labels."""
+    present = np.flatnonzero(matrix.sum(axis=1))
+    if len(present) != 2:
+        raise EvaluationError(
+            f"the test labels hold only class {present[0]}: AUC (the gate metric) needs both classes 0 and 1"
+        )
+
+
+def binary_section(
+    matrix: np.ndarray,
+    metrics: dict[str, dict[str, float]],
+    curves: tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray],
+    names: list[str] | None = None,
+) -> dict[str, Any]:
+    """``binary_classification_metrics`` in Model Monitor's order; ``curves``: scikit-learn's roc_curve (fpr, tpr)
+    and precision_recall_curve (precisions, recalls) layouts."""
+    false_positive_rates, true_positive_rates, precisions, recalls = curves
+    ordered: dict[str, Any] = {"confusion_matrix": _confusion_dict(matrix, names)}
     for name in list(metrics)[:10]:  # Model Monitor's order: the rates, then the curves, then auc and F-scores
         ordered[name] = metrics[name]
     fpr, tpr = _thin(false_positive_rates, true_positive_rates)
@@ -177,27 +204,75 @@ def prediction_sample(scored: Scored, seed: int) -> dict[str, Any]:
 
 
 def build_report(
-    scored: Scored, predictor_type: str, rounds: int, seed: int, names: list[str] | None = None
+    scored: Scored | Collected, predictor_type: str, rounds: int, seed: int, names: list[str] | None = None
 ) -> dict[str, Any]:
-    """The whole evaluation.json document; ``names`` (the label values, in class order) name the classes."""
+    """The whole evaluation.json document; ``names`` (the label values, in class order) name the classes. From
+    every record (a :class:`Scored`, or :class:`Collected` below its cap) the metrics are exact; past the cap they
+    come from the sketch (``sketch.py``), and the report's ``sketch`` section says how."""
+    if isinstance(scored, Collected):
+        if scored.sketch is not None:
+            return sketch_report(scored, predictor_type, names)
+        assert scored.scored is not None
+        scored = scored.scored
     builders = {"binary_classifier": binary_report, "multiclass_classifier": multiclass_report}
     metrics = builders.get(predictor_type, regression_report)(scored, rounds, seed, names)
-    gate_metric = GATE_METRICS[predictor_type]
-    report: dict[str, Any] = {
-        "version": 0.0,
-        "dataset": {"item_count": len(scored.labels), "file_count": scored.file_count},
-        # what "score" was: AUC and the curves rank by it; the other binary metrics use predicted_label
-        "score": {"kind": scored.score_kind},
-        METRICS_SECTIONS[predictor_type]: metrics,
-        "gate": {"metric": gate_metric, "value": metrics[gate_metric]["value"]},
-    }
-    if predictor_type == "regressor":
-        report["prediction_sample"] = prediction_sample(scored, seed)
-    else:
+    matrix = None
+    if predictor_type != "regressor":
         assert scored.predicted_labels is not None
         classes = 2 if predictor_type == "binary_classifier" else scored.scores.shape[1]
         matrix = confusion(scored.labels.astype(np.int64), scored.predicted_labels, classes)
-        report["class_names"] = [namer(names)(index) for index in range(classes)]
+    sample = prediction_sample(scored, seed) if predictor_type == "regressor" else None
+    return assemble(
+        predictor_type, metrics, len(scored.labels), scored.file_count, scored.score_kind, matrix, sample, names
+    )
+
+
+def sketch_report(collected: Collected, predictor_type: str, names: list[str] | None = None) -> dict[str, Any]:
+    """The report from the sketch of a test split past the cap: the same layout, plus the ``sketch`` section."""
+    sketch = collected.sketch
+    values, deviations = sketch.values_and_deviations()
+    metrics: dict[str, Any] = _with_deviation(values, deviations)
+    matrix = sample = None
+    if predictor_type == "binary_classifier":
+        matrix = sketch.confusion()
+        check_both_classes(matrix)
+        metrics = binary_section(matrix, metrics, sketch.curves(), names)
+    elif predictor_type == "multiclass_classifier":
+        matrix = sketch.confusion()
+        metrics = {"confusion_matrix": _confusion_dict(matrix, names), **metrics}
+    else:
+        sample = sketch.prediction_sample()
+    report = assemble(
+        predictor_type, metrics, collected.item_count, collected.file_count, collected.score_kind, matrix, sample, names
+    )
+    report["sketch"] = {"exact_records_cap": collected.exact_records_cap, **sketch.description()}
+    return report
+
+
+def assemble(
+    predictor_type: str,
+    metrics: dict[str, Any],
+    item_count: int,
+    file_count: int,
+    kind: str,
+    matrix: np.ndarray | None,
+    sample: dict[str, Any] | None,
+    names: list[str] | None,
+) -> dict[str, Any]:
+    """The document around the metrics section: dataset, score kind, gate, and the class or sample details."""
+    gate_metric = GATE_METRICS[predictor_type]
+    report: dict[str, Any] = {
+        "version": 0.0,
+        "dataset": {"item_count": item_count, "file_count": file_count},
+        # what "score" was: AUC and the curves rank by it; the other binary metrics use predicted_label
+        "score": {"kind": kind},
+        METRICS_SECTIONS[predictor_type]: metrics,
+        "gate": {"metric": gate_metric, "value": metrics[gate_metric]["value"]},
+    }
+    if sample is not None:
+        report["prediction_sample"] = sample
+    if matrix is not None:
+        report["class_names"] = [namer(names)(index) for index in range(matrix.shape[0])]
         report["per_class_metrics"] = per_class_metrics(matrix, names)
     return report
 
