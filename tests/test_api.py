@@ -214,7 +214,9 @@ def test_the_scaling_study_trains_the_preprocess_output_at_each_count(
     assert two["speedup"] == round(throughputs[1] / throughputs[0], 3)
     assert two["efficiency"] == round(throughputs[1] / throughputs[0] / 2, 3)
     assert two["global_batch"] == 2 * one["global_batch"]
-    assert study["recommended"] in (1, 2) and "smallest count within 10% of the best throughput" in study["recommendation"]
+    assert (
+        study["recommended"] in (1, 2) and "smallest count within 10% of the best throughput" in study["recommendation"]
+    )
     assert Path(study["plot"]).read_bytes().startswith(b"\x89PNG")
     assert json.loads(Path(study["json_path"]).read_text()) == study
     with pytest.raises(
