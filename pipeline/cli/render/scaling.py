@@ -33,13 +33,18 @@ def print_scaling(records: list[dict[str, Any]] | None, console: Any, hosts: boo
 def study_notes(study: Any) -> list[str]:
     """What S(n) and E(n) compare, each count's epochs, the time to the same loss, and why an efficiency passed 100%."""
     base = study.rows[0]
+    runs = "; ".join(
+        f"{row.instances} instance(s): {_epochs(row.epochs)} epochs, {row.min_seconds:.3f} s" for row in study.rows
+    )
+    epochs = {value for row in study.rows for value in row.epochs}
+    differ = (
+        " (the counts ran different epochs, early stopping: their training times are not the same work)"
+        if len(epochs) > 1
+        else ""
+    )
     lines = [
-        f"S(n) and E(n) compare records per second (the same work) against {base.instances} instance(s); "
-        "training times differ with the epochs each count ran (early stopping): "
-        + "; ".join(
-            f"{row.instances} instance(s): {_epochs(row.epochs)} epochs, {row.min_seconds:.3f} s" for row in study.rows
-        )
-        + "."
+        f"S(n) and E(n) compare records per second (the same work) against {base.instances} instance(s). "
+        f"Epochs and training time as run: {runs}{differ}."
     ]
     if study.target_loss is None:
         lines.append("Time to the same validation loss: not reported (the jobs logged no per-epoch loss).")
