@@ -445,6 +445,8 @@ def _single(
     """A step on one instance, as the definition has Transform and Evaluate."""
     memory = _instance(instance_type)[0] * GIB
     notes = () if peak <= memory * MEMORY_HEADROOM else ("peak memory exceeds the instance's: it runs out of memory",)
+    if kind == "TransformJob":  # TransformResources has no VolumeSizeInGB
+        notes += ("batch transform sets no volume: volume is what the instance's own storage must hold",)
     return StepPlan(
         step, kind, instance_type, 1, _volume_gb(download, write), round(download), round(write), round(peak),
         round(memory), seconds, _cost(instance_type, 1, seconds, price), notes,
