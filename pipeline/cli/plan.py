@@ -38,12 +38,12 @@ def run(args: argparse.Namespace) -> int:
     from pipeline.cli.arguments import config_from_args
     from pipeline.cli.render.plan import plan_lines
 
+    config = config_from_args(args)  # a bad setting is refused before anything runs
     for flag in ("training_instances", "processing_instances"):
         value = getattr(args, flag)
         if value is not None and value < 1:
             raise UsageError(f"--{flag.replace('_', '-')} {value}: expected at least 1")
     prices = {key: _price(key, value) for key, value in _pairs(args.price, "--price", "TYPE=USD").items()}
-    config = config_from_args(args) if str(args.source or "").startswith("s3://") else None
     result = plan(
         args.source,
         bytes=args.bytes,
