@@ -38,7 +38,7 @@ def sigmod_fit() -> tuple[float, float]:
 
 
 def volume(download: float, write: float) -> int:
-    return math.ceil((download + write) * 1.1 / 10**9) + 1
+    return math.ceil((download + write) * 1.1 / 2**30) + 1  # VolumeSizeInGB counted in GiB, never short
 
 
 def test_a_stated_terabyte_gives_each_step_the_numbers_its_figures_imply() -> None:
@@ -56,7 +56,7 @@ def test_a_stated_terabyte_gives_each_step_the_numbers_its_figures_imply() -> No
     # Preprocess: as many hosts as memory needs (7.3 bytes a byte of input share), capped at the service's 100
     assert (preprocess.instance_type, preprocess.instance_count) == ("ml.m5.xlarge", 100)
     assert preprocess.download_bytes == TB // 100 and preprocess.write_bytes == recordio // 100
-    assert preprocess.volume_gb == volume(TB / 100, recordio / 100) == 26
+    assert preprocess.volume_gb == volume(TB / 100, recordio / 100) == 24
     assert preprocess.seconds == pytest.approx(ROWS / 100 / PREPROCESS_RATE)
     assert preprocess.cost_usd == pytest.approx(100 * preprocess.seconds / 3600 * PRICE["ml.m5.xlarge"])
     assert not preprocess.memory_fits and "capped at 100" in preprocess.notes[0]
@@ -181,8 +181,8 @@ def test_the_cli_prints_the_plan_within_80_columns(capsys: pytest.CaptureFixture
     assert lines[0] == "Capacity plan for a stated size: 1.00 TB, 5,000,000,000 rows"
     assert lines[2].split() == ["step", "instances", "volume", "down", "write", "memory", "time", "cost"]
     rows = {line.split()[0]: line for line in lines[4:9]}
-    assert rows["Preprocess"].split()[:6] == ["Preprocess", "100", "x", "m5.xlarge", "26", "GB"]
-    assert rows["Train"].split()[:6] == ["Train", "610", "x", "m5.xlarge", "412", "GB"]
+    assert rows["Preprocess"].split()[:6] == ["Preprocess", "100", "x", "m5.xlarge", "24", "GB"]
+    assert rows["Train"].split()[:6] == ["Train", "610", "x", "m5.xlarge", "384", "GB"]
     assert rows["Evaluate"].split()[:4] == ["Evaluate", "1", "x", "m5.large"] and "!" in rows["Evaluate"]
     assert "More training instances stop paying past 610: efficiency falls below 70%." in lines
 

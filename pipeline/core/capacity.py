@@ -19,8 +19,8 @@ from typing import Any
 from pipeline.core.errors import UsageError
 from pipeline.core.names import EVALUATE, PREPROCESS, SPLIT_FRACTIONS, TRAIN, TRANSFORM
 
-GB = 10**9  # volumes are sized in GB (VolumeSizeInGB)
-GIB = 2**30  # instance memory is quoted in GiB
+GB = 10**9  # input and channel sizes, as S3 counts them
+GIB = 2**30  # instance memory is quoted in GiB; volumes (VolumeSizeInGB) are counted in it too, to be safe
 MB = 10**6
 
 EFFICIENCY_FLOOR = 0.70  # below this parallel efficiency more training instances stop paying (the scaling study's)
@@ -366,7 +366,8 @@ def _instance(instance_type: str) -> tuple[float, int]:
 
 
 def _volume_gb(download: float, write: float) -> int:
-    return math.ceil((download + write) * VOLUME_HEADROOM / GB) + VOLUME_SPARE_GB
+    """VolumeSizeInGB, counted in GiB so the volume is never smaller than the service's unit."""
+    return math.ceil((download + write) * VOLUME_HEADROOM / GIB) + VOLUME_SPARE_GB
 
 
 def _cost(instance_type: str, count: int, seconds: float, price: Mapping[str, float]) -> float:
