@@ -276,7 +276,15 @@ class CapacityPlan:
                 "curve": [asdict(point) for point in self.training_curve],
             },
             "figures": [asdict(figure) for figure in self.figures]
-            + [{"name": f"memory:{step}", "value": None, "unit": "", "source": MEMORY[step].source} for step in MEMORY]
+            + [
+                {
+                    "name": f"memory:{step}",
+                    "value": round(model.per_byte, 3),
+                    "unit": f"bytes per byte of a host's input share, plus {model.base / MB:.0f} MB",
+                    "source": model.source,
+                }
+                for step, model in MEMORY.items()
+            ]
             + [{"name": "prices", "value": None, "unit": "USD/h", "source": PRICE_SOURCE}],
         }
 
