@@ -39,6 +39,7 @@ EXPORTS = {
     "serve_local": "pipeline.api.serving",
     "Predictor": "pipeline.api.serving",
     "scaling_study": "pipeline.api.scaling",
+    "plan": "pipeline.api.capacity",
 }
 __all__ = sorted(EXPORTS)
 

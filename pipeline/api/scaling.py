@@ -2,17 +2,22 @@
 
 Each training job is the execution's own Train request (what the definition resolved to) with only
 ``ResourceConfig.InstanceCount`` and the job name changed, run by the local training job runner, so the figures are
-the jobs' own scaling records. Per count: training time (min and median over the repeats), speedup
-S(n) = T(1) / T(n) against the smallest count (scaled to it when that is not 1), efficiency E(n) = S(n) / n,
-instance-seconds (n x job time: what SageMaker bills), throughput, the validation objective and the test metric
-nearest the gate's (a larger global batch can change the model). The recommendation: the smallest count within
-``within`` of the fastest time, and the first count whose efficiency falls below ``floor``.
+the jobs' own scaling records. Counts are compared on the same work: early stopping can end one count's job after
+fewer epochs than another's, so training times are not comparable, but records per second are. Per count: the
+epochs each run trained, records, seconds per epoch, throughput (records/s over all hosts), speedup
+S(n) = throughput(n) / throughput(base) x base (base: the smallest count), efficiency E(n) = S(n) / n (an efficiency
+above 100% carries its explanation), and separately the time to the same validation loss (the loss every count
+reached) and the training time as run; instance-seconds (n x job time: what SageMaker bills), the validation
+objective and the test metric nearest the gate's (a larger global batch can change the model). The recommendation:
+the smallest count within ``within`` of the best throughput, and the first count whose efficiency falls below
+``floor``.
 """
 
 from __future__ import annotations
 
 import copy
 import json
+import re
 import statistics
 import threading
 import time
@@ -21,6 +26,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from pipeline.core.capacity import EFFICIENCY_FLOOR
 from pipeline.core.errors import LlpipeError, opt
 from pipeline.core.names import BINARY_CLASSIFIER, MULTICLASS_CLASSIFIER, TRAIN, TRAINING_JOB_SETTINGS
 
@@ -37,8 +43,10 @@ __all__ = [
 
 # the members of the Train step's recorded request that a CreateTrainingJob request takes as they are
 TRAINING_REQUEST_KEYS = ("HyperParameters", *TRAINING_JOB_SETTINGS)
-DEFAULT_WITHIN = 0.10  # the recommended count is the smallest within 10% of the fastest training time
-DEFAULT_FLOOR = 0.70  # efficiency below 70% is where more instances stop paying
+DEFAULT_WITHIN = 0.10  # the recommended count is the smallest within 10% of the best throughput
+DEFAULT_FLOOR = EFFICIENCY_FLOOR  # efficiency below 70% is where more instances stop paying (the capacity plan's too)
+# algo-1's per-epoch validation loss line (the train loss when there is no validation channel)
+_EPOCH_LOSS = re.compile(r"#quality_metric: host=algo-1, epoch=(\d+), (validation|train) .*<loss>=(\S+)")
 # the gate metric of the report (Evaluate) and Linear Learner's own test metric of the same quantity
 TEST_METRICS = {BINARY_CLASSIFIER: "test:roc_auc_score", MULTICLASS_CLASSIFIER: "test:multiclass_accuracy"}
 REGRESSION_TEST_METRIC = "test:mse"
@@ -50,13 +58,14 @@ class ScalingStudyError(LlpipeError):
 
 @dataclass(frozen=True)
 class StudyRow:
-    """One instance count's figures over its repeats."""
+    """One instance count's figures over its repeats: speedup and efficiency from throughput (the same work),
+    the time to the study's target loss and the training time as run beside them."""
 
     instances: int
     runs: int
     min_seconds: float
     median_seconds: float
-    speedup: float
+    speedup: float  # from records per second against the smallest count
     efficiency: float
     instance_seconds: float
     throughput: float
@@ -65,6 +74,12 @@ class StudyRow:
     validation_objective: float | None
     test_metric: float | None
     jobs: list[str] = field(default_factory=list)
+    epochs: list[int | None] = field(default_factory=list)  # each run's epochs (None: not reported)
+    records: int | None = None  # median over the runs of the records trained (every epoch, every host)
+    seconds_per_epoch: float | None = None  # best run's training seconds over its epochs
+    time_to_loss: float | None = None  # seconds to the study's target loss (best run); None: never reached
+    time_speedup: float | None = None  # training time as run against the smallest count (not the same work)
+    efficiency_note: str | None = None  # why an efficiency above 100% is not a free lunch
 
 
 @dataclass(frozen=True)
@@ -81,12 +96,12 @@ class ScalingStudy:
     floor: float
     plot: str | None = None
     json_path: str | None = None
+    target_loss: float | None = None  # the validation loss every count reached (None: not reported)
+    target_loss_name: str = "validation:objective_loss"
 
     @property
     def recommendation(self) -> str:
-        text = (
-            f"{self.recommended} instance(s): the smallest count within {self.within:.0%} of the fastest training time"
-        )
+        text = f"{self.recommended} instance(s): the smallest count within {self.within:.0%} of the best throughput"
         if self.efficiency_floor_at is not None:
             text += f"; efficiency falls below {self.floor:.0%} at {self.efficiency_floor_at} instances"
         else:
@@ -101,7 +116,7 @@ class ScalingStudy:
     def frame(self) -> Any:
         import pandas as pd
 
-        return pd.DataFrame([asdict(row) for row in self.rows]).drop(columns=["jobs"]).set_index("instances")
+        return pd.DataFrame([asdict(row) for row in self.rows]).drop(columns=["jobs", "epochs"]).set_index("instances")
 
 
 def train_shards(execution: Any) -> tuple[str, int]:
@@ -190,6 +205,8 @@ def scaling_study(
                     "sync_share": scaling["sync_share"],
                     "global_batch": scaling["global_batch"],
                     "metrics": metrics,
+                    "records": scaling["records"],
+                    **_epochs(scaling, job_folder / "logs" / "algo-1.log"),
                 }
             )
     return _study(execution.id, shards, test_metric, runs, within, floor, folder)
@@ -205,11 +222,12 @@ def _study(
     folder: Path,
 ) -> ScalingStudy:
     """The rows, the recommendation, the plot and the JSON from each count's runs."""
-    rows = _rows(runs, test_metric)
-    fastest = min(row.min_seconds for row in rows)
-    recommended = next(row.instances for row in rows if row.min_seconds <= fastest * (1 + within))
+    target = _target_loss(runs)
+    rows = _rows(runs, test_metric, target)
+    best = max(row.throughput for row in rows)
+    recommended = next(row.instances for row in rows if row.throughput >= best / (1 + within))
     below = next((row.instances for row in rows if row.efficiency < floor), None)
-    study = ScalingStudy(execution_id, shards, test_metric, rows, recommended, below, within, floor)
+    study = ScalingStudy(execution_id, shards, test_metric, rows, recommended, below, within, floor, target_loss=target)
     plot = folder / "scaling-study.png"
     _plot(study, plot)
     json_path = folder / "scaling-study.json"
@@ -233,15 +251,68 @@ def _request(properties: dict[str, Any], name: str, count: int) -> dict[str, Any
     return request
 
 
-def _rows(runs: dict[int, list[dict[str, Any]]], test_metric: str) -> list[StudyRow]:
+def _epochs(scaling: dict[str, Any], log: Path) -> dict[str, Any]:
+    """A local run's epochs (its scaling record's), the end time of each (its slowest host's, cumulative) and
+    algo-1's validation loss after each (its log's quality lines)."""
+    hosts = [host["epochs"] for host in scaling["hosts"] if host["epochs"]]
+    epochs = max((len(epochs) for epochs in hosts), default=0)
+    ends, elapsed = [], 0.0
+    for index in range(epochs):
+        elapsed += max(host[index]["seconds"] for host in hosts if index < len(host))
+        ends.append(elapsed)
+    losses: dict[int, float] = {}
+    if log.is_file():
+        for match in _EPOCH_LOSS.finditer(log.read_text()):
+            losses[int(match.group(1))] = float(match.group(3))
+    curve = [(ends[epoch], losses[epoch]) for epoch in sorted(losses) if epoch < len(ends)]
+    return {"epochs": epochs, "loss_curve": curve}
+
+
+def _target_loss(runs: dict[int, list[dict[str, Any]]]) -> float | None:
+    """The loss every count reached: the largest of the counts' best losses (None when a count reports none)."""
+    bests = []
+    for items in runs.values():
+        losses = [loss for item in items for _, loss in item.get("loss_curve", [])]
+        if not losses:
+            return None
+        bests.append(min(losses))
+    return max(bests)
+
+
+def _time_to(curve: list[tuple[float, float]], target: float | None) -> float | None:
+    """Seconds into training at the end of the first epoch whose loss is at most ``target``."""
+    if target is None:
+        return None
+    return next((seconds for seconds, loss in curve if loss <= target), None)
+
+
+def _rows(runs: dict[int, list[dict[str, Any]]], test_metric: str, target: float | None = None) -> list[StudyRow]:
+    """Each count's figures. Speedup and efficiency are throughput ratios (records per second over all hosts), so
+    counts that ran different epochs (early stopping) are still compared on the same work."""
     rows = []
     base_count = min(runs)
-    base = min(run["training_seconds"] for run in runs[base_count])
+    base_throughput = statistics.median(item["throughput"] for item in runs[base_count])
+    base_seconds = min(item["training_seconds"] for item in runs[base_count])
+    base_rate = base_throughput / base_count
     for count, items in runs.items():
         seconds = [item["training_seconds"] for item in items]
-        speedup = base / min(seconds) * base_count if min(seconds) > 0 else 0.0
+        throughput = statistics.median(item["throughput"] for item in items)
+        speedup = throughput / base_throughput * base_count if base_throughput > 0 else 0.0
+        efficiency = speedup / count
         job_seconds = statistics.median(item["job_seconds"] for item in items)  # the whole job, as billed
         metrics = items[-1]["metrics"]
+        epochs = [item.get("epochs") for item in items]
+        per_epoch = [item["training_seconds"] / item["epochs"] for item in items if item.get("epochs")]
+        reached = [_time_to(item.get("loss_curve", []), target) for item in items]
+        records = [item["records"] for item in items if item.get("records") is not None]
+        note = None
+        if round(efficiency, 3) > 1:
+            note = (
+                f"above 100%: each of the {count} hosts trained {throughput / count:,.0f} records/s against "
+                f"{base_rate:,.0f} for each of the {base_count}: the per-host work got faster, not the parallelism "
+                "better (a smaller shard per host fits the caches, or the machine's load changed between the "
+                "runs: repeat each count 3 times)"
+            )
         rows.append(
             StudyRow(
                 instances=count,
@@ -249,9 +320,9 @@ def _rows(runs: dict[int, list[dict[str, Any]]], test_metric: str) -> list[Study
                 min_seconds=round(min(seconds), 4),
                 median_seconds=round(statistics.median(seconds), 4),
                 speedup=round(speedup, 3),
-                efficiency=round(speedup / count, 3),
+                efficiency=round(efficiency, 3),
                 instance_seconds=round(count * job_seconds, 3),
-                throughput=round(statistics.median(item["throughput"] for item in items), 1),
+                throughput=round(throughput, 1),
                 sync_share=None
                 if any(item["sync_share"] is None for item in items)
                 else round(statistics.median(item["sync_share"] for item in items), 4),
@@ -259,6 +330,12 @@ def _rows(runs: dict[int, list[dict[str, Any]]], test_metric: str) -> list[Study
                 validation_objective=metrics.get("validation:objective_loss"),
                 test_metric=metrics.get(test_metric),
                 jobs=[item["job"] for item in items],
+                epochs=epochs,
+                records=int(statistics.median(records)) if records else None,
+                seconds_per_epoch=round(min(per_epoch), 4) if per_epoch else None,
+                time_to_loss=min((round(t, 4) for t in reached if t is not None), default=None),
+                time_speedup=round(base_seconds / min(seconds) * base_count, 3) if min(seconds) > 0 else None,
+                efficiency_note=note,
             )
         )
     return rows
@@ -276,11 +353,15 @@ def _plot(study: ScalingStudy, path: Path) -> None:
     try:
         left.plot(counts, counts, "--", color="grey", label="ideal")
         left.plot(counts, [row.speedup for row in study.rows], "o-", label="measured")
-        left.set(title="speedup S(n)", xlabel="instances")
+        left.set(title="speedup S(n), records/s", xlabel="instances")
         left.legend()
         middle.plot(counts, [row.efficiency for row in study.rows], "o-")
         middle.axhline(study.floor, color="red", linestyle=":", label=f"floor {study.floor:.0%}")
-        middle.set(title="efficiency E(n)", xlabel="instances", ylim=(0, 1.1))
+        middle.set(
+            title="efficiency E(n)",
+            xlabel="instances",
+            ylim=(0, max(1.1, *[row.efficiency + 0.1 for row in study.rows])),
+        )
         middle.legend()
         right.bar([str(n) for n in counts], [row.instance_seconds for row in study.rows])
         right.set(title="cost (instance-seconds)", xlabel="instances")
@@ -384,6 +465,8 @@ def study_on_sagemaker(
                     "sync_share": None,  # the service reports no wait time
                     "global_batch": count * batch,
                     "metrics": metrics,
+                    "epochs": None,  # the service reports neither epochs nor a per-epoch loss
+                    "records": None,
                 }
             )
         if pending:

@@ -26,6 +26,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "compare": ("pipeline.cli.compare", "two executions side by side: parameters, metrics, gate, model package"),
     "env": ("pipeline.cli.env", "build or show the processing images' local Python environments"),
     "scaling": ("pipeline.cli.scaling", "train one Preprocess output at several instance counts: speedup, cost"),
+    "plan": ("pipeline.cli.plan", "per step, what an input needs and costs on SageMaker: fleet, disk, memory, time"),
     "linear-learner": ("pipeline.cli.linear_learner", "train or transform with the local Linear Learner"),
     "definition": ("pipeline.cli.definition", "print or write the pipeline definition JSON"),
     "upsert": ("pipeline.cli.upsert", "upload code bundles, create or update the pipeline"),

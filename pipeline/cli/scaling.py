@@ -3,9 +3,10 @@
 llpipe scaling [--instances 1,2,4] [--repeats N] [--execution ID] [--within 0.1] [--floor 0.7] [--json]
 
 Without ``--execution`` the bundled example runs first with TrainingInstanceCount set to the largest count (so
-Preprocess writes enough train shards). Prints the table (training time min/median, S(n), E(n), instance-seconds,
-throughput, sync share, global batch, validation objective, test metric) and the recommendation, and writes the
-plot and the JSON beside the execution (or into ``--output``).
+Preprocess writes enough train shards). Prints the table (epochs, records, seconds per epoch, records/s, S(n) and
+E(n) from records/s, training time as run, time to the same validation loss, instance-seconds, sync share, global
+batch, validation objective, test metric), what S(n) compares, why any E(n) passed 100%, and the recommendation,
+and writes the plot and the JSON beside the execution (or into ``--output``).
 """
 
 from __future__ import annotations
@@ -92,28 +93,34 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _print(study: Any, as_json: bool) -> int:
-    """The study as JSON, or its table, recommendation, plot and JSON paths."""
+    """The study as JSON, or its table, what S(n) and E(n) compare, the time to the same loss, the
+    recommendation, plot and JSON paths."""
     from rich.console import Console
     from rich.table import Table
+
+    from pipeline.cli.render.scaling import study_notes
 
     if as_json:
         print(json.dumps(study.to_dict(), indent=2))
         return 0
     table = Table(title=f"Scaling of execution {study.execution_id} ({study.train_shards} train shards)")
-    columns = ["instances", "runs", "min s", "median s", "S(n)", "E(n)", "instance-s", "records/s", "sync"]
-    columns += ["global batch", "validation objective", study.test_metric_name]
+    columns = ["instances", "runs", "epochs", "records", "s/epoch", "records/s", "S(n)", "E(n)", "train s"]
+    columns += ["to loss s", "instance-s", "sync", "global batch", "validation objective", study.test_metric_name]
     for column in columns:
         table.add_column(column, justify="right")
     for row in study.rows:
         table.add_row(
             str(row.instances),
             str(row.runs),
-            f"{row.min_seconds:.3f}",
-            f"{row.median_seconds:.3f}",
-            f"{row.speedup:.2f}x",
-            f"{row.efficiency:.0%}",
-            f"{row.instance_seconds:.1f}",
+            ",".join("-" if epochs is None else str(epochs) for epochs in row.epochs),
+            "-" if row.records is None else f"{row.records:,}",
+            "-" if row.seconds_per_epoch is None else f"{row.seconds_per_epoch:.3f}",
             f"{row.throughput:,.0f}",
+            f"{row.speedup:.2f}x",
+            f"{row.efficiency:.0%}" + ("*" if row.efficiency_note else ""),
+            f"{row.min_seconds:.3f}",
+            "-" if row.time_to_loss is None else f"{row.time_to_loss:.3f}",
+            f"{row.instance_seconds:.1f}",
             "-" if row.sync_share is None else f"{row.sync_share:.0%}",
             f"{row.global_batch:,}",
             "" if row.validation_objective is None else f"{row.validation_objective:.5g}",
@@ -121,8 +128,10 @@ def _print(study: Any, as_json: bool) -> int:
         )
     console = Console(highlight=False)
     if not console.is_terminal:
-        console.width = max(console.width, 160)  # the table's twelve columns, unabbreviated, in a log or a pipe
+        console.width = max(console.width, 180)  # the table's fifteen columns, unabbreviated, in a log or a pipe
     console.print(table)
+    for line in study_notes(study):
+        console.print(line, soft_wrap=True)
     console.print(f"Recommendation: {study.recommendation}", soft_wrap=True)
     console.print(f"Plot: {study.plot}\nJSON: {study.json_path}", soft_wrap=True)
     return 0
