@@ -61,7 +61,7 @@ def test_tuning_is_off_by_default_and_set_by_flag_environment_or_file(tmp_path) 
     "overrides, message",
     [
         ({"tuning_max_jobs": 751}, "tuning_max_jobs: 751 is not valid; expected 0 (no tuning) up to 750"),
-        ({"tuning_max_jobs": "many"}, "tuning_max_jobs (from command line): expected a whole number, got 'many'"),
+        ({"tuning_max_jobs": "many"}, "tuning_max_jobs (from overrides): expected a whole number, got 'many'"),
         ({"tuning_max_parallel_jobs": 0}, "tuning_max_parallel_jobs: 0 is not valid; expected 1 to 100"),
         ({"tuning_objective": "validation:auc"}, "tuning_objective: 'validation:auc' is not valid"),
         ({"tuning_strategy": "Hyperband"}, "tuning_strategy: 'Hyperband' is not valid; expected Bayesian or Random"),
