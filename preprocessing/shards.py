@@ -17,6 +17,10 @@ from containerlib.names import SHARD_SUFFIX, SPLITS
 from containerlib.recordio.writer import dense_layout
 from preprocessing.hashing import SPLIT_CODES
 
+MEMORY_BUDGET = 64 * 1024 * 1024  # bytes of frames held in memory before rows spill to disk
+BLOCK_BYTES = 16 * 1024 * 1024  # bytes of frames read, dealt or put in order at a time once spilled
+MAX_PARTS = 1024  # part files at most while a spilled bucket is put in order (beyond, blocks grow instead)
+
 
 class _DealtRows:
     """One shard's rows in memory, as dealt: row numbers into the chunks of frames they came from, gathered a block
@@ -56,19 +60,31 @@ class ShardBuffer:
 
     Rows come as their RecordIO frames (:class:`~containerlib.recordio.writer.DenseLayout`), so writing a shard
     is only gathering them. In memory a shard is only a list of row numbers into the chunks it was dealt from (the
-    chunks are kept whole), so rows are copied once, when the shard is written; once the dealt rows exceed
-    ``memory_bytes`` everything goes to spill files of frames in the work folder, so memory stays bounded whatever
-    the size of the data set. The bound counts 4 bytes a number (features and label), not the frames' few more, so
-    when rows spill, and into how many buckets, is what it was before rows were kept encoded (the shuffle with it).
+    chunks are kept whole), so rows are copied once, when the shard is written. Once the chunks held exceed
+    ``budget`` bytes (MEMORY_BUDGET), or the dealt rows ``memory_bytes`` (``--shuffle-memory-mb``), everything goes
+    to spill files of frames in the work folder, in the order dealt, and each shard is shuffled from disk a block at
+    a time: memory stays bounded whatever the size of the data set.
+
+    The shuffle does not depend on where rows are held: ``memory_bytes`` alone decides into how many buckets a
+    shard is dealt (counting 4 bytes a number, features and label, as before rows were kept encoded), and a shard of
+    one bucket gets the permutation it gets in memory, so the output is byte for byte what it was.
     """
 
     def __init__(
-        self, work_dir: Path, n_features: int, shard_counts: dict[str, int], seed: int, host: Host, memory: int
+        self,
+        work_dir: Path,
+        n_features: int,
+        shard_counts: dict[str, int],
+        seed: int,
+        host: Host,
+        memory: int,
+        budget: int | None = None,
     ):
         self.work_dir = work_dir
         self.width = dense_layout(n_features, labelled=True).length  # bytes of a row's frame
         self.row_bytes = 4 * (n_features + 1)  # a row's numbers: what memory_bytes counts
         self.memory_bytes = memory
+        self.budget = MEMORY_BUDGET if budget is None else budget  # bytes of chunks held before spilling
         self.shard_counts = shard_counts
         self.rngs = {split: np.random.default_rng([seed, host.index, code]) for split, code in SPLIT_CODES.items()}
         self.dealt = dict.fromkeys(SPLITS, 0)
@@ -77,6 +93,7 @@ class ShardBuffer:
             (split, shard): [] for split, count in shard_counts.items() for shard in range(count)
         }  # (chunk number, row numbers in it) in the order dealt
         self.pending_bytes = 0
+        self.held_bytes = 0  # the chunks' frames kept in memory
         self.spill_files: dict[tuple[str, int], BinaryIO] | None = None  # set once rows no longer fit in memory
 
     def spill_path(self, split: str, shard: int) -> Path:
@@ -86,6 +103,7 @@ class ShardBuffer:
         """Deal ``rows[chosen[split]]`` (frames) of each split in a random order to its shards."""
         if self.spill_files is None:
             self.chunks.append(rows)
+            self.held_bytes += rows.nbytes
         for split, indices in chosen.items():
             shuffled = indices[self.rngs[split].permutation(len(indices))]
             count = self.shard_counts[split]
@@ -97,14 +115,14 @@ class ShardBuffer:
                     self.pending[split, shard].append((len(self.chunks) - 1, piece))
                     self.pending_bytes += len(piece) * self.row_bytes
             self.dealt[split] += len(indices)
-        if self.spill_files is None and self.pending_bytes > self.memory_bytes:
+        if self.spill_files is None and (self.pending_bytes > self.memory_bytes or self.held_bytes > self.budget):
             self.spill_files = {key: open(self.spill_path(*key), "wb") for key in self.pending}  # noqa: SIM115
             for key, pieces in self.pending.items():
                 for chunk, piece in pieces:
                     self.spill_files[key].write(self.chunks[chunk][piece].data)
                 pieces.clear()
             self.chunks.clear()
-            self.pending_bytes = 0
+            self.pending_bytes = self.held_bytes = 0
 
     def close(self) -> None:
         for handle in (self.spill_files or {}).values():
@@ -120,36 +138,84 @@ class ShardBuffer:
         return _DealtRows(self.chunks, pieces, self.width), rng.permutation(sum(len(piece) for _, piece in pieces))
 
     def shuffled_spilled(self, split: str, shard: int, rng: np.random.Generator) -> Iterator[np.ndarray]:
-        """The spilled shard's rows in a uniformly random order, in blocks of at most about ``memory_bytes``.
+        """The spilled shard's rows in a uniformly random order, in blocks of at most about BLOCK_BYTES.
 
-        Rows are dealt to random buckets on disk first; shuffling each bucket and concatenating the buckets is a
-        uniformly random permutation, like shuffling in memory.
+        Rows are dealt to random buckets on disk first (``memory_bytes`` of numbers each); shuffling each bucket and
+        concatenating the buckets is a uniformly random permutation, like shuffling in memory.
         """
         spill = self.spill_path(split, shard)
         buckets = max(1, math.ceil(spill.stat().st_size // self.width * self.row_bytes / self.memory_bytes))
         paths = [spill] if buckets == 1 else self._deal_to_buckets(spill, buckets, rng)
         for path in paths:
-            rows = np.fromfile(path, dtype=np.uint8).reshape(-1, self.width)
-            path.unlink()
-            yield rows[rng.permutation(len(rows))]
+            yield from self._permuted(path, rng)
 
     def _deal_to_buckets(self, spill: Path, buckets: int, rng: np.random.Generator) -> list[Path]:
-        """Move a spill file's rows to ``buckets`` files, each row to a random one."""
+        """Move a spill file's rows to ``buckets`` files, each row to a random one (drawn row after row: the same
+        draws whatever the size of the blocks read)."""
         paths = [self.work_dir / f"bucket-{index:05d}.frames" for index in range(buckets)]
         handles = [open(path, "wb") for path in paths]  # noqa: SIM115
-        block_rows = max(1, self.memory_bytes // self.row_bytes)  # as many rows at a time as ever: same draws
         try:
             with open(spill, "rb") as source:
-                while block := source.read(block_rows * self.width):
+                while block := source.read(self._block_rows() * self.width):
                     rows = np.frombuffer(block, dtype=np.uint8).reshape(-1, self.width)
                     bucket_of_row = rng.integers(0, buckets, size=len(rows))
-                    for index, handle in enumerate(handles):
-                        handle.write(rows[bucket_of_row == index].data)
+                    _write_grouped(rows, bucket_of_row, handles)
         finally:
             for handle in handles:
                 handle.close()
         spill.unlink()
         return paths
+
+    def _block_rows(self) -> int:
+        return max(1, BLOCK_BYTES // self.width)
+
+    def _permuted(self, path: Path, rng: np.random.Generator) -> Iterator[np.ndarray]:
+        """The rows of ``path`` (deleted once read) in the order of one permutation drawn from ``rng`` (the draws of
+        ``rng.permutation``), in blocks of at most ``_block_rows``: rows are first dealt, in file order, to one part
+        file per output block, then each part is read back and put in its block's order."""
+        count = path.stat().st_size // self.width
+        order = np.arange(count, dtype=np.int32 if count < 2**31 else np.int64)
+        rng.shuffle(order)  # what rng.permutation(count) draws and returns, in 4 bytes a row
+        step = max(self._block_rows(), math.ceil(count / MAX_PARTS))
+        if count <= step:
+            rows = np.fromfile(path, dtype=np.uint8).reshape(-1, self.width)
+            path.unlink()
+            yield np.take(rows, order, axis=0)
+            return
+        parts = math.ceil(count / step)
+        part_of_row = np.empty(count, dtype=np.int16 if parts <= np.iinfo(np.int16).max else np.int32)
+        part_of_row[order] = np.arange(count, dtype=order.dtype) // step  # the output block each row goes to
+        part_paths = [path.with_name(f"{path.name}.part-{index:05d}") for index in range(parts)]
+        handles = [open(part, "wb") for part in part_paths]  # noqa: SIM115
+        try:
+            with open(path, "rb") as source:
+                first = 0
+                while block := source.read(step * self.width):
+                    rows = np.frombuffer(block, dtype=np.uint8).reshape(-1, self.width)
+                    _write_grouped(rows, part_of_row[first : first + len(rows)], handles)
+                    first += len(rows)
+        finally:
+            for handle in handles:
+                handle.close()
+        path.unlink()
+        del part_of_row
+        for index, part in enumerate(part_paths):
+            rows = np.fromfile(part, dtype=np.uint8).reshape(-1, self.width)
+            part.unlink()
+            # a part holds its block's rows in file order, i.e. sorted by their row number in the file
+            placed = np.empty_like(rows)
+            placed[np.argsort(order[index * step : (index + 1) * step], kind="stable")] = rows
+            yield placed
+
+
+def _write_grouped(rows: np.ndarray, group_of_row: np.ndarray, handles: list[BinaryIO]) -> None:
+    """Append each row to the file of its group, keeping their order within each group."""
+    by_group = np.argsort(group_of_row, kind="stable")  # a radix sort of small integers
+    grouped = np.take(rows, by_group, axis=0)
+    bounds = np.concatenate([[0], np.cumsum(np.bincount(group_of_row, minlength=len(handles)))]).tolist()
+    for handle, first, last in zip(handles, bounds[:-1], bounds[1:]):
+        if last > first:
+            handle.write(grouped[first:last].data)
 
 
 WRITE_ROWS = 16_384  # rows gathered and written at a time while writing a shard (a few MB, kept in cache)
