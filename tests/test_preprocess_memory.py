@@ -10,6 +10,7 @@ import pytest
 from test_preprocess_pinned import CASES, output_digest, write_inputs
 
 from containerlib.hosts import Host
+from containerlib.tables import csv_reader
 from preprocessing import shards
 from preprocessing.preprocess import main
 from preprocessing.shards import ShardBuffer
@@ -85,3 +86,15 @@ def test_past_the_budget_rows_are_on_disk_and_read_back_a_block_at_a_time(
     assert [len(block) for block in blocks] == [64] * 15 + [40]
     assert np.array_equal(np.concatenate(blocks), expected)
     assert not list((tmp_path / "disk").glob("spill-train-*"))  # the shard's spill and part files, once read
+
+
+@pytest.mark.parametrize("size", [1, 7, 64, 5_000])
+def test_a_csv_file_is_read_a_range_of_whole_lines_at_a_time(tmp_path: Path, size: int) -> None:
+    lines = [b"a,b", b"", b"1," + b"9" * 300, *(b"%d,%d" % (i, i * i) for i in range(200)), b"x" * 70_000, b"1,2"]
+    path = tmp_path / "lines.csv"
+    path.write_bytes(b"\n".join(lines))  # no line end after the last line
+    ranges = [buffer.to_pybytes() for buffer in csv_reader._line_ranges(path, size)]
+    assert b"".join(ranges) == path.read_bytes()
+    for piece in ranges[:-1]:  # each ends at the first line end at or after `size` bytes
+        assert piece.endswith(b"\n") and len(piece) > size and b"\n" not in piece[size:-1]
+    assert ranges[-1] == b"1,2" or len(ranges[-1]) > size
