@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import argparse
 import ctypes
-import ctypes.util
 import signal
 import sys
 from collections.abc import Sequence
@@ -29,8 +28,8 @@ def return_freed_memory() -> bool:
     on the job's large, short-lived arrays (a chunk's) come from the heap and per-thread arenas, whose freed memory
     stays resident: about 100 MB more, measured at 3M rows."""
     try:
-        mallopt = ctypes.CDLL(ctypes.util.find_library("c")).mallopt
-    except (OSError, AttributeError, TypeError):  # no C library found, or one without mallopt (musl, macOS)
+        mallopt = ctypes.CDLL(None).mallopt  # the C library this interpreter runs on
+    except (OSError, AttributeError):  # one without mallopt (musl, macOS)
         return False
     return bool(mallopt(M_MMAP_THRESHOLD, 1 << 20))
 

@@ -17,7 +17,7 @@ from containerlib.names import SHARD_SUFFIX, SPLITS
 from containerlib.recordio.writer import dense_layout
 from preprocessing.hashing import SPLIT_CODES
 
-MEMORY_BUDGET = 64 * 1024 * 1024  # bytes of frames held in memory before rows spill to disk
+MEMORY_BUDGET = 32 * 1024 * 1024  # bytes of frames held in memory before rows spill to disk
 BLOCK_BYTES = 16 * 1024 * 1024  # bytes of frames read, dealt or put in order at a time once spilled
 MAX_PARTS = 1024  # part files at most while a spilled bucket is put in order (beyond, blocks grow instead)
 
