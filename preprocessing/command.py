@@ -124,7 +124,9 @@ def build_parser() -> argparse.ArgumentParser:
         "--shuffle-memory-mb",
         type=float,
         default=512.0,
-        help="rows kept in memory before spilling to disk, and the largest block shuffled at once (default: 512)",
+        help="rows of a shard's on-disk bucket, counted as 4 bytes a number: a larger shard is dealt to buckets "
+        "before each is shuffled; the shuffle's own memory is about 6 bytes a row of a bucket, the rows stay on disk "
+        "(default: 512)",
     )
     parser.add_argument(
         "--baseline-rows",
