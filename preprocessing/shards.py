@@ -5,8 +5,10 @@ from __future__ import annotations
 
 import math
 import os
+from collections import deque
 from collections.abc import Iterator
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
+from dataclasses import dataclass
 from pathlib import Path
 from typing import BinaryIO
 
@@ -18,7 +20,7 @@ from containerlib.recordio.writer import dense_layout
 from preprocessing.hashing import SPLIT_CODES
 
 MEMORY_BUDGET = 32 * 1024 * 1024  # bytes of frames held in memory before rows spill to disk
-BLOCK_BYTES = 16 * 1024 * 1024  # bytes of frames read, dealt or put in order at a time once spilled
+BLOCK_BYTES = 8 * 1024 * 1024  # bytes of frames read, dealt or put in order at a time once spilled
 MAX_PARTS = 1024  # part files at most while a spilled bucket is put in order (beyond, blocks grow instead)
 
 
@@ -137,45 +139,48 @@ class ShardBuffer:
         pieces = self.pending.pop((split, shard))
         return _DealtRows(self.chunks, pieces, self.width), rng.permutation(sum(len(piece) for _, piece in pieces))
 
-    def shuffled_spilled(self, split: str, shard: int, rng: np.random.Generator) -> Iterator[np.ndarray]:
-        """The spilled shard's rows in a uniformly random order, in blocks of at most about BLOCK_BYTES.
+    def plan_spilled(self, split: str, shard: int, rng: np.random.Generator) -> SpillPlan:
+        """Every random draw of shuffling a spilled shard, in the order the shuffle has always drawn them: the bucket
+        of each row when the shard is larger than ``memory_bytes`` of numbers, then each bucket's permutation.
 
-        Rows are dealt to random buckets on disk first (``memory_bytes`` of numbers each); shuffling each bucket and
-        concatenating the buckets is a uniformly random permutation, like shuffling in memory.
-        """
+        Dealing rows to random buckets and shuffling each is a uniformly random permutation, like shuffling in
+        memory; a shard of one bucket gets the very permutation it gets in memory. Drawn here, on one thread and in
+        order, the shuffles are the same whichever thread then moves the rows."""
         spill = self.spill_path(split, shard)
-        buckets = max(1, math.ceil(spill.stat().st_size // self.width * self.row_bytes / self.memory_bytes))
-        paths = [spill] if buckets == 1 else self._deal_to_buckets(spill, buckets, rng)
-        for path in paths:
-            yield from self._permuted(path, rng)
+        count = spill.stat().st_size // self.width
+        buckets = max(1, math.ceil(count * self.row_bytes / self.memory_bytes))
+        if buckets == 1:
+            return SpillPlan(spill, None, [_permutation(count, rng)])
+        bucket_of_row = np.empty(count, dtype=_smallest_int(buckets))
+        step = self._block_rows()
+        for first in range(0, count, step):  # drawn row after row: the same draws whatever the block
+            bucket_of_row[first : first + step] = rng.integers(0, buckets, size=min(step, count - first))
+        counts = np.bincount(bucket_of_row, minlength=buckets).tolist()
+        return SpillPlan(spill, bucket_of_row, [_permutation(rows, rng) for rows in counts])
 
-    def _deal_to_buckets(self, spill: Path, buckets: int, rng: np.random.Generator) -> list[Path]:
-        """Move a spill file's rows to ``buckets`` files, each row to a random one (drawn row after row: the same
-        draws whatever the size of the blocks read)."""
-        paths = [self.work_dir / f"bucket-{index:05d}.frames" for index in range(buckets)]
-        handles = [open(path, "wb") for path in paths]  # noqa: SIM115
-        try:
-            with open(spill, "rb") as source:
-                while block := source.read(self._block_rows() * self.width):
-                    rows = np.frombuffer(block, dtype=np.uint8).reshape(-1, self.width)
-                    bucket_of_row = rng.integers(0, buckets, size=len(rows))
-                    _write_grouped(rows, bucket_of_row, handles)
-        finally:
-            for handle in handles:
-                handle.close()
-        spill.unlink()
+    def write_spilled(self, plan: SpillPlan, target: Path) -> None:
+        """Write the planned shard to ``target`` a block at a time, deleting the spill and bucket files once read."""
+        paths = [plan.spill] if plan.bucket_of_row is None else self._deal_to_buckets(plan)
+        with open(target, "wb") as out:
+            for path, order in zip(paths, plan.orders):
+                for block in self._permuted(path, order):
+                    out.write(block.data)
+
+    def _deal_to_buckets(self, plan: SpillPlan) -> list[Path]:
+        """Move a spill file's rows to the files of their planned buckets."""
+        assert plan.bucket_of_row is not None
+        paths = [plan.spill.with_name(f"{plan.spill.name}.bucket-{index:05d}") for index in range(len(plan.orders))]
+        _deal(plan.spill, self.width, self._block_rows(), plan.bucket_of_row, paths)
         return paths
 
     def _block_rows(self) -> int:
         return max(1, BLOCK_BYTES // self.width)
 
-    def _permuted(self, path: Path, rng: np.random.Generator) -> Iterator[np.ndarray]:
-        """The rows of ``path`` (deleted once read) in the order of one permutation drawn from ``rng`` (the draws of
-        ``rng.permutation``), in blocks of at most ``_block_rows``: rows are first dealt, in file order, to one part
-        file per output block, then each part is read back and put in its block's order."""
-        count = path.stat().st_size // self.width
-        order = np.arange(count, dtype=np.int32 if count < 2**31 else np.int64)
-        rng.shuffle(order)  # what rng.permutation(count) draws and returns, in 4 bytes a row
+    def _permuted(self, path: Path, order: np.ndarray) -> Iterator[np.ndarray]:
+        """The rows of ``path`` (deleted once read) in ``order``, in blocks of at most ``_block_rows`` rows (more when
+        there would be more than MAX_PARTS blocks): rows are first dealt, in file order, to one part file per output
+        block, then each part is read back and put in its block's order."""
+        count = len(order)
         step = max(self._block_rows(), math.ceil(count / MAX_PARTS))
         if count <= step:
             rows = np.fromfile(path, dtype=np.uint8).reshape(-1, self.width)
@@ -183,21 +188,10 @@ class ShardBuffer:
             yield np.take(rows, order, axis=0)
             return
         parts = math.ceil(count / step)
-        part_of_row = np.empty(count, dtype=np.int16 if parts <= np.iinfo(np.int16).max else np.int32)
+        part_of_row = np.empty(count, dtype=_smallest_int(parts))
         part_of_row[order] = np.arange(count, dtype=order.dtype) // step  # the output block each row goes to
         part_paths = [path.with_name(f"{path.name}.part-{index:05d}") for index in range(parts)]
-        handles = [open(part, "wb") for part in part_paths]  # noqa: SIM115
-        try:
-            with open(path, "rb") as source:
-                first = 0
-                while block := source.read(step * self.width):
-                    rows = np.frombuffer(block, dtype=np.uint8).reshape(-1, self.width)
-                    _write_grouped(rows, part_of_row[first : first + len(rows)], handles)
-                    first += len(rows)
-        finally:
-            for handle in handles:
-                handle.close()
-        path.unlink()
+        _deal(path, self.width, step, part_of_row, part_paths)
         del part_of_row
         for index, part in enumerate(part_paths):
             rows = np.fromfile(part, dtype=np.uint8).reshape(-1, self.width)
@@ -206,6 +200,38 @@ class ShardBuffer:
             placed = np.empty_like(rows)
             placed[np.argsort(order[index * step : (index + 1) * step], kind="stable")] = rows
             yield placed
+
+
+@dataclass(frozen=True)
+class SpillPlan:
+    """A spilled shard's shuffle, drawn: its spill file, each row's bucket (None: one bucket), each bucket's order."""
+
+    spill: Path
+    bucket_of_row: np.ndarray | None
+    orders: list[np.ndarray]
+
+
+def _permutation(count: int, rng: np.random.Generator) -> np.ndarray:
+    """What ``rng.permutation(count)`` draws and returns, in 4 bytes a row."""
+    order = np.arange(count, dtype=np.int32 if count < 2**31 else np.int64)
+    rng.shuffle(order)
+    return order
+
+
+def _deal(source: Path, width: int, block_rows: int, group_of_row: np.ndarray, paths: list[Path]) -> None:
+    """Move the rows of ``source`` (deleted after) to the files of their groups, ``block_rows`` at a time."""
+    handles = [open(path, "wb") for path in paths]  # noqa: SIM115
+    try:
+        with open(source, "rb") as rows_in:
+            first = 0
+            while block := rows_in.read(block_rows * width):
+                rows = np.frombuffer(block, dtype=np.uint8).reshape(-1, width)
+                _write_grouped(rows, group_of_row[first : first + len(rows)], handles)
+                first += len(rows)
+    finally:
+        for handle in handles:
+            handle.close()
+    source.unlink()
 
 
 def _write_grouped(rows: np.ndarray, group_of_row: np.ndarray, handles: list[BinaryIO]) -> None:
@@ -219,30 +245,33 @@ def _write_grouped(rows: np.ndarray, group_of_row: np.ndarray, handles: list[Bin
 
 
 WRITE_ROWS = 16_384  # rows gathered and written at a time while writing a shard (a few MB, kept in cache)
+SPILLED_WRITERS = 2  # spilled shards written at once
 
 
 def write_shards(
     shards: ShardBuffer, splits: list[str], shard_counts: dict[str, int], seed: int, host: Host, work_dir: Path
 ) -> list[tuple[Path, str]]:
     """Shuffle each shard of the splits that have rows and write its frames; returns (file, split) in order. The
-    shuffles are drawn in a fixed order; in memory, shards are then gathered and written by a few threads (numpy's
-    copies and file writes release the GIL), spilled ones one after another."""
-    built, writes = [], []
-    for split in splits:
-        rng = np.random.default_rng([seed, host.index, SPLIT_CODES[split], 1])
-        for shard in range(shard_counts[split]):
-            target = work_dir / f"{split}-{host.name}-{shard:05d}{SHARD_SUFFIX}"
-            built.append((target, split))
-            if shards.in_memory:
-                writes.append((target, *shards.shuffled_in_memory(split, shard, rng)))
-                continue
-            with open(target, "wb") as out:
-                for block in shards.shuffled_spilled(split, shard, rng):
-                    out.write(block.data)
+    shuffles are drawn in a fixed order on this thread; the shards are then gathered and written by a few threads
+    (numpy's copies and file writes release the GIL): from memory all at once, spilled ones SPILLED_WRITERS at a
+    time (each holds its shuffle's plan and a few blocks)."""
+    built = []
     pool = ThreadPoolExecutor(max_workers=min(4, os.cpu_count() or 1), thread_name_prefix="write")
+    writing: deque[Future[None]] = deque()
     try:
-        for done in [pool.submit(_write_shard, *write) for write in writes]:
-            done.result()
+        for split in splits:
+            rng = np.random.default_rng([seed, host.index, SPLIT_CODES[split], 1])
+            for shard in range(shard_counts[split]):
+                target = work_dir / f"{split}-{host.name}-{shard:05d}{SHARD_SUFFIX}"
+                built.append((target, split))
+                if shards.in_memory:
+                    writing.append(pool.submit(_write_shard, target, *shards.shuffled_in_memory(split, shard, rng)))
+                    continue
+                writing.append(pool.submit(shards.write_spilled, shards.plan_spilled(split, shard, rng), target))
+                while len(writing) >= SPILLED_WRITERS:
+                    writing.popleft().result()
+        while writing:
+            writing.popleft().result()
     finally:  # on an error or a stop, shards not yet begun are not written at all
         pool.shutdown(wait=True, cancel_futures=True)
     return built

@@ -82,9 +82,14 @@ def test_past_the_budget_rows_are_on_disk_and_read_back_a_block_at_a_time(
     assert not spilled.in_memory and not spilled.chunks  # spilled at the third chunk: nothing held any more
     assert spilled.spill_path("train", 0).stat().st_size == 1_000 * spilled.width
     monkeypatch.setattr(shards, "BLOCK_BYTES", 64 * spilled.width)
-    blocks = list(spilled.shuffled_spilled("train", 0, np.random.default_rng(3)))
-    assert [len(block) for block in blocks] == [64] * 15 + [40]
-    assert np.array_equal(np.concatenate(blocks), expected)
+    plan = spilled.plan_spilled("train", 0, np.random.default_rng(3))
+    placed = list(spilled._permuted(plan.spill, plan.orders[0]))  # 16 parts, each put in order in memory
+    assert [len(block) for block in placed] == [64] * 15 + [40]
+    assert np.array_equal(np.concatenate(placed), expected)
+    again = ShardBuffer(tmp_path / "disk", 3, counts, 0, host, 10**9, 0)  # spilled from the first chunk
+    fill(again, 1_000, 100)
+    again.write_spilled(again.plan_spilled("train", 0, np.random.default_rng(3)), tmp_path / "shard")
+    assert (tmp_path / "shard").read_bytes() == expected.tobytes()
     assert not list((tmp_path / "disk").glob("spill-train-*"))  # the shard's spill and part files, once read
 
 
