@@ -28,9 +28,10 @@ Rules that keep the result independent of how many instances ran and how the inp
   (values beyond float32's range count as non-finite); ``zero`` imputes 0 for numeric features and an all-zero block
   for categorical ones (a missing label is still an error); ``drop`` drops such rows and counts them. NaN or inf never
   reaches a RecordIO file.
-- Shuffle: rows are dealt in a seeded random order, round-robin, to the host's shards, kept in memory up to
-  ``--shuffle-memory-mb`` and spilled to the work folder beyond; each shard is then shuffled (in memory, or through
-  random buckets on disk), so memory stays bounded by the chunk and shuffle buffers, never by the data set.
+- Shuffle: rows are dealt in a seeded random order, round-robin, to the host's shards, kept in memory up to a fixed
+  32 MB of frames and spilled to the work folder beyond; each shard is then shuffled (in memory, or from disk a block
+  at a time, through random buckets of ``--shuffle-memory-mb`` first when larger), so memory stays bounded by the
+  chunk and shuffle buffers, never by the data set; the shards are the same bytes wherever the rows were held.
 - Input: every ``.csv``, ``.csv.gz``, ``.parquet`` or ``.pq`` file under ``--input-dir`` (recursively; files and
   folders whose names start with ``.`` or ``_`` skipped: ``containerlib.tables.files``), each with a header whose
   names are unique (a repeated name is an error naming it).

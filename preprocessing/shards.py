@@ -5,8 +5,10 @@ from __future__ import annotations
 
 import math
 import os
+from collections import deque
 from collections.abc import Iterator
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
+from dataclasses import dataclass
 from pathlib import Path
 from typing import BinaryIO
 
@@ -16,6 +18,10 @@ from containerlib.hosts import Host
 from containerlib.names import SHARD_SUFFIX, SPLITS
 from containerlib.recordio.writer import dense_layout
 from preprocessing.hashing import SPLIT_CODES
+
+MEMORY_BUDGET = 32 * 1024 * 1024  # bytes of frames held in memory before rows spill to disk
+BLOCK_BYTES = 8 * 1024 * 1024  # bytes of frames read, dealt or put in order at a time once spilled
+MAX_PARTS = 1024  # part files at most while a spilled bucket is put in order (beyond, blocks grow instead)
 
 
 class _DealtRows:
@@ -56,19 +62,31 @@ class ShardBuffer:
 
     Rows come as their RecordIO frames (:class:`~containerlib.recordio.writer.DenseLayout`), so writing a shard
     is only gathering them. In memory a shard is only a list of row numbers into the chunks it was dealt from (the
-    chunks are kept whole), so rows are copied once, when the shard is written; once the dealt rows exceed
-    ``memory_bytes`` everything goes to spill files of frames in the work folder, so memory stays bounded whatever
-    the size of the data set. The bound counts 4 bytes a number (features and label), not the frames' few more, so
-    when rows spill, and into how many buckets, is what it was before rows were kept encoded (the shuffle with it).
+    chunks are kept whole), so rows are copied once, when the shard is written. Once the chunks held exceed
+    ``budget`` bytes (MEMORY_BUDGET), or the dealt rows ``memory_bytes`` (``--shuffle-memory-mb``), everything goes
+    to spill files of frames in the work folder, in the order dealt, and each shard is shuffled from disk a block at
+    a time: memory stays bounded whatever the size of the data set.
+
+    The shuffle does not depend on where rows are held: ``memory_bytes`` alone decides into how many buckets a
+    shard is dealt (counting 4 bytes a number, features and label, as before rows were kept encoded), and a shard of
+    one bucket gets the permutation it gets in memory, so the output is byte for byte what it was.
     """
 
     def __init__(
-        self, work_dir: Path, n_features: int, shard_counts: dict[str, int], seed: int, host: Host, memory: int
+        self,
+        work_dir: Path,
+        n_features: int,
+        shard_counts: dict[str, int],
+        seed: int,
+        host: Host,
+        memory: int,
+        budget: int | None = None,
     ):
         self.work_dir = work_dir
         self.width = dense_layout(n_features, labelled=True).length  # bytes of a row's frame
         self.row_bytes = 4 * (n_features + 1)  # a row's numbers: what memory_bytes counts
         self.memory_bytes = memory
+        self.budget = MEMORY_BUDGET if budget is None else budget  # bytes of chunks held before spilling
         self.shard_counts = shard_counts
         self.rngs = {split: np.random.default_rng([seed, host.index, code]) for split, code in SPLIT_CODES.items()}
         self.dealt = dict.fromkeys(SPLITS, 0)
@@ -77,6 +95,7 @@ class ShardBuffer:
             (split, shard): [] for split, count in shard_counts.items() for shard in range(count)
         }  # (chunk number, row numbers in it) in the order dealt
         self.pending_bytes = 0
+        self.held_bytes = 0  # the chunks' frames kept in memory
         self.spill_files: dict[tuple[str, int], BinaryIO] | None = None  # set once rows no longer fit in memory
 
     def spill_path(self, split: str, shard: int) -> Path:
@@ -86,25 +105,26 @@ class ShardBuffer:
         """Deal ``rows[chosen[split]]`` (frames) of each split in a random order to its shards."""
         if self.spill_files is None:
             self.chunks.append(rows)
+            self.held_bytes += rows.nbytes
         for split, indices in chosen.items():
             shuffled = indices[self.rngs[split].permutation(len(indices))]
             count = self.shard_counts[split]
             for shard in range(count):  # round-robin continued from the last chunk: shards differ by one row at most
                 piece = shuffled[(shard - self.dealt[split]) % count :: count]
-                if self.spill_files is not None:
-                    self.spill_files[split, shard].write(rows[piece].data)
+                if self.spill_files is not None:  # np.take: numpy's fast path for whole rows
+                    self.spill_files[split, shard].write(np.take(rows, piece, axis=0).data)
                 else:
                     self.pending[split, shard].append((len(self.chunks) - 1, piece))
                     self.pending_bytes += len(piece) * self.row_bytes
             self.dealt[split] += len(indices)
-        if self.spill_files is None and self.pending_bytes > self.memory_bytes:
+        if self.spill_files is None and (self.pending_bytes > self.memory_bytes or self.held_bytes > self.budget):
             self.spill_files = {key: open(self.spill_path(*key), "wb") for key in self.pending}  # noqa: SIM115
             for key, pieces in self.pending.items():
                 for chunk, piece in pieces:
-                    self.spill_files[key].write(self.chunks[chunk][piece].data)
+                    self.spill_files[key].write(np.take(self.chunks[chunk], piece, axis=0).data)
                 pieces.clear()
             self.chunks.clear()
-            self.pending_bytes = 0
+            self.pending_bytes = self.held_bytes = 0
 
     def close(self) -> None:
         for handle in (self.spill_files or {}).values():
@@ -119,64 +139,140 @@ class ShardBuffer:
         pieces = self.pending.pop((split, shard))
         return _DealtRows(self.chunks, pieces, self.width), rng.permutation(sum(len(piece) for _, piece in pieces))
 
-    def shuffled_spilled(self, split: str, shard: int, rng: np.random.Generator) -> Iterator[np.ndarray]:
-        """The spilled shard's rows in a uniformly random order, in blocks of at most about ``memory_bytes``.
+    def plan_spilled(self, split: str, shard: int, rng: np.random.Generator) -> SpillPlan:
+        """Every random draw of shuffling a spilled shard, in the order the shuffle has always drawn them: the bucket
+        of each row when the shard is larger than ``memory_bytes`` of numbers, then each bucket's permutation.
 
-        Rows are dealt to random buckets on disk first; shuffling each bucket and concatenating the buckets is a
-        uniformly random permutation, like shuffling in memory.
-        """
+        Dealing rows to random buckets and shuffling each is a uniformly random permutation, like shuffling in
+        memory; a shard of one bucket gets the very permutation it gets in memory. Drawn here, on one thread and in
+        order, the shuffles are the same whichever thread then moves the rows."""
         spill = self.spill_path(split, shard)
-        buckets = max(1, math.ceil(spill.stat().st_size // self.width * self.row_bytes / self.memory_bytes))
-        paths = [spill] if buckets == 1 else self._deal_to_buckets(spill, buckets, rng)
-        for path in paths:
+        count = spill.stat().st_size // self.width
+        buckets = max(1, math.ceil(count * self.row_bytes / self.memory_bytes))
+        if buckets == 1:
+            return SpillPlan(spill, None, [_permutation(count, rng)])
+        bucket_of_row = np.empty(count, dtype=_smallest_int(buckets))
+        step = self._block_rows()
+        for first in range(0, count, step):  # drawn row after row: the same draws whatever the block
+            bucket_of_row[first : first + step] = rng.integers(0, buckets, size=min(step, count - first))
+        counts = np.bincount(bucket_of_row, minlength=buckets).tolist()
+        return SpillPlan(spill, bucket_of_row, [_permutation(rows, rng) for rows in counts])
+
+    def write_spilled(self, plan: SpillPlan, target: Path) -> None:
+        """Write the planned shard to ``target`` a block at a time, deleting the spill and bucket files once read."""
+        paths = [plan.spill] if plan.bucket_of_row is None else self._deal_to_buckets(plan)
+        with open(target, "wb") as out:
+            for path, order in zip(paths, plan.orders):
+                for block in self._permuted(path, order):
+                    out.write(block.data)
+
+    def _deal_to_buckets(self, plan: SpillPlan) -> list[Path]:
+        """Move a spill file's rows to the files of their planned buckets."""
+        assert plan.bucket_of_row is not None
+        paths = [plan.spill.with_name(f"{plan.spill.name}.bucket-{index:05d}") for index in range(len(plan.orders))]
+        _deal(plan.spill, self.width, self._block_rows(), plan.bucket_of_row, paths)
+        return paths
+
+    def _block_rows(self) -> int:
+        return max(1, BLOCK_BYTES // self.width)
+
+    def _permuted(self, path: Path, order: np.ndarray) -> Iterator[np.ndarray]:
+        """The rows of ``path`` (deleted once read) in ``order``, in blocks of at most ``_block_rows`` rows (more when
+        there would be more than MAX_PARTS blocks): rows are first dealt, in file order, to one part file per output
+        block, then each part is read back and put in its block's order."""
+        count = len(order)
+        step = max(self._block_rows(), math.ceil(count / MAX_PARTS))
+        if count <= step:
             rows = np.fromfile(path, dtype=np.uint8).reshape(-1, self.width)
             path.unlink()
-            yield rows[rng.permutation(len(rows))]
+            yield np.take(rows, order, axis=0)
+            return
+        parts = math.ceil(count / step)
+        part_of_row = np.empty(count, dtype=_smallest_int(parts))
+        part_of_row[order] = np.arange(count, dtype=order.dtype) // step  # the output block each row goes to
+        part_paths = [path.with_name(f"{path.name}.part-{index:05d}") for index in range(parts)]
+        _deal(path, self.width, step, part_of_row, part_paths)
+        del part_of_row
+        for index, part in enumerate(part_paths):
+            rows = np.fromfile(part, dtype=np.uint8).reshape(-1, self.width)
+            part.unlink()
+            # a part holds its block's rows in file order, i.e. sorted by their row number in the file
+            placed = np.empty_like(rows)
+            as_rows = f"V{self.width}"  # a row one item: numpy copies items faster than rows of bytes
+            placed.view(as_rows)[np.argsort(order[index * step : (index + 1) * step]), 0] = rows.view(as_rows)[:, 0]
+            yield placed
 
-    def _deal_to_buckets(self, spill: Path, buckets: int, rng: np.random.Generator) -> list[Path]:
-        """Move a spill file's rows to ``buckets`` files, each row to a random one."""
-        paths = [self.work_dir / f"bucket-{index:05d}.frames" for index in range(buckets)]
-        handles = [open(path, "wb") for path in paths]  # noqa: SIM115
-        block_rows = max(1, self.memory_bytes // self.row_bytes)  # as many rows at a time as ever: same draws
-        try:
-            with open(spill, "rb") as source:
-                while block := source.read(block_rows * self.width):
-                    rows = np.frombuffer(block, dtype=np.uint8).reshape(-1, self.width)
-                    bucket_of_row = rng.integers(0, buckets, size=len(rows))
-                    for index, handle in enumerate(handles):
-                        handle.write(rows[bucket_of_row == index].data)
-        finally:
-            for handle in handles:
-                handle.close()
-        spill.unlink()
-        return paths
+
+@dataclass(frozen=True)
+class SpillPlan:
+    """A spilled shard's shuffle, drawn: its spill file, each row's bucket (None: one bucket), each bucket's order."""
+
+    spill: Path
+    bucket_of_row: np.ndarray | None
+    orders: list[np.ndarray]
+
+
+def _permutation(count: int, rng: np.random.Generator) -> np.ndarray:
+    """What ``rng.permutation(count)`` draws and returns, in 4 bytes a row."""
+    order = np.arange(count, dtype=np.int32 if count < 2**31 else np.int64)
+    rng.shuffle(order)
+    return order
+
+
+def _deal(source: Path, width: int, block_rows: int, group_of_row: np.ndarray, paths: list[Path]) -> None:
+    """Move the rows of ``source`` (deleted after) to the files of their groups, ``block_rows`` at a time."""
+    handles = [open(path, "wb") for path in paths]  # noqa: SIM115
+    try:
+        with open(source, "rb") as rows_in:
+            first = 0
+            while block := rows_in.read(block_rows * width):
+                rows = np.frombuffer(block, dtype=np.uint8).reshape(-1, width)
+                _write_grouped(rows, group_of_row[first : first + len(rows)], handles)
+                first += len(rows)
+    finally:
+        for handle in handles:
+            handle.close()
+    source.unlink()
+
+
+def _write_grouped(rows: np.ndarray, group_of_row: np.ndarray, handles: list[BinaryIO]) -> None:
+    """Append each row to the file of its group, keeping their order within each group."""
+    by_group = np.argsort(group_of_row, kind="stable")  # a radix sort of small integers
+    grouped = np.take(rows, by_group, axis=0)
+    bounds = np.concatenate([[0], np.cumsum(np.bincount(group_of_row, minlength=len(handles)))]).tolist()
+    for handle, first, last in zip(handles, bounds[:-1], bounds[1:]):
+        if last > first:
+            handle.write(grouped[first:last].data)
 
 
 WRITE_ROWS = 16_384  # rows gathered and written at a time while writing a shard (a few MB, kept in cache)
+SPILLED_WRITERS = 2  # spilled shards written at once
 
 
 def write_shards(
     shards: ShardBuffer, splits: list[str], shard_counts: dict[str, int], seed: int, host: Host, work_dir: Path
 ) -> list[tuple[Path, str]]:
     """Shuffle each shard of the splits that have rows and write its frames; returns (file, split) in order. The
-    shuffles are drawn in a fixed order; in memory, shards are then gathered and written by a few threads (numpy's
-    copies and file writes release the GIL), spilled ones one after another."""
-    built, writes = [], []
-    for split in splits:
-        rng = np.random.default_rng([seed, host.index, SPLIT_CODES[split], 1])
-        for shard in range(shard_counts[split]):
-            target = work_dir / f"{split}-{host.name}-{shard:05d}{SHARD_SUFFIX}"
-            built.append((target, split))
-            if shards.in_memory:
-                writes.append((target, *shards.shuffled_in_memory(split, shard, rng)))
-                continue
-            with open(target, "wb") as out:
-                for block in shards.shuffled_spilled(split, shard, rng):
-                    out.write(block.data)
+    shuffles are drawn in a fixed order on this thread; the shards are then gathered and written by a few threads
+    (numpy's copies and file writes release the GIL): from memory all at once, spilled ones SPILLED_WRITERS at a
+    time (each holds its shuffle's plan and a few blocks)."""
+    built = []
     pool = ThreadPoolExecutor(max_workers=min(4, os.cpu_count() or 1), thread_name_prefix="write")
+    writing: deque[Future[None]] = deque()
     try:
-        for done in [pool.submit(_write_shard, *write) for write in writes]:
-            done.result()
+        for split in splits:
+            rng = np.random.default_rng([seed, host.index, SPLIT_CODES[split], 1])
+            for shard in range(shard_counts[split]):
+                target = work_dir / f"{split}-{host.name}-{shard:05d}{SHARD_SUFFIX}"
+                built.append((target, split))
+                if shards.in_memory:
+                    writing.append(pool.submit(_write_shard, target, *shards.shuffled_in_memory(split, shard, rng)))
+                    continue
+                writing.append(pool.submit(shards.write_spilled, shards.plan_spilled(split, shard, rng), target))
+                while len(writing) >= SPILLED_WRITERS:
+                    writing.popleft().result()
+        while writing:
+            writing.popleft().result()
     finally:  # on an error or a stop, shards not yet begun are not written at all
         pool.shutdown(wait=True, cancel_futures=True)
     return built

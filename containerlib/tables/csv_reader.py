@@ -1,11 +1,12 @@
 """CSV files read as pandas' ``read_csv`` would read them, by Arrow's multi-threaded reader where it can.
 
-A file is parsed a range of whole lines at a time (``ARROW_RANGE_BYTES``, memory-mapped; a ``.gz`` file decompressed
-a block at a time), taking values as pandas would: its missing-value strings, booleans, no dates; a column's type
-may widen from range to range as within a pandas chunk (empty so far, then whatever a range finds; integers, then
-floats). From the first range Arrow cannot take that way (a malformed row, text in a number column, a date, a
-quoted line break cut by a range) pandas reads the rest of the file, so values and errors are always pandas', but
-for a row with fewer fields than the header, which is refused naming it: pandas would fill it with missing values.
+A file is parsed a range of whole lines at a time (``ARROW_RANGE_BYTES``, read one range at a time; a ``.gz`` file
+decompressed a block at a time), taking values as pandas would: its missing-value strings, booleans, no dates; a
+column's type may widen from range to range as within a pandas chunk (empty so far, then whatever a range finds;
+integers, then floats). From the first range Arrow cannot take that way (a malformed row, text in a number column,
+a date, a quoted line break cut by a range) pandas reads the rest of the file, so values and errors are always
+pandas', but for a row with fewer fields than the header, which is refused naming it: pandas would fill it with
+missing values.
 """
 
 from __future__ import annotations
@@ -178,27 +179,36 @@ def _widened(known: Any, found: Any) -> Any:
 
 
 def _line_ranges(path: Path, size: int) -> Iterator[Any]:
-    """The file's bytes as Arrow buffers of about ``size`` bytes, each ending at the end of a line: slices of the
-    memory-mapped file (no copy), or for a .gz file of its text decompressed a block at a time."""
+    """The file's bytes as Arrow buffers of ``size`` bytes and on to the end of that line (the first line end at or
+    after ``size`` bytes), read a range at a time: memory holds a range, never the file (a memory-mapped file's
+    pages read stay resident in the process). A .gz file: its text decompressed a block at a time."""
     import pyarrow as pa
 
     if is_gzip(path):
         yield from _decompressed_line_ranges(path, size)
         return
-    with pa.memory_map(str(path)) as source:
-        whole = source.read_buffer()
-        view = memoryview(whole)
-        start, end = 0, len(whole)
-        while start < end:
-            stop = min(start + size, end)
-            while stop < end:  # on to the end of the line
-                found = bytes(view[stop : stop + 65536]).find(b"\n")
-                if found >= 0:
-                    stop += found + 1
-                    break
-                stop = min(stop + 65536, end)
-            yield whole.slice(start, stop - start)
-            start = stop
+    with open(path, "rb") as source:
+        pending = bytearray()
+        ended = False
+        while True:
+            while len(pending) < size and not ended:
+                block = source.read(size - len(pending))
+                ended = not block
+                pending += block
+            cut = pending.find(b"\n", size)
+            searched = len(pending)
+            while cut < 0 and not ended:  # on to the end of the line
+                block = source.read(65536)
+                ended = not block
+                pending += block
+                cut = pending.find(b"\n", searched)
+                searched = len(pending)
+            if cut < 0:  # the last range: to the end of the file
+                if pending:
+                    yield pa.py_buffer(bytes(pending))
+                return
+            yield pa.py_buffer(bytes(pending[: cut + 1]))
+            del pending[: cut + 1]
 
 
 def _decompressed_line_ranges(path: Path, size: int) -> Iterator[Any]:

@@ -1,0 +1,105 @@
+"""Preprocess in bounded memory (issue 39): past a fixed budget the dealt frames spill to disk and every shard is
+shuffled from there a block at a time, with the same output byte for byte as when everything fits in memory."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+from test_preprocess_pinned import CASES, output_digest, write_inputs
+
+from containerlib.hosts import Host
+from containerlib.tables import csv_reader
+from preprocessing import shards
+from preprocessing.preprocess import main
+from preprocessing.shards import ShardBuffer
+
+# Computed with the code before the budget (every frame in memory up to --shuffle-memory-mb, whole buckets
+# shuffled in memory) on the pinned inputs with --shuffle-memory-mb 0.01: several on-disk buckets per shard.
+BUCKETED = {
+    "multiclass, categorical, missing zero": "b8976c6feec3af1edb94a1094323dc09a1ad6a662fa725538baf89181099ef54",
+    "binary by label values, id split, missing drop": (
+        "9bccec6bb3ec13e56e36f1a181c6dec3f12d60c84c0a536dad5f7e98f8ed8079"
+    ),
+}
+
+
+def run_pinned(root: Path, case: str, *extra: str) -> str:
+    write_inputs(root / "in")
+    code = main(
+        ["--input-dir", str(root / "in"), "--output-dir", str(root / "out"), "--resource-config",
+         str(root / "absent.json"), "--chunk-rows", "300", "--train-shards", "3", "--seed", "5", *CASES[case][0],
+         *extra]
+    )  # fmt: skip
+    assert code == 0
+    return output_digest(root / "out")
+
+
+@pytest.mark.parametrize("case", list(CASES))
+def test_spilled_at_once_the_output_is_what_memory_gives(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, case: str
+) -> None:
+    monkeypatch.setattr(shards, "MEMORY_BUDGET", 1)  # the first chunk spills already
+    monkeypatch.setattr(shards, "BLOCK_BYTES", 700)  # a few rows a block: every shard is put in order in parts
+    assert run_pinned(tmp_path, case) == CASES[case][1]
+
+
+@pytest.mark.parametrize("case", list(BUCKETED))
+def test_shards_of_several_buckets_keep_their_order(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, case: str) -> None:
+    monkeypatch.setattr(shards, "BLOCK_BYTES", 700)
+    assert run_pinned(tmp_path, case, "--shuffle-memory-mb", "0.01") == BUCKETED[case]
+
+
+def frames(count: int, width: int, first: int) -> np.ndarray:
+    """``count`` distinct rows of ``width`` bytes: each starts with its number."""
+    rows = np.zeros((count, width), dtype=np.uint8)
+    rows[:, :8] = np.arange(first, first + count, dtype=np.int64)[:, None].view(np.uint8)
+    return rows
+
+
+def fill(buffer: ShardBuffer, rows: int, step: int) -> None:
+    """Deal ``rows`` distinct frames, ``step`` a chunk, all to the train split (its one shard)."""
+    none = np.empty(0, dtype=np.int64)
+    for first in range(0, rows, step):
+        buffer.add(frames(step, buffer.width, first), {"train": np.arange(step), "validation": none, "test": none})
+    buffer.close()
+
+
+def test_past_the_budget_rows_are_on_disk_and_read_back_a_block_at_a_time(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    host, counts = Host("algo-1", 0, ("algo-1",)), {"train": 1, "validation": 1, "test": 1}
+    (tmp_path / "memory").mkdir()
+    (tmp_path / "disk").mkdir()
+    in_memory = ShardBuffer(tmp_path / "memory", 3, counts, 0, host, 10**9, 10**9)
+    fill(in_memory, 1_000, 100)
+    assert in_memory.in_memory
+    dealt, order = in_memory.shuffled_in_memory("train", 0, np.random.default_rng(3))
+    expected = dealt.take(order)
+    spilled = ShardBuffer(tmp_path / "disk", 3, counts, 0, host, 10**9, 250 * in_memory.width)
+    fill(spilled, 1_000, 100)
+    assert not spilled.in_memory and not spilled.chunks  # spilled at the third chunk: nothing held any more
+    assert spilled.spill_path("train", 0).stat().st_size == 1_000 * spilled.width
+    monkeypatch.setattr(shards, "BLOCK_BYTES", 64 * spilled.width)
+    plan = spilled.plan_spilled("train", 0, np.random.default_rng(3))
+    placed = list(spilled._permuted(plan.spill, plan.orders[0]))  # 16 parts, each put in order in memory
+    assert [len(block) for block in placed] == [64] * 15 + [40]
+    assert np.array_equal(np.concatenate(placed), expected)
+    again = ShardBuffer(tmp_path / "disk", 3, counts, 0, host, 10**9, 0)  # spilled from the first chunk
+    fill(again, 1_000, 100)
+    again.write_spilled(again.plan_spilled("train", 0, np.random.default_rng(3)), tmp_path / "shard")
+    assert (tmp_path / "shard").read_bytes() == expected.tobytes()
+    assert not list((tmp_path / "disk").glob("spill-train-*"))  # the shard's spill and part files, once read
+
+
+@pytest.mark.parametrize("size", [1, 7, 64, 5_000])
+def test_a_csv_file_is_read_a_range_of_whole_lines_at_a_time(tmp_path: Path, size: int) -> None:
+    lines = [b"a,b", b"", b"1," + b"9" * 300, *(b"%d,%d" % (i, i * i) for i in range(200)), b"x" * 70_000, b"1,2"]
+    path = tmp_path / "lines.csv"
+    path.write_bytes(b"\n".join(lines))  # no line end after the last line
+    ranges = [buffer.to_pybytes() for buffer in csv_reader._line_ranges(path, size)]
+    assert b"".join(ranges) == path.read_bytes()
+    for piece in ranges[:-1]:  # each ends at the first line end at or after `size` bytes
+        assert piece.endswith(b"\n") and len(piece) > size and b"\n" not in piece[size:-1]
+    assert ranges[-1] == b"1,2" or len(ranges[-1]) > size
