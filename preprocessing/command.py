@@ -4,7 +4,6 @@ exit status (a bad input is one line on stderr and in SageMaker's exit-message f
 from __future__ import annotations
 
 import argparse
-import ctypes
 import signal
 import sys
 from collections.abc import Sequence
@@ -18,20 +17,6 @@ from containerlib.stop_signals import Stopped, stop_signals_raise
 from preprocessing.baseline import DEFAULT_BASELINE_ROWS
 from preprocessing.job import preprocess
 from preprocessing.settings import MISSING_POLICIES, Settings, split_list
-
-M_MMAP_THRESHOLD = -3  # mallopt's parameter number (glibc's malloc.h)
-
-
-def return_freed_memory() -> bool:
-    """Fix glibc's mmap threshold at 1 MB, so that the job's resident memory is what it holds; False where the C
-    library is not glibc. glibc raises the threshold (up to 32 MB) each time a large block is freed, and from then
-    on the job's large, short-lived arrays (a chunk's) come from the heap and per-thread arenas, whose freed memory
-    stays resident: about 100 MB more, measured at 3M rows."""
-    try:
-        mallopt = ctypes.CDLL(None).mallopt  # the C library this interpreter runs on
-    except (OSError, AttributeError):  # one without mallopt (musl, macOS)
-        return False
-    return bool(mallopt(M_MMAP_THRESHOLD, 1 << 20))
 
 
 def parse_feature_dim(text: str) -> int | None:
@@ -170,7 +155,6 @@ def settings_from(args: argparse.Namespace) -> Settings:
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
-    return_freed_memory()  # chunk after chunk of large arrays: the job's memory stays what it holds
     try:
         with stop_signals_raise():  # so that a stopped job removes what it had written, like a failed one
             preprocess(settings_from(args))

