@@ -104,6 +104,14 @@ API = {
         "train_shards",
     ],
     "pipeline.api.serving": ["Predictor", "local_server", "serve_local"],
+    "pipeline.api.tracking": [
+        "default_tracking_uri",
+        "epoch_losses",
+        "log_execution",
+        "logged_run",
+        "track",
+        "tracking_uri_of",
+    ],
 }
 NOT_API = {"pipeline.api.wording"}  # the API's rewording of command-line messages, going with issue 37's errors
 PLUMBING = (
