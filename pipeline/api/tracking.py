@@ -16,11 +16,10 @@ from __future__ import annotations
 
 import ast
 import json
-import math
 import re
 import subprocess
 import threading
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -35,13 +34,12 @@ from pipeline.core.names import (
     StepStatus,
 )
 from pipeline.core.tracking import (
-    MAX_METRICS_PER_BATCH,
-    MAX_PARAMS_PER_BATCH,
     MlflowRun,
+    RunWriter,
     bounded_requests,
-    chunks,
+    experiment_for,
+    finite,
     is_http,
-    metric_key,
     probe,
     run_url,
 )
@@ -55,11 +53,18 @@ if TYPE_CHECKING:
     from pipeline.local.workdir import Workdir
 
 RUN_FILE = "mlflow.json"  # executions/<id>/mlflow.json: the execution's run, once logged
-DEADLINE_SECONDS = 60.0  # the longest an execution waits for its logging before going on without it
+DEADLINE_SECONDS = 120.0  # the longest an execution waits for its logging before going on without it
 METADATA_RUN_ID = "mlflow:run-id"  # the model package's customer metadata naming the run that made it
 METADATA_EXPERIMENT_ID = "mlflow:experiment-id"
 _EPOCH_LOSS = re.compile(r"#quality_metric: host=(\S+), epoch=(\d+), (train|validation) \S+ <loss>=(\S+)")
 _FINAL_CONFIGURATION = "Final configuration: "
+# a step's status as an MLflow run's state (a skipped branch, a stopped step: KILLED)
+MLFLOW_STATES = {
+    StepStatus.SUCCEEDED: "FINISHED",
+    StepStatus.EXECUTING: "RUNNING",
+    StepStatus.SKIPPED: "KILLED",
+    StepStatus.STOPPED: "KILLED",
+}
 
 
 def default_tracking_uri(workdir: Workdir) -> str:
@@ -105,7 +110,7 @@ def track(
     thread.start()
     thread.join(deadline)
     if thread.is_alive():
-        on_warning(f"MLflow: logging execution {execution.id} to {uri} took over {deadline:.0f} s; not waiting for it")
+        on_warning(f"MLflow: logging execution {execution.id} to {uri} took over {deadline:g} s; not waiting for it")
         return None
     error = outcome.get("error")
     if error is not None:
@@ -120,7 +125,7 @@ def log_execution(execution: LocalExecution, config: PipelineConfig, workdir: Wo
     record the run in the execution's folder; raises ``TrackingUnavailable`` (:mod:`pipeline.core.tracking`) or
     MLflow's own error on failure."""
     probe(uri)
-    with bounded_requests():
+    with bounded_requests(uri):
         from mlflow import MlflowClient
 
         client = MlflowClient(tracking_uri=uri)
@@ -140,14 +145,6 @@ def artifact_root(uri: str, workdir: Workdir) -> str | None:
         database = Path(uri[len("sqlite:///") :])
         return (database.parent / "mlartifacts").resolve().as_uri()
     return None if is_http(uri) else (workdir.root / "mlartifacts").as_uri()
-
-
-def experiment_for(client: MlflowClient, name: str, artifact_location: str | None) -> str:
-    """The id of the experiment ``name``, created when missing (one per pipeline unless configured otherwise)."""
-    experiment = client.get_experiment_by_name(name)
-    if experiment is not None:
-        return str(experiment.experiment_id)
-    return str(client.create_experiment(name, artifact_location=artifact_location))
 
 
 def link_model_package(execution: LocalExecution, workdir: Workdir, run: MlflowRun) -> None:
@@ -191,13 +188,6 @@ def _millis(timestamp: str | None) -> int | None:
     return int(datetime.fromisoformat(timestamp).timestamp() * 1000) if timestamp else None
 
 
-def _finite(value: Any) -> float | None:
-    """A metric value MLflow stores as is: finite numbers only (the report writes an undefined value as "NaN")."""
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
-        return None
-    return float(value) if math.isfinite(value) else None
-
-
 def _text(value: Any) -> str:
     return value if isinstance(value, str) else json.dumps(value, default=str)
 
@@ -205,9 +195,11 @@ def _text(value: Any) -> str:
 class _Logger:
     """Writes one execution: the parent run, then a child per step."""
 
-    def __init__(self, client: MlflowClient, experiment_id: str, execution: LocalExecution, config: PipelineConfig):
+    def __init__(
+        self, client: MlflowClient, experiment_id: str, execution: LocalExecution, config: PipelineConfig
+    ) -> None:
         self.client = client
-        self.experiment_id = experiment_id
+        self.writer = RunWriter(client, experiment_id, _millis(execution.record.end_time) or 0)
         self.execution = execution
         self.record = execution.record
         self.config = config
@@ -240,44 +232,20 @@ class _Logger:
         self._end(parent, record.status, record.end_time)
         return parent
 
-    # ---------------------------------------------------------------------------------------------------- plumbing
-
     def _start(self, name: str, start_time: str | None, tags: dict[str, str], parent: str | None = None) -> str:
-        if parent is not None:
-            tags = {**tags, "mlflow.parentRunId": parent}
-        run = self.client.create_run(self.experiment_id, start_time=_millis(start_time), tags=tags, run_name=name)
-        return str(run.info.run_id)
+        return self.writer.start(name, _millis(start_time), tags, parent)
 
     def _end(self, run_id: str, status: str, end_time: str | None) -> None:
-        state = {StepStatus.SUCCEEDED: "FINISHED", StepStatus.EXECUTING: "RUNNING"}.get(status, "FAILED")
-        if status in (StepStatus.SKIPPED, StepStatus.STOPPED):
-            state = "KILLED"
-        self.client.set_terminated(run_id, state, end_time=_millis(end_time))
+        self.writer.end(run_id, MLFLOW_STATES.get(status, "FAILED"), _millis(end_time))
 
     def _batch(
         self,
         run_id: str,
         params: dict[str, str],
-        metrics: dict[str, float] | Iterable[tuple[str, float, int]],
+        metrics: dict[str, Any] | list[tuple[str, Any, int]],
         tags: dict[str, str] | None = None,
     ) -> None:
-        """Params, metrics (name -> value, or (name, value, step) series) and tags in MLflow's batch limits."""
-        from mlflow.entities import Metric, Param, RunTag
-
-        stamp = _millis(self.record.end_time) or 0
-        series = metrics.items() if isinstance(metrics, dict) else metrics
-        entries = [
-            Metric(metric_key(item[0]), item[1], stamp, item[2] if len(item) > 2 else 0)
-            for item in series
-            if _finite(item[1]) is not None
-        ]
-        items = [Param(metric_key(name), value[:6000]) for name, value in params.items()]
-        for part in chunks(items, MAX_PARAMS_PER_BATCH):
-            self.client.log_batch(run_id, params=part)
-        for part in chunks(entries, MAX_METRICS_PER_BATCH):
-            self.client.log_batch(run_id, metrics=part)
-        if tags:
-            self.client.log_batch(run_id, tags=[RunTag(key, value) for key, value in tags.items()])
+        self.writer.batch(run_id, params, metrics, tags)
 
     # ------------------------------------------------------------------------------------------------------- steps
 
@@ -302,7 +270,7 @@ class _Logger:
             elif "TrainingJobSummaries" in step.properties:
                 self._tuning(child, step)
             elif step.type == "Training":
-                self._training(child, step.properties, self._logs(step), step.scaling)
+                self._training(child, step.properties, self._logs(step), self._scaling(step))
         self._end(child, step.status, step.end_time)
 
     def _preprocess(self, run_id: str, step: StepRecord) -> None:
@@ -310,7 +278,8 @@ class _Logger:
         outputs = (step.properties.get("ProcessingOutputConfig") or {}).get("Outputs") or []
         uri = next((o["S3Output"]["S3Uri"] for o in outputs if o.get("OutputName") == "summary"), None)
         folder = self.execution.s3.path(uri) if uri else None
-        summaries = [json.loads(p.read_text()) for p in sorted(folder.glob("*.json"))] if folder else []
+        # one part per host (summary-<host>.json); a single host writes the merged summary.json beside its part
+        summaries = [json.loads(p.read_text()) for p in sorted(folder.glob("summary-*.json"))] if folder else []
         if not summaries:
             return
         metrics: dict[str, float] = {}
@@ -444,7 +413,7 @@ class _Logger:
         gate = report.get("gate") or {}
         if gate.get("metric"):
             metrics[f"gate.{gate['metric']}"] = gate.get("value")
-        return {name: value for name, value in metrics.items() if _finite(value) is not None}
+        return {name: value for name, value in metrics.items() if finite(value) is not None}
 
     def _logs(self, step: StepRecord) -> list[Path]:
         """The step's host logs; for a cached step, those of the execution it came from."""
@@ -454,6 +423,16 @@ class _Logger:
         source = step.cache_hit_source.rsplit("/", 1)[-1]
         folder = self.record.folder.parent / source / "steps" / step.name / "logs"
         return sorted(folder.glob("*.log"))
+
+    def _scaling(self, step: StepRecord) -> list[dict[str, Any]]:
+        """The step's scaling records; for a cached step, those of the execution that ran its job."""
+        if step.scaling or not step.cache_hit_source:
+            return step.scaling
+        source = self.record.folder.parent / step.cache_hit_source.rsplit("/", 1)[-1] / "execution.json"
+        if not source.is_file():
+            return []
+        steps = json.loads(source.read_text()).get("steps", [])
+        return next((item.get("scaling") or [] for item in steps if item.get("name") == step.name), [])
 
     def _resolved_hyperparameters(self) -> dict[str, str]:
         """The Linear Learner hyperparameters as the algorithm resolved them (its ``Final configuration`` line)."""

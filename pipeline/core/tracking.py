@@ -6,13 +6,16 @@ never its outcome (the local logger, :mod:`pipeline.api.tracking`; the SageMaker
 from __future__ import annotations
 
 import logging
+import math
 import os
 import urllib.error
 import urllib.request
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass
 from typing import Any
+
+from pipeline.core.errors import LlpipeError
 
 REQUEST_TIMEOUT_SECONDS = 5  # one HTTP request to the tracking server, MLflow's own default is 120
 PROBE_TIMEOUT_SECONDS = 3
@@ -22,7 +25,7 @@ MAX_PARAMS_PER_BATCH = 100
 MAX_METRICS_PER_BATCH = 1000
 
 
-class TrackingUnavailable(Exception):
+class TrackingUnavailable(LlpipeError):
     """The tracking store cannot be reached or refused a request; the message names the store and why."""
 
 
@@ -68,19 +71,35 @@ def probe(tracking_uri: str) -> None:
 
 
 @contextmanager
-def bounded_requests() -> Iterator[None]:
-    """MLflow's HTTP client without retries and with a short timeout (its defaults retry for minutes), and its
-    INFO chatter (database migrations) silenced, for the duration of the block; the previous values come back."""
-    settings = {"MLFLOW_HTTP_REQUEST_MAX_RETRIES": "0", "MLFLOW_HTTP_REQUEST_TIMEOUT": str(REQUEST_TIMEOUT_SECONDS)}
+def bounded_requests(tracking_uri: str) -> Iterator[None]:
+    """For the duration of the block: MLflow's HTTP client without retries and with a short timeout (its defaults
+    retry for minutes), its chatter silenced (database migrations, "View run" lines, the sagemaker-mlflow plugin's
+    header warnings for a store that is not an ARN) and, for an ARN, the global tracking URI set to it (the plugin
+    signs requests for ``mlflow.get_tracking_uri()``, whatever the client's URI); everything comes back after."""
+    settings = {
+        "MLFLOW_HTTP_REQUEST_MAX_RETRIES": "0",
+        "MLFLOW_HTTP_REQUEST_TIMEOUT": str(REQUEST_TIMEOUT_SECONDS),
+        "MLFLOW_SUPPRESS_PRINTING_URL_TO_STDOUT": "true",
+    }
     saved = {name: os.environ.get(name) for name in settings}
     loggers = [logging.getLogger(name) for name in ("mlflow", "alembic")]
     levels = [logger.level for logger in loggers]
     os.environ.update(settings)
     for logger in loggers:
-        logger.setLevel(logging.WARNING)
+        logger.setLevel(logging.ERROR)
+    previous_uri = None
+    if tracking_uri.startswith("arn:"):
+        import mlflow
+
+        previous_uri = mlflow.get_tracking_uri()
+        mlflow.set_tracking_uri(tracking_uri)
     try:
         yield
     finally:
+        if previous_uri is not None:
+            import mlflow
+
+            mlflow.set_tracking_uri(previous_uri)
         for name, value in saved.items():
             if value is None:
                 os.environ.pop(name, None)
@@ -99,3 +118,62 @@ def chunks(items: Sequence[Any], size: int) -> Iterator[list[Any]]:
 def metric_key(name: str) -> str:
     """A metric or param name as MLflow accepts it (letters, digits, ``_-. :/`` and spaces): others become ``_``."""
     return "".join(ch if ch.isalnum() or ch in "_-. :/" else "_" for ch in name)
+
+
+def finite(value: Any) -> float | None:
+    """A metric value MLflow stores as is: finite numbers only (a report writes an undefined value as "NaN")."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return None
+    return float(value) if math.isfinite(value) else None
+
+
+class RunWriter:
+    """Runs of one experiment through an ``MlflowClient``: parent and child runs, and params, metrics (name ->
+    value, or ``(name, value, step)`` series) and tags in MLflow's batch limits; non-finite values are left out."""
+
+    def __init__(self, client: Any, experiment_id: str, timestamp_ms: int) -> None:
+        self.client = client
+        self.experiment_id = experiment_id
+        self.timestamp_ms = timestamp_ms
+
+    def start(self, name: str, start_ms: int | None, tags: dict[str, str], parent: str | None = None) -> str:
+        """A new run named ``name``, nested under ``parent`` when given; returns its id."""
+        if parent is not None:
+            tags = {**tags, "mlflow.parentRunId": parent}
+        run = self.client.create_run(self.experiment_id, start_time=start_ms, tags=tags, run_name=name)
+        return str(run.info.run_id)
+
+    def end(self, run_id: str, state: str, end_ms: int | None) -> None:
+        """``state``: FINISHED, FAILED, KILLED or RUNNING."""
+        self.client.set_terminated(run_id, state, end_time=end_ms)
+
+    def batch(
+        self,
+        run_id: str,
+        params: Mapping[str, str],
+        metrics: Mapping[str, Any] | Iterable[tuple[str, Any, int]],
+        tags: Mapping[str, str] | None = None,
+    ) -> None:
+        from mlflow.entities import Metric, Param, RunTag
+
+        series = metrics.items() if isinstance(metrics, Mapping) else metrics
+        entries = [
+            Metric(metric_key(item[0]), float(item[1]), self.timestamp_ms, item[2] if len(item) > 2 else 0)
+            for item in series
+            if finite(item[1]) is not None
+        ]
+        items = [Param(metric_key(name), str(value)[:6000]) for name, value in params.items()]
+        for part in chunks(items, MAX_PARAMS_PER_BATCH):
+            self.client.log_batch(run_id, params=part)
+        for part in chunks(entries, MAX_METRICS_PER_BATCH):
+            self.client.log_batch(run_id, metrics=part)
+        if tags:
+            self.client.log_batch(run_id, tags=[RunTag(key, str(value)[:5000]) for key, value in tags.items()])
+
+
+def experiment_for(client: Any, name: str, artifact_location: str | None = None) -> str:
+    """The id of the experiment ``name``, created when missing (one per pipeline unless configured otherwise)."""
+    experiment = client.get_experiment_by_name(name)
+    if experiment is not None:
+        return str(experiment.experiment_id)
+    return str(client.create_experiment(name, artifact_location=artifact_location))
