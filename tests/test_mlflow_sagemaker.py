@@ -13,6 +13,7 @@ from typing import Any
 
 import pytest
 from aws_stubs import REAL_SESSION, StubbedSession
+from botocore.stub import ANY
 from mlflow import MlflowClient
 
 from pipeline.cli import main
@@ -36,6 +37,8 @@ EXECUTION_ARN = f"{PIPELINE_ARN}/execution/abc123def456"
 JOB = "pipelines-abc123def456-Train-x1y2z3"
 JOB_ARN = f"arn:aws:sagemaker:us-west-2:{ACCOUNT}:training-job/{JOB.lower()}"
 T0 = datetime(2026, 12, 1, 3, 0, 5, tzinfo=timezone.utc)
+PACKAGE_ARN = f"arn:aws:sagemaker:us-west-2:{ACCOUNT}:model-package/churn-models/7"
+UPDATE_REQUEST = {"ModelPackageArn": PACKAGE_ARN, "CustomerMetadataProperties": ANY}  # the run id: read back below
 SCHEDULE_ARN = f"arn:aws:scheduler:us-west-2:{ACCOUNT}:schedule/default/churn-pipeline"
 
 
@@ -189,6 +192,13 @@ def stub_execution(session: StubbedSession, mlflow_config: dict[str, str] | None
                     "EndTime": T0 + timedelta(minutes=18),
                     "Metadata": {"Condition": {"Outcome": "True"}},
                 },
+                {
+                    "StepName": "Register",
+                    "StepStatus": "Succeeded",
+                    "StartTime": T0 + timedelta(minutes=18),
+                    "EndTime": T0 + timedelta(minutes=19),
+                    "Metadata": {"RegisterModel": {"Arn": PACKAGE_ARN}},
+                },
             ]
         },
         {"PipelineExecutionArn": EXECUTION_ARN, "SortOrder": "Ascending"},
@@ -211,14 +221,26 @@ def stub_execution(session: StubbedSession, mlflow_config: dict[str, str] | None
             ]
         },
     )
+    sagemaker.add_response("update_model_package", {"ModelPackageArn": PACKAGE_ARN}, UPDATE_REQUEST)
 
 
 def test_a_scheduled_execution_is_forwarded_as_its_own_run_with_linear_learners_metrics(tmp_path: Path) -> None:
     session = StubbedSession("sagemaker", "sagemaker-metrics")
     stub_execution(session, {"MlflowResourceArn": APP_ARN, "MlflowExperimentName": "churn-experiments"})
+    sent: list[dict[str, Any]] = []
+    session.clients["sagemaker"].meta.events.register(
+        "provide-client-params.sagemaker.UpdateModelPackage", lambda params, **kwargs: sent.append(dict(params))
+    )
     uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
     run = forward_execution(CONFIG, EXECUTION_ARN, session=session, tracking_uri=uri)
     session.verify()
+    # the registered version names the run back
+    assert sent == [
+        {
+            "ModelPackageArn": PACKAGE_ARN,
+            "CustomerMetadataProperties": {"mlflow:run-id": run.run_id, "mlflow:experiment-id": run.experiment_id},
+        }
+    ]
     client = MlflowClient(tracking_uri=uri)
     experiment = client.get_experiment_by_name("churn-experiments")  # the execution's, not the configuration's
     assert experiment is not None and run.experiment_id == experiment.experiment_id
@@ -240,7 +262,8 @@ def test_a_scheduled_execution_is_forwarded_as_its_own_run_with_linear_learners_
         "linear_learner.mini_batch_size": "200",
     }
     children = {item.info.run_name: item for item in runs if item.data.tags.get("mlflow.parentRunId") == run.run_id}
-    assert sorted(children) == ["Preprocess", "QualityGate", "Train"]
+    assert sorted(children) == ["Preprocess", "QualityGate", "Register", "Train"]
+    assert children["Register"].data.tags["llpipe.model_package_arn"] == PACKAGE_ARN
     train = children["Train"]
     assert train.data.metrics == {
         "final/validation:objective_loss": 0.21,

@@ -34,6 +34,8 @@ from pipeline.core.names import (
     StepStatus,
 )
 from pipeline.core.tracking import (
+    METADATA_EXPERIMENT_ID,
+    METADATA_RUN_ID,
     MlflowRun,
     RunWriter,
     bounded_requests,
@@ -54,8 +56,6 @@ if TYPE_CHECKING:
 
 RUN_FILE = "mlflow.json"  # executions/<id>/mlflow.json: the execution's run, once logged
 DEADLINE_SECONDS = 120.0  # the longest an execution waits for its logging before going on without it
-METADATA_RUN_ID = "mlflow:run-id"  # the model package's customer metadata naming the run that made it
-METADATA_EXPERIMENT_ID = "mlflow:experiment-id"
 _EPOCH_LOSS = re.compile(r"#quality_metric: host=(\S+), epoch=(\d+), (train|validation) \S+ <loss>=(\S+)")
 _FINAL_CONFIGURATION = "Final configuration: "
 # a step's status as an MLflow run's state (a skipped branch, a stopped step: KILLED)

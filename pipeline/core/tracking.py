@@ -19,6 +19,8 @@ from pipeline.core.errors import LlpipeError
 
 REQUEST_TIMEOUT_SECONDS = 5  # one HTTP request to the tracking server, MLflow's own default is 120
 PROBE_TIMEOUT_SECONDS = 3
+METADATA_RUN_ID = "mlflow:run-id"  # a model package's customer metadata naming the run that made it
+METADATA_EXPERIMENT_ID = "mlflow:experiment-id"
 LOCAL_UI = "http://127.0.0.1:5000"  # where `mlflow ui` serves a store that is not a server itself
 # the MLflow limits of one log_batch request
 MAX_PARAMS_PER_BATCH = 100

@@ -18,6 +18,8 @@ from typing import Any
 
 from pipeline.core.errors import ConfigError
 from pipeline.core.tracking import (
+    METADATA_EXPERIMENT_ID,
+    METADATA_RUN_ID,
     MlflowRun,
     RunWriter,
     bounded_requests,
@@ -73,8 +75,22 @@ def forward_execution(
         client = MlflowClient(tracking_uri=uri)
         experiment_id = experiment_for(client, experiment)
         run_id = _write(client, experiment_id, arn, described, parameters, steps, jobs)
+    link_model_package(sagemaker, steps, run_id, experiment_id)
     url, command = run_url(uri, experiment_id, run_id)
     return MlflowRun(run_id, experiment_id, uri, url, command)
+
+
+def link_model_package(sagemaker: Any, steps: list[dict[str, Any]], run_id: str, experiment_id: str) -> None:
+    """The version the execution registered names its run: UpdateModelPackage's CustomerMetadataProperties
+    ``mlflow:run-id`` and ``mlflow:experiment-id`` (the local registry gets the same, :mod:`pipeline.api.tracking`)."""
+    for step in steps:
+        package = ((step.get("Metadata") or {}).get("RegisterModel") or {}).get("Arn")
+        if package and step.get("StepStatus") == "Succeeded":
+            with aws.call(f"UpdateModelPackage {package}"):
+                sagemaker.update_model_package(
+                    ModelPackageArn=package,
+                    CustomerMetadataProperties={METADATA_RUN_ID: run_id, METADATA_EXPERIMENT_ID: experiment_id},
+                )
 
 
 def step_jobs(sagemaker: Any, metrics: Any, step: dict[str, Any]) -> list[TrainingJob]:
@@ -163,6 +179,9 @@ def _write(
         source = (step.get("CacheHitResult") or {}).get("SourcePipelineExecutionArn")
         if source:
             step_tags["llpipe.cached_from"] = source
+        package = ((step.get("Metadata") or {}).get("RegisterModel") or {}).get("Arn")
+        if package:
+            step_tags["llpipe.model_package_arn"] = package
         if step.get("FailureReason"):
             step_tags["llpipe.failure_reason"] = step["FailureReason"]
         child = writer.start(step["StepName"], _millis(step.get("StartTime")), step_tags, parent)
