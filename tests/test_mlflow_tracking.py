@@ -343,7 +343,7 @@ def test_the_mlflow_ui_lists_both_runs_side_by_side(stores: dict[str, Logged], t
     logged = stores["server"]
     run = logged.executions[0].mlflow_run
     assert run is not None
-    page = f"{logged.uri}/#/experiments/{run.experiment_id}"
+    page = f"{logged.uri}/#/experiments/{run.experiment_id}/runs"  # the runs table (MLflow 3 opens an overview)
     options = ["--headless", "--no-sandbox", "--disable-gpu", "--no-first-run", f"--user-data-dir={tmp_path / 'p'}"]
     options += ["--virtual-time-budget=30000", "--window-size=1600,1000"]
     dom = subprocess.run([chromium, *options, "--dump-dom", page], capture_output=True, text=True, timeout=180)
