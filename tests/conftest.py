@@ -15,6 +15,10 @@ from protobuf_oracle import compile_record_protobuf
 from pipeline.core.images import DEFAULT_PROCESSING_IMAGE
 from pipeline.local.environments import EnvironmentBuildError, ImageEnvironments, JobEnvironment
 
+# MLflow tracking is on by default (pipeline.api.tracking); the suite's runs leave it off, so that each temporary work
+# dir does not migrate a SQLite store of its own: tests/test_mlflow_tracking.py turns it on where it is the subject
+os.environ.setdefault("LLPIPE_MLFLOW_TRACKING", "false")
+
 
 @pytest.fixture(scope="session")
 def record_protobuf(tmp_path_factory: pytest.TempPathFactory) -> ModuleType:

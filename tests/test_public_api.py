@@ -106,6 +106,14 @@ API = {
         "train_shards",
     ],
     "pipeline.api.serving": ["Predictor", "local_server", "serve_local"],
+    "pipeline.api.tracking": [
+        "default_tracking_uri",
+        "epoch_losses",
+        "log_execution",
+        "logged_run",
+        "track",
+        "tracking_uri_of",
+    ],
 }
 NOT_API: set[str] = set()  # modules of pipeline/api that are neither pinned nor private (none)
 PLUMBING = (

@@ -101,7 +101,9 @@ def execute_local(
     unless ``infer`` is off or SchemaUrl is given), then execute it locally on ``source`` with ``overrides``; what
     ``llpipe run`` and :func:`pipeline.api.run_local` both call. A bad override, data option or data file raises
     before anything is staged. ``on_inferred`` sees the schema and its local path, and ``on_warning`` each preflight
-    warning (instances against train shards, MiniBatchSize against records per instance), before the run starts."""
+    warning (instances against train shards, MiniBatchSize against records per instance), before the run starts.
+    After the run the execution is logged to MLflow unless the configuration turns tracking off
+    (:mod:`pipeline.api.tracking`); a store that cannot be reached is one more warning, never a failure."""
     from pipeline.api.execution import LocalExecution
     from pipeline.definition.schema import DEFAULT_SAMPLE_ROWS
     from pipeline.local.runner import build_local_run
@@ -113,7 +115,18 @@ def execute_local(
     for warning in prepared.warnings:
         if on_warning is not None:
             on_warning(warning)
-    return LocalExecution(prepared.execute(), local_run.s3)
+    execution = LocalExecution(prepared.execute(), local_run.s3)
+    from pipeline.api.tracking import track
+
+    track(execution, config, workdir, on_warning or _warn)
+    return execution
+
+
+def _warn(text: str) -> None:
+    """A warning of the API on stderr, one line (Python's ``warnings`` would add the source line)."""
+    import sys
+
+    print(f"Warning: {text}", file=sys.stderr)
 
 
 def upsert_pipeline(config: PipelineConfig, description: str | None = None) -> UpsertResult:

@@ -37,6 +37,7 @@ if TYPE_CHECKING:
     import pandas as pd
 
     from pipeline.api.dag import Dag
+    from pipeline.core.tracking import MlflowRun
     from pipeline.local.executions import ExecutionRecord
     from pipeline.local.s3 import LocalS3
     from pipeline.local.workdir import Workdir
@@ -226,6 +227,11 @@ class Execution:
     def predictions(self) -> pd.DataFrame:
         raise NotImplementedError
 
+    @property
+    def mlflow_run(self) -> MlflowRun | None:
+        """The execution's MLflow run (id, experiment, store, URL), None when it was not logged."""
+        return None
+
     def gate_passed(self) -> bool | None:
         """The QualityGate condition's outcome, None when it did not run (yet)."""
         raise NotImplementedError
@@ -410,6 +416,13 @@ class LocalExecution(Execution):
             for step in self.record.steps.values()
             for record in sorted(step.scaling, key=lambda record: str(record.get("job", "")))
         ]
+
+    @property
+    def mlflow_run(self) -> MlflowRun | None:
+        """The run :mod:`pipeline.api.tracking` logged this execution as (``mlflow.json`` in its folder)."""
+        from pipeline.api.tracking import logged_run
+
+        return logged_run(self.record.folder)
 
     def _read_json(self, uri: str) -> Any:
         path = self.s3.path(uri)

@@ -70,8 +70,8 @@ def _dag(execution: Execution) -> str:
 
 
 def execution_html(execution: Execution) -> str:
-    """The execution as HTML: status, steps, the DAG, metrics, gate, model package or failure, and the plots as
-    PNGs."""
+    """The execution as HTML: status, steps, the DAG, metrics, gate, model package, its MLflow run's link, or the
+    failure, and the plots as PNGs."""
     colour = "green" if execution.succeeded else ("red" if execution.status in ("Failed", "Stopped") else "orange")
     parts = [
         f"<h4>Execution {html.escape(execution.id)} ({execution.backend}): "
@@ -95,6 +95,12 @@ def execution_html(execution: Execution) -> str:
     package = execution.model_package
     if package:
         parts.append(f"<p>Registered: {html.escape(str(package.get('arn')))}</p>")
+    run = execution.mlflow_run
+    if run is not None:
+        served = f" (after <code>{html.escape(run.ui_command)}</code>)" if run.ui_command else ""
+        parts.append(
+            f'<p>MLflow run: <a href="{html.escape(run.url)}" target="_blank">{html.escape(run.run_id)}</a>{served}</p>'
+        )
     if execution.backend == "local":  # on SageMaker the record costs four more services' calls: .scaling asks
         parts += scaling_html(execution.scaling)
     if execution.failure_reason:

@@ -81,6 +81,26 @@ def add_config_arguments(parser: argparse.ArgumentParser) -> None:
         help="encrypt traffic between training instances (default on)",
     )
     group.add_argument("--tag", dest="tags", action="append", metavar="KEY=VALUE", help="resource tag (repeat)")
+    tracking = parser.add_argument_group("MLflow tracking (a run per execution, a child run per step)")
+    tracking.add_argument(
+        "--tracking-uri",
+        dest="mlflow_tracking_uri",
+        metavar="URI",
+        help="where local runs are logged (env MLFLOW_TRACKING_URI; default sqlite:///<workdir>/mlflow.db)",
+    )
+    tracking.add_argument(
+        "--tracking",
+        dest="mlflow_tracking",
+        action=argparse.BooleanOptionalAction,
+        default=None,
+        help="log executions to MLflow (default on; --no-tracking or LLPIPE_MLFLOW_TRACKING=false: off)",
+    )
+    tracking.add_argument(
+        "--mlflow-arn", metavar="ARN", help="SageMaker MLflow tracking server or App ARN (env LLPIPE_MLFLOW_ARN)"
+    )
+    tracking.add_argument(
+        "--mlflow-experiment", metavar="NAME", help="MLflow experiment of the executions (default: the pipeline name)"
+    )
     tuning = parser.add_argument_group("hyperparameter tuning (a build-time switch: a Tuning step replaces Train)")
     tuning.add_argument(
         "--tuning-max-jobs", type=int, metavar="N", help="tune with N training jobs (env LLPIPE_TUNING_MAX_JOBS; 0 off)"

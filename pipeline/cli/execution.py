@@ -1,7 +1,8 @@
 """Show one local execution: its parameters, every step's status, times, cache hits, failure reasons, logs, the
 environment (image, Python, libraries, exact or approximate) each processing step ran in, and the data-quality
 check: the baseline's features, the violations and a plot per violated feature. ``--dag`` draws the DAG with each
-step's status (:mod:`pipeline.api.dag`): an SVG file, or the terminal form (:mod:`pipeline.cli.render.dag`)."""
+step's status (:mod:`pipeline.api.dag`): an SVG file, or the terminal form (:mod:`pipeline.cli.render.dag`).
+``--to-mlflow`` logs the execution to MLflow (a local one from its record, a SageMaker one from the service's)."""
 
 from __future__ import annotations
 
@@ -33,6 +34,13 @@ def configure(parser: argparse.ArgumentParser) -> None:
         action="store_true",
         help="SageMaker: also each training job's scaling (CloudWatch CPU per host, #throughput_metric log lines)",
     )
+    show.add_argument(
+        "--to-mlflow",
+        action="store_true",
+        help="log the execution to MLflow now: a local one to --tracking-uri (default the work dir's store); with "
+        "--sagemaker, its steps and Linear Learner's metrics from the service to its MLflow ARN (or --mlflow-arn, "
+        "--tracking-uri)",
+    )
     show.set_defaults(command_name="execution show")
     from pipeline.cli.arguments import add_config_arguments
 
@@ -43,6 +51,8 @@ def run(args: argparse.Namespace) -> int:
     """Print the record; exit 2 when the id is unknown."""
     if args.dag is not None and _show_dag(args):
         return 0
+    if args.to_mlflow:
+        return _to_mlflow(args)
     if args.sagemaker:
         from pipeline.cli.execution_sagemaker import show
 
@@ -114,6 +124,33 @@ def run(args: argparse.Namespace) -> int:
             if args.logs and Path(log).is_file():
                 console.print(Path(log).read_text(errors="replace"), markup=False, highlight=False)
     console.print(f"Record folder: {record.folder}")
+    return 0
+
+
+def _to_mlflow(args: argparse.Namespace) -> int:
+    """Log one execution to MLflow and print its run: a SageMaker one forwarded from the service's records
+    (:mod:`pipeline.sagemaker.mlflow_metrics`), a local one from its record (:mod:`pipeline.api.tracking`)."""
+    from pipeline.cli.arguments import config_from_args
+
+    config = config_from_args(args)
+    if args.sagemaker:
+        from pipeline.sagemaker.mlflow_metrics import forward_execution
+
+        run = forward_execution(config, args.execution_id, tracking_uri=config.mlflow_tracking_uri)
+    else:
+        from pipeline.api._shared import find_execution, open_workdir
+        from pipeline.api.execution import NoResultsError
+        from pipeline.api.tracking import default_tracking_uri, log_execution
+
+        workdir = open_workdir(args.workdir)
+        try:
+            execution = find_execution(args.execution_id, args.workdir)
+        except NoResultsError as error:
+            raise UsageError(str(error)) from None
+        uri = config.mlflow_tracking_uri or default_tracking_uri(workdir)
+        run = log_execution(execution, config, workdir, uri)  # type: ignore[arg-type]
+    served = f"  (after: {run.ui_command})" if run.ui_command else ""
+    print(f"MLflow run {run.run_id}: {run.url}{served}")
     return 0
 
 

@@ -95,6 +95,18 @@ def get_pipeline(**config: Any) -> Any:
         return _build_pipeline(resolved, Bundles.from_repository(), offline_session(resolved.region, resolved.bucket))
 
 
+def mlflow_config(config: PipelineConfig) -> Any:
+    """The pipeline's ``MlflowConfig`` when an MLflow tracking server or App is configured, else None: its ARN and
+    the default experiment (the pipeline's name, unless ``mlflow_experiment`` names another), which is where a
+    scheduled execution lands; ``start`` names the experiment per execution (``MlflowExperimentName``), so nothing
+    per execution is frozen here. The SDK passes nothing of it to the steps."""
+    if not config.mlflow_arn:
+        return None
+    from sagemaker.core.shapes.shapes import MlflowConfig
+
+    return MlflowConfig(mlflow_resource_arn=config.mlflow_arn, mlflow_experiment_name=config.experiment_name)
+
+
 def _build_pipeline(config: PipelineConfig, bundles: Bundles, session: Any) -> Any:
     """Assemble parameters and steps into the SDK ``Pipeline`` (inside :func:`offline_sdk`)."""
     from sagemaker.core.workflow.pipeline_definition_config import PipelineDefinitionConfig
@@ -123,5 +135,6 @@ def _build_pipeline(config: PipelineConfig, bundles: Bundles, session: Any) -> A
         steps=[preprocess, data_quality, train, create_model, transform, evaluate, gate],
         sagemaker_session=session,
         pipeline_experiment_config=None,  # no Experiments trial per execution: lineage is in the model registry
+        mlflow_config=mlflow_config(config),
         pipeline_definition_config=PipelineDefinitionConfig(use_custom_job_prefix=True),
     )

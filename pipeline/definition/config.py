@@ -11,7 +11,9 @@ Environment variables read (the ones CodeBuild and SageMaker Projects set):
 set, the pipeline and model package group names ``<project-name>-<project-id>`` (the Projects templates' convention);
 ``LLPIPE_KMS_KEY_ID`` -> kms_key_id (infra/pipeline.yaml passes its KmsKeyArn to CodeBuild so);
 ``LLPIPE_TUNING_MAX_JOBS``, ``LLPIPE_TUNING_MAX_PARALLEL_JOBS``, ``LLPIPE_TUNING_OBJECTIVE``, ``LLPIPE_TUNING_STRATEGY``
--> the tuning settings (``tuning_max_jobs`` > 0 builds a Tuning step in place of Train; see definition/tuning.py).
+-> the tuning settings (``tuning_max_jobs`` > 0 builds a Tuning step in place of Train; see definition/tuning.py);
+``MLFLOW_TRACKING_URI`` -> mlflow_tracking_uri, ``LLPIPE_MLFLOW_TRACKING`` (false: off) -> mlflow_tracking,
+``LLPIPE_MLFLOW_ARN`` -> mlflow_arn, ``LLPIPE_MLFLOW_EXPERIMENT`` / ``MLFLOW_EXPERIMENT_NAME`` -> mlflow_experiment.
 
 ``llpipe deploy`` reads ``staging_instance_type`` / ``staging_instance_count``, ``prod_instance_type`` /
 ``prod_instance_count`` (each stage's endpoint instances) and ``data_capture_percentage`` (0 to 100; 0: no capture),
@@ -56,6 +58,9 @@ _SUBNET = re.compile(r"^subnet-[0-9a-z]+$")
 _SECURITY_GROUP = re.compile(r"^sg-[0-9a-z]+$")
 _VERSION = re.compile(r"^[0-9][0-9A-Za-z.\-]*$")
 _INSTANCE_TYPE = re.compile(r"^ml\.[a-z0-9]+\.[a-z0-9]+$")
+_MLFLOW_ARN = re.compile(
+    r"^arn:aws[a-z\-]*:sagemaker:[a-z0-9\-]+:\d{12}:(mlflow-tracking-server|mlflow-app)/[A-Za-z0-9\-]+$"
+)
 _DEPLOY_COUNTS = ("staging_instance_count", "prod_instance_count", "data_capture_percentage")
 
 
@@ -89,9 +94,21 @@ class PipelineConfig:
     prod_instance_type: str = "ml.m5.large"
     prod_instance_count: int = 2  # two instances: SageMaker spreads them over Availability Zones
     data_capture_percentage: int = 20  # the SDK's DataCaptureConfig default
+    # MLflow (pipeline.api.tracking): local runs log to mlflow_tracking_uri (default sqlite:///<workdir>/mlflow.db)
+    # unless mlflow_tracking is off; on SageMaker the tracking server or App ARN, and the experiment (default: the
+    # pipeline's name) that each execution's run lands in
+    mlflow_tracking: bool = True
+    mlflow_tracking_uri: str | None = None
+    mlflow_arn: str | None = None
+    mlflow_experiment: str | None = None
 
     def __post_init__(self) -> None:
         _validate(self)
+
+    @property
+    def experiment_name(self) -> str:
+        """The MLflow experiment executions land in: ``mlflow_experiment``, else the pipeline's name."""
+        return self.mlflow_experiment or self.pipeline_name
 
     @property
     def pipeline_prefix(self) -> str:
@@ -195,6 +212,10 @@ def _from_environment(env: Mapping[str, str]) -> dict[str, Any]:
         "tuning_max_parallel_jobs": ("LLPIPE_TUNING_MAX_PARALLEL_JOBS",),
         "tuning_objective": ("LLPIPE_TUNING_OBJECTIVE",),
         "tuning_strategy": ("LLPIPE_TUNING_STRATEGY",),
+        "mlflow_tracking": ("LLPIPE_MLFLOW_TRACKING",),
+        "mlflow_tracking_uri": ("MLFLOW_TRACKING_URI",),
+        "mlflow_arn": ("LLPIPE_MLFLOW_ARN",),
+        "mlflow_experiment": ("LLPIPE_MLFLOW_EXPERIMENT", "MLFLOW_EXPERIMENT_NAME"),
     }
     found: dict[str, Any] = {}
     for key, variables in names.items():
@@ -216,7 +237,7 @@ def _coerce(key: str, value: Any, source: str) -> Any:
         return tuple(value)
     if key == "tags":
         return tuple(_tag_pairs(value, where))
-    if key in ("enable_network_isolation", "encrypt_inter_container_traffic"):
+    if key in ("enable_network_isolation", "encrypt_inter_container_traffic", "mlflow_tracking"):
         if isinstance(value, str) and value.lower() in ("true", "1", "yes", "false", "0", "no"):
             return value.lower() in ("true", "1", "yes")
         if not isinstance(value, bool):
@@ -347,5 +368,20 @@ def _validate(config: PipelineConfig) -> None:
         kind, count = getattr(config, f"{stage}_instance_type"), getattr(config, f"{stage}_instance_count")
         check(bool(_INSTANCE_TYPE.match(kind)), f"{stage}_instance_type", kind, "an instance type such as ml.m5.large")
         check(1 <= count <= 100, f"{stage}_instance_count", count, "1 to 100 instances")
+    if config.mlflow_arn is not None:
+        check(
+            bool(_MLFLOW_ARN.match(config.mlflow_arn)),
+            "mlflow_arn",
+            config.mlflow_arn,
+            "an MLflow tracking server or App ARN: arn:aws:sagemaker:REGION:ACCOUNT:mlflow-tracking-server/NAME or "
+            "...:mlflow-app/ID",
+        )
+    if config.mlflow_experiment is not None:
+        check(
+            0 < len(config.mlflow_experiment) <= 256 and config.mlflow_experiment.strip() == config.mlflow_experiment,
+            "mlflow_experiment",
+            config.mlflow_experiment,
+            "an experiment name of 1-256 characters without surrounding spaces",
+        )
     percentage = config.data_capture_percentage
     check(0 <= percentage <= 100, "data_capture_percentage", percentage, "0 (no capture) to 100")

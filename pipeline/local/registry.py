@@ -387,6 +387,19 @@ class LocalRegistry:
             )
             return self._package(db, row["group_name"], row["version"])
 
+    def update_customer_metadata(self, arn: str, properties: Mapping[str, str]) -> ModelPackage:
+        """Adds or replaces ``properties`` in the version's customer metadata, as UpdateModelPackage's
+        CustomerMetadataProperties (the service's limits apply to the merged whole); returns the updated version."""
+        with self._transaction(write=True) as db:
+            row = self._find(db, arn)
+            merged = {**json.loads(row["customer_metadata"]), **properties}
+            _check_customer_metadata(merged)
+            db.execute(
+                "UPDATE model_packages SET customer_metadata = ?, last_modified_time = ? WHERE arn = ?",
+                (json.dumps(merged), _now().isoformat(), row["arn"]),
+            )
+            return self._package(db, row["group_name"], row["version"])
+
     @staticmethod
     def _has_schema(db: sqlite3.Connection) -> bool:
         return db.execute("SELECT 1 FROM sqlite_master WHERE name = 'model_packages'").fetchone() is not None

@@ -80,6 +80,8 @@ def schedule_request(
         "PipelineExecutionDescription": f"Scheduled for {SCHEDULED_TIME} by {SCHEDULE_ARN}",
         "ClientRequestToken": f"llpipe-{pipeline_id}-{SCHEDULED_TIME}",
     }
+    if config.mlflow_arn:  # each scheduled execution a run of the pipeline's experiment, as a started one
+        invocation["MlflowExperimentName"] = config.experiment_name
     return {
         "Name": config.pipeline_name,
         "ScheduleExpression": expression,

@@ -80,7 +80,9 @@ def start_request(
     of the objects under ``InputDataUrl`` (the override, else the deployed default), so new data is a new cache key.
     A pipeline deployed before DataVersion existed gets no DataVersion (see :func:`missing_data_version`).
     ``from_step`` with ``source_arn``: a selective execution running that step and everything downstream of it,
-    the other steps' outputs taken from the source execution. ``max_parallel``: ParallelismConfiguration.
+    the other steps' outputs taken from the source execution. ``max_parallel``: ParallelismConfiguration. With an
+    MLflow ARN configured, ``MlflowExperimentName`` names the execution's experiment (``mlflow_experiment``, else
+    the pipeline's name).
     """
     session = session or aws.session(config)
     definition = definition or deployed_definition(config, session)
@@ -103,6 +105,8 @@ def start_request(
         }
     if max_parallel is not None:
         request["ParallelismConfiguration"] = {"MaxParallelExecutionSteps": max_parallel}
+    if config.mlflow_arn:  # the execution's own experiment, whatever the deployed definition's default says
+        request["MlflowExperimentName"] = config.experiment_name
     return request
 
 

@@ -98,6 +98,8 @@ def summarise(execution: LocalExecution, render_plots: bool = True) -> dict[str,
     if render_plots:
         summary["paths"]["plots"] += [str(path) for path in execution.drift_plots()]
     summary["model_package"] = execution.model_package
+    run = execution.mlflow_run
+    summary["mlflow"] = run.to_dict() if run else None
     return summary
 
 
@@ -299,6 +301,10 @@ def print_summary(summary: dict[str, Any], console: Any) -> None:
     if paths["plots"]:
         console.print(f"Plots: {', '.join(paths['plots'])}", soft_wrap=True)
     console.print(f"Record: {paths['execution']}  (llpipe execution show {summary['execution_id']})", soft_wrap=True)
+    run = summary.get("mlflow")
+    if run:
+        served = f"  (after: {run['ui_command']})" if run.get("ui_command") else ""
+        console.print(f"MLflow run {run['run_id']}: {run['url']}{served}", soft_wrap=True)
 
 
 def print_metrics(metrics: dict[str, Any], console: Any, sklearn: dict[str, Any] | None = None) -> None:

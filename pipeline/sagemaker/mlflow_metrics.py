@@ -1,0 +1,219 @@
+"""A SageMaker execution in MLflow, forwarded from the service's own records after it ran: the built-in Linear
+Learner runs no user code, so its metrics reach MLflow only this way (SDK v2's ``log_sagemaker_job_to_mlflow`` did it
+for one job; v3 keeps the name and raises NotImplementedError).
+
+One parent run per execution (named by its id) in the execution's experiment (DescribePipelineExecution's
+``MLflowConfig``: the pipeline's default or the one ``start`` passed), a child run per step, and for every training
+job (Train, each tuning trial) its hyperparameters, ``FinalMetricDataList`` as ``final/<name>`` and each metric's
+series from sagemaker-metrics' BatchGetMetrics (step = iteration), as the local runs are logged
+(:mod:`pipeline.api.tracking`). The store is the execution's tracking server or App ARN (the ``sagemaker-mlflow``
+plugin's ``arn`` scheme, SigV4) unless another tracking URI is given.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+from pipeline.core.errors import ConfigError
+from pipeline.core.tracking import (
+    METADATA_EXPERIMENT_ID,
+    METADATA_RUN_ID,
+    MlflowRun,
+    RunWriter,
+    bounded_requests,
+    chunks,
+    experiment_for,
+    probe,
+    run_url,
+)
+from pipeline.definition.config import PipelineConfig
+from pipeline.sagemaker import aws
+from pipeline.sagemaker.inspect import execution_arn, execution_parameters
+from pipeline.sagemaker.wait import execution_steps
+
+SCHEDULED_BY = "Scheduled for "  # how a scheduled execution's description starts (pipeline.sagemaker.schedule)
+MAX_QUERIES = 100  # BatchGetMetrics' MetricQueries per request
+STATES = {"Succeeded": "FINISHED", "Executing": "RUNNING", "Starting": "RUNNING", "Stopping": "RUNNING"}
+
+
+@dataclass
+class TrainingJob:
+    """One training job as the service recorded it: DescribeTrainingJob and its metric series."""
+
+    described: dict[str, Any]
+    series: list[tuple[str, float, int]] = field(default_factory=list)
+
+
+def forward_execution(
+    config: PipelineConfig, id_or_arn: str, session: Any = None, tracking_uri: str | None = None
+) -> MlflowRun:
+    """Read the execution, its steps and training jobs from the service, then write its MLflow runs to
+    ``tracking_uri`` (default: the execution's MLflow ARN, else the configured ``mlflow_arn``)."""
+    session = session or aws.session(config)
+    arn = execution_arn(config, id_or_arn, session)
+    sagemaker = session.client("sagemaker")
+    with aws.call(f"DescribePipelineExecution {arn}"):
+        described = sagemaker.describe_pipeline_execution(PipelineExecutionArn=arn)
+    settings = described.get("MLflowConfig") or {}
+    uri = tracking_uri or settings.get("MlflowResourceArn") or config.mlflow_arn
+    if not uri:
+        raise ConfigError(
+            f"execution {arn} names no MLflow tracking server and mlflow_arn is not set: pass --mlflow-arn ARN "
+            "(a tracking server or App ARN) or --tracking-uri URI"
+        )
+    experiment = settings.get("MlflowExperimentName") or config.experiment_name
+    parameters = execution_parameters(sagemaker, arn)
+    steps = execution_steps(sagemaker, arn)
+    metrics_client = session.client("sagemaker-metrics")
+    jobs = {step["StepName"]: step_jobs(sagemaker, metrics_client, step) for step in steps}
+    probe(uri)
+    with bounded_requests(uri):
+        from mlflow import MlflowClient
+
+        client = MlflowClient(tracking_uri=uri)
+        experiment_id = experiment_for(client, experiment)
+        run_id = _write(client, experiment_id, arn, described, parameters, steps, jobs)
+    link_model_package(sagemaker, steps, run_id, experiment_id)
+    url, command = run_url(uri, experiment_id, run_id)
+    return MlflowRun(run_id, experiment_id, uri, url, command)
+
+
+def link_model_package(sagemaker: Any, steps: list[dict[str, Any]], run_id: str, experiment_id: str) -> None:
+    """The version the execution registered names its run: UpdateModelPackage's CustomerMetadataProperties
+    ``mlflow:run-id`` and ``mlflow:experiment-id`` (the local registry gets the same, :mod:`pipeline.api.tracking`)."""
+    for step in steps:
+        package = ((step.get("Metadata") or {}).get("RegisterModel") or {}).get("Arn")
+        if package and step.get("StepStatus") == "Succeeded":
+            with aws.call(f"UpdateModelPackage {package}"):
+                sagemaker.update_model_package(
+                    ModelPackageArn=package,
+                    CustomerMetadataProperties={METADATA_RUN_ID: run_id, METADATA_EXPERIMENT_ID: experiment_id},
+                )
+
+
+def step_jobs(sagemaker: Any, metrics: Any, step: dict[str, Any]) -> list[TrainingJob]:
+    """The training jobs of a step: Train's one, or every trial of a Tuning step; none for other steps."""
+    metadata = step.get("Metadata") or {}
+    names: list[str] = []
+    if (metadata.get("TrainingJob") or {}).get("Arn"):
+        names = [metadata["TrainingJob"]["Arn"].rsplit("/", 1)[-1]]
+    elif (metadata.get("TuningJob") or {}).get("Arn"):
+        tuning = metadata["TuningJob"]["Arn"].rsplit("/", 1)[-1]
+        request: dict[str, Any] = {"HyperParameterTuningJobName": tuning, "SortBy": "CreationTime"}
+        with aws.call(f"ListTrainingJobsForHyperParameterTuningJob {tuning}"):
+            while True:
+                page = sagemaker.list_training_jobs_for_hyper_parameter_tuning_job(**request)
+                names += [job["TrainingJobName"] for job in page.get("TrainingJobSummaries", [])]
+                if not page.get("NextToken"):
+                    break
+                request["NextToken"] = page["NextToken"]
+    jobs = []
+    for name in names:
+        with aws.call(f"DescribeTrainingJob {name}"):
+            described = sagemaker.describe_training_job(TrainingJobName=name)
+        jobs.append(TrainingJob(described, metric_series(metrics, described)))
+    return jobs
+
+
+def metric_series(metrics: Any, described: dict[str, Any]) -> list[tuple[str, float, int]]:
+    """Every metric of the job (its definitions' and final metrics' names) by iteration, from BatchGetMetrics:
+    ``(name, value, iteration)``; a metric whose query did not complete is left out."""
+    names = sorted(
+        {item["Name"] for item in (described.get("AlgorithmSpecification") or {}).get("MetricDefinitions", [])}
+        | {item["MetricName"] for item in described.get("FinalMetricDataList", [])}
+    )
+    series: list[tuple[str, float, int]] = []
+    for part in chunks(names, MAX_QUERIES):
+        queries = [
+            {
+                "MetricName": name,
+                "ResourceArn": described["TrainingJobArn"],
+                "MetricStat": "Avg",
+                "Period": "IterationNumber",
+                "XAxisType": "IterationNumber",
+            }
+            for name in part
+        ]
+        with aws.call(f"BatchGetMetrics {described['TrainingJobName']}"):
+            results = metrics.batch_get_metrics(MetricQueries=queries)["MetricQueryResults"]
+        for name, result in zip(part, results, strict=True):
+            if result.get("Status") == "Complete":
+                x_values, values = result.get("XAxisValues", []), result.get("MetricValues", [])
+                series += [(name, value, int(x)) for x, value in zip(x_values, values, strict=True)]
+    return series
+
+
+def _millis(value: Any) -> int | None:
+    return int(value.timestamp() * 1000) if isinstance(value, datetime) else None
+
+
+def _write(
+    client: Any,
+    experiment_id: str,
+    arn: str,
+    described: dict[str, Any],
+    parameters: dict[str, str],
+    steps: list[dict[str, Any]],
+    jobs: dict[str, list[TrainingJob]],
+) -> str:
+    """The parent run and a child per step (and per trial of a Tuning step); returns the parent's id."""
+    writer = RunWriter(client, experiment_id, _millis(described.get("LastModifiedTime")) or 0)
+    description = described.get("PipelineExecutionDescription") or ""
+    tags = {
+        "llpipe.pipeline": arn.split(":pipeline/", 1)[1].split("/", 1)[0],
+        "llpipe.execution_id": arn.rsplit("/", 1)[-1],
+        "llpipe.execution_arn": arn,
+        "llpipe.data_version": parameters.get("DataVersion", ""),
+        "llpipe.source": "schedule" if description.startswith(SCHEDULED_BY) else "sagemaker",
+        "llpipe.status": described.get("PipelineExecutionStatus", ""),
+    }
+    parent = writer.start(arn.rsplit("/", 1)[-1], _millis(described.get("CreationTime")), tags)
+    hyperparameters = next((group[0].described.get("HyperParameters") or {} for group in jobs.values() if group), {})
+    params = {**parameters, **{f"linear_learner.{name}": value for name, value in hyperparameters.items()}}
+    writer.batch(parent, params, {})
+    for step in steps:
+        status = step.get("StepStatus", "")
+        step_tags = {"llpipe.step_type": step.get("StepDisplayName") or step["StepName"], "llpipe.step_status": status}
+        source = (step.get("CacheHitResult") or {}).get("SourcePipelineExecutionArn")
+        if source:
+            step_tags["llpipe.cached_from"] = source
+        package = ((step.get("Metadata") or {}).get("RegisterModel") or {}).get("Arn")
+        if package:
+            step_tags["llpipe.model_package_arn"] = package
+        if step.get("FailureReason"):
+            step_tags["llpipe.failure_reason"] = step["FailureReason"]
+        child = writer.start(step["StepName"], _millis(step.get("StartTime")), step_tags, parent)
+        group = jobs.get(step["StepName"]) or []
+        if len(group) == 1 and "TrainingJob" in (step.get("Metadata") or {}):
+            _training(writer, child, group[0])
+        else:
+            for job in group:  # a tuning job's trials, nested under its step
+                trial = writer.start(
+                    job.described["TrainingJobName"],
+                    _millis(job.described.get("TrainingStartTime")),
+                    {"llpipe.step_type": "TrainingJob"},
+                    child,
+                )
+                _training(writer, trial, job)
+                writer.end(trial, STATES.get(_job_status(job), "FAILED"), _millis(job.described.get("TrainingEndTime")))
+        writer.end(child, STATES.get(status, "FAILED"), _millis(step.get("EndTime")))
+    writer.end(parent, STATES.get(described.get("PipelineExecutionStatus", ""), "FAILED"), writer.timestamp_ms)
+    return parent
+
+
+def _job_status(job: TrainingJob) -> str:
+    return "Succeeded" if job.described.get("TrainingJobStatus") == "Completed" else "Failed"
+
+
+def _training(writer: RunWriter, run_id: str, job: TrainingJob) -> None:
+    """A training job's hyperparameters, final metrics (``final/<name>``) and metric series (step = iteration)."""
+    described = job.described
+    final = [(f"final/{item['MetricName']}", item["Value"], 0) for item in described.get("FinalMetricDataList", [])]
+    writer.batch(
+        run_id,
+        {name: str(value) for name, value in (described.get("HyperParameters") or {}).items()},
+        final + job.series,
+        {"llpipe.training_job": described["TrainingJobName"], "llpipe.training_job_arn": described["TrainingJobArn"]},
+    )
