@@ -120,7 +120,7 @@ def _float(number: int | float) -> float:
     try:
         return float(number)
     except OverflowError:
-        return math.copysign(math.inf, number)
+        return math.inf if number > 0 else -math.inf
 
 
 def cells_to_float64(cells: Sequence[Any], column: str, bad_number: BadNumber) -> list[float]:
