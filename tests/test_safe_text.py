@@ -200,3 +200,24 @@ def test_a_run_with_a_dot_dot_input_uri_is_one_line(tmp_path: Path, capsys: pyte
     code = main(["run", "--workdir", str(tmp_path), "--param", "InputDataUrl=s3://llpipe-local/../../../etc"])
     err = capsys.readouterr().err
     assert code == 2 and err.startswith("llpipe run: 's3://llpipe-local/../../../etc': an S3 URI with a '.' or '..'")
+
+
+@pytest.mark.parametrize("terminal", [True, False])
+def test_the_renderers_console_escapes_and_redacts_stored_text_but_keeps_its_own_styles(terminal: bool) -> None:
+    import io
+
+    from rich.table import Table
+
+    from pipeline.cli.render import safe_console
+
+    out = io.StringIO()
+    console = safe_console(file=out, force_terminal=terminal, color_system="standard" if terminal else None, width=200)
+    reason = "Train failed: \x1b[2J\x1b]8;;http://evil\x07 http://ak:sk@10.0.0.1/ refused"
+    console.print(f"[red]Failure:[/red] {reason}", markup=True, highlight=False)
+    table = Table("step", "failure reason")
+    table.add_row("Train", reason)
+    console.print(table)
+    text = out.getvalue()
+    assert text.count("\\x1b[2J\\x1b]8;;http://evil http://***@10.0.0.1/ refused") == 2  # Rich drops BEL itself
+    assert "\x1b[2J" not in text and "\x07" not in text and "ak:sk" not in text
+    assert ("\x1b[31mFailure:" in text) is terminal  # Rich's own colour, outside the stored text
