@@ -33,6 +33,7 @@ ROOT = Path(__file__).resolve().parents[1]
         ("u?X-Amz-Signature=0f1e&X-Amz-Credential=AKIA%2F&x=1", "u?X-Amz-Signature=***&X-Amz-Credential=***&x=1"),
         ("key id AKIAIOSFODNN7EXAMPLE in use", "key id AKIA*** in use"),
         ("password: hunter2, then", "password: ***, then"),
+        ("MY_APP_PASSWORD=x1 and db-api-key: y2", "MY_APP_PASSWORD=*** and db-api-key: ***"),
     ],
 )
 def test_secrets_are_redacted(text: str, shown: str) -> None:
@@ -47,6 +48,9 @@ def test_secrets_are_redacted(text: str, shown: str) -> None:
         "mail me at someone@example.com",
         "unexpected token ] at line 3",
         "no credentials: set AWS_PROFILE",
+        "'s3://b/../etc/passwd': not found",
+        "C:\\keys\\secret: no such file",
+        "/run/secrets/token=x is a file name",
     ],
 )
 def test_text_without_secrets_is_unchanged(text: str) -> None:
@@ -186,7 +190,7 @@ def test_names_in_the_pattern_are_taken(name: str) -> None:
     "uri", ["s3://b/../../etc", "s3://b/a/../c", "s3://b/./k", "s3://../k", "s3://b/a/..", "s3://b/a/%2e%2e/../x"]
 )
 def test_an_s3_uri_with_dot_segments_is_refused_naming_it(tmp_path: Path, uri: str) -> None:
-    with pytest.raises(UsageError, match=r"an S3 URI with a '\.' or '\.\.' segment; expected s3://bucket/key"):
+    with pytest.raises(UsageError, match=r"an S3 URI with a '\.' or '\.\.' segment \(a key that escapes its prefix"):
         LocalS3(tmp_path).path(uri)
     with pytest.raises(ValueError, match=uri.replace(".", r"\.")):  # still a ValueError for its callers
         split_uri(uri)

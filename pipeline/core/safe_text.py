@@ -16,13 +16,13 @@ MASK = "***"
 # scheme://user[:password]@host: the user info, up to the last @ before the host's end
 _USER_INFO = re.compile(r"(?P<scheme>\b[a-zA-Z][a-zA-Z0-9+.-]*://)(?P<info>[^/\s@'\"<>]+)@")
 # name=value, name: value, "name": "value" for names that hold a secret (aws_secret_access_key, SecretAccessKey,
-# X-Amz-Signature, password, token, api_key ...); the value up to a delimiter
+# X-Amz-Signature, password, token, api_key ...), not a path's last part (/etc/passwd); the value up to a delimiter
 _SECRET_NAME = (
-    r"(?:aws_?)?(?:secret(?:_?access)?_?key|session_?token|security_?token|password|passwd|pwd|api_?key|"
-    r"access_?token|auth_?token|token|secret|x-amz-signature|x-amz-credential|x-amz-security-token)"
+    r"(?:aws[_-]?)?(?:secret(?:[_-]?access)?[_-]?key|session[_-]?token|security[_-]?token|password|passwd|pwd|api[_-]?key|"
+    r"access[_-]?token|auth[_-]?token|token|secret|x-amz-signature|x-amz-credential|x-amz-security-token)"
 )
 _KEY_VALUE = re.compile(
-    rf"(?P<name>\b{_SECRET_NAME}\b)(?P<sep>[\"']?\s*[:=]\s*[\"']?)(?P<value>[^\s\"'&,;}}\])]+)",
+    rf"(?P<name>(?<![\w/.\\-])(?:[a-z0-9]+[_-])*{_SECRET_NAME}\b)(?P<sep>[\"']?\s*[:=]\s*[\"']?)(?P<value>[^\s\"'&,;}}\])]+)",
     re.IGNORECASE,
 )
 # an AWS access key id (AKIA... long-term, ASIA... temporary)

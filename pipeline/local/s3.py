@@ -23,7 +23,8 @@ def split_uri(uri: str) -> tuple[str, str]:
     key = parsed.path.lstrip("/")
     if parsed.netloc in (".", "..") or any(segment in (".", "..") for segment in key.split("/")):
         raise UsageError(
-            f"{uri!r}: an S3 URI with a '.' or '..' segment; expected s3://bucket/key with no such segment",
+            f"{uri!r}: an S3 URI with a '.' or '..' segment (a key that escapes its prefix here, and names another "
+            "object on S3); expected s3://bucket/key with no such segment",
             expected="s3://bucket/key",
         )
     return parsed.netloc, key
