@@ -225,3 +225,30 @@ def test_the_renderers_console_escapes_and_redacts_stored_text_but_keeps_its_own
     assert text.count("\\x1b[2J\\x1b]8;;http://evil http://***@10.0.0.1/ refused") == 2  # Rich drops BEL itself
     assert "\x1b[2J" not in text and "\x07" not in text and "ak:sk" not in text
     assert ("\x1b[31mFailure:" in text) is terminal  # Rich's own colour, outside the stored text
+
+
+@pytest.mark.parametrize(
+    ("steps", "reason"),
+    [
+        (
+            [{"Name": "Stop", "Type": "Fail", "Arguments": {"ErrorMessage": "sent to http://u:pw@10.1.1.1:9 failed"}}],
+            "sent to http://***@10.1.1.1:9 failed",
+        ),
+        (
+            [{"Name": "Stop", "Type": "Fail", "Arguments": {"ErrorMessage": "aws_secret_access_key=wJal/rXU is bad"}}],
+            "aws_secret_access_key=*** is bad",
+        ),
+    ],
+)
+def test_a_failure_reason_is_stored_redacted(tmp_path: Path, steps: list[dict], reason: str) -> None:
+    """The local interpreter's records (execution.json, what `llpipe execution show --json` and the API return)
+    never hold the secret a failing step said."""
+    from pipeline.local.executions import ExecutionStore
+    from pipeline.local.interpreter import Interpreter
+
+    interpreter = Interpreter(
+        runners={}, store=ExecutionStore(tmp_path / "executions"), read_json=dict, pipeline_name="p"
+    )
+    record = interpreter.run({"Version": "2020-12-01", "Parameters": [], "Steps": steps}, {})
+    assert record.steps["Stop"].failure_reason == reason
+    assert "pw@" not in (record.folder / "execution.json").read_text() and "wJal" not in record.failure_reason
