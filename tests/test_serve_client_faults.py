@@ -130,3 +130,39 @@ def test_a_port_out_of_range_is_named_by_the_api(workdir: tuple[Path, LocalExecu
     with pytest.raises(ServingError, match=r"port 70000: cannot listen on port 70000: expected a port, 0 to 65535"):
         with serve_local("1", port=70000, workdir=workdir[0], endpoint_name="ports"):
             pass
+
+
+READ_ONLY_SERVE = """
+import json, logging, sys, urllib.request
+from pipeline import serve_local
+logging.basicConfig(level=logging.WARNING, format="%(message)s")
+with serve_local("1", port=0, workdir=sys.argv[1], endpoint_name="readonly") as running:
+    for _ in range(2):
+        request = urllib.request.Request(running.url + "/invocations", data=sys.argv[2].encode(),
+                                         headers={"Content-Type": "application/json"})
+        with urllib.request.urlopen(request) as response:
+            print("STATUS", response.status)
+"""
+
+
+def test_serve_from_a_read_only_work_dir_answers_and_says_capture_is_off(workdir: tuple[Path, LocalExecution]) -> None:
+    """The work dir mounted read-only (a private mount namespace: needs root or user namespaces)."""
+    import os
+    import shutil
+    import subprocess
+    import sys
+
+    root = workdir[0]
+    if shutil.which("unshare") is None:
+        pytest.skip("no unshare to mount the work dir read-only")
+    probe = subprocess.run(["unshare", "-m", "true"], capture_output=True, check=False)
+    if probe.returncode != 0:
+        pytest.skip("cannot make a mount namespace here")
+    python = f"{sys.executable} -c '{READ_ONLY_SERVE}' {root} '{json.dumps(ROW)}'"
+    script = f"mount --bind {root} {root} && mount -o remount,bind,ro {root} && {python}"
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1])}
+    done = subprocess.run(["unshare", "-m", "sh", "-c", script], capture_output=True, text=True, env=env, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split() == ["STATUS", "200", "STATUS", "200"]
+    assert "data capture off: cannot write capture files under" in done.stderr
+    assert "(Read-only file system); requests are answered, not captured" in done.stderr
