@@ -252,3 +252,18 @@ def test_a_failure_reason_is_stored_redacted(tmp_path: Path, steps: list[dict], 
     record = interpreter.run({"Version": "2020-12-01", "Parameters": [], "Steps": steps}, {})
     assert record.steps["Stop"].failure_reason == reason
     assert "pw@" not in (record.folder / "execution.json").read_text() and "wJal" not in record.failure_reason
+
+
+def test_a_traceback_that_escapes_the_command_is_printed_redacted() -> None:
+    script = (
+        "from pipeline import cli\n"
+        "def crash():\n"
+        "    raise RuntimeError('POST http://ops:hunter2@10.0.0.9:4566/ refused, aws_session_token=FQoG')\n"
+        "cli.main = crash\n"
+        "cli.console()\n"
+    )
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, env=env, timeout=60)
+    assert done.returncode == 1 and done.stderr.startswith("Traceback (most recent call last):")
+    last = "RuntimeError: POST http://***@10.0.0.9:4566/ refused, aws_session_token=***\n"
+    assert done.stderr.endswith(last) and "hunter2" not in done.stderr and "FQoG" not in done.stderr

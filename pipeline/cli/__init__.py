@@ -14,6 +14,7 @@ import importlib
 import os
 import signal
 import sys
+from types import TracebackType
 
 from pipeline.core.errors import ARGUMENTS, PARAMETERS, Interrupted, LlpipeError
 from pipeline.core.safe_text import printable, redact
@@ -127,8 +128,8 @@ def console() -> None:
     sys.exit(code)
 
 
-def _redacted_traceback(kind: type[BaseException], error: BaseException, trace: object) -> None:
+def _redacted_traceback(kind: type[BaseException], error: BaseException, trace: TracebackType | None) -> None:
     """``sys.excepthook``: a traceback as Python prints it, with secrets (:func:`redact`) masked."""
     import traceback
 
-    sys.stderr.write(redact("".join(traceback.format_exception(kind, error, trace))))  # type: ignore[arg-type]
+    sys.stderr.write(redact("".join(traceback.format_exception(kind, error, trace))))
