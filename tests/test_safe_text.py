@@ -267,3 +267,19 @@ def test_a_traceback_that_escapes_the_command_is_printed_redacted() -> None:
     assert done.returncode == 1 and done.stderr.startswith("Traceback (most recent call last):")
     last = "RuntimeError: POST http://***@10.0.0.9:4566/ refused, aws_session_token=***\n"
     assert done.stderr.endswith(last) and "hunter2" not in done.stderr and "FQoG" not in done.stderr
+
+
+@pytest.mark.parametrize(
+    ("argv", "said"),
+    [
+        (["monitor", "--endpoint", "../../x"], "llpipe monitor: --endpoint ../../x: '../../x' is not a name"),
+        (["monitor", "--endpoint", "ok", "--variant", "a/.."], "llpipe monitor: --variant a/..: 'a/..' is not a name"),
+        (["serve", "--endpoint-name", "x/../y"], "llpipe serve: --endpoint-name x/../y: 'x/../y' is not a name"),
+        (["serve", "--variant", "a_b"], "llpipe serve: --variant a_b: 'a_b' is not a name"),
+    ],
+)
+def test_each_command_names_the_flag_of_a_name_sagemaker_refuses(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], argv: list[str], said: str
+) -> None:
+    assert main([*argv, "--workdir", str(tmp_path)]) == 2
+    assert capsys.readouterr().err.startswith(said)

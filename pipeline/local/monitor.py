@@ -63,8 +63,9 @@ class MonitoringRun:
 
 def capture_prefix(config: PipelineConfig, endpoint: str, variant: str) -> str:
     """Where an endpoint variant's capture files are; the names checked as SageMaker checks them, as they become
-    folders (``../x`` would leave the prefix)."""
-    check_resource_name(endpoint, "endpoint_name")
+    folders (``../x`` would leave the prefix); named as ``llpipe monitor`` and ``monitor_local`` take them (``serve``
+    checks its own first)."""
+    check_resource_name(endpoint, "endpoint")
     check_resource_name(variant, "variant")
     return f"{config.pipeline_prefix}/datacapture/{endpoint}/{variant}/"
 
