@@ -114,6 +114,15 @@ def to_number(column: pd.Series, bad_number: BadNumber) -> np.ndarray:
     return numbers.to_numpy(dtype=np.float64, na_value=np.nan)
 
 
+def _float(number: int | float) -> float:
+    """A JSON number as a float: an integer beyond float range becomes infinity (refused as not finite later),
+    not an OverflowError."""
+    try:
+        return float(number)
+    except OverflowError:
+        return math.inf if number > 0 else -math.inf
+
+
 def cells_to_float64(cells: Sequence[Any], column: str, bad_number: BadNumber) -> list[float]:
     """Cells of a request as pandas reads them into a number column: None (missing) NaN, numbers as they are,
     text as a float; pandas' true/false spellings as 1 and 0 only when every value of the column is one (as its
@@ -125,7 +134,7 @@ def cells_to_float64(cells: Sequence[Any], column: str, bad_number: BadNumber) -
         if cell is None:
             values.append(math.nan)
         elif isinstance(cell, (bool, int, float)):
-            values.append(float(cell))
+            values.append(_float(cell))
         else:
             text = str(cell).strip()
             number = BOOLEAN_TEXT[text] if booleans else None

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import tarfile
+import zlib
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -56,24 +57,48 @@ def load_spec(model_dir: Any) -> ServingSpec:
     return spec_from_documents(documents[SERVING_SCHEMA_FILE], documents[SERVING_SUMMARY_FILE])
 
 
+# The featurizer's model data is two JSON documents (the schema and the Preprocess summary, kB to a few MB with
+# thousands of columns): a tar holding more, or larger members, is refused from its headers before it is inflated.
+DOCUMENT_LIMIT = 64 * 2**20  # bytes, each document
+MAX_MEMBERS = 8
+
+
 def model_documents(model_dir: Any) -> dict[str, Any]:
     """The schema and summary documents (file name -> parsed JSON) of an unpacked model folder, a
-    ``model.tar.gz``, or one opened as a binary file (its bytes read from S3, say)."""
+    ``model.tar.gz``, or one opened as a binary file (its bytes read from S3, say); an archive is streamed, its
+    members bounded (:data:`DOCUMENT_LIMIT`, :data:`MAX_MEMBERS`)."""
     if hasattr(model_dir, "read"):
-        with tarfile.open(fileobj=model_dir, mode="r:gz") as archive:
-            return _archived_documents(archive, "the model data")
+        return _archived_documents(model_dir, "the model data")
     path = Path(model_dir)
     if path.is_file():
-        with tarfile.open(path, "r:gz") as archive:
-            return _archived_documents(archive, str(path))
+        with path.open("rb") as handle:
+            return _archived_documents(handle, str(path))
     return {name: json.loads((path / name).read_text()) for name in (SERVING_SCHEMA_FILE, SERVING_SUMMARY_FILE)}
 
 
-def _archived_documents(archive: tarfile.TarFile, where: str) -> dict[str, Any]:
-    documents = {}
-    for name in (SERVING_SCHEMA_FILE, SERVING_SUMMARY_FILE):
-        member = archive.extractfile(name)
-        if member is None:
-            raise ValueError(f"{where}: {name} is not a file")
-        documents[name] = json.loads(member.read())
-    return documents
+def _archived_documents(source: Any, where: str) -> dict[str, Any]:
+    try:
+        return _streamed_documents(source, where)
+    except (tarfile.TarError, EOFError, zlib.error) as error:
+        raise ValueError(f"{where}: not a readable gzip tar archive ({error})") from None
+
+
+def _streamed_documents(source: Any, where: str) -> dict[str, Any]:
+    wanted = (SERVING_SCHEMA_FILE, SERVING_SUMMARY_FILE)
+    documents: dict[str, Any] = {}
+    with tarfile.open(fileobj=source, mode="r|gz") as archive:
+        for count, info in enumerate(archive, start=1):
+            if count > MAX_MEMBERS or info.size > DOCUMENT_LIMIT:
+                raise ValueError(
+                    f"{where}: member {info.name!r} ({info.size:,} bytes, member {count}) is above the model data's "
+                    f"bounds ({MAX_MEMBERS} members of at most {DOCUMENT_LIMIT:,} bytes); refused unread"
+                )
+            if info.name in wanted:
+                member = archive.extractfile(info)
+                if member is None:
+                    raise ValueError(f"{where}: {info.name} is not a file")
+                documents[info.name] = json.loads(member.read())
+            if len(documents) == len(wanted):
+                return documents
+    missing = [name for name in wanted if name not in documents]
+    raise ValueError(f"{where}: no member {missing[0]}")

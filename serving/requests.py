@@ -79,11 +79,19 @@ def _missing_text() -> frozenset:
         return frozenset(["", "NA", "N/A", "NaN", "nan", "NULL", "null", "n/a", "#N/A", "<NA>", "-NaN", "-nan"])
 
 
-def _json_records(text: str) -> list[Any]:
+def _json(text: str, what: str) -> Any:
+    """``text`` parsed as JSON, or a RequestError (400) naming ``what``: malformed JSON, a number beyond Python's
+    digit limit, or nesting deeper than the parser's recursion (a client's fault, never the server's)."""
     try:
-        document = json.loads(text)
-    except json.JSONDecodeError as error:
-        raise RequestError(f"the body is not JSON: {error}") from None
+        return json.loads(text)
+    except RecursionError:
+        raise RequestError(f"{what} is nested too deeply to parse; a record is an object of column: value") from None
+    except ValueError as error:  # JSONDecodeError, and the digit limit of an integer
+        raise RequestError(f"{what} is not JSON: {error}") from None
+
+
+def _json_records(text: str) -> list[Any]:
+    document = _json(text, "the body")
     if isinstance(document, dict) and "instances" in document:
         document = document["instances"]
     if isinstance(document, dict):
@@ -96,10 +104,7 @@ def _json_records(text: str) -> list[Any]:
 def _jsonlines_records(text: str) -> list[Any]:
     records = []
     for number, line in enumerate((line for line in text.splitlines() if line.strip()), start=1):
-        try:
-            records.append(json.loads(line))
-        except json.JSONDecodeError as error:
-            raise RequestError(f"JSON Lines line {number} is not JSON: {error}") from None
+        records.append(_json(line, f"JSON Lines line {number}"))
     return records
 
 

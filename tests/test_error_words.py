@@ -43,6 +43,7 @@ PENDING: set[str] = set()
 COMMANDS = {
     ("pipeline/sagemaker/alerts.py", "llpipe execution show <execution> --sagemaker --logs"),
     ("pipeline/definition/parameter_table.py", "llpipe run/start/schedule --param Name=Value"),
+    ("pipeline/core/tracking.py", "mlflow ui --backend-store-uri"),  # MLflow's own command, printed to be typed
 }
 
 

@@ -53,7 +53,7 @@ def test_an_mlflow_arn_that_is_neither_a_tracking_server_nor_an_app_is_refused()
         load_config({"mlflow_arn": wrong}, env={})
     assert str(error.value) == (
         f"mlflow_arn: {wrong!r} is not valid; expected an MLflow tracking server or App ARN: "
-        "arn:aws:sagemaker:REGION:ACCOUNT:mlflow-tracking-server/NAME or ...:mlflow-app/ID (from command line)"
+        "arn:aws:sagemaker:REGION:ACCOUNT:mlflow-tracking-server/NAME or ...:mlflow-app/ID (from overrides)"
     )
     assert load_config({}, env={"LLPIPE_MLFLOW_ARN": APP_ARN}).mlflow_arn == APP_ARN
 
@@ -283,9 +283,12 @@ def test_an_execution_without_an_mlflow_server_is_refused_naming_what_to_pass(tm
     with pytest.raises(ConfigError) as error:
         forward_execution(dataclasses.replace(CONFIG, mlflow_arn=None), EXECUTION_ARN, session=session)
     assert str(error.value) == (
-        f"execution {EXECUTION_ARN} names no MLflow tracking server and mlflow_arn is not set: pass --mlflow-arn ARN "
-        "(a tracking server or App ARN) or --tracking-uri URI"
+        f"execution {EXECUTION_ARN} names no MLflow tracking server and mlflow_arn is not set: give mlflow arn "
+        "(a tracking server or App ARN) or tracking uri"
     )
+    from pipeline.cli import flag
+
+    assert error.value.worded(flag).endswith("give --mlflow-arn (a tracking server or App ARN) or --tracking-uri")
     session.verify()
 
 

@@ -104,19 +104,49 @@ class LinearModel:
         return score, (score > self.threshold).astype(np.int64)
 
 
+# Bounds on what an artifact may unpack to, so a crafted model.tar.gz (a few MB of gzip inflating to gigabytes)
+# is refused from its headers, before it is inflated, in bounded memory. The service writes one tar member and four
+# zip members; the JSON members are a few kB; the parameters are 4 bytes a weight and bias, feature_dim x outputs
+# with outputs at most Linear Learner's largest num_classes, below PARAMS_LIMIT in any case.
+MAX_TAR_MEMBERS = 8
+MAX_ZIP_MEMBERS = 8
+JSON_MEMBER_LIMIT = 4 * 2**20  # bytes, each of manifest.json, additional-params.json, mx-mod-symbol.json
+PARAMS_LIMIT = 2**30  # bytes of mx-mod-0000.params whatever the feature_dim (268 million float32 values)
+MAX_OUTPUTS = 1_000_000  # num_classes is 3 to 1,000,000
+NDARRAY_OVERHEAD = 4096  # the NDArray list's headers and names
+ZIP_OVERHEAD = 64 * 1024  # the zip's local headers and central directory
+
+
+def params_limit(feature_dim: int | None) -> int:
+    """The largest ``mx-mod-0000.params`` accepted: (feature_dim + 1) x the most outputs x 4 bytes with
+    ``feature_dim`` known (the data's), :data:`PARAMS_LIMIT` otherwise or when smaller."""
+    if feature_dim is None:
+        return PARAMS_LIMIT
+    return min(PARAMS_LIMIT, (feature_dim + 1) * MAX_OUTPUTS * 4 + NDARRAY_OVERHEAD)
+
+
+def unpacked_limit(feature_dim: int | None) -> int:
+    """The largest ``model_algo-1`` (the zip) accepted: its members' limits and the zip's own overhead."""
+    return params_limit(feature_dim) + 3 * JSON_MEMBER_LIMIT + ZIP_OVERHEAD
+
+
 def read_model(path: Any, feature_dim: int | None = None) -> LinearModel:
-    """Read a model.tar.gz file; with ``feature_dim``, also require the weights to take that many features."""
+    """Read a model.tar.gz file (streamed: what it unpacks to is bounded, :func:`unpacked_limit`); with
+    ``feature_dim``, also require the weights to take that many features."""
     try:
         with open(path, "rb") as handle:
-            data = handle.read()
+            members = read_members(handle, str(path), feature_dim)
     except OSError as error:
         raise ModelArtifactError(f"{path}: cannot read the model artifact ({error.strerror or error})") from None
-    return read_model_bytes(data, str(path), feature_dim)
+    return _from_members(members, str(path), feature_dim)
 
 
 def read_model_bytes(data: bytes, name: str = "model.tar.gz", feature_dim: int | None = None) -> LinearModel:
     """Read the bytes of a model.tar.gz; ``name`` is used in error messages."""
-    members = read_members(data, name)
+    return _from_members(read_members(io.BytesIO(data), name, feature_dim), name, feature_dim)
+
+
+def _from_members(members: dict[str, bytes], name: str, feature_dim: int | None) -> LinearModel:
     where = f"{name}: {INNER_MEMBER}/"
     manifest = _json_member(members, MANIFEST, where)
     if manifest.get("mx-mod") != "mxnet_module":
@@ -127,31 +157,54 @@ def read_model_bytes(data: bytes, name: str = "model.tar.gz", feature_dim: int |
     return _model(additional, symbol, arrays, where, feature_dim)
 
 
-def read_members(data: bytes, name: str) -> dict[str, bytes]:
-    """The four zip members of ``model_algo-1`` inside the gzip tar ``data`` (any member order)."""
+def read_members(source: Any, name: str, feature_dim: int | None = None) -> dict[str, bytes]:
+    """The four zip members of ``model_algo-1`` inside the gzip tar read from ``source`` (a binary file; any
+    member order). The tar is streamed and every size checked from its header before anything is inflated: more
+    members than :data:`MAX_TAR_MEMBERS`, or more bytes than :func:`unpacked_limit`, is refused."""
+    limit = unpacked_limit(feature_dim)
+    inner = None
     try:
-        tar_bytes = gzip.decompress(data)
-    except (OSError, EOFError, zlib.error) as error:
-        raise ModelArtifactError(f"{name}: not a complete gzip file ({error})") from None
-    try:
-        with tarfile.open(fileobj=io.BytesIO(tar_bytes), mode="r:") as tar:
-            names = tar.getnames()
-            if INNER_MEMBER not in names:
-                raise ModelArtifactError(f"{name}: the tar has no member {INNER_MEMBER} (it has {names})")
-            handle = tar.extractfile(INNER_MEMBER)
-            if handle is None:
-                raise ModelArtifactError(f"{name}: {INNER_MEMBER} is not a regular file")
-            inner = handle.read()
-    except (tarfile.TarError, EOFError, OSError) as error:
+        with tarfile.open(fileobj=source, mode="r|gz") as tar:
+            total = 0
+            for count, info in enumerate(tar, start=1):
+                total += info.size
+                if count > MAX_TAR_MEMBERS or total > limit:
+                    raise ModelArtifactError(_too_large(name, f"its tar member {info.name!r}", total, limit, count))
+                if info.name == INNER_MEMBER:
+                    handle = tar.extractfile(info)
+                    if handle is None:
+                        raise ModelArtifactError(f"{name}: {INNER_MEMBER} is not a regular file")
+                    inner = handle.read()
+                    break
+    except (tarfile.ReadError, zlib.error, EOFError, gzip.BadGzipFile) as error:
+        raise ModelArtifactError(f"{name}: not a complete gzip file or tar archive ({error})") from None
+    except (tarfile.TarError, OSError) as error:
         raise ModelArtifactError(f"{name}: not a readable tar archive ({error})") from None
+    if inner is None:
+        raise ModelArtifactError(f"{name}: the tar has no member {INNER_MEMBER}")
+    return _zip_members(inner, name, feature_dim)
+
+
+def _zip_members(inner: bytes, name: str, feature_dim: int | None) -> dict[str, bytes]:
+    """The four members of the zip ``inner``, each refused when its declared size is above its limit (zipfile
+    reads a member no further than its declared size)."""
     try:
         with zipfile.ZipFile(io.BytesIO(inner)) as archive:
-            present = archive.namelist()
+            infos = archive.infolist()
+            present = [info.filename for info in infos]
+            if len(infos) > MAX_ZIP_MEMBERS:
+                raise ModelArtifactError(
+                    f"{name}: {INNER_MEMBER} has {len(infos)} members; a Linear Learner model has {len(MEMBERS)}"
+                )
             missing = [member for member in MEMBERS if member not in present]
             if missing:
                 raise ModelArtifactError(f"{name}: {INNER_MEMBER} has no member {missing[0]} (it has {present})")
             members = {}
             for member in MEMBERS:
+                size = archive.getinfo(member).file_size
+                limit = params_limit(feature_dim) if member == PARAMS else JSON_MEMBER_LIMIT
+                if size > limit:
+                    raise ModelArtifactError(_too_large(name, f"{INNER_MEMBER}/{member}", size, limit))
                 try:
                     members[member] = archive.read(member)
                 except (zipfile.BadZipFile, zlib.error, EOFError) as error:
@@ -159,6 +212,14 @@ def read_members(data: bytes, name: str) -> dict[str, bytes]:
             return members
     except zipfile.BadZipFile as error:
         raise ModelArtifactError(f"{name}: {INNER_MEMBER} is not a zip archive ({error})") from None
+
+
+def _too_large(name: str, what: str, size: int, limit: int, count: int | None = None) -> str:
+    members = f" in {count} member(s) (at most {MAX_TAR_MEMBERS})" if count is not None else ""
+    return (
+        f"{name}: {what} unpacks to {size:,} bytes{members}, above the {limit:,} bytes a Linear Learner model of "
+        "this size can need; refused unread (a damaged or crafted artifact)"
+    )
 
 
 def decode_ndarray_list(data: bytes, where: str) -> dict[str, np.ndarray]:

@@ -87,3 +87,20 @@ def short_row_message(row_number: int, fields: int, header: list[str]) -> str:
         f"data row {row_number} has {fields} field(s) but the header names {len(header)} (no value for {missing}"
         f"{more}; a row cut short?); complete the row, or write its empty values as empty fields between commas"
     )
+
+
+def csv_text_error(name: str, text: str, error: Exception | None = None, line: int | None = None) -> TableError:
+    """What Python's csv reader refused in ``text`` (from file ``name``), said with the way out: line endings that
+    are a carriage return alone (classic Mac OS), or a carriage return inside an unquoted value (``line``: the
+    line, counted from 1, where the reader stopped), or any other csv error as it is."""
+    if "\r" in text and "\n" not in text:
+        return TableError(
+            f"{name}: its lines end with a carriage return alone (CR, classic Mac OS line endings); "
+            "save the file with LF or CRLF line endings"
+        )
+    where = f"line {line}" if line else "a line"
+    if error is not None and "new-line character" in str(error):
+        return TableError(
+            f"{name}: {where} has a carriage return (CR) inside an unquoted value; quote that value or remove the CR"
+        )
+    return TableError(f"{name}: {where} is not readable CSV ({error})")

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 from containerlib.errors import TableError
 from containerlib.tables.files import is_gzip, is_parquet
-from containerlib.tables.header import check_header
+from containerlib.tables.header import check_header, csv_text_error
 from containerlib.tables.parquet_types import as_seconds, check_flat_columns, is_time
 
 if TYPE_CHECKING:
@@ -57,7 +57,11 @@ def csv_sample(data: bytes, name: str, rows: int) -> tuple[list[str], pd.DataFra
     import pandas as pd
 
     text = data.decode("utf-8-sig", errors="strict") if data else ""
-    header = next(csv.reader(io.StringIO(text)), None)
+    reader = csv.reader(io.StringIO(text))
+    try:
+        header = next(reader, None)
+    except csv.Error as error:
+        raise csv_text_error(name, text, error, reader.line_num) from None
     if not header or header == [""]:
         raise TableError(f"{name}: empty file, expected a header row")
     check_header(header, name)

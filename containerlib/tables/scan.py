@@ -16,7 +16,7 @@ from pathlib import Path
 
 from containerlib.errors import TableError
 from containerlib.tables.files import is_gzip, is_parquet
-from containerlib.tables.header import MAGIC, check_gzip_magic, short_row_message
+from containerlib.tables.header import MAGIC, check_gzip_magic, csv_text_error, short_row_message
 
 HEADER_SAMPLE_ROWS = 1000  # rows compared with the header's field count
 BLOCK = 1 << 22
@@ -98,10 +98,19 @@ def _check_fields(path: Path, head: bytes) -> None:
     """The first rows have as many fields as the header; an extra (often trailing, empty) field is named, and so are
     the columns a short (cut) row lacks, which pandas would fill with missing values without a word."""
     text = head.decode("utf-8", errors="ignore")
+    if "\r" in text and "\n" not in text:  # CR-only line endings: one "line" as csv and this scan count them
+        raise csv_text_error(str(path), text)
     cut = len(head) == BLOCK
     if cut:
         text = text[: text.rfind("\n") + 1]  # whole lines only
     reader = csv.reader(io.StringIO(text))
+    try:
+        _check_rows(path, reader, cut)
+    except csv.Error as error:
+        raise csv_text_error(str(path), text, error, reader.line_num) from None
+
+
+def _check_rows(path: Path, reader: Iterator[list[str]], cut: bool) -> None:
     header = next(reader, None)
     if not header:
         return

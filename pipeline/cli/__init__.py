@@ -14,8 +14,10 @@ import importlib
 import os
 import signal
 import sys
+from types import TracebackType
 
 from pipeline.core.errors import ARGUMENTS, PARAMETERS, Interrupted, LlpipeError
+from pipeline.core.safe_text import printable, redact
 from pipeline.core.signals import STOP_SIGNALS, stop_signals_raise
 
 # name -> (module, one-line help)
@@ -83,7 +85,7 @@ def main(argv: list[str] | None = None) -> int:
         with stop_signals_raise():
             return int(args.handler(args) or 0)
     except LlpipeError as error:
-        print(f"llpipe {args.command_name}: {error.worded(flag)}", file=sys.stderr)
+        print(f"llpipe {args.command_name}: {printable(error.worded(flag), newlines=True)}", file=sys.stderr)
         return error.exit_code
     except KeyboardInterrupt as interrupt:  # Ctrl-C (SIGINT), SIGTERM or SIGHUP: the work was stopped and recorded
         number = interrupt.signal_number if isinstance(interrupt, Interrupted) else signal.SIGINT
@@ -94,8 +96,9 @@ def main(argv: list[str] | None = None) -> int:
         return 141
     except OSError as error:  # the file system refused: a read-only or missing work dir, a full disk
         where = f"{error.filename}: " if error.filename else ""
+        said = redact(printable(f"{where}{error.strerror or error}"))
         print(
-            f"llpipe {args.command_name}: {where}{error.strerror or error}; check that the path exists, is writable "
+            f"llpipe {args.command_name}: {said}; check that the path exists, is writable "
             "and has free space (--workdir DIR picks another work dir)",
             file=sys.stderr,
         )
@@ -106,8 +109,28 @@ def console() -> None:
     """The process's entry point (the ``llpipe`` script, ``python -m pipeline``): :func:`main`, then exit with its
     code. A stop signal landing once the command's work is done, while the interpreter winds down (about 0.1 s), is
     ignored: it has nothing left to stop, and the process ends with the command's code instead of being killed by
-    the signal (``tests/manual/interrupt_loop.py`` found a run killed there, exit -1)."""
-    code = main()
+    the signal (``tests/manual/interrupt_loop.py`` found a run killed there, exit -1).
+
+    Before any command starts: text the terminal's encoding cannot hold (a label value in an ASCII locale) is
+    printed with backslash escapes instead of failing the command; a traceback, should one escape, is printed with
+    its secrets redacted; Ctrl-C while the commands' modules are still importing ends like Ctrl-C later, one line
+    and exit 130."""
+    for stream in (sys.stdout, sys.stderr):
+        if hasattr(stream, "reconfigure"):
+            stream.reconfigure(errors="backslashreplace")
+    sys.excepthook = _redacted_traceback
+    try:
+        code = main()
+    except KeyboardInterrupt:  # during start-up: main's own handler is not in place yet
+        print("llpipe: stopped by SIGINT", file=sys.stderr)
+        code = 128 + signal.SIGINT
     for number in STOP_SIGNALS:
         signal.signal(number, signal.SIG_IGN)
     sys.exit(code)
+
+
+def _redacted_traceback(kind: type[BaseException], error: BaseException, trace: TracebackType | None) -> None:
+    """``sys.excepthook``: a traceback as Python prints it, with secrets (:func:`redact`) masked."""
+    import traceback
+
+    sys.stderr.write(redact("".join(traceback.format_exception(kind, error, trace))))

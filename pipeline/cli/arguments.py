@@ -212,3 +212,11 @@ def hint_local_execution(execution: str, command: str) -> Iterator[None]:
             f"{error.template}. `llpipe {command}` acts on SageMaker executions; if {execution} is a local one "
             f"(`llpipe run`), {_local_instead(command)}"
         ) from None
+
+
+def port_number(text: str) -> int:
+    """An argparse type: a TCP port, 0 to 65535 (0: any free one); anything else is a usage error naming it."""
+    value = int(text) if text.isdigit() else -1
+    if not 0 <= value <= 65535:
+        raise argparse.ArgumentTypeError(f"expected a port, 0 to 65535 (0: any free one), got {text!r}")
+    return value

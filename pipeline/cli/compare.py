@@ -8,6 +8,7 @@ import json
 from pathlib import Path
 
 from pipeline.api._shared import DEFAULT_WORKDIR
+from pipeline.cli.render import safe_console
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
@@ -39,7 +40,6 @@ def run(args: argparse.Namespace) -> int:
     if args.json:
         print(json.dumps({item: row.to_dict() for item, row in shown.iterrows()}, indent=2, default=str))
         return 0
-    from rich.console import Console
     from rich.table import Table
 
     table = Table(title=f"{first.id} vs {second.id}", title_justify="left")
@@ -49,5 +49,5 @@ def run(args: argparse.Namespace) -> int:
     for item, row in shown.iterrows():
         style = "bold" if row["differs"] else ""
         table.add_row(str(item), str(row.iloc[0]), str(row.iloc[1]), style=style)
-    Console().print(table)
+    safe_console().print(table)
     return 0

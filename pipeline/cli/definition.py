@@ -9,6 +9,7 @@ import textwrap
 from pathlib import Path
 
 from pipeline.cli.arguments import add_config_arguments, config_from_args
+from pipeline.cli.render import safe_console
 from pipeline.core.errors import LlpipeError
 from pipeline.core.files import write_text_atomically
 from pipeline.definition.config import PipelineConfig
@@ -66,11 +67,9 @@ def _draw(definition_json: str, target: str, title: str) -> None:
 
     dag = definition_dag(definition_json, title=title)
     if target == "-":
-        from rich.console import Console
-
         from pipeline.cli.render.dag import dag_table
 
-        Console().print(dag_table(dag))
+        safe_console().print(dag_table(dag))
         return
     print(f"wrote the DAG picture {dag.write(target)}", file=sys.stderr)
 
@@ -78,12 +77,11 @@ def _draw(definition_json: str, target: str, title: str) -> None:
 def print_parameters(config: PipelineConfig) -> None:
     """The parameters the definition declares, one row each, with the defaults ``config`` gives them; on a terminal
     narrower than the table needs, a block per parameter (a five-column table at 80 columns folds every cell)."""
-    from rich.console import Console
     from rich.table import Table
 
     from pipeline.api.parameters import parameter_rows
 
-    console = Console(highlight=False)
+    console = safe_console(highlight=False)
     title = "Pipeline parameters (override with --param Name=Value)"
     rows = parameter_rows(config)
     if console.width < WIDE_TABLE_COLUMNS:

@@ -23,7 +23,7 @@ import sys
 from pathlib import Path
 
 from pipeline.api._shared import DEFAULT_WORKDIR
-from pipeline.cli.arguments import add_config_arguments, config_from_args, positive_int
+from pipeline.cli.arguments import add_config_arguments, config_from_args, port_number, positive_int
 from pipeline.core.deployment import DEFAULT_QUALITY_TOLERANCE, DEFAULT_SMOKE_ROWS, STAGES
 
 
@@ -31,13 +31,6 @@ def _seconds(text: str) -> int:
     value = int(text) if text.isdigit() else -1
     if not 0 <= value <= 3600:
         raise argparse.ArgumentTypeError(f"expected 0 to 3600 seconds, got {text!r}")
-    return value
-
-
-def _port(text: str) -> int:
-    value = int(text) if text.isdigit() else -1
-    if not 0 <= value <= 65535:
-        raise argparse.ArgumentTypeError(f"expected a port, 0 to 65535 (0: any free one), got {text!r}")
     return value
 
 
@@ -63,7 +56,10 @@ def configure(parser: argparse.ArgumentParser) -> None:
     local = parser.add_argument_group("local endpoints (without --sagemaker)")
     local.add_argument("--workdir", type=Path, default=DEFAULT_WORKDIR, help="the local work dir (.llpipe)")
     local.add_argument(
-        "--port", type=_port, metavar="N", help="the stage's port for its first deployment (staging 8081, prod 8080)"
+        "--port",
+        type=port_number,
+        metavar="N",
+        help="the stage's port for its first deployment (staging 8081, prod 8080)",
     )
     parser.add_argument(
         "--if-newer",

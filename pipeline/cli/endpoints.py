@@ -11,6 +11,7 @@ from typing import Any
 
 from pipeline.api._shared import DEFAULT_WORKDIR
 from pipeline.cli.arguments import add_config_arguments, config_from_args
+from pipeline.cli.render import safe_console
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
@@ -37,9 +38,8 @@ def run(args: argparse.Namespace) -> int:
     if args.json:
         print(json.dumps([live_json(live, stage, endpoint) for stage, endpoint, live in rows], indent=2))
         return 0
-    from rich.console import Console
 
-    console = Console()
+    console = safe_console()
     if console.width < ENDPOINTS_TABLE_MIN_WIDTH:
         for line in endpoints_lines(rows):
             console.print(line, markup=False, highlight=False)

@@ -11,6 +11,7 @@ import json
 from pathlib import Path
 
 from pipeline.api._shared import DEFAULT_WORKDIR
+from pipeline.cli.render import safe_console
 from pipeline.core.errors import UsageError
 
 
@@ -57,7 +58,8 @@ def run(args: argparse.Namespace) -> int:
         from pipeline.cli.execution_sagemaker import show
 
         return show(args)
-    from rich.console import Console
+
+    from rich.markup import escape
 
     from pipeline.api._shared import find_execution
     from pipeline.api.execution import NoResultsError
@@ -86,7 +88,7 @@ def run(args: argparse.Namespace) -> int:
                 step["environment"] = json.loads(environment.read_text())
         print(json.dumps(document, indent=2, default=str))
         return 0
-    console = Console()
+    console = safe_console()
     console.print(f"[bold]Execution {record.id}[/bold] of {record.pipeline_name}: {record.status}")
     if record.abandoned:
         owner = record.owner
@@ -101,7 +103,7 @@ def run(args: argparse.Namespace) -> int:
         if is_tuning(step.properties):
             console.print(trials_table(step.properties, f"{step.name}: training jobs"))
     if record.failure_reason:
-        console.print(f"[red]Failure:[/red] {record.failure_reason}")
+        console.print(f"[red]Failure:[/red] {escape(record.failure_reason)}")
     report = execution.report or {}
     metrics, baseline = flat_metrics(report), baseline_summary(report)
     if metrics:
@@ -156,7 +158,6 @@ def _to_mlflow(args: argparse.Namespace) -> int:
 
 def _show_dag(args: argparse.Namespace) -> bool:
     """``--dag``: write the SVG picture (False: the usual output follows) or print the terminal form (True: done)."""
-    from rich.console import Console
 
     from pipeline.api.execution import NoResultsError
 
@@ -178,10 +179,10 @@ def _show_dag(args: argparse.Namespace) -> bool:
     if args.dag == "-":
         from pipeline.cli.render.dag import dag_table
 
-        Console().print(dag_table(dag))
+        safe_console().print(dag_table(dag))
         return True
     written = dag.write(args.dag)
-    Console(stderr=True).print(f"wrote the DAG picture {written}", soft_wrap=True, highlight=False, markup=False)
+    safe_console(stderr=True).print(f"wrote the DAG picture {written}", soft_wrap=True, highlight=False, markup=False)
     return False
 
 

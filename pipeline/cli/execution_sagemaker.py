@@ -13,13 +13,13 @@ from datetime import datetime, timezone
 from typing import Any
 
 from pipeline.cli.arguments import config_from_args
+from pipeline.cli.render import safe_console
 from pipeline.cli.render.summary import baseline_summary, flat_metrics, print_baseline, print_metrics
 from pipeline.core.errors import one_line
 
 
 def show(args: argparse.Namespace, console: Any = None) -> int:
     """Inspect and print (errors are raised: a bad id is a usage error, a refusal by AWS a failure)."""
-    from rich.console import Console
 
     from pipeline.sagemaker.inspect import execution_arn, inspect_execution, job_log_events
 
@@ -47,7 +47,7 @@ def show(args: argparse.Namespace, console: Any = None) -> int:
             document["logs"] = {name: [event.__dict__ for event in events] for name, events in logs.items()}
         print(json.dumps(document, indent=2, default=str))
         return 0
-    console = console or Console(highlight=False)
+    console = console or safe_console(highlight=False)
     render(view, console)
     if scaling:
         from pipeline.cli.render.scaling import print_scaling

@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from pipeline.api._shared import DEFAULT_WORKDIR
+from pipeline.cli.render import safe_console
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
@@ -43,10 +44,9 @@ def run(args: argparse.Namespace) -> int:
     if args.json:
         print(json.dumps(rows, indent=2, default=str))
         return 0
-    from rich.console import Console
     from rich.table import Table
 
-    console = Console()
+    console = safe_console()
     if console.width < TABLE_MIN_WIDTH:
         _print_blocks(console, rows)
         return _said_when_empty(rows, args)

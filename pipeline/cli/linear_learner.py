@@ -12,6 +12,7 @@ import contextlib
 import json
 from pathlib import Path
 
+from pipeline.cli.render import safe_console
 from pipeline.core.errors import TrainingError, UsageError
 from pipeline.core.names import TRAINING_CONTENT_TYPES
 
@@ -131,7 +132,6 @@ class EpochProgress:
 
 
 def _print_summary(model_path: Path, metrics: dict[str, float]) -> None:
-    from rich.console import Console
     from rich.table import Table
 
     table = Table(title="Linear Learner final metrics")
@@ -139,6 +139,6 @@ def _print_summary(model_path: Path, metrics: dict[str, float]) -> None:
     table.add_column("value", justify="right")
     for name, value in sorted(metrics.items()):
         table.add_row(name, f"{value:.6g}")
-    console = Console()
+    console = safe_console()
     console.print(table)
     console.print(f"model: {model_path}")

@@ -20,7 +20,9 @@ from typing import Any
 
 from pipeline.api._shared import DEFAULT_WORKDIR
 from pipeline.cli.arguments import add_config_arguments, config_from_args
+from pipeline.cli.render import safe_console
 from pipeline.core.names import CHAMPION
+from pipeline.core.safe_text import printable
 
 ACTIONS = ("list", "describe", "approve", "reject")
 
@@ -102,15 +104,16 @@ def _print_list(views: list[dict[str, Any]], as_json: bool, with_gate: bool) -> 
     if not views:
         print("no model packages")
         return
-    from rich.console import Console
     from rich.table import Table
+    from rich.text import Text
 
     table = Table("group", "version", "status", "created (UTC)", *(["gate"] if with_gate else []), "ARN")
     for view in views:
         gate = [_gate_text(view.get("gate"))] if with_gate else []
         created = view["created_time"][:19].replace("T", " ")
-        table.add_row(str(view["group"]), str(view["version"]), view["approval_status"], created, *gate, view["arn"])
-    Console(width=None if sys.stdout.isatty() else 200).print(table)
+        cells = (str(view["group"]), str(view["version"]), view["approval_status"], created, *gate, view["arn"])
+        table.add_row(*(Text(cell) for cell in cells))  # stored text: no markup
+    safe_console(width=None if sys.stdout.isatty() else 200).print(table)
 
 
 def _print_package(view: dict[str, Any], as_json: bool, headline: str | None = None) -> None:
@@ -118,7 +121,7 @@ def _print_package(view: dict[str, Any], as_json: bool, headline: str | None = N
         print(json.dumps(view, indent=2))
         return
     if headline:
-        print(headline)
+        print(printable(headline))
     for key, value in view.items():
         if key == "metrics":
             continue
@@ -126,18 +129,18 @@ def _print_package(view: dict[str, Any], as_json: bool, headline: str | None = N
             value = _gate_text(value)
         elif isinstance(value, (list, dict)):
             value = ", ".join(value) if isinstance(value, list) else json.dumps(value)
-        print(f"{key:>24}: {value if value not in (None, '') else '-'}")
+        print(f"{key:>24}: {printable(value) if value not in (None, '') else '-'}")
     report = view.get("metrics") or {}
     champion = report.get(CHAMPION) if isinstance(report.get(CHAMPION), dict) else {}
     for section, metrics in report.items():
         if section.endswith("_metrics") and isinstance(metrics, dict):
             against = champion.get(section) if isinstance(champion.get(section), dict) else {}
             heading = f" (champion version {champion.get('version')} on the same test split)" if against else ""
-            print(f"{section}:{heading}")
+            print(printable(f"{section}:{heading}"))
             for name, metric in metrics.items():
                 if isinstance(metric, dict) and "value" in metric:
                     deviation = metric.get("standard_deviation")
                     spread = f" ± {deviation:.4f}" if isinstance(deviation, (int, float)) else ""
                     theirs = (against.get(name) or {}).get("value") if isinstance(against.get(name), dict) else None
                     versus = f"   champion {theirs:.6f}" if isinstance(theirs, (int, float)) else ""
-                    print(f"{name:>42}: {metric['value']:.6f}{spread}{versus}")
+                    print(printable(f"{name:>42}: {metric['value']:.6f}{spread}{versus}"))

@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from pipeline.api._shared import DEFAULT_WORKDIR
+from pipeline.cli.render import safe_console
 
 if TYPE_CHECKING:
     from pipeline.definition.config import PipelineConfig
@@ -61,7 +62,6 @@ def run(args: argparse.Namespace) -> int:
         return _schedule(args, config)
     if args.cron:
         raise UsageError("--cron goes with --schedule")
-    from rich.console import Console
 
     from pipeline.api.monitoring import monitor_local
     from pipeline.cli.render.data_quality import print_data_quality
@@ -78,7 +78,7 @@ def run(args: argparse.Namespace) -> int:
     if args.json:
         print(json.dumps(report.to_json(), indent=2))
         return 1 if report.violations else 0
-    console = Console()
+    console = safe_console()
     console.print(
         f"[bold]Endpoint {report.endpoint}[/bold] ({report.variant}), {report.start:%Y-%m-%d %H:%M:%S} to "
         f"{report.end:%Y-%m-%d %H:%M:%S} UTC: {len(report.parts)} model package version(s) served it",

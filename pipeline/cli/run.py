@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from pipeline.api._shared import DEFAULT_WORKDIR
+from pipeline.cli.render import safe_console
 from pipeline.core.names import PREDICTOR_TYPES
 
 
@@ -45,7 +46,6 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """Execute the pipeline locally; 0 when the execution succeeded, 1 when it failed, 2 on a usage error."""
-    from rich.console import Console
 
     from pipeline.api._shared import execute_local, local_source, open_workdir
     from pipeline.cli.arguments import config_from_args, parse_overrides
@@ -89,13 +89,13 @@ def run(args: argparse.Namespace) -> int:
     else:
         from pipeline.cli.render.progress import LiveSteps
 
-        with LiveSteps(Console(stderr=False)) as live:
+        with LiveSteps(safe_console(stderr=False)) as live:
             execution = execute_local(config, workdir, source, overrides, on_change=live.update, **options)
     summary = summarise(execution)
     if args.json:
         print(json.dumps(summary, indent=2, default=str))
     elif not args.quiet:
-        print_summary(summary, Console(highlight=False))
+        print_summary(summary, safe_console(highlight=False))
     elif not execution.succeeded:
         print(f"llpipe run: execution {execution.id} failed: {execution.failure_reason}", file=sys.stderr)
     return 0 if execution.succeeded else 1

@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from pipeline.api._shared import DEFAULT_WORKDIR
+from pipeline.cli.render import safe_console
 from pipeline.core.errors import UsageError
 
 
@@ -95,7 +96,6 @@ def run(args: argparse.Namespace) -> int:
 def _print(study: Any, as_json: bool) -> int:
     """The study as JSON, or its table, what S(n) and E(n) compare, the time to the same loss, the
     recommendation, plot and JSON paths."""
-    from rich.console import Console
     from rich.table import Table
 
     from pipeline.cli.render.scaling import study_notes
@@ -126,7 +126,7 @@ def _print(study: Any, as_json: bool) -> int:
             "" if row.validation_objective is None else f"{row.validation_objective:.5g}",
             "" if row.test_metric is None else f"{row.test_metric:.5g}",
         )
-    console = Console(highlight=False)
+    console = safe_console(highlight=False)
     if not console.is_terminal:
         console.width = max(console.width, 180)  # the table's fifteen columns, unabbreviated, in a log or a pipe
     console.print(table)

@@ -19,7 +19,7 @@ from pipeline.api._shared import DEFAULT_WORKDIR
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
-    from pipeline.cli.arguments import add_config_arguments
+    from pipeline.cli.arguments import add_config_arguments, port_number
 
     parser.add_argument(
         "--model-package",
@@ -27,7 +27,9 @@ def configure(parser: argparse.ArgumentParser) -> None:
         default="latest-approved",
         help="the version to serve: a version of the group, group/version, an ARN or latest-approved (the default)",
     )
-    parser.add_argument("--port", type=int, default=8080, help="the port to listen on (0: any free one; %(default)s)")
+    parser.add_argument(
+        "--port", type=port_number, default=8080, help="the port to listen on (0: any free one; %(default)s)"
+    )
     parser.add_argument("--host", default="127.0.0.1", help="the address to listen on (default: %(default)s)")
     parser.add_argument("--endpoint-name", default="llpipe-local", help="the endpoint's name (default: %(default)s)")
     parser.add_argument("--variant", default="AllTraffic", help="its production variant (default: %(default)s)")

@@ -28,6 +28,7 @@ from pipeline.cli.arguments import (
     config_from_args,
     parse_overrides,
 )
+from pipeline.cli.render import safe_console
 from pipeline.definition.config import PipelineConfig
 
 if TYPE_CHECKING:
@@ -125,13 +126,12 @@ def run(args: argparse.Namespace) -> int:
 def wait_and_report(config: PipelineConfig, arn: str, poll_seconds: float, console: Console | None = None) -> int:
     """Watch until the execution finishes, print the compute its jobs used, return the final status's exit code; a
     failed processing job's ExitMessage (why its script failed) joins the summary."""
-    from rich.console import Console
 
     from pipeline.cli.render.cost import cost_table
     from pipeline.sagemaker.inspect import step_jobs
     from pipeline.sagemaker.wait import outcome
 
-    console = console or Console()
+    console = console or safe_console()
     state = watch(config, arn, poll_seconds, console=console)
     jobs = step_jobs(config, state.steps)
     costs = [job.cost for job in jobs.values() if job.cost]
@@ -153,13 +153,12 @@ def watch(
     """Poll the execution with a live rich table of its steps; returns the final state."""
     import time
 
-    from rich.console import Console
     from rich.live import Live
     from rich.table import Table
 
     from pipeline.sagemaker.wait import step_rows, wait_for_execution
 
-    console = console or Console()
+    console = console or safe_console()
 
     def table(state: ExecutionState) -> Table:
         view = Table(title=f"{arn.rsplit('/', 1)[-1]}: {state.status}", title_justify="left")

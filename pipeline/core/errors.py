@@ -16,6 +16,8 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 
+from pipeline.core.safe_text import redact
+
 # An option's mention inside a message: OPEN name[=value] CLOSE (characters no message or value uses)
 OPEN, CLOSE = "\u2983", "\u2984"
 MENTION = re.compile(f"{OPEN}([^{OPEN}{CLOSE}=]+)(?:=([^{OPEN}{CLOSE}]*))?{CLOSE}")
@@ -89,8 +91,9 @@ class LlpipeError(Exception):
         return self.message if subject is None or subject in self.message else f"{subject}: {self.message}"
 
     def worded(self, words: Words) -> str:
-        """The message as a surface shows it: ``words`` names every option it mentions."""
-        return worded(self.template, words)
+        """The message as a surface shows it: ``words`` names every option it mentions, secrets redacted
+        (:func:`~pipeline.core.safe_text.redact`: a credential in an endpoint URL or a key never shows)."""
+        return redact(worded(self.template, words))
 
     def __str__(self) -> str:
         return self.worded(self.words)

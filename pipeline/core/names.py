@@ -8,6 +8,7 @@ and cannot see ``pipeline``; they are re-exported here, so ``pipeline`` takes ev
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from enum import Enum
 from typing import Any
@@ -51,6 +52,7 @@ from containerlib.names import (  # noqa: F401 - re-exported: one definition, sh
     SHARD_SUFFIX,
     SKLEARN_BASELINE,
 )
+from pipeline.core.errors import UsageError
 
 # ---------------------------------------------------------------------------------------- the pipeline's steps
 PREPROCESS = "Preprocess"
@@ -141,3 +143,24 @@ TRAINING_JOB_SETTINGS = (
     "RetryStrategy",
     "Environment",
 )
+
+
+# SageMaker's EndpointName and VariantName (botocore's model of CreateEndpoint / ProductionVariant): letters, digits
+# and single or repeated hyphens, 1-63 characters, starting and ending with a letter or digit. Locally the name is a
+# folder of the capture prefix, so a name SageMaker refuses (``../x``) is refused here too, before it is a path.
+RESOURCE_NAME = re.compile(r"[a-zA-Z0-9](-*[a-zA-Z0-9]){0,62}")
+RESOURCE_NAME_PATTERN = "^[a-zA-Z0-9](-*[a-zA-Z0-9]){0,62}$"
+
+
+def check_resource_name(value: str, option: str) -> str:
+    """``value`` if it is a valid endpoint or variant name (:data:`RESOURCE_NAME`), else a UsageError naming the
+    option, the value and the pattern."""
+    if not isinstance(value, str) or RESOURCE_NAME.fullmatch(value) is None:
+        raise UsageError(
+            f"{value!r} is not a name SageMaker takes: expected {RESOURCE_NAME_PATTERN} (letters, digits and "
+            "hyphens, at most 63, no other characters)",
+            option=option,
+            value=value,
+            expected=RESOURCE_NAME_PATTERN,
+        )
+    return value

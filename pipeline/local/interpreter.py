@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from pipeline.core.names import StepStatus
+from pipeline.core.safe_text import redact
 from pipeline.core.signals import SIGNAL_CHECK_SECONDS, stop_signals_deferred, stop_signals_raise
 from pipeline.core.steps import walk_steps
 from pipeline.definition.parameters import resolve_parameters
@@ -203,7 +204,7 @@ class Interpreter:
             )
             properties = self._step_properties(spec, record, step, step_context, stop)
         except StepFailed as error:
-            reason = self.reword_failure(str(error))
+            reason = redact(self.reword_failure(str(error)))  # stored: a credential a job printed never is
             if stop.is_set():  # ended because the execution is being stopped, not a failure of its own
                 self._change(record, step, status=StepStatus.STOPPED, end_time=now(), failure_reason=reason)
                 return
@@ -216,8 +217,8 @@ class Interpreter:
                 properties=error.properties,
             )
         except Exception as error:  # a job crashed: keep the traceback in the record, show its last line
-            (record.step_folder(spec.name) / "error.txt").write_text(traceback.format_exc())
-            reason = self.reword_failure(f"{type(error).__name__}: {error}")
+            (record.step_folder(spec.name) / "error.txt").write_text(redact(traceback.format_exc()))
+            reason = redact(self.reword_failure(f"{type(error).__name__}: {error}"))
             self._change(record, step, status=StepStatus.FAILED, end_time=now(), failure_reason=reason)
         else:
             self._change(record, step, status=StepStatus.SUCCEEDED, end_time=now(), properties=properties)

@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from pipeline.core.errors import MonitorError, opt
+from pipeline.core.names import check_resource_name
 from pipeline.definition.config import PipelineConfig
 from pipeline.local.environments import ImageEnvironments
 from pipeline.local.executions import StepRecord, write_json_atomically
@@ -61,6 +62,11 @@ class MonitoringRun:
 
 
 def capture_prefix(config: PipelineConfig, endpoint: str, variant: str) -> str:
+    """Where an endpoint variant's capture files are; the names checked as SageMaker checks them, as they become
+    folders (``../x`` would leave the prefix); named as ``llpipe monitor`` and ``monitor_local`` take them (``serve``
+    checks its own first)."""
+    check_resource_name(endpoint, "endpoint")
+    check_resource_name(variant, "variant")
     return f"{config.pipeline_prefix}/datacapture/{endpoint}/{variant}/"
 
 

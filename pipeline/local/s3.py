@@ -9,15 +9,25 @@ from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import urlparse
 
+from pipeline.core.errors import UsageError
 from pipeline.core.files import write_bytes_atomically
 
 
 def split_uri(uri: str) -> tuple[str, str]:
-    """``s3://bucket/a/b`` -> ``("bucket", "a/b")``; anything that is not an s3:// URI is a ValueError."""
+    """``s3://bucket/a/b`` -> ``("bucket", "a/b")``; anything that is not an s3:// URI, or a key with a ``.`` or
+    ``..`` segment (on S3 a literal key, here a step out of the folder: the two would differ), is a UsageError
+    (a ValueError) naming the URI and the form expected."""
     parsed = urlparse(uri)
     if parsed.scheme != "s3" or not parsed.netloc:
-        raise ValueError(f"not an S3 URI: {uri!r} (expected s3://bucket/key)")
-    return parsed.netloc, parsed.path.lstrip("/")
+        raise UsageError(f"not an S3 URI: {uri!r} (expected s3://bucket/key)", expected="s3://bucket/key")
+    key = parsed.path.lstrip("/")
+    if parsed.netloc in (".", "..") or any(segment in (".", "..") for segment in key.split("/")):
+        raise UsageError(
+            f"{uri!r}: an S3 URI with a '.' or '..' segment (a key that escapes its prefix here, and names another "
+            "object on S3); expected s3://bucket/key with no such segment",
+            expected="s3://bucket/key",
+        )
+    return parsed.netloc, key
 
 
 @dataclass(frozen=True)
@@ -31,7 +41,7 @@ class LocalS3:
         bucket, key = split_uri(uri)
         path = (self.root / bucket / key).resolve()
         if not path.is_relative_to(self.root.resolve()):
-            raise ValueError(f"S3 key escapes the local S3 folder: {uri!r}")
+            raise UsageError(f"S3 key escapes the local S3 folder: {uri!r}", expected="s3://bucket/key")
         return path
 
     def uri(self, path: Path) -> str:

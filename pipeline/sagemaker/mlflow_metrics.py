@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
-from pipeline.core.errors import ConfigError
+from pipeline.core.errors import ConfigError, opt
 from pipeline.core.tracking import (
     METADATA_EXPERIMENT_ID,
     METADATA_RUN_ID,
@@ -60,8 +60,8 @@ def forward_execution(
     uri = tracking_uri or settings.get("MlflowResourceArn") or config.mlflow_arn
     if not uri:
         raise ConfigError(
-            f"execution {arn} names no MLflow tracking server and mlflow_arn is not set: pass --mlflow-arn ARN "
-            "(a tracking server or App ARN) or --tracking-uri URI"
+            f"execution {arn} names no MLflow tracking server and mlflow_arn is not set: give {opt('mlflow_arn')} "
+            f"(a tracking server or App ARN) or {opt('tracking_uri')}"
         )
     experiment = settings.get("MlflowExperimentName") or config.experiment_name
     parameters = execution_parameters(sagemaker, arn)

@@ -8,6 +8,7 @@ from datetime import datetime, timezone
 from typing import Any
 
 from pipeline.core.deployment import Live, Outcome
+from pipeline.core.safe_text import printable, redact
 
 
 def progress_printer(to_stderr: bool = False) -> Any:
@@ -49,7 +50,7 @@ def print_outcome(outcome: Outcome) -> None:
     version, smoke = outcome.version, outcome.smoke
     print(f"{outcome.stage}: {mark}: version {version.version} of {version.group} on {outcome.endpoint}")
     if smoke is None:
-        print(f"  {outcome.message}")
+        print(f"  {printable(redact(outcome.message), newlines=True)}")
     else:
         if smoke.quality is not None:
             q = smoke.quality
@@ -59,7 +60,8 @@ def print_outcome(outcome: Outcome) -> None:
         for note in smoke.notes:
             print(f"  note         {note}")
         if smoke.error:
-            print(f"  smoke test   {smoke.rows} rows: the endpoint answered with an error: {smoke.error}")
+            error = printable(redact(smoke.error))
+            print(f"  smoke test   {smoke.rows} rows: the endpoint answered with an error: {error}")
         elif smoke.consistency is not None:
             c = smoke.consistency
             found = "as batch transform" if c.passed else f"{c.mismatch_count} differ: {'; '.join(c.mismatches)}"

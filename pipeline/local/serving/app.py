@@ -11,17 +11,19 @@ from collections.abc import Callable
 
 from starlette.applications import Starlette
 from starlette.concurrency import run_in_threadpool
-from starlette.requests import Request
+from starlette.requests import ClientDisconnect, Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
 from pipeline.core.names import JSON, REQUEST_TYPES
+from pipeline.core.safe_text import RedactingFilter
 from pipeline.local.serving.capture import INFERENCE_ID_HEADER, CaptureWriter, now
 from pipeline.local.serving.model import ServedModel
 from serving import RequestError
 from serving.requests import MAX_PAYLOAD_BYTES
 
 LOG = logging.getLogger("llpipe.serve")
+LOG.addFilter(RedactingFilter())  # a traceback of the server's fault may quote a URL with credentials
 
 
 def create_app(model: ServedModel, endpoint: str, variant: str, capture: CaptureWriter | None) -> Starlette:
@@ -43,7 +45,11 @@ def create_app(model: ServedModel, endpoint: str, variant: str, capture: Capture
         return response
 
     async def _invoke(request: Request, error: Callable[[int, str], Response]) -> Response:
-        body = await _read_limited(request)
+        try:
+            body = await _read_limited(request)
+        except ClientDisconnect:  # the client left mid-body: nobody to answer, nothing the server did wrong
+            LOG.info("a client disconnected before sending its whole request")
+            return Response(status_code=400)
         if body is None:
             return error(413, f"the request body is above the {MAX_PAYLOAD_BYTES} byte limit of an endpoint")
         content_type = request.headers.get("content-type")
@@ -57,6 +63,8 @@ def create_app(model: ServedModel, endpoint: str, variant: str, capture: Capture
             output, output_type = await run_in_threadpool(model.invoke, body, content_type, accept)
         except RequestError as problem:
             return error(problem.status, str(problem))
+        except (RecursionError, OverflowError) as problem:  # the request's shape or numbers, wherever caught late
+            return error(400, f"the request cannot be featurized: {type(problem).__name__}: {problem}")
         except Exception:  # a fault of the server, not of the request: logged with its traceback
             LOG.exception("invocation failed")
             return error(500, "the model failed on this request (a fault of the server; see its log)")

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import base64
 import json
+import logging
 import random
 import threading
 import uuid
@@ -24,6 +25,7 @@ from typing import IO
 from dataquality.capture import MODEL_PACKAGE_KEY
 from pipeline.core.names import CSV, JSON, JSONLINES, media_type
 
+LOG = logging.getLogger("llpipe.serve")
 INFERENCE_ID_HEADER = "x-amzn-sagemaker-inference-id"  # what boto3 sends for InvokeEndpoint's InferenceId
 # as SageMaker's capture configured by llpipe (CaptureContentTypeHeader): anything else is captured base64-encoded
 ENCODINGS = {CSV: "CSV", JSON: "JSON", JSONLINES: "JSON"}
@@ -41,6 +43,25 @@ class CaptureWriter:
     _lock: threading.Lock = field(default_factory=threading.Lock, init=False)
     _hour: datetime | None = field(default=None, init=False)
     _file: IO[str] | None = field(default=None, init=False)
+    failed: bool = field(default=False, init=False)  # a write failed: capture stopped, said once on the log
+
+    def usable(self) -> CaptureWriter | None:
+        """This writer if its folder can be written (checked once, at start-up, with a probe file), else None
+        after a warning on the serving log: a read-only or full work dir serves without capture instead of
+        answering every request 500."""
+        try:
+            self.folder.mkdir(parents=True, exist_ok=True)
+            probe = self.folder / f".probe-{uuid.uuid4()}"
+            probe.write_bytes(b"")
+            probe.unlink()
+        except OSError as error:
+            LOG.warning(
+                "data capture off: cannot write capture files under %s (%s); requests are answered, not captured",
+                self.folder,
+                error.strerror or error,
+            )
+            return None
+        return self
 
     def sampled(self) -> bool:
         return self.sampling_percentage >= 100 or self.rng.random() * 100 < self.sampling_percentage
@@ -74,8 +95,14 @@ class CaptureWriter:
             separators=(",", ":"),
         )
         with self._lock:
-            self._open(at).write(line + "\n")
-            self._file.flush()
+            if self.failed:
+                return
+            try:
+                self._open(at).write(line + "\n")
+                self._file.flush()
+            except OSError as error:  # the disk filled, the folder went away: the answer stands, capture stops
+                self.failed = True
+                LOG.warning("data capture stopped: cannot write under %s (%s)", self.folder, error.strerror or error)
 
     def _open(self, at: datetime) -> IO[str]:
         hour = at.replace(minute=0, second=0, microsecond=0)

@@ -7,6 +7,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from pipeline.core.errors import ServingError, opt
+from pipeline.core.names import check_resource_name
 from pipeline.local.monitor import DEFAULT_VARIANT, capture_prefix
 from pipeline.local.s3 import LocalS3
 from pipeline.local.serving.app import create_app
@@ -59,6 +60,8 @@ def build_server(
     captured (None or 0: no capture). The API's :func:`pipeline.api.serving.local_server` is the one entry to it."""
     if capture_percentage is not None and not 0 <= capture_percentage <= 100:
         raise ServingError(f"the capture percentage must be within 0..100, got {capture_percentage}")
+    check_resource_name(endpoint, "endpoint_name")
+    check_resource_name(variant, "variant")
     package = find_package(workdir, config, target)
     s3 = LocalS3(workdir.s3)
     model = load_served_model(s3, package.containers, package.arn)
@@ -66,5 +69,5 @@ def build_server(
     if capture_percentage:
         capture = CaptureWriter(
             s3.path(capture_prefix(config, endpoint, variant)), capture_percentage, package_arn=package.arn
-        )
+        ).usable()
     return LocalServer(create_app(model, endpoint, variant, capture), endpoint, host, port, capture, model=model)

@@ -67,6 +67,13 @@ class LocalServer:
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         try:
             sock.bind((self.host, self._requested_port))
+        except OverflowError:  # a port outside 0-65535: socket's own words name no value
+            sock.close()
+            raise ServingError(
+                f"cannot listen on port {self._requested_port}: expected a port, 0 to 65535 (0: any free one)",
+                option="port",
+                value=self._requested_port,
+            ) from None
         except OSError as error:
             sock.close()
             raise ServingError(f"cannot listen on {self.host}:{self._requested_port}: {error.strerror}") from None
