@@ -64,7 +64,7 @@ bench-recordio: $(STAMP) $(BENCH_STAMP)
 # The codec's tests under the image's Python 3.9 and numpy 1.24.1: pytest runs tests in its own interpreter, so
 # `make test` runs them under .venv's only.
 test-py39: $(BENCH_STAMP)
-	$(BENCH_ENV)/bin/python -m pytest -q tests/test_recordio.py
+	$(BENCH_ENV)/bin/python -m pytest -q tests/unit/containerlib/test_recordio.py
 
 clean:
 	rm -rf $(VENV) .llpipe build *.egg-info

@@ -9,8 +9,8 @@ from types import ModuleType
 from typing import Any
 
 import pytest
-from container import Container
-from protobuf_oracle import compile_record_protobuf
+from support.container import Container
+from support.protobuf_oracle import compile_record_protobuf
 
 from pipeline.core.images import DEFAULT_PROCESSING_IMAGE
 from pipeline.local.environments import EnvironmentBuildError, ImageEnvironments, JobEnvironment
@@ -76,7 +76,7 @@ GROUPED_MODULES = frozenset(
         "test_buildspec",
         "test_definition",
         "test_deploy_local",
-        "test_hostile_second",
+        "test_bad_input_errors",
         "test_linear_learner_jobs",
         "test_monitor",
         "test_sagemaker_inspect",
