@@ -36,7 +36,7 @@ import scipy.sparse
 from containerlib import recordio
 
 REPOSITORY = Path(__file__).resolve().parent.parent
-ORACLE = REPOSITORY / "tests" / "protobuf_oracle.py"
+ORACLE = REPOSITORY / "tests" / "support" / "protobuf_oracle.py"
 
 
 def load_oracle() -> ModuleType:

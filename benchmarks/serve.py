@@ -30,7 +30,7 @@ import numpy as np
 import pandas as pd
 
 REPOSITORY = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(REPOSITORY / "tests"))
+sys.path.insert(0, str(REPOSITORY / "tests" / "support"))
 
 import drift_table  # noqa: E402 - the tests' table: numeric and text columns, a label that depends on both
 

@@ -18,7 +18,8 @@ from pipeline.local.environments import EnvironmentBuildError, ImageEnvironments
 
 @pytest.fixture(scope="session")
 def record_protobuf(tmp_path_factory: pytest.TempPathFactory) -> ModuleType:
-    """The aialgs.data protobuf messages compiled from tests/recordio.proto: an oracle independent of the codec."""
+    """The aialgs.data protobuf messages compiled from tests/support/recordio.proto: an oracle independent of the
+    codec."""
     return compile_record_protobuf(tmp_path_factory.mktemp("record_protobuf"))
 
 

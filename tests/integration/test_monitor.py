@@ -1,7 +1,7 @@
 """``llpipe monitor``: served traffic checked against the served version's registered baseline.
 
-Locally on capture files written as SageMaker writes them (tests/capture_files.py; ``llpipe serve`` writes the real
-ones), through the real monitoring job (the analyzer's stand-in in the image's environment); on SageMaker the
+Locally on capture files written as SageMaker writes them (tests/support/capture_files.py; ``llpipe serve`` writes the
+real ones), through the real monitoring job (the analyzer's stand-in in the image's environment); on SageMaker the
 schedule's exact requests, asserted with botocore's Stubber.
 """
 

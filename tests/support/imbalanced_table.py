@@ -4,7 +4,7 @@ Features f0..f{n-1} are standard normal, some of them on large scales; only the 
 logit, with an intercept chosen so that about ``positive_share`` of the rows are positive (label 1). Used by the
 tuning test (tiny) and ``benchmarks/tuning.py`` (5,000 rows, 6% positives, 12 features, 4 informative).
 
-    python tests/imbalanced_table.py OUT.csv [--rows 5000] [--features 12] [--informative 4] [--positives 0.06]
+    python tests/support/imbalanced_table.py OUT.csv [--rows 5000] [--features 12] [--informative 4] [--positives 0.06]
 """
 
 from __future__ import annotations

@@ -1,4 +1,5 @@
-"""The codec's independent oracle: aialgs.data messages compiled from tests/recordio.proto, and SDK v2's writers.
+"""The codec's independent oracle: aialgs.data messages compiled from tests/support/recordio.proto, and SDK v2's
+writers.
 
 The writers follow SDK v2's ``write_numpy_to_dense_tensor`` / ``write_spmatrix_to_sparse_tensor``: one protobuf
 message per row, framed as dmlc RecordIO. The tests check the codec against them and ``benchmarks/recordio.py``
@@ -23,7 +24,7 @@ PROTO = Path(__file__).resolve().parent / "recordio.proto"
 
 
 def compile_record_protobuf(out_dir: Path) -> ModuleType:
-    """The aialgs.data messages, compiled from tests/recordio.proto with grpc_tools into ``out_dir``."""
+    """The aialgs.data messages, compiled from tests/support/recordio.proto with grpc_tools into ``out_dir``."""
     subprocess.run(
         [sys.executable, "-m", "grpc_tools.protoc", f"-I{PROTO.parent}", f"--python_out={out_dir}", PROTO.name],
         check=True,

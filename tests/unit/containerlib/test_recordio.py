@@ -1,8 +1,8 @@
-"""The RecordIO-protobuf codec against an independent oracle: the protobuf runtime on tests/recordio.proto.
+"""The RecordIO-protobuf codec against an independent oracle: the protobuf runtime on tests/support/recordio.proto.
 
 The oracle writers follow SDK v2's ``write_numpy_to_dense_tensor`` / ``write_spmatrix_to_sparse_tensor`` (one
-protobuf message per row, in tests/protobuf_oracle.py) and dmlc's RecordIO writer (records split around the magic
-number, below).
+protobuf message per row, in tests/support/protobuf_oracle.py) and dmlc's RecordIO writer (records split around the
+magic number, below).
 """
 
 from __future__ import annotations
