@@ -188,10 +188,8 @@ def test_a_registry_entry_whose_metrics_are_not_json_is_named(
 ) -> None:
     """Before: `models list` / `models describe` ended in a JSONDecodeError traceback."""
     import sqlite3
-    import sys
 
-    sys.path.insert(0, str(Path(__file__).parents[1] / "unit" / "local"))
-    from test_registry import ACCOUNT, REGION, request
+    from support.model_packages import ACCOUNT, REGION, request
 
     from pipeline.definition.config import PipelineConfig
     from pipeline.local.registry import LocalRegistry
@@ -423,7 +421,7 @@ SIGNAL_IN_A_JOB_THREAD = """
 import json, signal, sys, threading
 from pathlib import Path
 
-from test_local_interpreter import definition, processing
+from support.definitions import definition, processing
 
 from pipeline.local.executions import ExecutionStore
 from pipeline.local.interpreter import Interpreter
@@ -463,8 +461,8 @@ def test_a_stop_signal_received_by_a_job_thread_stops_the_run_at_once(tmp_path: 
     Ctrl-C or SIGTERM while 78 training instances started was acted on after Train had run to the end (26 s), Train
     recorded Succeeded. Now the main thread waits in slices and stops the jobs at once: the job sees the stop (it
     waits for that state, up to 60 s, instead of running on). Run in a child process, whose signals are its own."""
-    tests = Path(__file__).resolve().parents[1] / "unit" / "local"
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(tests), str(tests.parents[2])])}
+    tests = Path(__file__).resolve().parents[1]
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(tests), str(tests.parent)])}
     result = subprocess.run(
         [sys.executable, "-c", SIGNAL_IN_A_JOB_THREAD, str(tmp_path), name],
         capture_output=True, text=True, env=env, timeout=120, check=False,

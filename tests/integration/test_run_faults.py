@@ -607,7 +607,7 @@ SECOND_INTERRUPT = """
 import json, signal, sys, threading, time
 from pathlib import Path
 
-from test_local_interpreter import definition, processing
+from support.definitions import definition, processing
 
 from pipeline.local.executions import ExecutionStore
 from pipeline.local.interpreter import Interpreter
@@ -653,8 +653,8 @@ def test_a_second_interrupt_still_waits_for_the_jobs_to_clean_up(tmp_path: Path)
     Also before: under a test runner started in the background (SIGINT inherited ignored) the first interrupt was
     lost and the job failed ("returned", Failed); the child starts with SIGINT ignored to pin that.
     Run in a child process: the signals go to that process's main thread, never to the test runner's."""
-    tests = Path(__file__).resolve().parents[1] / "unit" / "local"
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(tests), str(tests.parents[2])])}
+    tests = Path(__file__).resolve().parents[1]
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(tests), str(tests.parent)])}
     result = subprocess.run(
         [sys.executable, "-c", SECOND_INTERRUPT, str(tmp_path)],
         capture_output=True,

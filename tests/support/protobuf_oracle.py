@@ -21,6 +21,8 @@ import scipy.sparse
 
 MAGIC = 0xCED7230A  # stated here, not imported, so the oracle does not lean on the codec it checks
 PROTO = Path(__file__).resolve().parent / "recordio.proto"
+MAGIC_BYTES = struct.pack("<I", MAGIC)
+MAGIC_AS_FLOAT32 = np.array([MAGIC], dtype="<u4").view("<f4")[0]  # the magic number read as a feature value
 
 
 def compile_record_protobuf(out_dir: Path) -> ModuleType:
@@ -75,3 +77,27 @@ def v2_sparse(pb: ModuleType, X: scipy.sparse.spmatrix, y: np.ndarray | None = N
         record.features["values"].float32_tensor.shape.extend([csr.shape[1]])
         _write_frame(out, record.SerializeToString())
     return out.getvalue()
+
+
+def dmlc_split_frames(payload: bytes) -> bytes:
+    """dmlc RecordIOWriter::WriteRecord: split the payload at every aligned magic number (which is dropped)."""
+    out = b""
+    start = 0
+    for i in range(0, len(payload) // 4 * 4, 4):
+        if payload[i : i + 4] == MAGIC_BYTES:
+            out += MAGIC_BYTES + struct.pack("<I", ((1 if start == 0 else 2) << 29) | (i - start)) + payload[start:i]
+            start = i + 4
+    rest = payload[start:]
+    out += MAGIC_BYTES + struct.pack("<I", ((3 if start else 0) << 29) | len(rest)) + rest
+    return out + b"\0" * (-len(payload) % 4)
+
+
+def payloads(data: bytes) -> list[bytes]:
+    """SDK v2's read_recordio: whole (unsplit) records only."""
+    out, position = [], 0
+    while position < len(data):
+        magic, length = struct.unpack_from("<II", data, position)
+        assert magic == MAGIC and length >> 29 == 0
+        out.append(data[position + 8 : position + 8 + length])
+        position += 8 + length + (-length % 4)
+    return out

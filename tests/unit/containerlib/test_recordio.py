@@ -18,41 +18,16 @@ import scipy.sparse
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
-from support.protobuf_oracle import frame, v2_dense, v2_sparse
+from support.protobuf_oracle import MAGIC_AS_FLOAT32, dmlc_split_frames, frame, payloads, v2_dense, v2_sparse
 
 from containerlib import recordio
 from containerlib.recordio import MAGIC, RecordIOError
 
 MAGIC_BYTES = struct.pack("<I", MAGIC)
-MAGIC_AS_FLOAT32 = np.array([MAGIC], dtype="<u4").view("<f4")[0]
 
 
 # ---------------------------------------------------------------------------------------------------------------
 # oracle: per-row protobuf writers and a plain frame reader
-
-
-def dmlc_split_frames(payload: bytes) -> bytes:
-    """dmlc RecordIOWriter::WriteRecord: split the payload at every aligned magic number (which is dropped)."""
-    out = b""
-    start = 0
-    for i in range(0, len(payload) // 4 * 4, 4):
-        if payload[i : i + 4] == MAGIC_BYTES:
-            out += MAGIC_BYTES + struct.pack("<I", ((1 if start == 0 else 2) << 29) | (i - start)) + payload[start:i]
-            start = i + 4
-    rest = payload[start:]
-    out += MAGIC_BYTES + struct.pack("<I", ((3 if start else 0) << 29) | len(rest)) + rest
-    return out + b"\0" * (-len(payload) % 4)
-
-
-def payloads(data: bytes) -> list[bytes]:
-    """SDK v2's read_recordio: whole (unsplit) records only."""
-    out, position = [], 0
-    while position < len(data):
-        magic, length = struct.unpack_from("<II", data, position)
-        assert magic == MAGIC and length >> 29 == 0
-        out.append(data[position + 8 : position + 8 + length])
-        position += 8 + length + (-length % 4)
-    return out
 
 
 def write(writer, X, y=None) -> bytes:

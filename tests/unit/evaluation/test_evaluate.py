@@ -409,7 +409,7 @@ def write_shards_of_every_kind(root: Path, labels: np.ndarray, predictions: list
     """Test shards as SageMaker may hand them to Evaluate: a one-record dense shard, a one-record sparse shard, a
     dense shard whose records are split with dmlc's continuation flag, and a sparse shard; with their ``.out`` files."""
     from scipy import sparse
-    from unit.containerlib.test_recordio import MAGIC_AS_FLOAT32, dmlc_split_frames, payloads
+    from support.protobuf_oracle import MAGIC_AS_FLOAT32, dmlc_split_frames, payloads
 
     from containerlib.recordio import write_sparse
 

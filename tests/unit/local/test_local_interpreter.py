@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from support.definitions import definition, processing
 
 from pipeline.core.errors import DefinitionError, ParameterError
 from pipeline.definition.parameters import parse_overrides
@@ -23,58 +24,6 @@ from pipeline.local.expressions import Context, ExpressionError, parse_path, res
 from pipeline.local.interpreter import Interpreter
 from pipeline.local.jobs.contract import Job
 from pipeline.local.s3 import LocalS3
-
-PARAMETERS = [
-    {"Name": "Threshold", "Type": "Float", "DefaultValue": 0.5},
-    {"Name": "Instances", "Type": "Integer", "DefaultValue": 2},
-    {"Name": "Bucket", "Type": "String", "DefaultValue": "bkt", "EnumValues": ["bkt", "other"]},
-    {"Name": "Flag", "Type": "Boolean", "DefaultValue": False},
-]
-
-
-def processing(name: str, gate: Any = 0.9, depends_on: list[str] | None = None, **extra: Any) -> dict[str, Any]:
-    """A processing step whose test job writes ``report.json`` with ``gate.value``."""
-    step = {
-        "Name": name,
-        "Type": "Processing",
-        "Arguments": {
-            "AppSpecification": {"ImageUri": "image", "ContainerArguments": extra.pop("arguments", [])},
-            "Environment": {"GATE": gate},
-            "ProcessingOutputConfig": {
-                "Outputs": [
-                    {
-                        "OutputName": "report",
-                        "S3Output": {
-                            "S3Uri": {
-                                "Std:Join": {
-                                    "On": "/",
-                                    "Values": [
-                                        "s3://bkt/out",
-                                        {"Get": "Execution.PipelineExecutionId"},
-                                        name,
-                                    ],
-                                }
-                            },
-                            "LocalPath": "/opt/ml/processing/report",
-                        },
-                    }
-                ]
-            },
-        },
-        "PropertyFiles": [{"PropertyFileName": "Report", "OutputName": "report", "FilePath": "report.json"}],
-    }
-    if depends_on:
-        step["DependsOn"] = depends_on
-    step.update(extra)
-    return step
-
-
-def definition(*steps: dict[str, Any], parameters: list[dict[str, Any]] | None = None) -> dict[str, Any]:
-    return {
-        "Version": "2020-12-01",
-        "Parameters": PARAMETERS if parameters is None else parameters,
-        "Steps": list(steps),
-    }
 
 
 def gate_condition(step: str, comparison: str = "GreaterThanOrEqualTo") -> dict[str, Any]:
