@@ -11,6 +11,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
+from support.settings import FAST
 
 from pipeline import cli
 from pipeline.api import run_local, split_options
@@ -18,7 +19,6 @@ from pipeline.api.comparison import side_by_side
 from pipeline.api.execution import LocalExecution, metrics_frame
 from pipeline.core.errors import ConfigError, DataError, ParameterError
 
-FAST = {"Epochs": 3, "NumModels": 2, "MiniBatchSize": 50}
 REPOSITORY = Path(__file__).resolve().parents[2]
 
 
@@ -173,10 +173,10 @@ def test_the_train_job_has_a_scaling_record_with_its_hosts(two_runs: tuple, caps
     first, _, workdir = two_runs
     [record] = first.scaling
     assert record["step"] == "Train" and record["job"].startswith(f"pipelines-{first.id}")
-    assert record["instances"] == 2 and record["global_batch"] == 2 * FAST["MiniBatchSize"]
+    assert record["instances"] == 2 and record["global_batch"] == 2 * int(FAST["MiniBatchSize"])
     hosts = record["hosts"]
     assert [host["host"] for host in hosts] == ["algo-1", "algo-2"] and record["idle_hosts"] == []
-    assert all(host["train_shards"] >= 1 and len(host["epochs"]) == FAST["Epochs"] for host in hosts)
+    assert all(host["train_shards"] >= 1 and len(host["epochs"]) == int(FAST["Epochs"]) for host in hosts)
     assert record["records"] == sum(epoch["records"] for host in hosts for epoch in host["epochs"])
     assert all(0 <= host["sync_seconds"] <= host["seconds"] for host in hosts)
     assert 0 <= record["sync_share"] < 1 and record["imbalance"] >= 1 and record["throughput"] > 0

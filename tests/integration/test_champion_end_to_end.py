@@ -14,6 +14,7 @@ from typing import Any
 
 import pytest
 from rich.console import Console
+from support.settings import FAST
 
 from pipeline import cli
 from pipeline.api.execution import LocalExecution
@@ -32,7 +33,7 @@ PACKAGE_ARN = f"arn:aws:sagemaker:us-east-1:111122223333:model-package/{GROUP}"
 WEAK = {"Epochs": "1", "NumModels": "1", "MiniBatchSize": "50", "LearningRate": "0.0001"}
 # a tiny learning rate: it still clears a low threshold, but it is worse than the champion
 WORSE = {**WEAK, "LearningRate": "0.00001", "MetricThreshold": "0.5"}
-BETTER = {"Epochs": "3", "NumModels": "2", "MiniBatchSize": "50"}
+BETTER = FAST
 LIST_REQUEST = {
     "service": "sagemaker",
     "operation": "ListModelPackages",

@@ -13,6 +13,7 @@ from typing import Any
 import pytest
 from rich.console import Console
 from support import drift_table
+from support.settings import fast
 
 from pipeline import cli
 from pipeline.api.execution import LocalExecution
@@ -24,12 +25,12 @@ from pipeline.local.registry import LocalRegistry
 from pipeline.local.runner import LocalRun, build_local_run
 from pipeline.local.workdir import Workdir
 
-FAST = {"Epochs": "3", "NumModels": "1", "MiniBatchSize": "50", "TrainingInstanceCount": "1"}
+RUN = fast(NumModels=1, TrainingInstanceCount=1)
 
 
 def execute_as_run(run: LocalRun, data: Path) -> ExecutionRecord:
     """As ``llpipe run --data`` with no data-quality switches (as a schedule starts it): the schema inferred."""
-    return run.prepare(user_data(data, drift_table.LABEL, "binary_classifier"), FAST, sample_rows=10_000).execute()
+    return run.prepare(user_data(data, drift_table.LABEL, "binary_classifier"), RUN, sample_rows=10_000).execute()
 
 
 def read(run: LocalRun, uri: str) -> Any:

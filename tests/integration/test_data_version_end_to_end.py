@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 from rich.console import Console
+from support.settings import fast
 
 from pipeline.api.execution import LocalExecution
 from pipeline.cli.render.progress import step_table
@@ -21,7 +22,7 @@ from pipeline.local.executions import ExecutionRecord
 from pipeline.local.runner import LocalRun, build_local_run
 from pipeline.local.workdir import Workdir
 
-FAST = {"Epochs": "3", "NumModels": "2", "MiniBatchSize": "50", "TrainingInstanceCount": "1"}
+RUN = fast(TrainingInstanceCount=1)
 CACHEABLE = {"Preprocess", "Train", "Transform"}  # Evaluate reads the registry's champion: never cached
 
 
@@ -107,7 +108,7 @@ def test_data_changed_in_place_reruns_everything_and_unchanged_data_hits_the_cac
     run = LocalRun(built.config, Workdir(tmp_path / "work"), built.definition_json, built.uploads)
 
     def execute() -> ExecutionRecord:
-        return run.execute(user_data(folder, "target", "binary_classifier"), FAST)
+        return run.execute(user_data(folder, "target", "binary_classifier"), RUN)
 
     first, second = check_three_runs(run, execute, lambda: flip_labels_in_place(folder / "part-0.csv", 90))
     versions = [record.parameters["DataVersion"] for record in (first, second)]
@@ -122,7 +123,7 @@ def test_input_data_url_changed_in_place_reruns_everything_and_unchanged_hits_th
     run = LocalRun(built.config, Workdir(tmp_path), built.definition_json, built.uploads)
     uri = f"s3://{run.config.bucket}/datasets/breast-cancer/"
     [first_part, *_] = write_example_data(run.s3.path(uri))
-    overrides = {**FAST, "InputDataUrl": uri}
+    overrides = {**RUN, "InputDataUrl": uri}
 
     def execute() -> ExecutionRecord:  # what `llpipe run --param InputDataUrl=...` runs
         return run.execute(example_data(Workdir(tmp_path)), overrides)

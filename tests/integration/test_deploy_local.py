@@ -21,6 +21,7 @@ import boto3
 import botocore.config
 import pytest
 from support import drift_table
+from support.settings import FAST
 
 from pipeline import cli
 from pipeline.api import run_local
@@ -30,7 +31,6 @@ from pipeline.local.endpoints import LocalEndpoints, deployed_package
 from pipeline.local.registry import LocalRegistry
 from pipeline.local.workdir import Workdir
 
-FAST = {"Epochs": 3, "NumModels": 2, "MiniBatchSize": 50}
 FEATURES = ["tenure", "minutes", "calls", "plan"]
 
 

@@ -12,6 +12,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from support.settings import FAST, fast
 
 from containerlib.recordio import read as read_recordio
 from pipeline import cli
@@ -26,8 +27,6 @@ from pipeline.local.executions import ExecutionStore
 from pipeline.local.registry import LocalRegistry
 from pipeline.local.runner import LocalRun, build_local_run
 from pipeline.local.workdir import Workdir
-
-FAST = {"Epochs": "3", "NumModels": "2", "MiniBatchSize": "50"}
 
 
 @pytest.fixture(scope="module")
@@ -286,7 +285,7 @@ def test_every_loss_of_each_predictor_type_ends_in_a_report(
     frame = pd.DataFrame({"a": features[:, 0], "b": features[:, 1], "c": features[:, 2], "y": labels})
     frame.to_csv(tmp_path / "data" / "table.csv", index=False)
     run = local_run(built, tmp_path / "work")
-    parameters = {"Epochs": "1", "NumModels": "1", "MiniBatchSize": "50", "TrainingInstanceCount": "1"}
+    parameters = fast(Epochs=1, NumModels=1, TrainingInstanceCount=1)
     # a gate every model passes (auc and accuracy lie in [0, 1]; r2 of a 1-epoch model may be far below 0)
     parameters.update(NumClasses="3", MetricThreshold="-1000000" if predictor_type == "regressor" else "0")
     first = None

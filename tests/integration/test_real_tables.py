@@ -12,6 +12,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
+from support.settings import FAST
 
 from pipeline import cli
 from pipeline.api.execution import LocalExecution
@@ -20,8 +21,6 @@ from pipeline.local.data import user_data
 from pipeline.local.executions import ExecutionStore
 from pipeline.local.runner import LocalRun, build_local_run
 from pipeline.local.workdir import Workdir
-
-FAST = {"Epochs": "3", "NumModels": "2", "MiniBatchSize": "50"}
 
 
 @pytest.fixture(scope="module")

@@ -21,6 +21,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
+from support.settings import fast_params
 
 from pipeline import cli
 from pipeline.core.errors import TrainingError
@@ -31,7 +32,7 @@ from pipeline.local.executions import ExecutionStore
 from pipeline.local.registry import LocalRegistry
 from pipeline.local.s3 import LocalS3
 
-FAST = ["--param", "Epochs=2", "--param", "NumModels=2", "--param", "MiniBatchSize=50"]
+FAST_ARGS = fast_params(Epochs=2)  # these runs fail or stop: their models do not matter
 REPOSITORY = Path(__file__).resolve().parents[2]
 LLPIPE = [sys.executable, "-m", "pipeline"]  # a real llpipe process; the definition cache spares it the build
 
@@ -254,7 +255,7 @@ def test_a_damaged_registry_fails_the_run_before_training(tmp_path: Path, capsys
         work = tmp_path / name
         work.mkdir()
         damage(work / "registry.db")
-        code, err = run_cli([*argv, "--workdir", str(work), *FAST], capsys)
+        code, err = run_cli([*argv, "--workdir", str(work), *FAST_ARGS], capsys)
         assert code == 1 and f"{work / 'registry.db'}: the model registry cannot be used" in err, err
         assert "before the run" in err and not (work / "executions").exists()
 
@@ -264,7 +265,7 @@ def test_a_work_dir_that_cannot_be_created_is_one_line(tmp_path: Path, capsys: p
     was built, in a generic `<path>/example-data: Not a directory` (exit 1). Now a usage error before anything
     runs, naming the file in the way."""
     (tmp_path / "file").write_text("x")
-    code, err = run_cli(["run", "--workdir", str(tmp_path / "file" / "w"), "--quiet", *FAST], capsys)
+    code, err = run_cli(["run", "--workdir", str(tmp_path / "file" / "w"), "--quiet", *FAST_ARGS], capsys)
     assert code == 2 and f"{tmp_path / 'file'} is a file, not a folder" in err and "--workdir" in err
 
 
@@ -291,7 +292,7 @@ def test_a_read_only_work_dir(tmp_path: Path) -> None:
         return subprocess.run([*command, sys.executable, "-m", "pipeline", *argv], capture_output=True, text=True)
 
     for workdir in (folder / "w", folder / "new"):
-        result = read_only("run", "--workdir", str(workdir), "--quiet", *FAST)
+        result = read_only("run", "--workdir", str(workdir), "--quiet", *FAST_ARGS)
         assert result.returncode == 2, result.stderr
         assert f"--workdir {workdir}: cannot be created or written (Read-only file system)" in result.stderr
         assert "Traceback" not in result.stderr
@@ -328,7 +329,7 @@ def test_a_cached_step_whose_outputs_were_deleted_runs_again(
     """Before: the cache hit was taken and Train failed with 'no S3 objects found' under the deleted prefix."""
     data = binary_csv(tmp_path / "data.csv")
     argv = ["run", "--workdir", str(tmp_path / "w"), "--data", str(data), "--label-column", "label"]
-    argv += ["--predictor-type", "binary_classifier", "--json", *FAST]
+    argv += ["--predictor-type", "binary_classifier", "--json", *FAST_ARGS]
     assert cli.main(argv) == 0, capsys.readouterr().err
     first = json.loads(capsys.readouterr().out)
     train = next((tmp_path / "w" / "s3").rglob("preprocess/train"))
@@ -557,7 +558,7 @@ def test_two_runs_at_once_in_one_work_dir(tmp_path: Path) -> None:
     into one folder, one run removing it under the other, which failed with FileNotFoundError (seen here once in
     two runs); now each renders privately and renames the result into place."""
     work = tmp_path / "w"
-    argv = [*LLPIPE, "run", "--workdir", str(work), "--json", "--no-cache", *FAST]
+    argv = [*LLPIPE, "run", "--workdir", str(work), "--json", "--no-cache", *FAST_ARGS]
     processes = [
         subprocess.Popen(argv, cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
         for _ in range(2)

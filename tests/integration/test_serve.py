@@ -31,6 +31,7 @@ import pandas as pd
 import pytest
 from botocore.exceptions import ClientError
 from support import drift_table
+from support.settings import FAST
 
 from containerlib.recordio.reader import read_file
 from containerlib.recordio.writer import write_dense
@@ -43,7 +44,6 @@ from pipeline.core.errors import ServingError
 from serving.featurizer import featurize
 from serving.model import load_spec
 
-FAST = {"Epochs": 3, "NumModels": 2, "MiniBatchSize": 50}
 FEATURES = ["tenure", "minutes", "calls", "plan"]
 ENDPOINT = "churn-local"
 

@@ -38,8 +38,9 @@ RANGES = {
     ],
     "CategoricalParameterRanges": [{"Name": "use_bias", "Values": ["true", "false"]}],
 }
-# a tiny run: three training jobs, two at a time, one instance each, few epochs
-FAST = {
+# a tiny run: three training jobs, two at a time, one instance each, few epochs (not support.settings.FAST: tuning
+# searches mini_batch_size and trains one model per job)
+TINY_TUNING_RUN = {
     "Epochs": "4",
     "TrainingInstanceCount": "1",
     "ProcessingInstanceCount": "1",
@@ -156,7 +157,7 @@ def tuned_run(tmp_path_factory: pytest.TempPathFactory) -> tuple[LocalRun, Execu
     )
     config = load_config({"tuning_max_jobs": 3, "tuning_max_parallel_jobs": 2}, env={})
     run = build_local_run(config, Workdir.at(workdir))
-    record = run.execute(user_data(table, "label", "binary_classifier"), FAST)
+    record = run.execute(user_data(table, "label", "binary_classifier"), TINY_TUNING_RUN)
     return run, record, table
 
 
@@ -236,7 +237,7 @@ def test_expressions_resolve_the_tuning_steps_property_paths(tuned_run) -> None:
 
 def test_a_second_run_hits_the_cache_and_still_finds_the_model(tuned_run) -> None:
     run, first, table = tuned_run
-    second = run.execute(user_data(table, "label", "binary_classifier"), FAST)
+    second = run.execute(user_data(table, "label", "binary_classifier"), TINY_TUNING_RUN)
     assert second.status == "Succeeded", second.failure_reason
     assert second.steps["Tune"].cache_hit_source == first.id
     # the best job's artifact lives under the tuning prefix, not the first execution's folder: still there
@@ -402,7 +403,9 @@ def test_tuning_run_of_the_cli_flag(tuned_run, tmp_path: Path, capsys: pytest.Ca
     from pipeline import cli
 
     _, _, table = tuned_run
-    params = [arg for name, value in {**FAST, "Epochs": "2"}.items() for arg in ("--param", f"{name}={value}")]
+    params = [
+        arg for name, value in {**TINY_TUNING_RUN, "Epochs": "2"}.items() for arg in ("--param", f"{name}={value}")
+    ]
     code = cli.main(
         [
             "run",
@@ -432,7 +435,7 @@ def test_a_cache_hit_whose_models_are_gone_reruns_the_tuning_job(tuned_run) -> N
     run, first, table = tuned_run
     best = first.steps["Tune"].properties["BestTrainingJob"]["TrainingJobName"]
     run.s3.path(f"s3://llpipe-local/linear-learner-pipeline/tune/{best}/output/model.tar.gz").unlink()
-    record = run.execute(user_data(table, "label", "binary_classifier"), FAST)
+    record = run.execute(user_data(table, "label", "binary_classifier"), TINY_TUNING_RUN)
     assert record.status == "Succeeded", record.failure_reason
     assert record.steps["Tune"].cache_hit_source is None
     assert record.steps["Tune"].properties["HyperParameterTuningJobName"] == f"pipelines-{record.id}-Tune"
