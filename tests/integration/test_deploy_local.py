@@ -21,6 +21,7 @@ import boto3
 import botocore.config
 import pytest
 from support import drift_table
+from support.finished_run import FinishedRun
 from support.settings import FAST
 
 from pipeline import cli
@@ -50,12 +51,10 @@ def alive(pid: int) -> bool:
 
 
 @pytest.fixture(scope="module")
-def registry(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Registry]:
-    workdir = tmp_path_factory.mktemp("deploy")
-    frame = drift_table.table()
-    frame[drift_table.LABEL] = frame[drift_table.LABEL].map({0: "No", 1: "Yes"})
-    good = run_local(frame, drift_table.LABEL, "binary_classifier", workdir=workdir, progress=False, **FAST)
-    assert good.status == "Succeeded", good.failure_reason
+def registry(finished_run: FinishedRun, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Registry]:
+    """The shared run (version 1, the good model) copied, and a worse run registering version 2 in the copy."""
+    workdir = finished_run.copy_to(tmp_path_factory.mktemp("deploy") / "work")
+    frame = finished_run.frame
     worse = run_local(
         frame,
         drift_table.LABEL,

@@ -31,13 +31,13 @@ import pandas as pd
 import pytest
 from botocore.exceptions import ClientError
 from support import drift_table
-from support.settings import FAST
+from support.finished_run import FinishedRun
 
 from containerlib.recordio.reader import read_file
 from containerlib.recordio.writer import write_dense
 from dataquality.capture import read_records, request_rows
 from pipeline import cli, serve_local
-from pipeline.api import run_local
+from pipeline.api import get_execution
 from pipeline.api.execution import LocalExecution
 from pipeline.api.serving import Predictor
 from pipeline.core.errors import ServingError
@@ -63,14 +63,14 @@ def run_folder(workdir: Path, execution: LocalExecution) -> Path:
 
 
 @pytest.fixture(scope="module")
-def served(tmp_path_factory: pytest.TempPathFactory) -> Served:
-    """One pipeline run of the drift table with string labels; the raw rows of its test split, found by encoding
-    every raw row with the served featurizer and matching the encoded test records byte for byte."""
-    workdir = tmp_path_factory.mktemp("serve")
-    frame = drift_table.table()
-    frame[drift_table.LABEL] = frame[drift_table.LABEL].map({0: "No", 1: "Yes"})
-    execution = run_local(frame, drift_table.LABEL, "binary_classifier", workdir=workdir, progress=False, **FAST)
-    assert execution.status == "Succeeded", execution.failure_reason
+def served(finished_run: FinishedRun, tmp_path_factory: pytest.TempPathFactory) -> Served:
+    """The shared pipeline run of the drift table with string labels, copied (these tests serve, capture and register
+    into its work dir); the raw rows of its test split, found by encoding every raw row with the served featurizer
+    and matching the encoded test records byte for byte."""
+    workdir = finished_run.copy_to(tmp_path_factory.mktemp("serve") / "work")
+    frame = finished_run.frame
+    execution = get_execution(finished_run.execution_id, workdir=workdir)
+    assert isinstance(execution, LocalExecution) and execution.status == "Succeeded", execution.failure_reason
     folder = run_folder(workdir, execution)
     (shard,) = (folder / "preprocess" / "test").glob("*.pbr")
     encoded, _ = read_file(shard)
