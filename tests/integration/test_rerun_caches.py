@@ -8,7 +8,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from test_plots import report_file
+from support.reports import report_file
 
 import pipeline.api.plots
 from pipeline.cli.render.summary import _plots
