@@ -4,7 +4,7 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: run test lint bench clean image-env bench-env bench-recordio test-py39
+.PHONY: run test test-fast lint bench clean image-env bench-env bench-recordio test-py39
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -27,6 +27,11 @@ test: $(STAMP) image-env  ## lint and format check, then the test suite, then th
 	$(BIN)/python -m pytest -q -n 2
 	@if [ -n "$(PYTHON39)" ] || [ "$$CI" = true ]; then $(MAKE) --no-print-directory test-py39; \
 	else echo "no Python 3.9 here: the codec's tests under the image's numpy (make test-py39) were skipped"; fi
+
+# The unit and contract tiers (tests/unit, tests/contract): no local run, server or job process, under a minute on
+# 2 cores; `make test` runs them too, with the integration tier.
+test-fast: $(STAMP)  ## the unit and contract tiers only: what to run while working
+	$(BIN)/python -m pytest -q -n 2 tests/unit tests/contract
 
 lint: $(STAMP)
 	$(BIN)/ruff check .
