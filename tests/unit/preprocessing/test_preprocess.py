@@ -19,7 +19,7 @@ from sklearn.datasets import load_breast_cancer, load_diabetes, load_iris
 from support.container import Container
 
 from containerlib.hosts import Host
-from containerlib.recordio import read
+from containerlib.recordio import read, read_file
 from pipeline.core.sharding import objects_for_instance
 from preprocessing import PreprocessError
 from preprocessing.preprocess import main
@@ -273,7 +273,7 @@ def test_multiclass_and_regression_labels(tmp_path: Path, container: Container) 
     summary = load_summary(tmp_path / "diabetes-out" / "summary")
     assert summary["label_mapping"] is None and summary["label_counts"] is None and summary["feature_dim"] == 10
     labels = np.concatenate(
-        [read(open(path, "rb"))[1] for split in SPLITS for path in (tmp_path / "diabetes-out" / split).iterdir()]
+        [read_file(path)[1] for split in SPLITS for path in (tmp_path / "diabetes-out" / split).iterdir()]
     )
     assert sorted(labels.tolist()) == sorted(diabetes["target"].astype(np.float32).tolist())
     total = sum(summary["label_stats"][split]["sum"] for split in SPLITS)
