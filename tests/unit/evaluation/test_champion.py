@@ -18,7 +18,7 @@ from botocore.exceptions import ClientError
 from botocore.response import StreamingBody
 from botocore.stub import Stubber
 from sklearn import metrics as skm
-from test_evaluate import binary_case, write_job_inputs
+from support.evaluation_inputs import binary_case, write_job_inputs
 
 from evaluation import EvaluationError
 from evaluation.champion import Champion, ChampionError, download_model, find_champion

@@ -12,45 +12,16 @@ from typing import Any
 import numpy as np
 import pytest
 from sklearn import metrics as skm
-from support.container import Container
+from support.evaluation_inputs import binary_case, predictions_for, write_binary_inputs, write_job_inputs
 
-from containerlib.recordio import write_dense
 from evaluation.evaluate import main
 from evaluation.metrics import RankedScores, binary_scalars, confusion, regression_scalars
-
-SHARD_NAMES = ("part-0.recordio", "part-1.recordio", "nested/part-2.recordio")
-
-
-def write_job_inputs(
-    root: Path, labels: np.ndarray, predictions: list[dict[str, Any]], shard_names: tuple[str, ...] = SHARD_NAMES
-) -> tuple[Path, Path, Path]:
-    """Splits records over RecordIO test shards and matching ``.out`` files, as Preprocess and Transform write them."""
-    test_dir, predictions_dir, output_dir = root / "test", root / "predictions", root / "evaluation"
-    features = np.random.default_rng(7).normal(size=(len(labels), 3)).astype(np.float32)
-    bounds = np.linspace(0, len(labels), len(shard_names) + 1).astype(int)
-    for name, start, stop in zip(shard_names, bounds[:-1], bounds[1:], strict=True):
-        (test_dir / name).parent.mkdir(parents=True, exist_ok=True)
-        with (test_dir / name).open("wb") as shard:
-            write_dense(shard, features[start:stop], labels[start:stop])
-        (predictions_dir / name).parent.mkdir(parents=True, exist_ok=True)
-        lines = "".join(json.dumps(record) + "\n" for record in predictions[start:stop])
-        (predictions_dir / f"{name}.out").write_text(lines, encoding="utf-8")
-    return predictions_dir, test_dir, output_dir
 
 
 def run(predictions_dir: Path, test_dir: Path, output_dir: Path, predictor_type: str) -> dict[str, Any]:
     args = ["--predictions-dir", str(predictions_dir), "--test-dir", str(test_dir), "--output-dir", str(output_dir)]
     assert main([*args, "--predictor-type", predictor_type]) == 0
     return json.loads((output_dir / "evaluation.json").read_text())
-
-
-def binary_case(n: int, seed: int = 1) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    generator = np.random.default_rng(seed)
-    labels = (generator.random(n) < 0.3).astype(np.float32)
-    scores = 1 / (1 + np.exp(-(2.5 * labels - 1.2 + generator.normal(scale=1.2, size=n))))
-    scores = np.round(scores, 3)  # ties, as real scores have, so curve thinning and tie handling are exercised
-    predicted = (scores > 0.4).astype(int)  # a calibrated threshold, not 0.5
-    return labels, scores, predicted
 
 
 def assert_metric(section: dict[str, Any], name: str, expected: float) -> None:
@@ -225,53 +196,7 @@ def run_failing(tmp_path: Path, predictions_dir: Path, test_dir: Path, predictor
 
 @pytest.fixture
 def binary_inputs(tmp_path: Path) -> tuple[Path, Path]:
-    labels, scores, predicted = binary_case(60)
-    records = [{"score": float(s), "predicted_label": int(p)} for s, p in zip(scores, predicted, strict=True)]
-    predictions_dir, test_dir, _ = write_job_inputs(tmp_path, labels, records)
-    return predictions_dir, test_dir
-
-
-def test_count_mismatch_fails_naming_the_file_and_both_counts(
-    tmp_path: Path, binary_inputs: tuple[Path, Path], container: Container
-) -> None:
-    """Run as the container runs it: a separate process, a non-zero exit, one line on stderr, no report."""
-    predictions_dir, test_dir = binary_inputs
-    out_file = predictions_dir / "nested" / "part-2.recordio.out"
-    lines = out_file.read_text().splitlines(keepends=True)
-    out_file.write_text("".join(lines[:-1]))
-    output_dir = tmp_path / "evaluation"
-    args = ["--predictions-dir", predictions_dir, "--test-dir", test_dir, "--output-dir", output_dir]
-    (tmp_path / "output").mkdir()  # SageMaker's /opt/ml/output: the line is also the job's ExitMessage
-    resource_config = tmp_path / "resourceconfig.json"
-    resource_config.write_text(json.dumps({"current_host": "algo-1", "hosts": ["algo-1"]}))
-    args += ["--exit-message-file", tmp_path / "output" / "message", "--resource-config", resource_config]
-    result = container.run("evaluate", "--predictor-type", "binary_classifier", *args)
-    assert result.returncode == 1 and not output_dir.exists()
-    stderr = result.stderr
-    assert len(stderr.strip().splitlines()) == 1 and stderr.startswith("evaluate: error: ")
-    assert f"{out_file} holds {len(lines) - 1} predictions" in stderr
-    assert f"test shard nested/part-2.recordio holds {len(lines)} records" in stderr
-    assert (tmp_path / "output" / "message").read_bytes() == f"algo-1: {stderr}".encode()
-
-
-def test_an_unexpected_failure_still_says_what_it_was_in_the_exit_message(
-    tmp_path: Path, binary_inputs: tuple[Path, Path], container: Container
-) -> None:
-    """A defect rather than bad input (here the output folder is a file): traceback in the log, last line in
-    ExitMessage."""
-    predictions_dir, test_dir = binary_inputs
-    not_a_folder = tmp_path / "evaluation"
-    not_a_folder.write_text("")
-    (tmp_path / "output").mkdir()
-    resource_config = tmp_path / "resourceconfig.json"
-    resource_config.write_text(json.dumps({"current_host": "algo-1", "hosts": ["algo-1"]}))
-    args = ["--predictions-dir", predictions_dir, "--test-dir", test_dir, "--output-dir", not_a_folder]
-    args += ["--exit-message-file", tmp_path / "output" / "message", "--resource-config", resource_config]
-    result = container.run("evaluate", "--predictor-type", "binary_classifier", *args)
-    assert result.returncode == 1 and "Traceback (most recent call last)" in result.stderr
-    message = (tmp_path / "output" / "message").read_text()
-    assert message.startswith("algo-1: evaluate: unexpected ") and message.endswith(" (traceback in the log)\n")
-    assert str(not_a_folder) in message and message.count("\n") == 1
+    return write_binary_inputs(tmp_path)
 
 
 def test_missing_out_file_fails_clearly(tmp_path: Path, binary_inputs: tuple[Path, Path]) -> None:
@@ -337,17 +262,6 @@ def test_single_class_binary_test_set_fails_because_auc_is_undefined(tmp_path: P
     assert "only class 0" in run_failing(tmp_path, predictions_dir, test_dir, "binary_classifier")
 
 
-def test_runs_from_its_code_bundle(tmp_path: Path, binary_inputs: tuple[Path, Path], container: Container) -> None:
-    """The container runs evaluate.py with the packages of its bundle, without the repository's, on Python 3.9."""
-    predictions_dir, test_dir = binary_inputs
-    output_dir = tmp_path / "out"
-    args = ["--predictions-dir", predictions_dir, "--test-dir", test_dir, "--output-dir", output_dir]
-    result = container.run("evaluate", *args, "--predictor-type", "binary_classifier", cwd=tmp_path)
-    assert result.returncode == 0, result.stderr
-    assert "gate auc = " in result.stdout
-    assert json.loads((output_dir / "evaluation.json").read_text())["gate"]["metric"] == "auc"
-
-
 def test_bootstrap_weights_are_resamples() -> None:
     """A bootstrap round weights each record by how often it was drawn; metrics under those weights are the
     resample's metrics, which scikit-learn computes from the copied rows."""
@@ -380,96 +294,6 @@ def test_hosts_that_built_different_layouts_fail_the_evaluation(tmp_path: Path) 
     assert "Preprocess hosts built different layouts: feature_names of summary-algo-1.json is ['f0', 'f4']" in (
         stderr.getvalue()
     )
-
-
-# ------------------------------------------------------------------------------------- in the scikit-learn image
-
-
-def predictions_for(predictor_type: str, loss: str, n: int) -> tuple[np.ndarray, list[dict[str, Any]]]:
-    """Labels and Linear Learner's jsonlines records for one predictor type and loss."""
-    generator = np.random.default_rng(5)
-    if predictor_type == "binary_classifier":
-        labels, scores, predicted = binary_case(n)
-        if loss == "hinge_loss":  # a margin: any real number, positive means class 1
-            scores = np.log(scores + 1e-3) - np.log(1 - scores + 1e-3)
-        return labels, [{"score": float(s), "predicted_label": int(p)} for s, p in zip(scores, predicted, strict=True)]
-    if predictor_type == "multiclass_classifier":
-        labels = generator.integers(0, 3, size=n).astype(np.float32)
-        probabilities = generator.dirichlet(np.ones(3), size=n)
-        probabilities[np.arange(n), labels.astype(int)] += 0.5
-        probabilities /= probabilities.sum(axis=1, keepdims=True)
-        return labels, [
-            {"score": [float(v) for v in row], "predicted_label": int(np.argmax(row))} for row in probabilities
-        ]
-    labels = generator.normal(10, 3, size=n).astype(np.float32)
-    return labels, [{"score": float(y + generator.normal())} for y in labels]
-
-
-def write_shards_of_every_kind(root: Path, labels: np.ndarray, predictions: list[dict[str, Any]]) -> tuple[Path, Path]:
-    """Test shards as SageMaker may hand them to Evaluate: a one-record dense shard, a one-record sparse shard, a
-    dense shard whose records are split with dmlc's continuation flag, and a sparse shard; with their ``.out`` files."""
-    from scipy import sparse
-    from support.protobuf_oracle import MAGIC_AS_FLOAT32, dmlc_split_frames, payloads
-
-    from containerlib.recordio import write_sparse
-
-    test_dir, predictions_dir = root / "test", root / "predictions"
-    test_dir.mkdir(parents=True)
-    predictions_dir.mkdir(parents=True)
-    n = len(labels)
-    features = np.random.default_rng(3).normal(size=(n, 6)).astype(np.float32)
-    features[::3, 2] = 0.0
-    features[2:, 0] = MAGIC_AS_FLOAT32  # an aligned magic number inside a payload: dmlc's writer splits there
-    half = 2 + (n - 2) // 2
-    parts = [("a-one-dense", 0, 1, False), ("b-one-sparse", 1, 2, True), ("c-split", 2, half, False)]
-    parts.append(("d-sparse", half, n, True))
-    for name, start, stop, is_sparse in parts:
-        out = io.BytesIO()
-        if is_sparse:
-            write_sparse(out, sparse.csr_matrix(features[start:stop]), labels[start:stop])
-        else:
-            write_dense(out, features[start:stop], labels[start:stop])
-        data = out.getvalue()
-        if name == "c-split":
-            data = b"".join(dmlc_split_frames(payload) for payload in payloads(data))
-            assert any(int.from_bytes(data[i : i + 4], "little") >> 29 == 1 for i in range(4, len(data), 4))
-        (test_dir / name).write_bytes(data)
-        lines = "".join(json.dumps(record) + "\n" for record in predictions[start:stop])
-        (predictions_dir / f"{name}.out").write_text(lines, encoding="utf-8")
-    return predictions_dir, test_dir
-
-
-@pytest.mark.parametrize(
-    ("predictor_type", "loss"),
-    [
-        ("binary_classifier", "logistic"),
-        ("binary_classifier", "hinge_loss"),
-        ("multiclass_classifier", "softmax_loss"),
-        ("regressor", "squared_loss"),
-    ],
-)
-def test_the_image_environment_gives_the_report_of_this_interpreter(
-    tmp_path: Path, container: Container, predictor_type: str, loss: str
-) -> None:
-    """evaluate.py from its code bundle on Python 3.9 / numpy 1.24.1 / scikit-learn 1.2.1, on single-record, sparse
-    and split-record shards, writes the report this interpreter's run writes."""
-    labels, predictions = predictions_for(predictor_type, loss, 240)
-    predictions_dir, test_dir = write_shards_of_every_kind(tmp_path, labels, predictions)
-    args = ["--predictions-dir", predictions_dir, "--test-dir", test_dir, "--predictor-type", predictor_type]
-    args += ["--loss", loss]
-    result = container.run("evaluate", *args, "--output-dir", tmp_path / "image")
-    assert result.returncode == 0, result.stderr
-    assert main([*map(str, args), "--output-dir", str(tmp_path / "here")]) == 0
-    in_image = json.loads((tmp_path / "image" / "evaluation.json").read_text())
-    here = json.loads((tmp_path / "here" / "evaluation.json").read_text())
-    assert in_image["dataset"] == {"item_count": 240, "file_count": 4}
-    expected_kind = {"binary_classifier": "probability", "regressor": "value"}.get(predictor_type, "probability")
-    assert in_image["score"] == {"kind": "margin" if loss == "hinge_loss" else expected_kind}
-    assert in_image["gate"]["value"] == pytest.approx(here["gate"]["value"], rel=1e-9)
-    section = next(key for key in in_image if key.endswith("_metrics"))
-    for name, entry in here[section].items():
-        if isinstance(entry, dict) and "value" in entry:
-            assert in_image[section][name]["value"] == pytest.approx(entry["value"], rel=1e-9, nan_ok=True), name
 
 
 def test_hinge_loss_margins_rank_for_auc_and_predicted_labels_count_for_the_rest(tmp_path: Path) -> None:
