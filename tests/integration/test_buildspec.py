@@ -80,8 +80,9 @@ def source_copy(tmp_path: Path) -> Path:
     ignore = shutil.ignore_patterns("__pycache__", "*.egg-info", ".llpipe", "*.tmp")
     for folder in ("pipeline", "preprocessing", "evaluation", "dataquality", "containerlib", "serving"):
         shutil.copytree(REPOSITORY / folder, workdir / folder, ignore=ignore)
-    (workdir / "tests").mkdir()
-    shutil.copy2(REPOSITORY / "tests" / "test_config.py", workdir / "tests" / "test_config.py")
+    (workdir / "tests" / "unit" / "definition").mkdir(parents=True)
+    config_test = Path("tests") / "unit" / "definition" / "test_config.py"
+    shutil.copy2(REPOSITORY / config_test, workdir / config_test)
     for name in ("pyproject.toml", "buildspec.yml"):
         shutil.copy2(REPOSITORY / name, workdir / name)
     return workdir
