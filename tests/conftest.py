@@ -70,14 +70,15 @@ def definition_cache_of_this_session(tmp_path_factory: pytest.TempPathFactory) -
 # Modules whose module-scoped fixtures are expensive (a real local run, a served model, a definition built by the
 # SDK, a CodeBuild run): under xdist (`make test` runs `-n 2`) all their tests go to one worker, so each fixture is set
 # up once per session instead of once per worker that happens to get one of the module's tests (the CodeBuild run
-# once took 60 s on each worker). Every other test is still dealt out one by one.
+# once took 60 s on each worker). Every other test is still dealt out one by one. Modules are named by file name, in
+# whichever tier folder they are (file names are unique across the folders: pytest imports them by that name).
 GROUPED_MODULES = frozenset(
     {
         "test_api",
+        "test_bad_input_errors",
         "test_buildspec",
         "test_definition",
         "test_deploy_local",
-        "test_bad_input_errors",
         "test_linear_learner_jobs",
         "test_monitor",
         "test_sagemaker_inspect",
