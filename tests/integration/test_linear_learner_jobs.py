@@ -4,6 +4,7 @@ from the artifact alone, and the ``llpipe linear-learner`` command."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import signal
@@ -253,10 +254,10 @@ def test_a_crashed_peer_makes_the_others_fail_promptly():
         ]
     )
     try:
-        collective = ClientCollective((host, port), b"secret-key", 0, 2, timeout=30)
-        np.testing.assert_array_equal(collective.allreduce(np.arange(3.0)), [1.0, 2.0, 3.0])
-        with pytest.raises(CollectiveAborted, match="another instance failed"):
-            collective.allreduce(np.arange(3.0))
+        with contextlib.closing(ClientCollective((host, port), b"secret-key", 0, 2, timeout=30)) as collective:
+            np.testing.assert_array_equal(collective.allreduce(np.arange(3.0)), [1.0, 2.0, 3.0])
+            with pytest.raises(CollectiveAborted, match="another instance failed"):
+                collective.allreduce(np.arange(3.0))
         assert not server.stalled, server.error  # the crash ended the round, not the server's 30 s heartbeat
         assert peer.wait(timeout=10) == 17
     finally:
