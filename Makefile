@@ -28,10 +28,11 @@ test: $(STAMP) image-env  ## lint and format check, then the test suite, then th
 	@if [ -n "$(PYTHON39)" ] || [ "$$CI" = true ]; then $(MAKE) --no-print-directory test-py39; \
 	else echo "no Python 3.9 here: the codec's tests under the image's numpy (make test-py39) were skipped"; fi
 
-# The unit and contract tiers (tests/unit, tests/contract): no local run, server or job process, under a minute on
-# 2 cores; `make test` runs them too, with the integration tier.
+# The unit and contract tiers (tests/unit, tests/contract; tests/README.md): no local run, server, job process or
+# stack, about 80 s of CPU: under a minute on 2 cores. `make test` runs them too, with the integration tier. One BLAS
+# thread per worker: beside the other worker, BLAS threads of its own only spin on the 2 cores.
 test-fast: $(STAMP)  ## the unit and contract tiers only: what to run while working
-	$(BIN)/python -m pytest -q -n 2 tests/unit tests/contract
+	OPENBLAS_NUM_THREADS=1 OMP_NUM_THREADS=1 $(BIN)/python -m pytest -q -n 2 tests/unit tests/contract
 
 lint: $(STAMP)
 	$(BIN)/ruff check .
