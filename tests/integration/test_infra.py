@@ -13,6 +13,7 @@ from typing import Any
 import boto3
 import pytest
 from moto import mock_aws
+from support.cloudformation import actions, load_template
 
 TEMPLATE = Path(__file__).resolve().parents[2] / "infra" / "pipeline.yaml"
 REGION = "eu-west-1"
@@ -142,32 +143,8 @@ def test_the_template_declares_what_moto_cannot_check() -> None:
     assert build["Source"]["BuildSpec"] == "buildspec.yml"
 
 
-def _construct(loader: Any, node: Any) -> Any:
-    import yaml
-
-    if isinstance(node, yaml.ScalarNode):
-        return loader.construct_scalar(node)
-    if isinstance(node, yaml.SequenceNode):
-        return loader.construct_sequence(node, deep=True)
-    return loader.construct_mapping(node, deep=True)
-
-
 def template_resources() -> dict[str, Any]:
-    import yaml
-
-    class Loader(yaml.SafeLoader):
-        pass
-
-    Loader.add_multi_constructor("!", lambda loader, suffix, node: {suffix: _construct(loader, node)})
-    return yaml.load(TEMPLATE.read_text(), Loader=Loader)["Resources"]
-
-
-def actions(statements: list[dict[str, Any]]) -> set[str]:
-    found: set[str] = set()
-    for statement in statements:
-        listed = statement["Action"]
-        found.update([listed] if isinstance(listed, str) else listed)
-    return found
+    return load_template(TEMPLATE)["Resources"]
 
 
 def policy_file_actions(name: str) -> set[str]:

@@ -18,8 +18,8 @@ import boto3
 import pytest
 import yaml
 from moto import mock_aws
+from support.cloudformation import actions, load_template
 from support.moto_additions import moto_server
-from test_infra import _construct, actions
 
 REPOSITORY = Path(__file__).resolve().parents[2]
 TEMPLATE = REPOSITORY / "infra" / "deploy.yaml"
@@ -36,11 +36,7 @@ PARAMETERS = {
 
 
 def template() -> dict[str, Any]:
-    class Loader(yaml.SafeLoader):
-        pass
-
-    Loader.add_multi_constructor("!", lambda loader, suffix, node: {suffix: _construct(loader, node)})
-    return yaml.load(TEMPLATE.read_text(), Loader=Loader)
+    return load_template(TEMPLATE)
 
 
 def event(name: str) -> dict[str, Any]:
