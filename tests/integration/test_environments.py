@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 from rich.console import Console
-from test_local_jobs import processing_definition, run
+from support.processing_jobs import processing_definition, run
 
 from pipeline.api.execution import LocalExecution
 from pipeline.cli.render.progress import step_table

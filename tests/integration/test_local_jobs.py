@@ -9,12 +9,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from support.processing_jobs import processing_definition, run
 
-from pipeline.local.executions import ExecutionStore
-from pipeline.local.interpreter import Interpreter
-from pipeline.local.jobs import local_runners
 from pipeline.local.s3 import LocalS3
-from pipeline.local.workdir import Workdir
 
 SCRIPT = """
 import argparse, json, os, pathlib, sys
@@ -34,72 +31,6 @@ out.write_text(json.dumps({"host": host, "seen": seen, "env": os.environ.get("GR
 """
 
 
-def processing_definition(instances: int = 3, fail_on: str = "none", entrypoint: str = "python3") -> dict[str, Any]:
-    return {
-        "Version": "2020-12-01",
-        "Parameters": [{"Name": "Instances", "Type": "Integer", "DefaultValue": instances}],
-        "Steps": [
-            {
-                "Name": "Job",
-                "Type": "Processing",
-                "Arguments": {
-                    "ProcessingResources": {"ClusterConfig": {"InstanceCount": {"Get": "Parameters.Instances"}}},
-                    "AppSpecification": {
-                        "ImageUri": "sklearn-image",
-                        "ContainerEntrypoint": [entrypoint, "/opt/ml/processing/input/code/job.py"],
-                        "ContainerArguments": [
-                            "--data-dir",
-                            "/opt/ml/processing/input/data",
-                            "--output-dir=/opt/ml/processing/output",
-                            "--fail-on",
-                            fail_on,
-                            "--resource-config",
-                            "/opt/ml/config/resourceconfig.json",
-                        ],
-                    },
-                    "Environment": {"GREETING": "hi"},
-                    "ProcessingInputs": [
-                        {
-                            "InputName": "data",
-                            "S3Input": {
-                                "S3Uri": "s3://bkt/data/",
-                                "LocalPath": "/opt/ml/processing/input/data",
-                                "S3DataType": "S3Prefix",
-                                "S3DataDistributionType": "ShardedByS3Key",
-                            },
-                        },
-                        {
-                            "InputName": "code",
-                            "S3Input": {
-                                "S3Uri": "s3://bkt/code/",
-                                "LocalPath": "/opt/ml/processing/input/code",
-                                "S3DataType": "S3Prefix",
-                                "S3DataDistributionType": "FullyReplicated",
-                            },
-                        },
-                    ],
-                    "ProcessingOutputConfig": {
-                        "Outputs": [
-                            {
-                                "OutputName": "result",
-                                "S3Output": {
-                                    "S3Uri": {
-                                        "Std:Join": {
-                                            "On": "/",
-                                            "Values": ["s3://bkt/out", {"Get": "Execution.PipelineExecutionId"}],
-                                        }
-                                    },
-                                    "LocalPath": "/opt/ml/processing/output",
-                                },
-                            }
-                        ]
-                    },
-                },
-            }
-        ],
-    }
-
-
 @pytest.fixture
 def workdir(tmp_path: Path) -> Path:
     s3 = LocalS3(tmp_path / "s3")
@@ -107,17 +38,6 @@ def workdir(tmp_path: Path) -> Path:
     for name in ("a.csv", "b.csv", "c.csv", "d.csv", "nested/e.csv"):
         s3.put_bytes(f"s3://bkt/data/{name}", b"x\n")
     return tmp_path
-
-
-def run(workdir: Path, definition: dict[str, Any], runners: dict[str, Any] | None = None):
-    s3 = LocalS3(workdir / "s3")
-    interpreter = Interpreter(
-        runners=runners or local_runners(Workdir(workdir), region="us-east-1", account="111122223333"),
-        store=ExecutionStore(workdir / "executions"),
-        read_json=lambda uri: json.loads(s3.path(uri).read_text()),
-        pipeline_name="jobs-test",
-    )
-    return interpreter.run(definition, {}), s3
 
 
 def test_processing_instances_get_their_share_host_config_and_remapped_paths(workdir: Path) -> None:
