@@ -4,7 +4,7 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: run test lint docs docs-check bench clean image-env bench-env bench-recordio test-py39
+.PHONY: run test test-fast lint docs docs-check bench clean image-env bench-env bench-recordio test-py39
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -40,6 +40,12 @@ docs-check: $(STAMP)
 	$(BIN)/python docs/gen_references.py --check
 	@out=$$(mktemp -d) && NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict --quiet --site-dir "$$out"; \
 	status=$$?; rm -rf "$$out"; exit $$status
+
+# The unit and contract tiers (tests/unit, tests/contract; tests/README.md): no local run, server, job process or
+# stack, about 80 s of CPU: under a minute on 2 cores. `make test` runs them too, with the integration tier. One BLAS
+# thread per worker: beside the other worker, BLAS threads of its own only spin on the 2 cores.
+test-fast: $(STAMP)  ## the unit and contract tiers only: what to run while working
+	OPENBLAS_NUM_THREADS=1 OMP_NUM_THREADS=1 $(BIN)/python -m pytest -q -n 2 tests/unit tests/contract
 
 lint: $(STAMP)
 	$(BIN)/ruff check .
@@ -77,7 +83,7 @@ bench-recordio: $(STAMP) $(BENCH_STAMP)
 # The codec's tests under the image's Python 3.9 and numpy 1.24.1: pytest runs tests in its own interpreter, so
 # `make test` runs them under .venv's only.
 test-py39: $(BENCH_STAMP)
-	$(BENCH_ENV)/bin/python -m pytest -q tests/test_recordio.py
+	$(BENCH_ENV)/bin/python -m pytest -q tests/unit/containerlib/test_recordio.py
 
 clean:
 	rm -rf $(VENV) .llpipe build site *.egg-info

@@ -36,11 +36,11 @@ import scipy.sparse
 from containerlib import recordio
 
 REPOSITORY = Path(__file__).resolve().parent.parent
-ORACLE = REPOSITORY / "tests" / "protobuf_oracle.py"
+ORACLE = REPOSITORY / "tests" / "support" / "protobuf_oracle.py"
 
 
 def load_oracle() -> ModuleType:
-    """tests/protobuf_oracle.py: the protobuf compilation and SDK v2-style writers the tests check the codec with."""
+    """tests/support/protobuf_oracle.py: the protobuf compilation and SDK v2-style writers the tests check the codec with."""
     spec = importlib.util.spec_from_file_location("protobuf_oracle", ORACLE)
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)

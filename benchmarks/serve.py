@@ -32,7 +32,7 @@ import pandas as pd
 from containerlib.content_types import CSV, JSON
 
 REPOSITORY = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(REPOSITORY / "tests"))
+sys.path.insert(0, str(REPOSITORY / "tests" / "support"))
 
 import drift_table  # noqa: E402 - the tests' table: numeric and text columns, a label that depends on both
 

@@ -4,7 +4,7 @@ Register: once with the defaults (one Train step) and once with a Tuning step of
 Prints, for both runs, the validation objective the tuning optimises (the untuned Train step's final value of the same
 metric is the baseline) and the test AUC of the Evaluate step's report, measured in the same run. The table
 (5,000 rows, about 6% positives, 12 features of which 4 informative, some on other scales) is generated from a seed
-into the work dir by tests/imbalanced_table.py. Caching is off, so every step really runs.
+into the work dir by tests/support/imbalanced_table.py. Caching is off, so every step really runs.
 
     python benchmarks/tuning.py [--jobs 12] [--parallel 2] [--objective validation:objective_loss] [--rows 5000]
 """

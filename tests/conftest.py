@@ -9,8 +9,8 @@ from types import ModuleType
 from typing import Any
 
 import pytest
-from container import Container
-from protobuf_oracle import compile_record_protobuf
+from support.container import Container
+from support.protobuf_oracle import compile_record_protobuf
 
 from pipeline.core.images import DEFAULT_PROCESSING_IMAGE
 from pipeline.local.environments import EnvironmentBuildError, ImageEnvironments, JobEnvironment
@@ -22,7 +22,8 @@ os.environ.setdefault("LLPIPE_MLFLOW_TRACKING", "false")
 
 @pytest.fixture(scope="session")
 def record_protobuf(tmp_path_factory: pytest.TempPathFactory) -> ModuleType:
-    """The aialgs.data protobuf messages compiled from tests/recordio.proto: an oracle independent of the codec."""
+    """The aialgs.data protobuf messages compiled from tests/support/recordio.proto: an oracle independent of the
+    codec."""
     return compile_record_protobuf(tmp_path_factory.mktemp("record_protobuf"))
 
 
@@ -73,20 +74,25 @@ def definition_cache_of_this_session(tmp_path_factory: pytest.TempPathFactory) -
 # Modules whose module-scoped fixtures are expensive (a real local run, a served model, a definition built by the
 # SDK, a CodeBuild run): under xdist (`make test` runs `-n 2`) all their tests go to one worker, so each fixture is set
 # up once per session instead of once per worker that happens to get one of the module's tests (the CodeBuild run
-# once took 60 s on each worker). Every other test is still dealt out one by one.
+# once took 60 s on each worker). Every other test is still dealt out one by one. Modules are named by file name, in
+# whichever tier folder they are (file names are unique across the folders: pytest imports them by that name).
 GROUPED_MODULES = frozenset(
     {
         "test_api",
+        "test_bad_input_errors",
         "test_buildspec",
         "test_dag",
         "test_definition",
         "test_deploy_local",
-        "test_hostile_second",
+        "test_docs",
         "test_linear_learner_jobs",
+        "test_mlflow_tracking",
         "test_monitor",
         "test_sagemaker_inspect",
         "test_sagemaker_ops",
+        "test_scaling_study",
         "test_serve",
+        "test_serve_client_faults",
         "test_tuning_definition",
         "test_tuning_local",
     }

@@ -100,7 +100,7 @@ DATA_QUALITY_CHECK_PROPERTIES = (  # the QualityCheck step's properties: S3 URIs
 
 # ------------------------------------------------------------------------------------------- Preprocess's split
 # the shares of rows in the validation and test splits: the definition's defaults and Preprocess's own (its
-# --validation-fraction and --test-fraction, pinned equal by tests/test_names.py)
+# --validation-fraction and --test-fraction, pinned equal by tests/contract/test_names.py)
 SPLIT_FRACTIONS = {"ValidationFraction": 0.15, "TestFraction": 0.15}
 
 

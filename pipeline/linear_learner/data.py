@@ -78,12 +78,12 @@ def _iter_csv(path: Path, records: int, labels_in_csv: bool):
 
     first = 0
     try:
-        chunks = pd.read_csv(
+        with pd.read_csv(  # closed also when the reader stops early (a bad record further on): no file left open
             path, header=None, dtype=str, keep_default_na=False, skip_blank_lines=True, chunksize=min(records, 1 << 30)
-        )
-        for frame in chunks:
-            yield first, *_csv_numbers(path, frame, first, labels_in_csv)
-            first += len(frame)
+        ) as chunks:
+            for frame in chunks:
+                yield first, *_csv_numbers(path, frame, first, labels_in_csv)
+                first += len(frame)
     except pd.errors.EmptyDataError:
         raise AlgorithmInputError(
             f"{path}: the CSV file is empty; expected rows of numbers (label first, no header)"

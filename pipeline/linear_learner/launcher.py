@@ -258,8 +258,9 @@ def _run_instances(roots: list[Path], log: Callable[[str], None], stop: threadin
 
 def _pump(process: subprocess.Popen, host: str, lines: queue.Queue) -> None:
     assert process.stdout is not None
-    for line in process.stdout:
-        lines.put((host, line.rstrip("\n")))
+    with process.stdout:  # closed at the end of the output, not left open for the garbage collector
+        for line in process.stdout:
+            lines.put((host, line.rstrip("\n")))
 
 
 def _drain(lines: queue.Queue, log: Callable[[str], None]) -> None:

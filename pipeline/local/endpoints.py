@@ -54,6 +54,9 @@ DEFAULT_PORTS = {STAGING: 8081, "prod": 8080}
 READY_TIMEOUT_SECONDS = 120.0  # a bound on a server that never comes up, not a wait: readiness is its ready file
 STOP_TIMEOUT_SECONDS = 30.0
 HOST = "127.0.0.1"
+# the detached servers this process started: held (and reaped once they end) rather than left to the garbage
+# collector, which would warn that they still run; they are meant to outlive the call that started them
+_DETACHED: list[subprocess.Popen] = []
 
 
 @dataclass(frozen=True)
@@ -165,6 +168,7 @@ def launch_server(command: Sequence[str], ready_file: Path, log: Path, timeout: 
                 except (ValueError, KeyError, TypeError):
                     port = None
                 if port:
+                    _DETACHED[:] = [*(kept for kept in _DETACHED if kept.poll() is None), process]
                     return Server(process.pid, process_start(process.pid), port, log)
             if process.poll() is not None:
                 raise ServerStartError(f"the server exited with status {process.returncode}: {_log_tail(log)}")

@@ -320,15 +320,18 @@ class ImageEnvironments:
         log.write(f"$ {' '.join(command)}\n")
         log.flush()
         variables = clean_variables(os.environ)
-        process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=variables)
-        assert process.stdout is not None
         tail = ""
-        for line in process.stdout:
-            log.write(line)
-            if line.strip() and not line.startswith("WARNING: Location"):
-                tail = line.strip()
-                report(f"{what}: {_short(tail)}")
-        if process.wait() != 0:
+        # as a context manager: the output pipe is closed and the process waited for, however the loop ends
+        with subprocess.Popen(
+            command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=variables
+        ) as process:
+            assert process.stdout is not None
+            for line in process.stdout:
+                log.write(line)
+                if line.strip() and not line.startswith("WARNING: Location"):
+                    tail = line.strip()
+                    report(f"{what}: {_short(tail)}")
+        if process.returncode != 0:
             raise EnvironmentBuildError(f"{what} failed: {_short(tail) or f'exit code {process.returncode}'}")
 
 

@@ -1,0 +1,321 @@
+"""MLflow on SageMaker (issue 41), asserted request by request with botocore's Stubber: the tracking server or App
+ARN in the configuration and the definition's MlflowConfig, the experiment named per execution by ``start`` and by
+the schedule, and Linear Learner's metrics forwarded from the training job's own record into MLflow runs that
+MLflow's client reads back."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from datetime import datetime, timedelta, timezone
+from pathlib import Path
+from typing import Any
+
+import pytest
+from botocore.stub import ANY
+from mlflow import MlflowClient
+from support.aws_stubs import REAL_SESSION, StubbedSession
+
+from pipeline.cli import main
+from pipeline.core.errors import ConfigError
+from pipeline.definition.build import build_definition
+from pipeline.definition.config import PipelineConfig, load_config
+from pipeline.sagemaker import aws, schedule, start
+from pipeline.sagemaker.mlflow_metrics import forward_execution
+
+ACCOUNT = "123456789012"
+APP_ARN = f"arn:aws:sagemaker:us-west-2:{ACCOUNT}:mlflow-app/app-7x2k9abcd"
+CONFIG = PipelineConfig(
+    region="us-west-2",
+    role_arn=f"arn:aws:iam::{ACCOUNT}:role/PipelineRole",
+    bucket="artifacts-bucket",
+    pipeline_name="churn-pipeline",
+    mlflow_arn=APP_ARN,
+)
+PIPELINE_ARN = f"arn:aws:sagemaker:us-west-2:{ACCOUNT}:pipeline/churn-pipeline"
+EXECUTION_ARN = f"{PIPELINE_ARN}/execution/abc123def456"
+JOB = "pipelines-abc123def456-Train-x1y2z3"
+JOB_ARN = f"arn:aws:sagemaker:us-west-2:{ACCOUNT}:training-job/{JOB.lower()}"
+T0 = datetime(2026, 12, 1, 3, 0, 5, tzinfo=timezone.utc)
+PACKAGE_ARN = f"arn:aws:sagemaker:us-west-2:{ACCOUNT}:model-package/churn-models/7"
+UPDATE_REQUEST = {"ModelPackageArn": PACKAGE_ARN, "CustomerMetadataProperties": ANY}  # the run id: read back below
+SCHEDULE_ARN = f"arn:aws:scheduler:us-west-2:{ACCOUNT}:schedule/default/churn-pipeline"
+
+
+@pytest.fixture(scope="module")
+def definition() -> dict[str, Any]:
+    return json.loads(build_definition(CONFIG).definition_json)
+
+
+def test_an_mlflow_arn_that_is_neither_a_tracking_server_nor_an_app_is_refused() -> None:
+    wrong = f"arn:aws:sagemaker:us-west-2:{ACCOUNT}:mlflow/tracker"
+    with pytest.raises(ConfigError) as error:
+        load_config({"mlflow_arn": wrong}, env={})
+    assert str(error.value) == (
+        f"mlflow_arn: {wrong!r} is not valid; expected an MLflow tracking server or App ARN: "
+        "arn:aws:sagemaker:REGION:ACCOUNT:mlflow-tracking-server/NAME or ...:mlflow-app/ID (from overrides)"
+    )
+    assert load_config({}, env={"LLPIPE_MLFLOW_ARN": APP_ARN}).mlflow_arn == APP_ARN
+
+
+def test_the_definition_names_the_server_and_the_pipelines_own_experiment(definition: dict[str, Any]) -> None:
+    """The default experiment is the pipeline's name (where scheduled executions land), nothing per execution."""
+    assert definition["MlflowConfig"] == {"MlflowExperimentName": "churn-pipeline", "MlflowResourceArn": APP_ARN}
+    without = json.loads(build_definition(dataclasses.replace(CONFIG, mlflow_arn=None)).definition_json)
+    assert without.get("MlflowConfig") is None
+
+
+def test_start_names_the_executions_experiment(definition: dict[str, Any]) -> None:
+    config = dataclasses.replace(CONFIG, mlflow_experiment="churn-experiments")
+    session = StubbedSession("sagemaker", "s3")
+    request = start.start_request(config, {"DataVersion": "v1"}, session, definition=definition)
+    session.stubs["sagemaker"].add_response(
+        "start_pipeline_execution",
+        {"PipelineExecutionArn": EXECUTION_ARN},
+        {
+            "PipelineName": "churn-pipeline",
+            "PipelineParameters": [{"Name": "DataVersion", "Value": "v1"}],
+            "MlflowExperimentName": "churn-experiments",
+        },
+    )
+    assert start.start(config, session=session, request=request) == EXECUTION_ARN
+    session.verify()
+    plain = start.start_request(
+        dataclasses.replace(CONFIG, mlflow_arn=None), {"DataVersion": "v1"}, session, None, definition=definition
+    )
+    assert "MlflowExperimentName" not in plain
+
+
+def test_each_scheduled_execution_starts_in_the_pipelines_experiment() -> None:
+    from botocore.validate import validate_parameters
+
+    request = schedule.schedule_request(CONFIG, "rate(1 day)", now=T0)
+    payload = json.loads(request["Target"]["Input"])
+    assert payload["MlflowExperimentName"] == "churn-pipeline"
+    operation = REAL_SESSION.client("sagemaker").meta.service_model.operation_model("StartPipelineExecution")
+    validate_parameters(payload, operation.input_shape)
+
+
+def described_job() -> dict[str, Any]:
+    return {
+        "TrainingJobName": JOB,
+        "TrainingJobArn": JOB_ARN,
+        "ModelArtifacts": {"S3ModelArtifacts": f"s3://artifacts-bucket/churn-pipeline/train/{JOB}/output/model.tar.gz"},
+        "TrainingJobStatus": "Completed",
+        "SecondaryStatus": "Completed",
+        "HyperParameters": {"epochs": "3", "predictor_type": "binary_classifier", "mini_batch_size": "200"},
+        "AlgorithmSpecification": {
+            "TrainingImage": "174872318107.dkr.ecr.us-west-2.amazonaws.com/linear-learner:1",
+            "TrainingInputMode": "File",
+            "MetricDefinitions": [
+                {
+                    "Name": "train:objective_loss",
+                    "Regex": "#quality_metric: host=\\S+, epoch=\\S+, train \\S+ <loss>=(\\S+)",
+                },
+                {
+                    "Name": "validation:objective_loss",
+                    "Regex": "#quality_metric: host=\\S+, epoch=\\S+, validation \\S+ <loss>=(\\S+)",
+                },
+            ],
+        },
+        "ResourceConfig": {"InstanceType": "ml.m5.xlarge", "InstanceCount": 2, "VolumeSizeInGB": 30},
+        "StoppingCondition": {"MaxRuntimeInSeconds": 86400},
+        "CreationTime": T0 + timedelta(minutes=4),
+        "TrainingStartTime": T0 + timedelta(minutes=5),
+        "TrainingEndTime": T0 + timedelta(minutes=9),
+        "FinalMetricDataList": [
+            {"MetricName": "validation:objective_loss", "Value": 0.21, "Timestamp": T0 + timedelta(minutes=9)},
+            {"MetricName": "validation:roc_auc_score", "Value": 0.93, "Timestamp": T0 + timedelta(minutes=9)},
+        ],
+    }
+
+
+def query(name: str) -> dict[str, str]:
+    return {
+        "MetricName": name,
+        "ResourceArn": JOB_ARN,
+        "MetricStat": "Avg",
+        "Period": "IterationNumber",
+        "XAxisType": "IterationNumber",
+    }
+
+
+def stub_execution(session: StubbedSession, mlflow_config: dict[str, str] | None) -> None:
+    """The reads of one scheduled execution: Preprocess, Train (a cache hit would name its source), the gate."""
+    sagemaker = session.stubs["sagemaker"]
+    described: dict[str, Any] = {
+        "PipelineArn": PIPELINE_ARN,
+        "PipelineExecutionArn": EXECUTION_ARN,
+        "PipelineExecutionStatus": "Succeeded",
+        "PipelineExecutionDescription": f"Scheduled for 2026-12-01T03:00:00Z by {SCHEDULE_ARN}",
+        "CreationTime": T0,
+        "LastModifiedTime": T0 + timedelta(minutes=20),
+    }
+    if mlflow_config is not None:
+        described["MLflowConfig"] = mlflow_config
+    sagemaker.add_response("describe_pipeline_execution", described, {"PipelineExecutionArn": EXECUTION_ARN})
+    if mlflow_config is None:
+        return
+    sagemaker.add_response(
+        "list_pipeline_parameters_for_execution",
+        {
+            "PipelineParameters": [
+                {"Name": "Epochs", "Value": "3"},
+                {"Name": "DataVersion", "Value": "2026-12-01T03:00:00Z"},
+            ]
+        },
+        {"PipelineExecutionArn": EXECUTION_ARN},
+    )
+    processing_arn = f"arn:aws:sagemaker:us-west-2:{ACCOUNT}:processing-job/pipelines-abc123def456-preprocess"
+    sagemaker.add_response(
+        "list_pipeline_execution_steps",
+        {
+            "PipelineExecutionSteps": [
+                {
+                    "StepName": "Preprocess",
+                    "StepStatus": "Succeeded",
+                    "StartTime": T0,
+                    "EndTime": T0 + timedelta(minutes=4),
+                    "Metadata": {"ProcessingJob": {"Arn": processing_arn}},
+                },
+                {
+                    "StepName": "Train",
+                    "StepStatus": "Succeeded",
+                    "StartTime": T0 + timedelta(minutes=4),
+                    "EndTime": T0 + timedelta(minutes=10),
+                    "Metadata": {"TrainingJob": {"Arn": JOB_ARN}},
+                },
+                {
+                    "StepName": "QualityGate",
+                    "StepStatus": "Succeeded",
+                    "StartTime": T0 + timedelta(minutes=18),
+                    "EndTime": T0 + timedelta(minutes=18),
+                    "Metadata": {"Condition": {"Outcome": "True"}},
+                },
+                {
+                    "StepName": "Register",
+                    "StepStatus": "Succeeded",
+                    "StartTime": T0 + timedelta(minutes=18),
+                    "EndTime": T0 + timedelta(minutes=19),
+                    "Metadata": {"RegisterModel": {"Arn": PACKAGE_ARN}},
+                },
+            ]
+        },
+        {"PipelineExecutionArn": EXECUTION_ARN, "SortOrder": "Ascending"},
+    )
+    sagemaker.add_response("describe_training_job", described_job(), {"TrainingJobName": JOB.lower()})  # as in its ARN
+    session.stubs["sagemaker-metrics"].add_response(
+        "batch_get_metrics",
+        {
+            "MetricQueryResults": [
+                {"Status": "Complete", "XAxisValues": [0, 1, 2], "MetricValues": [0.61, 0.42, 0.33]},
+                {"Status": "Complete", "XAxisValues": [0, 1, 2], "MetricValues": [0.52, 0.30, 0.21]},
+                {"Status": "ValidationError", "Message": "no data points", "XAxisValues": [], "MetricValues": []},
+            ]
+        },
+        {
+            "MetricQueries": [
+                query("train:objective_loss"),
+                query("validation:objective_loss"),
+                query("validation:roc_auc_score"),
+            ]
+        },
+    )
+    sagemaker.add_response("update_model_package", {"ModelPackageArn": PACKAGE_ARN}, UPDATE_REQUEST)
+
+
+def test_a_scheduled_execution_is_forwarded_as_its_own_run_with_linear_learners_metrics(tmp_path: Path) -> None:
+    session = StubbedSession("sagemaker", "sagemaker-metrics")
+    stub_execution(session, {"MlflowResourceArn": APP_ARN, "MlflowExperimentName": "churn-experiments"})
+    sent: list[dict[str, Any]] = []
+    session.clients["sagemaker"].meta.events.register(
+        "provide-client-params.sagemaker.UpdateModelPackage", lambda params, **kwargs: sent.append(dict(params))
+    )
+    uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
+    run = forward_execution(CONFIG, EXECUTION_ARN, session=session, tracking_uri=uri)
+    session.verify()
+    # the registered version names the run back
+    assert sent == [
+        {
+            "ModelPackageArn": PACKAGE_ARN,
+            "CustomerMetadataProperties": {"mlflow:run-id": run.run_id, "mlflow:experiment-id": run.experiment_id},
+        }
+    ]
+    client = MlflowClient(tracking_uri=uri)
+    experiment = client.get_experiment_by_name("churn-experiments")  # the execution's, not the configuration's
+    assert experiment is not None and run.experiment_id == experiment.experiment_id
+    runs = client.search_runs([experiment.experiment_id])
+    (parent,) = [item for item in runs if "mlflow.parentRunId" not in item.data.tags]
+    assert parent.info.run_id == run.run_id and parent.info.run_name == "abc123def456"
+    assert parent.info.status == "FINISHED"
+    assert parent.info.start_time == int(T0.timestamp() * 1000)
+    assert {key: parent.data.tags[key] for key in ("llpipe.source", "llpipe.execution_arn", "llpipe.data_version")} == {
+        "llpipe.source": "schedule",
+        "llpipe.execution_arn": EXECUTION_ARN,
+        "llpipe.data_version": "2026-12-01T03:00:00Z",
+    }
+    assert parent.data.params == {
+        "Epochs": "3",
+        "DataVersion": "2026-12-01T03:00:00Z",
+        "linear_learner.epochs": "3",
+        "linear_learner.predictor_type": "binary_classifier",
+        "linear_learner.mini_batch_size": "200",
+    }
+    children = {item.info.run_name: item for item in runs if item.data.tags.get("mlflow.parentRunId") == run.run_id}
+    assert sorted(children) == ["Preprocess", "QualityGate", "Register", "Train"]
+    assert children["Register"].data.tags["llpipe.model_package_arn"] == PACKAGE_ARN
+    train = children["Train"]
+    assert train.data.metrics == {
+        "final/validation:objective_loss": 0.21,
+        "final/validation:roc_auc_score": 0.93,
+        "train:objective_loss": 0.33,
+        "validation:objective_loss": 0.21,
+    }
+    history = client.get_metric_history(train.info.run_id, "train:objective_loss")
+    assert [(metric.step, metric.value) for metric in history] == [(0, 0.61), (1, 0.42), (2, 0.33)]
+    assert train.data.tags["llpipe.training_job_arn"] == JOB_ARN
+    assert train.data.params["epochs"] == "3"
+
+
+def test_an_execution_without_an_mlflow_server_is_refused_naming_what_to_pass(tmp_path: Path) -> None:
+    session = StubbedSession("sagemaker", "sagemaker-metrics")
+    stub_execution(session, None)
+    with pytest.raises(ConfigError) as error:
+        forward_execution(dataclasses.replace(CONFIG, mlflow_arn=None), EXECUTION_ARN, session=session)
+    assert str(error.value) == (
+        f"execution {EXECUTION_ARN} names no MLflow tracking server and mlflow_arn is not set: give mlflow arn "
+        "(a tracking server or App ARN) or tracking uri"
+    )
+    from pipeline.cli import flag
+
+    assert error.value.worded(flag).endswith("give --mlflow-arn (a tracking server or App ARN) or --tracking-uri")
+    session.verify()
+
+
+def test_llpipe_execution_show_to_mlflow_forwards_and_prints_the_run(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture
+) -> None:
+    session = StubbedSession("sagemaker", "sagemaker-metrics")
+    stub_execution(session, {"MlflowResourceArn": APP_ARN, "MlflowExperimentName": "churn-pipeline"})
+    monkeypatch.setattr(aws, "session", lambda config: session)
+    uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
+    code = main(
+        [
+            "execution",
+            "show",
+            EXECUTION_ARN,
+            "--sagemaker",
+            "--to-mlflow",
+            "--tracking-uri",
+            uri,
+            "--region",
+            "us-west-2",
+        ]
+    )
+    assert code == 0
+    session.verify()
+    (parent,) = MlflowClient(tracking_uri=uri).search_runs(["1"], filter_string="attributes.run_name = 'abc123def456'")
+    assert capsys.readouterr().out == (
+        f"MLflow run {parent.info.run_id}: http://127.0.0.1:5000/#/experiments/1/runs/{parent.info.run_id}"
+        f"  (after: mlflow ui --backend-store-uri {uri})\n"
+    )

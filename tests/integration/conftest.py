@@ -1,0 +1,37 @@
+"""Fixtures of the integration tier: one finished local run shared by the tests that read one."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+
+import pytest
+from support import drift_table
+from support.finished_run import FinishedRun, drift_frame, locked
+from support.settings import FAST
+
+
+@pytest.fixture(scope="session")
+def finished_run(tmp_path_factory: pytest.TempPathFactory) -> FinishedRun:
+    """The shared finished run, built once per session: under xdist the workers share the run's base temp folder (as
+    ``definition_cache_of_this_session`` shares the definitions), the first to take the lock runs it, the other
+    waits and reads what it recorded."""
+    from pipeline.api import run_local
+
+    if os.environ.get("PYTEST_XDIST_WORKER"):
+        root = tmp_path_factory.getbasetemp().parent / "llpipe-finished-run"
+        root.mkdir(exist_ok=True)
+    else:
+        root = tmp_path_factory.mktemp("llpipe-finished-run")
+    frame = drift_frame()
+    workdir, done = root / "work", root / "finished.json"
+    with locked(root / ".lock"):
+        if not done.exists():
+            shutil.rmtree(workdir, ignore_errors=True)  # what a failed attempt left
+            execution = run_local(
+                frame, drift_table.LABEL, "binary_classifier", workdir=workdir, progress=False, **FAST
+            )
+            assert execution.status == "Succeeded", execution.failure_reason
+            done.write_text(json.dumps({"execution_id": execution.id}))
+    return FinishedRun(workdir, json.loads(done.read_text())["execution_id"], frame)

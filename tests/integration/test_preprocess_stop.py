@@ -1,0 +1,157 @@
+"""A stopped Preprocess job (SIGTERM, as SageMaker stops a job; SIGHUP; SIGINT) removes what it had written, like a
+failed one, and exits 128 + the signal. Before, SIGTERM's default action ended the process at once: the work folder
+(shards half written) and empty output folders were left behind.
+
+Each case runs the real job in a child process, on a real table, and sends the signal from inside the job at a
+chosen stage (the process signals itself from the thread that does that stage), so the stop lands exactly there
+whatever the machine's speed."""
+
+from __future__ import annotations
+
+import signal
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+REPOSITORY = Path(__file__).resolve().parents[2]
+
+CHILD = """
+import os, signal, sys
+from preprocessing import conversion, job, shards
+from preprocessing.command import main
+
+stage, signum, argv = sys.argv[1], int(sys.argv[2]), sys.argv[3:]
+calls = {"count": 0}
+
+def signalling(function):  # the second call of the stage's function sends the signal first
+    def call(*args, **kwargs):
+        calls["count"] += 1
+        if calls["count"] == 2:
+            os.kill(os.getpid(), signum)
+        return function(*args, **kwargs)
+    return call
+
+if stage == "converting":  # on a converting thread
+    job.convert_chunk = signalling(conversion.convert_chunk)
+elif stage == "dealing":  # on the main thread
+    shards.ShardBuffer.add = signalling(shards.ShardBuffer.add)
+elif stage == "writing":  # on a shard-writing thread
+    shards._write_shard = signalling(shards._write_shard)
+sys.exit(main(argv))
+"""
+
+
+def _table(folder: Path) -> Path:
+    folder.mkdir()
+    rng = np.random.default_rng(3)
+    values = rng.normal(size=(2_000, 4)).round(4)
+    lines = ["a,b,c,d,label"] + [",".join(map(str, row)) + f",{int(row.sum() > 0)}" for row in values]
+    (folder / "table.csv").write_text("\n".join(lines) + "\n")
+    return folder
+
+
+@pytest.mark.parametrize(
+    ("stage", "signum", "message"),
+    [
+        ("converting", signal.SIGTERM, "preprocess: stopped by SIGTERM"),
+        ("dealing", signal.SIGHUP, "preprocess: stopped by SIGHUP"),
+        ("writing", signal.SIGTERM, "preprocess: stopped by SIGTERM"),
+        ("dealing", signal.SIGINT, "preprocess: interrupted (SIGINT)"),
+    ],
+)
+def test_a_stopped_job_leaves_nothing_and_exits_with_the_signal(
+    tmp_path: Path, stage: str, signum: int, message: str
+) -> None:
+    output = tmp_path / "out"
+    argv = ["--input-dir", str(_table(tmp_path / "in")), "--output-dir", str(output), "--resource-config",
+            str(tmp_path / "absent.json"), "--label-column", "label", "--predictor-type", "binary_classifier",
+            "--train-shards", "3", "--chunk-rows", "400"]  # fmt: skip
+    result = subprocess.run(
+        [sys.executable, "-c", CHILD, stage, str(int(signum)), *argv],
+        cwd=REPOSITORY,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),  # a background runner's SIGINT is ignored
+    )
+    assert result.returncode == 128 + signum, result.stderr
+    assert result.stderr.strip().splitlines()[-1] == message, result.stderr
+    assert "Traceback" not in result.stderr
+    assert not output.exists(), sorted(str(path.relative_to(output)) for path in output.rglob("*"))
+
+
+def test_a_failed_job_removes_the_output_folders_it_made_but_not_others(tmp_path: Path) -> None:
+    """The folders a failed host made go with it; an output folder that was there before stays, with its files."""
+    from preprocessing.command import main
+
+    output = tmp_path / "out"
+    (output / "train").mkdir(parents=True)
+    (output / "train" / "train-algo-2-00000.pbr").write_bytes(b"another host's shard")
+    (tmp_path / "in").mkdir()
+    (tmp_path / "in" / "bad.csv").write_text("a,label\n1,0\nseven,1\n")
+    arguments = ["--input-dir", str(tmp_path / "in"), "--output-dir", str(output), "--resource-config",
+                 str(tmp_path / "absent.json"), "--label-column", "label", "--predictor-type", "regressor"]  # fmt: skip
+    code = main(arguments)
+    assert code == 1
+    assert sorted(str(path.relative_to(output)) for path in output.rglob("*")) == [
+        "train",
+        "train/train-algo-2-00000.pbr",
+    ]
+
+
+STOP_SIGNALS_CHILD = """
+import os, signal, sys
+from containerlib.stop_signals import Stopped, stop_signals_raise
+
+seen = []
+try:
+    with stop_signals_raise():
+        try:
+            os.kill(os.getpid(), signal.SIGTERM)  # Python runs the handler before the next line
+            seen.append("not stopped")
+        finally:
+            os.kill(os.getpid(), signal.SIGHUP)  # during the clean-up: ignored
+            seen.append("clean-up ran to its end")
+except Stopped as stop:
+    seen.append(f"{stop} -> exit {stop.exit_code}")
+defaults = [signal.getsignal(signum) is signal.SIG_DFL for signum in (signal.SIGTERM, signal.SIGHUP)]
+seen.append(f"restored: {all(defaults)}")
+print(seen)
+"""
+
+
+def test_the_first_stop_signal_raises_and_later_ones_do_not_cut_the_clean_up_short() -> None:
+    result = subprocess.run(
+        [sys.executable, "-c", STOP_SIGNALS_CHILD], cwd=REPOSITORY, capture_output=True, text=True, check=False
+    )
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip() == str(["clean-up ran to its end", "stopped by SIGTERM -> exit 143", "restored: True"])
+
+
+EVALUATE_CHILD = """
+import os, signal, sys
+import evaluation.command as command
+
+def stopped_midway(*args, **kwargs):
+    os.kill(os.getpid(), signal.SIGTERM)
+    raise AssertionError("the stop did not interrupt the job")
+
+command.evaluate = stopped_midway
+sys.exit(command.main(sys.argv[1:]))
+"""
+
+
+def test_a_stopped_evaluate_job_exits_with_the_signal(tmp_path: Path) -> None:
+    """Evaluate's temporary files (the champion's model being downloaded, the report) are removed on any
+    BaseException; SIGTERM now raises one in the job instead of ending the process where it stands."""
+    arguments = ["--predictions-dir", str(tmp_path), "--test-dir", str(tmp_path), "--output-dir", str(tmp_path / "out"),
+                 "--predictor-type", "binary_classifier"]  # fmt: skip
+    result = subprocess.run(
+        [sys.executable, "-c", EVALUATE_CHILD, *arguments], cwd=REPOSITORY, capture_output=True, text=True, check=False
+    )
+    assert result.returncode == 143, result.stderr
+    assert result.stderr.strip().splitlines()[-1] == "evaluate: stopped by SIGTERM", result.stderr
