@@ -40,7 +40,7 @@ ORACLE = REPOSITORY / "tests" / "support" / "protobuf_oracle.py"
 
 
 def load_oracle() -> ModuleType:
-    """tests/support/protobuf_oracle.py: the protobuf compilation and SDK v2-style writers the tests check the codec with."""
+    """tests/support/protobuf_oracle.py: the protobuf compilation and SDK v2-style writers that check the codec."""
     spec = importlib.util.spec_from_file_location("protobuf_oracle", ORACLE)
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)

@@ -11,6 +11,6 @@ code bundles and used by ``pipeline`` outside a container too.
 - :mod:`containerlib.linear_learner`: the Linear Learner model (reader, writer) and its response objects
 
 It runs on the scikit-learn image 1.2-1 (Python 3.9, numpy, pandas 1.1, pyarrow 14, scikit-learn) and imports
-nothing of ``pipeline``, ``preprocessing`` or ``evaluation`` (tests/contract/test_layers.py). This file imports nothing, so a
-job loads only the modules it uses.
+nothing of ``pipeline``, ``preprocessing`` or ``evaluation`` (tests/contract/test_layers.py). This file imports
+nothing, so a job loads only the modules it uses.
 """

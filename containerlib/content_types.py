@@ -2,8 +2,9 @@
 pipeline's requests and responses, and the traffic Model Monitor reads back from data capture.
 
 Every module (container code and ``pipeline``) names a content type with these constants and reads a header with
-:func:`media_type`, so the server and the monitor cannot disagree on what a header means (tests/contract/test_content_types.py
-checks no other module spells one). JSON Lines has several spellings in the wild; all of them are JSON Lines here.
+:func:`media_type`, so the server and the monitor cannot disagree on what a header means
+(tests/contract/test_content_types.py checks no other module spells one). JSON Lines has several spellings in the
+wild; all of them are JSON Lines here.
 """
 
 from __future__ import annotations

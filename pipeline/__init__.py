@@ -7,8 +7,8 @@ The Python API (:mod:`pipeline.api`), for notebooks in SageMaker Studio and for 
     execution.metrics, execution.gate, execution.predictions(), execution.plots
 
 ``get_pipeline`` gives the SDK v3 ``Pipeline`` object. Names are imported on first use, so ``import pipeline`` (and
-``llpipe --help``) stays fast. ``__all__`` is the public surface (tests/contract/test_public_api.py pins it); ``deploy`` is
-the deprecated name of ``upsert``.
+``llpipe --help``) stays fast. ``__all__`` is the public surface (tests/contract/test_public_api.py pins it);
+``deploy`` is the deprecated name of ``upsert``.
 """
 
 from __future__ import annotations

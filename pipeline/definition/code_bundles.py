@@ -62,7 +62,8 @@ DATAQUALITY = _modules(
 )  # fmt: skip
 
 # bundle name -> (entry script, the modules it imports directly or through others), relative to the repository root;
-# the packages' __init__.py files come along by themselves (tests/contract/test_code_bundles.py checks the lists are exact)
+# the packages' __init__.py files come along by themselves (tests/contract/test_code_bundles.py checks the lists
+# are exact)
 BUNDLE_SOURCES: dict[str, tuple[str, tuple[str, ...]]] = {
     "preprocess": ("preprocessing/preprocess.py", (*PREPROCESS, *SHARED, *TABLES, *RECORDIO)),
     "evaluate": ("evaluation/evaluate.py", (*EVALUATE, "containerlib/predictions.py", *SHARED, *RECORDIO)),
