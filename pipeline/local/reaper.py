@@ -2,8 +2,8 @@
 killer, a power cut) left there is finished off, so no record stays "Executing" and no half-written object stays.
 
 An execution recorded as executing whose process is gone is marked Stopped with the reason, its steps' sandboxes
-and training instances' folders (copies of the data) removed; ``.tmp`` files of killed writers in the local S3
-folder are removed.
+and training instances' folders (copies of the data) removed, as are those an ended execution still holds (a failed
+Train kept its instances' data before); ``.tmp`` files of killed writers in the local S3 folder are removed.
 """
 
 from __future__ import annotations
@@ -32,6 +32,8 @@ def reap(workdir: Workdir) -> list[ExecutionRecord]:
     reaped = []
     for record in ExecutionStore(workdir.executions).list():
         if not record.abandoned:
+            if record.status != StepStatus.EXECUTING:  # what an ended step kept (older versions kept a failed one's)
+                _remove_scratch(record)
             continue
         reason = abandoned_reason(record)
         for step in record.steps.values():
@@ -39,14 +41,22 @@ def reap(workdir: Workdir) -> list[ExecutionRecord]:
                 step.status, step.end_time, step.failure_reason = StepStatus.STOPPED, now(), reason
             elif step.status == StepStatus.PENDING:
                 step.status, step.detail = StepStatus.SKIPPED, "not reached: the execution was abandoned"
-            for scratch in SCRATCH_FOLDERS:
-                shutil.rmtree(record.folder / "steps" / step.name / scratch, ignore_errors=True)
+        _remove_scratch(record)
         record.status, record.failure_reason, record.end_time = StepStatus.STOPPED, reason, now()
         record.save()
         reaped.append(record)
     if workdir.s3.is_dir():
         sweep_partial_files(workdir.s3)
     return reaped
+
+
+def _remove_scratch(record: ExecutionRecord) -> None:
+    """Remove the scratch folders (data copies) of every step of an execution that no longer runs; logs stay."""
+    for step in record.steps.values():
+        for scratch in SCRATCH_FOLDERS:
+            folder = record.folder / "steps" / step.name / scratch
+            if folder.exists():
+                shutil.rmtree(folder, ignore_errors=True)
 
 
 def reap_quietly(workdir: Workdir) -> None:
