@@ -26,6 +26,7 @@ from pipeline.local.interpreter import Interpreter
 from pipeline.local.jobs import local_runners
 from pipeline.local.plan import Plan, load_definition
 from pipeline.local.s3 import LocalS3
+from pipeline.local.table_groups import check_group_columns
 from pipeline.local.workdir import Workdir
 
 # the parameters a local run's data options set, and the option that sets each
@@ -111,6 +112,9 @@ class LocalRun:
             inferred = infer(sample, values, set(requested), self.config.pipeline_prefix)
             values.update(check_overrides(plan.parameters, inferred.parameters))  # a value given is never replaced
             requested = {**requested, **inferred.parameters}
+            # another table than the group's approved version's is refused now, not at DataQuality
+            schema = json.loads(inferred.body)
+            check_group_columns(self.workdir, group, values, schema["feature_columns"], schema["label_column"])
         return PreparedRun(self, plan, values, frozenset(requested), data, inferred, interpreter, tuple(warnings))
 
     def execute(self, source: DataSource, overrides: Mapping[str, str]) -> ExecutionRecord:
