@@ -95,6 +95,19 @@ def _gate_text(gate: dict[str, Any] | None) -> str:
     return f"{gate.get('metric', '?')} {gate['value']:.4f}"
 
 
+def _trained_on_text(trained: dict[str, Any] | None) -> str:
+    """``4 columns, label churned, data churn-070c...``: what a version was trained on, as far as the work dir knows."""
+    if not trained:
+        return "-"
+    columns = trained.get("columns")
+    parts = [f"{len(columns)} columns" if columns is not None else "columns unknown"]
+    if trained.get("label"):
+        parts.append(f"label {trained['label']}")
+    if trained.get("data"):
+        parts.append(f"data {str(trained['data']).rstrip('/').rsplit('/', 1)[-1]}")
+    return ", ".join(parts)
+
+
 def _print_list(views: list[dict[str, Any]], as_json: bool, with_gate: bool) -> None:
     if as_json:
         print(json.dumps(views, indent=2))
@@ -105,11 +118,14 @@ def _print_list(views: list[dict[str, Any]], as_json: bool, with_gate: bool) -> 
     from rich.console import Console
     from rich.table import Table
 
-    table = Table("group", "version", "status", "created (UTC)", *(["gate"] if with_gate else []), "ARN")
+    trained = ["trained on"] if any("trained_on" in view for view in views) else []
+    table = Table("group", "version", "status", "created (UTC)", *(["gate"] if with_gate else []), *trained, "ARN")
     for view in views:
         gate = [_gate_text(view.get("gate"))] if with_gate else []
+        on = [_trained_on_text(view.get("trained_on"))] if trained else []
         created = view["created_time"][:19].replace("T", " ")
-        table.add_row(str(view["group"]), str(view["version"]), view["approval_status"], created, *gate, view["arn"])
+        row = (str(view["group"]), str(view["version"]), view["approval_status"], created, *gate, *on, view["arn"])
+        table.add_row(*row)
     Console(width=None if sys.stdout.isatty() else 200).print(table)
 
 
