@@ -57,12 +57,20 @@ def baseline_columns(s3: LocalS3, package: ModelPackage) -> list[str] | None:
     return [str(feature.get("name")) for feature in features if isinstance(feature, dict)]
 
 
+class OtherTable(UsageError):
+    """A run of another table than its group's approved version; ``own_group`` is a group of the table's own."""
+
+    def __init__(self, message: str, *, own_group: str, expected: str) -> None:
+        super().__init__(message, expected=expected)
+        self.own_group = own_group
+
+
 def check_group_columns(
     workdir: Workdir, group: str, values: Mapping[str, Any], features: Sequence[str], label: str
 ) -> None:
-    """Refuse, before anything runs, a run whose feature columns differ from those of ``group``'s newest approved
-    version's baseline, which its DataQuality step checks it against; nothing when the check is skipped, a
-    baseline is supplied, or the group has no approved baseline."""
+    """Refuse (:class:`OtherTable`), before anything runs, a run whose feature columns differ from those of
+    ``group``'s newest approved version's baseline, which its DataQuality step checks it against; nothing when the
+    check is skipped, a baseline is supplied, or the group has no approved baseline."""
     if _true(values.get(SKIP_DATA_QUALITY_CHECK)):
         return
     if values.get(DATA_QUALITY_SUPPLIED_STATISTICS) or values.get(DATA_QUALITY_SUPPLIED_CONSTRAINTS):
@@ -78,7 +86,7 @@ def check_group_columns(
     missing = [column for column in approved if column not in features]
     new = [column for column in features if column not in approved]
     own = table_group_name(group, features, label)
-    raise UsageError(
+    raise OtherTable(
         f"the data's feature columns differ from those of version {package.version} of model package group "
         f"{group}, the approved version its DataQuality step checks this run against (the data lacks "
         f"{_columns(missing)} of that version and has {_columns(new)} it does not): each table needs a model "
@@ -86,6 +94,7 @@ def check_group_columns(
         f"own group with {opt('model_package_group', own)} (or the config setting model_package_group), or make "
         f"it this group's new model with {opt(SKIP_DATA_QUALITY_CHECK, 'true')} and "
         f"{opt(REGISTER_NEW_DATA_QUALITY_BASELINE, 'true')}",
+        own_group=own,
         expected=f"the feature columns of version {package.version}: {_columns(approved)}",
     )
 
