@@ -93,6 +93,8 @@ GROUPED_MODULES = frozenset(
         "test_scaling_study",
         "test_serve",
         "test_serve_client_faults",
+        "test_several_tables",
+        "test_state_left_deploy",
         "test_tuning_definition",
         "test_tuning_local",
     }

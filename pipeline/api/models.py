@@ -75,9 +75,14 @@ def _registry_errors() -> Iterator[None]:
 def local_list(registry_db: Path, group: str | None) -> list[dict[str, Any]]:
     """Every version of ``group`` (every group when None), oldest first."""
     from pipeline.local.registry import LocalRegistry
+    from pipeline.local.table_groups import trained_on
+    from pipeline.local.workdir import Workdir
 
+    workdir = Workdir(Path(registry_db).parent)
     with _registry_errors():
-        return [_local_view(package) for package in LocalRegistry(registry_db).list_packages(group)]
+        packages = LocalRegistry(registry_db).list_packages(group)
+        # what each version was trained on: several tables in one work dir each have a group of their own
+        return [{**_local_view(package), "trained_on": trained_on(workdir, package)} for package in packages]
 
 
 def _local_name(registry: Any, target: str, group: str) -> str:

@@ -97,6 +97,19 @@ def _gate_text(gate: dict[str, Any] | None) -> str:
     return f"{gate.get('metric', '?')} {gate['value']:.4f}"
 
 
+def _trained_on_text(trained: dict[str, Any] | None) -> str:
+    """``4 columns, label churned, data churn-070c...``: what a version was trained on, as far as the work dir knows."""
+    if not trained:
+        return "-"
+    columns = trained.get("columns")
+    parts = [f"{len(columns)} columns" if columns is not None else "columns unknown"]
+    if trained.get("label"):
+        parts.append(f"label {trained['label']}")
+    if trained.get("data"):
+        parts.append(f"data {str(trained['data']).rstrip('/').rsplit('/', 1)[-1]}")
+    return ", ".join(parts)
+
+
 def _print_list(views: list[dict[str, Any]], as_json: bool, with_gate: bool) -> None:
     if as_json:
         print(json.dumps(views, indent=2))
@@ -107,11 +120,13 @@ def _print_list(views: list[dict[str, Any]], as_json: bool, with_gate: bool) -> 
     from rich.table import Table
     from rich.text import Text
 
-    table = Table("group", "version", "status", "created (UTC)", *(["gate"] if with_gate else []), "ARN")
+    trained = ["trained on"] if any("trained_on" in view for view in views) else []
+    table = Table("group", "version", "status", "created (UTC)", *(["gate"] if with_gate else []), *trained, "ARN")
     for view in views:
         gate = [_gate_text(view.get("gate"))] if with_gate else []
+        on = [_trained_on_text(view.get("trained_on"))] if trained else []
         created = view["created_time"][:19].replace("T", " ")
-        cells = (str(view["group"]), str(view["version"]), view["approval_status"], created, *gate, view["arn"])
+        cells = (str(view["group"]), str(view["version"]), view["approval_status"], created, *gate, *on, view["arn"])
         table.add_row(*(Text(cell) for cell in cells))  # stored text: no markup
     safe_console(width=None if sys.stdout.isatty() else 200).print(table)
 

@@ -44,6 +44,7 @@ from pipeline.core.deployment import (
 from pipeline.core.errors import UsageError
 from pipeline.core.files import write_text_atomically
 from pipeline.core.names import RECORDIO, TRANSFORM, StepStatus
+from pipeline.core.signals import stop_signals_deferred
 from pipeline.core.smoke import SmokeCase, SmokeError, SmokeResult, case_from_shards
 from pipeline.local.executions import ExecutionStore, process_start
 from pipeline.local.registry import LocalRegistry, ModelPackage, RegistryError
@@ -358,12 +359,15 @@ class LocalEndpoints:
         port = previous.port if previous else self.ports[stage]
         endpoint = self.endpoint_name(stage)
         action = "updated" if previous else "created"
-        if previous:
-            progress(f"stopping {endpoint}'s server for version {previous.version} ({previous.handle})")
-            stop_server(previous.pid, previous.process_start)
-        progress(f"starting {endpoint} for version {version.version} on port {port}")
         try:
+            if previous:
+                progress(f"stopping {endpoint}'s server for version {previous.version} ({previous.handle})")
+                stop_server(previous.pid, previous.process_start)
+            progress(f"starting {endpoint} for version {version.version} on port {port}")
             server = self._start(stage, endpoint, version, port)
+        except KeyboardInterrupt:  # Ctrl-C, SIGTERM, SIGHUP (Interrupted) between the two: never leave it down
+            self._serve_after_interrupt(stage, endpoint, previous, port, progress)
+            raise
         except ServerStartError as error:
             if previous is None:
                 self._forget(stage)
@@ -379,6 +383,28 @@ class LocalEndpoints:
         assert state is not None and state.pid == server.pid
         progress(f"{endpoint} serves version {version.version} at http://{HOST}:{server.port}")
         return Rollout(action, IN_SERVICE, state.handle)
+
+    def _serve_after_interrupt(
+        self, stage: str, endpoint: str, previous: StageState | None, port: int, progress: Progress
+    ) -> None:
+        """A roll-out interrupted after it began: when the new server is up, it serves (rolled forward); else the
+        previous version is started again (rolled back), on the same port; a stage that had none is forgotten.
+        A later stop signal is ignored meanwhile (``pipeline.core.signals``), so this runs to its end."""
+        current = self.state(stage)
+        new_is_up = previous is None or current is None or current.pid != previous.pid
+        if current is not None and new_is_up and _alive(current.pid, current.process_start):
+            progress(f"interrupted: {endpoint} serves version {current.version}")
+            return
+        if previous is None:
+            self._forget(stage)
+            return
+        stop_server(previous.pid, previous.process_start)  # a stop under way is finished before starting again
+        progress(f"interrupted: starting version {previous.version} again on {endpoint}")
+        try:
+            self._start(stage, endpoint, self.resolve(previous.package_arn), port, previous.smoke_test)
+        except (ServerStartError, DeployError) as error:
+            self._forget(stage)
+            progress(f"interrupted: version {previous.version} could not be started again on {endpoint}: {error}")
 
     def restore(self, stage: str, previous: Live | None, progress: Progress) -> str:
         endpoint = self.endpoint_name(stage)
@@ -447,21 +473,22 @@ class LocalEndpoints:
     def _start(self, stage: str, endpoint: str, version: Version, port: int, smoke_test: str | None = None) -> Server:
         folder = self.folder / stage
         server = self.launcher(endpoint, version.package_arn, port, folder / "ready.json", folder / "server.log")
-        self._save(
-            StageState(
-                stage=stage,
-                endpoint=endpoint,
-                port=server.port,
-                pid=server.pid,
-                process_start=server.process_start,
-                package_arn=version.package_arn,
-                version=version.version,
-                execution_arn=version.execution_arn,
-                since=_now(),
-                log=str(server.log),
-                smoke_test=smoke_test,
+        with stop_signals_deferred():  # a started server is recorded, or an interrupt would leave it unknown
+            self._save(
+                StageState(
+                    stage=stage,
+                    endpoint=endpoint,
+                    port=server.port,
+                    pid=server.pid,
+                    process_start=server.process_start,
+                    package_arn=version.package_arn,
+                    version=version.version,
+                    execution_arn=version.execution_arn,
+                    since=_now(),
+                    log=str(server.log),
+                    smoke_test=smoke_test,
+                )
             )
-        )
         return server
 
     def _launch(self, endpoint: str, package_arn: str, port: int, ready_file: Path, log: Path) -> Server:

@@ -26,16 +26,20 @@ import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
+from functools import partial
 from importlib import metadata
 from pathlib import Path
 from typing import Any
 
 from pipeline.core.files import user_cache_dir
 from pipeline.core.images import ProcessingImage, image_for_uri
+from pipeline.core.stale import owned_temp_folder_prefix, sweep_temp_folders
 
 MANIFEST = "llpipe-environment.json"
 BUILD_LOG = "build.log"
 PIP_TIMEOUT_SECONDS = 30
+BUILD_TEMP_KIND = "llpipe-env-build"  # a build's own temp folder: llpipe-env-build-<pid>-*, swept once <pid> is gone
+TEMP_VARIABLES = ("TMPDIR", "TEMP", "TMP")  # where Python's tempfile (and most tools) put temporary files
 # Variables of this process that would change what the job imports or how its interpreter starts.
 PYTHON_VARIABLES = (
     "PYTHONPATH",
@@ -289,15 +293,19 @@ class ImageEnvironments:
         building = Path(tempfile.mkdtemp(dir=folder.parent, prefix=f".{folder.name}.building-"))
         log_path = building / BUILD_LOG
         try:
-            with log_path.open("w") as log:
+            # the build's own temp folder, removed with what its commands leave there (Python 3.9's ensurepip left
+            # pip's CA bundle in the system temp folder on every build)
+            sweep_temp_folders(BUILD_TEMP_KIND)  # what a killed build left
+            owned = owned_temp_folder_prefix(BUILD_TEMP_KIND)
+            with log_path.open("w") as log, tempfile.TemporaryDirectory(prefix=owned) as scratch:
+                step = partial(self._step, log, report, temp=Path(scratch))
                 create = [str(base), "-m", "venv", *([] if image.pins else ["--without-pip"]), str(building)]
-                self._step(log, report, f"creating a virtualenv from {base}", create)
+                step(f"creating a virtualenv from {base}", create)
                 python = building / "bin" / "python"
                 if image.pins:
                     install = [str(python), "-m", "pip", "install", "--no-input", "--disable-pip-version-check"]
                     install += ["--only-binary=:all:", "--timeout", str(PIP_TIMEOUT_SECONDS), "--retries", "2"]
-                    what = f"installing {len(image.pins)} pinned libraries"
-                    self._step(log, report, what, install + image.requirements)
+                    step(f"installing {len(image.pins)} pinned libraries", install + image.requirements)
             python_version, libraries = installed_versions(python, [name for name, _ in image.pins])
             problems = _mismatches(image, python_version, libraries)
             if problems:
@@ -315,11 +323,12 @@ class ImageEnvironments:
             raise
 
     @staticmethod
-    def _step(log: Any, report: Report, what: str, command: list[str]) -> None:
-        """Run one build command, its output to the build log, its latest line to ``report``."""
+    def _step(log: Any, report: Report, what: str, command: list[str], *, temp: Path) -> None:
+        """Run one build command, its output to the build log, its latest line to ``report``, its temporary files
+        in ``temp``."""
         log.write(f"$ {' '.join(command)}\n")
         log.flush()
-        variables = clean_variables(os.environ)
+        variables = {**clean_variables(os.environ), **dict.fromkeys(TEMP_VARIABLES, str(temp))}
         tail = ""
         # as a context manager: the output pipe is closed and the process waited for, however the loop ends
         with subprocess.Popen(

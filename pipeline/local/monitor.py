@@ -22,9 +22,10 @@ from typing import Any
 
 from pipeline.core.errors import MonitorError, opt
 from pipeline.core.names import check_resource_name
+from pipeline.core.stale import owned_temp_folder_prefix
 from pipeline.definition.config import PipelineConfig
 from pipeline.local.environments import ImageEnvironments
-from pipeline.local.executions import StepRecord, write_json_atomically
+from pipeline.local.executions import StepRecord, current_owner, write_json_atomically
 from pipeline.local.jobs.analyzer import (
     CONSTRAINTS,
     STAND_IN_ENVIRONMENT,
@@ -36,6 +37,7 @@ from pipeline.local.jobs.analyzer import (
 from pipeline.local.jobs.contract import Job, StepFailed
 from pipeline.local.jobs.processing import ProcessingJobs
 from pipeline.local.plan import StepSpec
+from pipeline.local.reaper import MONITOR_KIND, MONITOR_OWNER, MONITOR_STAGING
 from pipeline.local.s3 import LocalS3
 from pipeline.local.workdir import Workdir
 
@@ -132,7 +134,9 @@ def monitor_traffic(
         return [_run_job(workdir, config, s3, endpoint, variant, start, end, package, prefix, "", count, environments)]
     runs = []
     for package, lines, count in groups.values():
-        root = f"{config.pipeline_prefix}/monitoring/.staging/{uuid.uuid4().hex}"
+        # named by this process, so the reaper removes it if the process is killed before the finally below
+        root = f"{config.pipeline_prefix}/monitoring/{MONITOR_STAGING}/{owned_temp_folder_prefix(MONITOR_KIND)}"
+        root += uuid.uuid4().hex
         staging = f"{root}/{endpoint}/{variant}/"
         try:
             for relative, text in lines.items():
@@ -257,6 +261,7 @@ def _run_job(
     folder = workdir.monitoring / run_id
     folder.mkdir(parents=True, exist_ok=True)
     write_json_atomically(folder / "processing-request.json", request)
+    write_json_atomically(folder / MONITOR_OWNER, current_owner())  # the reaper removes a killed job's sandbox
     job = Job(
         step=StepSpec(JOB_STEP, "Processing", {}, frozenset()),
         arguments=request,

@@ -2,20 +2,28 @@
 killer, a power cut) left there is finished off, so no record stays "Executing" and no half-written object stays.
 
 An execution recorded as executing whose process is gone is marked Stopped with the reason, its steps' sandboxes
-and training instances' folders (copies of the data) removed; ``.tmp`` files of killed writers in the local S3
-folder are removed.
+and training instances' folders (copies of the data) removed, as are those an ended execution still holds (a failed
+Train kept its instances' data before); ``.tmp`` files of killed writers in the local S3 folder are removed, and
+the copies of a killed ``llpipe monitor`` (its staging folder and its job's sandbox).
 """
 
 from __future__ import annotations
 
+import contextlib
+import json
 import shutil
 
 from pipeline.core.names import StepStatus
-from pipeline.core.stale import sweep_partial_files
-from pipeline.local.executions import ExecutionRecord, ExecutionStore, now
+from pipeline.core.stale import sweep_partial_files, sweep_temp_folders
+from pipeline.local.executions import ExecutionRecord, ExecutionStore, now, owner_alive
 from pipeline.local.workdir import Workdir
 
 SCRATCH_FOLDERS = ("sandbox", "instances")  # a step's job scratch space: processing sandbox, training instances
+# llpipe monitor's copies: <pipeline prefix>/monitoring/.staging/monitor-<pid>-<id>/ in the local S3 folder (one
+# version's share of a window's capture), and its job's sandbox beside the owner.json naming the monitor's process
+MONITOR_STAGING = ".staging"
+MONITOR_KIND = "monitor"
+MONITOR_OWNER = "owner.json"
 
 
 def abandoned_reason(record: ExecutionRecord) -> str:
@@ -32,6 +40,8 @@ def reap(workdir: Workdir) -> list[ExecutionRecord]:
     reaped = []
     for record in ExecutionStore(workdir.executions).list():
         if not record.abandoned:
+            if record.status != StepStatus.EXECUTING:  # what an ended step kept (older versions kept a failed one's)
+                _remove_scratch(record)
             continue
         reason = abandoned_reason(record)
         for step in record.steps.values():
@@ -39,14 +49,38 @@ def reap(workdir: Workdir) -> list[ExecutionRecord]:
                 step.status, step.end_time, step.failure_reason = StepStatus.STOPPED, now(), reason
             elif step.status == StepStatus.PENDING:
                 step.status, step.detail = StepStatus.SKIPPED, "not reached: the execution was abandoned"
-            for scratch in SCRATCH_FOLDERS:
-                shutil.rmtree(record.folder / "steps" / step.name / scratch, ignore_errors=True)
+        _remove_scratch(record)
         record.status, record.failure_reason, record.end_time = StepStatus.STOPPED, reason, now()
         record.save()
         reaped.append(record)
     if workdir.s3.is_dir():
         sweep_partial_files(workdir.s3)
+    _reap_monitoring(workdir)
     return reaped
+
+
+def _reap_monitoring(workdir: Workdir) -> None:
+    """Remove the staging copies and job sandboxes of ``llpipe monitor`` processes that are gone (SIGKILL)."""
+    for staging in workdir.s3.glob(f"*/*/monitoring/{MONITOR_STAGING}"):  # s3/<bucket>/<pipeline name>/...
+        sweep_temp_folders(MONITOR_KIND, staging)
+        with contextlib.suppress(OSError):
+            staging.rmdir()  # once no other monitor uses it
+    for sandbox in workdir.monitoring.glob("*/sandbox"):
+        try:
+            owner = json.loads((sandbox.parent / MONITOR_OWNER).read_text())
+        except (OSError, ValueError):
+            continue  # not one this version started, or its owner is still writing it
+        if isinstance(owner, dict) and owner_alive(owner) is False:
+            shutil.rmtree(sandbox, ignore_errors=True)
+
+
+def _remove_scratch(record: ExecutionRecord) -> None:
+    """Remove the scratch folders (data copies) of every step of an execution that no longer runs; logs stay."""
+    for step in record.steps.values():
+        for scratch in SCRATCH_FOLDERS:
+            folder = record.folder / "steps" / step.name / scratch
+            if folder.exists():
+                shutil.rmtree(folder, ignore_errors=True)
 
 
 def reap_quietly(workdir: Workdir) -> None:

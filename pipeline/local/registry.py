@@ -11,6 +11,8 @@ from __future__ import annotations
 import json
 import re
 import sqlite3
+import threading
+import time
 import unicodedata
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
@@ -25,6 +27,8 @@ APPROVAL_STATUSES = ("Approved", "Rejected", "PendingManualApproval")
 DEFAULT_APPROVAL_STATUS = "PendingManualApproval"
 GROUP_NAME_PATTERN = re.compile(r"[a-zA-Z0-9](-*[a-zA-Z0-9]){0,62}")
 BUSY_TIMEOUT_SECONDS = 60.0
+# the lock is awaited in slices this long, so a stop (a signal in the main thread, ``stop`` in a job's) ends the wait
+LOCK_POLL_SECONDS = 0.1
 METADATA_PUNCTUATION = "_.:/=+-@"
 MAX_CONTAINERS = 15  # CreateModelPackage's limit on InferenceSpecification.Containers
 
@@ -240,8 +244,9 @@ class _Registration:
 class LocalRegistry:
     """Model package groups and versions in one SQLite file; safe to use from several processes at once."""
 
-    def __init__(self, db_path: Path) -> None:
+    def __init__(self, db_path: Path, stop: threading.Event | None = None) -> None:
         self.db_path = Path(db_path)
+        self.stop = stop  # set: a wait for another process's lock ends at once with a RegistryError
 
     @contextmanager
     def _transaction(self, write: bool) -> Iterator[sqlite3.Connection]:
@@ -265,10 +270,10 @@ class LocalRegistry:
     def _transaction_on(self, write: bool) -> Iterator[sqlite3.Connection]:
         if write:
             self.db_path.parent.mkdir(parents=True, exist_ok=True)
-        connection = sqlite3.connect(self.db_path, timeout=BUSY_TIMEOUT_SECONDS, isolation_level=None)
+        connection = sqlite3.connect(self.db_path, timeout=LOCK_POLL_SECONDS, isolation_level=None)
         connection.row_factory = sqlite3.Row
         try:
-            connection.execute("BEGIN IMMEDIATE" if write else "BEGIN")
+            self._begin(connection, "BEGIN IMMEDIATE" if write else "BEGIN")
             try:
                 if write:  # executescript() would commit the transaction, so one statement at a time
                     for statement in filter(str.strip, SCHEMA.split(";")):
@@ -280,6 +285,29 @@ class LocalRegistry:
             connection.execute("COMMIT")
         finally:
             connection.close()
+
+    def _begin(self, connection: sqlite3.Connection, statement: str) -> None:
+        """Start the transaction, waiting up to ``BUSY_TIMEOUT_SECONDS`` for another process's lock in short slices:
+        SQLite's own busy wait is not interrupted by signals, so a stop waited for the whole timeout."""
+        deadline = time.monotonic() + BUSY_TIMEOUT_SECONDS
+        while True:
+            try:
+                connection.execute(statement)
+                break
+            except sqlite3.OperationalError as error:
+                if "locked" not in str(error):
+                    raise
+                if time.monotonic() >= deadline:
+                    raise RegistryError(
+                        f"{self.db_path}: another process has held the model registry's lock for "
+                        f"{BUSY_TIMEOUT_SECONDS:g} s; try again when it has ended"
+                    ) from None
+            if self.stop is not None and self.stop.is_set():
+                raise RegistryError(
+                    f"{self.db_path}: stopped while waiting for the model registry's lock (another process holds it)"
+                )
+        # held: what is left to wait for (readers ending while this commits) is short
+        connection.execute(f"PRAGMA busy_timeout = {int(BUSY_TIMEOUT_SECONDS * 1000)}")
 
     def register(
         self, request: Mapping[str, Any], *, metrics: Mapping[str, Any] | None = None, region: str, account: str

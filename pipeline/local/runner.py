@@ -16,7 +16,7 @@ from typing import Any
 
 from pipeline.core.data_version import PARAMETER as DATA_VERSION
 from pipeline.core.errors import DataError, opt
-from pipeline.definition.config import PipelineConfig
+from pipeline.definition.config import DEFAULT_MODEL_PACKAGE_GROUP, PipelineConfig
 from pipeline.definition.schema_inference import Inferred
 from pipeline.local import preflight
 from pipeline.local.data import DataSource, RunData, run_data, stage_data
@@ -26,6 +26,7 @@ from pipeline.local.interpreter import Interpreter
 from pipeline.local.jobs import local_runners
 from pipeline.local.plan import Plan, load_definition
 from pipeline.local.s3 import LocalS3
+from pipeline.local.table_groups import OtherTable, check_group_columns
 from pipeline.local.workdir import Workdir
 
 # the parameters a local run's data options set, and the option that sets each
@@ -111,7 +112,34 @@ class LocalRun:
             inferred = infer(sample, values, set(requested), self.config.pipeline_prefix)
             values.update(check_overrides(plan.parameters, inferred.parameters))  # a value given is never replaced
             requested = {**requested, **inferred.parameters}
+            # another table than the group's approved version's: in the default group it runs in a group of its
+            # own; in a group the user chose it is refused now, not at DataQuality with a violation per column
+            schema = json.loads(inferred.body)
+            try:
+                check_group_columns(self.workdir, group, values, schema["feature_columns"], schema["label_column"])
+            except OtherTable as other:
+                if group != DEFAULT_MODEL_PACKAGE_GROUP:
+                    raise
+                return self._in_own_group(other, source, overrides, sample_rows)
         return PreparedRun(self, plan, values, frozenset(requested), data, inferred, interpreter, tuple(warnings))
+
+    def _in_own_group(
+        self, other: OtherTable, source: DataSource, overrides: Mapping[str, str], sample_rows: int
+    ) -> PreparedRun:
+        """The run prepared in the table's own model package group (the definition built for it), saying so."""
+        from pipeline.definition.build import build_definition
+
+        config = replace(self.config, model_package_group=other.own_group)
+        built = build_definition(config)
+        own = replace(self, config=config, definition_json=built.definition_json, uploads=built.uploads)
+        prepared = own.prepare(source, overrides, sample_rows)
+        said = (
+            f"this table's feature columns differ from those of the approved version of model package group "
+            f"{self.config.model_package_group}: it runs in a group of its own, {other.own_group}; give that group "
+            "to the commands that read the registry (models, deploy, serve, monitor), or choose one with the config "
+            "setting model_package_group"
+        )
+        return replace(prepared, warnings=(said, *prepared.warnings))
 
     def execute(self, source: DataSource, overrides: Mapping[str, str]) -> ExecutionRecord:
         """Prepare and execute a run with nothing decided in between (no schema inference); the finished record."""

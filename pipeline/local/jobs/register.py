@@ -49,7 +49,7 @@ class RegisterJobs:
                 raise StepFailed(f"ModelMetrics report {report_uri} does not exist in the local S3 folder")
             metrics = json.loads(path.read_text())
         try:
-            package = LocalRegistry(self.db_path).register(
+            package = LocalRegistry(self.db_path, stop=job.stop).register(
                 request, metrics=metrics, region=self.region, account=self.account
             )
         except RegistryError as error:

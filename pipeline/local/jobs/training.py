@@ -65,17 +65,15 @@ class TrainingJobs:
                 stop=job.stop,
             )
         except launcher.TrainingError as error:
-            if job.stop.is_set():  # stopped, not failed: nothing to keep for a post-mortem
-                shutil.rmtree(job.folder / "instances", ignore_errors=True)
             raise StepFailed(str(error)) from None
         finally:
             logs.close()
+            # the instances' copies of the data go whatever the outcome (a failure's logs and reason say why)
+            shutil.rmtree(job.folder / "instances", ignore_errors=True)
         artifact = f"{arguments['OutputDataConfig']['S3OutputPath'].rstrip('/')}/{job_name}/output/model.tar.gz"
         upload_file(self.s3, result.model_path, artifact)
         job.record.scaling.append({**result.scaling, "job": job_name})  # a tuning step's trials share the record
-        # the instances' copies of the data and the staged artifact are kept only when the job failed
-        shutil.rmtree(job.folder / "instances", ignore_errors=True)
-        shutil.rmtree(job.folder / "output", ignore_errors=True)
+        shutil.rmtree(job.folder / "output", ignore_errors=True)  # the staged artifact, uploaded
         timestamp = now()
         return {
             **arguments,
