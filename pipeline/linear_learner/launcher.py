@@ -47,6 +47,9 @@ class Channel:
     files: list[Path] = field(default_factory=list)
     distribution: str = "FullyReplicated"
     content_type: str = RECORDIO
+    # Pipe: the service streams the channel and, with a ShuffleConfig, deals its shards to the hosts afresh every
+    # epoch; locally each host reads the same share every epoch (docs/guides/very-large-data.md)
+    input_mode: str = "File"
 
 
 @dataclass(frozen=True)
@@ -161,7 +164,7 @@ def _lay_out_root(
     for name, channel in channels.items():
         data_config[name] = {
             "ContentType": channel.content_type,
-            "TrainingInputMode": "File",
+            "TrainingInputMode": channel.input_mode,
             "S3DistributionType": channel.distribution,
             "RecordWrapperType": "None",
         }

@@ -34,7 +34,8 @@ class TrainingJobs:
         from pipeline.linear_learner import launcher
 
         arguments = job.arguments
-        image = arguments.get("AlgorithmSpecification", {}).get("TrainingImage", "")
+        algorithm = arguments.get("AlgorithmSpecification") or {}
+        image = algorithm.get("TrainingImage", "")
         if not is_linear_learner(image):
             raise StepFailed(f"training image {image!r} is not Linear Learner, the only algorithm run locally")
         count = int(arguments["ResourceConfig"]["InstanceCount"])
@@ -51,6 +52,7 @@ class TrainingJobs:
                 files=files,
                 distribution=source.get("S3DataDistributionType", "FullyReplicated"),
                 content_type=media_type(channel.get("ContentType") or RECORDIO),
+                input_mode=str(channel.get("InputMode") or algorithm.get("TrainingInputMode") or "File"),
             )
         job_name = str(arguments.get("TrainingJobName") or job.job_name)
         logs = HostLogs(job, job.folder / "logs")
