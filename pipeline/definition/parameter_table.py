@@ -407,8 +407,9 @@ TABLE: tuple[PipelineParameter, ...] = (
         "ProcessingVolumeSizeInGB",
         "Integer",
         30,
-        "the storage volume of each Preprocess instance (its share of the input, its outputs and spill files)",
-        (setting(PREPROCESS, "VolumeSizeInGB"),),
+        "the storage volume of each Preprocess instance (its share of the input, its outputs and spill files) and of "
+        "DataQuality",
+        (setting(PREPROCESS, "VolumeSizeInGB"), setting(DATA_QUALITY, "VolumeSizeInGB")),
         range=Range(1, 16384),
     ),
     PipelineParameter(
@@ -423,7 +424,7 @@ TABLE: tuple[PipelineParameter, ...] = (
         "TrainingInputMode",
         "String",
         "Pipe",
-        "how the train channel reaches the instances: streamed and dealt afresh every epoch (Pipe) or downloaded (File)",
+        "how the train channel reaches the instances: streamed, dealt afresh every epoch (Pipe), or downloaded (File)",
         (setting(TRAIN, "InputMode"),),
         enum=("Pipe", "File"),
     ),

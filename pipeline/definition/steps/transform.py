@@ -20,7 +20,8 @@ def sized_transformer() -> type:
     class SizedTransformer(Transformer):
         def _get_transform_request(self, *args: Any, **kwargs: Any) -> dict[str, Any]:
             resources = dict(kwargs.pop("resource_config"))
-            request = super()._get_transform_request(*args, resource_config={**resources, "instance_count": 1}, **kwargs)
+            placeholder = {**resources, "instance_count": 1}
+            request = super()._get_transform_request(*args, resource_config=placeholder, **kwargs)
             request["TransformResources"] = TransformResources.model_construct(**resources)
             return request
 

@@ -18,6 +18,7 @@ from pipeline.core.images import is_linear_learner
 from pipeline.core.names import RECORDIO, media_type
 from pipeline.local.executions import now
 from pipeline.local.jobs.contract import Job, StepFailed
+from pipeline.local.jobs.limits import job_limits
 from pipeline.local.jobs.storage import list_prefix, upload_file
 from pipeline.local.s3 import LocalS3
 
@@ -38,7 +39,8 @@ class TrainingJobs:
         image = algorithm.get("TrainingImage", "")
         if not is_linear_learner(image):
             raise StepFailed(f"training image {image!r} is not Linear Learner, the only algorithm run locally")
-        count = int(arguments["ResourceConfig"]["InstanceCount"])
+        resources = arguments["ResourceConfig"]
+        count = int(resources["InstanceCount"])
         channels = {}
         for channel in arguments.get("InputDataConfig", []):
             name = channel["ChannelName"]
@@ -65,6 +67,7 @@ class TrainingJobs:
                 work_dir=job.folder / "instances",
                 on_log=logs.write,
                 stop=job.stop,
+                limits=job_limits(job.step.name, resources.get("VolumeSizeInGB"), resources.get("InstanceType")),
             )
         except launcher.TrainingError as error:
             if job.stop.is_set():  # stopped, not failed: nothing to keep for a post-mortem
