@@ -213,7 +213,8 @@ class Watch:
         if time.monotonic() - self.measured < self.interval:
             return None
         self.measured = time.monotonic()
-        for index, (process, root) in enumerate(zip(processes, roots)):
+        # fewer processes than roots when stopped while they started
+        for index, (process, root) in enumerate(zip(processes, roots, strict=False)):
             if process.poll() is None:
                 error = self.limits.memory_error(host_name(index), group_rss(process.pid))
                 error = error or self.limits.volume_error(host_name(index), self.held(root))
