@@ -1,30 +1,34 @@
 """A local job's limits from its request: the volume it asked for and its instance type's memory, scaled by
-``LLPIPE_LIMIT_SCALE`` (``pipeline.core.instances``), with the parameters that set them (the parameter table)."""
+``LLPIPE_LIMIT_SCALE`` (``pipeline.core.instances``), with the parameters that set them in the definition."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from typing import Any
+
 from pipeline.core.instances import memory_bytes, volume_bytes
 from pipeline.core.limits import Limits
-from pipeline.definition.parameter_table import TABLE
 
 
-def feeding(step: str, field: str) -> str:
-    """The parameter that sets ``field`` of ``step``'s request, or the field's own name when none does."""
-    for row in TABLE:
-        if any(feed.step == step and feed.kind == "setting" and feed.target == field for feed in row.feeds):
-            return row.name
-    return f"{step}'s {field} (fixed in the definition)"
+def named(source: Any, field: str) -> str:
+    """The parameter the definition's value ``source`` reads (``{"Get": "Parameters.X"}``: ``X``), else the field."""
+    if isinstance(source, Mapping) and str(source.get("Get", "")).startswith("Parameters."):
+        return str(source["Get"]).removeprefix("Parameters.")
+    return f"its {field} (fixed in the definition)"
 
 
-def job_limits(step: str, volume_gb: object, instance_type: object) -> Limits:
-    """The limits of one instance of ``step``: ``volume_gb`` GB of storage, ``instance_type``'s memory."""
-    volume = int(volume_gb) if isinstance(volume_gb, (int, float, str)) and str(volume_gb).isdigit() else None
+def job_limits(step: str, resources: Mapping[str, Any], definition: Mapping[str, Any]) -> Limits:
+    """The limits of one instance of ``step``: ``resources`` as resolved (VolumeSizeInGB, InstanceType) and as the
+    ``definition`` writes them (the parameters named in a failure)."""
+    volume = resources.get("VolumeSizeInGB")
+    volume = int(volume) if isinstance(volume, (int, str)) and str(volume).isdigit() else None
+    instance_type = str(resources.get("InstanceType", ""))
     return Limits(
         step=step,
         volume_bytes=None if volume is None else volume_bytes(volume),
         volume_gb=volume,
-        volume_parameter=feeding(step, "VolumeSizeInGB"),
-        memory_bytes=memory_bytes(str(instance_type)),
-        instance_type=str(instance_type),
-        type_parameter=feeding(step, "InstanceType"),
+        volume_parameter=named(definition.get("VolumeSizeInGB"), "VolumeSizeInGB"),
+        memory_bytes=memory_bytes(instance_type),
+        instance_type=instance_type,
+        type_parameter=named(definition.get("InstanceType"), "InstanceType"),
     )

@@ -81,7 +81,8 @@ class ProcessingJobs:
         runs it when the request's own image is one the local backend stands in for (Model Monitor's analyzer)."""
         cluster = arguments["ProcessingResources"]["ClusterConfig"]
         count = int(cluster["InstanceCount"])
-        limits = job_limits(job.step.name, cluster.get("VolumeSizeInGB"), cluster.get("InstanceType"))
+        written = ((job.step.arguments.get("ProcessingResources") or {}).get("ClusterConfig")) or {}
+        limits = job_limits(job.step.name, cluster, written if isinstance(written, dict) else {})
         if count < 1:
             raise StepFailed(f"InstanceCount must be at least 1, got {count}")
         app = arguments["AppSpecification"]

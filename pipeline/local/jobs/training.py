@@ -67,7 +67,7 @@ class TrainingJobs:
                 work_dir=job.folder / "instances",
                 on_log=logs.write,
                 stop=job.stop,
-                limits=job_limits(job.step.name, resources.get("VolumeSizeInGB"), resources.get("InstanceType")),
+                limits=job_limits(job.step.name, resources, written_resources(job.step.arguments)),
             )
         except launcher.TrainingError as error:
             if job.stop.is_set():  # stopped, not failed: nothing to keep for a post-mortem
@@ -93,6 +93,13 @@ class TrainingJobs:
                 for name, value in sorted(result.metrics.items())
             ],
         }
+
+
+def written_resources(arguments: dict[str, Any]) -> dict[str, Any]:
+    """The step's ResourceConfig as the definition writes it (a tuning step's in its training job definition)."""
+    job = arguments.get("TrainingJobDefinition") or arguments
+    resources = job.get("ResourceConfig") if isinstance(job, dict) else None
+    return resources if isinstance(resources, dict) else {}
 
 
 class HostLogs:
