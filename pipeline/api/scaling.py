@@ -22,7 +22,14 @@ from pathlib import Path
 from typing import Any
 
 from pipeline.core.errors import LlpipeError
-from pipeline.core.names import BINARY_CLASSIFIER, MULTICLASS_CLASSIFIER, TRAIN, TRAINING_JOB_SETTINGS
+from pipeline.core.names import (
+    BINARY_CLASSIFIER,
+    MULTICLASS_CLASSIFIER,
+    PREPROCESS,
+    RECORDIO,
+    TRAIN,
+    TRAINING_JOB_SETTINGS,
+)
 
 __all__ = [
     "ScalingStudy",
@@ -158,6 +165,7 @@ def scaling_study(
         for count in counts:  # alternating counts, so a change of load hits every count alike
             name = f"scaling-{execution.id}-{count}x-{repeat + 1}"[:63]
             request = _request(train.properties, name, count)
+            request["InputDataConfig"] = with_test_channel(request["InputDataConfig"], execution)
             job_folder = folder / "jobs" / name
             job_folder.mkdir(parents=True, exist_ok=True)
             record = copy.deepcopy(train)
@@ -218,9 +226,11 @@ def _study(
 
 @dataclass(frozen=True)
 class _StepSpec:
-    """The little of a planned step a training job reads: its name."""
+    """The little of a planned step a training job reads: its name, and its arguments as the definition writes them
+    (none here: a study's job has no parameters, so a limit it exceeds is named by its field)."""
 
     name: str
+    arguments: dict[str, Any] = field(default_factory=dict)
 
 
 def _request(properties: dict[str, Any], name: str, count: int) -> dict[str, Any]:
@@ -229,6 +239,19 @@ def _request(properties: dict[str, Any], name: str, count: int) -> dict[str, Any
     request["TrainingJobName"] = name
     request["ResourceConfig"]["InstanceCount"] = count
     return request
+
+
+def with_test_channel(channels: list[dict[str, Any]], execution: Any) -> list[dict[str, Any]]:
+    """The study's channels: the Train request's plus Preprocess's test split as a ``test`` channel, which makes the
+    trainer report the test metric the study compares (the pipeline's Train gets none: Evaluate scores the test
+    split, docs/guides/very-large-data.md)."""
+    preprocess = execution.record.steps.get(PREPROCESS)
+    outputs = ((preprocess.properties if preprocess else {}).get("ProcessingOutputConfig") or {}).get("Outputs") or []
+    uri = next((o["S3Output"]["S3Uri"] for o in outputs if o.get("OutputName") == "test"), None)
+    if uri is None or any(channel["ChannelName"] == "test" for channel in channels):
+        return channels
+    source = {"S3DataType": "S3Prefix", "S3Uri": uri, "S3DataDistributionType": "FullyReplicated"}
+    return [*channels, {"ChannelName": "test", "ContentType": RECORDIO, "DataSource": {"S3DataSource": source}}]
 
 
 def _rows(runs: dict[int, list[dict[str, Any]]], test_metric: str) -> list[StudyRow]:
