@@ -175,3 +175,19 @@ def test_start_refuses_a_given_volume_too_small_for_a_terabyte(
         "parameter EvaluationVolumeSizeInGB=500 is too small for the data: each Evaluate instance downloads up to "
         "1,030,792,151,040 bytes and writes up to 0; give at least EvaluationVolumeSizeInGB=1201"
     ) in capsys.readouterr().err
+
+
+def test_a_schedule_fixes_the_sizes_of_todays_listing(built: BuiltDefinition) -> None:
+    from pipeline.sagemaker.schedule import sized_for_schedule
+
+    session = StubbedSession("s3")
+    expect_listing(session)
+    declared = {p["Name"]: p for p in json.loads(built.definition_json)["Parameters"]}
+    assert sized_for_schedule(CONFIG, declared, {"InputDataUrl": INPUT}, session) == {
+        "ProcessingInstanceCount": "100",
+        "ProcessingVolumeSizeInGB": "82",
+        "TrainingInstanceCount": "20",
+        "TransformInstanceCount": "20",
+        "EvaluationVolumeSizeInGB": "1201",
+    }
+    session.verify()
