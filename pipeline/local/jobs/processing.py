@@ -46,7 +46,8 @@ from pipeline.local.s3 import LocalS3
 NO_AWS_FILES = {"AWS_CONFIG_FILE": "/nonexistent/aws-config", "AWS_SHARED_CREDENTIALS_FILE": "/nonexistent/aws-creds"}
 CONTAINER_ROOT = "/opt/ml"
 PYTHON_COMMANDS = ("python", "python3")
-VOLUME_CHECK_SECONDS = 0.5  # how often an instance's sandbox is measured against its volume (memory: every poll)
+MEMORY_CHECK_SECONDS = 0.2  # how often an instance's process group is measured against its memory
+VOLUME_CHECK_SECONDS = 0.5  # how often an instance's sandbox is measured against its volume
 
 
 def host_name(index: int) -> str:
@@ -205,7 +206,7 @@ class ProcessingJobs:
         or why an instance was ended past its volume or memory (``limits``)."""
         processes = []
         started = time.monotonic()
-        measured = 0.0
+        checked = measured = 0.0
         exceeded = None
         try:
             for index, root in enumerate(roots):
@@ -234,9 +235,10 @@ class ProcessingJobs:
                 failed = [i for i, process in enumerate(processes) if process.returncode not in (None, 0)]
                 if failed or job.stop.is_set():
                     break  # one instance failed (the job has failed) or the execution stops: end the others
-                if limits is not None:
-                    volume = time.monotonic() - measured >= VOLUME_CHECK_SECONDS
-                    measured = time.monotonic() if volume else measured
+                now = time.monotonic()
+                if limits is not None and now - checked >= MEMORY_CHECK_SECONDS:
+                    volume = now - measured >= VOLUME_CHECK_SECONDS
+                    checked, measured = now, (now if volume else measured)
                     exceeded = past_limits(limits, roots, processes, volume)
                     if exceeded:
                         break
