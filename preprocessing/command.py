@@ -93,6 +93,13 @@ def build_parser() -> argparse.ArgumentParser:
         default=1,
         help="minimum number of train files overall; each host writes ceil(N / hosts) (default: %(default)s)",
     )
+    parser.add_argument(
+        "--validation-shards",
+        type=_positive_int,
+        default=1,
+        help="minimum number of validation files overall, so that each training instance gets its share; each host "
+        "writes ceil(N / hosts) (default: %(default)s)",
+    )
     parser.add_argument("--validation-fraction", type=float, default=0.15, help="(default: %(default)s)")
     parser.add_argument("--test-fraction", type=float, default=0.15, help="(default: %(default)s)")
     parser.add_argument("--seed", type=int, default=0, help="seeds the split hash and the shuffles (default: 0)")
@@ -143,6 +150,7 @@ def settings_from(args: argparse.Namespace) -> Settings:
         data_version=args.data_version,
         feature_dim=args.feature_dim,
         train_shards=args.train_shards,
+        validation_shards=args.validation_shards,
         validation_fraction=args.validation_fraction,
         test_fraction=args.test_fraction,
         seed=args.seed,

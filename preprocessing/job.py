@@ -78,7 +78,8 @@ def preprocess(settings: Settings) -> dict[str, Any]:
             f"(pipeline parameter FeatureDim) is {settings.feature_dim}; first file {names(files[0])}"
         )
     train_shards = math.ceil(settings.train_shards / host.count)
-    shard_counts = {"train": train_shards, "validation": 1, "test": 1}
+    validation_shards = math.ceil(settings.validation_shards / host.count)
+    shard_counts = {"train": train_shards, "validation": validation_shards, "test": 1}
     transaction = OutputTransaction(settings.output_dir, host)
     transaction.begin()
     failed = True

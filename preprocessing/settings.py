@@ -33,6 +33,7 @@ class Settings:
     data_version: str = ""
     feature_dim: int | None = None  # None: any
     train_shards: int = 1
+    validation_shards: int = 1  # each host writes ceil(validation_shards / hosts): Train deals them to its hosts
     validation_fraction: float = 0.15
     test_fraction: float = 0.15
     seed: int = 0

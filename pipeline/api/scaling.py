@@ -28,7 +28,14 @@ from typing import Any
 
 from pipeline.core.capacity import EFFICIENCY_FLOOR
 from pipeline.core.errors import LlpipeError, opt
-from pipeline.core.names import BINARY_CLASSIFIER, MULTICLASS_CLASSIFIER, TRAIN, TRAINING_JOB_SETTINGS
+from pipeline.core.names import (
+    BINARY_CLASSIFIER,
+    MULTICLASS_CLASSIFIER,
+    PREPROCESS,
+    RECORDIO,
+    TRAIN,
+    TRAINING_JOB_SETTINGS,
+)
 
 __all__ = [
     "ScalingStudy",
@@ -175,6 +182,7 @@ def scaling_study(
         for count in counts:  # alternating counts, so a change of load hits every count alike
             name = f"scaling-{execution.id}-{count}x-{repeat + 1}"[:63]
             request = _request(train.properties, name, count)
+            request["InputDataConfig"] = with_test_channel(request["InputDataConfig"], execution)
             job_folder = folder / "jobs" / name
             job_folder.mkdir(parents=True, exist_ok=True)
             record = copy.deepcopy(train)
@@ -238,9 +246,11 @@ def _study(
 
 @dataclass(frozen=True)
 class _StepSpec:
-    """The little of a planned step a training job reads: its name."""
+    """The little of a planned step a training job reads: its name, and its arguments as the definition writes them
+    (none here: a study's job has no parameters, so a limit it exceeds is named by its field)."""
 
     name: str
+    arguments: dict[str, Any] = field(default_factory=dict)
 
 
 def _request(properties: dict[str, Any], name: str, count: int) -> dict[str, Any]:
@@ -249,6 +259,19 @@ def _request(properties: dict[str, Any], name: str, count: int) -> dict[str, Any
     request["TrainingJobName"] = name
     request["ResourceConfig"]["InstanceCount"] = count
     return request
+
+
+def with_test_channel(channels: list[dict[str, Any]], execution: Any) -> list[dict[str, Any]]:
+    """The study's channels: the Train request's plus Preprocess's test split as a ``test`` channel, which makes the
+    trainer report the test metric the study compares (the pipeline's Train gets none: Evaluate scores the test
+    split, docs/guides/very-large-data.md)."""
+    preprocess = execution.record.steps.get(PREPROCESS)
+    outputs = ((preprocess.properties if preprocess else {}).get("ProcessingOutputConfig") or {}).get("Outputs") or []
+    uri = next((o["S3Output"]["S3Uri"] for o in outputs if o.get("OutputName") == "test"), None)
+    if uri is None or any(channel["ChannelName"] == "test" for channel in channels):
+        return channels
+    source = {"S3DataType": "S3Prefix", "S3Uri": uri, "S3DataDistributionType": "FullyReplicated"}
+    return [*channels, {"ChannelName": "test", "ContentType": RECORDIO, "DataSource": {"S3DataSource": source}}]
 
 
 def _epochs(scaling: dict[str, Any], log: Path) -> dict[str, Any]:

@@ -3,7 +3,8 @@
 Each scheduled execution gets DataVersion = its scheduled time, so it re-runs Preprocess and everything after it
 on the data under InputDataUrl at that time instead of reusing the previous execution's cached results. Unless
 ``--no-infer``, the schema is inferred once now from the input (as ``llpipe start`` does), uploaded, and its
-SchemaUrl and short decisions become fixed parameters of every scheduled execution.
+SchemaUrl and short decisions become fixed parameters of every scheduled execution; so do the instance counts and
+volumes the input's listing needs now (``pipeline.core.sizing``).
 """
 
 from __future__ import annotations
@@ -50,7 +51,7 @@ def run(args: argparse.Namespace) -> int:
     from pipeline.core.errors import UsageError
     from pipeline.sagemaker import aws
     from pipeline.sagemaker.deploy import put_object
-    from pipeline.sagemaker.schedule import delete_schedule, put_schedule, schedule_expression
+    from pipeline.sagemaker.schedule import delete_schedule, put_schedule, schedule_expression, sized_for_schedule
     from pipeline.sagemaker.start import deployed_parameters
 
     config = config_from_args(args)
@@ -72,6 +73,8 @@ def run(args: argparse.Namespace) -> int:
             config, given, session, args, sys.stderr if args.dry_run else sys.stdout, declared
         )
     overrides = {**given, **(inferred.parameters if inferred else {})}
+    if session is not None and declared is not None:  # sized from the listing now, like start: fixed in the schedule
+        overrides.update(sized_for_schedule(config, declared, overrides, session))
     if args.dry_run:
         print(dry_run(config, expression, overrides, args.scheduler_role_arn, not args.disabled))
         note = "dry run: nothing uploaded or scheduled (the JSON fits aws scheduler create-schedule --cli-input-json)"

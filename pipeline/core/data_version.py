@@ -62,6 +62,12 @@ def local_s3_version(s3: Any, uri: str) -> str:
 
 def s3_version(s3_client: Any, uri: str) -> str:
     """The version of the objects under ``uri`` on S3: every ListObjectsV2 page's keys, sizes and ETags."""
+    return fingerprint(s3_listing(s3_client, uri))
+
+
+def s3_listing(s3_client: Any, uri: str) -> list[tuple[str, int, str]]:
+    """``(key relative to the prefix, size, ETag)`` of every object under ``uri``, from every ListObjectsV2 page: what
+    the version is a fingerprint of, and what the jobs are sized from (``pipeline.core.sizing``)."""
     parsed = urlparse(uri)
     if parsed.scheme != "s3" or not parsed.netloc:
         raise DataVersionError(f"InputDataUrl {uri!r} is not an S3 URI (expected s3://bucket/prefix/)")
@@ -76,4 +82,4 @@ def s3_version(s3_client: Any, uri: str) -> str:
         request["ContinuationToken"] = page["NextContinuationToken"]
     if not entries:
         raise DataVersionError(f"no objects under {uri}")
-    return fingerprint(entries)
+    return entries

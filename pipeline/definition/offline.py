@@ -56,6 +56,8 @@ def offline_sdk(region: str) -> Iterator[None]:
         # "Running within a PipelineSession, there will be No Wait, No Logs...", deprecation shims the SDK imports
         # itself: expected while building a definition, and nothing the user can act on
         warnings.filterwarnings("ignore", module=r"sagemaker(\.|$)")
+        # a parameter where a shape types a plain int (VolumeSizeInGB, InstanceCount): the request takes it as is
+        warnings.filterwarnings("ignore", message="Pydantic serializer warnings", category=UserWarning)
         with _quiet_loggers():
             _import_sdk()
             with _memoised_config_validation():

@@ -401,6 +401,49 @@ TABLE: tuple[PipelineParameter, ...] = (
         "check against this constraints.json S3 URI instead of the approved version's; empty: none",
         (setting(DATA_QUALITY, "SuppliedBaselineConstraints"),),
     ),
+    # the sizes below are set from the input's size by run, start and schedule (pipeline/core/sizing.py) unless given;
+    # the defaults are those of small data
+    PipelineParameter(
+        "ProcessingVolumeSizeInGB",
+        "Integer",
+        30,
+        "the storage volume of each Preprocess instance (its share of the input, its outputs and spill files) and of "
+        "DataQuality",
+        (setting(PREPROCESS, "VolumeSizeInGB"), setting(DATA_QUALITY, "VolumeSizeInGB")),
+        range=Range(1, 16384),
+    ),
+    PipelineParameter(
+        "TrainingVolumeSizeInGB",
+        "Integer",
+        30,
+        "the storage volume of each training instance (in File mode: its share of the train and validation channels)",
+        (setting(TRAIN, "VolumeSizeInGB"),),
+        range=Range(1, 16384),
+    ),
+    PipelineParameter(
+        "TrainingInputMode",
+        "String",
+        "Pipe",
+        "how the train channel reaches the instances: streamed, dealt afresh every epoch (Pipe), or downloaded (File)",
+        (setting(TRAIN, "InputMode"),),
+        enum=("Pipe", "File"),
+    ),
+    PipelineParameter(
+        "TransformInstanceCount",
+        "Integer",
+        1,
+        "batch transform instances (each scores its share of the test shards)",
+        (setting(TRANSFORM, "InstanceCount"),),
+        range=Range(1, 100),
+    ),
+    PipelineParameter(
+        "EvaluationVolumeSizeInGB",
+        "Integer",
+        30,
+        "the storage volume of Evaluate (the test split and its predictions)",
+        (setting(EVALUATE, "VolumeSizeInGB"),),
+        range=Range(1, 16384),
+    ),
 )
 
 BY_NAME: dict[str, PipelineParameter] = {row.name: row for row in TABLE}

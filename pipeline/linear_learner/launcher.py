@@ -24,6 +24,7 @@ from pathlib import Path
 
 from pipeline.core.errors import TrainingError
 from pipeline.core.files import atomic_path, write_text_atomically
+from pipeline.core.limits import Limits, group_rss, held_bytes
 from pipeline.core.names import RECORDIO, TRAINING_CONTENT_TYPES, media_type
 from pipeline.core.processes import kill_group
 from pipeline.core.processes import start as start_process
@@ -47,6 +48,9 @@ class Channel:
     files: list[Path] = field(default_factory=list)
     distribution: str = "FullyReplicated"
     content_type: str = RECORDIO
+    # Pipe: the service streams the channel and, with a ShuffleConfig, deals its shards to the hosts afresh every
+    # epoch; locally each host reads the same share every epoch (docs/guides/very-large-data.md)
+    input_mode: str = "File"
 
 
 @dataclass(frozen=True)
@@ -79,10 +83,13 @@ def train(
     work_dir: Path | None = None,
     on_log: Callable[[str], None] | None = None,
     stop: threading.Event | None = None,
+    limits: Limits | None = None,
 ) -> TrainingResult:
     """Train on ``instance_count`` local processes and write ``model.tar.gz``, ``metrics.json``, ``training.json``.
 
-    Setting ``stop`` ends every instance's process group and raises ``TrainingError``."""
+    Setting ``stop`` ends every instance's process group and raises ``TrainingError``; so does an instance past
+    ``limits`` (its volume: the channels it downloaded, not those streamed in Pipe mode, and what it wrote; its
+    memory: its process's RSS)."""
     if instance_count < 1:
         raise TrainingError(f"instance_count must be at least 1, got {instance_count}")
     _check_channels(channels, instance_count)
@@ -100,7 +107,8 @@ def train(
             for index in range(instance_count)
         ]
         try:
-            _run_instances(roots, log, stop or threading.Event())
+            streamed = tuple(name for name, channel in channels.items() if channel.input_mode == "Pipe")
+            _run_instances(roots, log, stop or threading.Event(), Watch(limits, streamed) if limits else None)
         except TrainingError as error:  # name the user's files, not the instances' copies (often removed by now)
             raise TrainingError(_with_sources(str(error), sources)) from None
         return _collect(roots, output_dir, hyperparameters)
@@ -161,7 +169,7 @@ def _lay_out_root(
     for name, channel in channels.items():
         data_config[name] = {
             "ContentType": channel.content_type,
-            "TrainingInputMode": "File",
+            "TrainingInputMode": channel.input_mode,
             "S3DistributionType": channel.distribution,
             "RecordWrapperType": "None",
         }
@@ -185,7 +193,39 @@ def _link_or_copy(source: Path, target: Path) -> None:
         shutil.copyfile(source, target)
 
 
-def _run_instances(roots: list[Path], log: Callable[[str], None], stop: threading.Event) -> None:
+@dataclass
+class Watch:
+    """The limits an instance is held to while it trains, measured every ``interval`` seconds."""
+
+    limits: Limits
+    streamed: tuple[str, ...]  # Pipe-mode channels: streamed on the service, so not on the volume
+    interval: float = 0.2
+    measured: float = 0.0
+
+    def held(self, root: Path) -> int:
+        """What the instance's volume holds: its downloaded channels, its model and output folders."""
+        data = root / "input" / "data"
+        channels = [path for path in data.iterdir() if path.name not in self.streamed] if data.is_dir() else []
+        return held_bytes([*channels, root / "model", root / "output"])
+
+    def check(self, processes: list[subprocess.Popen], roots: list[Path]) -> str | None:
+        """Why the first instance past its memory or volume must fail (at most every ``interval``), else None."""
+        if time.monotonic() - self.measured < self.interval:
+            return None
+        self.measured = time.monotonic()
+        # fewer processes than roots when stopped while they started
+        for index, (process, root) in enumerate(zip(processes, roots, strict=False)):
+            if process.poll() is None:
+                error = self.limits.memory_error(host_name(index), group_rss(process.pid))
+                error = error or self.limits.volume_error(host_name(index), self.held(root))
+                if error:
+                    return error
+        return None
+
+
+def _run_instances(
+    roots: list[Path], log: Callable[[str], None], stop: threading.Event, watch: Watch | None = None
+) -> None:
     """Start one process per root, stream their logs and raise ``TrainingError`` as soon as one fails."""
     from pipeline.linear_learner import shared
     from pipeline.linear_learner.collective import ParameterServer
@@ -236,7 +276,7 @@ def _run_instances(roots: list[Path], log: Callable[[str], None], stop: threadin
             reader = threading.Thread(target=_pump, args=(process, host_name(index), lines), daemon=True)
             reader.start()
             readers.append(reader)
-        failure = _wait(processes, roots, lines, log, stop, server)
+        failure = _wait(processes, roots, lines, log, stop, server, watch)
         if failure is not None:
             if server is not None and server.error and f"exit code {EXIT_ABORTED})" in failure:
                 failure += f" (parameter server: {server.error})"
@@ -302,6 +342,7 @@ def _wait(
     log: Callable[[str], None],
     stop: threading.Event,
     server: object = None,
+    watch: Watch | None = None,
 ) -> str | None:
     """Wait for all processes; return the failure message of the root-cause host, or None on success.
 
@@ -312,6 +353,9 @@ def _wait(
     while True:
         if stop.is_set():
             return "stopped: the execution is being stopped"
+        exceeded = watch.check(processes, roots) if watch is not None else None
+        if exceeded:
+            return exceeded
         stalled = getattr(server, "error", None) if getattr(server, "stalled", False) else None
         if stalled:
             limit = HEARTBEAT_ENV if getattr(server, "connected", True) else CONNECT_ENV

@@ -54,6 +54,9 @@ class LocalRun:
     max_parallel: int = 2
     on_change: Callable[[ExecutionRecord, StepRecord], None] | None = None
     environments: ImageEnvironments | None = None  # the processing images' environments (default: the user's cache)
+    # size the jobs' counts and volumes from the data and refuse a given volume too small for it (False: the values
+    # as given, so a test can show a job failing past its volume)
+    size_from_data: bool = True
 
     @property
     def s3(self) -> LocalS3:
@@ -100,9 +103,13 @@ class LocalRun:
         values.update(preflight.first_baseline(self.workdir.registry_db, group, values, requested))
         data = run_data(self.s3, source, overrides.get("InputDataUrl"), sampled=sample_rows is not None)
         warnings: list[str] = []
+        rows = None
         if data.staged:  # objects under an InputDataUrl override are in the local S3 already: not pre-scanned
             facts = preflight.check_data(data.files, values)
             warnings = preflight.scaling_warnings(facts, values)
+            rows = facts.rows
+        if self.size_from_data:
+            values.update(self.sizes(data, values, requested, rows))
         inferred = None
         if sample_rows is not None and "SchemaUrl" not in requested:
             from pipeline.definition.schema import sample_local
@@ -140,6 +147,21 @@ class LocalRun:
             "setting model_package_group"
         )
         return replace(prepared, warnings=(said, *prepared.warnings))
+
+    def sizes(self, data: RunData, values: Mapping[str, Any], requested: Mapping[str, str], rows: int | None) -> dict:
+        """The counts and volumes the data needs (``pipeline.core.sizing``; a GB scaled by ``LLPIPE_LIMIT_SCALE``,
+        as the local jobs' volumes are); a given volume too small for the data raises ``ParameterError``."""
+        from pipeline.core.instances import volume_bytes
+        from pipeline.core.sizing import InputData, plan_sizes, sized_parameters
+
+        if data.staged:
+            objects = [(path.relative_to(data.base).as_posix(), path.stat().st_size) for path in data.files]
+        else:
+            objects = [(uri, self.s3.path(uri).stat().st_size) for uri in self.s3.list_objects(str(data.prefix))]
+        if not objects:
+            return {}
+        plan = plan_sizes(InputData(tuple(objects), rows=rows), values, set(requested), gb=max(1, volume_bytes(1)))
+        return sized_parameters(plan, values, set(requested))
 
     def execute(self, source: DataSource, overrides: Mapping[str, str]) -> ExecutionRecord:
         """Prepare and execute a run with nothing decided in between (no schema inference); the finished record."""

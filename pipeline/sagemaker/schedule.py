@@ -18,7 +18,7 @@ from pipeline.core.errors import ParameterError, UsageError
 from pipeline.definition.config import PipelineConfig
 from pipeline.definition.parameters import check_overrides
 from pipeline.sagemaker import aws
-from pipeline.sagemaker.start import deployed_parameters
+from pipeline.sagemaker.start import deployed_parameters, sized_from_listing
 
 START_PIPELINE_EXECUTION_TARGET = "arn:aws:scheduler:::aws-sdk:sagemaker:startPipelineExecution"  # universal target
 SCHEDULE_ARN = "<aws.scheduler.schedule-arn>"  # a context attribute EventBridge Scheduler fills in, like the time
@@ -131,6 +131,20 @@ def put_schedule(
             if error.response.get("Error", {}).get("Code") != "ResourceNotFoundException":
                 raise
         return scheduler.create_schedule(**request)["ScheduleArn"]
+
+
+def sized_for_schedule(
+    config: PipelineConfig, declared: Mapping[str, dict[str, Any]], given: Mapping[str, str], session: Any
+) -> dict[str, str]:
+    """The counts and volumes the input under InputDataUrl needs now (ListObjectsV2), as fixed parameters of every
+    scheduled execution: a snapshot, sized again by the next ``llpipe schedule``. A given volume too small for the data
+    raises ``ParameterError``."""
+    from pipeline.core.data_version import s3_listing
+
+    url = given.get("InputDataUrl") or str(declared.get("InputDataUrl", {}).get("DefaultValue", ""))
+    with aws.call(f"ListObjectsV2 {url} (to size the jobs)"):
+        listing = s3_listing(session.client("s3"), url)
+    return sized_from_listing(declared, given, listing)
 
 
 def delete_schedule(config: PipelineConfig, session: Any = None) -> bool:

@@ -11,7 +11,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from pipeline.core.data_version import PARAMETER as DATA_VERSION
-from pipeline.core.data_version import s3_version
+from pipeline.core.data_version import fingerprint, s3_listing
 from pipeline.core.errors import ParameterError, opt
 from pipeline.core.steps import own_arguments, referenced_steps, walk_steps
 from pipeline.definition.config import PipelineConfig
@@ -92,7 +92,9 @@ def start_request(
     if DATA_VERSION in declared and DATA_VERSION not in parameters:
         url = parameters.get("InputDataUrl") or str(declared.get("InputDataUrl", {}).get("DefaultValue", ""))
         with aws.call(f"ListObjectsV2 {url} (for DataVersion; or pass {opt(DATA_VERSION, '...')})"):
-            parameters[DATA_VERSION] = s3_version(session.client("s3"), url)
+            listing = s3_listing(session.client("s3"), url)
+        parameters.update(sized_from_listing(declared, parameters, listing))
+        parameters[DATA_VERSION] = fingerprint(listing)
     request: dict[str, Any] = {"PipelineName": config.pipeline_name}
     if parameters:
         request["PipelineParameters"] = [{"Name": name, "Value": str(value)} for name, value in parameters.items()]
@@ -108,6 +110,21 @@ def start_request(
     if config.mlflow_arn:  # the execution's own experiment, whatever the deployed definition's default says
         request["MlflowExperimentName"] = config.experiment_name
     return request
+
+
+def sized_from_listing(
+    declared: Mapping[str, dict[str, Any]], given: Mapping[str, str], listing: list[tuple[str, int, str]]
+) -> dict[str, str]:
+    """The instance counts and volumes the listed input needs (``pipeline.core.sizing``), as parameters to send: only
+    those the user did not give and whose value differs from the deployed default. A given volume too small for the
+    data raises ``ParameterError`` before anything starts."""
+    from pipeline.core.sizing import InputData, plan_sizes, sized_parameters
+    from pipeline.definition.parameters import resolve_parameters
+
+    values = resolve_parameters(list(declared.values()), dict(given))
+    plan = plan_sizes(InputData(tuple((key, size) for key, size, _ in listing)), values, set(given))
+    sized = sized_parameters(plan, values, set(given))
+    return {name: str(value) for name, value in sized.items() if value != values.get(name)}
 
 
 def missing_data_version(request: Mapping[str, Any]) -> bool:

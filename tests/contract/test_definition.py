@@ -214,6 +214,11 @@ def test_steps_and_parameters_are_named_as_documented(definition: dict[str, Any]
         "RegisterNewDataQualityBaseline",
         "DataQualitySuppliedStatistics",
         "DataQualitySuppliedConstraints",
+        "ProcessingVolumeSizeInGB",
+        "TrainingVolumeSizeInGB",
+        "TrainingInputMode",
+        "TransformInstanceCount",
+        "EvaluationVolumeSizeInGB",
     }
     assert all("DefaultValue" in p for p in parameters.values()), "scheduled runs need every default"
     assert parameters["TrainingInstanceCount"]["DefaultValue"] == 2
@@ -282,6 +287,8 @@ def test_preprocess_shards_its_input_and_writes_six_outputs_per_execution(defini
         "--data-version=",
         "--train-shards",
         "2",
+        "--validation-shards",
+        "2",
         "--resource-config",
         "/opt/ml/config/resourceconfig.json",
         "--exit-message-file",
@@ -349,11 +356,16 @@ def test_processing_code_is_mounted_from_its_content_hashed_bundle(built: BuiltD
 def test_training_channels_hyperparameters_and_stopping_condition(definition: dict[str, Any]) -> None:
     args = all_steps(definition)["Train"]["Arguments"]
     channels = {c["ChannelName"]: c for c in args["InputDataConfig"]}
+    # no channel is replicated to every host, and no test channel: Evaluate scores the test split
     assert {name: c["DataSource"]["S3DataSource"]["S3DataDistributionType"] for name, c in channels.items()} == {
         "train": "ShardedByS3Key",
-        "validation": "FullyReplicated",
-        "test": "FullyReplicated",
+        "validation": "ShardedByS3Key",
     }
+    # train streams (Pipe by default), dealt to the hosts afresh every epoch; validation is downloaded
+    assert channels["train"]["InputMode"] == {"Get": "Parameters.TrainingInputMode"}
+    assert channels["train"]["ShuffleConfig"] == {"Seed": 1}
+    assert (channels["validation"]["InputMode"], "ShuffleConfig" in channels["validation"]) == ("File", False)
+    assert args["ResourceConfig"]["VolumeSizeInGB"] == {"Get": "Parameters.TrainingVolumeSizeInGB"}
     assert {c["ContentType"] for c in channels.values()} == {"application/x-recordio-protobuf"}
     assert channels["train"]["DataSource"]["S3DataSource"]["S3Uri"] == {
         "Get": "Steps.Preprocess.ProcessingOutputConfig.Outputs['train'].S3Output.S3Uri"

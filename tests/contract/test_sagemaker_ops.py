@@ -825,6 +825,7 @@ def test_schedule_gives_every_execution_the_inferred_parameters(
     sagemaker = session.stubs["sagemaker"]
     sagemaker.add_response("describe_pipeline", describe_pipeline_response(built), {"PipelineName": "churn-pipeline"})
     _expect_sample(session, text)
+    expect_listing(session, "s3://data-bucket/raw/", INPUT_OBJECTS)  # sizes the jobs: small data, the defaults
     key = uri.removeprefix("s3://artifacts-bucket/")
     session.stubs["s3"].add_response("put_object", {}, {"Bucket": "artifacts-bucket", "Key": key, "Body": body})
     fixed = "".join(

@@ -134,7 +134,7 @@ def test_training_job_definition_keeps_the_parameters_and_forces_one_model(tuned
     assert static["predictor_type"] == {"Get": "Parameters.PredictorType"}
     assert static["epochs"] == {"Std:Join": {"On": "", "Values": [{"Get": "Parameters.Epochs"}]}}
     assert not set(static) & set(RANGES), "a tuned hyperparameter must not also be static"
-    assert [channel["ChannelName"] for channel in definition["InputDataConfig"]] == ["train", "validation", "test"]
+    assert [channel["ChannelName"] for channel in definition["InputDataConfig"]] == ["train", "validation"]
     assert definition["InputDataConfig"][0]["DataSource"]["S3DataSource"]["S3DataDistributionType"] == "ShardedByS3Key"
     assert definition["ResourceConfig"]["InstanceCount"] == {"Get": "Parameters.TrainingInstanceCount"}
     assert definition["OutputDataConfig"]["S3OutputPath"] == "s3://llpipe-local/linear-learner-pipeline/tune"
@@ -216,7 +216,7 @@ def test_matches_what_sdk_v3s_tuning_step_makes_for_the_same_tuner(
         trainer = model_trainer(config, params, "tune", f"s3://{config.bucket}/{tuning_key(config)}", session)
         trainer.hyperparameters = {**trainer.hyperparameters, "num_models": "1"}
         tuner = HyperparameterTuner(**tuner_arguments(config, trainer, f"{config.base_job_prefix}-tune"))
-        step_args = tuner.tune(inputs=training_channels(preprocess), wait=False)
+        step_args = tuner.tune(inputs=training_channels(params, preprocess), wait=False)
         sdk_step = TuningStep(name=TUNING_STEP, step_args=step_args, **job_step_options())
         pipeline = Pipeline(
             name="parity", parameters=params.all(), steps=[preprocess, sdk_step], sagemaker_session=session

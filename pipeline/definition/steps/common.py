@@ -109,9 +109,11 @@ def sklearn_processor(
     count: Any,
     instance_type: Any,
     session: Any,
+    volume_size_in_gb: Any,
     isolation: bool = True,
 ):
-    """A plain Processor running ``python3 <code dir>/<entry point>`` on the scikit-learn image."""
+    """A plain Processor running ``python3 <code dir>/<entry point>`` on the scikit-learn image, each instance with a
+    storage volume of ``volume_size_in_gb`` (a parameter: the sizes follow the data)."""
     from sagemaker.core.processing import Processor
 
     return Processor(
@@ -120,6 +122,7 @@ def sklearn_processor(
         entrypoint=["python3", f"{CODE_DIR}/{entry_point}"],
         instance_count=count,
         instance_type=instance_type,
+        volume_size_in_gb=volume_size_in_gb,
         volume_kms_key=config.kms_key_id,
         output_kms_key=config.kms_key_id,
         max_runtime_in_seconds=PROCESSING_MAX_RUNTIME_SECONDS,

@@ -27,6 +27,7 @@ def data_quality_step(config: PipelineConfig, params: Parameters, preprocess: An
         role=config.role_arn,
         instance_count=1,
         instance_type=params.processing_instance_type,
+        volume_size_in_gb=params.processing_volume_size_in_gb,  # its input, the baseline sample, is Preprocess's
         volume_kms_key=config.kms_key_id,
         output_kms_key=config.kms_key_id,
         max_runtime_in_seconds=PROCESSING_MAX_RUNTIME_SECONDS,

@@ -32,7 +32,14 @@ def evaluate_step(
     from sagemaker.mlops.workflow import ProcessingStep
 
     processor = sklearn_processor(
-        config, bundle.entry_point, "evaluate", 1, params.evaluation_instance_type, session, isolation=False
+        config,
+        bundle.entry_point,
+        "evaluate",
+        1,
+        params.evaluation_instance_type,
+        session,
+        params.evaluation_volume_size_in_gb,
+        isolation=False,
     )
     step_args = processor.run(
         inputs=[

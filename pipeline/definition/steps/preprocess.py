@@ -35,6 +35,7 @@ def preprocess_step(config: PipelineConfig, params: Parameters, bundle: CodeBund
         params.processing_instance_count,
         params.processing_instance_type,
         session,
+        params.processing_volume_size_in_gb,
     )
     step_args = processor.run(
         inputs=[
@@ -78,6 +79,9 @@ def preprocess_step(config: PipelineConfig, params: Parameters, bundle: CodeBund
             params.split_seed.to_string(),
             Join(on="", values=["--data-version=", params.data_version]),
             "--train-shards",
+            params.training_instance_count.to_string(),
+            # as many validation shards as training instances: Train deals them between its hosts (ShardedByS3Key)
+            "--validation-shards",
             params.training_instance_count.to_string(),
             "--resource-config",
             RESOURCE_CONFIG,

@@ -13,28 +13,35 @@ from pipeline.definition.steps.preprocess import preprocess_output
 TRAINING_MAX_RUNTIME_SECONDS = 24 * 3600  # explicit: the SDK v3 default is one hour
 
 
-def training_channels(preprocess: Any) -> list[Any]:
-    """train (sharded between instances), validation (model selection, early stopping) and test (final metrics)."""
-    from sagemaker.core.shapes import Channel, DataSource, S3DataSource
+SHUFFLE_SEED = 1  # a number in the request (never a parameter reference); the SDK drops a Seed of 0
 
-    def channel(name: str, distribution: str) -> Channel:
+
+def training_channels(params: Parameters, preprocess: Any) -> list[Any]:
+    """train and validation, each dealt between the instances (ShardedByS3Key), so no host receives data that grows
+    with the data set's size beyond its share.
+
+    train is streamed in ``TrainingInputMode`` (Pipe by default: nothing downloaded, the shards dealt to the hosts
+    afresh every epoch by the ShuffleConfig); validation (model selection, early stopping) is downloaded. No test
+    channel: it only makes the service log test metrics, and Evaluate scores the test split."""
+    from sagemaker.core.shapes import Channel, DataSource, S3DataSource, ShuffleConfig
+
+    def channel(name: str, **mode: Any) -> Channel:
         return Channel(
             channel_name=name,
             content_type=RECORDIO,
-            input_mode="File",
             data_source=DataSource(
                 s3_data_source=S3DataSource(
                     s3_data_type="S3Prefix",
                     s3_uri=preprocess_output(preprocess, name),
-                    s3_data_distribution_type=distribution,
+                    s3_data_distribution_type="ShardedByS3Key",
                 )
             ),
+            **mode,
         )
 
     return [
-        channel("train", "ShardedByS3Key"),
-        channel("validation", "FullyReplicated"),
-        channel("test", "FullyReplicated"),
+        channel("train", input_mode=params.training_input_mode, shuffle_config=ShuffleConfig(seed=SHUFFLE_SEED)),
+        channel("validation", input_mode="File"),
     ]
 
 
@@ -47,7 +54,7 @@ def model_trainer(config: PipelineConfig, params: Parameters, name: str, output_
     compute: dict[str, Any] = {
         "instance_type": params.training_instance_type,
         "instance_count": params.training_instance_count,
-        "volume_size_in_gb": 30,
+        "volume_size_in_gb": params.training_volume_size_in_gb,
     }
     if config.kms_key_id:
         compute["volume_kms_key_id"] = config.kms_key_id
@@ -67,7 +74,8 @@ def model_trainer(config: PipelineConfig, params: Parameters, name: str, output_
         base_job_name=f"{config.base_job_prefix}-{name}",
         training_image=linear_learner_image(config),
         training_input_mode="File",
-        compute=Compute(**compute),
+        # constructed unvalidated: Compute types VolumeSizeInGB as a plain int, but the request takes a parameter
+        compute=Compute.model_construct(**compute),
         networking=Networking(**networking),
         stopping_condition=StoppingCondition(max_runtime_in_seconds=TRAINING_MAX_RUNTIME_SECONDS),
         output_data_config=OutputDataConfig(**output),
@@ -100,5 +108,5 @@ def train_step(config: PipelineConfig, params: Parameters, preprocess: Any, sess
     from sagemaker.mlops.workflow import TrainingStep
 
     trainer = model_trainer(config, params, "train", execution_uri(config, "train"), session)
-    step_args = trainer.train(input_data_config=training_channels(preprocess), wait=False, logs=False)
+    step_args = trainer.train(input_data_config=training_channels(params, preprocess), wait=False, logs=False)
     return TrainingStep(name=TRAIN, step_args=step_args, **job_step_options())

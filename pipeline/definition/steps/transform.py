@@ -11,13 +11,29 @@ from pipeline.definition.steps.common import execution_uri, job_step_options
 from pipeline.definition.steps.preprocess import preprocess_output
 
 
-def transform_step(config: PipelineConfig, params: Parameters, preprocess: Any, create_model: Any, session: Any):
+def sized_transformer() -> type:
+    """The SDK's Transformer with an InstanceCount that may be a parameter: its ``TransformResources`` shape types
+    the count as a plain int, so the request's resources are built unvalidated (botocore's model takes the value)."""
+    from sagemaker.core.shapes import TransformResources
     from sagemaker.core.transformer import Transformer
+
+    class SizedTransformer(Transformer):
+        def _get_transform_request(self, *args: Any, **kwargs: Any) -> dict[str, Any]:
+            resources = dict(kwargs.pop("resource_config"))
+            placeholder = {**resources, "instance_count": 1}
+            request = super()._get_transform_request(*args, resource_config=placeholder, **kwargs)
+            request["TransformResources"] = TransformResources.model_construct(**resources)
+            return request
+
+    return SizedTransformer
+
+
+def transform_step(config: PipelineConfig, params: Parameters, preprocess: Any, create_model: Any, session: Any):
     from sagemaker.mlops.workflow import TransformStep
 
-    transformer = Transformer(
+    transformer = sized_transformer()(
         model_name=create_model.properties.ModelName,
-        instance_count=1,
+        instance_count=params.transform_instance_count,
         instance_type=params.transform_instance_type,
         strategy="MultiRecord",
         max_payload=6,

@@ -31,5 +31,5 @@ def tune_step(config: PipelineConfig, params: Parameters, preprocess: Any, sessi
     trainer = model_trainer(config, params, TUNING_OUTPUT, output_path, session)
     trainer.hyperparameters = {**trainer.hyperparameters, "num_models": "1"}  # the service forces it when tuning
     tuner = linear_learner_tuner(config, trainer, base_name=f"{config.base_job_prefix}-{TUNING_OUTPUT}")
-    step_args = tuner.tune(inputs=training_channels(preprocess), wait=False)
+    step_args = tuner.tune(inputs=training_channels(params, preprocess), wait=False)
     return TuningStep(name=TUNE, step_args=step_args, **job_step_options())

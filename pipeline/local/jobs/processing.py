@@ -31,12 +31,14 @@ from pathlib import Path
 from typing import Any
 
 from pipeline.core.errors import one_line
+from pipeline.core.limits import Limits, group_rss, held_bytes
 from pipeline.core.names import EXIT_MESSAGE_BYTES, EXIT_MESSAGE_FILE, RESOURCE_CONFIG
 from pipeline.core.processes import kill_group
 from pipeline.core.processes import start as start_process
 from pipeline.local.environments import ImageEnvironments, JobEnvironment, clean_variables
 from pipeline.local.executions import write_json_atomically
 from pipeline.local.jobs.contract import Job, StepFailed
+from pipeline.local.jobs.limits import job_limits
 from pipeline.local.jobs.storage import download, upload_folder
 from pipeline.local.s3 import LocalS3
 
@@ -44,6 +46,8 @@ from pipeline.local.s3 import LocalS3
 NO_AWS_FILES = {"AWS_CONFIG_FILE": "/nonexistent/aws-config", "AWS_SHARED_CREDENTIALS_FILE": "/nonexistent/aws-creds"}
 CONTAINER_ROOT = "/opt/ml"
 PYTHON_COMMANDS = ("python", "python3")
+MEMORY_CHECK_SECONDS = 0.2  # how often an instance's process group is measured against its memory
+VOLUME_CHECK_SECONDS = 0.5  # how often an instance's sandbox is measured against its volume
 
 
 def host_name(index: int) -> str:
@@ -76,7 +80,10 @@ class ProcessingJobs:
     def run(self, job: Job, arguments: dict[str, Any], environment_image: str | None = None) -> dict[str, Any]:
         """Run the processing job ``arguments`` describes; ``environment_image`` names the image whose environment
         runs it when the request's own image is one the local backend stands in for (Model Monitor's analyzer)."""
-        count = int(arguments["ProcessingResources"]["ClusterConfig"]["InstanceCount"])
+        cluster = arguments["ProcessingResources"]["ClusterConfig"]
+        count = int(cluster["InstanceCount"])
+        written = ((job.step.arguments.get("ProcessingResources") or {}).get("ClusterConfig")) or {}
+        limits = job_limits(job.step.name, cluster, written if isinstance(written, dict) else {})
         if count < 1:
             raise StepFailed(f"InstanceCount must be at least 1, got {count}")
         app = arguments["AppSpecification"]
@@ -97,7 +104,9 @@ class ProcessingJobs:
             job.report(f"{count} instance(s) running")
             with self._aws(job, arguments) as aws_variables:  # the job's own variables: AWS_ENDPOINT_URL ...
                 job_variables = {**variables, **aws_variables}
-                failed = self._run(job, roots, entrypoint, container_arguments, environment, job_variables, logs)
+                failed = self._run(
+                    job, roots, entrypoint, container_arguments, environment, job_variables, logs, limits
+                )
             described = {
                 **arguments,
                 "ProcessingJobName": job.job_name,
@@ -107,6 +116,8 @@ class ProcessingJobs:
             message = exit_message(roots)
             if message is not None:
                 described["ExitMessage"] = message
+            if isinstance(failed, str):  # past its volume or its memory: the service fails it so
+                raise StepFailed(failed, {**described, "ProcessingJobStatus": "Failed"})
             if failed is not None:
                 index, code = failed
                 if message is None:  # the failing instance's last log line, its paths as the container saw them
@@ -189,10 +200,14 @@ class ProcessingJobs:
         environment: JobEnvironment,
         variables: dict[str, str],
         logs: Path,
-    ) -> tuple[int, int] | None:
-        """Run every instance until all end, one fails or the execution stops; the failed instance and its exit code."""
+        limits: Limits | None = None,
+    ) -> tuple[int, int] | str | None:
+        """Run every instance until all end, one fails or the execution stops; the failed instance and its exit code,
+        or why an instance was ended past its volume or memory (``limits``)."""
         processes = []
         started = time.monotonic()
+        checked = measured = 0.0
+        exceeded = None
         try:
             for index, root in enumerate(roots):
                 arguments = [remap(part, root) for part in entrypoint[1:] + container_arguments]
@@ -220,6 +235,13 @@ class ProcessingJobs:
                 failed = [i for i, process in enumerate(processes) if process.returncode not in (None, 0)]
                 if failed or job.stop.is_set():
                     break  # one instance failed (the job has failed) or the execution stops: end the others
+                now = time.monotonic()
+                if limits is not None and now - checked >= MEMORY_CHECK_SECONDS:
+                    volume = now - measured >= VOLUME_CHECK_SECONDS
+                    checked, measured = now, (now if volume else measured)
+                    exceeded = past_limits(limits, roots, processes, volume)
+                    if exceeded:
+                        break
                 job.report(f"{len(roots)} instance(s) running, {time.monotonic() - started:.0f}s")
                 time.sleep(0.05)
         finally:
@@ -231,10 +253,30 @@ class ProcessingJobs:
                 process.wait()
         if job.stop.is_set():
             raise StepFailed(f"stopped: {len(killed)} running instance(s) ended")
+        if limits is not None:  # what the instances left at the end counts too (a job shorter than one measurement)
+            exceeded = exceeded or past_limits(limits, roots, [], True)
+        if exceeded:
+            return exceeded
         # the root cause is an instance that ended by itself, not one stopped here because another one failed
         failed = [i for i, process in enumerate(processes) if process.returncode != 0 and i not in killed]
         failed = failed or [i for i, process in enumerate(processes) if process.returncode != 0]
         return (failed[0], processes[failed[0]].returncode) if failed else None
+
+
+def past_limits(limits: Limits, roots: Sequence[Path], processes: Sequence[Any], volume: bool) -> str | None:
+    """Why the first instance past its memory (its process group's RSS) or, when ``volume``, past its storage volume
+    (its sandbox's files: the inputs it downloaded and what it wrote) must fail, else None."""
+    for index, process in enumerate(processes):
+        if process.poll() is None:
+            error = limits.memory_error(host_name(index), group_rss(process.pid))
+            if error:
+                return error
+    if volume:
+        for index, root in enumerate(roots):
+            error = limits.volume_error(host_name(index), held_bytes([root]))
+            if error:
+                return error
+    return None
 
 
 def without_aws(variables: Any) -> dict[str, str]:

@@ -18,6 +18,7 @@ from pipeline.core.images import is_linear_learner
 from pipeline.core.names import RECORDIO, media_type
 from pipeline.local.executions import now
 from pipeline.local.jobs.contract import Job, StepFailed
+from pipeline.local.jobs.limits import job_limits
 from pipeline.local.jobs.storage import list_prefix, upload_file
 from pipeline.local.s3 import LocalS3
 
@@ -34,10 +35,12 @@ class TrainingJobs:
         from pipeline.linear_learner import launcher
 
         arguments = job.arguments
-        image = arguments.get("AlgorithmSpecification", {}).get("TrainingImage", "")
+        algorithm = arguments.get("AlgorithmSpecification") or {}
+        image = algorithm.get("TrainingImage", "")
         if not is_linear_learner(image):
             raise StepFailed(f"training image {image!r} is not Linear Learner, the only algorithm run locally")
-        count = int(arguments["ResourceConfig"]["InstanceCount"])
+        resources = arguments["ResourceConfig"]
+        count = int(resources["InstanceCount"])
         channels = {}
         for channel in arguments.get("InputDataConfig", []):
             name = channel["ChannelName"]
@@ -51,6 +54,7 @@ class TrainingJobs:
                 files=files,
                 distribution=source.get("S3DataDistributionType", "FullyReplicated"),
                 content_type=media_type(channel.get("ContentType") or RECORDIO),
+                input_mode=str(channel.get("InputMode") or algorithm.get("TrainingInputMode") or "File"),
             )
         job_name = str(arguments.get("TrainingJobName") or job.job_name)
         logs = HostLogs(job, job.folder / "logs")
@@ -63,6 +67,7 @@ class TrainingJobs:
                 work_dir=job.folder / "instances",
                 on_log=logs.write,
                 stop=job.stop,
+                limits=job_limits(job.step.name, resources, written_resources(job.step.arguments)),
             )
         except launcher.TrainingError as error:
             raise StepFailed(str(error)) from None
@@ -86,6 +91,13 @@ class TrainingJobs:
                 for name, value in sorted(result.metrics.items())
             ],
         }
+
+
+def written_resources(arguments: dict[str, Any]) -> dict[str, Any]:
+    """The step's ResourceConfig as the definition writes it (a tuning step's in its training job definition)."""
+    job = arguments.get("TrainingJobDefinition") or arguments
+    resources = job.get("ResourceConfig") if isinstance(job, dict) else None
+    return resources if isinstance(resources, dict) else {}
 
 
 class HostLogs:
