@@ -29,7 +29,7 @@ from pipeline.core.errors import (
 from pipeline.definition.build import build_definition
 from pipeline.definition.config import PipelineConfig
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 LIBRARY = ("pipeline", "preprocessing", "evaluation", "containerlib", "dataquality", "serving")
 CONTAINERS = ("preprocessing", "evaluation", "containerlib", "dataquality", "serving")
 FLAG = re.compile(r"--[a-z]")
