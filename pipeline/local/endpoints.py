@@ -44,7 +44,7 @@ from pipeline.core.deployment import (
 from pipeline.core.errors import UsageError
 from pipeline.core.files import write_text_atomically
 from pipeline.core.names import RECORDIO, TRANSFORM, StepStatus
-from pipeline.core.signals import stop_signals_deferred
+from pipeline.core.signals import STOP_SIGNALS, stop_signals_deferred
 from pipeline.core.smoke import SmokeCase, SmokeError, SmokeResult, case_from_shards
 from pipeline.local.executions import ExecutionStore, process_start
 from pipeline.local.registry import LocalRegistry, ModelPackage, RegistryError
@@ -158,7 +158,12 @@ def launch_server(command: Sequence[str], ready_file: Path, log: Path, timeout: 
     log.parent.mkdir(parents=True, exist_ok=True)
     with log.open("ab") as output:
         process = subprocess.Popen(
-            list(command), stdin=subprocess.DEVNULL, stdout=output, stderr=subprocess.STDOUT, start_new_session=True
+            list(command),
+            stdin=subprocess.DEVNULL,
+            stdout=output,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+            preexec_fn=_unblock_stop_signals,  # a server started while the caller defers stops still takes them
         )
     deadline = time.monotonic() + timeout
     try:
@@ -188,6 +193,11 @@ def launch_server(command: Sequence[str], ready_file: Path, log: Path, timeout: 
                 process.kill()
                 process.wait()
         raise
+
+
+def _unblock_stop_signals() -> None:
+    """In the server's process before it runs: the stop signals unblocked, whatever mask its starter held."""
+    signal.pthread_sigmask(signal.SIG_UNBLOCK, STOP_SIGNALS)
 
 
 def stop_server(pid: int, started: str | None, timeout: float = STOP_TIMEOUT_SECONDS) -> bool:
@@ -472,8 +482,10 @@ class LocalEndpoints:
 
     def _start(self, stage: str, endpoint: str, version: Version, port: int, smoke_test: str | None = None) -> Server:
         folder = self.folder / stage
-        server = self.launcher(endpoint, version.package_arn, port, folder / "ready.json", folder / "server.log")
-        with stop_signals_deferred():  # a started server is recorded, or an interrupt would leave it unknown
+        # a stop landing while the server starts acts once it is recorded: between its ready file and its state an
+        # interrupt left it running unknown, holding the stage's port, so that the roll-back could not bind it
+        with stop_signals_deferred():
+            server = self.launcher(endpoint, version.package_arn, port, folder / "ready.json", folder / "server.log")
             self._save(
                 StageState(
                     stage=stage,

@@ -25,7 +25,8 @@ from containerlib.content_types import (
 REPOSITORY = Path(__file__).resolve().parents[2]
 VOCABULARY = "containerlib/content_types.py"
 # a media type written in a string: text/..., application/..., or */* (not inside a path such as a/text/b)
-MEDIA_TYPE = re.compile(r"(?<![\w.+/-])(?:(?:text|application)/[A-Za-z0-9.+-]+|\*/\*)")
+# ``*/*`` is Accept's wildcard, not a path glob such as ``*/*/monitoring``
+MEDIA_TYPE = re.compile(r"(?<![\w.+/-])(?:(?:text|application)/[A-Za-z0-9.+-]+|\*/\*(?![\w/*]))")
 # the only media types written elsewhere: the AWS APIs' own HTTP protocol in the local AWS endpoint (S3's XML
 # listings and object bodies, the JSON 1.1 protocol of SageMaker's API), which no container reads or writes
 ALLOWED = {

@@ -113,27 +113,27 @@ def test_a_stop_ends_a_register_step_waiting_for_the_lock_at_once(held_registry:
         GROUP, InferenceSpecification={"Containers": [{"Image": "x", "ModelDataUrl": "s3://bkt/model.tar.gz"}]}
     )
     del arguments["ModelMetrics"]
-    process = subprocess.Popen(
+    with subprocess.Popen(
         [sys.executable, "-c", REGISTER_STEP, str(held_registry), json.dumps(arguments)],
         stderr=subprocess.PIPE,
         text=True,
         start_new_session=True,
-    )
-    _wait_until_open(process, held_registry / "registry.db")
-    assert _stopped_in_time(process, sent) == 128 + sent
-    [record] = ExecutionStore(held_registry / "executions").list()
-    assert record.status == "Stopped" and record.steps["Register"].status == "Stopped"
-    assert sent.name in record.failure_reason
+    ) as process:
+        _wait_until_open(process, held_registry / "registry.db")
+        assert _stopped_in_time(process, sent) == 128 + sent
+        [record] = ExecutionStore(held_registry / "executions").list()
+        assert record.status == "Stopped" and record.steps["Register"].status == "Stopped"
+        assert sent.name in record.failure_reason
 
 
 @pytest.mark.parametrize("sent", [signal.SIGINT, signal.SIGTERM])
 def test_a_stop_ends_models_approve_waiting_for_the_lock_at_once(held_registry: Path, sent: signal.Signals) -> None:
     argv = [*LLPIPE, "models", "approve", "1", "--workdir", str(held_registry)]
-    process = subprocess.Popen(argv, stderr=subprocess.PIPE, text=True, start_new_session=True)
-    _wait_until_open(process, held_registry / "registry.db")
-    assert _stopped_in_time(process, sent) == 128 + sent
-    assert f"llpipe models: stopped by {sent.name}" in process.stderr.read()  # type: ignore[union-attr]
-    assert LocalRegistry(held_registry / "registry.db").describe(f"{GROUP}/1").approval_status != "Approved"
+    with subprocess.Popen(argv, stderr=subprocess.PIPE, text=True, start_new_session=True) as process:
+        _wait_until_open(process, held_registry / "registry.db")
+        assert _stopped_in_time(process, sent) == 128 + sent
+        assert f"llpipe models: stopped by {sent.name}" in process.stderr.read()  # type: ignore[union-attr]
+        assert LocalRegistry(held_registry / "registry.db").describe(f"{GROUP}/1").approval_status != "Approved"
 
 
 def test_a_stop_event_ends_the_wait_and_a_free_lock_is_taken(held_registry: Path) -> None:

@@ -86,18 +86,18 @@ def test_an_interrupted_roll_out_leaves_the_stage_served(staged: Path, sent: sig
     target = "2" if before["version"] == 1 else "1"
     argv = [*LLPIPE, "deploy", "--stage", "staging", "--model-package", target, "--workdir", str(staged), "--json"]
     argv += ["--quality-tolerance", "1"]
-    process = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
-    said = []
-    assert process.stderr is not None
-    for line in process.stderr:
-        said.append(line)
-        if line.strip().partition(" ")[2].startswith(at):  # after the time stamp
-            process.send_signal(sent)
-            break
-    else:
-        pytest.fail(f"the deploy never said {at!r}: {''.join(said)}")
-    said.append(process.stderr.read())
-    assert process.wait(timeout=120) == 128 + sent, "".join(said)
+    with subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True) as process:
+        said = []
+        assert process.stderr is not None
+        for line in process.stderr:
+            said.append(line)
+            if line.strip().partition(" ")[2].startswith(at):  # after the time stamp
+                process.send_signal(sent)
+                break
+        else:
+            pytest.fail(f"the deploy never said {at!r}: {''.join(said)}")
+        said.append(process.stderr.read())
+        assert process.wait(timeout=120) == 128 + sent, "".join(said)
     after = _staging(staged)
     assert after["status"] == "InService", (after, "".join(said))  # before: the state named a dead server
     assert after["version"] in (1, 2) and after["url"] == before["url"]  # the same port for the clients

@@ -50,21 +50,21 @@ def test_a_killed_monitor_leaves_no_copy_once_the_next_command_ran(
     ]
     write_capture(LocalS3(workdir.s3).path(f"{PREFIX}/datacapture"), "ep", "AllTraffic", captured)
     argv = [*LLPIPE, "monitor", "--endpoint", "ep", *WINDOW, "--workdir", str(workdir.root)]
-    process = subprocess.Popen(argv, stderr=subprocess.PIPE, text=True, start_new_session=True)
-    staging = LocalS3(workdir.s3).path(f"{PREFIX}/monitoring/.staging")
-    try:
-        while True:  # until the monitoring job's instance runs from its sandbox (and the share is staged)
-            assert process.poll() is None, process.communicate()
-            sandboxes = list(workdir.monitoring.glob("*/sandbox"))
-            staged = versions == 1 or (staging.is_dir() and any(staging.iterdir()))
-            if sandboxes and staged and _processes_mentioning(f"{sandboxes[0]}/"):
-                break
-            time.sleep(0.05)
-        process.kill()
-        process.wait()
-    finally:
-        if process.poll() is None:
+    with subprocess.Popen(argv, stderr=subprocess.PIPE, text=True, start_new_session=True) as process:
+        staging = LocalS3(workdir.s3).path(f"{PREFIX}/monitoring/.staging")
+        try:
+            while True:  # until the monitoring job's instance runs from its sandbox (and the share is staged)
+                assert process.poll() is None, process.communicate()
+                sandboxes = list(workdir.monitoring.glob("*/sandbox"))
+                staged = versions == 1 or (staging.is_dir() and any(staging.iterdir()))
+                if sandboxes and staged and _processes_mentioning(f"{sandboxes[0]}/"):
+                    break
+                time.sleep(0.05)
             process.kill()
+            process.wait()
+        finally:
+            if process.poll() is None:
+                process.kill()
     for _ in range(600):  # the job's instance dies with its parent; the kernel takes a moment
         if not _processes_mentioning(str(workdir.root)):
             break
