@@ -61,13 +61,24 @@ def stop_signals_raise() -> Iterator[None]:
 
 @contextmanager
 def stop_signals_deferred() -> Iterator[None]:
-    """Stop signals arriving during the block are held by the kernel and delivered when it ends: for the few
-    statements that must not be cut in half (creating a record and entering the ``try`` that marks it stopped)."""
+    """Stop signals arriving during the block are noted and acted on when it ends (the first is raised again): for
+    the statements that must not be cut in half (creating a record and entering the ``try`` that marks it stopped;
+    starting a server and recording it). Noted by handlers, not held by the thread's signal mask: a signal sent to
+    the process passes a mask through any other thread (OpenBLAS's, started with numpy), and the processes the block
+    starts would inherit the mask and ignore their own stops."""
     if threading.current_thread() is not threading.main_thread():
         yield
         return
-    blocked = signal.pthread_sigmask(signal.SIG_BLOCK, STOP_SIGNALS)
+    held: list[int] = []
+
+    def note(number: int, frame: FrameType | None) -> None:
+        held.append(number)
+
+    previous = {number: signal.signal(number, note) for number in STOP_SIGNALS}
     try:
         yield
     finally:
-        signal.pthread_sigmask(signal.SIG_SETMASK, blocked)
+        for number, old in previous.items():
+            signal.signal(number, old if old is not None else signal.SIG_DFL)
+        if held:
+            signal.raise_signal(held[0])  # to the handler the block had replaced

@@ -44,7 +44,7 @@ from pipeline.core.deployment import (
 from pipeline.core.errors import UsageError
 from pipeline.core.files import write_text_atomically
 from pipeline.core.names import RECORDIO, TRANSFORM, StepStatus
-from pipeline.core.signals import STOP_SIGNALS, stop_signals_deferred
+from pipeline.core.signals import stop_signals_deferred
 from pipeline.core.smoke import SmokeCase, SmokeError, SmokeResult, case_from_shards
 from pipeline.local.executions import ExecutionStore, process_start
 from pipeline.local.registry import LocalRegistry, ModelPackage, RegistryError
@@ -163,7 +163,6 @@ def launch_server(command: Sequence[str], ready_file: Path, log: Path, timeout: 
             stdout=output,
             stderr=subprocess.STDOUT,
             start_new_session=True,
-            preexec_fn=_unblock_stop_signals,  # a server started while the caller defers stops still takes them
         )
     deadline = time.monotonic() + timeout
     try:
@@ -193,11 +192,6 @@ def launch_server(command: Sequence[str], ready_file: Path, log: Path, timeout: 
                 process.kill()
                 process.wait()
         raise
-
-
-def _unblock_stop_signals() -> None:
-    """In the server's process before it runs: the stop signals unblocked, whatever mask its starter held."""
-    signal.pthread_sigmask(signal.SIG_UNBLOCK, STOP_SIGNALS)
 
 
 def stop_server(pid: int, started: str | None, timeout: float = STOP_TIMEOUT_SECONDS) -> bool:
