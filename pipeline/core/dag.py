@@ -15,7 +15,7 @@ from itertools import pairwise
 from typing import Any
 
 from pipeline.core.errors import DefinitionError
-from pipeline.core.steps import own_arguments, referenced_steps, step_fields, walk_steps
+from pipeline.core.steps import upstream_steps, walk_steps
 
 ORDERING_SWEEPS = 8  # down-and-up barycentre sweeps; the order with the fewest crossings seen is kept
 
@@ -61,9 +61,7 @@ def definition_graph(definition: Mapping[str, Any]) -> Graph:
     edges: dict[tuple[str, str], Edge] = {}
     for step, branch in found:
         name = str(step["Name"])
-        sources = (
-            set(step.get("DependsOn", [])) | referenced_steps(own_arguments(step)) | referenced_steps(step_fields(step))
-        )
+        sources = upstream_steps(step)
         unknown = sorted(sources - set(order))
         if unknown:
             raise DefinitionError(f"step {name} depends on or reads unknown step(s): {', '.join(unknown)}")

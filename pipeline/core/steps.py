@@ -68,3 +68,9 @@ def referenced_steps(value: Any) -> set[str]:
     if isinstance(value, list):
         return set().union(*(referenced_steps(item) for item in value)) if value else set()
     return set()
+
+
+def upstream_steps(step: dict[str, Any]) -> set[str]:
+    """The steps ``step`` runs after, as SageMaker orders them: its ``DependsOn`` and every step whose properties its
+    own arguments or fields read (a Condition's branches are steps of their own; their Condition is not included)."""
+    return set(step.get("DependsOn", [])) | referenced_steps(own_arguments(step)) | referenced_steps(step_fields(step))

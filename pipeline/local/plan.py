@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from pipeline.core.errors import DefinitionError
-from pipeline.core.steps import own_arguments, referenced_steps, step_fields, walk_steps
+from pipeline.core.steps import own_arguments, step_fields, upstream_steps, walk_steps
 from pipeline.local import conditions, expressions
 
 SUPPORTED_VERSION = "2020-12-01"
@@ -96,7 +96,7 @@ def plan(definition: dict[str, Any], runnable_types: set[str]) -> Plan:
         unknown = sorted(depends_on - set(names))
         if unknown:
             raise DefinitionError(f"step {name} DependsOn unknown step(s): {', '.join(unknown)}")
-        upstream = depends_on | referenced_steps(arguments) | referenced_steps(fields)
+        upstream = upstream_steps(step)
         if branch is not None:
             upstream.add(branch[0])
         steps[name] = StepSpec(name, kind, step, frozenset(upstream), branch)

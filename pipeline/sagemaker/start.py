@@ -13,7 +13,7 @@ from typing import Any
 from pipeline.core.data_version import PARAMETER as DATA_VERSION
 from pipeline.core.data_version import fingerprint, s3_listing
 from pipeline.core.errors import ParameterError, opt
-from pipeline.core.steps import own_arguments, referenced_steps, walk_steps
+from pipeline.core.steps import upstream_steps, walk_steps
 from pipeline.definition.config import PipelineConfig
 from pipeline.definition.parameters import check_overrides
 from pipeline.sagemaker import aws
@@ -43,9 +43,7 @@ def steps_from(definition: Mapping[str, Any], first: str) -> list[str]:
     property files included) and, inside a Condition's branches, on the Condition.
     """
     dependencies = {
-        step["Name"]: set(step.get("DependsOn", []))
-        | referenced_steps(own_arguments(step))
-        | ({branch[0]} if branch else set())
+        step["Name"]: upstream_steps(step) | ({branch[0]} if branch else set())
         for step, branch in walk_steps(list(definition.get("Steps", [])))
     }
     if first not in dependencies:

@@ -36,8 +36,6 @@ FLAG = re.compile(r"--[a-z]")
 # one argument of a command line being built: "--input-dir", "--label-values=", "--only-binary=:all:"
 BARE_FLAG = re.compile(r"--[a-z][a-z-]*(=\S*)?")
 NAMED_FLAG = re.compile(r"--[a-z][a-z-]* \(pipeline parameter ([A-Z]\w+)\)")
-# Files whose messages another branch rewrites: the params branch makes parameters.py's flag-free (drop on merge).
-PENDING: set[str] = set()
 # Texts that quote a whole llpipe command for a person to type, not an option: the failure alert's SNS message, and
 # the generated parameter reference's header (it names both surfaces: the command's flag and the API's argument).
 COMMANDS = {
@@ -77,7 +75,7 @@ def _messages_with_flags() -> dict[str, list[tuple[int, str]]]:
     for package in LIBRARY:
         for path in sorted((ROOT / package).rglob("*.py")):
             relative = path.relative_to(ROOT).as_posix()
-            if relative.startswith("pipeline/cli/") or relative in PENDING:
+            if relative.startswith("pipeline/cli/"):
                 continue
             for line, text in _strings(ast.parse(path.read_text(encoding="utf-8"))):
                 quoted = any(path == relative and command in text for path, command in COMMANDS)
