@@ -17,6 +17,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from pipeline.core.errors import UsageError
+from pipeline.core.instances import INSTANCES
 from pipeline.core.names import EVALUATE, PREPROCESS, SPLIT_FRACTIONS, TRAIN, TRANSFORM
 
 GB = 10**9  # input and channel sizes, as S3 counts them
@@ -127,21 +128,8 @@ MEMORY = {
     EVALUATE: _fit((13, 241), (518, 1954), _ISSUE_39 + ", Evaluate (the whole input)"),
 }
 
-# Instances: memory and vCPUs from /work/shared/reference/scale-and-tracking.md (EC2); hourly prices are SageMaker
-# on-demand list prices in us-east-1 as recorded here (an assumption: check the pricing page, or pass ``prices``).
-INSTANCES: dict[str, tuple[float, int]] = {  # type -> (memory GiB, vCPUs)
-    "ml.m5.large": (8, 2),
-    "ml.m5.xlarge": (16, 4),
-    "ml.m5.2xlarge": (32, 8),
-    "ml.m5.4xlarge": (64, 16),
-    "ml.m5.12xlarge": (192, 48),
-    "ml.c5.xlarge": (8, 4),
-    "ml.c5.2xlarge": (16, 8),
-    "ml.c5.4xlarge": (32, 16),
-    "ml.r5.xlarge": (32, 4),
-    "ml.r5.2xlarge": (64, 8),
-    "ml.m4.xlarge": (16, 4),
-}
+# Instances' memory and vCPUs: pipeline.core.instances.INSTANCES; hourly prices are SageMaker on-demand list prices
+# in us-east-1 as recorded here (an assumption: check the pricing page, or pass ``prices``).
 PRICES: dict[str, float] = {  # USD per instance-hour
     "ml.m5.large": 0.115,
     "ml.m5.xlarge": 0.23,

@@ -17,19 +17,22 @@ LIMIT_SCALE_ENV = "LLPIPE_LIMIT_SCALE"
 VOLUME_SCALE_ENV = "LLPIPE_VOLUME_SCALE"  # each overrides LLPIPE_LIMIT_SCALE for its limit
 MEMORY_SCALE_ENV = "LLPIPE_MEMORY_SCALE"
 
-MEMORY_GIB = {
-    "ml.m5.large": 8,
-    "ml.m5.xlarge": 16,
-    "ml.m5.2xlarge": 32,
-    "ml.m5.4xlarge": 64,
-    "ml.m5.12xlarge": 192,
-    "ml.c5.xlarge": 8,
-    "ml.c5.2xlarge": 16,
-    "ml.c5.4xlarge": 32,
-    "ml.r5.xlarge": 32,
-    "ml.r5.2xlarge": 64,
-    "ml.m4.xlarge": 16,
+# type -> (memory GiB, vCPUs), EC2's figures (/work/shared/reference/scale-and-tracking.md): the local limits and the
+# capacity plan (pipeline.core.capacity) read this one table
+INSTANCES: dict[str, tuple[int, int]] = {
+    "ml.m5.large": (8, 2),
+    "ml.m5.xlarge": (16, 4),
+    "ml.m5.2xlarge": (32, 8),
+    "ml.m5.4xlarge": (64, 16),
+    "ml.m5.12xlarge": (192, 48),
+    "ml.c5.xlarge": (8, 4),
+    "ml.c5.2xlarge": (16, 8),
+    "ml.c5.4xlarge": (32, 16),
+    "ml.r5.xlarge": (32, 4),
+    "ml.r5.2xlarge": (64, 8),
+    "ml.m4.xlarge": (16, 4),
 }
+MEMORY_GIB = {instance_type: memory for instance_type, (memory, _) in INSTANCES.items()}
 
 
 def limit_scale(variable: str = LIMIT_SCALE_ENV) -> float:
