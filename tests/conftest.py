@@ -10,6 +10,7 @@ from typing import Any
 
 import pytest
 from support.container import Container
+from support.mlflow_store import fresh_store, migrated_template
 from support.protobuf_oracle import compile_record_protobuf
 
 from pipeline.core.images import DEFAULT_PROCESSING_IMAGE
@@ -47,6 +48,17 @@ def image_environment() -> JobEnvironment:
 def container(image_environment: JobEnvironment, tmp_path_factory: pytest.TempPathFactory) -> Container:
     """Runs the repository's code bundles as the scikit-learn image does."""
     return Container(image_environment, tmp_path_factory.mktemp("code"))
+
+
+@pytest.fixture(scope="session")
+def mlflow_template(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return migrated_template(tmp_path_factory.mktemp("mlflow-template"))
+
+
+@pytest.fixture
+def mlflow_sqlite_uri(mlflow_template: Path, tmp_path: Path) -> str:
+    """A new, empty MLflow SQLite store of this test's own (copied from the session's migrated template)."""
+    return fresh_store(mlflow_template, tmp_path)
 
 
 @pytest.fixture(scope="session", autouse=True)

@@ -110,7 +110,8 @@ def mlflow_config(config: PipelineConfig) -> Any:
 def _build_pipeline(config: PipelineConfig, bundles: Bundles, session: Any) -> Any:
     """Assemble parameters and steps into the SDK ``Pipeline`` (inside :func:`offline_sdk`)."""
     from sagemaker.core.workflow.pipeline_definition_config import PipelineDefinitionConfig
-    from sagemaker.mlops.workflow import Pipeline
+
+    from pipeline.definition.sdk_pipeline import Pipeline
 
     params = Parameters.create(config)
     preprocess = preprocess_step(config, params, bundles.preprocess, session)

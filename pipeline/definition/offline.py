@@ -60,7 +60,7 @@ def offline_sdk(region: str) -> Iterator[None]:
         warnings.filterwarnings("ignore", message="Pydantic serializer warnings", category=UserWarning)
         with _quiet_loggers():
             _import_sdk()
-            with _memoised_config_validation():
+            with memoised_config_validation():
                 yield
 
 
@@ -114,7 +114,7 @@ def _import_sdk() -> None:
 
 
 @contextlib.contextmanager
-def _memoised_config_validation() -> Iterator[None]:
+def memoised_config_validation() -> Iterator[None]:
     """Validate each distinct SDK config once instead of on every lookup (the SDK re-runs jsonschema each time)."""
     from sagemaker.core.config.config_manager import SageMakerConfig
 
@@ -137,8 +137,9 @@ def _memoised_config_validation() -> Iterator[None]:
 def offline_session(region: str, bucket: str) -> Any:
     """A PipelineSession that needs no network: call inside :func:`offline_sdk`."""
     import boto3
-    import botocore.session
     from sagemaker.core.workflow.pipeline_context import PipelineSession
+
+    from pipeline.core.botocore_session import new_botocore_session
 
     class OfflinePipelineSession(PipelineSession):
         """Returns the configured bucket without checking it, and refuses uploads (upsert uploads our code)."""
@@ -153,9 +154,7 @@ def offline_session(region: str, bucket: str) -> Any:
             raise RuntimeError(f"the pipeline definition must not upload s3://{bucket}/{key}")
 
     # a session of our own (its region is ours; no credentials are needed because no request is ever signed),
-    # sharing botocore's service-model loader with boto3's default session so the models are parsed once
-    core = botocore.session.get_session()
-    if boto3.DEFAULT_SESSION is not None:
-        core.register_component("data_loader", boto3.DEFAULT_SESSION._session.get_component("data_loader"))
+    # sharing the process's parsed service models
+    core = new_botocore_session()
     boto_session = boto3.Session(botocore_session=core, region_name=region)
     return OfflinePipelineSession(boto_session=boto_session, default_bucket=bucket, sagemaker_config=SDK_CONFIG)

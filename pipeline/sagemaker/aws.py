@@ -41,12 +41,13 @@ def session(config: PipelineConfig) -> Any:
     """A boto3 session for the configured region (credentials from the usual chain) whose clients give up on an
     endpoint after short, named connect and read timeouts."""
     import boto3
-    import botocore.session
     from botocore.config import Config
+
+    from pipeline.core.botocore_session import new_botocore_session
 
     check_endpoint_variables()
     connect, read = timeouts()
-    core = botocore.session.get_session()
+    core = new_botocore_session()
     core.set_default_client_config(
         Config(connect_timeout=connect, read_timeout=read, retries={"max_attempts": MAX_ATTEMPTS, "mode": "standard"})
     )

@@ -224,14 +224,14 @@ def stub_execution(session: StubbedSession, mlflow_config: dict[str, str] | None
     sagemaker.add_response("update_model_package", {"ModelPackageArn": PACKAGE_ARN}, UPDATE_REQUEST)
 
 
-def test_a_scheduled_execution_is_forwarded_as_its_own_run_with_linear_learners_metrics(tmp_path: Path) -> None:
+def test_a_scheduled_execution_is_forwarded_as_its_own_run_with_linear_learners_metrics(mlflow_sqlite_uri: str) -> None:
     session = StubbedSession("sagemaker", "sagemaker-metrics")
     stub_execution(session, {"MlflowResourceArn": APP_ARN, "MlflowExperimentName": "churn-experiments"})
     sent: list[dict[str, Any]] = []
     session.clients["sagemaker"].meta.events.register(
         "provide-client-params.sagemaker.UpdateModelPackage", lambda params, **kwargs: sent.append(dict(params))
     )
-    uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
+    uri = mlflow_sqlite_uri
     run = forward_execution(CONFIG, EXECUTION_ARN, session=session, tracking_uri=uri)
     session.verify()
     # the registered version names the run back
@@ -293,12 +293,12 @@ def test_an_execution_without_an_mlflow_server_is_refused_naming_what_to_pass(tm
 
 
 def test_llpipe_execution_show_to_mlflow_forwards_and_prints_the_run(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture
+    mlflow_sqlite_uri: str, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture
 ) -> None:
     session = StubbedSession("sagemaker", "sagemaker-metrics")
     stub_execution(session, {"MlflowResourceArn": APP_ARN, "MlflowExperimentName": "churn-pipeline"})
     monkeypatch.setattr(aws, "session", lambda config: session)
-    uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
+    uri = mlflow_sqlite_uri
     code = main(
         [
             "execution",

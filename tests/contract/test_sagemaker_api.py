@@ -43,6 +43,8 @@ REPORT = {
 def aws(monkeypatch: pytest.MonkeyPatch):
     from moto import mock_aws
 
+    from pipeline.core.botocore_session import new_botocore_session
+
     for name, value in {
         "AWS_ACCESS_KEY_ID": "testing",
         "AWS_SECRET_ACCESS_KEY": "testing",
@@ -52,6 +54,8 @@ def aws(monkeypatch: pytest.MonkeyPatch):
     for name in ("AWS_ENDPOINT_URL", "AWS_PROFILE", "AWS_REGION", "AWS_DEFAULT_REGION", "ARTIFACT_BUCKET"):
         monkeypatch.delenv(name, raising=False)
     with mock_aws():
+        # moto drops boto3's default session; the new one shares the parsed service models (parsed once, not per test)
+        boto3.setup_default_session(botocore_session=new_botocore_session())
         boto3.client("s3", region_name=REGION).create_bucket(
             Bucket="studio-bucket", CreateBucketConfiguration={"LocationConstraint": REGION}
         )

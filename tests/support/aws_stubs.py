@@ -7,8 +7,15 @@ from typing import Any
 import boto3
 from botocore.stub import Stubber
 
-# one real session for every test: clients made from it share the parsed service models
-REAL_SESSION = boto3.Session(aws_access_key_id="testing", aws_secret_access_key="testing", region_name="us-west-2")
+from pipeline.core.botocore_session import new_botocore_session
+
+# one real session for every test, sharing the parsed service models with the sessions the product makes
+REAL_SESSION = boto3.Session(
+    aws_access_key_id="testing",
+    aws_secret_access_key="testing",
+    region_name="us-west-2",
+    botocore_session=new_botocore_session(),
+)
 
 
 class StubbedSession:
