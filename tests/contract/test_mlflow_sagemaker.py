@@ -13,7 +13,6 @@ from typing import Any
 
 import pytest
 from botocore.stub import ANY
-from mlflow import MlflowClient
 from support.aws_stubs import REAL_SESSION, StubbedSession
 
 from pipeline.cli import main
@@ -241,6 +240,8 @@ def test_a_scheduled_execution_is_forwarded_as_its_own_run_with_linear_learners_
             "CustomerMetadataProperties": {"mlflow:run-id": run.run_id, "mlflow:experiment-id": run.experiment_id},
         }
     ]
+    from mlflow import MlflowClient  # imported by the tests that read a store: ~2 s per xdist worker otherwise
+
     client = MlflowClient(tracking_uri=uri)
     experiment = client.get_experiment_by_name("churn-experiments")  # the execution's, not the configuration's
     assert experiment is not None and run.experiment_id == experiment.experiment_id
@@ -314,6 +315,8 @@ def test_llpipe_execution_show_to_mlflow_forwards_and_prints_the_run(
     )
     assert code == 0
     session.verify()
+    from mlflow import MlflowClient
+
     (parent,) = MlflowClient(tracking_uri=uri).search_runs(["1"], filter_string="attributes.run_name = 'abc123def456'")
     assert capsys.readouterr().out == (
         f"MLflow run {parent.info.run_id}: http://127.0.0.1:5000/#/experiments/1/runs/{parent.info.run_id}"
