@@ -110,8 +110,8 @@ def convert_chunk(
             row = int(np.flatnonzero(keep)[np.flatnonzero(absent[:, schema.feature_columns.index(unfilled[0])])[0]])
             raise PreprocessError(
                 f"{where.at(row)}: column {unfilled[0]!r} is missing and the schema holds no value to impute it with "
-                "(schema inference decides the training medians: leave pipeline parameter SchemaUrl unset and do not "
-                "pass --no-infer); or set --missing (pipeline parameter MissingValues) to zero or drop"
+                "(schema inference decides the training medians: leave pipeline parameter SchemaUrl unset to infer "
+                "it); or set --missing (pipeline parameter MissingValues) to zero or drop"
             )
     unseen = {column: int(mask[keep].sum()) for column, mask in encoded.unseen.items() if mask[keep].any()}
     # encoded here, once: the shards then only gather and write whole frames (rows are never copied twice); every
