@@ -302,7 +302,7 @@ def numeric_block(frame: Any, columns: Sequence[str], bad_number: BadNumber) -> 
     with np.errstate(over="ignore", invalid="ignore"):
         if not isinstance(frame, pd.DataFrame):
             cells = [cells_to_float64(frame[column], column, bad_number) for column in columns]
-            n = len(frame[columns[0]]) if columns else 0
+            n = len(frame[columns[0]]) if columns else len(next(iter(frame.values()), ()))
             return np.array(cells, dtype=np.float64).reshape(len(columns), n).T.astype(np.float32, order="F")
         block = frame[list(columns)]
         if all(pd.api.types.is_numeric_dtype(dtype) for dtype in block.dtypes):

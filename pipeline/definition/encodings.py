@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from containerlib.encoding import HASHED, NUMBER, ONE_HOT, ColumnEncoding, FeatureLayout, boolean_meaning
+from pipeline.core.names import SPLIT_FRACTIONS
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -134,7 +135,9 @@ def _train_rows(
     def bad_number(row: int, column: str, value: Any) -> Exception:
         return PreprocessError(f"row {row + 1}: column {column!r} has non-numeric value {value!r}")
 
-    validation, test = float(values.get("ValidationFraction") or 0), float(values.get("TestFraction") or 0)
+    validation, test = (
+        float(values.get(name, SPLIT_FRACTIONS[name])) for name in ("ValidationFraction", "TestFraction")
+    )
     fractions = (1.0 - validation - test, validation, test)
     seed = int(values.get("SplitSeed") or 0)
     predictor = str(values["PredictorType"])

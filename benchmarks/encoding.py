@@ -1,0 +1,106 @@
+"""Benchmark: issue 40's encoding (one-hot text columns, MissingValues=impute) against the encoding before it
+(every text column hashed into 16 buckets; ``MissingValues=drop``, the only earlier policy under which a table with
+gaps ran without zeros), on real tables from the ISLP package's wheel, measured in the same run.
+
+Both configurations run the whole local pipeline on the same files with the same SplitSeed; ``HashBuckets=16``
+reproduces the former encoding byte for byte (tests/unit/preprocessing/test_preprocess_pinned.py). Prints per table
+and seed Linear Learner's test metric (binary: AUC; regression: RMSE), the report's scikit-learn baseline, and the
+ratio after / before.
+
+    pip download --no-deps ISLP -d /tmp/islp
+    python benchmarks/encoding.py --wheel /tmp/islp/islp-0.6.0-py3-none-any.whl [--seeds 0 1 2] [--tables OJ ...]
+"""
+
+from __future__ import annotations
+
+import argparse
+import io
+import json
+import statistics
+import time
+import zipfile
+from pathlib import Path
+
+import pandas as pd
+
+# table: (label column, predictor type, columns dropped: row names and other labels)
+TABLES = {
+    "Default": ("default", "binary_classifier", []),
+    "OJ": ("Purchase", "binary_classifier", ["STORE"]),
+    "Carseats": ("Sales", "regressor", []),
+    "Hitters": ("Salary", "regressor", []),
+}
+BEFORE = {"HashBuckets": "16", "MissingValues": "drop"}
+AFTER: dict[str, str] = {}  # the defaults: HashBuckets=0 (schema-decided), MissingValues=impute
+
+
+def write_table(wheel: Path, name: str, folder: Path) -> Path:
+    """ISLP/data/<name>.csv from the wheel, without its row-name column, as one CSV."""
+    with zipfile.ZipFile(wheel) as archive:
+        frame = pd.read_csv(io.BytesIO(archive.read(f"ISLP/data/{name}.csv")))
+    frame = frame.loc[:, [column for column in frame.columns if not column.startswith("Unnamed")]]
+    frame = frame.drop(columns=TABLES[name][2], errors="ignore")
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / f"{name}.csv"
+    frame.to_csv(path, index=False)
+    return path
+
+
+def run_once(run, path: Path, name: str, seed: int, overrides: dict[str, str]) -> dict:
+    from pipeline.local.data import user_data
+
+    label, predictor, _ = TABLES[name]
+    started = time.perf_counter()
+    prepared = run.prepare(user_data(path, label, predictor), {**overrides, "SplitSeed": str(seed)})
+    record = prepared.execute()
+    evaluate = record.steps.get("Evaluate")
+    if evaluate is None or evaluate.status != "Succeeded":
+        raise SystemExit(f"{name} seed {seed} {overrides}: the run failed: {record.failure_reason}")
+    report = json.loads(run.s3.path(evaluate.properties["PropertyFiles"]["EvaluationReport"]).read_text())
+    section, metric = (
+        ("regression_metrics", "rmse") if predictor == "regressor" else ("binary_classification_metrics", "auc")
+    )
+    return {
+        "table": name, "seed": seed, "metric": metric, "linear_learner": report[section][metric]["value"],
+        "baseline": report["baseline"][section][metric]["value"], "test_records": report["dataset"]["item_count"],
+        "seconds": time.perf_counter() - started,
+    }  # fmt: skip
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
+    parser.add_argument("--wheel", type=Path, required=True, help="the ISLP wheel (pip download --no-deps ISLP)")
+    parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
+    parser.add_argument("--tables", nargs="+", default=list(TABLES), choices=list(TABLES))
+    parser.add_argument("--workdir", type=Path, default=Path(".llpipe/encoding-benchmark"))
+    args = parser.parse_args()
+
+    from pipeline.definition.config import load_config
+    from pipeline.local.runner import build_local_run
+    from pipeline.local.workdir import Workdir
+
+    run = build_local_run(load_config(env={}), Workdir(args.workdir))
+    print(f"{'table':<10}{'seed':>5}{'metric':>7}{'before':>9}{'after':>9}{'after/before':>14}"
+          f"{'base before':>13}{'base after':>12}{'test rows':>11}")  # fmt: skip
+    ratios: dict[str, list[float]] = {}
+    for name in args.tables:
+        path = write_table(args.wheel, name, args.workdir / "tables")
+        for seed in args.seeds:
+            before = run_once(run, path, name, seed, BEFORE)
+            after = run_once(run, path, name, seed, AFTER)
+            ratio = after["linear_learner"] / before["linear_learner"]
+            ratios.setdefault(name, []).append(ratio)
+            print(
+                f"{name:<10}{seed:>5}{after['metric']:>7}{before['linear_learner']:>9.4f}"
+                f"{after['linear_learner']:>9.4f}{ratio:>14.4f}{before['baseline']:>13.4f}{after['baseline']:>12.4f}"
+                f"{before['test_records']:>5}/{after['test_records']:<5}",
+                flush=True,
+            )
+    print("\nmean ratio after / before (AUC: above 1 is better; RMSE: below 1 is better)")
+    for name, values in ratios.items():
+        print(f"{name:<10}{statistics.fmean(values):.4f} over {len(values)} seed(s)")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
