@@ -66,7 +66,8 @@ def test_yes_no_spellings_and_case_find_their_meaning_and_unseen_values_other() 
     colour = ColumnEncoding("colour", "one_hot", ("blue", "red"), indicator=True)
     layout = FeatureLayout(("smoker", "colour"), ("smoker", "colour"), 16, (smoker, colour))
     assert layout.feature_names == [
-        "smoker=No", "smoker=Yes", f"smoker={OTHER}", "colour=blue", "colour=red", f"colour={OTHER}", f"colour={MISSING}"
+        "smoker=No", "smoker=Yes", f"smoker={OTHER}",
+        "colour=blue", "colour=red", f"colour={OTHER}", f"colour={MISSING}",
     ]  # fmt: skip
     rows = {"smoker": ["YES", "n", True, 0, "maybe"], "colour": ["red", "RED", None, "blue", "blue"]}
     encoded = encode_features(rows, layout, lambda *_: AssertionError())
