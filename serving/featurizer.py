@@ -40,6 +40,11 @@ def featurize_rows(frame: Any, spec: ServingSpec) -> tuple[np.ndarray, list[dict
         return frame[column].iloc[row] if isinstance(frame, pd.DataFrame) else frame[column][row]
 
     if spec.missing_policy == "impute":
+        for row, position in zip(*(index.tolist() for index in np.nonzero(encoded.absent))):  # noqa: B905 - 3.9
+            column = spec.layout.feature_columns[position]
+            value = cell(column, row)
+            if not _is_gap(value):  # a number beyond float32 or inf is a client's fault, not a gap to fill
+                raise RequestError(f"row {row + 1}, column {column!r} is {_shown(value)}, not a finite float32")
         unfilled = impute(encoded, spec.layout)
         if unfilled:
             row = int(np.flatnonzero(encoded.absent[:, spec.layout.feature_columns.index(unfilled[0])])[0])
@@ -71,6 +76,11 @@ def featurize_rows(frame: Any, spec: ServingSpec) -> tuple[np.ndarray, list[dict
                 f"this endpoint refuses unseen values ({UNSEEN_VARIABLE}={UNSEEN_REFUSE})"
             )
     return np.ascontiguousarray(encoded.features, dtype=np.float32), unseen
+
+
+def _is_gap(value: Any) -> bool:
+    """A missing cell: None (JSON null, a CSV's missing-value text) or a DataFrame's NaN/NaT."""
+    return value is None or bool(pd.isna(value)) if not isinstance(value, (str, bytes)) else False
 
 
 def _plain(value: Any) -> Any:
