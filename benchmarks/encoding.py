@@ -51,7 +51,7 @@ def run_once(run, path: Path, name: str, seed: int, overrides: dict[str, str]) -
 
     label, predictor, _ = TABLES[name]
     started = time.perf_counter()
-    prepared = run.prepare(user_data(path, label, predictor), {**overrides, "SplitSeed": str(seed)})
+    prepared = run.prepare(user_data(path, label, predictor), {**overrides, "SplitSeed": str(seed)}, sample_rows=10_000)
     record = prepared.execute()
     evaluate = record.steps.get("Evaluate")
     if evaluate is None or evaluate.status != "Succeeded":
