@@ -2,8 +2,10 @@
 (every text column hashed into 16 buckets; ``MissingValues=drop``, the only earlier policy under which a table with
 gaps ran without zeros), on real tables from the ISLP package's wheel, measured in the same run.
 
-Both configurations run the whole local pipeline on the same files with the same SplitSeed; ``HashBuckets=16``
-reproduces the former encoding byte for byte (tests/unit/preprocessing/test_preprocess_pinned.py). Prints per table
+Both configurations run the whole local pipeline on the same files with the same SplitSeed, split by a row number
+column (``IdColumn``: the split of encoded features would otherwise move rows between the splits when the encoding
+changes); ``HashBuckets=16`` reproduces the former encoding byte for byte
+(tests/unit/preprocessing/test_preprocess_pinned.py). Prints per table
 and seed Linear Learner's test metric (binary: AUC; regression: RMSE), the report's scikit-learn baseline, and the
 ratio after / before.
 
@@ -30,8 +32,9 @@ TABLES = {
     "Carseats": ("Sales", "regressor", []),
     "Hitters": ("Salary", "regressor", []),
 }
-BEFORE = {"HashBuckets": "16", "MissingValues": "drop"}
-AFTER: dict[str, str] = {}  # the defaults: HashBuckets=0 (schema-decided), MissingValues=impute
+ROW_ID = "row_id"  # added to each table: the split is by its hash, the same rows in both configurations
+BEFORE = {"HashBuckets": "16", "MissingValues": "drop", "IdColumn": ROW_ID}
+AFTER = {"IdColumn": ROW_ID}  # the defaults otherwise: HashBuckets=0 (schema-decided), MissingValues=impute
 
 
 def write_table(wheel: Path, name: str, folder: Path) -> Path:
@@ -40,6 +43,7 @@ def write_table(wheel: Path, name: str, folder: Path) -> Path:
         frame = pd.read_csv(io.BytesIO(archive.read(f"ISLP/data/{name}.csv")))
     frame = frame.loc[:, [column for column in frame.columns if not column.startswith("Unnamed")]]
     frame = frame.drop(columns=TABLES[name][2], errors="ignore")
+    frame.insert(0, ROW_ID, [f"row{index}" for index in range(len(frame))])
     folder.mkdir(parents=True, exist_ok=True)
     path = folder / f"{name}.csv"
     frame.to_csv(path, index=False)

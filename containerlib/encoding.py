@@ -60,12 +60,12 @@ class ColumnEncoding:
 
     column: str
     kind: str = NUMBER
-    values: tuple = ()  # one_hot: the vocabulary, in feature order
+    values: tuple[str, ...] = ()  # one_hot: the vocabulary, in feature order
     boolean: bool = False  # one_hot: values matched by their yes/no meaning
     buckets: int = 0  # hashed
     fill: float | None = None  # MissingValues=impute: a number column's missing values become this
     indicator: bool = False  # MissingValues=impute: a "column=(missing)" feature after the column's own
-    _lookup: dict = field(default_factory=dict, init=False, repr=False, compare=False, hash=False)
+    _lookup: dict[Any, int] = field(default_factory=dict, init=False, repr=False, compare=False, hash=False)
 
     def __post_init__(self) -> None:
         lookup = {value: index for index, value in enumerate(self.values)}
@@ -90,7 +90,7 @@ class ColumnEncoding:
             found = None if meaning is None else self._lookup.get((True, meaning))
         return found
 
-    def feature_names(self) -> list:
+    def feature_names(self) -> list[str]:
         """``column`` for a number, ``column=value`` and ``column=(other)`` for one-hot, ``column#bucket`` for
         hashed, then ``column=(missing)`` with an indicator."""
         if self.kind == NUMBER:
@@ -101,9 +101,9 @@ class ColumnEncoding:
             names = [f"{self.column}#{bucket}" for bucket in range(self.buckets)]
         return names + ([f"{self.column}={MISSING}"] if self.indicator else [])
 
-    def to_json(self) -> dict:
+    def to_json(self) -> dict[str, Any]:
         """The encoding as the schema stores it."""
-        document: dict = {"kind": self.kind}
+        document: dict[str, Any] = {"kind": self.kind}
         if self.kind == ONE_HOT:
             document.update(values=list(self.values), boolean=self.boolean)
         if self.kind == HASHED:
@@ -141,30 +141,37 @@ class FeatureLayout:
     """Which columns are features, in which order, and how each becomes features: ``encodings`` as decided (the
     schema's), else a number, or a text column hashed into ``hash_buckets``."""
 
-    feature_columns: tuple
-    categorical_columns: tuple
+    feature_columns: tuple[str, ...]
+    categorical_columns: tuple[str, ...]
     hash_buckets: int = DEFAULT_HASH_BUCKETS
-    encodings: tuple = ()  # ColumnEncoding of the columns whose encoding was decided
+    encodings: tuple[ColumnEncoding, ...] = ()  # ColumnEncoding of the columns whose encoding was decided
+    _columns: tuple[ColumnEncoding, ...] = field(default=(), init=False, repr=False, compare=False, hash=False)
+
+    def __post_init__(self) -> None:
+        decided = {encoding.column: encoding for encoding in self.encodings}
+        text = set(self.categorical_columns)
+        columns = tuple(
+            decided.get(column)
+            or (ColumnEncoding(column, HASHED, buckets=self.hash_buckets) if column in text else ColumnEncoding(column))
+            for column in self.feature_columns
+        )
+        object.__setattr__(self, "_columns", columns)  # once: thousands of columns are looked up per chunk
 
     def encoding(self, column: str) -> ColumnEncoding:
-        for decided in self.encodings:
-            if decided.column == column:
-                return decided
-        if column in self.categorical_columns:
-            return ColumnEncoding(column, HASHED, buckets=self.hash_buckets)
-        return ColumnEncoding(column)
+        """One feature column's encoding."""
+        return self._columns[self.feature_columns.index(column)]
 
     @property
-    def columns(self) -> tuple:
+    def columns(self) -> tuple[ColumnEncoding, ...]:
         """Every feature column's encoding, in order."""
-        return tuple(self.encoding(column) for column in self.feature_columns)
+        return self._columns
 
     @property
-    def numeric_columns(self) -> tuple:
+    def numeric_columns(self) -> tuple[str, ...]:
         return tuple(column for column in self.feature_columns if column not in self.categorical_columns)
 
     @property
-    def feature_offsets(self) -> dict:
+    def feature_offsets(self) -> dict[str, int]:
         """Index of each feature column's first feature."""
         offsets, offset = {}, 0
         for encoding in self.columns:
@@ -177,13 +184,13 @@ class FeatureLayout:
         return sum(encoding.width for encoding in self.columns)
 
     @property
-    def feature_names(self) -> list:
+    def feature_names(self) -> list[str]:
         """The name of every feature in model order (``column``, ``column=value``, ``column=(other)``,
         ``column#bucket``, ``column=(missing)``): a weight's index is its name's."""
         return [name for encoding in self.columns for name in encoding.feature_names()]
 
     @property
-    def indicator_positions(self) -> list:
+    def indicator_positions(self) -> list[int]:
         """The features that are missing-value indicators (not part of a row's identity for the split)."""
         offsets = self.feature_offsets
         return [offsets[e.column] + e.width - 1 for e in self.columns if e.indicator]
@@ -198,8 +205,8 @@ class Encoded:
 
     features: np.ndarray
     absent: np.ndarray
-    category_hashes: dict = field(default_factory=dict)
-    unseen: dict = field(default_factory=dict)
+    category_hashes: dict[str, np.ndarray] = field(default_factory=dict)
+    unseen: dict[str, np.ndarray] = field(default_factory=dict)
 
 
 def encode_features(
@@ -225,8 +232,8 @@ def encode_features(
     positions = {column: index for index, column in enumerate(layout.feature_columns)}
     features[:, [offsets[column] for column in layout.numeric_columns]] = numeric
     absent[:, [positions[column] for column in layout.numeric_columns]] = absent_numeric
-    hashes: dict = {}
-    unseen: dict = {}
+    hashes: dict[str, np.ndarray] = {}
+    unseen: dict[str, np.ndarray] = {}
     table = isinstance(frame, pd.DataFrame)
     for encoding in columns:
         if encoding.kind == NUMBER:
@@ -245,13 +252,13 @@ def encode_features(
     return Encoded(features, absent, hashes, unseen)
 
 
-def impute(encoded: Encoded, layout: FeatureLayout) -> list:
+def impute(encoded: Encoded, layout: FeatureLayout) -> list[str]:
     """MissingValues=impute on encoded rows, in place: a number's gap filled with its ``fill``, the column's
     ``=(missing)`` feature set where it has one. Returns the columns with a gap and no fill (the caller's error)."""
     if not encoded.absent.any():
         return []
     offsets = layout.feature_offsets
-    unfilled = []
+    unfilled: list[str] = []
     for position, encoding in enumerate(layout.columns):
         rows = np.flatnonzero(encoded.absent[:, position])
         if not len(rows):
@@ -266,7 +273,9 @@ def impute(encoded: Encoded, layout: FeatureLayout) -> list:
     return unfilled
 
 
-def _one_hot(cells: Any, encoding: ColumnEncoding, features: np.ndarray, offset: int, table: bool) -> tuple:
+def _one_hot(
+    cells: Any, encoding: ColumnEncoding, features: np.ndarray, offset: int, table: bool
+) -> tuple[np.ndarray, np.ndarray]:
     """Set each row's value's indicator (``column=(other)`` outside the vocabulary); return the masks of missing
     values and of values outside the vocabulary."""
     if table:
@@ -274,9 +283,9 @@ def _one_hot(cells: Any, encoding: ColumnEncoding, features: np.ndarray, offset:
     else:
         values = [None if cell is None or (isinstance(cell, float) and math.isnan(cell)) else cell for cell in cells]
         keys = [None if value is None else (type(value).__name__, value) for value in values]
-        codes_of: dict = {}
-        uniques = []
-        codes_list = []
+        codes_of: dict[Any, int] = {}
+        uniques: list[Any] = []
+        codes_list: list[int] = []
         for key, value in zip(keys, values):  # noqa: B905 - Python 3.9
             if key is None:
                 codes_list.append(-1)
