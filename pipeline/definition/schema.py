@@ -297,7 +297,8 @@ def decide(sample: Sample, values: Mapping[str, Any], given: set[str]) -> Decisi
     if policy == "error":
         _refuse_missing(sample, [label, *features], label)
     if id_column:
-        _refuse_empty_ids(sample, id_column, [label, *features] if policy == "drop" else [])
+        dropped_if_empty = {"drop": [label, *features], "impute": [label]}.get(policy, [])  # rows Preprocess drops
+        _refuse_empty_ids(sample, id_column, dropped_if_empty)
 
     label_values, num_classes = _decide_labels(frame[label], label, predictor, values, given)
     if label_values is not None and "LabelValues" not in given:
