@@ -31,16 +31,40 @@ TABLES = {
     "OJ": ("Purchase", "binary_classifier", ["STORE"]),
     "Carseats": ("Sales", "regressor", []),
     "Hitters": ("Salary", "regressor", []),
+    # generated, the crash table's shape: a Yes/No column whose two values share one of 16 buckets ("US=Yes" and
+    # "US=No" do) carries most of the signal, and a fifth of the ages are missing
+    "crash": ("dead", "binary_classifier", []),
 }
 ROW_ID = "row_id"  # added to each table: the split is by its hash, the same rows in both configurations
 BEFORE = {"HashBuckets": "16", "MissingValues": "drop", "IdColumn": ROW_ID}
 AFTER = {"IdColumn": ROW_ID}  # the defaults otherwise: HashBuckets=0 (schema-decided), MissingValues=impute
 
 
+def crash_table(rows: int = 4000, seed: int = 7) -> pd.DataFrame:
+    """4,000 crashes: death far likelier without the belt (US=No: the column name collides on purpose), by speed
+    band and age; 20% of the ages missing."""
+    import numpy as np
+
+    rng = np.random.default_rng(seed)
+    belt = rng.random(rows) < 0.7
+    speed = rng.choice(["0-20", "20-40", "40-60", "60+"], rows)
+    age = rng.normal(45, 18, rows).clip(16, 95).round(0)
+    logit = -3.0 - 2.5 * belt + 0.6 * pd.Series(speed).map({"0-20": 0, "20-40": 1, "40-60": 2, "60+": 3}) + 0.03 * age
+    dead = rng.random(rows) < 1 / (1 + np.exp(-logit))
+    ages = pd.Series(age, dtype=object)
+    ages[rng.random(rows) < 0.2] = None
+    return pd.DataFrame(
+        {"US": np.where(belt, "Yes", "No"), "speed": speed, "age": ages, "dead": np.where(dead, "yes", "no")}
+    )
+
+
 def write_table(wheel: Path, name: str, folder: Path) -> Path:
-    """ISLP/data/<name>.csv from the wheel, without its row-name column, as one CSV."""
-    with zipfile.ZipFile(wheel) as archive:
-        frame = pd.read_csv(io.BytesIO(archive.read(f"ISLP/data/{name}.csv")))
+    """ISLP/data/<name>.csv from the wheel (or the generated crash table), without its row-name column, as one CSV."""
+    if name == "crash":
+        frame = crash_table()
+    else:
+        with zipfile.ZipFile(wheel) as archive:
+            frame = pd.read_csv(io.BytesIO(archive.read(f"ISLP/data/{name}.csv")))
     frame = frame.loc[:, [column for column in frame.columns if not column.startswith("Unnamed")]]
     frame = frame.drop(columns=TABLES[name][2], errors="ignore")
     frame.insert(0, ROW_ID, [f"row{index}" for index in range(len(frame))])
