@@ -80,7 +80,9 @@ def featurize_rows(frame: Any, spec: ServingSpec) -> tuple[np.ndarray, list[dict
 
 def _is_gap(value: Any) -> bool:
     """A missing cell: None (JSON null, a CSV's missing-value text) or a DataFrame's NaN/NaT."""
-    return value is None or bool(pd.isna(value)) if not isinstance(value, (str, bytes)) else False
+    if value is None:
+        return True
+    return not isinstance(value, (str, bytes)) and bool(pd.isna(value))
 
 
 def _plain(value: Any) -> Any:
