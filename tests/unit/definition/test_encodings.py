@@ -120,3 +120,18 @@ def test_the_error_for_a_missing_value_suggests_impute_first(tmp_path: Path, pol
         assert code == 1 and "set --missing (pipeline parameter MissingValues) to impute (the training median" in error
     else:
         assert code == 0
+
+
+def test_hash_buckets_given_to_preprocess_hashes_every_text_column_and_keeps_the_imputation(tmp_path: Path) -> None:
+    """HashBuckets=N is the explicit override: the schema's vocabularies are set aside, its imputation kept."""
+    decided(tmp_path, table(300, 5))
+    out = tmp_path / "out"
+    code = main(["--input-dir", str(tmp_path / "data"), "--output-dir", str(out), "--label-column", "y",
+                 "--predictor-type", "binary_classifier", "--schema", str(tmp_path / "schema.json"),
+                 "--missing", "impute", "--hash-buckets", "4"])  # fmt: skip
+    assert code == 0
+    summary = json.loads((out / "summary" / "summary.json").read_text())
+    names = summary["feature_names"]
+    assert names[:5] == ["colour#0", "colour#1", "colour#2", "colour#3", f"colour={MISSING}"]
+    assert names[5:9] == ["smoker#0", "smoker#1", "smoker#2", "smoker#3"]
+    assert names[-2:] == ["age", f"age={MISSING}"] and len(names) == 4 + 1 + 4 + 4 + 2
