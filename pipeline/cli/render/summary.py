@@ -104,7 +104,7 @@ def summarise(execution: LocalExecution, render_plots: bool = True) -> dict[str,
 
 
 def preprocess_warnings(record: ExecutionRecord, s3: LocalS3) -> list[str]:
-    """Warnings from Preprocess's summary: categorical columns whose values share hash buckets."""
+    """Warnings from Preprocess's summary: hashed values sharing buckets, rows dropped, values outside a vocabulary."""
     from preprocessing.summary import load_summary
 
     step = record.steps.get(PREPROCESS)
