@@ -27,6 +27,7 @@ if TYPE_CHECKING:
 
 ONE_HOT_LIMIT = 200  # distinct values in the sample up to which a text column is one-hot
 HASH_BUCKETS_LIMIT = 1024  # the most buckets a many-valued text column is given
+ENCODED_VALUES = 1 << 23  # features of the sample encoded at once to find its train rows (32 MB of float32)
 
 
 def decide_encodings(
@@ -143,21 +144,24 @@ def _train_rows(
     predictor = str(values["PredictorType"])
     classes = num_classes if predictor == "multiclass_classifier" else None
     spec = LabelSpec(predictor, tuple(label_values) if label_values else None, classes)
-    try:
-        encoded = encode_features(frame, layout, bad_number)
-        labels, missing_label = encode_labels(frame[label], spec, where)
-    except PreprocessError:
-        return np.ones(len(frame), dtype=bool)  # Preprocess will name the bad value; every row counts meanwhile
-    keep = ~missing_label
-    if id_column:
-        ids = frame[id_column][keep]
-        if ids.isna().any():
-            return keep
-        hashes = hash_texts(ids, seed)
-    else:
-        hashes = row_hashes(encoded.features[keep], labels[keep], seed)
     train = np.zeros(len(frame), dtype=bool)
-    train[np.flatnonzero(keep)] = assign_splits(hashes, fractions) == 0
+    step = max(1, ENCODED_VALUES // max(1, layout.feature_dim))  # rows encoded at once: bounded memory
+    for start in range(0, len(frame), step):
+        rows = frame.iloc[start : start + step]
+        try:
+            labels, missing_label = encode_labels(rows[label], spec, where)
+            keep = ~missing_label
+            if id_column:
+                ids = rows[id_column][keep]
+                if ids.isna().any():
+                    return np.ones(len(frame), dtype=bool)  # Preprocess will refuse the empty id
+                hashes = hash_texts(ids, seed)
+            else:
+                features = encode_features(rows, layout, bad_number).features
+                hashes = row_hashes(features[keep], labels[keep], seed)
+        except PreprocessError:
+            return np.ones(len(frame), dtype=bool)  # Preprocess will name the bad value; every row counts meanwhile
+        train[start + np.flatnonzero(keep)] = assign_splits(hashes, fractions) == 0
     return train
 
 

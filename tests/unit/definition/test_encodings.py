@@ -85,9 +85,15 @@ def test_yes_no_spellings_and_case_find_their_meaning_and_unseen_values_other() 
     }
 
 
-def test_the_median_comes_from_exactly_the_rows_preprocess_trains_on(tmp_path: Path) -> None:
+@pytest.mark.parametrize("encoded_values", [None, 5000])
+def test_the_median_comes_from_exactly_the_rows_preprocess_trains_on(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, encoded_values: int | None
+) -> None:
     """The sample is the whole file here, so the rows schema inference took as train are Preprocess's train split:
-    the fill is the median of their ages, and no validation or test row informs it."""
+    the fill is the median of their ages, and no validation or test row informs it; alike when the sample is
+    encoded a few rows at a time (5,000 values: 4 rows of 1,034 features)."""
+    if encoded_values is not None:
+        monkeypatch.setattr("pipeline.definition.encodings.ENCODED_VALUES", encoded_values)
     frame = table(800, 3)
     document = decided(tmp_path, frame)
     fill = document["encodings"]["age"]["fill"]
