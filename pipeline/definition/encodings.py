@@ -6,7 +6,8 @@ schema (``encodings``), so every Preprocess host, batch transform and the servin
   of yes/no (:data:`containerlib.encoding.BOOLEAN_SPELLINGS`, any case) keeps one value per meaning (its most
   frequent spelling) and matches any spelling by meaning.
 - A text column with more values is feature-hashed into the power of two at or above its distinct values, at most
-  :data:`HASH_BUCKETS_LIMIT`. ``HashBuckets=N`` (N > 0) hashes every text column into N buckets instead.
+  :data:`HASH_BUCKETS_LIMIT` (rows are dense: every bucket is a float in every row). ``HashBuckets=N`` (N > 0)
+  hashes every text column into N buckets instead.
 - With ``MissingValues=impute``: a number's gaps are filled with its median, and a column with a gap gets a
   ``column=(missing)`` feature; both from the sample's rows that Preprocess puts in the train split (the split
   computed by Preprocess's own rule, which does not depend on the imputed values).
@@ -26,7 +27,7 @@ if TYPE_CHECKING:
     import pandas as pd
 
 ONE_HOT_LIMIT = 200  # distinct values in the sample up to which a text column is one-hot
-HASH_BUCKETS_LIMIT = 1024  # the most buckets a many-valued text column is given
+HASH_BUCKETS_LIMIT = 256  # the most buckets a many-valued column gets: rows are dense, every bucket a float a row
 ENCODED_VALUES = 1 << 23  # features of the sample encoded at once to find its train rows (32 MB of float32)
 
 
