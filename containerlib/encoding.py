@@ -1,12 +1,22 @@
 """Raw rows to Linear Learner features, the one implementation Preprocess (training data) and the serving featurizer
-(requests) share: numeric columns as float32 features, categorical columns feature-hashed into ``hash_buckets``
-indicators (``blake2b-64("column=value") mod buckets``, :mod:`containerlib.stable_hash`), in the schema's feature
-order, with which cells are missing (the caller applies its missing-value policy)."""
+(requests) share, in the schema's feature order. Each feature column has one encoding (:class:`ColumnEncoding`):
+
+- a number: one float32 feature;
+- a text column with few values (``one_hot``): one indicator per value of its vocabulary (decided once, by schema
+  inference, and stored in the schema), then ``column=(other)`` for any value outside it;
+- a text column with many values (``hashed``): ``blake2b-64("column=value") mod buckets`` indicators
+  (:mod:`containerlib.stable_hash`);
+- with ``MissingValues=impute``, a column that had gaps in the training sample also gets ``column=(missing)``, set
+  where the value is missing (a number's gap is filled with its ``fill``, the training median).
+
+Which cells are missing and which text values were outside a vocabulary are returned with the features; the caller
+applies its missing-value policy (:func:`impute`). Boolean spellings are decided here, once (:func:`boolean_meaning`).
+"""
 
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -15,17 +25,146 @@ import pandas as pd
 
 from containerlib.stable_hash import stable_hash64
 
+NUMBER, ONE_HOT, HASHED = "number", "one_hot", "hashed"
+OTHER = "(other)"  # the feature of a one-hot column's values outside its vocabulary
+MISSING = "(missing)"  # the feature set where a column's value is missing (MissingValues=impute)
+DEFAULT_HASH_BUCKETS = 16  # a text column's buckets when nothing decided its encoding (no schema inference)
+# the spellings of a yes/no value, compared stripped and lower-cased: a one-hot column whose values are all spellings
+# of two meanings matches a value by its meaning ("YES", "y", true all find the column's "Yes")
+BOOLEAN_SPELLINGS = {
+    "true": True,
+    "false": False,
+    "yes": True,
+    "no": False,
+    "y": True,
+    "n": False,
+    "t": True,
+    "f": False,
+    "1": True,
+    "0": False,
+}
+
+
+def boolean_meaning(value: Any) -> bool | None:
+    """True or False when ``value`` is a boolean or one of :data:`BOOLEAN_SPELLINGS` (any case), else None."""
+    if isinstance(value, (bool, np.bool_)):
+        return bool(value)
+    if isinstance(value, (int, float)) and value in (0, 1):
+        return bool(value)
+    return BOOLEAN_SPELLINGS.get(str(value).strip().lower())
+
+
+@dataclass(frozen=True)
+class ColumnEncoding:
+    """How one feature column becomes features (see the module's docstring)."""
+
+    column: str
+    kind: str = NUMBER
+    values: tuple[str, ...] = ()  # one_hot: the vocabulary, in feature order
+    boolean: bool = False  # one_hot: values matched by their yes/no meaning
+    buckets: int = 0  # hashed
+    fill: float | None = None  # MissingValues=impute: a number column's missing values become this
+    indicator: bool = False  # MissingValues=impute: a "column=(missing)" feature after the column's own
+    _lookup: dict[Any, int] = field(default_factory=dict, init=False, repr=False, compare=False, hash=False)
+
+    def __post_init__(self) -> None:
+        lookup = {value: index for index, value in enumerate(self.values)}
+        if self.boolean:
+            for index, value in enumerate(self.values):
+                meaning = boolean_meaning(value)
+                lookup.update({(True, meaning): index})
+        object.__setattr__(self, "_lookup", lookup)
+
+    @property
+    def width(self) -> int:
+        """How many features the column takes."""
+        own = 1 if self.kind == NUMBER else len(self.values) + 1 if self.kind == ONE_HOT else self.buckets
+        return own + (1 if self.indicator else 0)
+
+    def index_of(self, value: Any) -> int | None:
+        """A one-hot value's place in the vocabulary (the text as written, or its yes/no meaning for a boolean
+        column); None outside it."""
+        found = self._lookup.get(category_text(value))
+        if found is None and self.boolean:
+            meaning = boolean_meaning(value)
+            found = None if meaning is None else self._lookup.get((True, meaning))
+        return found
+
+    def feature_names(self) -> list[str]:
+        """``column`` for a number, ``column=value`` and ``column=(other)`` for one-hot, ``column#bucket`` for
+        hashed, then ``column=(missing)`` with an indicator."""
+        if self.kind == NUMBER:
+            names = [self.column]
+        elif self.kind == ONE_HOT:
+            names = [f"{self.column}={value}" for value in self.values] + [f"{self.column}={OTHER}"]
+        else:
+            names = [f"{self.column}#{bucket}" for bucket in range(self.buckets)]
+        return names + ([f"{self.column}={MISSING}"] if self.indicator else [])
+
+    def to_json(self) -> dict[str, Any]:
+        """The encoding as the schema stores it."""
+        document: dict[str, Any] = {"kind": self.kind}
+        if self.kind == ONE_HOT:
+            document.update(values=list(self.values), boolean=self.boolean)
+        if self.kind == HASHED:
+            document["buckets"] = self.buckets
+        if self.fill is not None:
+            document["fill"] = self.fill
+        if self.indicator:
+            document["indicator"] = True
+        return document
+
+    @classmethod
+    def from_json(cls, column: str, document: Mapping) -> ColumnEncoding:
+        """The encoding of ``column`` from the schema's entry (:meth:`to_json`)."""
+        kind = str(document.get("kind") or NUMBER)
+        if kind not in (NUMBER, ONE_HOT, HASHED):
+            raise ValueError(f"column {column!r}: unknown encoding kind {kind!r}")
+        fill = document.get("fill")
+        return cls(
+            column,
+            kind,
+            tuple(str(value) for value in document.get("values") or ()),
+            bool(document.get("boolean")),
+            int(document.get("buckets") or 0),
+            None if fill is None else float(fill),
+            bool(document.get("indicator")),
+        )
+
+
 # (row index in the frame, column name, the cell) -> the exception to raise for text that is not a number
 BadNumber = Callable[[int, str, Any], Exception]
 
 
 @dataclass(frozen=True)
 class FeatureLayout:
-    """Which columns are features, in which order, and how many hash buckets a categorical column takes."""
+    """Which columns are features, in which order, and how each becomes features: ``encodings`` as decided (the
+    schema's), else a number, or a text column hashed into ``hash_buckets``."""
 
     feature_columns: tuple[str, ...]
     categorical_columns: tuple[str, ...]
-    hash_buckets: int
+    hash_buckets: int = DEFAULT_HASH_BUCKETS
+    encodings: tuple[ColumnEncoding, ...] = ()  # ColumnEncoding of the columns whose encoding was decided
+    _columns: tuple[ColumnEncoding, ...] = field(default=(), init=False, repr=False, compare=False, hash=False)
+
+    def __post_init__(self) -> None:
+        decided = {encoding.column: encoding for encoding in self.encodings}
+        text = set(self.categorical_columns)
+        columns = tuple(
+            decided.get(column)
+            or (ColumnEncoding(column, HASHED, buckets=self.hash_buckets) if column in text else ColumnEncoding(column))
+            for column in self.feature_columns
+        )
+        object.__setattr__(self, "_columns", columns)  # once: thousands of columns are looked up per chunk
+
+    def encoding(self, column: str) -> ColumnEncoding:
+        """One feature column's encoding."""
+        return self._columns[self.feature_columns.index(column)]
+
+    @property
+    def columns(self) -> tuple[ColumnEncoding, ...]:
+        """Every feature column's encoding, in order."""
+        return self._columns
 
     @property
     def numeric_columns(self) -> tuple[str, ...]:
@@ -35,24 +174,39 @@ class FeatureLayout:
     def feature_offsets(self) -> dict[str, int]:
         """Index of each feature column's first feature."""
         offsets, offset = {}, 0
-        for column in self.feature_columns:
-            offsets[column] = offset
-            offset += self.hash_buckets if column in self.categorical_columns else 1
+        for encoding in self.columns:
+            offsets[encoding.column] = offset
+            offset += encoding.width
         return offsets
 
     @property
     def feature_dim(self) -> int:
-        return len(self.numeric_columns) + len(self.categorical_columns) * self.hash_buckets
+        return sum(encoding.width for encoding in self.columns)
+
+    @property
+    def feature_names(self) -> list[str]:
+        """The name of every feature in model order (``column``, ``column=value``, ``column=(other)``,
+        ``column#bucket``, ``column=(missing)``): a weight's index is its name's."""
+        return [name for encoding in self.columns for name in encoding.feature_names()]
+
+    @property
+    def indicator_positions(self) -> list[int]:
+        """The features that are missing-value indicators (not part of a row's identity for the split)."""
+        offsets = self.feature_offsets
+        return [offsets[e.column] + e.width - 1 for e in self.columns if e.indicator]
 
 
 @dataclass
 class Encoded:
-    """Rows as features: ``features`` float32 (n, feature_dim), 0 where a value is missing; ``absent`` (n, feature
-    columns) marks the missing cells; ``category_hashes`` the 64-bit hashes of each categorical column's values."""
+    """Rows as features: ``features`` float32 (n, feature_dim), 0 where a value is missing (before :func:`impute`);
+    ``absent`` (n, feature columns) marks the missing cells; ``category_hashes`` the 64-bit hashes of each hashed
+    column's values; ``unseen`` each one-hot column's rows whose value was outside the vocabulary (only columns with
+    such rows)."""
 
     features: np.ndarray
     absent: np.ndarray
-    category_hashes: dict = field(default_factory=dict)
+    category_hashes: dict[str, np.ndarray] = field(default_factory=dict)
+    unseen: dict[str, np.ndarray] = field(default_factory=dict)
 
 
 def encode_features(
@@ -69,7 +223,8 @@ def encode_features(
     if absent_numeric.any():
         numeric = numeric.copy(order="F")  # to_numpy may return pandas' own read-only block; keep the caller's
         numeric[absent_numeric] = 0.0
-    if not layout.categorical_columns:
+    columns = layout.columns
+    if not layout.categorical_columns and not any(encoding.indicator for encoding in columns):
         return Encoded(numeric, absent_numeric)  # numeric columns are the feature columns, in order
     features = np.zeros((n, layout.feature_dim), dtype=np.float32, order="F")
     absent = np.zeros((n, len(layout.feature_columns)), dtype=bool)
@@ -78,12 +233,77 @@ def encode_features(
     features[:, [offsets[column] for column in layout.numeric_columns]] = numeric
     absent[:, [positions[column] for column in layout.numeric_columns]] = absent_numeric
     hashes: dict[str, np.ndarray] = {}
-    for column in layout.categorical_columns:
-        hash_column = _hash_categorical if isinstance(frame, pd.DataFrame) else _hash_cells
-        absent[:, positions[column]], hashes[column] = hash_column(
-            frame[column], column, layout.hash_buckets, features, offsets[column]
-        )
-    return Encoded(features, absent, hashes)
+    unseen: dict[str, np.ndarray] = {}
+    table = isinstance(frame, pd.DataFrame)
+    for encoding in columns:
+        if encoding.kind == NUMBER:
+            continue
+        cells = frame[encoding.column]
+        position = positions[encoding.column]
+        if encoding.kind == HASHED:
+            hash_column = _hash_categorical if table else _hash_cells
+            absent[:, position], hashes[encoding.column] = hash_column(
+                cells, encoding.column, encoding.buckets, features, offsets[encoding.column]
+            )
+        else:
+            absent[:, position], outside = _one_hot(cells, encoding, features, offsets[encoding.column], table)
+            if outside.any():
+                unseen[encoding.column] = outside
+    return Encoded(features, absent, hashes, unseen)
+
+
+def impute(encoded: Encoded, layout: FeatureLayout) -> list[str]:
+    """MissingValues=impute on encoded rows, in place: a number's gap filled with its ``fill``, the column's
+    ``=(missing)`` feature set where it has one. Returns the columns with a gap and no fill (the caller's error)."""
+    if not encoded.absent.any():
+        return []
+    offsets = layout.feature_offsets
+    unfilled: list[str] = []
+    for position, encoding in enumerate(layout.columns):
+        rows = np.flatnonzero(encoded.absent[:, position])
+        if not len(rows):
+            continue
+        if encoding.kind == NUMBER:
+            if encoding.fill is None:
+                unfilled.append(encoding.column)
+                continue
+            encoded.features[rows, offsets[encoding.column]] = encoding.fill
+        if encoding.indicator:
+            encoded.features[rows, offsets[encoding.column] + encoding.width - 1] = 1.0
+    return unfilled
+
+
+def _one_hot(
+    cells: Any, encoding: ColumnEncoding, features: np.ndarray, offset: int, table: bool
+) -> tuple[np.ndarray, np.ndarray]:
+    """Set each row's value's indicator (``column=(other)`` outside the vocabulary); return the masks of missing
+    values and of values outside the vocabulary."""
+    if table:
+        codes, uniques = pd.factorize(cells.astype("object"))  # missing -> code -1
+    else:
+        values = [None if cell is None or (isinstance(cell, float) and math.isnan(cell)) else cell for cell in cells]
+        keys = [None if value is None else (type(value).__name__, value) for value in values]
+        codes_of: dict[Any, int] = {}
+        uniques: list[Any] = []
+        codes_list: list[int] = []
+        for key, value in zip(keys, values):  # noqa: B905 - Python 3.9
+            if key is None:
+                codes_list.append(-1)
+                continue
+            if key not in codes_of:
+                codes_of[key] = len(uniques)
+                uniques.append(value)
+            codes_list.append(codes_of[key])
+        codes = np.array(codes_list, dtype=np.int64)
+    other = len(encoding.values)
+    index = [encoding.index_of(value) for value in uniques]
+    column_of_unique = np.array([other if found is None else found for found in index], dtype=np.int64)
+    present = codes >= 0
+    rows = np.flatnonzero(present)
+    features[rows, offset + column_of_unique[codes[present]]] = 1.0
+    outside = np.zeros(len(codes), dtype=bool)
+    outside[rows] = column_of_unique[codes[present]] == other
+    return ~present, outside
 
 
 def numeric_block(frame: Any, columns: Sequence[str], bad_number: BadNumber) -> np.ndarray:
@@ -91,7 +311,7 @@ def numeric_block(frame: Any, columns: Sequence[str], bad_number: BadNumber) -> 
     with np.errstate(over="ignore", invalid="ignore"):
         if not isinstance(frame, pd.DataFrame):
             cells = [cells_to_float64(frame[column], column, bad_number) for column in columns]
-            n = len(frame[columns[0]]) if columns else 0
+            n = len(frame[columns[0]]) if columns else len(next(iter(frame.values()), ()))
             return np.array(cells, dtype=np.float64).reshape(len(columns), n).T.astype(np.float32, order="F")
         block = frame[list(columns)]
         if all(pd.api.types.is_numeric_dtype(dtype) for dtype in block.dtypes):

@@ -189,6 +189,33 @@ def records(root: Path, start: datetime | None = None, end: datetime | None = No
                 yield record
 
 
+UNSEEN_CATEGORIES = "unseen_categories"  # llpipe serve's field on a prediction (containerlib.linear_learner.responses)
+
+
+def unseen_counts(captured: Iterator[CaptureRecord]) -> dict[str, int]:
+    """Per column, the captured rows whose value was never seen in training, as the answers said
+    (``unseen_categories`` on a prediction: ``{column: value}``); answers that cannot be read count nothing."""
+    counts: dict[str, int] = {}
+    for record in captured:
+        output = record.endpoint_output
+        if output is None or output.media_type not in (JSON, JSONLINES):
+            continue
+        try:
+            text = output.text()
+            if output.media_type == JSON:
+                document = json.loads(text)
+                items = document.get("predictions") if isinstance(document, dict) else None
+            else:
+                items = [json.loads(line) for line in text.splitlines() if line.strip()]
+        except ValueError:
+            continue
+        for item in items or []:
+            values = item.get(UNSEEN_CATEGORIES) if isinstance(item, dict) else None
+            for column in values if isinstance(values, dict) else ():
+                counts[column] = counts.get(column, 0) + 1
+    return dict(sorted(counts.items()))
+
+
 def request_rows(payload: Payload, columns: Sequence[str] = (), where: str = "request") -> list[Row]:
     """The rows of raw values a request carried (see the module's docstring for the forms read)."""
     try:

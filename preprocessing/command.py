@@ -31,6 +31,13 @@ def parse_feature_dim(text: str) -> int | None:
     return value
 
 
+def _non_negative_int(text: str) -> int:
+    value = int(text)
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"expected 0 or a positive integer, got {text}")
+    return value
+
+
 def _positive_int(text: str) -> int:
     value = int(text)
     if value < 1:
@@ -69,9 +76,15 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--predictor-type", required=True, choices=PREDICTOR_TYPES, help="Linear Learner's")
     parser.add_argument("--feature-columns", help="comma-separated feature columns (default: all but label and id)")
     parser.add_argument("--id-column", help="split by a hash of this column instead of the row content; not a feature")
-    parser.add_argument("--categorical-columns", help="comma-separated feature columns to feature-hash")
     parser.add_argument(
-        "--hash-buckets", type=_positive_int, default=16, help="features per categorical column (default: %(default)s)"
+        "--categorical-columns", help="comma-separated text feature columns (one-hot or hashed, as the schema decided)"
+    )
+    parser.add_argument(
+        "--hash-buckets",
+        type=_non_negative_int,
+        default=0,
+        help="0: each categorical column encoded as the schema decided (one-hot or hashed; 16 buckets without a "
+        "decision); N: every categorical column feature-hashed into N buckets (default: %(default)s)",
     )
     parser.add_argument("--label-values", help="comma-separated label values mapped to 0, 1, ... in this order")
     parser.add_argument("--num-classes", type=int, help="multiclass: labels must be below this")
@@ -107,7 +120,8 @@ def build_parser() -> argparse.ArgumentParser:
         "--missing",
         choices=MISSING_POLICIES,
         default="error",
-        help="empty/NaN/inf values: fail, impute zero (features only), or drop the row (default: %(default)s)",
+        help="empty/NaN/inf values: impute (the schema's medians, a (missing) feature; rows without a label dropped), "
+        "fail, zero (features only), or drop the row (default: %(default)s)",
     )
     parser.add_argument(
         "--chunk-rows", type=_positive_int, default=100_000, help="rows read at a time (default: %(default)s)"

@@ -11,7 +11,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from containerlib.encoding import BadNumber, encode_features, numeric_block
+from containerlib.encoding import BadNumber, Encoded, encode_features, impute, numeric_block
 from containerlib.recordio.writer import dense_layout
 from containerlib.tables.chunks import Chunk, read_chunks
 from containerlib.tables.header import read_header
@@ -50,6 +50,8 @@ class Converted:
     split: np.ndarray  # uint8 split code per row
     dropped: int
     category_hashes: dict[str, np.ndarray] = field(default_factory=dict)  # column -> hashes of its distinct values
+    unseen: dict[str, int] = field(default_factory=dict)  # one-hot column -> rows whose value was not in its vocabulary
+    imputed: dict[str, int] = field(default_factory=dict)  # column -> missing values imputed (MissingValues=impute)
 
 
 def convert_chunk(
@@ -68,24 +70,26 @@ def convert_chunk(
     missing_feature = absent.any(axis=1)
 
     label_values, missing_label = encode_labels(frame[schema.label_column], labels, where)
-    bad = missing_feature | missing_label
-    if bad.any():
-        if missing_policy == "error" or (missing_policy == "zero" and missing_label.any()):
-            row = int(np.flatnonzero(missing_label if missing_policy == "zero" else bad)[0])
-            if missing_label[row]:
-                name, what = schema.label_column, f"label column {schema.label_column!r}"
-            else:
-                name = schema.feature_columns[int(absent[row].argmax())]
-                what = f"column {name!r}"
-            what += " " + describe_missing(where, name, row, chunk.value(name, row))
-            hint = "drop" if missing_policy == "zero" else "zero (features) or drop (rows)"
-            raise PreprocessError(
-                f"{where.at(row)}: {what}; a value is needed: set --missing (pipeline parameter MissingValues) to "
-                f"{hint}"
-            )
-    keep = ~bad if missing_policy == "drop" else np.ones(n, dtype=bool)
+    bad = missing_label if missing_policy == "impute" else missing_feature | missing_label
+    if (missing_policy == "error" and bad.any()) or (missing_policy == "zero" and missing_label.any()):
+        row = int(np.flatnonzero(missing_label if missing_policy == "zero" else bad)[0])
+        if missing_label[row]:
+            name, what = schema.label_column, f"label column {schema.label_column!r}"
+        else:
+            name = schema.feature_columns[int(absent[row].argmax())]
+            what = f"column {name!r}"
+        what += " " + describe_missing(where, name, row, chunk.value(name, row))
+        hint = (
+            "impute or drop (rows without a label are dropped)"
+            if missing_policy == "zero"
+            else "impute (the training median, a missing category and indicator), zero (features) or drop (rows)"
+        )
+        raise PreprocessError(
+            f"{where.at(row)}: {what}; a value is needed: set --missing (pipeline parameter MissingValues) to {hint}"
+        )
+    keep = ~bad if missing_policy in ("drop", "impute") else np.ones(n, dtype=bool)
     if not keep.all():
-        features, label_values = features[keep], label_values[keep]
+        features, label_values, absent = features[keep], label_values[keep], absent[keep]
     if schema.id_column:
         ids = frame[schema.id_column][keep]
         if ids.isna().any():
@@ -95,12 +99,27 @@ def convert_chunk(
                 "(MissingValues does not apply to the id)"
             )
         hashes = hash_texts(ids, seed)
-    else:
-        hashes = row_hashes(features, label_values, seed)
+    else:  # before imputing, without the indicators: the split is the same under impute as under zero
+        hashes = row_hashes(features, label_values, seed, schema.layout.indicator_positions)
+    imputed: dict[str, int] = {}
+    if missing_policy == "impute" and absent.any():
+        counts = absent.sum(axis=0)
+        imputed = {column: int(counts[i]) for i, column in enumerate(schema.feature_columns) if counts[i]}
+        unfilled = impute(Encoded(features, absent), schema.layout)
+        if unfilled:
+            row = int(np.flatnonzero(keep)[np.flatnonzero(absent[:, schema.feature_columns.index(unfilled[0])])[0]])
+            raise PreprocessError(
+                f"{where.at(row)}: column {unfilled[0]!r} is missing and the schema holds no value to impute it with "
+                "(schema inference decides the training medians: leave pipeline parameter SchemaUrl unset to infer "
+                "it); or set --missing (pipeline parameter MissingValues) to zero or drop"
+            )
+    unseen = {column: int(mask[keep].sum()) for column, mask in encoded.unseen.items() if mask[keep].any()}
     # encoded here, once: the shards then only gather and write whole frames (rows are never copied twice); every
     # value is finite by now (non-finite features and labels were missing, handled above), so no check is needed
     frames = dense_layout(schema.feature_dim, labelled=True).frames(features, label_values, check=False)
-    return Converted(frames, label_values, assign_splits(hashes, fractions), int(n - keep.sum()), category_hashes)
+    split = assign_splits(hashes, fractions)
+    dropped = int(n - keep.sum())
+    return Converted(frames, label_values, split, dropped, category_hashes, unseen, imputed)
 
 
 def _bad_number(where: RowLocator) -> BadNumber:

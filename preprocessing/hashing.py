@@ -3,6 +3,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import numpy as np
 import pandas as pd
 
@@ -30,15 +32,17 @@ def _mix(h: np.ndarray) -> np.ndarray:
     return h ^ (h >> np.uint64(31))
 
 
-def row_hashes(features: np.ndarray, labels: np.ndarray, seed: int) -> np.ndarray:
-    """A seeded 64-bit hash of each row's float32 features and label, independent of host, file and position.
+def row_hashes(features: np.ndarray, labels: np.ndarray, seed: int, skip: Sequence[int] = ()) -> np.ndarray:
+    """A seeded 64-bit hash of each row's float32 features and label, independent of host, file and position;
+    the features at ``skip`` (missing-value indicators) are left out, so imputing changes no row's split.
 
     Column after column, h = mix(h ^ bits(value)), SplitMix64's finaliser, in place on two arrays the length of the
     chunk: no temporaries allocated per step."""
     n = len(labels)
     h = _mix(np.full(n, np.uint64(seed & 0xFFFFFFFFFFFFFFFF), dtype=np.uint64))
     bits, scratch = np.empty(n, dtype=np.float32), np.empty(n, dtype=np.uint64)
-    for column in (*features.T, labels):
+    skipped = set(skip)
+    for column in (*(features[:, j] for j in range(features.shape[1]) if j not in skipped), labels):
         np.add(column, np.float32(0.0), out=bits)  # + 0.0 turns -0.0 into 0.0, so equal numbers hash equally
         np.bitwise_xor(h, bits.view(np.uint32), out=h)
         _mix_in_place(h, scratch)

@@ -14,6 +14,7 @@ from typing import Any
 
 import numpy as np
 
+from containerlib.encoding import HASHED
 from containerlib.hosts import Host, read_resource_config
 from containerlib.names import SPLITS
 from containerlib.prefetch import mapped_in_order
@@ -73,8 +74,8 @@ def preprocess(settings: Settings) -> dict[str, Any]:
     )
     if settings.feature_dim is not None and settings.feature_dim != schema.feature_dim:
         raise PreprocessError(
-            f"the data has {schema.feature_dim} features ({len(schema.numeric_columns)} numeric + "
-            f"{len(schema.categorical_columns)} categorical x {schema.hash_buckets} buckets) but --feature-dim "
+            f"the data has {schema.feature_dim} features ({len(schema.numeric_columns)} numeric column(s), "
+            f"{len(schema.categorical_columns)} categorical one(s) one-hot or hashed) but --feature-dim "
             f"(pipeline parameter FeatureDim) is {settings.feature_dim}; first file {names(files[0])}"
         )
     train_shards = math.ceil(settings.train_shards / host.count)
@@ -87,7 +88,7 @@ def preprocess(settings: Settings) -> dict[str, Any]:
         summary = _convert_all(settings, host, schema, labels, files, fractions, shard_counts, transaction, names)
         if host.index == 0:  # the serving featurizer's model data: host-independent, so one host writes it
             model_data = transaction.work_dir / MODEL_DATA
-            write_model_data(model_data, resolved_schema(decided, schema, labels), summary)
+            write_model_data(model_data, resolved_schema(decided, schema, labels, settings.missing), summary)
             transaction.commit(model_data, MODEL)
         failed = False
     finally:
@@ -116,7 +117,10 @@ def _convert_all(
 ) -> dict[str, Any]:
     classification = labels.predictor_type != "regressor"
     stats = {split: SplitStats() for split in SPLITS}
-    categories = {column: CategoryStats(schema.hash_buckets) for column in schema.categorical_columns}
+    hashed = {e.column: e.buckets for e in schema.layout.columns if e.kind == HASHED}
+    categories = {column: CategoryStats(buckets) for column, buckets in hashed.items()}
+    unseen: dict[str, int] = {}
+    imputed: dict[str, int] = {}
     rows_read = rows_dropped = 0
     memory_bytes = settings.shuffle_memory_bytes
     shards = ShardBuffer(transaction.work_dir, schema.feature_dim, shard_counts, settings.seed, host, memory_bytes)
@@ -151,6 +155,9 @@ def _convert_all(
                     rows_dropped += converted.dropped
                     for column, hashes in converted.category_hashes.items():
                         categories[column].add(hashes)
+                    for counts, seen in ((unseen, converted.unseen), (imputed, converted.imputed)):
+                        for column, count in seen.items():
+                            counts[column] = counts.get(column, 0) + count
                     chosen = {split: np.flatnonzero(converted.split == code) for split, code in SPLIT_CODES.items()}
                     for split, rows in chosen.items():
                         stats[split].add(converted.labels[rows], classification)
@@ -196,16 +203,26 @@ def _convert_all(
     if wrote_sample:
         transaction.commit(sample, BASELINE)
     summary = build_summary(settings, host, schema, labels, stats, input_names, rows_read, rows_dropped, fractions)
-    summary["categorical_stats"] = {column: categories[column].summary() for column in schema.categorical_columns}
+    summary["categorical_stats"] = {column: categories[column].summary() for column in hashed}
+    summary["unseen_values"] = dict(sorted(unseen.items()))
+    summary["imputed_values"] = dict(sorted(imputed.items()))
     for column, seen in summary["categorical_stats"].items():
         count = seen["values_in_shared_buckets"]
         shared = f", {count} of them sharing a bucket" if count else ""
         print(
             f"[{host.name}] categorical {column!r}: {seen['distinct_values']}"
             f"{'+' if seen['distinct_values_capped'] else ''} distinct value(s) in {seen['buckets_used']} of "
-            f"{schema.hash_buckets} buckets{shared}",
+            f"{hashed[column]} buckets{shared}",
             flush=True,
         )
+    for column, count in summary["unseen_values"].items():
+        print(
+            f"[{host.name}] categorical {column!r}: {count:,} row(s) with a value outside its vocabulary (the schema "
+            f"inference sample's values), encoded as {column}=(other)",
+            flush=True,
+        )
+    for column, count in summary["imputed_values"].items():
+        print(f"[{host.name}] column {column!r}: {count:,} missing value(s) imputed", flush=True)
     _write_json(transaction, f"summary-{host.name}.json", summary)
     if host.count == 1:
         _write_json(transaction, "summary.json", merge_summaries([summary]))

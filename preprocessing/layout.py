@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from pathlib import PurePosixPath
 from typing import Any
 
-from containerlib.encoding import FeatureLayout
+from containerlib.encoding import DEFAULT_HASH_BUCKETS, HASHED, NUMBER, ColumnEncoding, FeatureLayout
 from preprocessing import PreprocessError
 from preprocessing.settings import Settings
 
@@ -26,21 +26,17 @@ class Schema:
     label_as_text: bool  # with --label-values, labels are matched as the text in the file
     expected_columns: frozenset[str] | None  # every file has exactly these columns; None: extra columns are ignored
     layout_source: str  # where the feature order comes from, for messages
+    encodings: tuple[ColumnEncoding, ...] = ()  # decided per column (the schema's), else number / hashed
 
     @property
     def layout(self) -> FeatureLayout:
         """The feature layout as the shared encoder (:func:`containerlib.encoding.encode_features`) takes it."""
-        return FeatureLayout(self.feature_columns, self.categorical_columns, self.hash_buckets)
+        return FeatureLayout(self.feature_columns, self.categorical_columns, self.hash_buckets, self.encodings)
 
     @property
     def feature_names(self) -> list[str]:
-        names: list[str] = []
-        for column in self.feature_columns:
-            if column in self.categorical_columns:
-                names.extend(f"{column}#{bucket}" for bucket in range(self.hash_buckets))
-            else:
-                names.append(column)
-        return names
+        """Every feature's name in model order (``column``, ``column=value``, ``column#bucket``, ...)."""
+        return self.layout.feature_names
 
     @property
     def feature_offsets(self) -> dict[str, int]:
@@ -111,12 +107,42 @@ def resolve_schema(settings: Settings, decided: dict[str, Any], name: str, heade
         id_column=id_column,
         numeric_columns=tuple(column for column in features if column not in categorical),
         categorical_columns=tuple(column for column in features if column in categorical),
-        hash_buckets=settings.hash_buckets,
+        hash_buckets=settings.hash_buckets or DEFAULT_HASH_BUCKETS,
         feature_columns=tuple(features),
         label_as_text=bool(settings.label_values or decided.get("label_values")),
         expected_columns=expected,
         layout_source=source,
+        encodings=decided_encodings(decided, features, categorical, settings.hash_buckets),
     )
+
+
+def decided_encodings(
+    decided: dict[str, Any], features: Sequence[str], categorical: Sequence[str], hash_buckets: int
+) -> tuple[ColumnEncoding, ...]:
+    """Each feature column's encoding as the schema decided it (``encodings``: vocabularies, buckets, imputation
+    values). ``--hash-buckets N`` (N > 0) overrides: every categorical column hashed into N buckets, its imputation
+    kept. A column the schema decided as a number but the arguments declare categorical (or the reverse) takes the
+    arguments' kind, hashed."""
+    documents = decided.get("encodings") or {}
+    if not isinstance(documents, dict):
+        raise PreprocessError(f"the schema's encodings must be an object of column: encoding, got {documents!r}")
+    encodings = []
+    for column in features:
+        if column not in documents:
+            continue
+        try:
+            encoding = ColumnEncoding.from_json(column, documents[column])
+        except (ValueError, TypeError, AttributeError) as error:
+            raise PreprocessError(f"the schema's encoding of column {column!r} cannot be read ({error})") from None
+        text = column in categorical
+        if hash_buckets > 0 and text:
+            encoding = ColumnEncoding(column, HASHED, buckets=hash_buckets, indicator=encoding.indicator)
+        elif text != (encoding.kind != NUMBER):
+            kind = HASHED if text else NUMBER
+            buckets = (hash_buckets or DEFAULT_HASH_BUCKETS) if text else 0
+            encoding = ColumnEncoding(column, kind, buckets=buckets, fill=encoding.fill, indicator=encoding.indicator)
+        encodings.append(encoding)
+    return tuple(encodings)
 
 
 def require_columns(name: str, header: Sequence[str], required: Sequence[str]) -> None:

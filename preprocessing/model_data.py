@@ -19,8 +19,9 @@ MODEL = "model"  # the output folder
 MODEL_DATA = "model.tar.gz"
 
 
-def resolved_schema(decided: dict[str, Any], schema: Schema, labels: LabelSpec) -> dict[str, Any]:
-    """The decided schema with what this run resolved (feature order, categorical columns, buckets, labels)."""
+def resolved_schema(decided: dict[str, Any], schema: Schema, labels: LabelSpec, missing_policy: str) -> dict[str, Any]:
+    """The decided schema with what this run resolved (feature order, categorical columns, each column's encoding:
+    vocabulary or buckets, imputation values; every feature's name in model order; labels)."""
     return {
         **decided,
         "format": SCHEMA_FORMAT,
@@ -29,6 +30,9 @@ def resolved_schema(decided: dict[str, Any], schema: Schema, labels: LabelSpec) 
         "feature_columns": list(schema.feature_columns),
         "categorical_columns": list(schema.categorical_columns),
         "hash_buckets": schema.hash_buckets,
+        "encodings": {encoding.column: encoding.to_json() for encoding in schema.layout.columns},
+        "feature_names": schema.feature_names,
+        "missing_policy": missing_policy,
         "predictor_type": labels.predictor_type,
         "label_values": list(labels.values) if labels.values else None,
     }

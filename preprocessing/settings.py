@@ -9,7 +9,7 @@ from containerlib.exit_message import EXIT_MESSAGE_FILE
 from containerlib.hosts import RESOURCE_CONFIG
 from preprocessing import PreprocessError
 
-MISSING_POLICIES = ("error", "zero", "drop")
+MISSING_POLICIES = ("impute", "error", "zero", "drop")
 
 
 @dataclass(frozen=True)
@@ -27,7 +27,7 @@ class Settings:
     feature_columns: tuple[str, ...] = ()
     id_column: str | None = None
     categorical_columns: tuple[str, ...] = ()
-    hash_buckets: int = 16
+    hash_buckets: int = 0  # 0: the schema's encodings (hashed columns without one: 16 buckets); N: all hashed into N
     label_values: tuple[str, ...] = ()
     num_classes: int | None = None
     data_version: str = ""

@@ -49,6 +49,7 @@ def build_summary(
             "columns": list(schema.categorical_columns),
             "hash_buckets": schema.hash_buckets,
             "hash": "blake2b(digest_size=8, little-endian) of 'column=value' mod hash_buckets",
+            "encodings": {encoding.column: encoding.to_json() for encoding in schema.layout.columns},
         },
         "label_values": list(labels.values) if labels.values else None,
         "label_mapping": _label_mapping(labels, stats) if classification else None,
@@ -180,6 +181,12 @@ def merge_summaries(parts: Sequence[dict[str, Any]]) -> dict[str, Any]:
     if first["predictor_type"] == "multiclass_classifier" and not first["label_values"]:
         merged["label_mapping"] = {str(index): index for index in range(merged["num_classes"])}
     merged["categorical_stats"] = _merge_category_stats([part.get("categorical_stats") or {} for part in parts])
+    for key in ("unseen_values", "imputed_values"):  # rows per column, summed over the hosts
+        totals: dict[str, int] = {}
+        for part in parts:
+            for column, count in (part.get(key) or {}).items():
+                totals[column] = totals.get(column, 0) + int(count)
+        merged[key] = dict(sorted(totals.items()))
     return merged
 
 

@@ -18,11 +18,12 @@ from containerlib.names import SERVING_LABELS, SERVING_ROLE_VARIABLE
 from serving import RequestError
 from serving.featurizer import request_features, to_recordio
 from serving.labels import parse_predictions, render, with_labels
-from serving.model import ServingSpec, load_spec
+from serving.model import UNSEEN_OTHER, UNSEEN_VARIABLE, ServingSpec, load_spec
 
 
 def model_fn(model_dir: str) -> ServingSpec:
-    return load_spec(model_dir)
+    """The model data, with the container's setting for unseen categorical values (other or refuse)."""
+    return load_spec(model_dir, os.environ.get(UNSEEN_VARIABLE) or UNSEEN_OTHER)
 
 
 def input_fn(body: Any, content_type: str) -> Any:

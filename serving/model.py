@@ -10,8 +10,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from containerlib.encoding import FeatureLayout
+from containerlib.encoding import ColumnEncoding, FeatureLayout
 from containerlib.names import SERVING_SCHEMA_FILE, SERVING_SUMMARY_FILE
+
+UNSEEN_OTHER, UNSEEN_REFUSE = "other", "refuse"
+UNSEEN_CHOICES = (UNSEEN_OTHER, UNSEEN_REFUSE)
+UNSEEN_VARIABLE = "LLPIPE_UNSEEN_CATEGORIES"  # the featurizer container's setting: other (default) or refuse
 
 
 @dataclass(frozen=True)
@@ -22,22 +26,39 @@ class ServingSpec:
     predictor_type: str
     label_column: str
     id_column: str | None
-    missing_policy: str  # Preprocess's --missing: error, zero or drop (serving cannot drop: drop answers 400)
+    missing_policy: str  # Preprocess's --missing: impute, error, zero or drop (serving cannot drop: drop answers 400)
     label_values: tuple[str, ...] | None  # predicted_label i -> label_values[i]; None: labels are the numbers
+    unseen: str = UNSEEN_OTHER  # a value outside a one-hot column's vocabulary: "other" (scored) or "refuse" (400)
 
     @property
     def columns(self) -> tuple[str, ...]:
         return self.layout.feature_columns
 
 
-def spec_from_documents(schema: dict, summary: dict) -> ServingSpec:
-    """The spec from the schema (feature order, categorical columns, buckets) and the summary (policy, labels)."""
+def feature_names(schema: dict) -> list[str]:
+    """Every feature's name in model order (``column``, ``column=value``, ``column=(other)``, ``column#bucket``,
+    ``column=(missing)``) from the model data's schema: the i-th weight of the model belongs to the i-th name."""
+    return layout_of(schema, {}).feature_names
+
+
+def layout_of(schema: dict, summary: dict) -> FeatureLayout:
+    """The feature layout the training run used: feature order, categorical columns, each column's encoding."""
     categorical = summary.get("categorical") or {}
-    layout = FeatureLayout(
+    encodings = schema.get("encodings") or categorical.get("encodings") or {}
+    return FeatureLayout(
         tuple(schema["feature_columns"]),
         tuple(schema.get("categorical_columns") or categorical.get("columns") or ()),
         int(schema.get("hash_buckets") or categorical.get("hash_buckets") or 1),
+        tuple(ColumnEncoding.from_json(column, document) for column, document in encodings.items()),
     )
+
+
+def spec_from_documents(schema: dict, summary: dict, unseen: str = UNSEEN_OTHER) -> ServingSpec:
+    """The spec from the schema (feature order, each column's encoding) and the summary (policy, labels);
+    ``unseen``: what a value outside a one-hot vocabulary gets (:data:`UNSEEN_CHOICES`)."""
+    if unseen not in UNSEEN_CHOICES:
+        raise ValueError(f"unseen categories must be one of {list(UNSEEN_CHOICES)}, got {unseen!r}")
+    layout = layout_of(schema, summary)
     if summary.get("feature_dim") not in (None, layout.feature_dim):
         raise ValueError(f"the schema gives {layout.feature_dim} features, the summary {summary['feature_dim']}")
     values = summary.get("label_values") or schema.get("label_values")
@@ -48,13 +69,14 @@ def spec_from_documents(schema: dict, summary: dict) -> ServingSpec:
         id_column=summary.get("id_column") or schema.get("id_column"),
         missing_policy=str(summary.get("missing_policy") or "error"),
         label_values=tuple(str(value) for value in values) if values else None,
+        unseen=unseen,
     )
 
 
-def load_spec(model_dir: Any) -> ServingSpec:
+def load_spec(model_dir: Any, unseen: str = UNSEEN_OTHER) -> ServingSpec:
     """The spec from an unpacked model folder (``/opt/ml/model``) or a ``model.tar.gz``."""
     documents = model_documents(model_dir)
-    return spec_from_documents(documents[SERVING_SCHEMA_FILE], documents[SERVING_SUMMARY_FILE])
+    return spec_from_documents(documents[SERVING_SCHEMA_FILE], documents[SERVING_SUMMARY_FILE], unseen)
 
 
 # The featurizer's model data is two JSON documents (the schema and the Preprocess summary, kB to a few MB with

@@ -79,13 +79,16 @@ class LinearModel:
         return int(self.weights.shape[1]) if self.predictor_type == "multiclass_classifier" else 2
 
     def linear_scores(self, features: Any) -> np.ndarray:
-        """``X @ W + b`` computed in float32, shape (n, K); ``features`` a dense array or a scipy sparse matrix."""
+        """``X @ W + b`` as float32, shape (n, K); ``features`` (float32 values) a dense array or a scipy sparse
+        matrix. Accumulated in float64 and rounded once: a float32 product's rounding depended on the array's memory
+        order and on how many rows came at once (BLAS kernels sum in different orders), so a row served alone and the
+        same row in a batch transform's block could score a few ulps apart."""
         if isinstance(features, np.ndarray) or not hasattr(features, "tocsr"):
-            features = np.asarray(features, dtype=np.float32)
-        elif features.dtype != np.float32:
-            features = features.astype(np.float32)
-        product = np.asarray(features @ self.weights, dtype=np.float32)
-        return product + self.bias.astype(np.float32, copy=False)
+            features = np.asarray(features, dtype=np.float32).astype(np.float64)
+        else:
+            features = features.astype(np.float32).astype(np.float64)
+        product = np.asarray(features @ self.weights.astype(np.float64), dtype=np.float64)
+        return (product + self.bias.astype(np.float64)).astype(np.float32)
 
     def predict(self, features: Any) -> tuple[np.ndarray, np.ndarray | None]:
         """(score, predicted_label), float32: binary (n,) and labels, multiclass (n, K) and argmax, regressor (n,)."""

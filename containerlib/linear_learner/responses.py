@@ -21,6 +21,9 @@ from containerlib.names import BINARY_CLASSIFIER, MULTICLASS_CLASSIFIER, REGRESS
 SCORE = "score"
 PREDICTED_LABEL = "predicted_label"
 PREDICTIONS = "predictions"  # the JSON response body's list of response objects
+# llpipe's served answers only: on a row with values outside a one-hot column's vocabulary, {column: value} (encoded
+# as column=(other)); Linear Learner's own responses never carry it
+UNSEEN_CATEGORIES = "unseen_categories"
 # a binary classifier's score is a margin (any real number) with these losses, else a probability
 MARGIN_LOSSES = ("hinge_loss",)
 

@@ -37,6 +37,7 @@ class VersionReport:
     view: dict[str, Any]
     record: Path
     plots: list[Path] = field(default_factory=list)
+    unseen_categories: dict[str, int] = field(default_factory=dict)  # rows answered with a never-seen value
 
     @property
     def violations(self) -> list[dict[str, str]]:
@@ -47,6 +48,7 @@ class VersionReport:
             "id": self.id,
             "model_package_arn": self.model_package_arn,
             "requests": self.requests,
+            "unseen_categories": self.unseen_categories,
             "data_quality": self.view,
             "record": str(self.record),
             "plots": [str(path) for path in self.plots],
@@ -139,7 +141,9 @@ def monitor_local(
         if view.get("violations"):
             current, baseline = read(view["statistics"]), read(view["checked_statistics"])
             plots = render_drift_plots(current or {}, baseline or {}, view["violations"], run.folder / "plots")
-        parts.append(VersionReport(run.id, run.package_arn, run.requests, view, run.folder, plots))
+        parts.append(
+            VersionReport(run.id, run.package_arn, run.requests, view, run.folder, plots, run.unseen_categories)
+        )
     report = TrafficReport(endpoint, variant, begin, finish, parts)
     for part in parts:
         write_text_atomically(part.record / "report.json", json.dumps(report.to_json(), indent=2) + "\n")

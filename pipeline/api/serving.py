@@ -120,17 +120,21 @@ def local_server(
     endpoint_name: str | None = None,
     variant: str | None = None,
     capture_percentage: float | None = 100.0,
+    unseen_categories: str = "other",
     workdir: str | Path | None = None,
     config: PipelineConfig | None = None,
 ) -> LocalServer:
     """The (not yet started) server of ``model_package`` (a version, ``group/version``, an ARN, or None /
     ``latest-approved``) from the work dir's registry: what ``llpipe serve`` runs until a signal, and what
-    ``serve_local`` starts on a thread. Issue 29's local deploy runs one per stage, each on its own port."""
+    ``serve_local`` starts on a thread. Issue 29's local deploy runs one per stage, each on its own port.
+    ``unseen_categories``: a text value never seen in training is scored as ``column=(other)`` and named in its
+    prediction's ``unseen_categories`` ("other"), or answered 400 naming column and value ("refuse")."""
     from pipeline.api._shared import DEFAULT_WORKDIR, load_settings
     from pipeline.local.serving.launch import DEFAULT_ENDPOINT, build_server
     from pipeline.local.workdir import Workdir
 
     options: dict[str, Any] = {"port": port, "host": host, "capture_percentage": capture_percentage}
+    options["unseen_categories"] = unseen_categories
     options["endpoint"] = endpoint_name or DEFAULT_ENDPOINT
     if variant:
         options["variant"] = variant

@@ -188,6 +188,33 @@ def _millis(timestamp: str | None) -> int | None:
     return int(datetime.fromisoformat(timestamp).timestamp() * 1000) if timestamp else None
 
 
+def _in_feature_order(encodings: dict[str, Any], summary: dict[str, Any]) -> dict[str, Any]:
+    """The summary's encodings (written with sorted keys) in the model's column order: by each column's first
+    feature name's place in ``feature_names``."""
+    from containerlib.encoding import ColumnEncoding
+
+    names = {name: index for index, name in enumerate(summary.get("feature_names") or [])}
+
+    def place(column: str) -> int:
+        return names.get(ColumnEncoding.from_json(column, encodings[column]).feature_names()[0], len(names))
+
+    return {column: encodings[column] for column in sorted(encodings, key=place)}
+
+
+def _encoding_text(encoding: dict[str, Any]) -> str:
+    """A column's encoding in words (the summary's ``categorical.encodings`` entry)."""
+    kind = encoding.get("kind")
+    if kind == "one_hot":
+        text = f"categorical, one-hot: {len(encoding.get('values') or [])} values and (other)"
+    elif kind == "hashed":
+        text = f"categorical, hashed into {encoding.get('buckets')} buckets"
+    else:
+        text = "numeric"
+    if encoding.get("fill") is not None:
+        text += f", gaps filled with {encoding['fill']:g}"
+    return text + (", a (missing) feature" if encoding.get("indicator") else "")
+
+
 def _text(value: Any) -> str:
     return value if isinstance(value, str) else json.dumps(value, default=str)
 
@@ -291,7 +318,8 @@ class _Logger:
         first = summaries[0]
         categorical = (first.get("categorical") or {}).get("columns") or []
         hashing = (first.get("categorical") or {}).get("hash_buckets")
-        columns = {
+        encodings = _in_feature_order((first.get("categorical") or {}).get("encodings") or {}, first)
+        columns = {column: _encoding_text(encoding) for column, encoding in encodings.items()} or {
             name: f"categorical, hashed into {hashing} buckets" if name in categorical else "numeric"
             for name in first.get("feature_names") or []
         }

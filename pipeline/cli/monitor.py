@@ -88,6 +88,13 @@ def run(args: argparse.Namespace) -> int:
         served = "all requests" if part.requests is None else f"{part.requests} request(s)"
         console.print(f"\n[bold]{served} against the baseline of {part.model_package_arn}[/bold]", soft_wrap=True)
         print_data_quality(part.view, console)
+        if part.unseen_categories:
+            shown = ", ".join(f"{column} {count}" for column, count in part.unseen_categories.items())
+            console.print(
+                f"[yellow]rows answered with a value never seen in training (scored as column=(other)): {shown}"
+                "[/yellow]",
+                soft_wrap=True,
+            )
         if part.view.get("violation_report"):
             console.print(f"Report: {part.view['violation_report']}", soft_wrap=True)
         for plot in part.plots:

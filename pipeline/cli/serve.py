@@ -40,6 +40,13 @@ def configure(parser: argparse.ArgumentParser) -> None:
         metavar="PCT",
         help="the share of requests captured, 0-100 (0: no capture; default %(default)s)",
     )
+    parser.add_argument(
+        "--unseen-categories",
+        choices=("other", "refuse"),
+        default="other",
+        help="a text value never seen in training: scored as column=(other) and named in the prediction's "
+        "unseen_categories (other, the default), or answered 400 naming column and value (refuse)",
+    )
     parser.add_argument("--workdir", type=Path, default=DEFAULT_WORKDIR, help="the local work dir (.llpipe)")
     parser.add_argument(
         "--ready-file",
@@ -66,6 +73,7 @@ def run(args: argparse.Namespace) -> int:
         endpoint_name=args.endpoint_name,
         variant=args.variant,
         capture_percentage=args.capture_percentage,
+        unseen_categories=args.unseen_categories,
         workdir=args.workdir,
         config=config,
     )

@@ -228,7 +228,8 @@ TABLE: tuple[PipelineParameter, ...] = (
         "CategoricalColumns",
         "String",
         "",
-        "comma-separated text columns, each feature-hashed into HashBuckets indicators; empty: none",
+        "comma-separated text columns: one-hot up to 200 distinct values in the schema sample (unseen values: "
+        "column=(other)), feature-hashed above; empty: decided by schema inference",
         (argument(PREPROCESS, "--categorical-columns"),),
     ),
     PipelineParameter(
@@ -241,18 +242,20 @@ TABLE: tuple[PipelineParameter, ...] = (
     PipelineParameter(
         "MissingValues",
         "String",
-        "error",
-        "empty/NaN/inf values: fail (error), impute 0 for features (zero) or drop the rows (drop)",
+        "impute",
+        "empty/NaN/inf values: the train sample's median and a column=(missing) feature (impute; rows without a label "
+        "dropped), fail (error), 0 for features (zero) or drop the rows (drop)",
         (argument(PREPROCESS, "--missing"),),
-        enum=("error", "zero", "drop"),
+        enum=("impute", "error", "zero", "drop"),
     ),
     PipelineParameter(
         "HashBuckets",
         "Integer",
-        16,
-        "the indicator columns each categorical column is hashed into",
+        0,
+        "0: each text column one-hot or hashed as schema inference decides; N: every text column feature-hashed into "
+        "N indicators",
         (argument(PREPROCESS, "--hash-buckets"),),
-        range=Range(1, 1 << 16),
+        range=Range(0, 1 << 16),
     ),
     PipelineParameter(
         "ValidationFraction",

@@ -22,7 +22,6 @@ from typing import TYPE_CHECKING, Any
 
 from containerlib.errors import TableError
 from containerlib.names import SCHEMA_FORMAT
-from containerlib.stable_hash import stable_hash64
 from containerlib.tables.files import is_data_file, is_gzip, is_parquet, path_below_prefix
 from containerlib.tables.sample import missing_cell_text
 from pipeline.core.errors import PARAMETERS, SchemaError, opt
@@ -292,14 +291,14 @@ def decide(sample: Sample, values: Mapping[str, Any], given: set[str]) -> Decisi
         if categorical and len(joined) <= PARAMETER_LIMIT and not any("," in column for column in categorical):
             parameters["CategoricalColumns"] = joined
         notes.append(f"categorical columns (text values in the sample): {', '.join(categorical) or 'none'}")
-    notes.extend(_collision_notes(frame, categorical, int(values.get("HashBuckets") or 16)))
-    policy = str(values.get("MissingValues") or "error")
+    policy = str(values.get("MissingValues") or "impute")
     if policy in ("error", "drop"):
         _refuse_empty_columns(sample, [label, *features], label, policy)
     if policy == "error":
         _refuse_missing(sample, [label, *features], label)
     if id_column:
-        _refuse_empty_ids(sample, id_column, [label, *features] if policy == "drop" else [])
+        dropped_if_empty = {"drop": [label, *features], "impute": [label]}.get(policy, [])  # rows Preprocess drops
+        _refuse_empty_ids(sample, id_column, dropped_if_empty)
 
     label_values, num_classes = _decide_labels(frame[label], label, predictor, values, given)
     if label_values is not None and "LabelValues" not in given:
@@ -310,6 +309,12 @@ def decide(sample: Sample, values: Mapping[str, Any], given: set[str]) -> Decisi
     if num_classes is not None and "NumClasses" not in given:
         parameters["NumClasses"] = str(num_classes)
         notes.append(f"number of classes: {num_classes}")
+    from pipeline.definition.encodings import decide_encodings
+
+    encodings, encoding_notes = decide_encodings(
+        frame, features, categorical, values, label, id_column, label_values, num_classes
+    )
+    notes.extend(encoding_notes)
     document = {
         "format": SCHEMA_FORMAT,
         "predictor_type": predictor,
@@ -317,6 +322,7 @@ def decide(sample: Sample, values: Mapping[str, Any], given: set[str]) -> Decisi
         "id_column": id_column,
         "feature_columns": features,
         "categorical_columns": categorical,
+        "encodings": encodings,
         "label_values": label_values,
         "num_classes": num_classes,
         "sample": sample.describe(),
@@ -403,8 +409,8 @@ def _check_types(sample: Sample, columns: list[str]) -> None:
             )
             raise SchemaError(
                 f"column {column!r} is numeric but {len(bad)} of its {total} sampled values are not numbers: {shown}"
-                f"{hint}; fix those values or leave them empty (MissingValues=zero or drop), or declare the column "
-                f"categorical (CategoricalColumns={column}) if it is text"
+                f"{hint}; fix those values or leave them empty (MissingValues=impute, zero or drop), or declare the "
+                f"column categorical (CategoricalColumns={column}) if it is text"
             )
 
 
@@ -457,7 +463,12 @@ def _refuse_missing(sample: Sample, columns: list[str], label: str) -> None:
         if holes.any():
             row, column = (int(index) for index in divmod(int(holes.argmax()), len(columns)))
             drop = f"{opt('MissingValues', 'drop')} (drop the rows)"
-            fix = drop if columns[column] == label else f"{opt('MissingValues', 'zero')} (impute 0) or {drop}"
+            fix = (
+                drop
+                if columns[column] == label
+                else f"{opt('MissingValues', 'impute')} (the training median, a missing category and indicator), "
+                f"{opt('MissingValues', 'zero')} (0) or {drop}"
+            )
             text = missing_cell_text(frame, columns[column], row)
             what = "is null" if text is None else "is empty" if not text.strip() else f"holds the text {text!r}"
             raise SchemaError(
@@ -467,35 +478,6 @@ def _refuse_missing(sample: Sample, columns: list[str], label: str) -> None:
                 row=row + 1,
                 column=columns[column],
             )
-
-
-def _collision_notes(frame: pd.DataFrame, categorical: list[str], buckets: int) -> list[str]:
-    """Warn when sampled values of a categorical column share a hash bucket (Preprocess's blake2b rule)."""
-    notes = []
-    for column in categorical:
-        values = sorted({str(value).strip() for value in frame[column].dropna()})
-        hashes = [stable_hash64(f"{column}={value}") for value in values]
-        used = {value % buckets for value in hashes}
-        if len(used) < len(values):
-            better = next(
-                (
-                    size
-                    for size in (2**power for power in range(4, 17))  # HashBuckets is at most 65,536
-                    if size > buckets and len({value % size for value in hashes}) == len(values)
-                ),
-                None,
-            )
-            advice = (
-                f"HashBuckets={better} separates them"
-                if better
-                else "no HashBuckets up to 65,536 separates them: a column with this many distinct values (an id?) "
-                "is better left out or given as numbers"
-            )
-            notes.append(
-                f"warning: column {column!r}: {len(values)} distinct value(s) in the sample share {len(used)} of "
-                f"{buckets} hash buckets (collisions make values indistinguishable); {advice}"
-            )
-    return notes
 
 
 def _number_text(value: float) -> str:

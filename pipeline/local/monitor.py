@@ -15,7 +15,7 @@ from __future__ import annotations
 import contextlib
 import shutil
 import uuid
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
@@ -61,6 +61,7 @@ class MonitoringRun:
     package_arn: str
     properties: dict[str, Any]  # CalculatedBaselineStatistics, ViolationReport, CheckedBaselineStatistics, ...
     requests: int | None = None  # the window's requests this version served (None: all, against a named version)
+    unseen_categories: dict[str, int] = field(default_factory=dict)  # rows answered with a never-seen value, by column
 
 
 def capture_prefix(config: PipelineConfig, endpoint: str, variant: str) -> str:
@@ -283,9 +284,18 @@ def _run_job(
         "CheckedBaselineConstraints": baseline["Constraints"],
         "SkipCheck": False,
     }
-    run = MonitoringRun(run_id, folder, endpoint, variant, start, end, package.arn, properties, requests)
+    unseen = _unseen(s3.path(prefix), start, end)  # the prefix holds this version's records only
+    run = MonitoringRun(run_id, folder, endpoint, variant, start, end, package.arn, properties, requests, unseen)
     write_json_atomically(folder / "monitoring.json", _record(run))
     return run
+
+
+def _unseen(captured: Path, start: datetime, end: datetime) -> dict[str, int]:
+    """Rows of the window answered with a categorical value never seen in training, per column (from the captured
+    answers' ``unseen_categories``)."""
+    from dataquality.capture import records, unseen_counts
+
+    return unseen_counts(records(captured, start, end))
 
 
 def _iso(moment: datetime) -> str:
@@ -301,5 +311,6 @@ def _record(run: MonitoringRun) -> dict[str, Any]:
         "end_time": _iso(run.end),
         "model_package_arn": run.package_arn,
         "requests": run.requests,
+        "unseen_categories": run.unseen_categories,
         **run.properties,
     }

@@ -230,8 +230,9 @@ def test_steps_and_parameters_are_named_as_documented(definition: dict[str, Any]
     assert parameters["PredictorType"]["DefaultValue"] == "binary_classifier"
     assert parameters["ModelApprovalStatus"]["DefaultValue"] == "PendingManualApproval"
     assert parameters["CategoricalColumns"]["DefaultValue"] == parameters["IdColumn"]["DefaultValue"] == ""
-    assert parameters["MissingValues"]["EnumValues"] == ["error", "zero", "drop"]
-    assert (parameters["HashBuckets"]["DefaultValue"], parameters["SplitSeed"]["DefaultValue"]) == (16, 0)
+    assert parameters["MissingValues"]["EnumValues"] == ["impute", "error", "zero", "drop"]
+    assert parameters["MissingValues"]["DefaultValue"] == "impute"
+    assert (parameters["HashBuckets"]["DefaultValue"], parameters["SplitSeed"]["DefaultValue"]) == (0, 0)
     assert parameters["ValidationFraction"]["DefaultValue"] == parameters["TestFraction"]["DefaultValue"] == 0.15
     # a ProcessingInput needs an object: the default SchemaUrl is the built-in schema that decides nothing
     assert parameters["SchemaUrl"]["DefaultValue"] == default_schema_uri("s3://llpipe-local/linear-learner-pipeline")
@@ -275,9 +276,9 @@ def test_preprocess_shards_its_input_and_writes_six_outputs_per_execution(defini
         "--categorical-columns=",
         "--id-column=",
         "--missing",
-        "error",
+        "impute",
         "--hash-buckets",
-        "16",
+        "0",
         "--validation-fraction",
         "0.15",
         "--test-fraction",
@@ -303,7 +304,7 @@ def test_preprocess_shards_its_input_and_writes_six_outputs_per_execution(defini
     # the arguments as the container gets them parse, empty optional values included (no empty argument)
     parsed = build_preprocess_parser().parse_args(resolve(args["AppSpecification"], defaults)["ContainerArguments"])
     assert (parsed.categorical_columns, parsed.id_column, parsed.label_values) == ("", "", "")
-    assert parsed.hash_buckets == 16 and parsed.validation_fraction == 0.15 and parsed.seed == 0
+    assert parsed.hash_buckets == 0 and parsed.validation_fraction == 0.15 and parsed.seed == 0
 
 
 def test_preprocess_is_told_the_s3_uri_its_input_came_from(definition: dict[str, Any]) -> None:

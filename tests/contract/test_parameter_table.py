@@ -164,7 +164,7 @@ def test_llpipe_definition_params_prints_the_table(
     assert list(lines) == [row.name for row in TABLE]
     assert lines["Epochs"] == ["Integer", "15", "a positive integer", "passes over the training data"]
     assert lines["InputDataUrl"][1] == "s3://table-bucket/table-pipeline/input/"
-    assert lines["HashBuckets"][2] == "at least 1 and at most 65,536"
+    assert lines["HashBuckets"][2] == "at least 0 and at most 65,536"
     assert lines["PredictorType"][2] == "binary_classifier, multiclass_classifier, regressor"
     assert parameter_rows(CONFIG)[0]["default"] == "s3://table-bucket/table-pipeline/input/"
 
@@ -175,10 +175,9 @@ def test_llpipe_definition_params_prints_the_table(
 def test_ranges_come_from_the_table(definition: dict[str, Any]) -> None:
     declared = definition["Parameters"]
     with pytest.raises(ParameterError) as caught:
-        check_overrides(declared, {"HashBuckets": "0"})
-    assert str(caught.value) == (
-        "parameter HashBuckets=0: expected at least 1 and at most 65,536, "
-        "the indicator columns each categorical column is hashed into"
+        check_overrides(declared, {"HashBuckets": "-1"})
+    assert str(caught.value).startswith(
+        "parameter HashBuckets=-1: expected at least 0 and at most 65,536, 0: each text column one-hot or hashed"
     )
     with pytest.raises(ParameterError, match=r"parameter ChampionTolerance=-0\.5: expected at least 0, how much"):
         check_overrides(declared, {"ChampionTolerance": "-0.5"})

@@ -192,6 +192,7 @@ def test_there_is_one_local_server_and_it_is_the_apis() -> None:
         "endpoint_name",
         "variant",
         "capture_percentage",
+        "unseen_categories",
         "workdir",
         "config",
     ]

@@ -742,7 +742,7 @@ def _inferred_schema(text: bytes) -> tuple[str, bytes]:
     sample.source = "s3://data-bucket/raw/"
     inferred = infer(
         sample,
-        {"LabelColumn": "default", "PredictorType": "binary_classifier", "HashBuckets": 16, "MissingValues": "error"},
+        {"LabelColumn": "default", "PredictorType": "binary_classifier", "HashBuckets": 0, "MissingValues": "impute"},
         {"InputDataUrl", "LabelColumn"},
         CONFIG.pipeline_prefix,
     )

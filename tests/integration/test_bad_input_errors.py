@@ -49,8 +49,8 @@ def run_cli(argv: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, s
     [
         (["TrainingInstanceCount=0"], "TrainingInstanceCount=0: expected at least 1"),
         (["ProcessingInstanceCount=0"], "ProcessingInstanceCount=0: expected at least 1"),
-        (["HashBuckets=0"], "HashBuckets=0: expected at least 1"),
-        (["HashBuckets=524288"], "HashBuckets=524288: expected at least 1 and at most 65,536"),
+        (["HashBuckets=-1"], "HashBuckets=-1: expected at least 0"),
+        (["HashBuckets=524288"], "HashBuckets=524288: expected at least 0 and at most 65,536"),
         (["ValidationFraction=-0.1"], "ValidationFraction=-0.1: expected greater than 0 and less than 1"),
         (["ValidationFraction=0"], "ValidationFraction=0.0: expected greater than 0"),
         (["TestFraction=0"], "TestFraction=0.0: expected greater than 0"),

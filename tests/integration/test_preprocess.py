@@ -369,7 +369,8 @@ BINARY = ["--label-column", "label", "--predictor-type", "binary_classifier"]
             {"d.csv": GOOD + "7,,1\n"},
             BINARY,
             r"d\.csv row 13: column 'b' is empty; a value is needed: set --missing \(pipeline parameter "
-            r"MissingValues\) to zero \(features\) or drop \(rows\)",
+            r"MissingValues\) to impute \(the training median, a missing category and indicator\), zero \(features\) "
+            r"or drop \(rows\)",
         ),
         ({"d.csv": GOOD + "\n7,NaN,1\n"}, BINARY, r"d\.csv row 13: column 'b' holds the text 'NaN', read as a missing"),
         ({"d.csv": GOOD + "7,1,\n"}, BINARY, r"d\.csv row 13: label column 'label' is empty; a value is needed"),

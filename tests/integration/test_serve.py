@@ -192,7 +192,12 @@ def test_predict_returns_scores_and_labels_as_a_dataframe(served: Served, predic
         (b'{"tenure": 1, "minutes": 2, "plan": "basic"}', "application/json", 400, "missing column(s) ['calls']"),
         (b'{"tenure": 1, "minutes": 2}\n', "application/jsonlines", 400, "line 1: missing column(s) ['calls', 'plan']"),
         (b"1,2,3\n", "text/csv", 400, "CSV row 1 has 3 value(s)"),
-        (b"tenure,minutes,calls,plan\n1,,3,basic\n", "text/csv", 400, "row 1, column 'minutes' has no value"),
+        (
+            b"tenure,minutes,calls,plan\n1,inf,3,basic\n",
+            "text/csv",
+            400,
+            "row 1, column 'minutes' is 'inf', not a finite",
+        ),
         (b'{"tenure": [1], "minutes": 2, "calls": 3, "plan": "a"}', "application/json", 400, "column 'tenure'"),
         (b"not json", "application/json", 400, "the body is not JSON"),
         (b"\x00\x01garbage", "application/x-recordio-protobuf", 400, "not RecordIO-protobuf"),

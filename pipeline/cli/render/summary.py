@@ -104,7 +104,7 @@ def summarise(execution: LocalExecution, render_plots: bool = True) -> dict[str,
 
 
 def preprocess_warnings(record: ExecutionRecord, s3: LocalS3) -> list[str]:
-    """Warnings from Preprocess's summary: categorical columns whose values share hash buckets."""
+    """Warnings from Preprocess's summary: hashed values sharing buckets, rows dropped, values outside a vocabulary."""
     from preprocessing.summary import load_summary
 
     step = record.steps.get(PREPROCESS)
@@ -116,16 +116,36 @@ def preprocess_warnings(record: ExecutionRecord, s3: LocalS3) -> list[str]:
         preprocessed = load_summary(s3.path(uri))
     except (OSError, ValueError):
         return []
-    buckets = (preprocessed.get("categorical") or {}).get("hash_buckets")
+    categorical = preprocessed.get("categorical") or {}
+    encodings = categorical.get("encodings") or {}
     warnings = []
     for column, seen in (preprocessed.get("categorical_stats") or {}).items():
+        buckets = (encodings.get(column) or {}).get("buckets") or categorical.get("hash_buckets")
         if seen.get("values_in_shared_buckets"):
             warnings.append(
                 f"categorical column {column!r}: {seen['distinct_values']} distinct value(s) in "
                 f"{seen['buckets_used']} of {buckets} hash buckets, {seen['values_in_shared_buckets']} sharing a "
                 "bucket (the model cannot tell those apart); raise --param HashBuckets"
             )
+    warnings.extend(dropped_rows(preprocessed))
+    for column, count in (preprocessed.get("unseen_values") or {}).items():
+        warnings.append(
+            f"categorical column {column!r}: {count:,} row(s) held a value the schema inference sample did not, "
+            f"trained as {column}=(other); a larger sample (--sample-rows) would give them their own feature"
+        )
     return warnings
+
+
+def dropped_rows(preprocessed: dict[str, Any]) -> list[str]:
+    """How many rows Preprocess dropped and why (MissingValues=drop: any missing value; impute: no label)."""
+    dropped, read = int(preprocessed.get("rows_dropped") or 0), int(preprocessed.get("rows_read") or 0)
+    if not dropped:
+        return []
+    policy = preprocessed.get("missing_policy")
+    why = "a missing label" if policy == "impute" else "a missing value"
+    share = f" ({dropped / read:.1%})" if read else ""
+    fix = "" if policy == "impute" else "; --param MissingValues=impute keeps them (median and a missing feature)"
+    return [f"MissingValues={policy} removed {dropped:,} of {read:,} row(s){share} with {why}{fix}"]
 
 
 def baseline_summary(report: dict[str, Any]) -> dict[str, Any] | None:

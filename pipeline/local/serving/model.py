@@ -11,15 +11,15 @@ import numpy as np
 import pandas as pd
 
 from containerlib.linear_learner.model import LinearModel, ModelArtifactError, read_model
-from containerlib.linear_learner.responses import responses
+from containerlib.linear_learner.responses import UNSEEN_CATEGORIES, responses
 from pipeline.core.errors import ServingError
 from pipeline.core.images import is_linear_learner
 from pipeline.core.names import SERVING_FEATURIZER, SERVING_LABELS, SERVING_ROLE_VARIABLE
 from pipeline.local.s3 import LocalS3
 from serving import RequestError
-from serving.featurizer import featurize, request_features
+from serving.featurizer import featurize, request_rows_features
 from serving.labels import render, with_labels
-from serving.model import ServingSpec, load_spec
+from serving.model import UNSEEN_OTHER, ServingSpec, load_spec
 
 
 @dataclass(frozen=True)
@@ -39,16 +39,23 @@ class ServedModel:
     def invoke(self, body: bytes, content_type: str, accept: str) -> tuple[bytes, str]:
         """One request through the three containers: the response body and its content type; ``RequestError``
         (with its HTTP status) for a request the model cannot answer."""
-        features = request_features(body, content_type, self.spec)
-        return render(self.predictions(features), accept)
+        features, unseen = request_rows_features(body, content_type, self.spec)
+        predictions = self.predictions(features)
+        for item, values in zip(predictions, unseen, strict=True):
+            if values:  # the row's values outside a vocabulary, answered as column=(other): said in the answer
+                item[UNSEEN_CATEGORIES] = values
+        return render(predictions, accept)
 
     def predict_frame(self, frame: pd.DataFrame) -> list[dict[str, Any]]:
         """The labelled predictions of a DataFrame's rows (columns by name), without HTTP."""
         return self.predictions(featurize(frame, self.spec))
 
 
-def load_served_model(s3: LocalS3, containers: Sequence[Mapping[str, Any]], package_arn: str | None) -> ServedModel:
-    """The inference pipeline a version registered, from its model data in the local S3 folder."""
+def load_served_model(
+    s3: LocalS3, containers: Sequence[Mapping[str, Any]], package_arn: str | None, unseen: str = UNSEEN_OTHER
+) -> ServedModel:
+    """The inference pipeline a version registered, from its model data in the local S3 folder; ``unseen``: what a
+    categorical value never seen in training gets (other: scored as column=(other); refuse: 400)."""
     roles = {(c.get("Environment") or {}).get(SERVING_ROLE_VARIABLE): c for c in containers}
     algorithm = [c for c in containers if is_linear_learner(str(c.get("Image", "")))]
     if SERVING_FEATURIZER not in roles or SERVING_LABELS not in roles or len(algorithm) != 1:
@@ -57,7 +64,7 @@ def load_served_model(s3: LocalS3, containers: Sequence[Mapping[str, Any]], pack
             "register it with a pipeline run of this version of llpipe"
         )
     try:
-        spec = load_spec(_existing(s3, roles[SERVING_FEATURIZER]["ModelDataUrl"]))
+        spec = load_spec(_existing(s3, roles[SERVING_FEATURIZER]["ModelDataUrl"]), unseen)
         model = read_model(_existing(s3, algorithm[0]["ModelDataUrl"]), spec.layout.feature_dim)
     except (OSError, ValueError, KeyError, ModelArtifactError) as error:
         raise ServingError(f"model package {package_arn}: its model data cannot be read ({error})") from None

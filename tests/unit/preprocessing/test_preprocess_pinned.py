@@ -76,8 +76,9 @@ CASES = {
 }  # fmt: skip
 
 
-# added to the summary after the digests were taken: DataVersion (issue 12), per-column category counts (issue 13)
-LATER_SUMMARY_KEYS = ("data_version", "categorical_stats")
+# added to the summary after the digests were taken: DataVersion (issue 12), per-column category counts (issue 13),
+# rows outside a vocabulary and imputed values per column (issue 40)
+LATER_SUMMARY_KEYS = ("data_version", "categorical_stats", "unseen_values", "imputed_values")
 # the data-quality baseline's sample (issue 30), tested in test_preprocess.py; the serving featurizer's model data
 # (issue 28), tested in test_serve.py
 LATER_OUTPUTS = ("baseline", "model")
@@ -94,6 +95,7 @@ def output_digest(output: Path) -> str:
             summary = json.loads(content)
             for key in LATER_SUMMARY_KEYS:
                 summary.pop(key, None)
+            (summary.get("categorical") or {}).pop("encodings", None)  # each column's encoding (issue 40)
             content = json.dumps(summary, indent=2, sort_keys=True).encode() + b"\n"
         digest.update(path.relative_to(output).as_posix().encode() + b"\0" + content)
     return digest.hexdigest()

@@ -1,0 +1,192 @@
+"""Each feature column's encoding, decided once by the client from the schema inference sample and stored in the
+schema (``encodings``), so every Preprocess host, batch transform and the serving featurizer encode alike.
+
+- A text column with at most :data:`ONE_HOT_LIMIT` distinct values in the sample is one-hot: one feature per value
+  (sorted), then ``column=(other)`` for any value the sample did not hold. A column whose values are all spellings
+  of yes/no (:data:`containerlib.encoding.BOOLEAN_SPELLINGS`, any case) keeps one value per meaning (its most
+  frequent spelling) and matches any spelling by meaning.
+- A text column with more values is feature-hashed into the power of two at or above its distinct values, at most
+  :data:`HASH_BUCKETS_LIMIT` (rows are dense: every bucket is a float in every row). ``HashBuckets=N`` (N > 0)
+  hashes every text column into N buckets instead.
+- With ``MissingValues=impute``: a number's gaps are filled with its median, and a column with a gap gets a
+  ``column=(missing)`` feature; both from the sample's rows that Preprocess puts in the train split (the split
+  computed by Preprocess's own rule, which does not depend on the imputed values).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from containerlib.encoding import HASHED, NUMBER, ONE_HOT, ColumnEncoding, FeatureLayout, boolean_meaning
+from pipeline.core.names import SPLIT_FRACTIONS
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+ONE_HOT_LIMIT = 200  # distinct values in the sample up to which a text column is one-hot
+HASH_BUCKETS_LIMIT = 256  # the most buckets a many-valued column gets: rows are dense, every bucket a float a row
+ENCODED_VALUES = 1 << 23  # features of the sample encoded at once to find its train rows (32 MB of float32)
+
+
+def decide_encodings(
+    frame: pd.DataFrame,
+    features: list[str],
+    categorical: list[str],
+    values: Mapping[str, Any],
+    label: str,
+    id_column: str | None,
+    label_values: list[str] | None,
+    num_classes: int | None,
+) -> tuple[dict[str, dict[str, Any]], list[str]]:
+    """The schema's ``encodings`` (column -> :meth:`ColumnEncoding.to_json`) and notes for the user."""
+    buckets = int(values.get("HashBuckets") or 0)
+    notes: list[str] = []
+    decided: dict[str, ColumnEncoding] = {}
+    one_hot, hashed = [], []
+    for column in categorical:
+        encoding = _text_encoding(frame[column], column, buckets)
+        decided[column] = encoding
+        if encoding.kind == ONE_HOT:
+            one_hot.append(f"{column} ({len(encoding.values)}{', yes/no' if encoding.boolean else ''})")
+        else:
+            distinct = frame[column].dropna().astype(str).str.strip().nunique()
+            hashed.append(f"{column} ({distinct} values in {encoding.buckets} buckets)")
+            notes.extend(_collision_note(frame[column], column, encoding.buckets))
+            present = frame[column].dropna()
+            if len(present) > 100 and distinct == len(present):
+                notes.append(
+                    f"warning: column {column!r}: every sampled value is different, as in an identifier; it "
+                    "carries no pattern to learn: leave it out, or name it as IdColumn"
+                )
+    if one_hot:
+        notes.append(
+            f"one-hot columns (values in the sample; unseen values become column=(other)): {', '.join(one_hot)}"
+        )
+    if hashed:
+        notes.append(f"feature-hashed columns: {', '.join(hashed)}")
+    if str(values.get("MissingValues") or "impute") == "impute":
+        layout = FeatureLayout(tuple(features), tuple(categorical), buckets or 16, tuple(decided.values()))
+        train = _train_rows(frame, layout, values, label, id_column, label_values, num_classes)
+        for column in features:
+            decided[column] = _imputed(decided.get(column) or ColumnEncoding(column), frame[column], train)
+        gaps = [column for column in features if decided[column].indicator]
+        fills = [f"{column} {decided[column].fill:g}" for column in gaps if decided[column].kind == NUMBER]
+        notes.append(
+            f"imputation (MissingValues=impute, from the {int(train.sum())} train row(s) of the sample): columns with "
+            f"gaps get a column=(missing) feature: {', '.join(gaps) or 'none'}"
+            + (f"; medians filled in: {', '.join(fills)}" if fills else "")
+        )
+    documents = {column: encoding.to_json() for column, encoding in decided.items()}
+    return {column: documents[column] for column in features if column in documents}, notes
+
+
+def _text_encoding(cells: pd.Series, column: str, buckets: int) -> ColumnEncoding:
+    """One-hot for few values (yes/no by meaning), hashed for many, or hashed into ``buckets`` when given."""
+    present = cells.dropna().astype(str).str.strip()
+    present = present[present != ""]
+    if buckets > 0:
+        return ColumnEncoding(column, HASHED, buckets=buckets)
+    counts = present.value_counts()
+    if len(counts) > ONE_HOT_LIMIT:
+        size = 1 << max(0, int(len(counts) - 1).bit_length())
+        return ColumnEncoding(column, HASHED, buckets=min(size, HASH_BUCKETS_LIMIT))
+    meanings = {value: boolean_meaning(value) for value in counts.index}
+    if counts.size and all(meaning is not None for meaning in meanings.values()):
+        spelled: dict[bool, str] = {}
+        for value, _ in sorted(counts.items(), key=lambda item: (-item[1], item[0])):  # most frequent spelling
+            spelled.setdefault(bool(meanings[value]), str(value))
+        return ColumnEncoding(column, ONE_HOT, tuple(spelled[m] for m in sorted(spelled)), boolean=True)
+    return ColumnEncoding(column, ONE_HOT, tuple(sorted(str(value) for value in counts.index)))
+
+
+def _collision_note(cells: pd.Series, column: str, buckets: int) -> list[str]:
+    """A warning when sampled values of a hashed column share buckets (Preprocess's blake2b rule)."""
+    from containerlib.stable_hash import stable_hash64
+
+    values = sorted({str(value).strip() for value in cells.dropna()})
+    used = {stable_hash64(f"{column}={value}") % buckets for value in values}
+    if len(used) == len(values):
+        return []
+    return [
+        f"note: column {column!r}: {len(values)} distinct value(s) in the sample share {len(used)} of {buckets} hash "
+        "buckets (values in one bucket are indistinguishable)"
+    ]
+
+
+def _train_rows(
+    frame: pd.DataFrame,
+    layout: FeatureLayout,
+    values: Mapping[str, Any],
+    label: str,
+    id_column: str | None,
+    label_values: list[str] | None,
+    num_classes: int | None,
+) -> np.ndarray:
+    """Which sample rows Preprocess puts in the train split: its own encoding, label rule and split hash."""
+    from containerlib.encoding import encode_features
+    from preprocessing import PreprocessError
+    from preprocessing.hashing import assign_splits, hash_texts, row_hashes
+    from preprocessing.labels import LabelSpec, encode_labels
+    from preprocessing.values import RowLocator
+
+    where = RowLocator("the schema inference sample", 1, None)
+
+    def bad_number(row: int, column: str, value: Any) -> Exception:
+        return PreprocessError(f"row {row + 1}: column {column!r} has non-numeric value {value!r}")
+
+    validation, test = (
+        float(values.get(name, SPLIT_FRACTIONS[name])) for name in ("ValidationFraction", "TestFraction")
+    )
+    fractions = (1.0 - validation - test, validation, test)
+    seed = int(values.get("SplitSeed") or 0)
+    predictor = str(values["PredictorType"])
+    classes = num_classes if predictor == "multiclass_classifier" else None
+    spec = LabelSpec(predictor, tuple(label_values) if label_values else None, classes)
+    train = np.zeros(len(frame), dtype=bool)
+    step = max(1, ENCODED_VALUES // max(1, layout.feature_dim))  # rows encoded at once: bounded memory
+    for start in range(0, len(frame), step):
+        rows = frame.iloc[start : start + step]
+        try:
+            labels, missing_label = encode_labels(rows[label], spec, where)
+            keep = ~missing_label
+            if id_column:
+                ids = rows[id_column][keep]
+                if ids.isna().any():
+                    return np.ones(len(frame), dtype=bool)  # Preprocess will refuse the empty id
+                hashes = hash_texts(ids, seed)
+            else:
+                features = encode_features(rows, layout, bad_number).features
+                hashes = row_hashes(features[keep], labels[keep], seed)
+        except PreprocessError:
+            return np.ones(len(frame), dtype=bool)  # Preprocess will name the bad value; every row counts meanwhile
+        train[start + np.flatnonzero(keep)] = assign_splits(hashes, fractions) == 0
+    return train
+
+
+def _imputed(encoding: ColumnEncoding, cells: pd.Series, train: np.ndarray) -> ColumnEncoding:
+    """``encoding`` with its imputation: an indicator when a train row has a gap, a number's median as its fill."""
+    import pandas as pd
+
+    text = cells.astype(object)
+    missing = text.isna().to_numpy() | (text.astype(str).str.strip() == "").to_numpy()
+    fill = encoding.fill
+    if encoding.kind == NUMBER:
+        numbers = pd.to_numeric(cells, errors="coerce").to_numpy(dtype=np.float64, na_value=np.nan)
+        with np.errstate(over="ignore", invalid="ignore"):
+            missing = missing | ~np.isfinite(numbers.astype(np.float32))  # missing as Preprocess reads them
+        present = numbers[train & ~missing]
+        if not present.size:
+            present = numbers[~missing]  # no train value in the sample: every sampled row's
+        fill = float(np.median(present)) if present.size else 0.0
+    return ColumnEncoding(
+        encoding.column,
+        encoding.kind,
+        encoding.values,
+        encoding.boolean,
+        encoding.buckets,
+        fill,
+        bool((missing & train).any()),
+    )
