@@ -22,6 +22,7 @@ import pandas as pd
 import pytest
 from mlflow import MlflowClient
 from mlflow.entities import Run
+from support.browser import headless, require_chromium
 from support.settings import FAST, fast_params
 
 from pipeline import cli
@@ -333,24 +334,34 @@ def test_the_summary_prints_the_run_and_how_to_open_it(stores: dict[str, Logged]
 
 
 def test_the_mlflow_ui_lists_both_runs_side_by_side(stores: dict[str, Logged], tmp_path: Path) -> None:
-    """The tracking server's own UI, in a real headless browser: the experiment page names both executions' runs
-    (a screenshot is kept beside the test's files)."""
-    import shutil
-
-    chromium = next((shutil.which(name) for name in ("chromium", "chromium-browser") if shutil.which(name)), None)
-    if chromium is None:
-        pytest.skip("no chromium on this machine (.ci/run installs it on CI)")
+    """The tracking server's own UI, in a real headless browser: the experiment's runs table names both executions'
+    runs, and MLflow's compare page shows the two parent runs side by side, their ids, names and the Epochs that
+    tell them apart (a screenshot of each is kept in the test's folder, its path printed)."""
+    chromium = require_chromium("the MLflow UI is not opened in a browser")
     logged = stores["server"]
-    run = logged.executions[0].mlflow_run
-    assert run is not None
-    page = f"{logged.uri}/#/experiments/{run.experiment_id}/runs"  # the runs table (MLflow 3 opens an overview)
-    options = ["--headless", "--no-sandbox", "--disable-gpu", "--no-first-run", f"--user-data-dir={tmp_path / 'p'}"]
-    options += ["--virtual-time-budget=30000", "--window-size=1600,1000"]
-    dom = subprocess.run([chromium, *options, "--dump-dom", page], capture_output=True, text=True, timeout=180)
+    parents = [execution.mlflow_run for execution in logged.executions]
+    assert parents[0] is not None and parents[1] is not None
+    experiment = parents[0].experiment_id
+    runs = json.dumps([run.run_id for run in parents if run is not None], separators=(",", ":"))
+    pages = {
+        "runs": f"{logged.uri}/#/experiments/{experiment}/runs",  # MLflow 3 opens an experiment on its overview
+        "compare": f'{logged.uri}/#/compare-runs?runs={runs}&experiments=["{experiment}"]',
+    }
+    options = ["--virtual-time-budget=30000", "--window-size=1600,1400"]
+    profile = tmp_path / "profile"
+    dom = headless(chromium, profile, *options, "--dump-dom", pages["runs"], timeout=180)
     assert dom.returncode == 0, dom.stderr[-2000:]
     for execution in logged.executions:
         assert execution.id in dom.stdout
-    screenshot = tmp_path / "mlflow-experiment.png"
-    shot = subprocess.run([chromium, *options, f"--screenshot={screenshot}", page], capture_output=True, timeout=180)
-    assert shot.returncode == 0 and screenshot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
-    print(f"screenshot: {screenshot}")
+    compared = headless(chromium, profile, *options, "--dump-dom", pages["compare"], timeout=180)
+    assert compared.returncode == 0, compared.stderr[-2000:]
+    assert "Comparing 2 Runs from 1 Experiment" in compared.stdout
+    for execution, run in zip(logged.executions, parents, strict=True):
+        assert execution.id in compared.stdout and run is not None and run.run_id in compared.stdout
+    assert "Epochs" in compared.stdout
+    for name, page in pages.items():
+        screenshot = tmp_path / f"mlflow-{name}.png"
+        shot = headless(chromium, profile, *options, f"--screenshot={screenshot}", page, timeout=180)
+        assert shot.returncode == 0 and screenshot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+        assert screenshot.stat().st_size > 20_000, f"{screenshot} is nearly empty: the page did not render"
+        print(f"screenshot: {screenshot}")
