@@ -46,7 +46,9 @@ PREPROCESS = _modules(
 )  # fmt: skip
 EVALUATE = (
     *_modules("evaluation", "command", "job", "metrics", "report", "gate", "champion", "baseline", "collect", "sketch"),
+    *_modules("evaluation", "mlflow_run"),
     *_modules("containerlib/linear_learner", "model", "responses"),
+    *_modules("containerlib", "mlflow_rest"),
     *CONTENT_TYPES,
 )
 SERVING = (
