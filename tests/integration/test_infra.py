@@ -161,3 +161,11 @@ def test_the_template_grants_what_the_iam_documents_grant() -> None:
     build = actions(resources["CodeBuildRole"]["Properties"]["Policies"][0]["PolicyDocument"]["Statement"])
     build |= actions(resources["CodeBuildRoleKmsPolicy"]["Properties"]["PolicyDocument"]["Statement"])
     assert build == policy_file_actions("codebuild-role-policy.json")
+    # with an MLflow ARN, both roles get iam/mlflow-policy.json's grants (Evaluate logs from its job; the build's
+    # start --wait forwards the execution)
+    mlflow = resources["MlflowPolicy"]
+    assert mlflow["Condition"] == "HasMlflow"
+    assert mlflow["Properties"]["Roles"] == [{"Ref": "PipelineRole"}, {"Ref": "CodeBuildRole"}]
+    statements = mlflow["Properties"]["PolicyDocument"]["Statement"]
+    assert actions(statements) == policy_file_actions("mlflow-policy.json")
+    assert statements[0]["Resource"] == {"Ref": "MlflowResourceArn"}
