@@ -1,7 +1,8 @@
-"""Open MLflow's UI on the local executions' runs: ``mlflow server`` on the work dir's store (``sqlite:///<workdir>/
-mlflow.db``, or ``--tracking-uri``), bound to 127.0.0.1, until Ctrl-C or SIGTERM, which stop it (by its PID) and end
-the command with exit code 0. Prints the URL (and the pipeline experiment's) once the server answers. A tracking URI
-that is already a server (``http://...``) has a UI of its own: its URL is printed and nothing is started.
+"""Open MLflow's UI on the local executions' runs: ``mlflow server`` on the work dir's store
+(``sqlite:///<workdir>/mlflow.db``, or ``--tracking-uri``), bound to 127.0.0.1, until Ctrl-C or SIGTERM, which stop
+it (by its PID) and end the command with exit code 0. Prints the URL (and the pipeline experiment's) once the server
+answers. A tracking URI that is already a server (``http://...``) has a UI of its own: its URL is printed and
+nothing is started.
 """
 
 from __future__ import annotations
