@@ -33,8 +33,8 @@ def run(args: argparse.Namespace) -> int:
     from pipeline.api.tracking import artifact_root, default_tracking_uri
     from pipeline.cli.arguments import config_from_args
     from pipeline.core.errors import UsageError, opt
+    from pipeline.core.mlflow_ui import MlflowUi
     from pipeline.core.tracking import is_http
-    from pipeline.local.mlflow_ui import MlflowUi
 
     config = config_from_args(args)
     workdir = open_workdir(args.workdir)
