@@ -323,7 +323,8 @@ def test_compare_takes_its_runs_from_mlflow(stores: dict[str, Logged], store: st
     local = compare(first, second)  # from the executions' own records: the MLflow rows read the same
     shown = [name for name in local.index if name.startswith("metric: ")]
     assert len(shown) >= 8
-    assert frame.loc[shown, [first.id, second.id]].equals(local.loc[shown, [first.id, second.id]])
+    columns = [first.id, second.id]
+    assert frame.loc[shown, columns].values.tolist() == local.loc[shown, columns].values.tolist()
     for execution, column in ((first, first.id), (second, second.id)):
         final = {item["MetricName"]: item["Value"] for item in _train_properties(execution)["FinalMetricDataList"]}
         for name, value in final.items():
