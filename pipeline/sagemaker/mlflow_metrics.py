@@ -231,6 +231,9 @@ def _write(
         "llpipe.source": "schedule" if description.startswith(SCHEDULED_BY) else "sagemaker",
         "llpipe.status": described.get("PipelineExecutionStatus", ""),
     }
+    packages = [((step.get("Metadata") or {}).get("RegisterModel") or {}).get("Arn") for step in steps]
+    if any(packages):  # as a local run's parent names its version (pipeline.api.tracking)
+        tags["llpipe.model_package_arn"] = next(package for package in packages if package)
     parent = writer.start(arn.rsplit("/", 1)[-1], _millis(described.get("CreationTime")), tags)
     hyperparameters = next((group[0].described.get("HyperParameters") or {} for group in jobs.values() if group), {})
     params = {**parameters, **{f"linear_learner.{name}": value for name, value in hyperparameters.items()}}

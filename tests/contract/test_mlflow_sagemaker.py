@@ -389,6 +389,9 @@ def test_start_wait_forwards_the_finished_execution_and_prints_its_run(
     from pipeline.cli.start import wait_and_report
 
     uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
+    client = MlflowClient(tracking_uri=uri)
+    client.search_experiments()  # the store made first, as a server's is: its migration is no part of forwarding
+    capsys.readouterr()  # its migration's log lines
     config = dataclasses.replace(CONFIG, mlflow_tracking=True, mlflow_tracking_uri=uri)
     session = StubbedSession("sagemaker", "sagemaker-metrics")
     stub_watch(session)
@@ -397,7 +400,6 @@ def test_start_wait_forwards_the_finished_execution_and_prints_its_run(
     session.verify()
     assert code == 0
     out, err = capsys.readouterr()
-    client = MlflowClient(tracking_uri=uri)
     experiment = client.get_experiment_by_name("churn-pipeline")
     assert experiment is not None
     (parent,) = client.search_runs([experiment.experiment_id], filter_string="attributes.run_name = 'abc123def456'")
@@ -412,6 +414,16 @@ def test_start_wait_forwards_the_finished_execution_and_prints_its_run(
         "validation:objective_loss",
     )
     assert [(metric.step, metric.value) for metric in history] == [(0, 0.52), (1, 0.30), (2, 0.21)]
+
+    # compare from MLflow: a forwarded run has no report, Train's final metrics stand for it (by execution id, then
+    # by run id: the same run twice, nothing differs)
+    from pipeline.api.mlflow_comparison import read_runs, runs_side_by_side
+
+    frame = runs_side_by_side(read_runs(uri, ["abc123def456", run_id], "churn-pipeline"))
+    assert list(frame.columns) == ["abc123def456 (1)", "abc123def456 (2)", "differs"]
+    assert frame.loc["metric: final/validation:roc_auc_score"].tolist() == ["0.9300", "0.9300", False]
+    assert frame.loc["parameter: linear_learner.epochs"].tolist() == ["3", "3", False]
+    assert frame.loc["model package"].tolist() == [PACKAGE_ARN, PACKAGE_ARN, False]
 
     # the execution's mlflow_run: its description names the experiment, the store is searched by its ARN
     later = StubbedSession("sagemaker")
