@@ -1,6 +1,7 @@
-"""Evaluate logs its own MLflow run from inside its job (issue 41): the evaluate bundle run as the scikit-learn image
-runs it (Python 3.9, no MLflow installed) against a real ``mlflow server`` on 127.0.0.1, given the tracking URI and
-the execution's parent run; MLflow's client reads the child run back with the report's metrics. A store that cannot
+"""Evaluate and Preprocess log their own MLflow runs from inside their jobs (issue 41): each bundle run as the
+scikit-learn image runs it (Python 3.9, no MLflow installed) against a real ``mlflow server`` on 127.0.0.1, given the
+tracking URI and the execution's parent run; MLflow's client reads the child run back with the report's metrics and
+the rows per split. A store that cannot
 be reached (a job with network isolation) is one warning line and the job still succeeds. For an ARN, the requests
 are signed with SigV4 as the sagemaker-mlflow plugin signs them."""
 
@@ -70,6 +71,40 @@ def test_evaluate_logs_its_child_run_from_inside_the_job(server: Server, contain
     assert child.data.tags["llpipe.promote"] == ("true" if report["decision"]["promote"] else "false")
     assert child.data.tags["llpipe.logged_from"] == "job"
     assert child.data.params["decision.reason"] == report["decision"]["reason"]
+
+
+def test_preprocess_logs_its_child_run_from_inside_the_job(
+    server: Server, container: Container, tmp_path: Path
+) -> None:
+    from sklearn.datasets import load_breast_cancer
+
+    frame = load_breast_cancer(as_frame=True).frame
+    (tmp_path / "input").mkdir()
+    frame.to_csv(tmp_path / "input" / "data.csv", index=False)
+    client = MlflowClient(tracking_uri=server.uri)
+    experiment = client.create_experiment("preprocess-in-job")
+    parent = client.create_run(experiment, run_name="abc123def456").info.run_id
+    result = container.run(
+        "preprocess",
+        *("--input-dir", tmp_path / "input", "--output-dir", tmp_path / "output"),
+        *("--label-column", "target", "--predictor-type", "binary_classifier"),
+        *("--resource-config", tmp_path / "absent.json", "--train-shards", "2"),
+        *("--mlflow-tracking-uri", server.uri, "--mlflow-parent-run-id", parent),
+    )
+    assert result.returncode == 0, result.stderr
+    assert result.stderr == ""
+    (child,) = client.search_runs([experiment], filter_string=f"tags.`mlflow.parentRunId` = '{parent}'")
+    assert child.info.run_name == "Preprocess" and child.info.status == "FINISHED"
+    assert result.stdout.splitlines()[-1] == f"preprocess: MLflow run {child.info.run_id} (under {parent})"
+    metrics = child.data.metrics
+    assert metrics["rows.train"] + metrics["rows.validation"] + metrics["rows.test"] == len(frame)
+    assert metrics["rows_read"] == len(frame) and metrics["rows_dropped"] == 0
+    summary = json.loads(next((tmp_path / "output").rglob("summary*.json")).read_text())
+    assert {split: metrics[f"rows.{split}"] for split in summary["rows"]} == summary["rows"]
+    assert child.data.params["columns"].split(", ") == summary["feature_names"]
+    assert sorted(summary["feature_names"]) == sorted(set(frame.columns) - {"target"})
+    assert child.data.params["label_column"] == "target"
+    assert child.data.tags["llpipe.host"] == "algo-1" and child.data.tags["llpipe.logged_from"] == "job"
 
 
 def test_an_unreachable_store_is_one_warning_and_the_job_succeeds(container: Container, tmp_path: Path) -> None:
