@@ -123,10 +123,14 @@ class SageMakerExecution(Execution):
     def mlflow_run(self) -> MlflowRun | None:
         """The execution's MLflow run (id, experiment, store, URL): the one ``wait()`` forwarded it as, else the
         newest parent run of the store tagged with its ARN (:func:`pipeline.sagemaker.mlflow_metrics.find_run`).
-        None when tracking is off, no MLflow is configured, it was not forwarded, or the store cannot be reached."""
-        if self._mlflow_run is not None or not self.config.mlflow_tracking:
+        None when tracking is off, no MLflow is configured (``mlflow_arn`` or ``mlflow_tracking_uri``: nothing is
+        asked otherwise), it was not forwarded, or the store cannot be reached."""
+        if self._mlflow_run is not None:
             return self._mlflow_run
-        from pipeline.sagemaker.mlflow_metrics import find_run
+        from pipeline.sagemaker.mlflow_metrics import find_run, forwarding_uri
+
+        if forwarding_uri(self.config) is None:
+            return None
 
         try:
             self._mlflow_run = find_run(self.config, self.arn, self._description(), self.config.mlflow_tracking_uri)
