@@ -32,7 +32,7 @@ def run(args: argparse.Namespace) -> int:
     from pipeline.api._shared import open_workdir
     from pipeline.api.tracking import artifact_root, default_tracking_uri
     from pipeline.cli.arguments import config_from_args
-    from pipeline.core.errors import UsageError, opt
+    from pipeline.core.errors import LlpipeError, UsageError, opt
     from pipeline.core.mlflow_ui import MlflowUi
     from pipeline.core.tracking import is_http
 
@@ -61,9 +61,7 @@ def run(args: argparse.Namespace) -> int:
         print("stopped", flush=True)
         return 0
     finally:
-        server.stop()
-    from pipeline.core.errors import LlpipeError
-
+        server.stop()  # whatever happened before the wait: the server never outlives the command
     raise LlpipeError(f"mlflow server exited with {code} (log: {server.log})")
 
 
