@@ -122,7 +122,7 @@ class SageMakerExecution(Execution):
     @property
     def mlflow_run(self) -> MlflowRun | None:
         """The execution's MLflow run (id, experiment, store, URL): the one ``wait()`` forwarded it as, else the
-        newest parent run of the store tagged with its ARN (:func:`pipeline.sagemaker.mlflow_metrics.find_run`).
+        parent run of the store tagged with its ARN (:func:`pipeline.sagemaker.mlflow_metrics.find_run`).
         None when tracking is off, no MLflow is configured (``mlflow_arn`` or ``mlflow_tracking_uri``: nothing is
         asked otherwise), it was not forwarded, or the store cannot be reached."""
         if self._mlflow_run is not None:

@@ -116,8 +116,9 @@ def forward_finished(
 def find_run(
     config: PipelineConfig, arn: str, described: dict[str, Any], tracking_uri: str | None = None
 ) -> MlflowRun | None:
-    """The parent run an execution was forwarded as (its ``llpipe.execution_arn`` tag, the newest when forwarded
-    twice), in the store and experiment it is forwarded to; None when MLflow is not configured or it has none."""
+    """The parent run an execution was forwarded as (its ``llpipe.execution_arn`` tag; one of them when it was
+    forwarded twice), in the store and experiment it is forwarded to; None when MLflow is not configured or it has
+    none."""
     settings = described.get("MLflowConfig") or {}
     uri = tracking_uri or settings.get("MlflowResourceArn") or config.mlflow_arn
     if not uri:
@@ -133,7 +134,6 @@ def find_run(
         runs = client.search_runs(
             [experiment.experiment_id],
             filter_string=f"tags.`llpipe.execution_arn` = '{arn}'",
-            order_by=["attributes.start_time DESC"],
         )
     parent = next((run for run in runs if "mlflow.parentRunId" not in run.data.tags), None)
     if parent is None:
