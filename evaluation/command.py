@@ -51,6 +51,12 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     )
     parser.add_argument("--model-package-group", help="compare with this group's newest approved version")
     parser.add_argument("--region", help="the registry's AWS region (default: boto3's configuration)")
+    parser.add_argument(
+        "--mlflow-tracking-uri",
+        help="log the step's MLflow run here (an http(s):// tracking server or a SageMaker MLflow ARN), nested "
+        "under --mlflow-parent-run-id; off when either is empty",
+    )
+    parser.add_argument("--mlflow-parent-run-id", help="the execution's MLflow run (with --mlflow-tracking-uri)")
     exit_message.add_arguments(parser, "names this host in the exit message")
     return parser.parse_args(argv)
 
@@ -107,4 +113,10 @@ def main(argv: list[str] | None = None) -> int:
     if DECISION in report:
         decision = report[DECISION]
         print(f"evaluate: {'promote' if decision['promote'] else 'do not promote'}: {decision['reason']}")
+    if args.mlflow_tracking_uri and args.mlflow_parent_run_id:
+        from evaluation.mlflow_run import log_evaluation
+
+        run = log_evaluation(args.mlflow_tracking_uri, args.mlflow_parent_run_id, report, args.output_dir)
+        if run is not None:
+            print(f"evaluate: MLflow run {run} (under {args.mlflow_parent_run_id})")
     return 0

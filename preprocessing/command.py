@@ -66,6 +66,13 @@ def build_parser() -> argparse.ArgumentParser:
         default=Path("/opt/ml/processing/output"),
         help="root of the train/, validation/, test/ and summary/ sub-folders (default: %(default)s)",
     )
+    parser.add_argument(
+        "--mlflow-tracking-uri",
+        default="",
+        help="log this host's MLflow run here (an http(s):// tracking server or a SageMaker MLflow ARN), nested "
+        "under --mlflow-parent-run-id; off when either is empty",
+    )
+    parser.add_argument("--mlflow-parent-run-id", default="", help="the execution's MLflow run")
     exit_message.add_arguments(parser, "absent means a single host algo-1")
     parser.add_argument(
         "--schema",
@@ -179,7 +186,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
         with stop_signals_raise():  # so that a stopped job removes what it had written, like a failed one
-            preprocess(settings_from(args))
+            summary = preprocess(settings_from(args))
     except Stopped as stop:
         print(f"preprocess: {stop}", file=sys.stderr, flush=True)
         return stop.exit_code
@@ -191,4 +198,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     except Exception as error:
         exit_message.report_defect("preprocess", error, args)
         raise
+    if args.mlflow_tracking_uri and args.mlflow_parent_run_id:
+        from preprocessing.mlflow_run import log_preprocess
+
+        run = log_preprocess(args.mlflow_tracking_uri, args.mlflow_parent_run_id, summary)
+        if run is not None:
+            print(f"preprocess: MLflow run {run} (under {args.mlflow_parent_run_id})", flush=True)
     return 0

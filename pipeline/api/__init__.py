@@ -226,13 +226,22 @@ def compare(
     second: Execution | str,
     *,
     sagemaker: bool = False,
+    from_mlflow: bool = False,
     workdir: PathLike = _shared.DEFAULT_WORKDIR,
     config: PathLike | None = None,
     **settings: Any,
 ) -> pd.DataFrame:
     """Two executions side by side: status, parameters, metrics (value ± standard deviation), gate, model package;
-    a column per execution, a row per item, and a ``differs`` column. Executions or their ids."""
+    a column per execution, a row per item, and a ``differs`` column. Executions or their ids.
+
+    ``from_mlflow=True``: from their MLflow runs instead (MLflow run ids, execution ids, or executions that were
+    logged), read from the tracking store (``mlflow_tracking_uri=``, else with ``sagemaker=True`` the configured
+    ``mlflow_arn``, else the work dir's own): status, params, metrics and model package
+    (:func:`pipeline.api.mlflow_comparison.runs_side_by_side`)."""
     from pipeline.api.comparison import side_by_side
+
+    if from_mlflow:
+        return _shared.compare_runs([first, second], sagemaker, workdir, _shared.load_settings(settings, config))
 
     def resolve(item: Execution | str) -> Execution:
         if isinstance(item, str):

@@ -16,6 +16,8 @@ from pipeline.core.names import PREDICTOR_TYPES
 from pipeline.local.workdir import DEFAULT_ROOT, Workdir
 
 if TYPE_CHECKING:
+    import pandas as pd
+
     from pipeline.api.execution import Execution, LocalExecution
     from pipeline.core.deployment import DeployTarget, Outcome, Progress
     from pipeline.definition.config import PipelineConfig
@@ -215,3 +217,26 @@ def deploy_version(
             if_newer,
             allow_new_columns=allow_new_columns,
         )
+
+
+def compare_runs(
+    items: list[Execution | str], sagemaker: bool, workdir: PathLike, pipeline_config: PipelineConfig
+) -> pd.DataFrame:
+    """The MLflow runs of ``items`` (run ids, execution ids or logged executions) side by side, read from the store:
+    the configured tracking URI, else with ``sagemaker`` the MLflow ARN, else the work dir's own."""
+    from pipeline.api.mlflow_comparison import read_runs, runs_side_by_side
+    from pipeline.api.tracking import default_tracking_uri
+    from pipeline.core.errors import UsageError
+
+    references = []
+    for item in items:
+        if isinstance(item, str):
+            references.append(item)
+            continue
+        run = item.mlflow_run
+        if run is None:
+            raise UsageError(f"execution {item.id} has no MLflow run: log it first (tracking on), or give a run id")
+        references.append(run.run_id)
+    uri = pipeline_config.mlflow_tracking_uri or (pipeline_config.mlflow_arn if sagemaker else None)
+    uri = uri or default_tracking_uri(open_workdir(workdir))
+    return runs_side_by_side(read_runs(uri, references, pipeline_config.experiment_name))

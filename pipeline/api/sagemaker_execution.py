@@ -34,6 +34,7 @@ from pipeline.sagemaker.wait import TERMINAL_STATUSES, execution_steps
 if TYPE_CHECKING:
     import pandas as pd
 
+    from pipeline.core.tracking import MlflowRun
     from pipeline.definition.config import PipelineConfig
 
 __all__ = ["SageMakerExecution"]
@@ -65,6 +66,7 @@ class SageMakerExecution(Execution):
         self._steps: list[dict[str, Any]] | None = None
         self._report: dict[str, Any] | None = None
         self._definition: dict[str, Any] | None = None
+        self._mlflow_run: MlflowRun | None = None
 
     @classmethod
     def find(cls, config: PipelineConfig, execution: str, session: Any = None) -> SageMakerExecution:
@@ -90,7 +92,10 @@ class SageMakerExecution(Execution):
         return self._described
 
     def wait(self, poll_seconds: float = 30.0, progress: bool | str = "auto") -> SageMakerExecution:
-        """Poll until Succeeded, Failed or Stopped; in Jupyter a live step table (``progress``, as ``run_local``)."""
+        """Poll until Succeeded, Failed or Stopped; in Jupyter a live step table (``progress``, as ``run_local``).
+        With MLflow configured (``mlflow_arn`` or ``mlflow_tracking_uri``, tracking on) the finished execution is
+        forwarded to it (:func:`pipeline.sagemaker.mlflow_metrics.forward_finished`): ``mlflow_run`` names the run,
+        and a store that cannot be reached is one warning line on stderr."""
         import time
 
         from pipeline.api.notebook import in_notebook
@@ -102,8 +107,36 @@ class SageMakerExecution(Execution):
             if show:
                 handle = self._show_steps(handle)
             if self.finished:
+                self._forward_to_mlflow()
                 return self
             time.sleep(poll_seconds)
+
+    def _forward_to_mlflow(self) -> None:
+        from pipeline.sagemaker.mlflow_metrics import forward_finished
+
+        def warn(message: str) -> None:
+            print(f"Warning: {message}", file=sys.stderr, flush=True)
+
+        self._mlflow_run = forward_finished(self.config, self.arn, self.session, warn) or self._mlflow_run
+
+    @property
+    def mlflow_run(self) -> MlflowRun | None:
+        """The execution's MLflow run (id, experiment, store, URL): the one ``wait()`` forwarded it as, else the
+        parent run of the store tagged with its ARN (:func:`pipeline.sagemaker.mlflow_metrics.find_run`).
+        None when tracking is off, no MLflow is configured (``mlflow_arn`` or ``mlflow_tracking_uri``: nothing is
+        asked otherwise), it was not forwarded, or the store cannot be reached."""
+        if self._mlflow_run is not None:
+            return self._mlflow_run
+        from pipeline.sagemaker.mlflow_metrics import find_run, forwarding_uri
+
+        if forwarding_uri(self.config) is None:
+            return None
+
+        try:
+            self._mlflow_run = find_run(self.config, self.arn, self._description(), self.config.mlflow_tracking_uri)
+        except Exception:  # noqa: BLE001 - a link to show, never a reason for a view of the execution to fail
+            return None
+        return self._mlflow_run
 
     def _show_steps(self, handle: Any) -> Any:
         """One poll's view: in Jupyter the step table (a display updated in place), elsewhere one line on stderr."""

@@ -18,7 +18,6 @@ import ast
 import json
 import re
 import subprocess
-import threading
 from collections.abc import Callable
 from datetime import datetime
 from pathlib import Path
@@ -34,6 +33,7 @@ from pipeline.core.names import (
     StepStatus,
 )
 from pipeline.core.tracking import (
+    DEADLINE_SECONDS,
     METADATA_EXPERIMENT_ID,
     METADATA_RUN_ID,
     MlflowRun,
@@ -44,6 +44,7 @@ from pipeline.core.tracking import (
     is_http,
     probe,
     run_url,
+    within_deadline,
 )
 
 if TYPE_CHECKING:
@@ -55,7 +56,6 @@ if TYPE_CHECKING:
     from pipeline.local.workdir import Workdir
 
 RUN_FILE = "mlflow.json"  # executions/<id>/mlflow.json: the execution's run, once logged
-DEADLINE_SECONDS = 120.0  # the longest an execution waits for its logging before going on without it
 _EPOCH_LOSS = re.compile(r"#quality_metric: host=(\S+), epoch=(\d+), (train|validation) \S+ <loss>=(\S+)")
 _FINAL_CONFIGURATION = "Final configuration: "
 # a step's status as an MLflow run's state (a skipped branch, a stopped step: KILLED)
@@ -98,26 +98,9 @@ def track(
     uri = tracking_uri_of(config, workdir)
     if uri is None:
         return None
-    outcome: dict[str, Any] = {}
-
-    def work() -> None:
-        try:
-            outcome["run"] = log_execution(execution, config, workdir, uri)
-        except Exception as error:  # noqa: BLE001 - tracking must never fail an execution
-            outcome["error"] = error
-
-    thread = threading.Thread(target=work, name=f"mlflow-{execution.id}", daemon=True)
-    thread.start()
-    thread.join(deadline)
-    if thread.is_alive():
-        on_warning(f"MLflow: logging execution {execution.id} to {uri} took over {deadline:g} s; not waiting for it")
-        return None
-    error = outcome.get("error")
-    if error is not None:
-        reason = str(error).splitlines()[0] if str(error) else type(error).__name__
-        on_warning(f"MLflow: execution {execution.id} not logged to {uri}: {reason}")
-        return None
-    return outcome["run"]
+    return within_deadline(
+        lambda: log_execution(execution, config, workdir, uri), f"execution {execution.id}", uri, on_warning, deadline
+    )
 
 
 def log_execution(execution: LocalExecution, config: PipelineConfig, workdir: Workdir, uri: str) -> MlflowRun:

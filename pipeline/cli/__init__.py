@@ -26,6 +26,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "executions": ("pipeline.cli.executions", "list recent executions (local, or --sagemaker)"),
     "execution": ("pipeline.cli.execution", "show one execution (local or --sagemaker): steps, logs, cost"),
     "compare": ("pipeline.cli.compare", "two executions side by side: parameters, metrics, gate, model package"),
+    "ui": ("pipeline.cli.ui", "open MLflow's UI on the local executions' runs (mlflow server on 127.0.0.1)"),
     "env": ("pipeline.cli.env", "build or show the processing images' local Python environments"),
     "scaling": ("pipeline.cli.scaling", "train one Preprocess output at several instance counts: speedup, cost"),
     "plan": ("pipeline.cli.plan", "per step, what an input needs and costs on SageMaker: fleet, disk, memory, time"),

@@ -1,5 +1,9 @@
 """Two executions side by side: status, every parameter, the metrics (value ± standard deviation), the gate and
-the registered model package, with a mark on the rows that differ. Local by default, or ``--sagemaker``."""
+the registered model package, with a mark on the rows that differ. Local by default, or ``--sagemaker``.
+
+``--from-mlflow``: A and B are MLflow runs (run ids, or execution ids: the parent runs' names), read from the
+tracking store (``--tracking-uri``, else with ``--sagemaker`` the ``--mlflow-arn``, else the work dir's own): their
+status, params (the pipeline parameters and Linear Learner's resolved hyperparameters), metrics and model package."""
 
 from __future__ import annotations
 
@@ -18,6 +22,11 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("first", metavar="A", help="an execution id (or ARN with --sagemaker)")
     parser.add_argument("second", metavar="B", help="another execution id (or ARN)")
     parser.add_argument("--sagemaker", action="store_true", help="compare executions on SageMaker")
+    parser.add_argument(
+        "--from-mlflow",
+        action="store_true",
+        help="A and B are MLflow run ids (or execution ids): compare their runs as the tracking store has them",
+    )
     parser.add_argument("--workdir", type=Path, default=DEFAULT_WORKDIR, help="local work dir (.llpipe)")
     parser.add_argument("--all", action="store_true", help="also the rows where both are the same")
     parser.add_argument("--json", action="store_true", help="print JSON instead of a table")
@@ -30,24 +39,29 @@ def run(args: argparse.Namespace) -> int:
     from pipeline.api.comparison import side_by_side
 
     config = None
-    if args.sagemaker:
+    if args.sagemaker or args.from_mlflow:
         from pipeline.cli.arguments import config_from_args
 
         config = config_from_args(args)
-    first, second = (find_execution(item, args.workdir, config) for item in (args.first, args.second))
-    frame = side_by_side(first, second)
+    if args.from_mlflow:
+        from pipeline.api._shared import compare_runs
+
+        frame = compare_runs([args.first, args.second], args.sagemaker, args.workdir, config)
+    else:
+        first, second = (find_execution(item, args.workdir, config) for item in (args.first, args.second))
+        frame = side_by_side(first, second)
     shown = frame if args.all else frame[frame["differs"] | frame.index.str.startswith("metric: ")]
     if args.json:
         print(json.dumps({item: row.to_dict() for item, row in shown.iterrows()}, indent=2, default=str))
         return 0
     from rich.table import Table
 
-    table = Table(title=f"{first.id} vs {second.id}", title_justify="left")
+    table = Table(title=" vs ".join(str(column) for column in frame.columns[:-1]), title_justify="left")
     table.add_column("")
-    for column in frame.columns[:2]:
+    for column in frame.columns[:-1]:
         table.add_column(str(column), overflow="fold")
     for item, row in shown.iterrows():
         style = "bold" if row["differs"] else ""
-        table.add_row(str(item), str(row.iloc[0]), str(row.iloc[1]), style=style)
+        table.add_row(str(item), *(str(value) for value in row.iloc[:-1]), style=style)
     safe_console().print(table)
     return 0

@@ -120,25 +120,43 @@ def run(args: argparse.Namespace) -> int:
     print(f"started {arn}")
     if not args.wait:
         return 0
-    return wait_and_report(config, arn, args.poll_seconds)
+    return wait_and_report(config, arn, args.poll_seconds, session=session)
 
 
-def wait_and_report(config: PipelineConfig, arn: str, poll_seconds: float, console: Console | None = None) -> int:
+def wait_and_report(
+    config: PipelineConfig,
+    arn: str,
+    poll_seconds: float,
+    console: Console | None = None,
+    session: Any = None,
+    sleep: Callable[[float], None] | None = None,
+) -> int:
     """Watch until the execution finishes, print the compute its jobs used, return the final status's exit code; a
-    failed processing job's ExitMessage (why its script failed) joins the summary."""
+    failed processing job's ExitMessage (why its script failed) joins the summary. With MLflow configured (an ARN
+    or a tracking URI, tracking on) the execution is then forwarded to it and its run printed; a store that cannot
+    be reached is one warning line and changes nothing else."""
 
     from pipeline.cli.render.cost import cost_table
+    from pipeline.sagemaker import aws
     from pipeline.sagemaker.inspect import step_jobs
+    from pipeline.sagemaker.mlflow_metrics import forward_finished
     from pipeline.sagemaker.wait import outcome
 
     console = console or safe_console()
-    state = watch(config, arn, poll_seconds, console=console)
-    jobs = step_jobs(config, state.steps)
+    session = session or aws.session(config)
+    state = watch(config, arn, poll_seconds, console=console, session=session, sleep=sleep)
+    jobs = step_jobs(config, state.steps, session=session)
     costs = [job.cost for job in jobs.values() if job.cost]
     if costs:
         console.print(cost_table(costs))
     code, summary = outcome(state, {name: job.exit_message for name, job in jobs.items() if job.exit_message})
     print(summary, file=sys.stderr if code else sys.stdout)
+    run = forward_finished(
+        config, arn, session, lambda message: print(f"llpipe start: warning: {message}", file=sys.stderr)
+    )
+    if run is not None:
+        served = f"  (after: {run.ui_command})" if run.ui_command else ""
+        print(f"MLflow run {run.run_id}: {run.url}{served}")
     return code
 
 

@@ -8,12 +8,13 @@ from __future__ import annotations
 import logging
 import math
 import os
+import threading
 import urllib.error
 import urllib.request
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass
-from typing import Any
+from typing import Any, TypeVar
 
 from pipeline.core.errors import LlpipeError
 
@@ -25,6 +26,8 @@ LOCAL_UI = "http://127.0.0.1:5000"  # where `mlflow ui` serves a store that is n
 # the MLflow limits of one log_batch request
 MAX_PARAMS_PER_BATCH = 100
 MAX_METRICS_PER_BATCH = 1000
+DEADLINE_SECONDS = 120.0  # the longest an execution (or ``start --wait``) waits for its logging before going on
+_T = TypeVar("_T")
 
 
 class TrackingUnavailable(LlpipeError):
@@ -109,6 +112,34 @@ def bounded_requests(tracking_uri: str) -> Iterator[None]:
                 os.environ[name] = value
         for logger, level in zip(loggers, levels, strict=True):
             logger.setLevel(level)
+
+
+def within_deadline(
+    work: Callable[[], _T], what: str, uri: str, on_warning: Callable[[str], None], deadline: float = DEADLINE_SECONDS
+) -> _T | None:
+    """``work()`` in a thread waited on for at most ``deadline`` seconds: its result, or None and one warning line
+    through ``on_warning`` when it failed (a store down, a request refused) or outlived the deadline (then it is left
+    to finish on its own, a daemon thread). ``what`` ("execution X") and ``uri`` name it in the warning."""
+    outcome: dict[str, Any] = {}
+
+    def run() -> None:
+        try:
+            outcome["result"] = work()
+        except Exception as error:  # noqa: BLE001 - tracking must never fail what it tracks
+            outcome["error"] = error
+
+    thread = threading.Thread(target=run, name=f"mlflow-{what}", daemon=True)
+    thread.start()
+    thread.join(deadline)
+    if thread.is_alive():
+        on_warning(f"MLflow: logging {what} to {uri} took over {deadline:g} s; not waiting for it")
+        return None
+    error = outcome.get("error")
+    if error is not None:
+        reason = str(error).splitlines()[0] if str(error) else type(error).__name__
+        on_warning(f"MLflow: {what} not logged to {uri}: {reason}")
+        return None
+    return outcome["result"]
 
 
 def chunks(items: Sequence[Any], size: int) -> Iterator[list[Any]]:

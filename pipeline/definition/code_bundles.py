@@ -33,6 +33,7 @@ def _modules(folder: str, *names: str) -> tuple[str, ...]:
 # what both jobs take from the container library, and what only Preprocess does (tables) or Evaluate (predictions)
 SHARED = _modules("containerlib", "names", "errors", "hosts", "exit_message", "stop_signals")
 CONTENT_TYPES = _modules("containerlib", "content_types")
+MLFLOW_REST = _modules("containerlib", "mlflow_rest")  # a step's own MLflow run, logged from inside its job
 RECORDIO = _modules(
     "containerlib/recordio", "wire", "varints", "writer", "framing", "fast_decode", "protobuf", "reader"
 )
@@ -42,11 +43,13 @@ TABLES = (
 )
 PREPROCESS = _modules(
     "preprocessing", "command", "settings", "job", "inputs", "layout", "labels", "values", "conversion", "hashing",
-    "stats", "shards", "summary", "transaction", "baseline", "model_data",
+    "stats", "shards", "summary", "transaction", "baseline", "model_data", "mlflow_run",
 )  # fmt: skip
 EVALUATE = (
     *_modules("evaluation", "command", "job", "metrics", "report", "gate", "champion", "baseline", "collect", "sketch"),
+    *_modules("evaluation", "mlflow_run"),
     *_modules("containerlib/linear_learner", "model", "responses"),
+    *MLFLOW_REST,
     *CONTENT_TYPES,
 )
 SERVING = (
@@ -65,7 +68,7 @@ DATAQUALITY = _modules(
 # the packages' __init__.py files come along by themselves (tests/contract/test_code_bundles.py checks the lists
 # are exact)
 BUNDLE_SOURCES: dict[str, tuple[str, tuple[str, ...]]] = {
-    "preprocess": ("preprocessing/preprocess.py", (*PREPROCESS, *SHARED, *TABLES, *RECORDIO)),
+    "preprocess": ("preprocessing/preprocess.py", (*PREPROCESS, *SHARED, *TABLES, *RECORDIO, *MLFLOW_REST)),
     "evaluate": ("evaluation/evaluate.py", (*EVALUATE, "containerlib/predictions.py", *SHARED, *RECORDIO)),
     # the inference pipeline's featurizer and labels containers (scikit-learn serving image): uploaded as the
     # sourcedir.tar.gz their SAGEMAKER_SUBMIT_DIRECTORY names

@@ -12,12 +12,14 @@ plugin's ``arn`` scheme, SigV4) unless another tracking URI is given.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
 from pipeline.core.errors import ConfigError, opt
 from pipeline.core.tracking import (
+    DEADLINE_SECONDS,
     METADATA_EXPERIMENT_ID,
     METADATA_RUN_ID,
     MlflowRun,
@@ -27,6 +29,7 @@ from pipeline.core.tracking import (
     experiment_for,
     probe,
     run_url,
+    within_deadline,
 )
 from pipeline.definition.config import PipelineConfig
 from pipeline.sagemaker import aws
@@ -63,12 +66,12 @@ def forward_execution(
             f"execution {arn} names no MLflow tracking server and mlflow_arn is not set: give {opt('mlflow_arn')} "
             f"(a tracking server or App ARN) or {opt('tracking_uri')}"
         )
+    probe(uri)  # a server that is down costs one request here, before the execution's records are read
     experiment = settings.get("MlflowExperimentName") or config.experiment_name
     parameters = execution_parameters(sagemaker, arn)
     steps = execution_steps(sagemaker, arn)
     metrics_client = session.client("sagemaker-metrics")
     jobs = {step["StepName"]: step_jobs(sagemaker, metrics_client, step) for step in steps}
-    probe(uri)
     with bounded_requests(uri):
         from mlflow import MlflowClient
 
@@ -78,6 +81,65 @@ def forward_execution(
     link_model_package(sagemaker, steps, run_id, experiment_id)
     url, command = run_url(uri, experiment_id, run_id)
     return MlflowRun(run_id, experiment_id, uri, url, command)
+
+
+def forwarding_uri(config: PipelineConfig) -> str | None:
+    """Where a finished execution is forwarded without being asked (``llpipe start --wait``, ``wait()``): the
+    configured tracking URI, else the MLflow ARN; None when tracking is off or neither is configured."""
+    if not config.mlflow_tracking:
+        return None
+    return config.mlflow_tracking_uri or config.mlflow_arn
+
+
+def forward_finished(
+    config: PipelineConfig,
+    arn: str,
+    session: Any,
+    on_warning: Callable[[str], None],
+    deadline: float = DEADLINE_SECONDS,
+) -> MlflowRun | None:
+    """Forward a finished execution when MLflow is configured (:func:`forwarding_uri`); a failure (the store down,
+    a request refused) is one warning line through ``on_warning``, and the caller waits at most ``deadline``
+    seconds: tracking never changes an execution's outcome or exit code."""
+    uri = forwarding_uri(config)
+    if uri is None:
+        return None
+    return within_deadline(
+        lambda: forward_execution(config, arn, session, tracking_uri=config.mlflow_tracking_uri),
+        f"execution {arn.rsplit('/', 1)[-1]}",
+        uri,
+        on_warning,
+        deadline,
+    )
+
+
+def find_run(
+    config: PipelineConfig, arn: str, described: dict[str, Any], tracking_uri: str | None = None
+) -> MlflowRun | None:
+    """The parent run an execution was forwarded as (its ``llpipe.execution_arn`` tag; one of them when it was
+    forwarded twice), in the store and experiment it is forwarded to; None when MLflow is not configured or it has
+    none."""
+    settings = described.get("MLflowConfig") or {}
+    uri = tracking_uri or settings.get("MlflowResourceArn") or config.mlflow_arn
+    if not uri:
+        return None
+    probe(uri)
+    with bounded_requests(uri):
+        from mlflow import MlflowClient
+
+        client = MlflowClient(tracking_uri=uri)
+        experiment = client.get_experiment_by_name(settings.get("MlflowExperimentName") or config.experiment_name)
+        if experiment is None:
+            return None
+        runs = client.search_runs(
+            [experiment.experiment_id],
+            filter_string=f"tags.`llpipe.execution_arn` = '{arn}'",
+        )
+    parent = next((run for run in runs if "mlflow.parentRunId" not in run.data.tags), None)
+    if parent is None:
+        return None
+    url, command = run_url(uri, str(experiment.experiment_id), parent.info.run_id)
+    return MlflowRun(parent.info.run_id, str(experiment.experiment_id), uri, url, command)
 
 
 def link_model_package(sagemaker: Any, steps: list[dict[str, Any]], run_id: str, experiment_id: str) -> None:
@@ -169,6 +231,9 @@ def _write(
         "llpipe.source": "schedule" if description.startswith(SCHEDULED_BY) else "sagemaker",
         "llpipe.status": described.get("PipelineExecutionStatus", ""),
     }
+    packages = [((step.get("Metadata") or {}).get("RegisterModel") or {}).get("Arn") for step in steps]
+    if any(packages):  # as a local run's parent names its version (pipeline.api.tracking)
+        tags["llpipe.model_package_arn"] = next(package for package in packages if package)
     parent = writer.start(arn.rsplit("/", 1)[-1], _millis(described.get("CreationTime")), tags)
     hyperparameters = next((group[0].described.get("HyperParameters") or {} for group in jobs.values() if group), {})
     params = {**parameters, **{f"linear_learner.{name}": value for name, value in hyperparameters.items()}}

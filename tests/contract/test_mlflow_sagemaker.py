@@ -6,6 +6,7 @@ MLflow's client reads back."""
 from __future__ import annotations
 
 import dataclasses
+import io
 import json
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
@@ -322,3 +323,166 @@ def test_llpipe_execution_show_to_mlflow_forwards_and_prints_the_run(
         f"MLflow run {parent.info.run_id}: http://127.0.0.1:5000/#/experiments/1/runs/{parent.info.run_id}"
         f"  (after: mlflow ui --backend-store-uri {uri})\n"
     )
+
+
+# ------------------------------------------------------------------------------ llpipe start --wait forwards it
+
+
+def stub_watch(session: StubbedSession) -> None:
+    """What ``wait_and_report`` reads before forwarding: one poll of the finished execution, then each job step's
+    job for the compute table (Preprocess's processing job, Train's training job)."""
+    sagemaker = session.stubs["sagemaker"]
+    steps = [
+        {
+            "StepName": "Preprocess",
+            "StepStatus": "Succeeded",
+            "StartTime": T0,
+            "EndTime": T0 + timedelta(minutes=4),
+            "Metadata": {"ProcessingJob": {"Arn": PROCESSING_ARN}},
+        },
+        {
+            "StepName": "Train",
+            "StepStatus": "Succeeded",
+            "StartTime": T0 + timedelta(minutes=4),
+            "EndTime": T0 + timedelta(minutes=10),
+            "Metadata": {"TrainingJob": {"Arn": JOB_ARN}},
+        },
+    ]
+    sagemaker.add_response(
+        "describe_pipeline_execution",
+        {"PipelineArn": PIPELINE_ARN, "PipelineExecutionArn": EXECUTION_ARN, "PipelineExecutionStatus": "Succeeded"},
+        {"PipelineExecutionArn": EXECUTION_ARN},
+    )
+    sagemaker.add_response(
+        "list_pipeline_execution_steps",
+        {"PipelineExecutionSteps": steps},
+        {"PipelineExecutionArn": EXECUTION_ARN, "SortOrder": "Ascending"},
+    )
+    processing_name = PROCESSING_ARN.rsplit("/", 1)[-1]
+    sagemaker.add_response(
+        "describe_processing_job",
+        {
+            "ProcessingJobName": processing_name,
+            "ProcessingJobArn": PROCESSING_ARN,
+            "ProcessingJobStatus": "Completed",
+            "ProcessingResources": {
+                "ClusterConfig": {"InstanceCount": 2, "InstanceType": "ml.m5.xlarge", "VolumeSizeInGB": 30}
+            },
+            "AppSpecification": {"ImageUri": "sklearn-image"},
+            "CreationTime": T0,
+            "ProcessingStartTime": T0,
+            "ProcessingEndTime": T0 + timedelta(minutes=4),
+        },
+        {"ProcessingJobName": processing_name},
+    )
+    sagemaker.add_response("describe_training_job", described_job(), {"TrainingJobName": JOB.lower()})
+
+
+PROCESSING_ARN = f"arn:aws:sagemaker:us-west-2:{ACCOUNT}:processing-job/pipelines-abc123def456-preprocess"
+
+
+def test_start_wait_forwards_the_finished_execution_and_prints_its_run(
+    tmp_path: Path, capsys: pytest.CaptureFixture
+) -> None:
+    """``llpipe start --wait`` with MLflow configured: the watch's reads, then the forwarder's (the execution's own
+    experiment), the run printed; the execution object finds the same run by its ARN afterwards."""
+    from rich.console import Console
+
+    from pipeline.api.sagemaker_execution import SageMakerExecution
+    from pipeline.cli.start import wait_and_report
+
+    uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
+    client = MlflowClient(tracking_uri=uri)
+    client.search_experiments()  # the store made first, as a server's is: its migration is no part of forwarding
+    capsys.readouterr()  # its migration's log lines
+    config = dataclasses.replace(CONFIG, mlflow_tracking=True, mlflow_tracking_uri=uri)
+    session = StubbedSession("sagemaker", "sagemaker-metrics")
+    stub_watch(session)
+    stub_execution(session, {"MlflowResourceArn": APP_ARN, "MlflowExperimentName": "churn-pipeline"})
+    code = wait_and_report(config, EXECUTION_ARN, 0, console=Console(file=io.StringIO()), session=session)
+    session.verify()
+    assert code == 0
+    out, err = capsys.readouterr()
+    experiment = client.get_experiment_by_name("churn-pipeline")
+    assert experiment is not None
+    (parent,) = client.search_runs([experiment.experiment_id], filter_string="attributes.run_name = 'abc123def456'")
+    run_id = parent.info.run_id
+    assert out.splitlines()[-1] == (
+        f"MLflow run {run_id}: http://127.0.0.1:5000/#/experiments/{experiment.experiment_id}/runs/{run_id}"
+        f"  (after: mlflow ui --backend-store-uri {uri})"
+    )
+    assert "MLflow" not in err
+    history = client.get_metric_history(
+        client.search_runs([experiment.experiment_id], filter_string="attributes.run_name = 'Train'")[0].info.run_id,
+        "validation:objective_loss",
+    )
+    assert [(metric.step, metric.value) for metric in history] == [(0, 0.52), (1, 0.30), (2, 0.21)]
+
+    # compare from MLflow: a forwarded run has no report, Train's final metrics stand for it (by execution id, then
+    # by run id: the same run twice, nothing differs)
+    from pipeline.api.mlflow_comparison import read_runs, runs_side_by_side
+
+    frame = runs_side_by_side(read_runs(uri, ["abc123def456", run_id], "churn-pipeline"))
+    assert list(frame.columns) == ["abc123def456 (1)", "abc123def456 (2)", "differs"]
+    assert frame.loc["metric: final/validation:roc_auc_score"].tolist() == ["0.9300", "0.9300", False]
+    assert frame.loc["parameter: linear_learner.epochs"].tolist() == ["3", "3", False]
+    assert frame.loc["model package"].tolist() == [PACKAGE_ARN, PACKAGE_ARN, False]
+
+    # the execution's mlflow_run: its description names the experiment, the store is searched by its ARN
+    later = StubbedSession("sagemaker")
+    later.stubs["sagemaker"].add_response(
+        "describe_pipeline_execution",
+        {
+            "PipelineArn": PIPELINE_ARN,
+            "PipelineExecutionArn": EXECUTION_ARN,
+            "PipelineExecutionStatus": "Succeeded",
+            "MLflowConfig": {"MlflowResourceArn": APP_ARN, "MlflowExperimentName": "churn-pipeline"},
+        },
+        {"PipelineExecutionArn": EXECUTION_ARN},
+    )
+    found = SageMakerExecution(config, EXECUTION_ARN, session=later).mlflow_run
+    later.verify()
+    assert found is not None and found.run_id == run_id and found.experiment_id == experiment.experiment_id
+    assert found.tracking_uri == uri
+
+
+def test_start_wait_with_the_store_down_warns_once_and_keeps_its_exit_code(capsys: pytest.CaptureFixture) -> None:
+    """The forwarder asks the store first: a server that is down costs DescribePipelineExecution and one line."""
+    import socket
+
+    from rich.console import Console
+
+    from pipeline.cli.start import wait_and_report
+
+    with socket.socket() as free:
+        free.bind(("127.0.0.1", 0))
+        closed = f"http://127.0.0.1:{free.getsockname()[1]}"
+    config = dataclasses.replace(CONFIG, mlflow_tracking=True, mlflow_tracking_uri=closed)
+    session = StubbedSession("sagemaker", "sagemaker-metrics")
+    stub_watch(session)
+    stub_execution(session, None)  # DescribePipelineExecution only
+    code = wait_and_report(config, EXECUTION_ARN, 0, console=Console(file=io.StringIO()), session=session)
+    session.verify()
+    assert code == 0
+    out, err = capsys.readouterr()
+    (line,) = err.splitlines()
+    assert line.startswith(
+        f"llpipe start: warning: MLflow: execution abc123def456 not logged to {closed}: "
+        f"MLflow tracking server {closed} cannot be reached ("
+    )
+    assert out.splitlines()[-1] == "execution succeeded"
+
+
+def test_start_wait_with_tracking_off_forwards_nothing(tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
+    from rich.console import Console
+
+    from pipeline.cli.start import wait_and_report
+
+    config = dataclasses.replace(CONFIG, mlflow_tracking=False)
+    session = StubbedSession("sagemaker", "sagemaker-metrics")
+    stub_watch(session)  # and nothing after: a forwarding request would find no stubbed answer
+    code = wait_and_report(config, EXECUTION_ARN, 0, console=Console(file=io.StringIO()), session=session)
+    session.verify()
+    assert code == 0
+    out, err = capsys.readouterr()
+    assert "MLflow" not in out + err

@@ -14,7 +14,6 @@ import http.server
 import json
 import os
 import re
-import shutil
 import subprocess
 import sys
 import threading
@@ -23,12 +22,12 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+from support.browser import headless, require_chromium
 
 ROOT = Path(__file__).resolve().parents[2]
 DOCS = ROOT / "docs"
 BIN = Path(sys.executable).parent
 MARKER = re.compile(r"^<!-- docs-test(?: exit=(\d+))? -->\n```console\n(.*?)^```", re.M | re.S)
-CHROMIUM_NAMES = ("chromium", "chromium-browser", "google-chrome")
 
 
 @dataclass(frozen=True)
@@ -174,14 +173,6 @@ def test_site_builds_strictly_with_every_page(site: Path) -> None:
     assert {"." if page == "index" else page for page in pages} == built
 
 
-def _chromium() -> str | None:
-    for name in CHROMIUM_NAMES:
-        found = shutil.which(name)
-        if found:
-            return found
-    return None
-
-
 @pytest.fixture(scope="module")
 def served_site(site: Path) -> Iterator[str]:
     """The built site over HTTP on 127.0.0.1, as a browser loads a published site."""
@@ -201,35 +192,9 @@ class _QuietHandler(http.server.SimpleHTTPRequestHandler):
         pass
 
 
-def _headless(chromium: str, profile: Path, *arguments: str) -> subprocess.CompletedProcess[str]:
-    """One headless chromium invocation with a fresh profile and nothing reaching the network but the page."""
-    return subprocess.run(
-        [
-            chromium,
-            "--headless",
-            "--no-sandbox",
-            "--disable-gpu",
-            "--disable-background-networking",
-            "--disable-component-update",
-            "--disable-sync",
-            "--no-first-run",
-            f"--user-data-dir={profile}",
-            *arguments,
-        ],
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
-
-
 @pytest.fixture(scope="module")
 def chromium() -> str:
-    found = _chromium()
-    if found is None:
-        if os.environ.get("CI") == "true":
-            pytest.fail("chromium is not installed: .ci/run installs it on CI (apt-get install -y chromium)")
-        pytest.skip("no chromium on PATH (apt-get install -y chromium): the site is not opened in a browser")
-    return found
+    return require_chromium("the site is not opened in a browser")
 
 
 def _page_titles(site: Path) -> dict[str, str]:
@@ -273,7 +238,7 @@ def test_every_page_renders_in_a_headless_browser(site: Path, served_site: str, 
     titles = _page_titles(site)
     frames = "\n".join(f'<iframe data-path="{path}" src="{path}"></iframe>' for path in titles)
     (site / "every-page.html").write_text(HARNESS % frames, encoding="utf-8")
-    result = _headless(chromium, tmp_path / "profile", "--dump-dom", f"{served_site}/every-page.html")
+    result = headless(chromium, tmp_path / "profile", "--dump-dom", f"{served_site}/every-page.html")
     assert result.returncode == 0, result.stderr
     found = re.search(r'<pre id="results">(.*?)</pre>', result.stdout, re.S)
     assert found and found.group(1) != "pending", result.stdout[-2000:]
@@ -297,7 +262,7 @@ def test_screenshots_of_the_home_page_and_a_guide(served_site: str, chromium: st
     for name, path in (("home", "/"), ("guide-own-data", "/guides/own-data/")):
         target = folder / f"{name}.png"
         target.unlink(missing_ok=True)
-        result = _headless(
+        result = headless(
             chromium, tmp_path / "profile", f"--screenshot={target}", "--window-size=1280,1600", served_site + path
         )
         assert result.returncode == 0, result.stderr

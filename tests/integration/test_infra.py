@@ -137,6 +137,7 @@ def test_the_template_declares_what_moto_cannot_check() -> None:
         "SAGEMAKER_PROJECT_ID",
         "START_PIPELINE_EXECUTION",
         "LLPIPE_KMS_KEY_ID",
+        "LLPIPE_MLFLOW_ARN",
     }
     [kms] = [variable for variable in build["Environment"]["EnvironmentVariables"] if "KMS" in variable["Name"]]
     assert kms["Value"] == {"Ref": "KmsKeyArn"}  # the key that encrypts the bucket also encrypts the jobs' outputs
@@ -161,3 +162,25 @@ def test_the_template_grants_what_the_iam_documents_grant() -> None:
     build = actions(resources["CodeBuildRole"]["Properties"]["Policies"][0]["PolicyDocument"]["Statement"])
     build |= actions(resources["CodeBuildRoleKmsPolicy"]["Properties"]["PolicyDocument"]["Statement"])
     assert build == policy_file_actions("codebuild-role-policy.json")
+    # with an MLflow ARN (or the template's own App), both roles get iam/mlflow-policy.json's grants (Evaluate and
+    # Preprocess log from their jobs; the build's start --wait forwards the execution)
+    mlflow = [resources[name] for name in ("MlflowPolicy", "MlflowResourceAccess", "MlflowAppAccess")]
+    assert [policy["Condition"] for policy in mlflow] == ["HasMlflow", "HasMlflowResourceArn", "WithMlflowApp"]
+    for policy in mlflow:
+        assert policy["Properties"]["Roles"] == [{"Ref": "PipelineRole"}, {"Ref": "CodeBuildRole"}]
+    statements = [s for policy in mlflow[:2] for s in policy["Properties"]["PolicyDocument"]["Statement"]]
+    assert actions(statements) == policy_file_actions("mlflow-policy.json")
+    [given] = mlflow[1]["Properties"]["PolicyDocument"]["Statement"]
+    [own] = mlflow[2]["Properties"]["PolicyDocument"]["Statement"]
+    assert (given["Action"], given["Resource"]) == ("sagemaker-mlflow:*", {"Ref": "MlflowResourceArn"})
+    assert (own["Action"], own["Resource"]) == ("sagemaker-mlflow:*", {"GetAtt": "MlflowApp.Arn"})
+    the_arn = {"If": ["WithMlflowApp", {"GetAtt": "MlflowApp.Arn"}, {"Ref": "MlflowResourceArn"}]}
+    # the optional MLflow App: its artifacts under the bucket's mlflow/, its role limited to them; the build
+    # forwards to it (or to MlflowResourceArn)
+    app = resources["MlflowApp"]
+    assert app["Condition"] == "WithMlflowApp" and resources["MlflowAppRole"]["Condition"] == "WithMlflowApp"
+    assert app["Properties"]["ArtifactStoreUri"] == {"Sub": "s3://${ArtifactBucket}/mlflow"}
+    app_role = resources["MlflowAppRole"]["Properties"]["Policies"][0]["PolicyDocument"]["Statement"]
+    assert app_role[0]["Resource"] == {"Sub": "${ArtifactBucket.Arn}/mlflow/*"}
+    variables = resources["BuildProject"]["Properties"]["Environment"]["EnvironmentVariables"]
+    assert {"Name": "LLPIPE_MLFLOW_ARN", "Value": the_arn} in variables

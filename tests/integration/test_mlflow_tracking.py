@@ -9,11 +9,8 @@ from __future__ import annotations
 import json
 import math
 import socket
-import subprocess
-import sys
 import threading
 import time
-import urllib.request
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -22,6 +19,8 @@ import pandas as pd
 import pytest
 from mlflow import MlflowClient
 from mlflow.entities import Run
+from support.browser import headless, require_chromium
+from support.mlflow_server import free_port, start_server
 from support.settings import FAST, fast_params
 
 from pipeline import cli
@@ -34,72 +33,12 @@ from pipeline.local.registry import LocalRegistry
 from pipeline.local.workdir import Workdir
 
 EXPERIMENT = "linear-learner-pipeline"  # the default: one experiment per pipeline, named by it
-SERVER_START_SECONDS = 180  # a cold `mlflow server` migrates its database first; slow on a shared machine
 
 
 def breast_cancer() -> pd.DataFrame:
     from sklearn.datasets import load_breast_cancer
 
     return load_breast_cancer(as_frame=True).frame
-
-
-def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return int(probe.getsockname()[1])
-
-
-@dataclass
-class Server:
-    """An ``mlflow server`` subprocess on 127.0.0.1 with its own SQLite store and artifact folder."""
-
-    process: subprocess.Popen[bytes]
-    uri: str
-    log: Path
-
-    def wait_healthy(self) -> None:
-        deadline = time.monotonic() + SERVER_START_SECONDS
-        while time.monotonic() < deadline:
-            if self.process.poll() is not None:
-                pytest.fail(f"mlflow server exited with {self.process.returncode}: {self.log.read_text()[-2000:]}")
-            try:
-                with urllib.request.urlopen(f"{self.uri}/health", timeout=2) as answer:
-                    if answer.status == 200:
-                        return
-            except OSError:
-                time.sleep(1)
-        pytest.fail(f"mlflow server at {self.uri} not healthy after {SERVER_START_SECONDS} s: {self.log.read_text()}")
-
-    def stop(self) -> None:
-        """SIGTERM by PID (the server stops its uvicorn and job runner children), SIGKILL if it lingers."""
-        self.process.terminate()
-        try:
-            self.process.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            self.process.kill()
-            self.process.wait()
-
-
-def start_server(folder: Path) -> Server:
-    port = free_port()
-    log = folder / "server.log"
-    command = [
-        str(Path(sys.executable).parent / "mlflow"),
-        "server",
-        "--host",
-        "127.0.0.1",
-        "--port",
-        str(port),
-        "--workers",
-        "1",
-        "--backend-store-uri",
-        f"sqlite:///{folder / 'server.db'}",
-        "--artifacts-destination",
-        str(folder / "artifacts"),
-    ]
-    with log.open("wb") as output:
-        process = subprocess.Popen(command, stdout=output, stderr=subprocess.STDOUT, cwd=folder)
-    return Server(process, f"http://127.0.0.1:{port}", log)
 
 
 @dataclass
@@ -333,24 +272,81 @@ def test_the_summary_prints_the_run_and_how_to_open_it(stores: dict[str, Logged]
 
 
 def test_the_mlflow_ui_lists_both_runs_side_by_side(stores: dict[str, Logged], tmp_path: Path) -> None:
-    """The tracking server's own UI, in a real headless browser: the experiment page names both executions' runs
-    (a screenshot is kept beside the test's files)."""
-    import shutil
-
-    chromium = next((shutil.which(name) for name in ("chromium", "chromium-browser") if shutil.which(name)), None)
-    if chromium is None:
-        pytest.skip("no chromium on this machine (.ci/run installs it on CI)")
+    """The tracking server's own UI, in a real headless browser: the experiment's runs table names both executions'
+    runs, and MLflow's compare page shows the two parent runs side by side, their ids, names and the Epochs that
+    tell them apart (a screenshot of each is kept in the test's folder, its path printed)."""
+    chromium = require_chromium("the MLflow UI is not opened in a browser")
     logged = stores["server"]
-    run = logged.executions[0].mlflow_run
-    assert run is not None
-    page = f"{logged.uri}/#/experiments/{run.experiment_id}/runs"  # the runs table (MLflow 3 opens an overview)
-    options = ["--headless", "--no-sandbox", "--disable-gpu", "--no-first-run", f"--user-data-dir={tmp_path / 'p'}"]
-    options += ["--virtual-time-budget=30000", "--window-size=1600,1000"]
-    dom = subprocess.run([chromium, *options, "--dump-dom", page], capture_output=True, text=True, timeout=180)
+    parents = [execution.mlflow_run for execution in logged.executions]
+    assert parents[0] is not None and parents[1] is not None
+    experiment = parents[0].experiment_id
+    runs = json.dumps([run.run_id for run in parents if run is not None], separators=(",", ":"))
+    pages = {
+        "runs": f"{logged.uri}/#/experiments/{experiment}/runs",  # MLflow 3 opens an experiment on its overview
+        "compare": f'{logged.uri}/#/compare-runs?runs={runs}&experiments=["{experiment}"]',
+    }
+    options = ["--virtual-time-budget=30000", "--window-size=1600,1400"]
+    profile = tmp_path / "profile"
+    dom = headless(chromium, profile, *options, "--dump-dom", pages["runs"], timeout=180)
     assert dom.returncode == 0, dom.stderr[-2000:]
     for execution in logged.executions:
         assert execution.id in dom.stdout
-    screenshot = tmp_path / "mlflow-experiment.png"
-    shot = subprocess.run([chromium, *options, f"--screenshot={screenshot}", page], capture_output=True, timeout=180)
-    assert shot.returncode == 0 and screenshot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
-    print(f"screenshot: {screenshot}")
+    compared = headless(chromium, profile, *options, "--dump-dom", pages["compare"], timeout=180)
+    assert compared.returncode == 0, compared.stderr[-2000:]
+    assert "Comparing 2 Runs from 1 Experiment" in compared.stdout
+    for execution, run in zip(logged.executions, parents, strict=True):
+        assert execution.id in compared.stdout and run is not None and run.run_id in compared.stdout
+    assert "Epochs" in compared.stdout
+    for name, page in pages.items():
+        screenshot = tmp_path / f"mlflow-{name}.png"
+        shot = headless(chromium, profile, *options, f"--screenshot={screenshot}", page, timeout=180)
+        assert shot.returncode == 0 and screenshot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+        assert screenshot.stat().st_size > 20_000, f"{screenshot} is nearly empty: the page did not render"
+        print(f"screenshot: {screenshot}")
+
+
+@pytest.mark.parametrize("store", ["sqlite", "server"])
+def test_compare_takes_its_runs_from_mlflow(stores: dict[str, Logged], store: str) -> None:
+    """``compare(..., from_mlflow=True)`` by execution id (the parent runs' names): the params and metrics as the
+    store has them, equal to the executions' own."""
+    from pipeline import compare
+
+    logged = stores[store]
+    first, second = logged.executions
+    frame = compare(first.id, second.id, from_mlflow=True, workdir=logged.workdir, mlflow_tracking_uri=logged.uri)
+    assert list(frame.columns) == [first.id, second.id, "differs"]
+    assert frame.loc["parameter: Epochs"].tolist() == ["3", "4", True]
+    assert frame.loc["parameter: linear_learner.epochs"].tolist() == ["3", "4", True]
+    assert frame.loc["parameter: PredictorType", "differs"] == False  # noqa: E712 - a numpy bool
+    runs = [execution.mlflow_run for execution in logged.executions]
+    assert frame.loc["run"].tolist()[:2] == [run.run_id for run in runs if run is not None]
+    local = compare(first, second)  # from the executions' own records: the MLflow rows read the same
+    shown = [name for name in local.index if name.startswith("metric: ")]
+    assert len(shown) >= 8
+    columns = [first.id, second.id]
+    assert frame.loc[shown, columns].values.tolist() == local.loc[shown, columns].values.tolist()
+    for execution, column in ((first, first.id), (second, second.id)):
+        final = {item["MetricName"]: item["Value"] for item in _train_properties(execution)["FinalMetricDataList"]}
+        for name, value in final.items():
+            assert frame.loc[f"metric: final/{name}", column] == f"{value:.4f}"
+        package = execution.model_package
+        assert package is not None and frame.loc["model package", column] == package["arn"]
+
+
+def test_llpipe_compare_from_mlflow_by_run_id(stores: dict[str, Logged], capsys: pytest.CaptureFixture) -> None:
+    logged = stores["sqlite"]
+    runs = [execution.mlflow_run for execution in logged.executions]
+    assert runs[0] is not None and runs[1] is not None
+    workdir = str(logged.workdir)
+    code = cli.main(["compare", "--from-mlflow", runs[0].run_id, runs[1].run_id, "--workdir", workdir, "--json"])
+    assert code == 0
+    shown = json.loads(capsys.readouterr().out)
+    first, second = (execution.id for execution in logged.executions)
+    assert shown["parameter: Epochs"] == {first: "3", second: "4", "differs": True}
+    assert shown["run"] == {first: runs[0].run_id, second: runs[1].run_id, "differs": True}
+    missing = cli.main(["compare", "--from-mlflow", runs[0].run_id, "nosuchexecution", "--workdir", workdir])
+    assert missing == 2
+    assert capsys.readouterr().err.strip() == (
+        f"llpipe compare: no MLflow run 'nosuchexecution' in {logged.uri}: give a run id, or an execution id of "
+        f"experiment '{EXPERIMENT}' (--mlflow-experiment names another)"
+    )

@@ -1,0 +1,53 @@
+"""A real headless browser for tests: Chromium (or Chrome) with a fresh profile and nothing reaching the network but
+the page, as the docs check and the MLflow UI checks drive it."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+CHROMIUM_NAMES = ("chromium", "chromium-browser", "google-chrome")
+
+
+def chromium_path() -> str | None:
+    """The first browser of :data:`CHROMIUM_NAMES` on PATH, None without one."""
+    for name in CHROMIUM_NAMES:
+        found = shutil.which(name)
+        if found:
+            return found
+    return None
+
+
+def require_chromium(what: str) -> str:
+    """The browser; without one a skip (a failure on CI, where .ci/run installs it) saying what is not checked."""
+    found = chromium_path()
+    if found is None:
+        if os.environ.get("CI") == "true":
+            pytest.fail("chromium is not installed: .ci/run installs it on CI (apt-get install -y chromium)")
+        pytest.skip(f"no chromium on PATH (apt-get install -y chromium): {what}")
+    return found
+
+
+def headless(chromium: str, profile: Path, *arguments: str, timeout: float = 120) -> subprocess.CompletedProcess[str]:
+    """One headless chromium invocation with a fresh profile and nothing reaching the network but the page."""
+    return subprocess.run(
+        [
+            chromium,
+            "--headless",
+            "--no-sandbox",
+            "--disable-gpu",
+            "--disable-background-networking",
+            "--disable-component-update",
+            "--disable-sync",
+            "--no-first-run",
+            f"--user-data-dir={profile}",
+            *arguments,
+        ],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )
