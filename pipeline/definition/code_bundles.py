@@ -47,6 +47,7 @@ PREPROCESS = _modules(
 EVALUATE = (
     *_modules("evaluation", "command", "job", "metrics", "report", "gate", "champion", "baseline", "collect", "sketch"),
     *_modules("containerlib/linear_learner", "model", "responses"),
+    "containerlib/s3_uri.py",
     *CONTENT_TYPES,
 )
 SERVING = (

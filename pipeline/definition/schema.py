@@ -119,14 +119,13 @@ def sample_s3(
     stream (a gzip prefix decompresses to a prefix of the text). Parquet: objects up to ``max_bytes`` read whole;
     larger ones through ranged reads of the footer and the first row group, within ``max_bytes``. The objects and
     their rows are read by the rules Preprocess reads them with (``containerlib.tables``)."""
-    from urllib.parse import urlparse
-
+    from containerlib.s3_uri import split_s3_uri
     from containerlib.tables.sample import complete_lines, csv_sample, parquet_sample
 
-    parsed = urlparse(uri)
-    if parsed.scheme != "s3" or not parsed.netloc:
-        raise SchemaError(f"InputDataUrl {uri!r} is not an s3:// URI")
-    bucket, prefix = parsed.netloc, parsed.path.lstrip("/")
+    try:
+        bucket, prefix = split_s3_uri(uri)
+    except ValueError:
+        raise SchemaError(f"InputDataUrl {uri!r} is not an s3:// URI") from None
     objects = _list_data_objects(s3, bucket, prefix, max_objects)
     if not objects:
         raise NothingToSample(f"no {', '.join(DATA_SUFFIXES)} objects under {uri} to infer the schema from")
