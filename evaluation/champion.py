@@ -15,8 +15,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from containerlib.s3_uri import split_s3_uri
-
 APPROVED = "Approved"
 COMPLETED = "Completed"
 PAGE_SIZE = 100
@@ -113,12 +111,10 @@ def describe_champion(sagemaker: Any, group: str, arn: str) -> Champion:
 
 
 def split_s3_url(url: str) -> tuple[str, str]:
-    """``s3://bucket/key`` -> (bucket, key)."""
-    try:
-        bucket, key = split_s3_uri(url)
-    except ValueError:
-        bucket, key = "", ""
-    if not bucket or not key:
+    """``s3://bucket/key`` -> (bucket, key), the key verbatim as ``containerlib.s3_uri`` splits it (this module imports
+    the standard library only)."""
+    bucket, _, key = url[len("s3://") :].partition("/")
+    if not url.startswith("s3://") or not bucket or not key:
         raise ChampionError(f"{url!r} is not an s3://bucket/key URI")
     return bucket, key
 
