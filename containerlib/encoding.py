@@ -26,6 +26,17 @@ class FeatureLayout:
     feature_columns: tuple[str, ...]
     categorical_columns: tuple[str, ...]
     hash_buckets: int
+    # (numeric column, value) pairs: the value is subtracted in float64 before the feature becomes float32, so a
+    # column whose offset dwarfs its spread (1e8 + N(0, 1)) keeps its spread (float32 holds 1e8 in steps of 8); the
+    # schema decides them (``pipeline.definition.centring``), Preprocess and the serving featurizer apply them
+    centres: tuple[tuple[str, float], ...] = ()
+
+    def numeric_centres(self, columns: Sequence[str]) -> np.ndarray | None:
+        """The centre of each of ``columns`` (0 where none), float64; None when no column has one."""
+        given = dict(self.centres)
+        if not any(given.get(column) for column in columns):
+            return None
+        return np.array([float(given.get(column) or 0.0) for column in columns], dtype=np.float64)
 
     @property
     def numeric_columns(self) -> tuple[str, ...]:
@@ -61,10 +72,13 @@ def encode_features(
     """The features of every row of ``frame`` (columns matched by name): a DataFrame (Preprocess's chunks), or a
     mapping of column name to a list of cells (a request's rows: text, numbers, None for missing), which the
     serving featurizer takes without pandas' per-call overhead. ``numeric`` is the numeric columns as float32 when a
-    reader already has them. Text in a numeric column raises ``bad_number(row, column, value)``."""
+    reader already has them, centred (``layout.centres``) as :func:`numeric_block` centres. Text in a numeric column
+    raises ``bad_number(row, column, value)``."""
     n = len(frame) if isinstance(frame, pd.DataFrame) else len(frame[layout.feature_columns[0]])
     if numeric is None:
-        numeric = numeric_block(frame, layout.numeric_columns, bad_number)
+        numeric = numeric_block(
+            frame, layout.numeric_columns, bad_number, layout.numeric_centres(layout.numeric_columns)
+        )
     absent_numeric = ~np.isfinite(numeric)
     if absent_numeric.any():
         numeric = numeric.copy(order="F")  # to_numpy may return pandas' own read-only block; keep the caller's
@@ -86,19 +100,26 @@ def encode_features(
     return Encoded(features, absent, hashes)
 
 
-def numeric_block(frame: Any, columns: Sequence[str], bad_number: BadNumber) -> np.ndarray:
-    """The numeric feature columns as a float32 matrix; non-finite values (and float32 overflow) kept as such."""
+def numeric_block(
+    frame: Any, columns: Sequence[str], bad_number: BadNumber, centres: np.ndarray | None = None
+) -> np.ndarray:
+    """The numeric feature columns as a float32 matrix, each minus its centre (``centres``, float64, aligned with
+    ``columns``) taken in float64 first; non-finite values (and float32 overflow) kept as such."""
     with np.errstate(over="ignore", invalid="ignore"):
         if not isinstance(frame, pd.DataFrame):
             cells = [cells_to_float64(frame[column], column, bad_number) for column in columns]
             n = len(frame[columns[0]]) if columns else 0
-            return np.array(cells, dtype=np.float64).reshape(len(columns), n).T.astype(np.float32, order="F")
+            values = np.array(cells, dtype=np.float64).reshape(len(columns), n).T
+            return (values if centres is None else values - centres).astype(np.float32, order="F")
         block = frame[list(columns)]
         if all(pd.api.types.is_numeric_dtype(dtype) for dtype in block.dtypes):
-            return block.to_numpy(dtype=np.float32, na_value=np.nan)
+            if centres is None:
+                return block.to_numpy(dtype=np.float32, na_value=np.nan)
+            return (block.to_numpy(dtype=np.float64, na_value=np.nan) - centres).astype(np.float32, order="F")
         values = np.empty((len(frame), len(columns)), dtype=np.float32, order="F")
         for index, column in enumerate(columns):
-            values[:, index] = to_number(frame[column], bad_number)
+            number = to_number(frame[column], bad_number)
+            values[:, index] = number if centres is None else number - centres[index]
         return values  # column-major as pandas stores it: Preprocess's row hashes read it column by column
 
 

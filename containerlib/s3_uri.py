@@ -21,4 +21,3 @@ def split_s3_uri(uri: str) -> tuple[str, str]:
     if not bucket:
         raise ValueError(f"not an S3 URI: {text!r} names no bucket (expected s3://bucket/key)")
     return bucket, key
-

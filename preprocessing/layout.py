@@ -26,11 +26,12 @@ class Schema:
     label_as_text: bool  # with --label-values, labels are matched as the text in the file
     expected_columns: frozenset[str] | None  # every file has exactly these columns; None: extra columns are ignored
     layout_source: str  # where the feature order comes from, for messages
+    centres: tuple[tuple[str, float], ...] = ()  # the schema's centres of numeric columns (FeatureLayout.centres)
 
     @property
     def layout(self) -> FeatureLayout:
         """The feature layout as the shared encoder (:func:`containerlib.encoding.encode_features`) takes it."""
-        return FeatureLayout(self.feature_columns, self.categorical_columns, self.hash_buckets)
+        return FeatureLayout(self.feature_columns, self.categorical_columns, self.hash_buckets, self.centres)
 
     @property
     def feature_names(self) -> list[str]:
@@ -106,17 +107,30 @@ def resolve_schema(settings: Settings, decided: dict[str, Any], name: str, heade
         )
     if not features:
         raise PreprocessError(f"{name}: no feature columns besides the label {settings.label_column!r}")
+    numeric = tuple(column for column in features if column not in categorical)
     return Schema(
         label_column=settings.label_column,
         id_column=id_column,
-        numeric_columns=tuple(column for column in features if column not in categorical),
+        numeric_columns=numeric,
         categorical_columns=tuple(column for column in features if column in categorical),
         hash_buckets=settings.hash_buckets,
         feature_columns=tuple(features),
         label_as_text=bool(settings.label_values or decided.get("label_values")),
         expected_columns=expected,
         layout_source=source,
+        centres=decided_centres(decided, numeric),
     )
+
+
+def decided_centres(decided: dict[str, Any], numeric: Sequence[str]) -> tuple[tuple[str, float], ...]:
+    """The schema's ``centres`` of the numeric feature columns (a centre of a column that is not one is unused)."""
+    given = decided.get("centres") or {}
+    if not isinstance(given, dict):
+        raise PreprocessError(f"the schema's centres must map column names to numbers, not {given!r}")
+    try:
+        return tuple((column, float(given[column])) for column in numeric if column in given)
+    except (TypeError, ValueError) as error:
+        raise PreprocessError(f"the schema's centres must map column names to numbers ({error})") from None
 
 
 def require_columns(name: str, header: Sequence[str], required: Sequence[str]) -> None:

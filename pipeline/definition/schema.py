@@ -27,6 +27,7 @@ from containerlib.tables.files import is_data_file, is_gzip, is_parquet, path_be
 from containerlib.tables.sample import missing_cell_text
 from pipeline.core.errors import PARAMETERS, SchemaError, opt
 from pipeline.core.names import DATA_SUFFIXES
+from pipeline.definition.centring import decide_centres
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -309,6 +310,10 @@ def decide(sample: Sample, values: Mapping[str, Any], given: set[str]) -> Decisi
     if num_classes is not None and "NumClasses" not in given:
         parameters["NumClasses"] = str(num_classes)
         notes.append(f"number of classes: {num_classes}")
+    centres = decide_centres(frame, [column for column in features if column not in categorical])
+    if centres:
+        shown = ", ".join(f"{column} - {centre:g}" for column, centre in centres.items())
+        notes.append(f"centred (an offset far above the spread, which float32 features would lose): {shown}")
     document = {
         "format": SCHEMA_FORMAT,
         "predictor_type": predictor,
@@ -319,6 +324,7 @@ def decide(sample: Sample, values: Mapping[str, Any], given: set[str]) -> Decisi
         "label_values": label_values,
         "num_classes": num_classes,
         "sample": sample.describe(),
+        **({"centres": centres} if centres else {}),
     }
     notes.insert(0, f"feature columns: {len(features)} in the order of {next(iter(sample.headers))}")
     return Decision(document, parameters, notes)
