@@ -118,7 +118,8 @@ def sample_s3(
 
     CSV: bytes ``0..max_bytes-1``, cut after the last complete line. Gzip CSV: the same prefix decompressed as a
     stream (a gzip prefix decompresses to a prefix of the text). Parquet: objects up to ``max_bytes`` read whole;
-    larger ones through ranged reads of the footer and the first row group, within ``max_bytes``. The objects and
+    larger ones through ranged reads of the footer and of as many row groups as ``max_bytes`` holds, spread over
+    the file (``containerlib.tables.sample.sampled_row_groups``). The objects and
     their rows are read by the rules Preprocess reads them with (``containerlib.tables``)."""
     from containerlib.s3_uri import split_s3_uri
     from containerlib.tables.sample import complete_lines, csv_sample, parquet_sample
@@ -137,7 +138,8 @@ def sample_s3(
             if is_parquet(key):
                 handle = RangedObject(s3, bucket, key, size, budget=max_bytes)
                 passthrough = (SampleBudgetExceeded,)
-                header, frame = parquet_sample(handle, f"s3://{bucket}/{key}", rows, passthrough)
+                budget = None if size <= max_bytes else max_bytes  # a small object is read whole, in one GET
+                header, frame = parquet_sample(handle, f"s3://{bucket}/{key}", rows, passthrough, budget)
                 sample.bytes_read += handle.bytes_read
             else:
                 whole = size <= max_bytes
@@ -237,7 +239,7 @@ class RangedObject(io.RawIOBase):
                 return data[start - offset : end - offset]
         if self.bytes_read + (end - start) > self.budget:
             raise SampleBudgetExceeded(
-                f"s3://{self.bucket}/{self.key}: sampling its first row group needs more than {self.budget} bytes; "
+                f"s3://{self.bucket}/{self.key}: sampling a row group needs more than {self.budget} bytes; "
                 f"raise {opt('sample_bytes')}, or give the decisions as {opt(PARAMETERS)} and pass "
                 f"{opt('infer', False)}"
             )
