@@ -6,7 +6,7 @@ order, with which cells are missing (the caller applies its missing-value policy
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -14,6 +14,7 @@ import numpy as np
 import pandas as pd
 
 from containerlib.stable_hash import stable_hash64
+from containerlib.time_text import FORMS, to_seconds
 
 # (row index in the frame, column name, the cell) -> the exception to raise for text that is not a number
 BadNumber = Callable[[int, str, Any], Exception]
@@ -30,6 +31,9 @@ class FeatureLayout:
     # column whose offset dwarfs its spread (1e8 + N(0, 1)) keeps its spread (float32 holds 1e8 in steps of 8); the
     # schema decides them (``pipeline.definition.centring``), Preprocess and the serving featurizer apply them
     centres: tuple[tuple[str, float], ...] = ()
+    # (numeric column, kind) pairs: columns of date-time or time-of-day text, read as seconds
+    # (:mod:`containerlib.time_text`); the schema decides them
+    times: tuple[tuple[str, str], ...] = ()
 
     def numeric_centres(self, columns: Sequence[str]) -> np.ndarray | None:
         """The centre of each of ``columns`` (0 where none), float64; None when no column has one."""
@@ -76,9 +80,8 @@ def encode_features(
     raises ``bad_number(row, column, value)``."""
     n = len(frame) if isinstance(frame, pd.DataFrame) else len(frame[layout.feature_columns[0]])
     if numeric is None:
-        numeric = numeric_block(
-            frame, layout.numeric_columns, bad_number, layout.numeric_centres(layout.numeric_columns)
-        )
+        centres = layout.numeric_centres(layout.numeric_columns)
+        numeric = numeric_block(frame, layout.numeric_columns, bad_number, centres, dict(layout.times))
     absent_numeric = ~np.isfinite(numeric)
     if absent_numeric.any():
         numeric = numeric.copy(order="F")  # to_numpy may return pandas' own read-only block; keep the caller's
@@ -101,26 +104,51 @@ def encode_features(
 
 
 def numeric_block(
-    frame: Any, columns: Sequence[str], bad_number: BadNumber, centres: np.ndarray | None = None
+    frame: Any,
+    columns: Sequence[str],
+    bad_number: BadNumber,
+    centres: np.ndarray | None = None,
+    times: Mapping[str, str] | None = None,
 ) -> np.ndarray:
     """The numeric feature columns as a float32 matrix, each minus its centre (``centres``, float64, aligned with
-    ``columns``) taken in float64 first; non-finite values (and float32 overflow) kept as such."""
+    ``columns``) taken in float64 first; a column of ``times`` (column -> kind) read from its date-time or
+    time-of-day text as seconds; non-finite values (and float32 overflow) kept as such."""
+    times = times or {}
     with np.errstate(over="ignore", invalid="ignore"):
         if not isinstance(frame, pd.DataFrame):
-            cells = [cells_to_float64(frame[column], column, bad_number) for column in columns]
+            cells = [
+                _seconds(frame[column], column, times[column], bad_number)
+                if column in times
+                else cells_to_float64(frame[column], column, bad_number)
+                for column in columns
+            ]
             n = len(frame[columns[0]]) if columns else 0
             values = np.array(cells, dtype=np.float64).reshape(len(columns), n).T
             return (values if centres is None else values - centres).astype(np.float32, order="F")
         block = frame[list(columns)]
-        if all(pd.api.types.is_numeric_dtype(dtype) for dtype in block.dtypes):
+        if not times and all(pd.api.types.is_numeric_dtype(dtype) for dtype in block.dtypes):
             if centres is None:
                 return block.to_numpy(dtype=np.float32, na_value=np.nan)
             return (block.to_numpy(dtype=np.float64, na_value=np.nan) - centres).astype(np.float32, order="F")
         values = np.empty((len(frame), len(columns)), dtype=np.float32, order="F")
         for index, column in enumerate(columns):
-            number = to_number(frame[column], bad_number)
+            if column in times:
+                number = np.array(_seconds(frame[column].tolist(), column, times[column], bad_number))
+            else:
+                number = to_number(frame[column], bad_number)
             values[:, index] = number if centres is None else number - centres[index]
         return values  # column-major as pandas stores it: Preprocess's row hashes read it column by column
+
+
+def _seconds(cells: Sequence[Any], column: str, kind: str, bad_number: BadNumber) -> list[float]:
+    """A date-time or time-of-day column's cells as seconds; text of another form raises ``bad_number`` naming the
+    form expected."""
+
+    def bad_value(row: int, cell: Any) -> Exception:
+        error = bad_number(row, column, cell)
+        return type(error)(f"{error}; the column holds {FORMS[kind]}")
+
+    return to_seconds(cells, kind, bad_value)
 
 
 def to_number(column: pd.Series, bad_number: BadNumber) -> np.ndarray:

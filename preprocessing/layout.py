@@ -9,6 +9,7 @@ from pathlib import PurePosixPath
 from typing import Any
 
 from containerlib.encoding import FeatureLayout
+from containerlib.time_text import KINDS
 from preprocessing import PreprocessError
 from preprocessing.settings import Settings
 
@@ -27,11 +28,14 @@ class Schema:
     expected_columns: frozenset[str] | None  # every file has exactly these columns; None: extra columns are ignored
     layout_source: str  # where the feature order comes from, for messages
     centres: tuple[tuple[str, float], ...] = ()  # the schema's centres of numeric columns (FeatureLayout.centres)
+    times: tuple[tuple[str, str], ...] = ()  # numeric columns of date-time or time-of-day text (FeatureLayout.times)
 
     @property
     def layout(self) -> FeatureLayout:
         """The feature layout as the shared encoder (:func:`containerlib.encoding.encode_features`) takes it."""
-        return FeatureLayout(self.feature_columns, self.categorical_columns, self.hash_buckets, self.centres)
+        return FeatureLayout(
+            self.feature_columns, self.categorical_columns, self.hash_buckets, self.centres, self.times
+        )
 
     @property
     def feature_names(self) -> list[str]:
@@ -54,8 +58,9 @@ class Schema:
 
     @property
     def text_columns(self) -> list[str]:
-        """Columns read as text: categorical features and the id."""
-        return list(self.categorical_columns) + ([self.id_column] if self.id_column else [])
+        """Columns read as text: categorical features, date-time or time-of-day text (read as seconds) and the id."""
+        times = [column for column, _ in self.times]
+        return list(self.categorical_columns) + times + ([self.id_column] if self.id_column else [])
 
     @property
     def used_columns(self) -> list[str]:
@@ -119,7 +124,17 @@ def resolve_schema(settings: Settings, decided: dict[str, Any], name: str, heade
         expected_columns=expected,
         layout_source=source,
         centres=decided_centres(decided, numeric),
+        times=decided_times(decided, numeric),
     )
+
+
+def decided_times(decided: dict[str, Any], numeric: Sequence[str]) -> tuple[tuple[str, str], ...]:
+    """The schema's ``times`` (column -> ``datetime`` or ``time``) of the numeric feature columns."""
+    given = decided.get("times") or {}
+    unknown = sorted({str(kind) for kind in given.values()} - set(KINDS)) if isinstance(given, dict) else [given]
+    if unknown:
+        raise PreprocessError(f"the schema's times must map column names to one of {list(KINDS)}, not {unknown}")
+    return tuple((column, str(given[column])) for column in numeric if column in given)
 
 
 def decided_centres(decided: dict[str, Any], numeric: Sequence[str]) -> tuple[tuple[str, float], ...]:

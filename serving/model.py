@@ -38,6 +38,7 @@ def spec_from_documents(schema: dict, summary: dict) -> ServingSpec:
         tuple(schema.get("categorical_columns") or categorical.get("columns") or ()),
         int(schema.get("hash_buckets") or categorical.get("hash_buckets") or 1),
         tuple((str(column), float(value)) for column, value in sorted((schema.get("centres") or {}).items())),
+        tuple((str(column), str(kind)) for column, kind in sorted((schema.get("times") or {}).items())),
     )
     if summary.get("feature_dim") not in (None, layout.feature_dim):
         raise ValueError(f"the schema gives {layout.feature_dim} features, the summary {summary['feature_dim']}")

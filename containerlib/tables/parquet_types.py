@@ -4,8 +4,9 @@ processing image cannot read) are refused by name; a pandas index stored as a co
 
 Dates and times are decided on purpose: a timestamp (any unit; with a time zone: its UTC instant) becomes float
 seconds since 1970-01-01 UTC, a date the seconds of its midnight, a duration its seconds: an ordered number, never
-text hashed into buckets (thousands of distinct values: noise). The schema sample and Preprocess's reader both
-convert, so the schema and the data agree.
+text hashed into buckets (thousands of distinct values: noise), a time of day its seconds since midnight. The
+schema sample and Preprocess's reader both convert, so the schema and the data agree; the same text in a CSV file is
+read as seconds too (:mod:`containerlib.time_text`).
 """
 
 from __future__ import annotations
@@ -57,7 +58,7 @@ _SECONDS_PER_UNIT = {"s": 1.0, "ms": 1e3, "us": 1e6, "ns": 1e9}
 
 
 def is_time(arrow_type: Any) -> bool:
-    """Whether a column of this Arrow type is read as seconds (timestamps, dates, durations)."""
+    """Whether a column of this Arrow type is read as seconds (timestamps, dates, durations, times of day)."""
     import pyarrow as pa
 
     return bool(
@@ -65,11 +66,13 @@ def is_time(arrow_type: Any) -> bool:
         or pa.types.is_duration(arrow_type)
         or pa.types.is_date32(arrow_type)
         or pa.types.is_date64(arrow_type)
+        or pa.types.is_time(arrow_type)
     )
 
 
 def as_seconds(values: Any) -> Any:
-    """An Arrow array (or chunked array) of timestamps, dates or durations as float64 seconds (nulls kept)."""
+    """An Arrow array (or chunked array) of timestamps, dates, durations or times of day (seconds since midnight) as
+    float64 seconds (nulls kept)."""
     import pyarrow as pa
     import pyarrow.compute as pc
 
@@ -78,4 +81,6 @@ def as_seconds(values: Any) -> Any:
         return pc.multiply(values.cast(pa.int32()).cast(pa.float64(), safe=False), 86400.0)
     if pa.types.is_date64(kind):  # milliseconds since the epoch
         return pc.divide(values.cast(pa.int64()).cast(pa.float64(), safe=False), 1e3)
+    if pa.types.is_time32(kind):  # seconds or milliseconds since midnight
+        return pc.divide(values.cast(pa.int32()).cast(pa.float64(), safe=False), _SECONDS_PER_UNIT[kind.unit])
     return pc.divide(values.cast(pa.int64()).cast(pa.float64(), safe=False), _SECONDS_PER_UNIT[kind.unit])

@@ -25,6 +25,7 @@ from containerlib.names import SCHEMA_FORMAT
 from containerlib.stable_hash import stable_hash64
 from containerlib.tables.files import is_data_file, is_gzip, is_parquet, path_below_prefix
 from containerlib.tables.sample import missing_cell_text
+from containerlib.time_text import DATETIME, FORMS, text_kind, to_seconds
 from pipeline.core.errors import PARAMETERS, SchemaError, opt
 from pipeline.core.names import DATA_SUFFIXES
 from pipeline.definition.centring import decide_centres
@@ -287,9 +288,11 @@ def decide(sample: Sample, values: Mapping[str, Any], given: set[str]) -> Decisi
         if unknown:
             raise SchemaError(f"CategoricalColumns names {unknown}, which are not feature columns {features}")
         _check_types(sample, [column for column in features if column not in categorical])
+        times = _decide_times(frame, [column for column in features if column not in categorical])
     else:
         _check_types(sample, features)
-        categorical = [column for column in features if _has_text(frame[column])]
+        times = _decide_times(frame, features)
+        categorical = [column for column in features if column not in times and _has_text(frame[column])]
         joined = ",".join(categorical)
         if categorical and len(joined) <= PARAMETER_LIMIT and not any("," in column for column in categorical):
             parameters["CategoricalColumns"] = joined
@@ -312,9 +315,15 @@ def decide(sample: Sample, values: Mapping[str, Any], given: set[str]) -> Decisi
     if num_classes is not None and "NumClasses" not in given:
         parameters["NumClasses"] = str(num_classes)
         notes.append(f"number of classes: {num_classes}")
-    centres = decide_centres(frame, [column for column in features if column not in categorical])
+    if times:
+        shown = ", ".join(
+            f"{column} ({'date-time' if kind == DATETIME else 'time of day'})" for column, kind in times.items()
+        )
+        notes.append(f"date and time text read as seconds: {shown}")
+    numbers = frame.assign(**{column: _seconds_of(frame[column], column, kind) for column, kind in times.items()})
+    centres = decide_centres(numbers, [column for column in features if column not in categorical])
     if centres:
-        shown = ", ".join(f"{column} - {centre:g}" for column, centre in centres.items())
+        shown = ", ".join(f"{column} - {centre:.15g}" for column, centre in centres.items())
         notes.append(f"centred (an offset far above the spread, which float32 features would lose): {shown}")
     document = {
         "format": SCHEMA_FORMAT,
@@ -327,6 +336,7 @@ def decide(sample: Sample, values: Mapping[str, Any], given: set[str]) -> Decisi
         "num_classes": num_classes,
         "sample": sample.describe(),
         **({"centres": centres} if centres else {}),
+        **({"times": times} if times else {}),
     }
     notes.insert(0, f"feature columns: {len(features)} in the order of {next(iter(sample.headers))}")
     return Decision(document, parameters, notes)
@@ -413,6 +423,39 @@ def _check_types(sample: Sample, columns: list[str]) -> None:
                 f"{hint}; fix those values or leave them empty (MissingValues=zero or drop), or declare the column "
                 f"categorical (CategoricalColumns={column}) if it is text"
             )
+
+
+def _decide_times(frame: pd.DataFrame, columns: list[str]) -> dict[str, str]:
+    """``{column: kind}`` of the text columns whose sampled values are dates, date-times or times of day
+    (:mod:`containerlib.time_text`), read as seconds like a Parquet or DataFrame date-time; a column with a few
+    values that are not is refused naming them (hashed as text, thousands of timestamps would be noise)."""
+    times: dict[str, str] = {}
+    for column in columns:
+        if not _has_text(frame[column]):
+            continue
+        texts = [str(value) for value in frame[column].dropna()]
+        kind, bad = text_kind(texts)
+        if kind is None:
+            continue
+        if bad:
+            shown = ", ".join(repr(value) for value in bad[:SHOWN_VALUES])
+            raise SchemaError(
+                f"column {column!r} holds {FORMS[kind]} but {len(bad)} of its {len(texts)} sampled values are not: "
+                f"{shown}; fix those values or leave them empty (MissingValues=zero or drop), or declare the column "
+                f"categorical ({opt('CategoricalColumns', column)}) to hash its values as text",
+                column=column,
+            )
+        times[column] = kind
+    return times
+
+
+def _seconds_of(column: pd.Series, name: str, kind: str) -> list[float]:
+    """A sampled date or time column as seconds, as Preprocess reads it (every value parses: ``_decide_times``)."""
+
+    def bad(row: int, cell: Any) -> Exception:
+        return SchemaError(f"column {name!r} row {row + 1}: {cell!r} is not {FORMS[kind]}", column=name)
+
+    return to_seconds(column.tolist(), kind, bad)
 
 
 def _has_text(column: pd.Series) -> bool:
