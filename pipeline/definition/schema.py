@@ -33,7 +33,9 @@ from pipeline.definition.centring import decide_centres
 if TYPE_CHECKING:
     import pandas as pd
 
-PARAMETER_LIMIT = 1024  # characters in one pipeline parameter value
+# a decided list travels as a parameter only when Preprocess's container argument carrying it (flag included) fits
+# the 256 characters of the service's ContainerArgument shape (pipeline.definition.service_limits checks every one)
+CONTAINER_ARGUMENT_LIMIT = 256
 DEFAULT_SAMPLE_ROWS = 10_000  # rows read from the start of each sampled file
 DEFAULT_SAMPLE_OBJECTS = 16  # S3 objects sampled (the first ones in key order)
 DEFAULT_SAMPLE_BYTES = 4 << 20  # bytes read from each sampled S3 object at most
@@ -294,7 +296,8 @@ def decide(sample: Sample, values: Mapping[str, Any], given: set[str]) -> Decisi
         times = _decide_times(frame, features)
         categorical = [column for column in features if column not in times and _has_text(frame[column])]
         joined = ",".join(categorical)
-        if categorical and len(joined) <= PARAMETER_LIMIT and not any("," in column for column in categorical):
+        fits = len(f"--categorical-columns={joined}") <= CONTAINER_ARGUMENT_LIMIT
+        if categorical and fits and not any("," in column for column in categorical):
             parameters["CategoricalColumns"] = joined
         notes.append(f"categorical columns (text values in the sample): {', '.join(categorical) or 'none'}")
     notes.extend(_collision_notes(frame, categorical, int(values.get("HashBuckets") or 16)))
@@ -309,7 +312,8 @@ def decide(sample: Sample, values: Mapping[str, Any], given: set[str]) -> Decisi
     label_values, num_classes = _decide_labels(frame[label], label, predictor, values, given)
     if label_values is not None and "LabelValues" not in given:
         joined = ",".join(label_values)
-        if len(joined) <= PARAMETER_LIMIT and not any("," in value for value in label_values):
+        fits = len(f"--label-values={joined}") <= CONTAINER_ARGUMENT_LIMIT
+        if fits and not any("," in value for value in label_values):
             parameters["LabelValues"] = joined
         notes.append(f"label values (mapped to 0..{len(label_values) - 1} in this order): {', '.join(label_values)}")
     if num_classes is not None and "NumClasses" not in given:
