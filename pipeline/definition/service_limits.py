@@ -49,6 +49,16 @@ def definition_steps(definition: Mapping[str, Any]) -> list[tuple[str, str, Mapp
     ]
 
 
+def check_definition(definition: Mapping[str, Any], overrides: Mapping[str, Any]) -> None:
+    """:func:`check_service_limits` of a definition run with ``overrides`` (each declared default otherwise)."""
+    from pipeline.definition.parameters import check_overrides
+
+    declared = list(definition.get("Parameters", []))
+    values = {item["Name"]: item["DefaultValue"] for item in declared if "DefaultValue" in item}
+    values.update(check_overrides(declared, overrides))
+    check_service_limits(definition_steps(definition), values)
+
+
 def check_service_limits(
     steps: Iterable[tuple[str, str, Mapping[str, Any]]], values: Mapping[str, Any], model: Any = None
 ) -> None:

@@ -16,7 +16,7 @@ from pipeline.core.errors import ParameterError, opt
 from pipeline.core.steps import upstream_steps, walk_steps
 from pipeline.definition.config import PipelineConfig
 from pipeline.definition.parameters import check_overrides
-from pipeline.definition.service_limits import check_service_limits, definition_steps
+from pipeline.definition.service_limits import check_definition
 from pipeline.sagemaker import aws
 
 
@@ -95,9 +95,7 @@ def start_request(
         parameters.update(sized_from_listing(declared, parameters, listing))
         parameters[DATA_VERSION] = fingerprint(listing)
     # what the service would refuse (an instance type outside its enum, a value over 1,024 characters), said now
-    values = {name: item.get("DefaultValue") for name, item in declared.items() if "DefaultValue" in item}
-    values.update(check_overrides(list(declared.values()), parameters))
-    check_service_limits(definition_steps(definition), values)
+    check_definition(definition, parameters)
     request: dict[str, Any] = {"PipelineName": config.pipeline_name}
     if parameters:
         request["PipelineParameters"] = [{"Name": name, "Value": str(value)} for name, value in parameters.items()]
