@@ -64,13 +64,21 @@ def unread_entries(folder: Path) -> list[tuple[Path, str]]:
             continue
         if path.is_symlink() and path.is_dir():
             found.append((path, "a symbolic link to a folder, which is not followed; give the folder itself"))
-        elif path.is_file() and not is_data_name(path.name):
-            table, _, compression = path.name.lower().rpartition(".")
-            if compression and table.endswith(DATA_SUFFIXES):
-                found.append(
-                    (path, f"a table compressed as .{compression}, which is not read; only .csv.gz is: recompress it")
-                )
+        elif path.is_file():
+            why = unread_table(path.name)
+            if why:
+                found.append((path, why))
     return found
+
+
+def unread_table(name: str) -> str | None:
+    """Why a file named ``name`` looks like a table but is not read (compressed otherwise than ``.csv.gz``), or None."""
+    if is_data_name(name):
+        return None
+    table, _, compression = name.lower().rpartition(".")
+    if compression and table.endswith(DATA_SUFFIXES):
+        return f"a table compressed as .{compression}, which is not read; only .csv.gz is: recompress it"
+    return None
 
 
 def is_parquet(path: str | Path) -> bool:

@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any
 from containerlib.errors import TableError
 from containerlib.names import SCHEMA_FORMAT
 from containerlib.stable_hash import stable_hash64
-from containerlib.tables.files import is_data_file, is_gzip, is_parquet, path_below_prefix
+from containerlib.tables.files import is_data_file, is_gzip, is_hidden, is_parquet, path_below_prefix, unread_table
 from containerlib.tables.sample import missing_cell_text
 from containerlib.time_text import DATETIME, FORMS, text_kind, to_seconds
 from pipeline.core.errors import PARAMETERS, SchemaError, opt
@@ -73,6 +73,7 @@ class Sample:
     rows_per_file: int = DEFAULT_SAMPLE_ROWS
     bytes_read: int = 0
     files_total: int = 0  # data files under the source (objects listed, for S3)
+    skipped: list[str] = field(default_factory=list)  # objects that look like tables but are not read, and why
 
     @property
     def rows(self) -> int:
@@ -131,10 +132,12 @@ def sample_s3(
         bucket, prefix = split_s3_uri(uri)
     except ValueError:
         raise SchemaError(f"InputDataUrl {uri!r} is not an s3:// URI") from None
-    objects = _list_data_objects(s3, bucket, prefix, max_objects)
+    skipped: list[str] = []
+    objects = _list_data_objects(s3, bucket, prefix, max_objects, skipped)
     if not objects:
-        raise NothingToSample(f"no {', '.join(DATA_SUFFIXES)} objects under {uri} to infer the schema from")
-    sample = Sample(source=uri, rows_per_file=rows, files_total=len(objects))
+        unread = "".join(f"; {reason}" for reason in skipped[:5])
+        raise NothingToSample(f"no {', '.join(DATA_SUFFIXES)} objects under {uri} to infer the schema from{unread}")
+    sample = Sample(source=uri, rows_per_file=rows, files_total=len(objects), skipped=skipped)
     for key, size in objects[:max_objects]:
         name = _relative_key(prefix, key)
         try:
@@ -170,18 +173,24 @@ def _relative_key(prefix: str, key: str) -> str:
     return key[len(prefix) :].lstrip("/") or key.rsplit("/", 1)[-1]
 
 
-def _list_data_objects(s3: Any, bucket: str, prefix: str, wanted: int) -> list[tuple[str, int]]:
+def _list_data_objects(
+    s3: Any, bucket: str, prefix: str, wanted: int, skipped: list[str] | None = None
+) -> list[tuple[str, int]]:
     """Data objects (key, size) under the prefix in key order, as ShardedByS3Key sees them; stops once ``wanted``
     are found. Which objects are data is Preprocess's rule (``containerlib.tables.files``), applied to each object's
-    path below the prefix."""
+    path below the prefix; a visible object that looks like a table but is not read (``.csv.bz2``) is added to
+    ``skipped`` with why."""
     found: list[tuple[str, int]] = []
     request: dict[str, Any] = {"Bucket": bucket, "Prefix": prefix}
     while True:
         response = s3.list_objects_v2(**request)
         for item in response.get("Contents", []):
             key = item["Key"]
-            if is_data_file(path_below_prefix(prefix, key)):
+            below = path_below_prefix(prefix, key)
+            if is_data_file(below):
                 found.append((key, int(item["Size"])))
+            elif skipped is not None and not is_hidden(below) and unread_table(key.rsplit("/", 1)[-1]):
+                skipped.append(f"s3://{bucket}/{key} is skipped: {unread_table(key.rsplit('/', 1)[-1])}")
         if len(found) >= wanted or not response.get("IsTruncated"):
             return found
         request["ContinuationToken"] = response["NextContinuationToken"]
@@ -343,6 +352,7 @@ def decide(sample: Sample, values: Mapping[str, Any], given: set[str]) -> Decisi
         **({"times": times} if times else {}),
     }
     notes.insert(0, f"feature columns: {len(features)} in the order of {next(iter(sample.headers))}")
+    notes.extend(f"warning: {reason}" for reason in sample.skipped)
     return Decision(document, parameters, notes)
 
 

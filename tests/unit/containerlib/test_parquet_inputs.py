@@ -105,3 +105,35 @@ def test_tables_compressed_otherwise_and_symlinked_folders_are_named_as_skipped(
     source = user_data(data, "y", "binary_classifier")
     assert source.files == [data / "read.csv"]
     assert len(source.skipped) == 5 and any(f"{data / 'd.csv.xz'} is skipped" in line for line in source.skipped)
+
+
+def test_an_s3_prefix_s_tables_compressed_otherwise_are_named_by_the_schema_s_sample() -> None:
+    import io
+
+    import boto3
+    from botocore.response import StreamingBody
+    from botocore.stub import Stubber
+
+    from pipeline.core.errors import SchemaError
+    from pipeline.definition.schema import sample_s3
+
+    data = table(20).to_csv(index=False).encode()
+    client = boto3.client("s3", region_name="us-east-1", aws_access_key_id="x", aws_secret_access_key="x")
+    contents = [{"Key": f"in/{name}", "Size": 10} for name in ("a.csv.bz2", "_b.csv.bz2", "notes.md", "sub/c.pq.zst")]
+    with Stubber(client) as stubber:
+        stubber.add_response("list_objects_v2", {"Contents": [*contents, {"Key": "in/d.csv", "Size": len(data)}]},
+                             {"Bucket": "b", "Prefix": "in/"})  # fmt: skip
+        stubber.add_response("get_object", {"Body": StreamingBody(io.BytesIO(data), len(data))},
+                             {"Bucket": "b", "Key": "in/d.csv", "Range": f"bytes=0-{len(data) - 1}"})  # fmt: skip
+        sample = sample_s3(client, "s3://b/in/", rows=10)
+        stubber.add_response("list_objects_v2", {"Contents": contents}, {"Bucket": "b", "Prefix": "in/"})
+        with pytest.raises(SchemaError, match=r"no .* objects under s3://b/in/ .*; s3://b/in/a\.csv\.bz2 is skipped"):
+            sample_s3(client, "s3://b/in/", rows=10)
+        stubber.assert_no_pending_responses()
+    why = "which is not read; only .csv.gz is: recompress it"
+    assert sample.skipped == [
+        f"s3://b/in/a.csv.bz2 is skipped: a table compressed as .bz2, {why}",
+        f"s3://b/in/sub/c.pq.zst is skipped: a table compressed as .zst, {why}",
+    ]
+    decision = decide(sample, VALUES, {"LabelColumn"})
+    assert [note for note in decision.notes if "is skipped" in note] == [f"warning: {line}" for line in sample.skipped]
