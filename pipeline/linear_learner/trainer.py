@@ -20,7 +20,7 @@ from __future__ import annotations
 import math
 import time
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Protocol
 
 import numpy as np
@@ -120,6 +120,7 @@ class Scaler:
     feature_scale: np.ndarray  # (d,) ones when not normalising
     label_mean: float = 0.0
     label_scale: float = 1.0
+    constant: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=bool))  # (d,) no spread in the sample
 
 
 @dataclass(frozen=True)
@@ -306,7 +307,8 @@ def fit_scaler(hp: Hyperparameters, train: Channel, collective: Collective) -> t
     )
     variance = deviations[:d] / count
     scale = np.sqrt(variance)
-    scale[~(scale >= 1e-12)] = 1.0
+    constant = ~(scale >= 1e-12)
+    scale[constant] = 1.0
     auto_unbias = hp.use_bias and hp.normalize_data and not sp.issparse(sample)
     unbias = hp.unbias_data if hp.unbias_data is not None else auto_unbias
     feature_mean = mean if unbias else np.zeros(d)
@@ -317,6 +319,7 @@ def fit_scaler(hp: Hyperparameters, train: Channel, collective: Collective) -> t
         feature_scale=feature_scale,
         label_mean=label_mean if hp.unbias_label else 0.0,
         label_scale=label_std if hp.normalize_label and label_std > 1e-12 else 1.0,
+        constant=constant,
     )
     return scaler, total[3 + d :]
 
@@ -344,6 +347,10 @@ class ParallelModels:
         else:
             weights = rng.normal(0.0, hp.init_sigma, (dim, self.columns))
         bias = np.full((1, self.columns), hp.init_bias if hp.use_bias else 0.0)
+        # a column the scaler saw constant is all zeros once centred: its weight is never trained, so it starts at 0
+        # rather than at a random value that folding onto raw features would multiply by the column's value
+        if scaler.constant.size == dim:
+            weights[scaler.constant & (scaler.feature_mean != 0)] = 0.0
         self.params = np.vstack([weights, bias]).astype(np.float32)
         self.inverse_scale = (1.0 / scaler.feature_scale).astype(np.float32)
         self.mean = scaler.feature_mean.astype(np.float32)

@@ -63,3 +63,23 @@ def test_the_scaler_s_spread_of_a_column_far_from_zero_is_its_float64_spread(off
     exact = values.astype(np.float64)
     assert scaler.feature_mean[0] == pytest.approx(exact.mean(), rel=1e-12)
     assert scaler.feature_scale[0] == pytest.approx(exact.std(), rel=1e-9)
+
+
+@pytest.mark.parametrize("value", [1.7e9, -3e7, 12345.678])
+def test_a_constant_column_far_from_zero_adds_nothing_to_the_artifact_s_scores(value: float) -> None:
+    """Centred, a constant column is all zeros: its weight starts and stays 0, so folding it onto the raw value adds
+    nothing for float32 to round (a random starting weight times 1.7e9 shifted every score)."""
+    z, y = table(seed=3)
+    hp = parse_hyperparameters({**HYPERPARAMETERS, "wd": "0", "l1": "0"})  # nothing pulls a stray weight to 0
+    models = []
+    for features in (z, np.column_stack([z, np.full(ROWS, value)])):
+        data = features.astype(np.float32)
+        train, validation = Dataset(data[:3000], y[:3000]), Dataset(data[3000:], y[3000:])
+        result = fit(hp, train, validation, LocalCollective(), lambda line: None)
+        models.append((result.model, data[3000:]))
+    (plain, plain_test), (constant, constant_test) = models
+    assert constant.weights[-1, 0] == 0.0
+    np.testing.assert_allclose(constant.weights[:-1], plain.weights, rtol=1e-5)
+    plain_scores, _ = plain.predict(plain_test)
+    constant_scores, _ = constant.predict(constant_test)
+    np.testing.assert_allclose(constant_scores, plain_scores, atol=1e-5)
