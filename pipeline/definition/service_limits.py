@@ -35,10 +35,10 @@ PARAMETER_SHAPE = "Parameter"  # StartPipelineExecution's PipelineParameters mem
 
 
 def service_model() -> Any:
-    """botocore's model of the SageMaker API (shipped with botocore, read offline)."""
-    import botocore.session
+    """botocore's model of the SageMaker API (shipped with botocore, read offline; parsed once per process)."""
+    from pipeline.core.botocore_session import new_botocore_session
 
-    return botocore.session.get_session().get_service_model("sagemaker")
+    return new_botocore_session().get_service_model("sagemaker")
 
 
 def definition_steps(definition: Mapping[str, Any]) -> list[tuple[str, str, Mapping[str, Any]]]:
