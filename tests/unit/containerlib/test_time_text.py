@@ -149,3 +149,14 @@ def test_parquet_times_of_day_are_seconds_since_midnight(tmp_path: Path, kind: p
     assert sample["tod"].tolist()[0] == "18001" and pd.isna(sample["tod"][1])
     (chunk,) = read_chunks(path, read_header(path), ["tod", "y"], [], ["tod"], 10)
     assert chunk.numeric[:, 0].tolist()[::2] == [18001.0, 86399.0]
+
+
+def test_the_serving_spec_takes_times_and_centres_from_the_run_s_schema() -> None:
+    from serving.model import spec_from_documents
+
+    schema = {"feature_columns": ["when", "x"], "predictor_type": "regressor", "label_column": "y",
+              "times": {"when": "datetime"}, "centres": {"when": 1.357e9}}  # fmt: skip
+    spec = spec_from_documents(schema, {"feature_dim": 2})
+    assert spec.layout.times == (("when", "datetime"),) and spec.layout.centres == (("when", 1.357e9),)
+    features = encode_features({"when": ["2013-01-01 05:00:00"], "x": [1.5]}, spec.layout, _bad).features
+    assert features.tolist() == [[EPOCH_2013 + 5 * 3600 - 1.357e9, 1.5]]
