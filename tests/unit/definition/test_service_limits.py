@@ -109,3 +109,14 @@ def test_start_refuses_before_any_request(definition: dict[str, Any]) -> None:
         start.start_request(CONFIG, {"DataVersion": "v1", "TransformInstanceType": "ml.x1.big"}, session,
                             definition=definition)  # fmt: skip
     session.verify()
+
+
+@pytest.mark.parametrize(("count", "refused"), [(100, False), (101, True), (250, True)])
+def test_a_count_over_the_services_bound_is_refused(definition: dict[str, Any], count: int, refused: bool) -> None:
+    if not refused:
+        check(definition, ProcessingInstanceCount=str(count))
+        return
+    with pytest.raises(ParameterError, match=rf"ProcessingInstanceCount={count}: SageMaker would refuse it as "
+                       r"Preprocess's CreateProcessingJob field ProcessingResources\.ClusterConfig\.InstanceCount: "
+                       "expected at most 100"):  # fmt: skip
+        check(definition, ProcessingInstanceCount=str(count))
