@@ -25,6 +25,9 @@ if TYPE_CHECKING:
 
 
 CSV_TEXT = "csv_text"  # a CSV sample frame's attrs key: the text it was read from
+# a local Parquet file's sample reads row groups spread over the file within this many bytes of column chunks (all of
+# them in a smaller file): a sample of a large file must not read the whole file
+LOCAL_PARQUET_SAMPLE_BYTES = 64 << 20
 
 
 @dataclass(frozen=True)
@@ -41,7 +44,7 @@ def sample_file(path: Path, name: str, rows: int) -> TableSample:
     path): a CSV file's first lines only, a Parquet file's first rows of every row group."""
     try:
         if is_parquet(path):
-            header, frame = parquet_sample(str(path), name, rows)
+            header, frame = parquet_sample(str(path), name, rows, max_bytes=LOCAL_PARQUET_SAMPLE_BYTES)
             return TableSample(header, frame, path.stat().st_size)
         opener: Any = gzip.open if is_gzip(path) else open
         with opener(path, "rb") as handle:

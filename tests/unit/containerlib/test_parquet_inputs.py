@@ -137,3 +137,20 @@ def test_an_s3_prefix_s_tables_compressed_otherwise_are_named_by_the_schema_s_sa
     ]
     decision = decide(sample, VALUES, {"LabelColumn"})
     assert [note for note in decision.notes if "is skipped" in note] == [f"warning: {line}" for line in sample.skipped]
+
+
+@pytest.mark.parametrize(
+    ("budget_groups", "expected"),
+    [(None, list(range(10))), (100, list(range(10))), (4, [0, 3, 6, 9]), (2, [0, 9]), (1, [0]), (0, [0])],
+)
+def test_row_groups_beyond_the_byte_budget_are_sampled_spread_from_first_to_last(
+    tmp_path: Path, budget_groups: int | None, expected: list[int]
+) -> None:
+    from containerlib.tables.sample import sampled_row_groups
+
+    path = tmp_path / "t.parquet"
+    pq.write_table(pa.Table.from_pandas(table(1000), preserve_index=False), path, row_group_size=100)
+    metadata = pq.ParquetFile(path).metadata
+    sizes = [sum(metadata.row_group(g).column(c).total_compressed_size for c in range(3)) for g in range(10)]
+    budget = None if budget_groups is None else budget_groups * max(sizes) + min(sizes) // 2
+    assert sampled_row_groups(metadata, budget) == expected
