@@ -24,6 +24,7 @@ import numpy as np
 import pandas as pd
 
 from containerlib.stable_hash import stable_hash64
+from containerlib.time_text import FORMS, to_seconds
 
 NUMBER, ONE_HOT, HASHED = "number", "one_hot", "hashed"
 OTHER = "(other)"  # the feature of a one-hot column's values outside its vocabulary
@@ -145,6 +146,13 @@ class FeatureLayout:
     categorical_columns: tuple[str, ...]
     hash_buckets: int = DEFAULT_HASH_BUCKETS
     encodings: tuple[ColumnEncoding, ...] = ()  # ColumnEncoding of the columns whose encoding was decided
+    # (numeric column, value) pairs: the value is subtracted in float64 before the feature becomes float32, so a
+    # column whose offset dwarfs its spread (1e8 + N(0, 1)) keeps its spread (float32 holds 1e8 in steps of 8); the
+    # schema decides them (``pipeline.definition.centring``), Preprocess and the serving featurizer apply them
+    centres: tuple[tuple[str, float], ...] = ()
+    # (numeric column, kind) pairs: columns of date-time or time-of-day text, read as seconds
+    # (:mod:`containerlib.time_text`); the schema decides them
+    times: tuple[tuple[str, str], ...] = ()
     _columns: tuple[ColumnEncoding, ...] = field(default=(), init=False, repr=False, compare=False, hash=False)
 
     def __post_init__(self) -> None:
@@ -165,6 +173,13 @@ class FeatureLayout:
     def columns(self) -> tuple[ColumnEncoding, ...]:
         """Every feature column's encoding, in order."""
         return self._columns
+
+    def numeric_centres(self, columns: Sequence[str]) -> np.ndarray | None:
+        """The centre of each of ``columns`` (0 where none), float64; None when no column has one."""
+        given = dict(self.centres)
+        if not any(given.get(column) for column in columns):
+            return None
+        return np.array([float(given.get(column) or 0.0) for column in columns], dtype=np.float64)
 
     @property
     def numeric_columns(self) -> tuple[str, ...]:
@@ -215,10 +230,12 @@ def encode_features(
     """The features of every row of ``frame`` (columns matched by name): a DataFrame (Preprocess's chunks), or a
     mapping of column name to a list of cells (a request's rows: text, numbers, None for missing), which the
     serving featurizer takes without pandas' per-call overhead. ``numeric`` is the numeric columns as float32 when a
-    reader already has them. Text in a numeric column raises ``bad_number(row, column, value)``."""
+    reader already has them, centred (``layout.centres``) as :func:`numeric_block` centres. Text in a numeric column
+    raises ``bad_number(row, column, value)``."""
     n = len(frame) if isinstance(frame, pd.DataFrame) else len(frame[layout.feature_columns[0]])
     if numeric is None:
-        numeric = numeric_block(frame, layout.numeric_columns, bad_number)
+        centres = layout.numeric_centres(layout.numeric_columns)
+        numeric = numeric_block(frame, layout.numeric_columns, bad_number, centres, dict(layout.times))
     absent_numeric = ~np.isfinite(numeric)
     if absent_numeric.any():
         numeric = numeric.copy(order="F")  # to_numpy may return pandas' own read-only block; keep the caller's
@@ -253,11 +270,13 @@ def encode_features(
 
 
 def impute(encoded: Encoded, layout: FeatureLayout) -> list[str]:
-    """MissingValues=impute on encoded rows, in place: a number's gap filled with its ``fill``, the column's
-    ``=(missing)`` feature set where it has one. Returns the columns with a gap and no fill (the caller's error)."""
+    """MissingValues=impute on encoded rows, in place: a number's gap filled with its ``fill`` (a raw value: minus
+    the column's centre, as the column's other values are), the column's ``=(missing)`` feature set where it has one.
+    Returns the columns with a gap and no fill (the caller's error)."""
     if not encoded.absent.any():
         return []
     offsets = layout.feature_offsets
+    centres = dict(layout.centres)
     unfilled: list[str] = []
     for position, encoding in enumerate(layout.columns):
         rows = np.flatnonzero(encoded.absent[:, position])
@@ -267,7 +286,7 @@ def impute(encoded: Encoded, layout: FeatureLayout) -> list[str]:
             if encoding.fill is None:
                 unfilled.append(encoding.column)
                 continue
-            encoded.features[rows, offsets[encoding.column]] = encoding.fill
+            encoded.features[rows, offsets[encoding.column]] = encoding.fill - centres.get(encoding.column, 0.0)
         if encoding.indicator:
             encoded.features[rows, offsets[encoding.column] + encoding.width - 1] = 1.0
     return unfilled
@@ -306,20 +325,52 @@ def _one_hot(
     return ~present, outside
 
 
-def numeric_block(frame: Any, columns: Sequence[str], bad_number: BadNumber) -> np.ndarray:
-    """The numeric feature columns as a float32 matrix; non-finite values (and float32 overflow) kept as such."""
+def numeric_block(
+    frame: Any,
+    columns: Sequence[str],
+    bad_number: BadNumber,
+    centres: np.ndarray | None = None,
+    times: Mapping[str, str] | None = None,
+) -> np.ndarray:
+    """The numeric feature columns as a float32 matrix, each minus its centre (``centres``, float64, aligned with
+    ``columns``) taken in float64 first; a column of ``times`` (column -> kind) read from its date-time or
+    time-of-day text as seconds; non-finite values (and float32 overflow) kept as such."""
+    times = times or {}
     with np.errstate(over="ignore", invalid="ignore"):
         if not isinstance(frame, pd.DataFrame):
-            cells = [cells_to_float64(frame[column], column, bad_number) for column in columns]
+            cells = [
+                _seconds(frame[column], column, times[column], bad_number)
+                if column in times
+                else cells_to_float64(frame[column], column, bad_number)
+                for column in columns
+            ]
             n = len(frame[columns[0]]) if columns else len(next(iter(frame.values()), ()))
-            return np.array(cells, dtype=np.float64).reshape(len(columns), n).T.astype(np.float32, order="F")
+            values = np.array(cells, dtype=np.float64).reshape(len(columns), n).T
+            return (values if centres is None else values - centres).astype(np.float32, order="F")
         block = frame[list(columns)]
-        if all(pd.api.types.is_numeric_dtype(dtype) for dtype in block.dtypes):
-            return block.to_numpy(dtype=np.float32, na_value=np.nan)
+        if not times and all(pd.api.types.is_numeric_dtype(dtype) for dtype in block.dtypes):
+            if centres is None:
+                return block.to_numpy(dtype=np.float32, na_value=np.nan)
+            return (block.to_numpy(dtype=np.float64, na_value=np.nan) - centres).astype(np.float32, order="F")
         values = np.empty((len(frame), len(columns)), dtype=np.float32, order="F")
         for index, column in enumerate(columns):
-            values[:, index] = to_number(frame[column], bad_number)
+            if column in times:
+                number = np.array(_seconds(frame[column].tolist(), column, times[column], bad_number))
+            else:
+                number = to_number(frame[column], bad_number)
+            values[:, index] = number if centres is None else number - centres[index]
         return values  # column-major as pandas stores it: Preprocess's row hashes read it column by column
+
+
+def _seconds(cells: Sequence[Any], column: str, kind: str, bad_number: BadNumber) -> list[float]:
+    """A date-time or time-of-day column's cells as seconds; text of another form raises ``bad_number`` naming the
+    form expected."""
+
+    def bad_value(row: int, cell: Any) -> Exception:
+        error = bad_number(row, column, cell)
+        return type(error)(f"{error}; the column holds {FORMS[kind]}")
+
+    return to_seconds(cells, kind, bad_value)
 
 
 def to_number(column: pd.Series, bad_number: BadNumber) -> np.ndarray:

@@ -26,6 +26,7 @@ import numpy as np
 from containerlib.names import BINARY_CLASSIFIER, MULTICLASS_CLASSIFIER
 from containerlib.predictions import Pairing, ScoredChunk, iter_test_batches
 from containerlib.recordio import iter_batches
+from containerlib.s3_uri import split_s3_uri
 from evaluation import EvaluationError
 
 MAX_BASELINE_RECORDS = 50_000
@@ -73,9 +74,10 @@ def find_train_shards(train_dir: Path) -> list[Shard]:
 def list_train_shards(train_uri: str, s3: Any) -> list[Shard]:
     """Every train shard under the S3 prefix ``train_uri`` (ListObjectsV2, hidden names skipped), by key; each is
     read with ranged GetObjects (``RangedObject``), so only what the sample takes is transferred."""
-    if not train_uri.startswith("s3://"):
-        raise EvaluationError(f"train uri {train_uri!r} is not an s3:// URI")
-    bucket, _, prefix = train_uri[len("s3://") :].partition("/")
+    try:
+        bucket, prefix = split_s3_uri(train_uri)
+    except ValueError:
+        raise EvaluationError(f"train uri {train_uri!r} is not an s3:// URI") from None
     prefix = prefix if not prefix or prefix.endswith("/") else prefix + "/"
     objects = []
     try:

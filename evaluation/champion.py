@@ -111,7 +111,8 @@ def describe_champion(sagemaker: Any, group: str, arn: str) -> Champion:
 
 
 def split_s3_url(url: str) -> tuple[str, str]:
-    """``s3://bucket/key`` -> (bucket, key)."""
+    """``s3://bucket/key`` -> (bucket, key), the key verbatim as ``containerlib.s3_uri`` splits it (this module imports
+    the standard library only)."""
     bucket, _, key = url[len("s3://") :].partition("/")
     if not url.startswith("s3://") or not bucket or not key:
         raise ChampionError(f"{url!r} is not an s3://bucket/key URI")

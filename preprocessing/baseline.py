@@ -38,7 +38,8 @@ class BaselineSample:
         self._keys = np.empty(0)
         self._order = np.empty(0, dtype=np.int64)
         self._values: dict[str, list[np.ndarray]] = {column: [] for column in schema.feature_columns}
-        self._integers = {column: True for column in schema.numeric_columns}  # read as integers so far
+        times = {column for column, _ in schema.times}
+        self._integers = {column: True for column in schema.numeric_columns if column not in times}  # integers so far
         self._rows = 0
 
     def add(self, chunk: Chunk) -> None:
@@ -52,13 +53,15 @@ class BaselineSample:
         if len(self._keys) + n > self.limit:  # only rows that can still be among the smallest keys: few per chunk
             threshold = np.partition(np.concatenate([self._keys, keys]), self.limit - 1)[self.limit - 1]
             chosen = np.flatnonzero(keys <= threshold)
-        numeric_index = {column: i for i, column in enumerate(self.schema.numeric_columns)}
+        times = {column for column, _ in self.schema.times}  # date and time text: a request sends the text
+        numeric_index = {column: i for i, column in enumerate(self.schema.numeric_columns) if column not in times}
+        centres = dict(self.schema.centres)
         integers = _integer_columns(chunk)
         for column in self.schema.feature_columns:
             if column in numeric_index:
                 self._integers[column] &= column in integers
-                if chunk.numeric is not None:
-                    values = chunk.numeric[chosen, numeric_index[column]].astype(np.float64)
+                if chunk.numeric is not None:  # the reader's features: centred columns get their centre back
+                    values = chunk.numeric[chosen, numeric_index[column]].astype(np.float64) + centres.get(column, 0.0)
                 else:
                     numbers = pd.to_numeric(chunk.frame[column].iloc[chosen], errors="coerce")  # bool: 0/1
                     values = numbers.to_numpy(dtype=np.float64, na_value=np.nan)

@@ -33,7 +33,8 @@ def iter_chunks(
     first_row = 1
     try:
         text = schema.text_columns + ([schema.label_column] if schema.label_as_text else [])
-        for chunk in read_chunks(path, header, schema.used_columns, text, schema.numeric_columns, chunk_rows):
+        centres = schema.layout.numeric_centres(schema.numeric_columns)
+        for chunk in read_chunks(path, header, schema.used_columns, text, schema.numeric_columns, chunk_rows, centres):
             yield RowLocator(name, first_row, path), chunk
             first_row += len(chunk)
     except (OSError, ValueError, UnicodeDecodeError, pd.errors.ParserError) as error:

@@ -9,6 +9,7 @@ from pathlib import PurePosixPath
 from typing import Any
 
 from containerlib.encoding import DEFAULT_HASH_BUCKETS, HASHED, NUMBER, ColumnEncoding, FeatureLayout
+from containerlib.time_text import KINDS
 from preprocessing import PreprocessError
 from preprocessing.settings import Settings
 
@@ -27,11 +28,20 @@ class Schema:
     expected_columns: frozenset[str] | None  # every file has exactly these columns; None: extra columns are ignored
     layout_source: str  # where the feature order comes from, for messages
     encodings: tuple[ColumnEncoding, ...] = ()  # decided per column (the schema's), else number / hashed
+    centres: tuple[tuple[str, float], ...] = ()  # the schema's centres of numeric columns (FeatureLayout.centres)
+    times: tuple[tuple[str, str], ...] = ()  # numeric columns of date-time or time-of-day text (FeatureLayout.times)
 
     @property
     def layout(self) -> FeatureLayout:
         """The feature layout as the shared encoder (:func:`containerlib.encoding.encode_features`) takes it."""
-        return FeatureLayout(self.feature_columns, self.categorical_columns, self.hash_buckets, self.encodings)
+        return FeatureLayout(
+            self.feature_columns,
+            self.categorical_columns,
+            self.hash_buckets,
+            self.encodings,
+            self.centres,
+            self.times,
+        )
 
     @property
     def feature_names(self) -> list[str]:
@@ -49,8 +59,9 @@ class Schema:
 
     @property
     def text_columns(self) -> list[str]:
-        """Columns read as text: categorical features and the id."""
-        return list(self.categorical_columns) + ([self.id_column] if self.id_column else [])
+        """Columns read as text: categorical features, date-time or time-of-day text (read as seconds) and the id."""
+        times = [column for column, _ in self.times]
+        return list(self.categorical_columns) + times + ([self.id_column] if self.id_column else [])
 
     @property
     def used_columns(self) -> list[str]:
@@ -102,10 +113,11 @@ def resolve_schema(settings: Settings, decided: dict[str, Any], name: str, heade
         )
     if not features:
         raise PreprocessError(f"{name}: no feature columns besides the label {settings.label_column!r}")
+    numeric = tuple(column for column in features if column not in categorical)
     return Schema(
         label_column=settings.label_column,
         id_column=id_column,
-        numeric_columns=tuple(column for column in features if column not in categorical),
+        numeric_columns=numeric,
         categorical_columns=tuple(column for column in features if column in categorical),
         hash_buckets=settings.hash_buckets or DEFAULT_HASH_BUCKETS,
         feature_columns=tuple(features),
@@ -113,6 +125,8 @@ def resolve_schema(settings: Settings, decided: dict[str, Any], name: str, heade
         expected_columns=expected,
         layout_source=source,
         encodings=decided_encodings(decided, features, categorical, settings.hash_buckets),
+        centres=decided_centres(decided, numeric),
+        times=decided_times(decided, numeric),
     )
 
 
@@ -143,6 +157,26 @@ def decided_encodings(
             encoding = ColumnEncoding(column, kind, buckets=buckets, fill=encoding.fill, indicator=encoding.indicator)
         encodings.append(encoding)
     return tuple(encodings)
+
+
+def decided_times(decided: dict[str, Any], numeric: Sequence[str]) -> tuple[tuple[str, str], ...]:
+    """The schema's ``times`` (column -> ``datetime`` or ``time``) of the numeric feature columns."""
+    given = decided.get("times") or {}
+    unknown = sorted({str(kind) for kind in given.values()} - set(KINDS)) if isinstance(given, dict) else [given]
+    if unknown:
+        raise PreprocessError(f"the schema's times must map column names to one of {list(KINDS)}, not {unknown}")
+    return tuple((column, str(given[column])) for column in numeric if column in given)
+
+
+def decided_centres(decided: dict[str, Any], numeric: Sequence[str]) -> tuple[tuple[str, float], ...]:
+    """The schema's ``centres`` of the numeric feature columns (a centre of a column that is not one is unused)."""
+    given = decided.get("centres") or {}
+    if not isinstance(given, dict):
+        raise PreprocessError(f"the schema's centres must map column names to numbers, not {given!r}")
+    try:
+        return tuple((column, float(given[column])) for column in numeric if column in given)
+    except (TypeError, ValueError) as error:
+        raise PreprocessError(f"the schema's centres must map column names to numbers ({error})") from None
 
 
 def require_columns(name: str, header: Sequence[str], required: Sequence[str]) -> None:

@@ -50,6 +50,8 @@ def layout_of(schema: dict, summary: dict) -> FeatureLayout:
         tuple(schema.get("categorical_columns") or categorical.get("columns") or ()),
         int(schema.get("hash_buckets") or categorical.get("hash_buckets") or 1),
         tuple(ColumnEncoding.from_json(column, document) for column, document in encodings.items()),
+        tuple((str(column), float(value)) for column, value in sorted((schema.get("centres") or {}).items())),
+        tuple((str(column), str(kind)) for column, kind in sorted((schema.get("times") or {}).items())),
     )
 
 

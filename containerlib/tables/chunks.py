@@ -41,25 +41,34 @@ class Chunk:
 
 
 def read_chunks(
-    path: Path, header: list[str], columns: list[str], text: list[str], numeric: Sequence[str], chunk_rows: int
+    path: Path,
+    header: list[str],
+    columns: list[str],
+    text: list[str],
+    numeric: Sequence[str],
+    chunk_rows: int,
+    centres: np.ndarray | None = None,
 ) -> Iterator[Chunk]:
     """``columns`` of one file (whose ``header`` is known: :func:`~containerlib.tables.header.read_header`),
     ``chunk_rows`` rows at a time: ``text`` columns as strings, the ``numeric`` ones as one float32 matrix where an
-    Arrow reader gives them as numbers. Read on a thread of its own, which goes straight on to the next piece; the
-    chunks are made on the caller's. A file that cannot be read raises what its reader raised (OSError,
-    ValueError, UnicodeDecodeError, pandas' ParserError)."""
+    Arrow reader gives them as numbers, each minus its centre (``centres``, float64, aligned with ``numeric``: see
+    ``containerlib.encoding.FeatureLayout.centres``) taken before float32. Read on a thread of its own, which goes
+    straight on to the next piece; the chunks are made on the caller's. A file that cannot be read raises what its
+    reader raised (OSError, ValueError, UnicodeDecodeError, pandas' ParserError)."""
     if is_parquet(path):
         pieces = parquet_pieces(path, columns, text, chunk_rows)
     else:
         pieces = csv_pieces(path, header, columns, text, chunk_rows)
-    return as_chunks(prefetched(pieces), text, numeric)
+    return as_chunks(prefetched(pieces), text, numeric, centres)
 
 
-def as_chunks(pieces: Iterator[Any], text: list[str], numeric: Sequence[str]) -> Iterator[Chunk]:
+def as_chunks(
+    pieces: Iterator[Any], text: list[str], numeric: Sequence[str], centres: np.ndarray | None = None
+) -> Iterator[Chunk]:
     """Pieces read (Arrow tables, or pandas' frames where pandas took over) as chunks."""
     first = 0
     for piece in pieces:
-        yield Chunk(piece) if isinstance(piece, pd.DataFrame) else _arrow_chunk(piece, text, numeric, first)
+        yield Chunk(piece) if isinstance(piece, pd.DataFrame) else _arrow_chunk(piece, text, numeric, first, centres)
         first += len(piece)
 
 
@@ -73,9 +82,12 @@ def _arrow_frame(table: Any, text: list[str], first: int) -> pd.DataFrame:
     return frame
 
 
-def _arrow_chunk(table: Any, text: list[str], numeric: Sequence[str], first: int) -> Chunk:
+def _arrow_chunk(
+    table: Any, text: list[str], numeric: Sequence[str], first: int, centres: np.ndarray | None = None
+) -> Chunk:
     """An Arrow table as a chunk: its numeric feature columns, when all are Arrow numbers, cast to float32 column by
-    column as pandas would (integers directly, missing as NaN), the other columns as a DataFrame."""
+    column as pandas would (integers directly, missing as NaN; a column with a centre minus it in float64 first),
+    the other columns as a DataFrame."""
     import pyarrow as pa
 
     types = [table.schema.field(column).type for column in numeric]
@@ -89,8 +101,12 @@ def _arrow_chunk(table: Any, text: list[str], numeric: Sequence[str], first: int
                 matrix[:, index] = np.nan
                 continue
             start = 0
+            centre = centres[index] if centres is not None else 0.0
             for piece in table.column(column).chunks:
-                matrix[start : start + len(piece), index] = piece.to_numpy(zero_copy_only=False)
+                values = piece.to_numpy(zero_copy_only=False)
+                if centre:
+                    values = values.astype(np.float64) - centre
+                matrix[start : start + len(piece), index] = values
                 start += len(piece)
     wanted = set(numeric)
     rest = table.select([name for name in table.column_names if name not in wanted])

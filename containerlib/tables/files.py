@@ -53,6 +53,34 @@ def data_files(folder: Path) -> list[Path]:
     return [path for path in visible_files(folder) if is_data_name(path.name)]
 
 
+def unread_entries(folder: Path) -> list[tuple[Path, str]]:
+    """What under ``folder`` looks like data but is not read, and why: a table compressed other than as ``.csv.gz``
+    (``.csv.bz2``, ``.csv.zip``, ``.parquet.gz``...), and a symbolic link to a folder (never followed: a link may
+    loop, or lead out of the data). Hidden entries are not data and are not listed. For a warning naming each."""
+    found: list[tuple[Path, str]] = []
+    for path in sorted(folder.rglob("*")):
+        relative = path.relative_to(folder).as_posix()
+        if is_hidden(relative):
+            continue
+        if path.is_symlink() and path.is_dir():
+            found.append((path, "a symbolic link to a folder, which is not followed; give the folder itself"))
+        elif path.is_file():
+            why = unread_table(path.name)
+            if why:
+                found.append((path, why))
+    return found
+
+
+def unread_table(name: str) -> str | None:
+    """Why a file named ``name`` looks like a table but is not read (compressed otherwise than ``.csv.gz``), or None."""
+    if is_data_name(name):
+        return None
+    table, _, compression = name.lower().rpartition(".")
+    if compression and table.endswith(DATA_SUFFIXES):
+        return f"a table compressed as .{compression}, which is not read; only .csv.gz is: recompress it"
+    return None
+
+
 def is_parquet(path: str | Path) -> bool:
     """A Parquet file by its suffix (every other data file is CSV)."""
     return str(path).lower().endswith(PARQUET_SUFFIXES)

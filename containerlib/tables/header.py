@@ -52,7 +52,9 @@ def read_header(path: Path, name: str | None = None) -> list[str]:
         if is_parquet(path):
             import pyarrow.parquet as pq
 
-            header = [str(name) for name in pq.ParquetFile(path).schema_arrow.names]
+            from containerlib.tables.parquet_types import data_columns
+
+            header = data_columns(pq.ParquetFile(path).schema_arrow)  # a pandas index written as a column is not data
         else:
             if is_gzip(path):
                 check_gzip_magic(path, name)

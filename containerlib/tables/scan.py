@@ -17,6 +17,7 @@ from pathlib import Path
 from containerlib.errors import TableError
 from containerlib.tables.files import is_gzip, is_parquet
 from containerlib.tables.header import MAGIC, check_gzip_magic, csv_text_error, short_row_message
+from containerlib.tables.parquet_types import check_flat_columns
 
 HEADER_SAMPLE_ROWS = 1000  # rows compared with the header's field count
 BLOCK = 1 << 22
@@ -32,9 +33,12 @@ def _parquet_rows(path: Path) -> int:
     import pyarrow.parquet as pq
 
     try:
-        return int(pq.ParquetFile(path).metadata.num_rows)
+        parquet = pq.ParquetFile(path)
+        rows = int(parquet.metadata.num_rows)
     except Exception as error:  # noqa: BLE001 - pyarrow raises several types for a damaged file
         raise TableError(f"{path}: not a readable Parquet file ({error}); re-export or re-download it") from None
+    check_flat_columns(parquet.schema_arrow, str(path))  # the types Preprocess cannot read, said before the run
+    return rows
 
 
 def _blocks(path: Path) -> Iterator[bytes]:

@@ -12,6 +12,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from containerlib.s3_uri import split_s3_uri
 from pipeline.core.capacity import CapacityPlan, InputSize, estimated_rows
 from pipeline.core.capacity import plan as capacity_plan
 from pipeline.core.errors import UsageError, opt
@@ -77,9 +78,10 @@ def _rows(file: Path) -> int:
 
 def measure_s3(uri: str, s3: Any) -> InputSize:
     """An S3 prefix: its objects' bytes and count, from ListObjectsV2 (every page); rows estimated from bytes."""
-    bucket, _, prefix = uri.removeprefix("s3://").partition("/")
-    if not uri.startswith("s3://") or not bucket:
-        raise UsageError(f"{uri!r}: expected s3://bucket/prefix")
+    try:
+        bucket, prefix = split_s3_uri(uri)
+    except ValueError:
+        raise UsageError(f"{uri!r}: expected s3://bucket/prefix") from None
     size, files = 0, 0
     request: dict[str, Any] = {"Bucket": bucket, "Prefix": prefix}
     while True:

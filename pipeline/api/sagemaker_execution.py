@@ -13,8 +13,8 @@ import sys
 import tempfile
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
-from urllib.parse import urlparse
 
+from containerlib.s3_uri import split_s3_uri
 from pipeline.api.execution import Execution, NoResultsError, predictions_frame, seconds_between, steps_frame
 from pipeline.core.names import (
     DATA_QUALITY,
@@ -350,5 +350,4 @@ class SageMakerExecution(Execution):
 
 
 def _split(uri: str) -> tuple[str, str]:
-    parsed = urlparse(uri)
-    return parsed.netloc, parsed.path.lstrip("/")
+    return split_s3_uri(uri)

@@ -100,10 +100,10 @@ def dry_run(
 ) -> str:
     """The request as indented JSON, overrides checked against the definition ``llpipe upsert`` would deploy."""
     from pipeline.definition.build import build_definition
-    from pipeline.definition.parameters import check_overrides
+    from pipeline.definition.service_limits import check_definition
     from pipeline.sagemaker.schedule import schedule_request
 
     definition = json.loads(build_definition(config).definition_json)
-    check_overrides(definition["Parameters"], overrides)
+    check_definition(definition, overrides)  # the overrides' types, and what the service would refuse
     request = schedule_request(config, expression, overrides, role_arn=role_arn, enabled=enabled)
     return json.dumps(request, indent=2, default=lambda value: value.isoformat())

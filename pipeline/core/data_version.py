@@ -18,8 +18,8 @@ import hashlib
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
-from urllib.parse import urlparse
 
+from containerlib.s3_uri import split_s3_uri
 from pipeline.core.errors import UsageError
 
 PARAMETER = "DataVersion"
@@ -68,10 +68,10 @@ def s3_version(s3_client: Any, uri: str) -> str:
 def s3_listing(s3_client: Any, uri: str) -> list[tuple[str, int, str]]:
     """``(key relative to the prefix, size, ETag)`` of every object under ``uri``, from every ListObjectsV2 page: what
     the version is a fingerprint of, and what the jobs are sized from (``pipeline.core.sizing``)."""
-    parsed = urlparse(uri)
-    if parsed.scheme != "s3" or not parsed.netloc:
-        raise DataVersionError(f"InputDataUrl {uri!r} is not an S3 URI (expected s3://bucket/prefix/)")
-    bucket, prefix = parsed.netloc, parsed.path.lstrip("/")
+    try:
+        bucket, prefix = split_s3_uri(uri)
+    except ValueError:
+        raise DataVersionError(f"InputDataUrl {uri!r} is not an S3 URI (expected s3://bucket/prefix/)") from None
     entries = []
     request: dict[str, Any] = {"Bucket": bucket, "Prefix": prefix}
     while True:

@@ -38,7 +38,7 @@ RECORDIO = _modules(
     "containerlib/recordio", "wire", "varints", "writer", "framing", "fast_decode", "protobuf", "reader"
 )
 TABLES = (
-    *_modules("containerlib", "prefetch", "stable_hash", "encoding"),
+    *_modules("containerlib", "prefetch", "stable_hash", "encoding", "time_text"),
     *_modules("containerlib/tables", "files", "header", "csv_reader", "parquet_reader", "parquet_types", "chunks"),
 )
 PREPROCESS = _modules(
@@ -50,11 +50,12 @@ EVALUATE = (
     *_modules("evaluation", "mlflow_run"),
     *_modules("containerlib/linear_learner", "model", "responses"),
     *MLFLOW_REST,
+    "containerlib/s3_uri.py",
     *CONTENT_TYPES,
 )
 SERVING = (
     *_modules("serving", "model", "requests", "featurizer", "labels"),
-    *_modules("containerlib", "encoding", "stable_hash", "names"),
+    *_modules("containerlib", "encoding", "stable_hash", "names", "time_text"),
     *_modules("containerlib/linear_learner", "responses"),
     *CONTENT_TYPES,
     *RECORDIO,

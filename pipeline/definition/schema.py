@@ -22,15 +22,19 @@ from typing import TYPE_CHECKING, Any
 
 from containerlib.errors import TableError
 from containerlib.names import SCHEMA_FORMAT
-from containerlib.tables.files import is_data_file, is_gzip, is_parquet, path_below_prefix
+from containerlib.tables.files import is_data_file, is_gzip, is_hidden, is_parquet, path_below_prefix, unread_table
 from containerlib.tables.sample import missing_cell_text
+from containerlib.time_text import DATETIME, FORMS, text_kind, to_seconds
 from pipeline.core.errors import PARAMETERS, SchemaError, opt
 from pipeline.core.names import DATA_SUFFIXES
+from pipeline.definition.centring import decide_centres
 
 if TYPE_CHECKING:
     import pandas as pd
 
-PARAMETER_LIMIT = 1024  # characters in one pipeline parameter value
+# a decided list travels as a parameter only when Preprocess's container argument carrying it (flag included) fits
+# the 256 characters of the service's ContainerArgument shape (pipeline.definition.service_limits checks every one)
+CONTAINER_ARGUMENT_LIMIT = 256
 DEFAULT_SAMPLE_ROWS = 10_000  # rows read from the start of each sampled file
 DEFAULT_SAMPLE_OBJECTS = 16  # S3 objects sampled (the first ones in key order)
 DEFAULT_SAMPLE_BYTES = 4 << 20  # bytes read from each sampled S3 object at most
@@ -68,6 +72,7 @@ class Sample:
     rows_per_file: int = DEFAULT_SAMPLE_ROWS
     bytes_read: int = 0
     files_total: int = 0  # data files under the source (objects listed, for S3)
+    skipped: list[str] = field(default_factory=list)  # objects that look like tables but are not read, and why
 
     @property
     def rows(self) -> int:
@@ -116,27 +121,30 @@ def sample_s3(
 
     CSV: bytes ``0..max_bytes-1``, cut after the last complete line. Gzip CSV: the same prefix decompressed as a
     stream (a gzip prefix decompresses to a prefix of the text). Parquet: objects up to ``max_bytes`` read whole;
-    larger ones through ranged reads of the footer and the first row group, within ``max_bytes``. The objects and
+    larger ones through ranged reads of the footer and of as many row groups as ``max_bytes`` holds, spread over
+    the file (``containerlib.tables.sample.sampled_row_groups``). The objects and
     their rows are read by the rules Preprocess reads them with (``containerlib.tables``)."""
-    from urllib.parse import urlparse
-
+    from containerlib.s3_uri import split_s3_uri
     from containerlib.tables.sample import complete_lines, csv_sample, parquet_sample
 
-    parsed = urlparse(uri)
-    if parsed.scheme != "s3" or not parsed.netloc:
-        raise SchemaError(f"InputDataUrl {uri!r} is not an s3:// URI")
-    bucket, prefix = parsed.netloc, parsed.path.lstrip("/")
-    objects = _list_data_objects(s3, bucket, prefix, max_objects)
+    try:
+        bucket, prefix = split_s3_uri(uri)
+    except ValueError:
+        raise SchemaError(f"InputDataUrl {uri!r} is not an s3:// URI") from None
+    skipped: list[str] = []
+    objects = _list_data_objects(s3, bucket, prefix, max_objects, skipped)
     if not objects:
-        raise NothingToSample(f"no {', '.join(DATA_SUFFIXES)} objects under {uri} to infer the schema from")
-    sample = Sample(source=uri, rows_per_file=rows, files_total=len(objects))
+        unread = "".join(f"; {reason}" for reason in skipped[:5])
+        raise NothingToSample(f"no {', '.join(DATA_SUFFIXES)} objects under {uri} to infer the schema from{unread}")
+    sample = Sample(source=uri, rows_per_file=rows, files_total=len(objects), skipped=skipped)
     for key, size in objects[:max_objects]:
         name = _relative_key(prefix, key)
         try:
             if is_parquet(key):
                 handle = RangedObject(s3, bucket, key, size, budget=max_bytes)
                 passthrough = (SampleBudgetExceeded,)
-                header, frame = parquet_sample(handle, f"s3://{bucket}/{key}", rows, passthrough)
+                budget = None if size <= max_bytes else max_bytes  # a small object is read whole, in one GET
+                header, frame = parquet_sample(handle, f"s3://{bucket}/{key}", rows, passthrough, budget)
                 sample.bytes_read += handle.bytes_read
             else:
                 whole = size <= max_bytes
@@ -164,18 +172,24 @@ def _relative_key(prefix: str, key: str) -> str:
     return key[len(prefix) :].lstrip("/") or key.rsplit("/", 1)[-1]
 
 
-def _list_data_objects(s3: Any, bucket: str, prefix: str, wanted: int) -> list[tuple[str, int]]:
+def _list_data_objects(
+    s3: Any, bucket: str, prefix: str, wanted: int, skipped: list[str] | None = None
+) -> list[tuple[str, int]]:
     """Data objects (key, size) under the prefix in key order, as ShardedByS3Key sees them; stops once ``wanted``
     are found. Which objects are data is Preprocess's rule (``containerlib.tables.files``), applied to each object's
-    path below the prefix."""
+    path below the prefix; a visible object that looks like a table but is not read (``.csv.bz2``) is added to
+    ``skipped`` with why."""
     found: list[tuple[str, int]] = []
     request: dict[str, Any] = {"Bucket": bucket, "Prefix": prefix}
     while True:
         response = s3.list_objects_v2(**request)
         for item in response.get("Contents", []):
             key = item["Key"]
-            if is_data_file(path_below_prefix(prefix, key)):
+            below = path_below_prefix(prefix, key)
+            if is_data_file(below):
                 found.append((key, int(item["Size"])))
+            elif skipped is not None and not is_hidden(below) and unread_table(key.rsplit("/", 1)[-1]):
+                skipped.append(f"s3://{bucket}/{key} is skipped: {unread_table(key.rsplit('/', 1)[-1])}")
         if len(found) >= wanted or not response.get("IsTruncated"):
             return found
         request["ContinuationToken"] = response["NextContinuationToken"]
@@ -236,7 +250,7 @@ class RangedObject(io.RawIOBase):
                 return data[start - offset : end - offset]
         if self.bytes_read + (end - start) > self.budget:
             raise SampleBudgetExceeded(
-                f"s3://{self.bucket}/{self.key}: sampling its first row group needs more than {self.budget} bytes; "
+                f"s3://{self.bucket}/{self.key}: sampling a row group needs more than {self.budget} bytes; "
                 f"raise {opt('sample_bytes')}, or give the decisions as {opt(PARAMETERS)} and pass "
                 f"{opt('infer', False)}"
             )
@@ -284,11 +298,14 @@ def decide(sample: Sample, values: Mapping[str, Any], given: set[str]) -> Decisi
         if unknown:
             raise SchemaError(f"CategoricalColumns names {unknown}, which are not feature columns {features}")
         _check_types(sample, [column for column in features if column not in categorical])
+        times = _decide_times(frame, [column for column in features if column not in categorical])
     else:
         _check_types(sample, features)
-        categorical = [column for column in features if _has_text(frame[column])]
+        times = _decide_times(frame, features)
+        categorical = [column for column in features if column not in times and _has_text(frame[column])]
         joined = ",".join(categorical)
-        if categorical and len(joined) <= PARAMETER_LIMIT and not any("," in column for column in categorical):
+        fits = len(f"--categorical-columns={joined}") <= CONTAINER_ARGUMENT_LIMIT
+        if categorical and fits and not any("," in column for column in categorical):
             parameters["CategoricalColumns"] = joined
         notes.append(f"categorical columns (text values in the sample): {', '.join(categorical) or 'none'}")
     policy = str(values.get("MissingValues") or "impute")
@@ -303,16 +320,28 @@ def decide(sample: Sample, values: Mapping[str, Any], given: set[str]) -> Decisi
     label_values, num_classes = _decide_labels(frame[label], label, predictor, values, given)
     if label_values is not None and "LabelValues" not in given:
         joined = ",".join(label_values)
-        if len(joined) <= PARAMETER_LIMIT and not any("," in value for value in label_values):
+        fits = len(f"--label-values={joined}") <= CONTAINER_ARGUMENT_LIMIT
+        if fits and not any("," in value for value in label_values):
             parameters["LabelValues"] = joined
         notes.append(f"label values (mapped to 0..{len(label_values) - 1} in this order): {', '.join(label_values)}")
     if num_classes is not None and "NumClasses" not in given:
         parameters["NumClasses"] = str(num_classes)
         notes.append(f"number of classes: {num_classes}")
+    if times:
+        shown = ", ".join(
+            f"{column} ({'date-time' if kind == DATETIME else 'time of day'})" for column, kind in times.items()
+        )
+        notes.append(f"date and time text read as seconds: {shown}")
+    numbers = frame.assign(**{column: _seconds_of(frame[column], column, kind) for column, kind in times.items()})
+    centres = decide_centres(numbers, [column for column in features if column not in categorical])
+    if centres:
+        shown = ", ".join(f"{column} - {centre:.15g}" for column, centre in centres.items())
+        notes.append(f"centred (an offset far above the spread, which float32 features would lose): {shown}")
     from pipeline.definition.encodings import decide_encodings
 
+    # on the date and time columns' seconds: a median filled in is a number of seconds like the column's values
     encodings, encoding_notes = decide_encodings(
-        frame, features, categorical, values, label, id_column, label_values, num_classes
+        numbers, features, categorical, values, label, id_column, label_values, num_classes
     )
     notes.extend(encoding_notes)
     document = {
@@ -326,8 +355,11 @@ def decide(sample: Sample, values: Mapping[str, Any], given: set[str]) -> Decisi
         "label_values": label_values,
         "num_classes": num_classes,
         "sample": sample.describe(),
+        **({"centres": centres} if centres else {}),
+        **({"times": times} if times else {}),
     }
     notes.insert(0, f"feature columns: {len(features)} in the order of {next(iter(sample.headers))}")
+    notes.extend(f"warning: {reason}" for reason in sample.skipped)
     return Decision(document, parameters, notes)
 
 
@@ -412,6 +444,39 @@ def _check_types(sample: Sample, columns: list[str]) -> None:
                 f"{hint}; fix those values or leave them empty (MissingValues=impute, zero or drop), or declare the "
                 f"column categorical (CategoricalColumns={column}) if it is text"
             )
+
+
+def _decide_times(frame: pd.DataFrame, columns: list[str]) -> dict[str, str]:
+    """``{column: kind}`` of the text columns whose sampled values are dates, date-times or times of day
+    (:mod:`containerlib.time_text`), read as seconds like a Parquet or DataFrame date-time; a column with a few
+    values that are not is refused naming them (hashed as text, thousands of timestamps would be noise)."""
+    times: dict[str, str] = {}
+    for column in columns:
+        if not _has_text(frame[column]):
+            continue
+        texts = [str(value) for value in frame[column].dropna()]
+        kind, bad = text_kind(texts)
+        if kind is None:
+            continue
+        if bad:
+            shown = ", ".join(repr(value) for value in bad[:SHOWN_VALUES])
+            raise SchemaError(
+                f"column {column!r} holds {FORMS[kind]} but {len(bad)} of its {len(texts)} sampled values are not: "
+                f"{shown}; fix those values or leave them empty (MissingValues=zero or drop), or declare the column "
+                f"categorical ({opt('CategoricalColumns', column)}) to hash its values as text",
+                column=column,
+            )
+        times[column] = kind
+    return times
+
+
+def _seconds_of(column: pd.Series, name: str, kind: str) -> list[float]:
+    """A sampled date or time column as seconds, as Preprocess reads it (every value parses: ``_decide_times``)."""
+
+    def bad(row: int, cell: Any) -> Exception:
+        return SchemaError(f"column {name!r} row {row + 1}: {cell!r} is not {FORMS[kind]}", column=name)
+
+    return to_seconds(column.tolist(), kind, bad)
 
 
 def _has_text(column: pd.Series) -> bool:

@@ -11,6 +11,7 @@ from scipy.special import expit
 
 from containerlib.linear_learner.model import LinearModel
 from containerlib.linear_learner.writer import float32_double
+from pipeline.core.errors import AlgorithmInputError
 from pipeline.linear_learner.artifact import metrics_params
 from pipeline.linear_learner.hyperparameters import Hyperparameters
 from pipeline.linear_learner.metrics import calibrate_thresholds
@@ -89,11 +90,16 @@ def criteria_values(
 def to_linear_model(
     hp: Hyperparameters, models: ParallelModels, params: np.ndarray, index: int, scaler: Scaler, threshold: float
 ) -> LinearModel:
-    """Fold the normalisation (features and label) into model ``index``'s raw-scale weights and bias."""
+    """Fold the normalisation (features and label) into model ``index``'s raw-scale weights and bias, in float64
+    from the scaler's float64 mean and scale; refused when the float32 artifact, scored on raw features as the
+    service and batch transform score it, would lose the model (:func:`check_folded_precision`)."""
     columns = slice(index * models.classes, (index + 1) * models.classes)
-    weights, bias = models.effective(params[:, columns].astype(np.float64))
-    weights = weights.astype(np.float64) * scaler.label_scale
-    bias = bias.astype(np.float64) * scaler.label_scale + scaler.label_mean
+    normalised = params[:, columns].astype(np.float64)
+    weights = normalised[:-1] / scaler.feature_scale[:, None]
+    bias = normalised[-1] - scaler.feature_mean @ weights
+    weights = weights * scaler.label_scale
+    bias = bias * scaler.label_scale + scaler.label_mean
+    check_folded_precision(weights, bias, scaler)
     threshold = float32_double(threshold)  # the artifact stores it as float32: score with what is stored
     return LinearModel(
         predictor_type=hp.predictor_type,
@@ -102,4 +108,31 @@ def to_linear_model(
         bias=bias.astype(np.float32),
         threshold=threshold,
         metrics_params=metrics_params(hp, threshold),
+    )
+
+
+FLOAT32_EPSILON = 2.0**-24  # float32's relative rounding
+FOLDED_ERROR_LIMIT = 0.05  # of the scores' spread: what float32 rounding of the folded model may cost at most
+
+
+def check_folded_precision(weights: np.ndarray, bias: np.ndarray, scaler: Scaler) -> None:
+    """The artifact holds float32 weights acting on raw features: a feature whose mean dwarfs its spread (1e8 +
+    N(0, 1)) gets a weight whose products with raw values, and a bias cancelling them, are far larger than the
+    score, and float32 rounding of those terms swamps the score. Bound that rounding (each term ``|x w|`` with
+    ``|x| <= |mean| + scale``) against the scores' spread (``|w| * scale`` summed) and raise AlgorithmInputError
+    naming the feature that costs most, and what to do, when it exceeds :data:`FOLDED_ERROR_LIMIT`."""
+    magnitude = (np.abs(scaler.feature_mean) + scaler.feature_scale)[:, None] * np.abs(weights)
+    rounding = FLOAT32_EPSILON * (magnitude.sum(axis=0) + np.abs(bias))
+    spread = (scaler.feature_scale[:, None] * np.abs(weights)).sum(axis=0)
+    lost = rounding > FOLDED_ERROR_LIMIT * np.maximum(spread, np.finfo(np.float64).tiny)
+    if not lost.any():
+        return
+    column = int(np.flatnonzero(lost)[0])
+    feature = int(magnitude[:, column].argmax())
+    raise AlgorithmInputError(
+        f"feature {feature} (0-based) has mean {scaler.feature_mean[feature]:.6g} and standard deviation "
+        f"{scaler.feature_scale[feature]:.6g}: the model's float32 weights on raw features (the artifact the service "
+        f"and batch transform score with) would round its scores by up to {rounding[column]:.3g} where they spread "
+        f"by {spread[column]:.3g}; subtract a constant near its mean from that feature before training (llpipe's "
+        "Preprocess does for columns of an inferred schema)"
     )

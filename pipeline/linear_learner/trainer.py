@@ -8,9 +8,11 @@ with batch N * b. Uneven shards: a host whose shard is exhausted keeps joining e
 zero records until every host is done; the epoch ends when a step has no records anywhere.
 
 All models share one parameter matrix ``P`` of shape (feature_dim + 1, num_models * K): rows are the feature weights
-on the normalised scale plus the bias row, columns are model m's class k at ``m * K + k``. Normalisation is never
-applied to the data; it is folded into the product (X - mean) / scale @ W = X @ (W / scale) - (mean / scale) @ W,
-so sparse data stays sparse and nothing is copied.
+on the normalised scale plus the bias row, columns are model m's class k at ``m * K + k``. Dense data is centred
+before the product, (X - mean) @ (W / scale): a column whose offset dwarfs its spread keeps its signal; sparse data
+has the normalisation folded into the product, X @ (W / scale) - (mean / scale) @ W, so it stays sparse. The model
+written is folded onto raw features in float64 (``selection.to_linear_model``), checked for what float32 scoring of
+it loses.
 """
 
 from __future__ import annotations
@@ -18,7 +20,7 @@ from __future__ import annotations
 import math
 import time
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Protocol
 
 import numpy as np
@@ -118,6 +120,7 @@ class Scaler:
     feature_scale: np.ndarray  # (d,) ones when not normalising
     label_mean: float = 0.0
     label_scale: float = 1.0
+    constant: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=bool))  # (d,) no spread in the sample
 
 
 @dataclass(frozen=True)
@@ -275,8 +278,10 @@ class Optimizer:
 def fit_scaler(hp: Hyperparameters, train: Channel, collective: Collective) -> tuple[Scaler, np.ndarray]:
     """Mean/std of features (and label for regression) over ``num_point_for_scaler`` records shared by all hosts.
 
-    Only those records are read. Also returns the label histogram of the whole train channel (class counts; for
-    binary [negatives, positives]).
+    Only those records are read. The variance is the mean squared deviation from the hosts' common mean, summed in
+    float64 once that mean is known (two exchanges): ``E[x^2] - mean^2`` cancelled to noise for a column such as
+    1e8 + N(0, 1), whose spread then decided nothing. Also returns the label histogram of the whole train channel
+    (class counts; for binary [negatives, positives]).
     """
     d = train.dim
     take = min(train.rows, math.ceil(hp.num_point_for_scaler / collective.size))
@@ -285,37 +290,48 @@ def fit_scaler(hp: Hyperparameters, train: Channel, collective: Collective) -> t
     labels = head.labels.astype(np.float64)
     if sp.issparse(sample):
         sums = np.asarray(sample.sum(axis=0), dtype=np.float64).ravel()
-        squares = np.asarray(sample.multiply(sample).sum(axis=0), dtype=np.float64).ravel()
     else:
         sums = sample.sum(axis=0, dtype=np.float64)
-        squares = np.einsum("ij,ij->j", sample, sample, dtype=np.float64)
     classes = hp.num_classes if hp.predictor_type == "multiclass_classifier" else 2
     histogram = np.zeros(classes)
     if hp.predictor_type != "regressor":
         histogram = train.label_histogram(classes)
-    vector = np.concatenate([[take, d], sums, squares, [labels.sum(), (labels**2).sum()], histogram])
-    total = collective.allreduce(vector)
+    total = collective.allreduce(np.concatenate([[take, d], sums, [labels.sum()], histogram]))
     count = total[0]
     if total[1] != d * collective.size:
         raise ValueError("the instances' train shards have different feature counts")
     mean = total[2 : 2 + d] / count
-    variance = np.maximum(total[2 + d : 2 + 2 * d] / count - mean**2, 0.0)
+    label_mean = total[2 + d] / count
+    deviations = collective.allreduce(
+        np.concatenate([_squared_deviations(sample, mean), [((labels - label_mean) ** 2).sum()]])
+    )
+    variance = deviations[:d] / count
     scale = np.sqrt(variance)
-    scale[scale < 1e-12] = 1.0
+    constant = ~(scale >= 1e-12)
+    scale[constant] = 1.0
     auto_unbias = hp.use_bias and hp.normalize_data and not sp.issparse(sample)
     unbias = hp.unbias_data if hp.unbias_data is not None else auto_unbias
     feature_mean = mean if unbias else np.zeros(d)
     feature_scale = scale if hp.normalize_data else np.ones(d)
-    label_sum, label_squares = total[2 + 2 * d], total[3 + 2 * d]
-    label_mean = label_sum / count
-    label_std = math.sqrt(max(label_squares / count - label_mean**2, 0.0))
+    label_std = math.sqrt(max(deviations[d] / count, 0.0))
     scaler = Scaler(
         feature_mean=feature_mean,
         feature_scale=feature_scale,
         label_mean=label_mean if hp.unbias_label else 0.0,
         label_scale=label_std if hp.normalize_label and label_std > 1e-12 else 1.0,
+        constant=constant,
     )
-    return scaler, total[4 + 2 * d :]
+    return scaler, total[3 + d :]
+
+
+def _squared_deviations(sample, mean: np.ndarray) -> np.ndarray:
+    """Per column, the sum over the rows of (x - mean)^2 in float64 (a sparse column's absent entries are 0)."""
+    if not sp.issparse(sample):
+        return ((np.asarray(sample, dtype=np.float64) - mean) ** 2).sum(axis=0)
+    entries = sample.tocoo()
+    deviations = np.asarray(entries.data, dtype=np.float64) - mean[entries.col]
+    present = np.bincount(entries.col, minlength=mean.size)
+    return np.bincount(entries.col, weights=deviations**2, minlength=mean.size) + (sample.shape[0] - present) * mean**2
 
 
 class ParallelModels:
@@ -331,27 +347,39 @@ class ParallelModels:
         else:
             weights = rng.normal(0.0, hp.init_sigma, (dim, self.columns))
         bias = np.full((1, self.columns), hp.init_bias if hp.use_bias else 0.0)
+        # a column the scaler saw constant is all zeros once centred: its weight is never trained, so it starts at 0
+        # rather than at a random value that folding onto raw features would multiply by the column's value
+        if scaler.constant.size == dim:
+            weights[scaler.constant & (scaler.feature_mean != 0)] = 0.0
         self.params = np.vstack([weights, bias]).astype(np.float32)
         self.inverse_scale = (1.0 / scaler.feature_scale).astype(np.float32)
+        self.mean = scaler.feature_mean.astype(np.float32)
+        self.centred = bool(np.any(self.mean))
         self.shift = (scaler.feature_mean / scaler.feature_scale).astype(np.float32)
 
-    def effective(self, params: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
-        """Weights and bias that act on raw features: W / scale and b - (mean / scale) @ W."""
-        params = self.params if params is None else params
-        weights = params[:-1]
-        return weights * self.inverse_scale[:, None], params[-1] - self.shift @ weights
+    def _centred(self, features):
+        """Dense features minus the scaler's mean, before any product: folded into the product instead, a column
+        such as 1e8 + N(0, 1) left float32 rounding of 1e8-sized terms where its signal was; sparse ones as they
+        are (a sparse channel has no mean shift unless ``unbias_data`` asks for it, then folded)."""
+        if not self.centred or sp.issparse(features):
+            return features
+        return np.asarray(features, dtype=np.float32) - self.mean
 
     def score(self, features, params: np.ndarray | None = None) -> np.ndarray:
         """Every model's scores of a batch (float32), with ``params`` or the current parameters."""
-        weights, bias = self.effective(params)
-        return np.asarray(features @ weights, dtype=np.float32) + bias
+        params = self.params if params is None else params
+        weights = params[:-1] * self.inverse_scale[:, None]
+        if self.centred and sp.issparse(features):
+            return np.asarray(features @ weights, dtype=np.float32) + (params[-1] - self.shift @ params[:-1])
+        return np.asarray(self._centred(features) @ weights, dtype=np.float32) + params[-1]
 
     def gradient(self, features, score_gradient: np.ndarray) -> np.ndarray:
         """Gradient of the summed loss with respect to ``params`` given d(loss)/d(scores)."""
-        raw = features.T @ score_gradient
+        raw = self._centred(features).T @ score_gradient
         column_sums = score_gradient.sum(axis=0)
         weights_gradient = np.asarray(raw, dtype=np.float32) * self.inverse_scale[:, None]
-        weights_gradient -= np.outer(self.shift, column_sums)
+        if self.centred and sp.issparse(features):
+            weights_gradient -= np.outer(self.shift, column_sums)
         return np.vstack([weights_gradient, column_sums[None, :]])
 
 

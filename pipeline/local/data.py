@@ -30,6 +30,7 @@ class DataSource:
     files: list[Path]
     base: Path
     parameters: dict[str, str]
+    skipped: tuple[str, ...] = ()  # what looked like data and is not read, said as a warning each
 
 
 def data_files(path: Path, workdir: Path | None = None) -> tuple[Path, list[Path]]:
@@ -62,8 +63,16 @@ def data_files(path: Path, workdir: Path | None = None) -> tuple[Path, list[Path
     if workdir is not None:
         files = [p for p in files if not p.resolve().is_relative_to(workdir.resolve())]
     if not files:
-        raise DataError(f"no {', '.join(DATA_SUFFIXES)} files in this folder", option="data", value=path)
+        unread = "".join(f"; {entry}: {why}" for entry, why in tables.unread_entries(path)[:5])
+        raise DataError(f"no {', '.join(DATA_SUFFIXES)} files in this folder{unread}", option="data", value=path)
     return path, files
+
+
+def skipped_entries(path: Path) -> tuple[str, ...]:
+    """A warning for each entry of a data folder that looks like data and is not read (``unread_entries``)."""
+    if not path.is_dir():
+        return ()
+    return tuple(f"{entry} is skipped: {why}" for entry, why in tables.unread_entries(path))
 
 
 def user_data(path: Path, label_column: str, predictor_type: str, workdir: Path | None = None) -> DataSource:
@@ -73,7 +82,7 @@ def user_data(path: Path, label_column: str, predictor_type: str, workdir: Path 
     parameters = {"LabelColumn": label_column, "PredictorType": predictor_type}
     if len(files) == 1:
         parameters["ProcessingInstanceCount"] = "1"
-    return DataSource(path.name.split(".")[0] or "data", files, base, parameters)
+    return DataSource(path.name.split(".")[0] or "data", files, base, parameters, skipped_entries(path))
 
 
 def example_data(workdir: Workdir) -> DataSource:

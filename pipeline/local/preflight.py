@@ -35,6 +35,7 @@ from pipeline.core.names import (
     split_fractions,
 )
 from pipeline.definition.parameter_table import TABLE
+from pipeline.definition.service_limits import check_service_limits
 from pipeline.local import expressions
 from pipeline.local.plan import Plan
 
@@ -65,6 +66,7 @@ def _fed_to_linear_learner(plan: Plan) -> set[str]:
 
 def check_parameters(plan: Plan, values: Mapping[str, Any]) -> None:
     """Every check that needs only the definition and the parameter values; ``ParameterError`` naming the parameter."""
+    check_service_limits([(spec.name, spec.type, spec.arguments) for spec in plan.steps.values()], values)
     _check_machine(values)
     _check_hyperparameters(plan, values)
     _check_labels(values)

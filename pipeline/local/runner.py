@@ -106,7 +106,7 @@ class LocalRun:
         rows = None
         if data.staged:  # objects under an InputDataUrl override are in the local S3 already: not pre-scanned
             facts = preflight.check_data(data.files, values)
-            warnings = preflight.scaling_warnings(facts, values)
+            warnings = [*source.skipped, *preflight.scaling_warnings(facts, values)]
             rows = facts.rows
         if self.size_from_data:
             values.update(self.sizes(data, values, requested, rows))

@@ -7,8 +7,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from urllib.parse import urlparse
 
+from containerlib.s3_uri import split_s3_uri
 from pipeline.core.errors import UsageError
 from pipeline.core.files import write_bytes_atomically
 
@@ -16,18 +16,20 @@ from pipeline.core.files import write_bytes_atomically
 def split_uri(uri: str) -> tuple[str, str]:
     """``s3://bucket/a/b`` -> ``("bucket", "a/b")``; anything that is not an s3:// URI, or a key with a ``.`` or
     ``..`` segment (on S3 a literal key, here a step out of the folder: the two would differ), is a UsageError
-    (a ValueError) naming the URI and the form expected."""
-    parsed = urlparse(uri)
-    if parsed.scheme != "s3" or not parsed.netloc:
-        raise UsageError(f"not an S3 URI: {uri!r} (expected s3://bucket/key)", expected="s3://bucket/key")
-    key = parsed.path.lstrip("/")
-    if parsed.netloc in (".", "..") or any(segment in (".", "..") for segment in key.split("/")):
+    (a ValueError) naming the URI and the form expected. The key is the text after the bucket, verbatim: ``?``, ``#``
+    and ``%`` are part of it (``containerlib.s3_uri``)."""
+    try:
+        bucket, key = split_s3_uri(uri)
+    except ValueError as error:
+        raise UsageError(str(error), expected="s3://bucket/key") from None
+    key = key.lstrip("/")  # a folder has no empty names: s3://b//k is the file b/k here, as it always was
+    if bucket in (".", "..") or any(segment in (".", "..") for segment in key.split("/")):
         raise UsageError(
             f"{uri!r}: an S3 URI with a '.' or '..' segment (a key that escapes its prefix here, and names another "
             "object on S3); expected s3://bucket/key with no such segment",
             expected="s3://bucket/key",
         )
-    return parsed.netloc, key
+    return bucket, key
 
 
 @dataclass(frozen=True)

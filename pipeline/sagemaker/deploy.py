@@ -10,8 +10,8 @@ import hashlib
 import uuid
 from dataclasses import dataclass
 from typing import Any
-from urllib.parse import urlparse
 
+from containerlib.s3_uri import split_s3_uri
 from pipeline.definition.config import PipelineConfig
 from pipeline.sagemaker import aws
 
@@ -68,8 +68,8 @@ def _already_exists(error: Any) -> bool:
 
 def _upload(s3: Any, uri: str, content: bytes, kms_key_id: str | None) -> str:
     """PutObject one code file (SSE-KMS with the configured key, if any)."""
-    parsed = urlparse(uri)
-    request: dict[str, Any] = {"Bucket": parsed.netloc, "Key": parsed.path.lstrip("/"), "Body": content}
+    bucket, key = split_s3_uri(uri)
+    request: dict[str, Any] = {"Bucket": bucket, "Key": key, "Body": content}
     if kms_key_id:
         request.update(ServerSideEncryption="aws:kms", SSEKMSKeyId=kms_key_id)
     with aws.call(f"uploading {uri}"):

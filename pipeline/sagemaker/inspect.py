@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
+from containerlib.s3_uri import split_s3_uri
 from pipeline.core.cost import JobCost
 from pipeline.core.errors import LlpipeError, UsageError
 from pipeline.core.names import EVALUATE, REPORT_NAME, StepStatus
@@ -378,7 +379,7 @@ def _read_report(s3: Any, view: ExecutionView, uri: str) -> None:
     """GetObject of evaluation.json (model-quality sections and the gate's)."""
     import json
 
-    bucket, key = uri.removeprefix("s3://").split("/", 1)
+    bucket, key = split_s3_uri(uri)
     with aws.call(f"reading the evaluation report {uri}"):
         body = s3.get_object(Bucket=bucket, Key=key)["Body"].read()
     try:

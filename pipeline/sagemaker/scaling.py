@@ -14,6 +14,7 @@ import re
 from datetime import datetime
 from typing import Any
 
+from containerlib.s3_uri import split_s3_uri
 from pipeline.core.scaling import HostRecord, ScalingRecord
 from pipeline.core.sharding import objects_for_instance
 
@@ -42,7 +43,7 @@ def status_seconds(described: dict[str, Any]) -> dict[str, float]:
 
 def train_objects(s3: Any, uri: str) -> list[str]:
     """The keys under the train channel's S3 prefix, in key order (every page)."""
-    bucket, _, prefix = uri.removeprefix("s3://").partition("/")
+    bucket, prefix = split_s3_uri(uri)
     keys: list[str] = []
     token = None
     while True:

@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
+from containerlib.s3_uri import split_s3_uri
 from pipeline.core.deployment import Version
 from pipeline.core.errors import AwsError
 from pipeline.core.names import RECORDIO, TRANSFORM
@@ -34,8 +35,7 @@ def transform_job(sagemaker: Any, execution_arn: str) -> dict[str, Any]:
 
 
 def _split(uri: str) -> tuple[str, str]:
-    bucket, _, key = uri.removeprefix("s3://").partition("/")
-    return bucket, key
+    return split_s3_uri(uri)
 
 
 def read_object(s3: Any, uri: str) -> bytes:

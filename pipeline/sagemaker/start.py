@@ -16,6 +16,7 @@ from pipeline.core.errors import ParameterError, opt
 from pipeline.core.steps import upstream_steps, walk_steps
 from pipeline.definition.config import PipelineConfig
 from pipeline.definition.parameters import check_overrides
+from pipeline.definition.service_limits import check_definition
 from pipeline.sagemaker import aws
 
 
@@ -93,6 +94,8 @@ def start_request(
             listing = s3_listing(session.client("s3"), url)
         parameters.update(sized_from_listing(declared, parameters, listing))
         parameters[DATA_VERSION] = fingerprint(listing)
+    # what the service would refuse (an instance type outside its enum, a value over 1,024 characters), said now
+    check_definition(definition, parameters)
     request: dict[str, Any] = {"PipelineName": config.pipeline_name}
     if parameters:
         request["PipelineParameters"] = [{"Name": name, "Value": str(value)} for name, value in parameters.items()]

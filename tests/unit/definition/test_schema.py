@@ -259,11 +259,18 @@ def test_s3_sample_reads_the_first_bytes_of_each_object(s3: Any) -> None:
     assert decision.document["label_values"] == ["No", "Yes"]
 
 
-def test_s3_sample_of_a_large_parquet_reads_footer_and_first_row_group_by_ranges(s3: Any) -> None:
+@pytest.mark.parametrize(
+    ("max_bytes", "expected"), [(200_000, [0, 5, 10, 15, 20, 24, 29, 34, 39]), (100_000, [0, 39]), (80_000, [0])]
+)
+def test_s3_sample_of_a_large_parquet_reads_footer_and_row_groups_spread_over_it_by_ranges(
+    s3: Any, max_bytes: int, expected: list[int]
+) -> None:
+    """Row groups as many as the byte budget holds, from the first to the last (a first row group of one class
+    decided the label values); each is one ranged GetObject of its column chunks."""
     client, stubber = s3
-    frame = default_table(40000)
+    frame = default_table(40000).sort_values("default", kind="stable")  # No rows first: the first groups hold no Yes
     data = io.BytesIO()
-    frame.to_parquet(data, index=False, row_group_size=1000)  # many row groups: the sample reads only the first
+    frame.to_parquet(data, index=False, row_group_size=1000)
     data = data.getvalue()
     stubber.add_response(
         "list_objects_v2",
@@ -280,22 +287,24 @@ def test_s3_sample_of_a_large_parquet_reads_footer_and_first_row_group_by_ranges
         )
         requested.append((start, end))
 
-    # pyarrow reads the 8-byte tail, then the footer, then the first row group's column chunks: queue what it asks for
+    # pyarrow reads the 8-byte tail, then the footer, then each row group's column chunks: queue what it asks for
     import pyarrow.parquet as pq
 
     metadata = pq.ParquetFile(io.BytesIO(data)).metadata
     footer_length = int.from_bytes(data[-8:-4], "little")
-    group = metadata.row_group(0)
-    starts = [
-        min(x for x in (group.column(c).dictionary_page_offset, group.column(c).data_page_offset) if x)
-        for c in range(group.num_columns)
-    ]
     tail = max(len(data) - 64 * 1024, 0)
     respond(tail, len(data))  # pyarrow reads a 64 KiB tail holding the footer
-    respond(min(starts), min(starts) + sum(group.column(c).total_compressed_size for c in range(group.num_columns)))
-    sample = sample_s3(client, "s3://data/t", rows=100, max_objects=4, max_bytes=200_000)
+    for index in expected:
+        group = metadata.row_group(index)
+        columns = [group.column(c) for c in range(group.num_columns)]
+        start = min(min(x for x in (c.dictionary_page_offset, c.data_page_offset) if x) for c in columns)
+        if start < tail:  # a row group inside the tail already read is not asked for again
+            respond(start, start + sum(c.total_compressed_size for c in columns))
+    sample = sample_s3(client, "s3://data/t", rows=100, max_objects=4, max_bytes=max_bytes)
     assert len(sample.frames[0]) == 100 and footer_length < 64 * 1024
     assert sample.bytes_read == sum(end - start for start, end in requested) < len(data)
+    assert ("Yes" in set(sample.frames[0]["default"])) == (len(expected) > 1)
+    stubber.assert_no_pending_responses()
 
 
 # ------------------------------------------------------------------------------------------------ start --dry-run
@@ -463,5 +472,5 @@ def test_a_first_row_group_over_the_byte_budget_is_refused_with_the_fix(s3: Any)
         {"Body": body(data[tail:])},
         {"Bucket": "data", "Key": "t.pq", "Range": f"bytes={tail}-{len(data) - 1}"},
     )
-    with pytest.raises(SchemaError, match=r"t\.pq: sampling its first row group needs more than 70000 bytes; raise"):
+    with pytest.raises(SchemaError, match=r"t\.pq: sampling a row group needs more than 70000 bytes; raise"):
         sample_s3(client, "s3://data/t", rows=10, max_bytes=70_000)
