@@ -8,6 +8,7 @@ from typing import Any
 
 from containerlib.names import METRICS_SECTIONS, PREDICTOR_TYPES, SKLEARN_BASELINE
 from containerlib.predictions import Pairing, iter_scored, pair_predictions, score_kind
+from containerlib.row_ids import has_ids
 from evaluation import EvaluationError
 from evaluation.baseline import (
     Shard,
@@ -20,6 +21,7 @@ from evaluation.baseline import (
 )
 from evaluation.collect import MAX_EXACT_RECORDS, Collected, collect
 from evaluation.gate import GateSettings, compare_with_champion
+from evaluation.predictions_file import TEST_ROWS, PredictionsWithIds
 from evaluation.report import build_report, label_names, summary_parts, write_report
 
 DEFAULT_BOOTSTRAP_ROUNDS = 30
@@ -56,7 +58,36 @@ def evaluate(
     kind = score_kind(predictor_type, loss)
     pairing = pair_predictions(predictions_dir, test_dir)
     chunks = iter_scored(pairing, predictor_type, kind)
-    challenger = collect(chunks, predictor_type, kind, len(pairing.shards), bootstrap_rounds, seed, max_exact)
+    with_ids = None
+    if has_ids(summary_dir, [relative for _, relative, _ in pairing.shards]):
+        assert summary_dir is not None
+        with_ids = PredictionsWithIds(summary_dir, output_dir, predictor_type)
+        chunks = with_ids.through(chunks)
+    try:
+        challenger = collect(chunks, predictor_type, kind, len(pairing.shards), bootstrap_rounds, seed, max_exact)
+        return _report(challenger, pairing, with_ids, output_dir, predictor_type, bootstrap_rounds, seed, summary_dir,
+                       gate, train_dir, train_uri, region)  # fmt: skip
+    except BaseException:
+        if with_ids is not None:
+            with_ids.discard()
+        raise
+
+
+def _report(
+    challenger: Collected,
+    pairing: Pairing,
+    with_ids: PredictionsWithIds | None,
+    output_dir: Path,
+    predictor_type: str,
+    bootstrap_rounds: int,
+    seed: int,
+    summary_dir: Path | None,
+    gate: GateSettings | None,
+    train_dir: Path | None,
+    train_uri: str | None,
+    region: str | None,
+) -> dict[str, Any]:
+    """The report of the challenger's records: metrics, baseline, champion and gate; written with the predictions."""
     names = label_names(summary_dir)  # also checks that every Preprocess host built the same layout
     names = names if predictor_type != "regressor" else None
     report = build_report(challenger, predictor_type, bootstrap_rounds, seed, names)
@@ -67,6 +98,8 @@ def evaluate(
         )
     if gate is not None:
         compare_with_champion(report, challenger, pairing, predictor_type, gate, bootstrap_rounds, seed)
+    if with_ids is not None:
+        report[TEST_ROWS] = with_ids.finish()
     write_report(report, output_dir)
     return report
 

@@ -13,28 +13,31 @@ import pandas as pd
 
 from containerlib.encoding import BadNumber, encode_features, numeric_block
 from containerlib.recordio.writer import dense_layout
+from containerlib.row_ids import row_ids
 from containerlib.tables.chunks import Chunk, read_chunks
 from containerlib.tables.header import read_header
 from preprocessing import PreprocessError
-from preprocessing.hashing import assign_splits, hash_texts, row_hashes
+from preprocessing.hashing import SPLIT_CODES, assign_splits, hash_texts, raw_row_hashes
 from preprocessing.labels import LabelSpec, encode_labels
 from preprocessing.layout import Schema, check_columns
 from preprocessing.values import RowLocator, describe_missing, show
 
 
 def iter_chunks(
-    path: Path, schema: Schema, chunk_rows: int, name: str | None = None
+    path: Path, schema: Schema, chunk_rows: int, name: str | None = None, source: str | None = None
 ) -> Iterator[tuple[RowLocator, Chunk]]:
-    """The used columns of one file, ``chunk_rows`` rows at a time; errors name the file as ``name`` (default: its
-    path)."""
+    """The used columns of one file (with every column's raw text unless the id column decides the split),
+    ``chunk_rows`` rows at a time; errors name the file as ``name`` (default: its path), row ids as ``source``
+    (default: its file name)."""
     name = name or str(path)
     header = read_header(path, name)
     check_columns(name, header, schema)
     first_row = 1
     try:
         text = schema.text_columns + ([schema.label_column] if schema.label_as_text else [])
-        for chunk in read_chunks(path, header, schema.used_columns, text, schema.numeric_columns, chunk_rows):
-            yield RowLocator(name, first_row, path), chunk
+        raw = not schema.id_column  # without an id, a row's split is decided from its raw cells
+        for chunk in read_chunks(path, header, schema.used_columns, text, schema.numeric_columns, chunk_rows, raw):
+            yield RowLocator(name, first_row, path, source or path.name), chunk
             first_row += len(chunk)
     except (OSError, ValueError, UnicodeDecodeError, pd.errors.ParserError) as error:
         after = f" after data row {first_row - 1}" if first_row > 1 else ""
@@ -50,6 +53,7 @@ class Converted:
     split: np.ndarray  # uint8 split code per row
     dropped: int
     category_hashes: dict[str, np.ndarray] = field(default_factory=dict)  # column -> hashes of its distinct values
+    test_ids: list[str] = field(default_factory=list)  # the row id of each test row, in order: one JSON line each
 
 
 def convert_chunk(
@@ -96,11 +100,17 @@ def convert_chunk(
             )
         hashes = hash_texts(ids, seed)
     else:
-        hashes = row_hashes(features, label_values, seed)
+        hashes = raw_row_hashes(chunk.raw, seed)[keep]
+    split = assign_splits(hashes, fractions)
+    test = split == SPLIT_CODES["test"]
+    if schema.id_column:
+        test_ids = row_ids(ids[test].astype(str).tolist())
+    else:
+        test_ids = row_ids(None, where.source, (where.first_row + np.flatnonzero(keep)[test]).tolist())
     # encoded here, once: the shards then only gather and write whole frames (rows are never copied twice); every
     # value is finite by now (non-finite features and labels were missing, handled above), so no check is needed
     frames = dense_layout(schema.feature_dim, labelled=True).frames(features, label_values, check=False)
-    return Converted(frames, label_values, assign_splits(hashes, fractions), int(n - keep.sum()), category_hashes)
+    return Converted(frames, label_values, split, int(n - keep.sum()), category_hashes, test_ids)
 
 
 def _bad_number(where: RowLocator) -> BadNumber:

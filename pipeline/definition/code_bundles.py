@@ -31,21 +31,27 @@ def _modules(folder: str, *names: str) -> tuple[str, ...]:
 
 
 # what both jobs take from the container library, and what only Preprocess does (tables) or Evaluate (predictions)
-SHARED = _modules("containerlib", "names", "errors", "hosts", "exit_message", "stop_signals")
+SHARED = _modules("containerlib", "names", "errors", "hosts", "exit_message", "stop_signals", "row_ids", "stable_hash")
 CONTENT_TYPES = _modules("containerlib", "content_types")
 RECORDIO = _modules(
     "containerlib/recordio", "wire", "varints", "writer", "framing", "fast_decode", "protobuf", "reader"
 )
 TABLES = (
-    *_modules("containerlib", "prefetch", "stable_hash", "encoding"),
-    *_modules("containerlib/tables", "files", "header", "csv_reader", "parquet_reader", "parquet_types", "chunks"),
+    *_modules("containerlib", "prefetch", "encoding"),
+    *_modules(
+        "containerlib/tables", "files", "header", "csv_reader", "parquet_reader", "parquet_types", "chunks", "raw"
+    ),
 )
 PREPROCESS = _modules(
     "preprocessing", "command", "settings", "job", "inputs", "layout", "labels", "values", "conversion", "hashing",
-    "stats", "shards", "summary", "transaction", "baseline", "model_data",
+    "stats", "shards", "summary", "transaction", "baseline", "model_data", "test_split",
+)  # fmt: skip
+EVALUATION = _modules(
+    "evaluation", "command", "job", "metrics", "report", "gate", "champion", "baseline", "collect", "sketch",
+    "predictions_file",
 )  # fmt: skip
 EVALUATE = (
-    *_modules("evaluation", "command", "job", "metrics", "report", "gate", "champion", "baseline", "collect", "sketch"),
+    *EVALUATION,
     *_modules("containerlib/linear_learner", "model", "responses"),
     *CONTENT_TYPES,
 )
