@@ -230,13 +230,20 @@ def compare(
     config: PathLike | None = None,
     **settings: Any,
 ) -> pd.DataFrame:
-    """Two executions side by side: status, parameters, metrics (value ± standard deviation), gate, model package;
-    a column per execution, a row per item, and a ``differs`` column. Executions or their ids."""
-    from pipeline.api.comparison import side_by_side
+    """Two executions side by side: status, parameters, metrics (value ± standard deviation), gate, model package,
+    test rows; a column per execution, a row per item, and a ``differs`` column. Executions or their ids. When the
+    two were scored on different test rows (or one cannot say), a
+    :class:`~pipeline.api.comparison.NotComparableWarning` says so, and ``attrs["warning"]`` holds the same words."""
+    import warnings
+
+    from pipeline.api.comparison import NotComparableWarning, side_by_side
 
     def resolve(item: Execution | str) -> Execution:
         if isinstance(item, str):
             return get_execution(item, sagemaker=sagemaker, workdir=workdir, config=config, **settings)
         return item
 
-    return side_by_side(resolve(first), resolve(second))
+    frame = side_by_side(resolve(first), resolve(second))
+    if frame.attrs.get("warning"):
+        warnings.warn(frame.attrs["warning"], NotComparableWarning, stacklevel=2)
+    return frame

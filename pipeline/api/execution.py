@@ -23,6 +23,7 @@ from pipeline.core.names import (
     GATE,
     METRIC_THRESHOLD,
     METRICS_SECTIONS,
+    PREPROCESS,
     QUALITY_GATE,
     REGISTER,
     REGRESSOR,
@@ -140,14 +141,18 @@ def steps_frame(rows: list[dict[str, Any]]) -> pd.DataFrame:
     return frame
 
 
-def predictions_frame(predictions_dir: Path, test_dir: Path, predictor_type: str) -> pd.DataFrame:
-    """The test rows as Evaluate scored them: label, score (one column per class for multiclass), predicted label.
+def predictions_frame(
+    predictions_dir: Path, test_dir: Path, predictor_type: str, summary_dir: Path | None = None
+) -> pd.DataFrame:
+    """The test rows as Evaluate scored them: the row id of each (``id``, or ``file`` and ``row``: the input row it
+    came from, when Preprocess's ``summary_dir`` holds the ids), label, score (one column per class for
+    multiclass), predicted label.
 
     Reads the batch transform's ``.out`` files and the RecordIO-protobuf test shards with the reader the Evaluate
     job uses (the container library's), so the rows are exactly the ones the report was computed on, in order."""
     import pandas as pd
 
-    from containerlib.predictions import PredictionsError, load_scored
+    from containerlib.predictions import PredictionsError, find_test_shards, load_scored
 
     try:
         scored = load_scored(predictions_dir, test_dir, predictor_type)
@@ -161,7 +166,27 @@ def predictions_frame(predictions_dir: Path, test_dir: Path, predictor_type: str
         columns["score"] = scored.scores
     if scored.predicted_labels is not None:
         columns["predicted_label"] = scored.predicted_labels
-    return pd.DataFrame(columns)
+    frame = pd.DataFrame(columns)
+    names = [shard.relative_to(test_dir).as_posix() for shard in find_test_shards(test_dir)]
+    ids = _row_ids_frame(summary_dir, names)
+    if ids is None or len(ids) != len(frame):
+        return frame
+    return pd.concat([ids, frame], axis=1)
+
+
+def _row_ids_frame(summary_dir: Path | None, shard_names: list[str]) -> pd.DataFrame | None:
+    """The row ids of the test shards' records, in their order (None when Preprocess wrote none)."""
+    import pandas as pd
+
+    from containerlib.row_ids import has_ids, ids_file
+
+    if summary_dir is None or not has_ids(summary_dir, shard_names):
+        return None
+    rows: list[dict[str, Any]] = []
+    for name in shard_names:
+        with ids_file(summary_dir, name).open(encoding="utf-8") as lines:
+            rows.extend(json.loads(line) for line in lines if line.strip())
+    return pd.DataFrame(rows)
 
 
 class Execution:
@@ -456,7 +481,8 @@ class LocalExecution(Execution):
         return render_drift_plots(current or {}, baseline or {}, view["violations"], folder)
 
     def predictions(self) -> pd.DataFrame:
-        """The test rows the Transform step scored: label, score(s) and predicted label (not for regression)."""
+        """The test rows the Transform step scored: row id (``id``, or ``file`` and ``row``), label, score(s) and
+        predicted label (not for regression)."""
         transform = self.record.steps.get(TRANSFORM)
         if transform is None or transform.status != StepStatus.SUCCEEDED:
             state = transform.status if transform else "absent"
@@ -464,4 +490,8 @@ class LocalExecution(Execution):
         test_uri = transform.properties["TransformInput"]["DataSource"]["S3DataSource"]["S3Uri"]
         output_uri = transform.properties["TransformOutput"]["S3OutputPath"]
         predictor_type = str(self.record.parameters.get("PredictorType", REGRESSOR))
-        return predictions_frame(self.s3.path(output_uri), self.s3.path(test_uri), predictor_type)
+        preprocess = self.record.steps.get(PREPROCESS)
+        outputs = preprocess.properties.get("ProcessingOutputConfig", {}).get("Outputs", []) if preprocess else []
+        summary_uri = next((o["S3Output"]["S3Uri"] for o in outputs if o.get("OutputName") == "summary"), None)
+        summary_dir = self.s3.path(summary_uri) if summary_uri else None
+        return predictions_frame(self.s3.path(output_uri), self.s3.path(test_uri), predictor_type, summary_dir)

@@ -48,6 +48,7 @@ API = {
         "upsert",
     ],
     "pipeline.api.comparison": [
+        "NotComparableWarning",
         "abandoned_reason",
         "baseline_label",
         "changed_parameters",
@@ -57,6 +58,8 @@ API = {
         "recent_executions",
         "side_by_side",
         "summary_row",
+        "test_rows_label",
+        "test_rows_warning",
     ],
     "pipeline.api.dag": ["Dag", "StepState", "definition_dag", "execution_dag"],
     "pipeline.api.dag_svg": ["Box", "duration_text", "place", "render_svg"],
