@@ -40,7 +40,8 @@ def raw_row_hashes(raw: Any, seed: int) -> np.ndarray:
     hash alike (and so share a split).
 
     Vectorised over the chunk: each cell's bytes 8 at a time (unaligned little-endian words, the bytes past its end
-    masked off), then its length (a null: a length no text has), SplitMix64's finaliser after each column."""
+    masked off; h = xorshift((h ^ word) * M)), then its length (a null: a length no text has) and SplitMix64's
+    finaliser."""
     n = raw.num_rows
     h = _mix(np.full(n, np.uint64(seed & 0xFFFFFFFFFFFFFFFF), dtype=np.uint64))
     scratch = np.empty(n, dtype=np.uint64)
@@ -74,8 +75,13 @@ def _mix_text(h: np.ndarray, column: Any, scratch: np.ndarray) -> None:
     for at in range(0, int(lengths.max()), 8):
         word = np.take(windows, starts + at, axis=0, mode="clip").view("<u8").reshape(n)
         word &= _BYTE_MASKS[np.clip(lengths - at, 0, 8)]
+        # only the cells with bytes left change: a cell's hash never depends on the chunk's longest cell
+        active = lengths > at
         h ^= word
-        _mix_in_place(h, scratch)
+        h *= np.where(active, _M1, np.uint64(1))
+        np.right_shift(h, np.uint64(29), out=scratch)
+        scratch &= np.negative(active.astype(np.uint64))  # all ones where active, zero elsewhere
+        h ^= scratch
     marks = lengths.astype(np.uint64)
     if array.null_count:
         marks[array.is_null().to_numpy(zero_copy_only=False)] = _NULL

@@ -20,7 +20,7 @@ from typing import Any
 
 import pandas as pd
 
-from containerlib.tables.csv_reader import ARROW_RANGE_BYTES, _line_ranges
+from containerlib.tables import csv_reader
 from containerlib.tables.files import is_parquet
 
 
@@ -46,7 +46,7 @@ def _csv_raw(path: Path, header: list[str], chunk_rows: int) -> Iterator[Any]:
     done = 0
     read = pacsv.ReadOptions()
     try:
-        for lines in _line_ranges(path, ARROW_RANGE_BYTES):
+        for lines in csv_reader._line_ranges(path, csv_reader.ARROW_RANGE_BYTES):  # the typed reader's ranges
             table = pacsv.read_csv(lines, read_options=read, convert_options=convert)
             if done == 0 and read.column_names == []:  # the first range, with the header line
                 if table.schema.names != list(header):
