@@ -39,16 +39,16 @@ def raw_row_hashes(raw: Any, seed: int) -> np.ndarray:
     in the order of their names (files may order them differently), each mixed in with its name; identical raw rows
     hash alike (and so share a split).
 
-    Vectorised over the chunk: each cell's bytes 8 at a time (unaligned little-endian words, the bytes past its end
-    masked off; h = xorshift((h ^ word) * M)), then its length (a null: a length no text has) and SplitMix64's
-    finaliser."""
+    Vectorised over the chunk, a few numpy passes per 8 bytes of a column: each cell's bytes 8 at a time
+    (unaligned little-endian words, the bytes past its end masked off: h = xorshift((h ^ word) * M1), only while the
+    cell has bytes left), then its length and its column's name (a null: a length no text has), h = xorshift(h * M2);
+    SplitMix64's finaliser at the end."""
     n = raw.num_rows
     h = _mix(np.full(n, np.uint64(seed & 0xFFFFFFFFFFFFFFFF), dtype=np.uint64))
     scratch = np.empty(n, dtype=np.uint64)
     for name in sorted(raw.column_names):
-        h ^= np.uint64(stable_hash64(name))
-        _mix_in_place(h, scratch)
-        _mix_text(h, raw.column(name), scratch)
+        _mix_text(h, raw.column(name), np.uint64(stable_hash64(name)), scratch)
+    _mix_in_place(h, scratch)
     return h
 
 
@@ -56,8 +56,9 @@ _BYTE_MASKS = np.array([(1 << (8 * count)) - 1 for count in range(9)], dtype=np.
 _NULL = np.uint64(1 << 63)  # mixed in as the length of a null cell
 
 
-def _mix_text(h: np.ndarray, column: Any, scratch: np.ndarray) -> None:
-    """Mix one text (or binary) column's cells into the row hashes ``h``, in place."""
+def _mix_text(h: np.ndarray, column: Any, name: np.uint64, scratch: np.ndarray) -> None:
+    """Mix one text (or binary) column's cells, then their lengths and the column's ``name`` hash, into the row
+    hashes ``h``, in place."""
     import pyarrow as pa
 
     array = column.combine_chunks() if isinstance(column, pa.ChunkedArray) else column
@@ -68,25 +69,47 @@ def _mix_text(h: np.ndarray, column: Any, scratch: np.ndarray) -> None:
     offsets = np.frombuffer(offsets_buffer, dtype="<i4", count=n + 1, offset=4 * array.offset).astype(np.int64)
     lengths = offsets[1:] - offsets[:-1]
     data = np.frombuffer(data_buffer, dtype=np.uint8) if data_buffer is not None else np.empty(0, dtype=np.uint8)
-    padded = np.zeros(int(offsets[-1]) - int(offsets[0]) + 8, dtype=np.uint8)  # 8 zero bytes past the last cell
-    padded[: len(padded) - 8] = data[offsets[0] : offsets[-1]]
-    windows = np.lib.stride_tricks.as_strided(padded, shape=(len(padded) - 7, 8), strides=(1, 1), writeable=False)
-    starts = offsets[:-1] - offsets[0]
-    for at in range(0, int(lengths.max()), 8):
-        word = np.take(windows, starts + at, axis=0, mode="clip").view("<u8").reshape(n)
+    first, last = int(offsets[0]), int(offsets[-1])
+    shortest, longest = int(lengths.min()), int(lengths.max())
+    if shortest == longest == 8:  # fixed 8-byte cells (a Parquet float column): the words are the data itself
+        words = [np.frombuffer(data[first:last].tobytes(), dtype="<u8")]
+    else:
+        padded = np.zeros(last - first + 8, dtype=np.uint8)  # 8 zero bytes past the last cell
+        padded[: last - first] = data[first:last]
+        # the 8 bytes from every position, as unaligned words: gathered 8 bytes at a time
+        windows = np.ndarray(shape=(len(padded) - 7,), dtype="<u8", buffer=padded, strides=(1,))
+        starts = offsets[:-1] - first
+        words = (np.take(windows, starts + at, mode="clip") for at in range(0, longest, 8))
+    for number, word in enumerate(words):
+        at = 8 * number
+        if shortest >= at + 8:  # every cell fills this word
+            _mix_word(h, word, _M1, scratch)
+            continue
         word &= _BYTE_MASKS[np.clip(lengths - at, 0, 8)]
+        if shortest > at:  # every cell has bytes in this word
+            _mix_word(h, word, _M1, scratch)
+            continue
         # only the cells with bytes left change: a cell's hash never depends on the chunk's longest cell
         active = lengths > at
-        h ^= word
-        h *= np.where(active, _M1, np.uint64(1))
-        np.right_shift(h, np.uint64(29), out=scratch)
-        scratch &= np.negative(active.astype(np.uint64))  # all ones where active, zero elsewhere
-        h ^= scratch
+        _mix_word(h, word, np.where(active, _M1, np.uint64(1)), scratch, np.negative(active.astype(np.uint64)))
     marks = lengths.astype(np.uint64)
     if array.null_count:
         marks[array.is_null().to_numpy(zero_copy_only=False)] = _NULL
-    h ^= marks
-    _mix_in_place(h, scratch)
+    marks ^= name
+    _mix_word(h, marks, _M2, scratch)
+
+
+def _mix_word(
+    h: np.ndarray, word: np.ndarray, multiplier: Any, scratch: np.ndarray, keep: np.ndarray | None = None
+) -> None:
+    """h = xorshift((h ^ word) * multiplier), in place; where ``keep`` (a bit mask per row) is 0 the xorshift is
+    left out (with multiplier 1 and word 0, such a row is unchanged)."""
+    h ^= word
+    h *= multiplier
+    np.right_shift(h, np.uint64(29), out=scratch)
+    if keep is not None:
+        scratch &= keep
+    h ^= scratch
 
 
 def _mix_in_place(h: np.ndarray, scratch: np.ndarray) -> None:
