@@ -9,6 +9,7 @@ from pathlib import PurePosixPath
 from typing import Any
 
 from containerlib.encoding import FeatureLayout
+from containerlib.feature_names import feature_names_in_model_order
 from preprocessing import PreprocessError
 from preprocessing.settings import Settings
 
@@ -34,13 +35,8 @@ class Schema:
 
     @property
     def feature_names(self) -> list[str]:
-        names: list[str] = []
-        for column in self.feature_columns:
-            if column in self.categorical_columns:
-                names.extend(f"{column}#{bucket}" for bucket in range(self.hash_buckets))
-            else:
-                names.append(column)
-        return names
+        """Every feature's name in model order (:func:`containerlib.feature_names.feature_names_in_model_order`)."""
+        return feature_names_in_model_order(self.layout)
 
     @property
     def feature_offsets(self) -> dict[str, int]:

@@ -48,6 +48,7 @@ __all__ = [
     "LocalExecution",
     "NoResultsError",
     "baseline_view",
+    "coefficients_frame",
     "metrics_frame",
     "predictions_frame",
     "seconds_between",
@@ -113,6 +114,34 @@ def baseline_view(report: dict[str, Any] | None) -> dict[str, Any] | None:
         "difference": difference,
         "below_baseline": difference is not None and difference < 0,
     }
+
+
+BIAS = "(bias)"
+
+
+def coefficients_frame(report: dict[str, Any] | None) -> pd.DataFrame:
+    """The model's coefficients from the report's ``coefficients`` section: a row per feature (its name: a numeric
+    column's, ``column#bucket`` for a hashed one), largest standardised weight first, then the bias (``(bias)``);
+    columns ``feature``, ``weight``, ``standard_deviation`` (the feature's, on the baseline's train sample) and
+    ``standardised_weight`` (weight x standard deviation). Multiclass: ``weight_<k>`` and
+    ``standardised_weight_<k>`` per class. Empty without the section (an older report)."""
+    import pandas as pd
+
+    section = (report or {}).get("coefficients")
+    if not isinstance(section, dict):
+        return pd.DataFrame(columns=["feature", "weight", "standard_deviation", "standardised_weight"])
+    rows = [*section.get("features", []), {"feature": BIAS, "weight": section.get("bias")}]
+    flat = []
+    for row in rows:
+        item: dict[str, Any] = {"feature": row["feature"]}
+        for key in ("weight", "standard_deviation", "standardised_weight"):
+            value = row.get(key)
+            if isinstance(value, list):
+                item.update({f"{key}_{index}": number for index, number in enumerate(value)})
+            else:
+                item[key] = value
+        flat.append(item)
+    return pd.DataFrame(flat)
 
 
 def _number(value: Any) -> float | None:
@@ -269,6 +298,11 @@ class Execution:
     def metrics(self) -> pd.DataFrame:
         """The model-quality metrics of the test split, with bootstrap standard deviations (:func:`metrics_frame`)."""
         return metrics_frame(self.report)
+
+    def coefficients(self) -> pd.DataFrame:
+        """The model's weight per feature (per original column, and per hash bucket of a text column) and its bias,
+        on the raw and the standardised scale, largest first (:func:`coefficients_frame`)."""
+        return coefficients_frame(self.report)
 
     @property
     def gate(self) -> dict[str, Any] | None:

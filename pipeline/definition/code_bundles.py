@@ -37,7 +37,7 @@ RECORDIO = _modules(
     "containerlib/recordio", "wire", "varints", "writer", "framing", "fast_decode", "protobuf", "reader"
 )
 TABLES = (
-    *_modules("containerlib", "prefetch", "encoding"),
+    *_modules("containerlib", "prefetch", "encoding", "feature_names"),
     *_modules(
         "containerlib/tables", "files", "header", "csv_reader", "parquet_reader", "parquet_types", "chunks", "raw"
     ),
@@ -48,7 +48,7 @@ PREPROCESS = _modules(
 )  # fmt: skip
 EVALUATION = _modules(
     "evaluation", "command", "job", "metrics", "report", "gate", "champion", "baseline", "collect", "sketch",
-    "predictions_file",
+    "predictions_file", "coefficients",
 )  # fmt: skip
 EVALUATE = (
     *EVALUATION,

@@ -71,6 +71,7 @@ API = {
         "LocalExecution",
         "NoResultsError",
         "baseline_view",
+        "coefficients_frame",
         "metrics_frame",
         "predictions_frame",
         "seconds_between",

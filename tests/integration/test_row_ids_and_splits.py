@@ -15,6 +15,9 @@ import pytest
 from support.settings import fast
 
 import pipeline
+from containerlib.encoding import category_text
+from containerlib.stable_hash import stable_hash64
+from pipeline import cli
 from pipeline.api.comparison import NotComparableWarning
 from pipeline.api.execution import LocalExecution
 from pipeline.definition.config import load_config
@@ -122,6 +125,36 @@ def test_encoding_parameters_leave_the_test_rows_and_each_prediction_joins_back_
     with pytest.warns(NotComparableWarning, match="scored on different test rows: .*not comparable"):
         other = pipeline.compare(first, dropped)
     assert other.loc["test rows", "differs"]
+
+
+def test_the_coefficients_name_the_weights_that_made_each_prediction(
+    built: LocalRun, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The report's weights, looked up by feature name (numbers by column, a text value by its hash bucket), give
+    back every score of predictions.jsonl; execution show and the API list them."""
+    frame = table().drop(columns="key")
+    where = write_files(frame, tmp_path / "data")
+    execution = run(built, tmp_path / "work", tmp_path / "data", CategoricalColumns="colour", HashBuckets=4,
+                    MissingValues="zero")  # fmt: skip
+    coefficients = execution.coefficients().set_index("feature")
+    assert {"x", "size", "(bias)"} <= set(coefficients.index)
+    assert {name for name in coefficients.index if name.startswith("colour#")} <= {f"colour#{b}" for b in range(4)}
+    assert coefficients.loc["x", "standardised_weight"] == pytest.approx(
+        coefficients.loc["x", "weight"] * coefficients.loc["x", "standard_deviation"]
+    )
+    weight = coefficients["weight"].to_dict()
+    for line in predictions_file(execution):
+        row = frame.iloc[where[line["file"], line["row"]]]
+        bucket = stable_hash64(f"colour={category_text(row['colour'])}") % 4
+        x = 0.0 if np.isnan(row["x"]) else row["x"]  # MissingValues=zero
+        margin = weight["(bias)"] + weight["size"] * row["size"] + weight["x"] * x + weight[f"colour#{bucket}"]
+        assert line["score"] == pytest.approx(1 / (1 + np.exp(-margin)), abs=1e-5)
+
+    assert cli.main(["execution", "show", execution.id, "--workdir", str(tmp_path / "work")]) == 0
+    shown = capsys.readouterr().out
+    assert "Coefficients: the" in shown and "(bias)" in shown
+    top = str(coefficients.drop(index="(bias)")["standardised_weight"].abs().idxmax())
+    assert top in shown
 
 
 def test_with_an_id_column_each_prediction_carries_its_value(built: LocalRun, tmp_path: Path) -> None:
