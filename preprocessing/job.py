@@ -122,7 +122,7 @@ def _convert_all(
     memory_bytes = settings.shuffle_memory_bytes
     dealt_counts = {split: count for split, count in shard_counts.items() if split != "test"}
     shards = ShardBuffer(transaction.work_dir, schema.feature_dim, dealt_counts, settings.seed, host, memory_bytes)
-    test_split = TestSplitWriter(transaction.work_dir, host)
+    test_split = TestSplitWriter(transaction.work_dir, host, settings.seed)
     baseline = BaselineSample(schema, settings.baseline_rows, settings.seed, host)
     started = time.monotonic()
 
