@@ -58,6 +58,9 @@ def read_chunks(
     (:func:`~containerlib.tables.raw.raw_pieces`, read on the same thread). A file that cannot be read raises what
     its reader raised (OSError, ValueError, UnicodeDecodeError, pandas' ParserError)."""
     if is_parquet(path):
+        if raw:  # one read of the file gives both
+            paired = (_WithRaw(table, whole) for table, whole in parquet_pieces(path, columns, text, chunk_rows, True))
+            return as_chunks(prefetched(paired), text, numeric)
         pieces = parquet_pieces(path, columns, text, chunk_rows)
     else:
         pieces = csv_pieces(path, header, columns, text, chunk_rows)
