@@ -19,9 +19,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TextIO
 
+from containerlib.errors import InputError
 from containerlib.stable_hash import stable_hash64
 
 IDS_SUFFIX = ".ids.jsonl"
+
+
+class RowIdsError(InputError):
+    """A test shard's ids file does not line up with its records: the message names the file and the shard."""
 
 
 def ids_file(summary_dir: Path, shard_name: str) -> Path:
@@ -70,8 +75,9 @@ class RowIdReader:
         assert self.lines is not None
         taken = [line.rstrip("\n") for line in itertools.islice(self.lines, count)]
         if len(taken) < count:
-            raise ValueError(
-                f"{ids_file(self.summary_dir, shard)} ends after fewer ids than test shard {shard} has records"
+            raise RowIdsError(
+                f"{ids_file(self.summary_dir, shard)} ends after fewer ids than test shard {shard} has records: "
+                "the ids and the test shards must come from the same Preprocess run"
             )
         return taken
 
