@@ -32,7 +32,7 @@ from preprocessing.settings import Settings
 from preprocessing.shards import ShardBuffer, write_shards
 from preprocessing.stats import CategoryStats, SplitStats
 from preprocessing.summary import build_summary, merge_summaries
-from preprocessing.test_split import TestSplitWriter
+from preprocessing.testset import TestSetWriter
 from preprocessing.transaction import OutputTransaction
 from preprocessing.values import RowLocator
 
@@ -122,7 +122,7 @@ def _convert_all(
     memory_bytes = settings.shuffle_memory_bytes
     dealt_counts = {split: count for split, count in shard_counts.items() if split != "test"}
     shards = ShardBuffer(transaction.work_dir, schema.feature_dim, dealt_counts, settings.seed, host, memory_bytes)
-    test_split = TestSplitWriter(transaction.work_dir, host, settings.seed)
+    test_split = TestSetWriter(transaction.work_dir, host, settings.seed)
     baseline = BaselineSample(schema, settings.baseline_rows, settings.seed, host)
     started = time.monotonic()
 

@@ -44,7 +44,7 @@ TABLES = (
 )
 PREPROCESS = _modules(
     "preprocessing", "command", "settings", "job", "inputs", "layout", "labels", "values", "conversion", "hashing",
-    "stats", "shards", "summary", "transaction", "baseline", "model_data", "test_split",
+    "stats", "shards", "summary", "transaction", "baseline", "model_data", "testset",
 )  # fmt: skip
 EVALUATION = _modules(
     "evaluation", "command", "job", "metrics", "report", "gate", "champion", "baseline", "collect", "sketch",

@@ -16,7 +16,7 @@ from containerlib.row_ids import IDS_SUFFIX
 from preprocessing.hashing import SPLIT_CODES
 
 
-class TestSplitWriter:
+class TestSetWriter:
     """Appends test rows (frames) and their ids to this host's test shard and its ids file in the work folder."""
 
     __test__ = False  # not a pytest class
