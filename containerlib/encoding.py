@@ -204,12 +204,6 @@ class FeatureLayout:
         ``column#bucket``, ``column=(missing)``): a weight's index is its name's."""
         return [name for encoding in self.columns for name in encoding.feature_names()]
 
-    @property
-    def indicator_positions(self) -> list[int]:
-        """The features that are missing-value indicators (not part of a row's identity for the split)."""
-        offsets = self.feature_offsets
-        return [offsets[e.column] + e.width - 1 for e in self.columns if e.indicator]
-
 
 @dataclass
 class Encoded:

@@ -70,6 +70,7 @@ class ScoredChunk:
     labels: np.ndarray
     scores: np.ndarray
     predicted_labels: np.ndarray | None
+    shard: str = ""  # the test shard the records are from, relative to the test folder (as in Pairing)
 
 
 @dataclass(frozen=True)
@@ -223,7 +224,7 @@ def iter_scored(
             classes = reader.classes if reader.classes is not None else classes
             if predictor_type != REGRESSOR and scores.size:
                 check_class_labels(labels, 2 if predictor_type == BINARY_CLASSIFIER else scores.shape[1], shard, first)
-            yield ScoredChunk(labels, scores, predicted)
+            yield ScoredChunk(labels, scores, predicted, relative)
         if reader.count == records and (extra := reader.remaining()):
             _count_mismatch(out_file, reader.count + extra, relative, records)
         total += records

@@ -121,10 +121,16 @@ def split_s3_url(url: str) -> tuple[str, str]:
 
 def download_model(s3: Any, champion: Champion, folder: Path) -> Path:
     """GetObject of the champion's model.tar.gz into ``folder``; written under a temporary name, then renamed."""
-    bucket, key = split_s3_url(champion.model_data_url)
     folder.mkdir(parents=True, exist_ok=True)
-    target = folder / "champion-model.tar.gz"
-    handle, temporary = tempfile.mkstemp(dir=folder, prefix=".champion-model.", suffix=".tmp")
+    what = f"champion {champion.model_package_arn}"
+    return download_object(s3, champion.model_data_url, folder / "champion-model.tar.gz", what)
+
+
+def download_object(s3: Any, url: str, target: Path, what: str) -> Path:
+    """GetObject of ``url`` into ``target`` (its folder exists), under a temporary name, then renamed; a failure is a
+    ChampionError naming ``what`` and the URI."""
+    bucket, key = split_s3_url(url)
+    handle, temporary = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".tmp")
     try:
         with os.fdopen(handle, "wb") as stream:
             try:
@@ -132,9 +138,7 @@ def download_model(s3: Any, champion: Champion, folder: Path) -> Path:
                 for chunk in iter(lambda: body.read(DOWNLOAD_CHUNK_BYTES), b""):
                     stream.write(chunk)
             except _errors() as error:
-                raise ChampionError(
-                    f"champion {champion.model_package_arn}: cannot download {champion.model_data_url}: {error}"
-                ) from None
+                raise ChampionError(f"{what}: cannot download {url}: {error}") from None
         os.replace(temporary, target)
     except BaseException:
         Path(temporary).unlink(missing_ok=True)

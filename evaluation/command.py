@@ -32,6 +32,9 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument(
         "--train-uri", help="the train channel as an S3 prefix (read with boto3, only as far as the sample needs)"
     )
+    parser.add_argument(
+        "--model-uri", help="the model artifact's S3 URI (read with boto3): the report lists its coefficients"
+    )
     parser.add_argument("--bootstrap-rounds", type=int, default=DEFAULT_BOOTSTRAP_ROUNDS)
     parser.add_argument("--seed", type=int, default=DEFAULT_SEED)
     parser.add_argument(
@@ -88,6 +91,7 @@ def main(argv: list[str] | None = None) -> int:
                 args.train_uri,
                 args.region,
                 args.max_exact_records,
+                args.model_uri,
             )
     except Stopped as stop:
         print(f"evaluate: {stop}", file=sys.stderr, flush=True)

@@ -3,14 +3,18 @@
 from __future__ import annotations
 
 import dataclasses
+import tempfile
 from pathlib import Path
 from typing import Any
 
+from containerlib.linear_learner.model import read_model
 from containerlib.names import METRICS_SECTIONS, PREDICTOR_TYPES, SKLEARN_BASELINE
 from containerlib.predictions import Pairing, iter_scored, pair_predictions, score_kind
+from containerlib.row_ids import has_ids
 from evaluation import EvaluationError
 from evaluation.baseline import (
     Shard,
+    TrainSample,
     baseline_section,
     find_train_shards,
     fit_baseline,
@@ -18,8 +22,10 @@ from evaluation.baseline import (
     read_train_sample,
     score_baseline,
 )
+from evaluation.coefficients import COEFFICIENTS, coefficients_section, feature_scale
 from evaluation.collect import MAX_EXACT_RECORDS, Collected, collect
 from evaluation.gate import GateSettings, compare_with_champion
+from evaluation.predictions_file import TEST_ROWS, PredictionsWithIds
 from evaluation.report import build_report, label_names, summary_parts, write_report
 
 DEFAULT_BOOTSTRAP_ROUNDS = 30
@@ -40,6 +46,7 @@ def evaluate(
     train_uri: str | None = None,
     region: str | None = None,
     max_exact: int = MAX_EXACT_RECORDS,
+    model_uri: str | None = None,
 ) -> dict[str, Any]:
     """Reads predictions and labels, writes the report, returns it (NaN still as float).
 
@@ -48,6 +55,9 @@ def evaluate(
     (``baseline.py``). With ``gate``, the champion's metrics on the same records and
     the gate's decision. Predictions and test shards are streamed a chunk at a time: up to ``max_exact`` test
     records the metrics are exact, past it they come from a fixed-size sketch (``collect.py``, ``sketch.py``).
+    With ``model_uri`` (the model artifact's S3 URI), the model's coefficients by feature name
+    (``coefficients.py``). With Preprocess's row ids in ``summary_dir``, ``predictions.jsonl`` and the test rows'
+    fingerprint (``predictions_file.py``).
     """
     if predictor_type not in PREDICTOR_TYPES:
         raise EvaluationError(f"predictor type {predictor_type!r} is not one of {', '.join(PREDICTOR_TYPES)}")
@@ -56,17 +66,52 @@ def evaluate(
     kind = score_kind(predictor_type, loss)
     pairing = pair_predictions(predictions_dir, test_dir)
     chunks = iter_scored(pairing, predictor_type, kind)
-    challenger = collect(chunks, predictor_type, kind, len(pairing.shards), bootstrap_rounds, seed, max_exact)
+    with_ids = None
+    if has_ids(summary_dir, [relative for _, relative, _ in pairing.shards]):
+        assert summary_dir is not None
+        with_ids = PredictionsWithIds(summary_dir, output_dir, predictor_type)
+        chunks = with_ids.through(chunks)
+    try:
+        challenger = collect(chunks, predictor_type, kind, len(pairing.shards), bootstrap_rounds, seed, max_exact)
+        return _report(challenger, pairing, with_ids, output_dir, predictor_type, bootstrap_rounds, seed, summary_dir,
+                       gate, train_dir, train_uri, region, model_uri)  # fmt: skip
+    except BaseException:
+        if with_ids is not None:
+            with_ids.discard()
+        raise
+
+
+def _report(
+    challenger: Collected,
+    pairing: Pairing,
+    with_ids: PredictionsWithIds | None,
+    output_dir: Path,
+    predictor_type: str,
+    bootstrap_rounds: int,
+    seed: int,
+    summary_dir: Path | None,
+    gate: GateSettings | None,
+    train_dir: Path | None,
+    train_uri: str | None,
+    region: str | None,
+    model_uri: str | None = None,
+) -> dict[str, Any]:
+    """The report of the challenger's records: metrics, baseline, champion and gate; written with the predictions."""
     names = label_names(summary_dir)  # also checks that every Preprocess host built the same layout
     names = names if predictor_type != "regressor" else None
     report = build_report(challenger, predictor_type, bootstrap_rounds, seed, names)
     shards = train_shards(train_dir, train_uri, region)
-    if shards is not None:
+    sample = read_train_sample(shards) if shards is not None else None
+    if sample is not None:
         report[SKLEARN_BASELINE] = baseline_report(
-            shards, pairing, challenger, report, predictor_type, bootstrap_rounds, seed, summary_dir
+            sample, pairing, challenger, report, predictor_type, bootstrap_rounds, seed, summary_dir
         )
+    if model_uri is not None:
+        report[COEFFICIENTS] = model_coefficients(model_uri, region, summary_dir, sample, output_dir)
     if gate is not None:
         compare_with_champion(report, challenger, pairing, predictor_type, gate, bootstrap_rounds, seed)
+    if with_ids is not None:
+        report[TEST_ROWS] = with_ids.finish()
     write_report(report, output_dir)
     return report
 
@@ -88,8 +133,24 @@ def summary_train_records(summary_dir: Path | None) -> int | None:
     return int(sum(counts)) if counts and all(isinstance(count, int) for count in counts) else None
 
 
+def model_coefficients(
+    model_uri: str, region: str | None, summary_dir: Path | None, sample: TrainSample | None, work_dir: Path
+) -> dict[str, Any]:
+    """The ``coefficients`` section: the model artifact fetched from S3 (GetObject), its weights named by the
+    feature names of Preprocess's summary, standardised by the train sample's standard deviations."""
+    from evaluation.champion import aws_clients, download_object
+
+    with tempfile.TemporaryDirectory(dir=work_dir, prefix=".model-") as folder:
+        path = download_object(aws_clients(region)[1], model_uri, Path(folder) / "model.tar.gz", "the model artifact")
+        model = read_model(path)
+    parts = summary_parts(summary_dir)
+    names = parts[0][1].get("feature_names") if parts else None
+    scale = feature_scale(sample.features) if sample is not None else None
+    return coefficients_section(model, names, scale, None if sample is None else len(sample.labels))
+
+
 def baseline_report(
-    shards: list[Shard],
+    sample: TrainSample,
     pairing: Pairing,
     challenger: Collected,
     report: dict[str, Any],
@@ -99,7 +160,6 @@ def baseline_report(
     summary_dir: Path | None = None,
 ) -> dict[str, Any]:
     """The ``baseline`` section: fitted on the train sample, scored on the test records, metrics with deviations."""
-    sample = read_train_sample(shards)
     if sample.channel_records is None:  # the sample stopped early: the summary knows how many records there are
         sample = dataclasses.replace(sample, channel_records=summary_train_records(summary_dir))
     estimator = fit_baseline(sample, predictor_type)

@@ -13,20 +13,22 @@ import pandas as pd
 
 from containerlib.encoding import BadNumber, Encoded, encode_features, impute, numeric_block
 from containerlib.recordio.writer import dense_layout
+from containerlib.row_ids import row_ids
 from containerlib.tables.chunks import Chunk, read_chunks
 from containerlib.tables.header import read_header
 from preprocessing import PreprocessError
-from preprocessing.hashing import assign_splits, hash_texts, row_hashes
+from preprocessing.hashing import SPLIT_CODES, assign_splits, hash_texts, raw_row_hashes
 from preprocessing.labels import LabelSpec, encode_labels
 from preprocessing.layout import Schema, check_columns
 from preprocessing.values import RowLocator, describe_missing, show
 
 
 def iter_chunks(
-    path: Path, schema: Schema, chunk_rows: int, name: str | None = None
+    path: Path, schema: Schema, chunk_rows: int, name: str | None = None, source: str | None = None
 ) -> Iterator[tuple[RowLocator, Chunk]]:
-    """The used columns of one file, ``chunk_rows`` rows at a time; errors name the file as ``name`` (default: its
-    path)."""
+    """The used columns of one file (with every column's raw text unless the id column decides the split),
+    ``chunk_rows`` rows at a time; errors name the file as ``name`` (default: its path), row ids as ``source``
+    (default: its file name)."""
     name = name or str(path)
     header = read_header(path, name)
     check_columns(name, header, schema)
@@ -34,8 +36,10 @@ def iter_chunks(
     try:
         text = schema.text_columns + ([schema.label_column] if schema.label_as_text else [])
         centres = schema.layout.numeric_centres(schema.numeric_columns)
-        for chunk in read_chunks(path, header, schema.used_columns, text, schema.numeric_columns, chunk_rows, centres):
-            yield RowLocator(name, first_row, path), chunk
+        raw = not schema.id_column  # without an id, a row's split is decided from its raw cells
+        used, numeric = schema.used_columns, schema.numeric_columns
+        for chunk in read_chunks(path, header, used, text, numeric, chunk_rows, centres=centres, raw=raw):
+            yield RowLocator(name, first_row, path, source or path.name), chunk
             first_row += len(chunk)
     except (OSError, ValueError, UnicodeDecodeError, pd.errors.ParserError) as error:
         after = f" after data row {first_row - 1}" if first_row > 1 else ""
@@ -53,6 +57,7 @@ class Converted:
     category_hashes: dict[str, np.ndarray] = field(default_factory=dict)  # column -> hashes of its distinct values
     unseen: dict[str, int] = field(default_factory=dict)  # one-hot column -> rows whose value was not in its vocabulary
     imputed: dict[str, int] = field(default_factory=dict)  # column -> missing values imputed (MissingValues=impute)
+    test_ids: list[str] = field(default_factory=list)  # the row id of each test row, in order: one JSON line each
 
 
 def convert_chunk(
@@ -100,8 +105,8 @@ def convert_chunk(
                 "(MissingValues does not apply to the id)"
             )
         hashes = hash_texts(ids, seed)
-    else:  # before imputing, without the indicators: the split is the same under impute as under zero
-        hashes = row_hashes(features, label_values, seed, schema.layout.indicator_positions)
+    else:  # from the raw cells: the split is the same whatever the encoding and the missing-value policy
+        hashes = raw_row_hashes(chunk.raw, seed)[keep]
     imputed: dict[str, int] = {}
     if missing_policy == "impute" and absent.any():
         counts = absent.sum(axis=0)
@@ -115,12 +120,25 @@ def convert_chunk(
                 "it); or set --missing (pipeline parameter MissingValues) to zero or drop"
             )
     unseen = {column: int(mask[keep].sum()) for column, mask in encoded.unseen.items() if mask[keep].any()}
+    split = assign_splits(hashes, fractions)
+    test = split == SPLIT_CODES["test"]
+    if schema.id_column:
+        test_ids = row_ids(ids[test].astype(str).tolist())
+    else:
+        test_ids = row_ids(None, where.source, (where.first_row + np.flatnonzero(keep)[test]).tolist())
     # encoded here, once: the shards then only gather and write whole frames (rows are never copied twice); every
     # value is finite by now (non-finite features and labels were missing, handled above), so no check is needed
     frames = dense_layout(schema.feature_dim, labelled=True).frames(features, label_values, check=False)
-    split = assign_splits(hashes, fractions)
-    dropped = int(n - keep.sum())
-    return Converted(frames, label_values, split, dropped, category_hashes, unseen, imputed)
+    return Converted(
+        frames,
+        label_values,
+        split,
+        int(n - keep.sum()),
+        category_hashes,
+        unseen=unseen,
+        imputed=imputed,
+        test_ids=test_ids,
+    )
 
 
 def _bad_number(where: RowLocator) -> BadNumber:

@@ -1,9 +1,9 @@
-"""Stable hashes: a categorical value's hash bucket, and each row's split from a seeded 64-bit hash of its content
-(or its id), so the split never depends on the host, the file or the row's position."""
+"""Stable hashes: each row's split from a seeded 64-bit hash of its raw cells (or its id), so the split never depends
+on the host, the file, the row's position or how the parameters say its cells are encoded."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -32,21 +32,84 @@ def _mix(h: np.ndarray) -> np.ndarray:
     return h ^ (h >> np.uint64(31))
 
 
-def row_hashes(features: np.ndarray, labels: np.ndarray, seed: int, skip: Sequence[int] = ()) -> np.ndarray:
-    """A seeded 64-bit hash of each row's float32 features and label, independent of host, file and position;
-    the features at ``skip`` (missing-value indicators) are left out, so imputing changes no row's split.
+def raw_row_hashes(raw: Any, seed: int) -> np.ndarray:
+    """A seeded 64-bit hash of each row's raw cells (an Arrow table of text columns, :mod:`containerlib.tables.raw`):
+    the split's input, decided before any parameter says how a cell is read, so which columns are features or
+    categorical, the hash buckets and the missing-value policy never move a row to another split. Columns are taken
+    in the order of their names (files may order them differently), each mixed in with its name; identical raw rows
+    hash alike (and so share a split).
 
-    Column after column, h = mix(h ^ bits(value)), SplitMix64's finaliser, in place on two arrays the length of the
-    chunk: no temporaries allocated per step."""
-    n = len(labels)
+    Vectorised over the chunk, a few numpy passes per 8 bytes of a column: each cell's bytes 8 at a time
+    (unaligned little-endian words, the bytes past its end masked off: h = xorshift((h ^ word) * M1), only while the
+    cell has bytes left), then its length and its column's name (a null: a length no text has), h = xorshift(h * M2);
+    SplitMix64's finaliser at the end."""
+    n = raw.num_rows
     h = _mix(np.full(n, np.uint64(seed & 0xFFFFFFFFFFFFFFFF), dtype=np.uint64))
-    bits, scratch = np.empty(n, dtype=np.float32), np.empty(n, dtype=np.uint64)
-    skipped = set(skip)
-    for column in (*(features[:, j] for j in range(features.shape[1]) if j not in skipped), labels):
-        np.add(column, np.float32(0.0), out=bits)  # + 0.0 turns -0.0 into 0.0, so equal numbers hash equally
-        np.bitwise_xor(h, bits.view(np.uint32), out=h)
-        _mix_in_place(h, scratch)
+    scratch = np.empty(n, dtype=np.uint64)
+    for name in sorted(raw.column_names):
+        _mix_text(h, raw.column(name), np.uint64(stable_hash64(name)), scratch)
+    _mix_in_place(h, scratch)
     return h
+
+
+_BYTE_MASKS = np.array([(1 << (8 * count)) - 1 for count in range(9)], dtype=np.uint64)  # the first k bytes of a word
+_NULL = np.uint64(1 << 63)  # mixed in as the length of a null cell
+
+
+def _mix_text(h: np.ndarray, column: Any, name: np.uint64, scratch: np.ndarray) -> None:
+    """Mix one text (or binary) column's cells, then their lengths and the column's ``name`` hash, into the row
+    hashes ``h``, in place."""
+    import pyarrow as pa
+
+    array = column.combine_chunks() if isinstance(column, pa.ChunkedArray) else column
+    n = len(array)
+    if n == 0:
+        return
+    _, offsets_buffer, data_buffer = array.buffers()
+    offsets = np.frombuffer(offsets_buffer, dtype="<i4", count=n + 1, offset=4 * array.offset).astype(np.int64)
+    lengths = offsets[1:] - offsets[:-1]
+    data = np.frombuffer(data_buffer, dtype=np.uint8) if data_buffer is not None else np.empty(0, dtype=np.uint8)
+    first, last = int(offsets[0]), int(offsets[-1])
+    shortest, longest = int(lengths.min()), int(lengths.max())
+    if shortest == longest == 8:  # fixed 8-byte cells (a Parquet float column): the words are the data itself
+        words = [np.frombuffer(data[first:last].tobytes(), dtype="<u8")]
+    else:
+        padded = np.zeros(last - first + 8, dtype=np.uint8)  # 8 zero bytes past the last cell
+        padded[: last - first] = data[first:last]
+        # the 8 bytes from every position, as unaligned words: gathered 8 bytes at a time
+        windows = np.ndarray(shape=(len(padded) - 7,), dtype="<u8", buffer=padded, strides=(1,))
+        starts = offsets[:-1] - first
+        words = (np.take(windows, starts + at, mode="clip") for at in range(0, longest, 8))
+    for number, word in enumerate(words):
+        at = 8 * number
+        if shortest >= at + 8:  # every cell fills this word
+            _mix_word(h, word, _M1, scratch)
+            continue
+        word &= _BYTE_MASKS[np.clip(lengths - at, 0, 8)]
+        if shortest > at:  # every cell has bytes in this word
+            _mix_word(h, word, _M1, scratch)
+            continue
+        # only the cells with bytes left change: a cell's hash never depends on the chunk's longest cell
+        active = lengths > at
+        _mix_word(h, word, np.where(active, _M1, np.uint64(1)), scratch, np.negative(active.astype(np.uint64)))
+    marks = lengths.astype(np.uint64)
+    if array.null_count:
+        marks[array.is_null().to_numpy(zero_copy_only=False)] = _NULL
+    marks ^= name
+    _mix_word(h, marks, _M2, scratch)
+
+
+def _mix_word(
+    h: np.ndarray, word: np.ndarray, multiplier: Any, scratch: np.ndarray, keep: np.ndarray | None = None
+) -> None:
+    """h = xorshift((h ^ word) * multiplier), in place; where ``keep`` (a bit mask per row) is 0 the xorshift is
+    left out (with multiplier 1 and word 0, such a row is unchanged)."""
+    h ^= word
+    h *= multiplier
+    np.right_shift(h, np.uint64(29), out=scratch)
+    if keep is not None:
+        scratch &= keep
+    h ^= scratch
 
 
 def _mix_in_place(h: np.ndarray, scratch: np.ndarray) -> None:

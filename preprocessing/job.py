@@ -33,6 +33,7 @@ from preprocessing.settings import Settings
 from preprocessing.shards import ShardBuffer, write_shards
 from preprocessing.stats import CategoryStats, SplitStats
 from preprocessing.summary import build_summary, merge_summaries
+from preprocessing.testset import TestSetWriter
 from preprocessing.transaction import OutputTransaction
 from preprocessing.values import RowLocator
 
@@ -123,7 +124,9 @@ def _convert_all(
     imputed: dict[str, int] = {}
     rows_read = rows_dropped = 0
     memory_bytes = settings.shuffle_memory_bytes
-    shards = ShardBuffer(transaction.work_dir, schema.feature_dim, shard_counts, settings.seed, host, memory_bytes)
+    dealt_counts = {split: count for split, count in shard_counts.items() if split != "test"}
+    shards = ShardBuffer(transaction.work_dir, schema.feature_dim, dealt_counts, settings.seed, host, memory_bytes)
+    test_split = TestSetWriter(transaction.work_dir, host, settings.seed)
     baseline = BaselineSample(schema, settings.baseline_rows, settings.seed, host)
     started = time.monotonic()
 
@@ -135,7 +138,8 @@ def _convert_all(
     try:
         for number, path in enumerate(files, start=1):
             file_rows = 0
-            chunks = iter_chunks(path, schema, settings.chunk_rows, names(path))
+            source = path.relative_to(settings.input_dir).as_posix()
+            chunks = iter_chunks(path, schema, settings.chunk_rows, names(path), source)
             # Parquet: two chunks converted at once while this thread deals; CSV: one, as Arrow's CSV parser keeps
             # both cores busy already and a second converter only competes with it (measured: 3% slower at 1M rows)
             workers = 2 if is_parquet(path) else 1
@@ -161,10 +165,13 @@ def _convert_all(
                     chosen = {split: np.flatnonzero(converted.split == code) for split, code in SPLIT_CODES.items()}
                     for split, rows in chosen.items():
                         stats[split].add(converted.labels[rows], classification)
+                    test_rows = chosen.pop("test")
+                    test_split.add(np.take(converted.frames, test_rows, axis=0), converted.test_ids)
                     shards.add(converted.frames, chosen)
             print(f"[{host.name}] read file {number}/{len(files)} {names(path)} ({file_rows:,} rows)", flush=True)
     finally:
         shards.close()
+        test_split.close()
 
     kept = sum(stats[split].rows for split in SPLITS)
     where = f"{len(files)} input file(s) of host {host.name}"
@@ -195,11 +202,15 @@ def _convert_all(
     sample = transaction.work_dir / f"{BASELINE}-{host.name}.csv"
     with ThreadPoolExecutor(max_workers=1, thread_name_prefix="baseline") as side:  # alongside the shards
         sample_written = side.submit(baseline.write, sample)
-        built = write_shards(shards, splits, shard_counts, settings.seed, host, transaction.work_dir)
+        dealt = [split for split in splits if split != "test"]
+        built = write_shards(shards, dealt, shard_counts, settings.seed, host, transaction.work_dir)
         wrote_sample = sample_written.result()
     input_names = [path.relative_to(settings.input_dir).as_posix() for path in files]
     for target, split in built:
         stats[split].files.append(transaction.commit(target, split))
+    if test_split.rows:
+        stats["test"].files.append(transaction.commit(test_split.shard, "test"))
+        transaction.commit(test_split.ids, "summary")
     if wrote_sample:
         transaction.commit(sample, BASELINE)
     summary = build_summary(settings, host, schema, labels, stats, input_names, rows_read, rows_dropped, fractions)

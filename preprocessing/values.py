@@ -24,6 +24,7 @@ class RowLocator:
     name: str  # the file's name in messages (InputNames)
     first_row: int  # 1-based data row number of the chunk's first row
     path: Path | None = None  # the file on this machine: a cell's text as written, for a message
+    source: str = ""  # the file's name relative to the input folder: its rows' ids (containerlib.row_ids)
 
     def at(self, index: int) -> str:
         return f"{self.name} row {self.first_row + index}"

@@ -18,6 +18,7 @@ from containerlib.prefetch import prefetched
 from containerlib.tables.csv_reader import csv_pieces
 from containerlib.tables.files import is_parquet
 from containerlib.tables.parquet_reader import parquet_pieces
+from containerlib.tables.raw import raw_pieces
 
 
 @dataclass
@@ -28,6 +29,7 @@ class Chunk:
     frame: pd.DataFrame
     numeric: np.ndarray | None = None  # float32 (rows, schema.numeric_columns), column-major, NaN where missing
     table: Any = None  # the Arrow table ``numeric`` came from, for a value shown in a message
+    raw: Any = None  # every column of these rows as written (text), when asked for: containerlib.tables.raw
 
     def __len__(self) -> int:
         return len(self.frame)
@@ -48,27 +50,60 @@ def read_chunks(
     numeric: Sequence[str],
     chunk_rows: int,
     centres: np.ndarray | None = None,
+    raw: bool = False,
 ) -> Iterator[Chunk]:
     """``columns`` of one file (whose ``header`` is known: :func:`~containerlib.tables.header.read_header`),
     ``chunk_rows`` rows at a time: ``text`` columns as strings, the ``numeric`` ones as one float32 matrix where an
     Arrow reader gives them as numbers, each minus its centre (``centres``, float64, aligned with ``numeric``: see
     ``containerlib.encoding.FeatureLayout.centres``) taken before float32. Read on a thread of its own, which goes
-    straight on to the next piece; the chunks are made on the caller's. A file that cannot be read raises what its
-    reader raised (OSError, ValueError, UnicodeDecodeError, pandas' ParserError)."""
+    straight on to the next piece; the chunks are made on the caller's. With ``raw``, each chunk also holds every
+    column of its rows as written (:func:`~containerlib.tables.raw.raw_pieces`, read on the same thread). A file that
+    cannot be read raises what its reader raised (OSError, ValueError, UnicodeDecodeError, pandas' ParserError)."""
     if is_parquet(path):
+        if raw:  # one read of the file gives both
+            paired = (_WithRaw(table, whole) for table, whole in parquet_pieces(path, columns, text, chunk_rows, True))
+            return as_chunks(prefetched(paired), text, numeric, centres)
         pieces = parquet_pieces(path, columns, text, chunk_rows)
     else:
         pieces = csv_pieces(path, header, columns, text, chunk_rows)
+    if raw:
+        return as_chunks(prefetched(_paired(pieces, raw_pieces(path, header, chunk_rows))), text, numeric, centres)
     return as_chunks(prefetched(pieces), text, numeric, centres)
+
+
+def _paired(pieces: Iterator[Any], raws: Iterator[Any]) -> Iterator[Any]:
+    """Each piece with the raw text of the same rows; a count that differs (a reader that counted rows otherwise) is
+    a ValueError rather than rows split by their neighbours' text."""
+    for piece in pieces:
+        raw = next(raws, None)
+        rows = len(piece) if isinstance(piece, pd.DataFrame) else piece.num_rows
+        if raw is None or raw.num_rows != rows:
+            raise ValueError(
+                f"the rows read as text ({0 if raw is None else raw.num_rows}) and as values ({rows}) differ"
+            )
+        yield _WithRaw(piece, raw)
+
+
+@dataclass
+class _WithRaw:
+    """A piece read with the raw text of its rows."""
+
+    piece: Any
+    raw: Any
 
 
 def as_chunks(
     pieces: Iterator[Any], text: list[str], numeric: Sequence[str], centres: np.ndarray | None = None
 ) -> Iterator[Chunk]:
-    """Pieces read (Arrow tables, or pandas' frames where pandas took over) as chunks."""
+    """Pieces read (Arrow tables, or pandas' frames where pandas took over; each maybe with its raw text) as chunks."""
     first = 0
     for piece in pieces:
-        yield Chunk(piece) if isinstance(piece, pd.DataFrame) else _arrow_chunk(piece, text, numeric, first, centres)
+        raw = None
+        if isinstance(piece, _WithRaw):
+            piece, raw = piece.piece, piece.raw
+        chunk = Chunk(piece) if isinstance(piece, pd.DataFrame) else _arrow_chunk(piece, text, numeric, first, centres)
+        chunk.raw = raw
+        yield chunk
         first += len(piece)
 
 

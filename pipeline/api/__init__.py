@@ -231,14 +231,18 @@ def compare(
     config: PathLike | None = None,
     **settings: Any,
 ) -> pd.DataFrame:
-    """Two executions side by side: status, parameters, metrics (value ± standard deviation), gate, model package;
-    a column per execution, a row per item, and a ``differs`` column. Executions or their ids.
+    """Two executions side by side: status, parameters, metrics (value ± standard deviation), gate, model package,
+    test rows; a column per execution, a row per item, and a ``differs`` column. Executions or their ids. When the
+    two were scored on different test rows (or one cannot say), a
+    :class:`~pipeline.api.comparison.NotComparableWarning` says so, and ``attrs["warning"]`` holds the same words.
 
     ``from_mlflow=True``: from their MLflow runs instead (MLflow run ids, execution ids, or executions that were
     logged), read from the tracking store (``mlflow_tracking_uri=``, else with ``sagemaker=True`` the configured
     ``mlflow_arn``, else the work dir's own): status, params, metrics and model package
     (:func:`pipeline.api.mlflow_comparison.runs_side_by_side`)."""
-    from pipeline.api.comparison import side_by_side
+    import warnings
+
+    from pipeline.api.comparison import NotComparableWarning, side_by_side
 
     if from_mlflow:
         return _shared.compare_runs([first, second], sagemaker, workdir, _shared.load_settings(settings, config))
@@ -248,4 +252,7 @@ def compare(
             return get_execution(item, sagemaker=sagemaker, workdir=workdir, config=config, **settings)
         return item
 
-    return side_by_side(resolve(first), resolve(second))
+    frame = side_by_side(resolve(first), resolve(second))
+    if frame.attrs.get("warning"):
+        warnings.warn(frame.attrs["warning"], NotComparableWarning, stacklevel=2)
+    return frame

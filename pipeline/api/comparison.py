@@ -20,6 +20,7 @@ if TYPE_CHECKING:
     from pipeline.definition.config import PipelineConfig
 
 __all__ = [
+    "NotComparableWarning",
     "abandoned_reason",
     "baseline_label",
     "changed_parameters",
@@ -27,9 +28,17 @@ __all__ = [
     "gate_label",
     "local_defaults",
     "recent_executions",
+    "scored_rows_label",
+    "scored_rows_warning",
     "side_by_side",
     "summary_row",
 ]
+
+
+class NotComparableWarning(UserWarning):
+    """Two executions compared were scored on different test rows (or a report cannot say): their metrics are not
+    comparable."""
+
 
 SUMMARY_COLUMNS = ["id", "status", "start_time", "seconds", "data", "parameters", "gate", "failure_reason"]
 # shown in the data column, not among the parameters
@@ -184,9 +193,49 @@ def side_by_side(first: Execution, second: Execution) -> pd.DataFrame:
     if first_baseline or second_baseline:
         add("scikit-learn baseline", (baseline_label(first_baseline), baseline_label(second_baseline)))
     add("model package", (_package_text(first.model_package), _package_text(second.model_package)))
+    first_report, second_report = first.report, second.report
+    first_rows, second_rows = _test_rows(first_report), _test_rows(second_report)
+    if first_rows or second_rows:
+        add("test rows", (scored_rows_label(first_rows), scored_rows_label(second_rows)))
     frame = pd.DataFrame.from_dict(items, orient="index", columns=[*columns, "differs"])
     frame.index.name = "item"
+    both_scored = isinstance(first_report, dict) and isinstance(second_report, dict)  # else no metrics to compare
+    frame.attrs["warning"] = scored_rows_warning(first.id, first_rows, second.id, second_rows) if both_scored else None
     return frame
+
+
+def _test_rows(report: dict[str, Any] | None) -> dict[str, Any] | None:
+    """The report's fingerprint of the test rows it was scored on (None: no report, or one from before row ids)."""
+    rows = report.get("test_rows") if isinstance(report, dict) else None
+    return rows if isinstance(rows, dict) and rows.get("fingerprint") else None
+
+
+def scored_rows_label(rows: dict[str, Any] | None) -> str:
+    """``460 rows, fingerprint 619985008875f6b9``, or empty when unknown."""
+    return f"{rows['count']} rows, fingerprint {rows['fingerprint']}" if rows else ""
+
+
+def scored_rows_warning(
+    first_id: str, first: dict[str, Any] | None, second_id: str, second: dict[str, Any] | None
+) -> str | None:
+    """What to say when two executions' metrics were not computed on the same test rows (None: they were, or
+    neither report says): the test split is decided from each raw row, so only other data, another SplitSeed or
+    other fractions change it."""
+    if first is None and second is None:
+        return None
+    if first is None or second is None:
+        unknown = first_id if first is None else second_id
+        return (
+            f"cannot tell whether {first_id} and {second_id} were scored on the same test rows: the report of "
+            f"{unknown} records no test rows (one from before row ids); compare their metrics with care"
+        )
+    if (first["count"], first["fingerprint"]) == (second["count"], second["fingerprint"]):
+        return None
+    return (
+        f"scored on different test rows: {first_id} on {scored_rows_label(first)}, {second_id} on "
+        f"{scored_rows_label(second)} (other data, SplitSeed or split fractions, or rows MissingValues=drop removed); "
+        "their metrics are not comparable"
+    )
 
 
 def _metric_text(metrics: pd.DataFrame, name: str) -> str:

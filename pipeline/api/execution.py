@@ -23,6 +23,7 @@ from pipeline.core.names import (
     GATE,
     METRIC_THRESHOLD,
     METRICS_SECTIONS,
+    PREPROCESS,
     QUALITY_GATE,
     REGISTER,
     REGRESSOR,
@@ -47,6 +48,7 @@ __all__ = [
     "LocalExecution",
     "NoResultsError",
     "baseline_view",
+    "coefficients_frame",
     "metrics_frame",
     "predictions_frame",
     "seconds_between",
@@ -114,6 +116,34 @@ def baseline_view(report: dict[str, Any] | None) -> dict[str, Any] | None:
     }
 
 
+BIAS = "(bias)"
+
+
+def coefficients_frame(report: dict[str, Any] | None) -> pd.DataFrame:
+    """The model's coefficients from the report's ``coefficients`` section: a row per feature (its name: a numeric
+    column's, ``column#bucket`` for a hashed one), largest standardised weight first, then the bias (``(bias)``);
+    columns ``feature``, ``weight``, ``standard_deviation`` (the feature's, on the baseline's train sample) and
+    ``standardised_weight`` (weight x standard deviation). Multiclass: ``weight_<k>`` and
+    ``standardised_weight_<k>`` per class. Empty without the section (an older report)."""
+    import pandas as pd
+
+    section = (report or {}).get("coefficients")
+    if not isinstance(section, dict):
+        return pd.DataFrame(columns=["feature", "weight", "standard_deviation", "standardised_weight"])
+    rows = [*section.get("features", []), {"feature": BIAS, "weight": section.get("bias")}]
+    flat = []
+    for row in rows:
+        item: dict[str, Any] = {"feature": row["feature"]}
+        for key in ("weight", "standard_deviation", "standardised_weight"):
+            value = row.get(key)
+            if isinstance(value, list):
+                item.update({f"{key}_{index}": number for index, number in enumerate(value)})
+            else:
+                item[key] = value
+        flat.append(item)
+    return pd.DataFrame(flat)
+
+
 def _number(value: Any) -> float | None:
     """A report number as a float: ``"NaN"`` (how Model Monitor writes an undefined value) is NaN; None if absent."""
     if value == "NaN":
@@ -140,14 +170,18 @@ def steps_frame(rows: list[dict[str, Any]]) -> pd.DataFrame:
     return frame
 
 
-def predictions_frame(predictions_dir: Path, test_dir: Path, predictor_type: str) -> pd.DataFrame:
-    """The test rows as Evaluate scored them: label, score (one column per class for multiclass), predicted label.
+def predictions_frame(
+    predictions_dir: Path, test_dir: Path, predictor_type: str, summary_dir: Path | None = None
+) -> pd.DataFrame:
+    """The test rows as Evaluate scored them: the row id of each (``id``, or ``file`` and ``row``: the input row it
+    came from, when Preprocess's ``summary_dir`` holds the ids), label, score (one column per class for
+    multiclass), predicted label.
 
     Reads the batch transform's ``.out`` files and the RecordIO-protobuf test shards with the reader the Evaluate
     job uses (the container library's), so the rows are exactly the ones the report was computed on, in order."""
     import pandas as pd
 
-    from containerlib.predictions import PredictionsError, load_scored
+    from containerlib.predictions import PredictionsError, find_test_shards, load_scored
 
     try:
         scored = load_scored(predictions_dir, test_dir, predictor_type)
@@ -161,7 +195,27 @@ def predictions_frame(predictions_dir: Path, test_dir: Path, predictor_type: str
         columns["score"] = scored.scores
     if scored.predicted_labels is not None:
         columns["predicted_label"] = scored.predicted_labels
-    return pd.DataFrame(columns)
+    frame = pd.DataFrame(columns)
+    names = [shard.relative_to(test_dir).as_posix() for shard in find_test_shards(test_dir)]
+    ids = _row_ids_frame(summary_dir, names)
+    if ids is None or len(ids) != len(frame):
+        return frame
+    return pd.concat([ids, frame], axis=1)
+
+
+def _row_ids_frame(summary_dir: Path | None, shard_names: list[str]) -> pd.DataFrame | None:
+    """The row ids of the test shards' records, in their order (None when Preprocess wrote none)."""
+    import pandas as pd
+
+    from containerlib.row_ids import has_ids, ids_file
+
+    if summary_dir is None or not has_ids(summary_dir, shard_names):
+        return None
+    rows: list[dict[str, Any]] = []
+    for name in shard_names:
+        with ids_file(summary_dir, name).open(encoding="utf-8") as lines:
+            rows.extend(json.loads(line) for line in lines if line.strip())
+    return pd.DataFrame(rows)
 
 
 class Execution:
@@ -244,6 +298,11 @@ class Execution:
     def metrics(self) -> pd.DataFrame:
         """The model-quality metrics of the test split, with bootstrap standard deviations (:func:`metrics_frame`)."""
         return metrics_frame(self.report)
+
+    def coefficients(self) -> pd.DataFrame:
+        """The model's weight per feature (per original column, and per hash bucket of a text column) and its bias,
+        on the raw and the standardised scale, largest first (:func:`coefficients_frame`)."""
+        return coefficients_frame(self.report)
 
     @property
     def gate(self) -> dict[str, Any] | None:
@@ -456,7 +515,8 @@ class LocalExecution(Execution):
         return render_drift_plots(current or {}, baseline or {}, view["violations"], folder)
 
     def predictions(self) -> pd.DataFrame:
-        """The test rows the Transform step scored: label, score(s) and predicted label (not for regression)."""
+        """The test rows the Transform step scored: row id (``id``, or ``file`` and ``row``), label, score(s) and
+        predicted label (not for regression)."""
         transform = self.record.steps.get(TRANSFORM)
         if transform is None or transform.status != StepStatus.SUCCEEDED:
             state = transform.status if transform else "absent"
@@ -464,4 +524,8 @@ class LocalExecution(Execution):
         test_uri = transform.properties["TransformInput"]["DataSource"]["S3DataSource"]["S3Uri"]
         output_uri = transform.properties["TransformOutput"]["S3OutputPath"]
         predictor_type = str(self.record.parameters.get("PredictorType", REGRESSOR))
-        return predictions_frame(self.s3.path(output_uri), self.s3.path(test_uri), predictor_type)
+        preprocess = self.record.steps.get(PREPROCESS)
+        outputs = preprocess.properties.get("ProcessingOutputConfig", {}).get("Outputs", []) if preprocess else []
+        summary_uri = next((o["S3Output"]["S3Uri"] for o in outputs if o.get("OutputName") == "summary"), None)
+        summary_dir = self.s3.path(summary_uri) if summary_uri else None
+        return predictions_frame(self.s3.path(output_uri), self.s3.path(test_uri), predictor_type, summary_dir)

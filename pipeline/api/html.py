@@ -70,8 +70,8 @@ def _dag(execution: Execution) -> str:
 
 
 def execution_html(execution: Execution) -> str:
-    """The execution as HTML: status, steps, the DAG, metrics, gate, model package, its MLflow run's link, or the
-    failure, and the plots as PNGs."""
+    """The execution as HTML: status, steps, the DAG, metrics, gate, the largest coefficients, model package, its
+    MLflow run's link, or the failure, and the plots as PNGs."""
     colour = "green" if execution.succeeded else ("red" if execution.status in ("Failed", "Stopped") else "orange")
     parts = [
         f"<h4>Execution {html.escape(execution.id)} ({execution.backend}): "
@@ -92,6 +92,10 @@ def execution_html(execution: Execution) -> str:
     baseline = execution.baseline
     if baseline:
         parts.append(f"<p>{html.escape(baseline_sentence(baseline))}</p>")
+    coefficients = execution.coefficients()
+    if not coefficients.empty:  # the largest 10 and the bias; coefficients() has them all
+        shown = coefficients.iloc[[*range(min(10, len(coefficients) - 1)), len(coefficients) - 1]]
+        parts += ["<p><b>Coefficients</b> (largest standardised weights, and the bias)</p>", _table(shown)]
     package = execution.model_package
     if package:
         parts.append(f"<p>Registered: {html.escape(str(package.get('arn')))}</p>")

@@ -319,7 +319,8 @@ class SageMakerExecution(Execution):
         return render_plots(folder / REPORT_NAME, folder / "plots")
 
     def predictions(self) -> pd.DataFrame:
-        """The Transform job's input shards and ``.out`` files, downloaded, read as Evaluate reads them."""
+        """The Transform job's input shards and ``.out`` files, downloaded, read as Evaluate reads them, with the row
+        ids Preprocess wrote beside its summary."""
         arn = self._job_arn(TRANSFORM, "TransformJob")
         if arn is None:
             raise NoResultsError(f"execution {self.id} has no predictions: its {TRANSFORM} step has not succeeded")
@@ -327,11 +328,15 @@ class SageMakerExecution(Execution):
         test_uri = described["TransformInput"]["DataSource"]["S3DataSource"]["S3Uri"]
         output_uri = described["TransformOutput"]["S3OutputPath"]
         predictor_type = str(self.parameters.get("PredictorType", REGRESSOR))
+        # the test shards' row ids are in Preprocess's summary output, the test output's sibling
+        summary_uri = test_uri.rstrip("/").rsplit("/", 1)[0] + "/summary"
         with tempfile.TemporaryDirectory(prefix="llpipe-predictions-") as folder:
             test_dir, output_dir = Path(folder) / "test", Path(folder) / "predictions"
+            summary_dir = Path(folder) / "summary"
             self._download(test_uri, test_dir)
             self._download(output_uri, output_dir)
-            return predictions_frame(output_dir, test_dir, predictor_type)
+            self._download(summary_uri, summary_dir)
+            return predictions_frame(output_dir, test_dir, predictor_type, summary_dir)
 
     def _download(self, uri: str, folder: Path) -> None:
         s3 = self.session.client("s3")

@@ -1,5 +1,6 @@
 """Two executions side by side: status, every parameter, the metrics (value ± standard deviation), the gate and
-the registered model package, with a mark on the rows that differ. Local by default, or ``--sagemaker``.
+the registered model package, the test rows each was scored on, with a mark on the rows that differ, and a warning
+when the test rows differ (the metrics are then not comparable). Local by default, or ``--sagemaker``.
 
 ``--from-mlflow``: A and B are MLflow runs (run ids, or execution ids: the parent runs' names), read from the
 tracking store (``--tracking-uri``, else with ``--sagemaker`` the ``--mlflow-arn``, else the work dir's own): their
@@ -51,9 +52,12 @@ def run(args: argparse.Namespace) -> int:
         first, second = (find_execution(item, args.workdir, config) for item in (args.first, args.second))
         frame = side_by_side(first, second)
     shown = frame if args.all else frame[frame["differs"] | frame.index.str.startswith("metric: ")]
+    warning = frame.attrs.get("warning")
     if args.json:
-        print(json.dumps({item: row.to_dict() for item, row in shown.iterrows()}, indent=2, default=str))
+        rows = {item: row.to_dict() for item, row in shown.iterrows()}
+        print(json.dumps({**rows, "warning": warning} if warning else rows, indent=2, default=str))
         return 0
+    from rich.markup import escape
     from rich.table import Table
 
     table = Table(title=" vs ".join(str(column) for column in frame.columns[:-1]), title_justify="left")
@@ -63,5 +67,8 @@ def run(args: argparse.Namespace) -> int:
     for item, row in shown.iterrows():
         style = "bold" if row["differs"] else ""
         table.add_row(str(item), *(str(value) for value in row.iloc[:-1]), style=style)
-    safe_console().print(table)
+    console = safe_console()
+    console.print(table)
+    if warning:
+        console.print(f"[bold red]warning:[/] {escape(warning)}")
     return 0

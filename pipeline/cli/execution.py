@@ -63,6 +63,7 @@ def run(args: argparse.Namespace) -> int:
 
     from pipeline.api._shared import find_execution
     from pipeline.api.execution import NoResultsError
+    from pipeline.cli.render.coefficients import coefficients_table
     from pipeline.cli.render.data_quality import print_data_quality
     from pipeline.cli.render.progress import step_table
     from pipeline.cli.render.scaling import print_scaling
@@ -82,6 +83,7 @@ def run(args: argparse.Namespace) -> int:
             "scaling": execution.scaling,
         }
         document["baseline"] = execution.baseline
+        document["coefficients"] = (execution.report or {}).get("coefficients")
         for step in document["steps"]:
             environment = record.folder / "steps" / step["name"] / "environment.json"
             if environment.is_file():
@@ -109,6 +111,9 @@ def run(args: argparse.Namespace) -> int:
     if metrics:
         print_metrics(metrics, console, (baseline or {}).get("metrics"))
     print_baseline(baseline, console)
+    coefficients = coefficients_table(report)
+    if coefficients is not None:
+        console.print(coefficients)
     print_data_quality(execution.data_quality, console, features=True)
     print_scaling(execution.scaling, console)
     for plot in execution.drift_plots():

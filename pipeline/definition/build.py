@@ -127,7 +127,7 @@ def _build_pipeline(config: PipelineConfig, bundles: Bundles, session: Any) -> A
     containers = serving_containers(config, bundles.serving, preprocess, model_data)
     create_model = create_model_step(config, model_data, containers, session)
     transform = transform_step(config, params, preprocess, create_model, session)
-    evaluate, report = evaluate_step(config, params, bundles.evaluate, preprocess, transform, session)
+    evaluate, report = evaluate_step(config, params, bundles.evaluate, preprocess, transform, session, model_data)
     register = register_step(config, params, model_data, containers, evaluate, report, data_quality, session)
     gate = quality_gate_step(params, evaluate, report, register)
     return Pipeline(

@@ -31,7 +31,7 @@ def _modules(folder: str, *names: str) -> tuple[str, ...]:
 
 
 # what both jobs take from the container library, and what only Preprocess does (tables) or Evaluate (predictions)
-SHARED = _modules("containerlib", "names", "errors", "hosts", "exit_message", "stop_signals")
+SHARED = _modules("containerlib", "names", "errors", "hosts", "exit_message", "stop_signals", "row_ids", "stable_hash")
 CONTENT_TYPES = _modules("containerlib", "content_types")
 MLFLOW_REST = _modules("containerlib", "mlflow_rest")  # a step's own MLflow run, logged from inside its job
 RECORDIO = _modules(
@@ -39,15 +39,20 @@ RECORDIO = _modules(
 )
 TABLES = (
     *_modules("containerlib", "prefetch", "stable_hash", "encoding", "time_text"),
-    *_modules("containerlib/tables", "files", "header", "csv_reader", "parquet_reader", "parquet_types", "chunks"),
+    *_modules(
+        "containerlib/tables", "files", "header", "csv_reader", "parquet_reader", "parquet_types", "chunks", "raw"
+    ),
 )
 PREPROCESS = _modules(
     "preprocessing", "command", "settings", "job", "inputs", "layout", "labels", "values", "conversion", "hashing",
-    "stats", "shards", "summary", "transaction", "baseline", "model_data", "mlflow_run",
+    "stats", "shards", "summary", "transaction", "baseline", "model_data", "mlflow_run", "testset",
+)  # fmt: skip
+EVALUATION = _modules(
+    "evaluation", "command", "job", "metrics", "report", "gate", "champion", "baseline", "collect", "sketch",
+    "predictions_file", "coefficients", "mlflow_run",
 )  # fmt: skip
 EVALUATE = (
-    *_modules("evaluation", "command", "job", "metrics", "report", "gate", "champion", "baseline", "collect", "sketch"),
-    *_modules("evaluation", "mlflow_run"),
+    *EVALUATION,
     *_modules("containerlib/linear_learner", "model", "responses"),
     *MLFLOW_REST,
     "containerlib/s3_uri.py",

@@ -9,8 +9,9 @@ schema (``encodings``), so every Preprocess host, batch transform and the servin
   :data:`HASH_BUCKETS_LIMIT` (rows are dense: every bucket is a float in every row). ``HashBuckets=N`` (N > 0)
   hashes every text column into N buckets instead.
 - With ``MissingValues=impute``: a number's gaps are filled with its median, and a column with a gap gets a
-  ``column=(missing)`` feature; both from the sample's rows that Preprocess puts in the train split (the split
-  computed by Preprocess's own rule, which does not depend on the imputed values).
+  ``column=(missing)`` feature; both from the schema inference sample's rows, of every split: the split is decided
+  from each row's raw cells as Preprocess reads them, which the sample (typed values, Parquet row groups spread over
+  the file) does not reproduce.
 """
 
 from __future__ import annotations
@@ -20,8 +21,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from containerlib.encoding import HASHED, NUMBER, ONE_HOT, ColumnEncoding, FeatureLayout, boolean_meaning
-from pipeline.core.names import SPLIT_FRACTIONS
+from containerlib.encoding import HASHED, NUMBER, ONE_HOT, ColumnEncoding, boolean_meaning
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -36,10 +36,6 @@ def decide_encodings(
     features: list[str],
     categorical: list[str],
     values: Mapping[str, Any],
-    label: str,
-    id_column: str | None,
-    label_values: list[str] | None,
-    num_classes: int | None,
 ) -> tuple[dict[str, dict[str, Any]], list[str]]:
     """The schema's ``encodings`` (column -> :meth:`ColumnEncoding.to_json`) and notes for the user."""
     buckets = int(values.get("HashBuckets") or 0)
@@ -68,14 +64,12 @@ def decide_encodings(
     if hashed:
         notes.append(f"feature-hashed columns: {', '.join(hashed)}")
     if str(values.get("MissingValues") or "impute") == "impute":
-        layout = FeatureLayout(tuple(features), tuple(categorical), buckets or 16, tuple(decided.values()))
-        train = _train_rows(frame, layout, values, label, id_column, label_values, num_classes)
         for column in features:
-            decided[column] = _imputed(decided.get(column) or ColumnEncoding(column), frame[column], train)
+            decided[column] = _imputed(decided.get(column) or ColumnEncoding(column), frame[column])
         gaps = [column for column in features if decided[column].indicator]
         fills = [f"{column} {decided[column].fill:g}" for column in gaps if decided[column].kind == NUMBER]
         notes.append(
-            f"imputation (MissingValues=impute, from the {int(train.sum())} train row(s) of the sample): columns with "
+            f"imputation (MissingValues=impute, from the {len(frame)} row(s) of the sample): columns with "
             f"gaps get a column=(missing) feature: {', '.join(gaps) or 'none'}"
             + (f"; medians filled in: {', '.join(fills)}" if fills else "")
         )
@@ -116,58 +110,8 @@ def _collision_note(cells: pd.Series, column: str, buckets: int) -> list[str]:
     ]
 
 
-def _train_rows(
-    frame: pd.DataFrame,
-    layout: FeatureLayout,
-    values: Mapping[str, Any],
-    label: str,
-    id_column: str | None,
-    label_values: list[str] | None,
-    num_classes: int | None,
-) -> np.ndarray:
-    """Which sample rows Preprocess puts in the train split: its own encoding, label rule and split hash."""
-    from containerlib.encoding import encode_features
-    from preprocessing import PreprocessError
-    from preprocessing.hashing import assign_splits, hash_texts, row_hashes
-    from preprocessing.labels import LabelSpec, encode_labels
-    from preprocessing.values import RowLocator
-
-    where = RowLocator("the schema inference sample", 1, None)
-
-    def bad_number(row: int, column: str, value: Any) -> Exception:
-        return PreprocessError(f"row {row + 1}: column {column!r} has non-numeric value {value!r}")
-
-    validation, test = (
-        float(values.get(name, SPLIT_FRACTIONS[name])) for name in ("ValidationFraction", "TestFraction")
-    )
-    fractions = (1.0 - validation - test, validation, test)
-    seed = int(values.get("SplitSeed") or 0)
-    predictor = str(values["PredictorType"])
-    classes = num_classes if predictor == "multiclass_classifier" else None
-    spec = LabelSpec(predictor, tuple(label_values) if label_values else None, classes)
-    train = np.zeros(len(frame), dtype=bool)
-    step = max(1, ENCODED_VALUES // max(1, layout.feature_dim))  # rows encoded at once: bounded memory
-    for start in range(0, len(frame), step):
-        rows = frame.iloc[start : start + step]
-        try:
-            labels, missing_label = encode_labels(rows[label], spec, where)
-            keep = ~missing_label
-            if id_column:
-                ids = rows[id_column][keep]
-                if ids.isna().any():
-                    return np.ones(len(frame), dtype=bool)  # Preprocess will refuse the empty id
-                hashes = hash_texts(ids, seed)
-            else:
-                features = encode_features(rows, layout, bad_number).features
-                hashes = row_hashes(features[keep], labels[keep], seed)
-        except PreprocessError:
-            return np.ones(len(frame), dtype=bool)  # Preprocess will name the bad value; every row counts meanwhile
-        train[start + np.flatnonzero(keep)] = assign_splits(hashes, fractions) == 0
-    return train
-
-
-def _imputed(encoding: ColumnEncoding, cells: pd.Series, train: np.ndarray) -> ColumnEncoding:
-    """``encoding`` with its imputation: an indicator when a train row has a gap, a number's median as its fill."""
+def _imputed(encoding: ColumnEncoding, cells: pd.Series) -> ColumnEncoding:
+    """``encoding`` with its imputation: an indicator when a sampled row has a gap, a number's median as its fill."""
     import pandas as pd
 
     text = cells.astype(object)
@@ -177,9 +121,7 @@ def _imputed(encoding: ColumnEncoding, cells: pd.Series, train: np.ndarray) -> C
         numbers = pd.to_numeric(cells, errors="coerce").to_numpy(dtype=np.float64, na_value=np.nan)
         with np.errstate(over="ignore", invalid="ignore"):
             missing = missing | ~np.isfinite(numbers.astype(np.float32))  # missing as Preprocess reads them
-        present = numbers[train & ~missing]
-        if not present.size:
-            present = numbers[~missing]  # no train value in the sample: every sampled row's
+        present = numbers[~missing]
         fill = float(np.median(present)) if present.size else 0.0
     return ColumnEncoding(
         encoding.column,
@@ -188,5 +130,5 @@ def _imputed(encoding: ColumnEncoding, cells: pd.Series, train: np.ndarray) -> C
         encoding.boolean,
         encoding.buckets,
         fill,
-        bool((missing & train).any()),
+        bool(missing.any()),
     )

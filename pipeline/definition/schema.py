@@ -340,9 +340,7 @@ def decide(sample: Sample, values: Mapping[str, Any], given: set[str]) -> Decisi
     from pipeline.definition.encodings import decide_encodings
 
     # on the date and time columns' seconds: a median filled in is a number of seconds like the column's values
-    encodings, encoding_notes = decide_encodings(
-        numbers, features, categorical, values, label, id_column, label_values, num_classes
-    )
+    encodings, encoding_notes = decide_encodings(numbers, features, categorical, values)
     notes.extend(encoding_notes)
     document = {
         "format": SCHEMA_FORMAT,

@@ -382,19 +382,18 @@ PROCESSING_ARN = f"arn:aws:sagemaker:us-west-2:{ACCOUNT}:processing-job/pipeline
 
 
 def test_start_wait_forwards_the_finished_execution_and_prints_its_run(
-    tmp_path: Path, capsys: pytest.CaptureFixture
+    mlflow_sqlite_uri: str, capsys: pytest.CaptureFixture
 ) -> None:
     """``llpipe start --wait`` with MLflow configured: the watch's reads, then the forwarder's (the execution's own
     experiment), the run printed; the execution object finds the same run by its ARN afterwards."""
+    from mlflow import MlflowClient
     from rich.console import Console
 
     from pipeline.api.sagemaker_execution import SageMakerExecution
     from pipeline.cli.start import wait_and_report
 
-    uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
+    uri = mlflow_sqlite_uri  # the store made first (migrated), as a server's is: its migration is no part of forwarding
     client = MlflowClient(tracking_uri=uri)
-    client.search_experiments()  # the store made first, as a server's is: its migration is no part of forwarding
-    capsys.readouterr()  # its migration's log lines
     config = dataclasses.replace(CONFIG, mlflow_tracking=True, mlflow_tracking_uri=uri)
     session = StubbedSession("sagemaker", "sagemaker-metrics")
     stub_watch(session)

@@ -238,6 +238,9 @@ def test_predictions_are_read_from_the_transform_jobs_input_and_output_in_s3(aws
         s3.put_object(Bucket="studio-bucket", Key=f"{prefix}/preprocess/test/{name}", Body=shard.getvalue())
         lines = [json.dumps({"score": s, "predicted_label": int(s > 0.5)}) for s in scores[name]]
         s3.put_object(Bucket="studio-bucket", Key=f"{prefix}/transform/{name}.out", Body="\n".join(lines).encode())
+        ids = [json.dumps({"file": f"in-{name}.csv", "row": row}) for row in range(1, len(shard_labels) + 1)]
+        s3.put_object(Bucket="studio-bucket", Key=f"{prefix}/preprocess/summary/{name}.ids.jsonl",
+                      Body="\n".join(ids).encode() + b"\n")  # fmt: skip
     transform_arn = f"arn:aws:sagemaker:{REGION}:123456789012:transform-job/pipelines-abc123def456-transform-x1"
     client = boto3.client("sagemaker", region_name=REGION)
     stubber = Stubber(client)
@@ -279,6 +282,8 @@ def test_predictions_are_read_from_the_transform_jobs_input_and_output_in_s3(aws
         predictions = execution.predictions()
         stubber.assert_no_pending_responses()
     assert predictions.to_dict(orient="list") == {
+        "file": ["in-part-0.pbr.csv"] * 3 + ["in-part-1.pbr.csv"] * 2,  # the row ids Preprocess wrote, in shard order
+        "row": [1, 2, 3, 1, 2],
         "label": [1.0, 0.0, 1.0, 0.0, 1.0],
         "score": [0.9, 0.2, 0.7, 0.4, 0.8],
         "predicted_label": [1, 0, 1, 0, 1],

@@ -98,8 +98,12 @@ def test_the_execution_reads_steps_predictions_plots_and_model(two_runs: tuple) 
 
     report = first.report
     predictions = first.predictions()
-    assert list(predictions.columns) == ["label", "score", "predicted_label"]
+    assert list(predictions.columns) == ["file", "row", "label", "score", "predicted_label"]
     assert len(predictions) == report["dataset"]["item_count"]
+    # a DataFrame is staged as one CSV file: its data row N is the frame's row N - 1
+    assert predictions.file.str.match(r"frame-[0-9a-f]+\.csv$").all()
+    frame = breast_cancer()
+    assert (predictions.label.to_numpy() == frame["target"].to_numpy()[predictions.row.to_numpy() - 1]).all()
     accuracy = float((predictions.label == predictions.predicted_label).mean())
     assert accuracy == pytest.approx(report["binary_classification_metrics"]["accuracy"]["value"])
     assert predictions.score.between(0, 1).all()

@@ -40,6 +40,7 @@ EDGES = [
     ("Preprocess", "Transform", ""),
     ("CreateModel", "Transform", ""),
     ("Preprocess", "Evaluate", ""),
+    ("Train", "Evaluate", ""),  # the model artifact, whose coefficients the report lists
     ("Transform", "Evaluate", ""),
     ("Evaluate", "QualityGate", ""),
     ("Preprocess", "Register", ""),

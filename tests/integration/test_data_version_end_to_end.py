@@ -66,7 +66,7 @@ def check_three_runs(run: LocalRun, execute, change) -> tuple[ExecutionRecord, E
     assert f"--data-version={second.parameters['DataVersion']}" in preprocess_arguments
     outputs = second.steps["Preprocess"].properties["ProcessingOutputConfig"]["Outputs"]
     [summary_uri] = [output["S3Output"]["S3Uri"] for output in outputs if output["OutputName"] == "summary"]
-    parts = run.s3.list_objects(summary_uri.rstrip("/") + "/")
+    parts = [part for part in run.s3.list_objects(summary_uri.rstrip("/") + "/") if part.endswith(".json")]
     assert parts and {json.loads(run.s3.path(part).read_text())["data_version"] for part in parts} == {
         second.parameters["DataVersion"]
     }  # Preprocess records the version it processed

@@ -237,13 +237,16 @@ def test_one_test_record_per_host_runs_in_the_image(
     codec runs on Python 3.9 in Evaluate (where zip(strict=True) used to fail)."""
     import pandas as pd
 
-    from preprocessing.hashing import assign_splits, row_hashes
+    from containerlib.tables.raw import raw_pieces
+    from preprocessing.hashing import assign_splits, raw_row_hashes
 
     generator = np.random.default_rng(11)
     features = generator.normal(size=(400, 2)).astype(np.float32)
     labels = (features[:, 0] + 0.3 * generator.normal(size=400) > 0).astype(np.float32)
-    splits = assign_splits(row_hashes(features, labels, 0), (0.7, 0.15, 0.15))
     frame = pd.DataFrame({"x0": features[:, 0], "x1": features[:, 1], "label": labels.astype(int)})
+    frame.to_csv(tmp_path / "whole.csv", index=False)  # the split is decided from each row's text as written
+    (raw,) = raw_pieces(tmp_path / "whole.csv", list(frame.columns), len(frame))
+    splits = assign_splits(raw_row_hashes(raw, 0), (0.7, 0.15, 0.15))
     test_rows = [int(np.flatnonzero((splits == 2) & (labels == label))[0]) for label in (0, 1)]
     others = np.flatnonzero(splits != 2)[:60]
     folder = tmp_path / "table"

@@ -199,7 +199,9 @@ def check_records_decode_and_are_shuffled(cancer_runs: dict[str, Any]) -> None:
                 assert np.isfinite(features).all() and set(np.unique(labels)) <= {0.0, 1.0}
                 # the categorical column sets exactly one indicator in its block
                 assert (features[:, block : block + BUCKETS].sum(axis=1) == 1).all()
-                assert not is_sorted(labels), f"a {split} shard is sorted by label"
+                # the test split is shuffled a chunk at a time, with its row ids (issue 40): a host given a few
+                # rows of a file sorted by label keeps them in that order across chunks
+                assert split == "test" or not is_sorted(labels), f"a {split} shard is sorted by label"
             assert not is_sorted(np.concatenate([labels for _, labels in shards[split]]))
             assert summary["rows"][split] == sum(len(labels) for _, labels in shards[split])
 
@@ -259,8 +261,8 @@ def test_multiclass_and_regression_labels(tmp_path: Path, container: Container) 
     assert main(list(map(str, again))) == 0
     first = {p.relative_to(tmp_path / "iris-out"): p.read_bytes() for p in (tmp_path / "iris-out").rglob("*.*")}
     second = {p.relative_to(tmp_path / "iris-again"): p.read_bytes() for p in (tmp_path / "iris-again").rglob("*.*")}
-    # 3 splits, 2 summaries, the data-quality baseline, the serving featurizer's model data
-    assert first == second and len(first) == 7
+    # 3 splits, 2 summaries, the test split's row ids, the data-quality baseline, the serving featurizer's model data
+    assert first == second and len(first) == 8
     diabetes = load_diabetes(as_frame=True).frame
     (tmp_path / "diabetes").mkdir()
     diabetes.to_parquet(tmp_path / "diabetes" / "diabetes.parquet", index=False)
@@ -383,9 +385,9 @@ BINARY = ["--label-column", "label", "--predictor-type", "binary_classifier"]
         ({"d.csv": GOOD}, [*BINARY, "--train-shards", "50"], r"has \d+ rows, fewer than the 50 train shards"),
         (
             {"d.csv": GOOD},
-            [*BINARY, "--validation-fraction", "0.01"],
+            [*BINARY, "--validation-fraction", "0.001"],
             r"the validation split is empty \(12 rows, --validation-fraction \(pipeline parameter ValidationFraction\) "
-            r"0\.01; .*\): give more rows, a larger validation fraction or another --seed \(pipeline parameter "
+            r"0\.001; .*\): give more rows, a larger validation fraction or another --seed \(pipeline parameter "
             r"SplitSeed\)",
         ),
         (

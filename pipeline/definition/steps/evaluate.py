@@ -26,8 +26,16 @@ EVALUATE_OUTPUT_DIR = "/opt/ml/processing/output/evaluation"
 
 
 def evaluate_step(
-    config: PipelineConfig, params: Parameters, bundle: CodeBundle, preprocess: Any, transform: Any, session: Any
+    config: PipelineConfig,
+    params: Parameters,
+    bundle: CodeBundle,
+    preprocess: Any,
+    transform: Any,
+    session: Any,
+    model_data: Any = None,
 ) -> tuple[Any, Any]:
+    """The step and its report's PropertyFile; with ``model_data`` (the trained model artifact's S3 URI), the
+    report also lists the model's coefficients."""
     from sagemaker.core.workflow.properties import PropertyFile
     from sagemaker.mlops.workflow import ProcessingStep
 
@@ -79,6 +87,8 @@ def evaluate_step(
             RESOURCE_CONFIG,
             "--exit-message-file",
             EXIT_MESSAGE_FILE,
+            # not an input either: the job reads the model artifact (one object) for its coefficients
+            *(["--model-uri", model_data] if model_data is not None else []),
         ],
         wait=False,
         logs=False,
