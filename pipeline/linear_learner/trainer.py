@@ -81,6 +81,10 @@ class Dataset:
         """In memory the whole channel is one block, in its order."""
         yield self
 
+    def for_epoch(self, epoch: int) -> Dataset:
+        """The same records every epoch."""
+        return self
+
     def head(self, count: int) -> Dataset:
         return Dataset(self.features[:count], self.labels[:count])
 
@@ -103,6 +107,11 @@ class Channel(Protocol):
 
     def head(self, count: int) -> Dataset:
         """The first ``count`` records in file order."""
+        ...
+
+    def for_epoch(self, epoch: int) -> Channel:
+        """The records this host reads in ``epoch``: the same every epoch, except a Pipe-mode channel with a
+        ShuffleConfig, whose objects are dealt afresh every epoch (``dealt.py``); epoch 0's before training."""
         ...
 
     def label_histogram(self, classes: int) -> np.ndarray:
@@ -520,7 +529,7 @@ def _fit(
         waited = _waited(collective)
         block_order = np.random.default_rng([SEED, collective.rank, epoch])
         loss_sums, records, local_records = _train_epoch(
-            hp, models, objective, optimizer, train, block_order, collective, batch_size
+            hp, models, objective, optimizer, train.for_epoch(epoch), block_order, collective, batch_size
         )
         elapsed = max(time.perf_counter() - started, 1e-9)
         sync = _waited(collective) - waited
