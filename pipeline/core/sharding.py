@@ -33,8 +33,9 @@ def objects_for_epoch(
     """The objects instance ``host_index`` reads in ``epoch`` of a Pipe-mode channel with a ShuffleConfig: the
     service shuffles the objects at the start of every epoch (seeded by ``seed``) and, ShardedByS3Key, deals them in
     that order, so "the content sent to a particular node on the first epoch might be sent to a different node on
-    the second epoch". Here the shuffle is numpy's permutation seeded by (seed mod 2**64, epoch); the deal is round-robin, as
-    :func:`objects_for_instance`, so every host's count of objects is the same as there, only which ones differ."""
+    the second epoch". Here the shuffle is numpy's permutation seeded by (seed mod 2**64, epoch); the deal is
+    round-robin, as :func:`objects_for_instance`, so every host's count of objects is the same as there, only which
+    ones differ."""
     import numpy as np
 
     ordered = objects_for_instance(keys, "FullyReplicated", host_index, host_count)
