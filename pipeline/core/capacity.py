@@ -19,7 +19,7 @@ from typing import Any
 from pipeline.core import sizing
 from pipeline.core.errors import UsageError
 from pipeline.core.instances import INSTANCES
-from pipeline.core.names import EVALUATE, PREPROCESS, TRAIN, TRANSFORM
+from pipeline.core.names import EVALUATE, PREPROCESS, TRAIN, TRANSFORM, split_fractions
 
 GB = 10**9  # input and channel sizes, as S3 counts them
 GIB = 2**30  # instance memory is quoted in GiB; volumes (VolumeSizeInGB) are counted in it too, to be safe
@@ -341,8 +341,8 @@ def plan(
     data = size.listing()
     sized = sizing.plan_sizes(data, values, given)
     parameters = sizing.sized_parameters(sized, values, given)  # what the definition is given: the same volumes
-    validation_share = float(values["ValidationFraction"])  # type: ignore[arg-type]
-    test_share = float(values["TestFraction"])  # type: ignore[arg-type]
+    fractions = split_fractions(values)
+    validation_share, test_share = fractions["ValidationFraction"], fractions["TestFraction"]
     train_bytes = sizing.recordio_bytes(data) * (1 - validation_share - test_share)
     test_rows = size.rows * test_share
     paying = max_paying_instances(train_bytes, types[TRAIN], floor)

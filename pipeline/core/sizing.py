@@ -20,7 +20,7 @@ from collections.abc import Collection, Mapping
 from dataclasses import dataclass
 
 from pipeline.core.errors import ParameterError
-from pipeline.core.names import EVALUATE, PREPROCESS, TRAIN, TRANSFORM
+from pipeline.core.names import EVALUATE, PREPROCESS, TRAIN, TRANSFORM, split_fractions
 from pipeline.core.sharding import objects_for_instance
 
 GB = 1 << 30  # a volume's GB, counted as GiB: the plan never comes out smaller than the service's unit
@@ -129,8 +129,8 @@ def plan_sizes(
     (``pipeline.core.capacity``) both read it."""
     if not data.objects:
         raise ValueError("no input objects to size the jobs for")
-    validation = float(values.get("ValidationFraction", 0.15))  # type: ignore[arg-type]
-    test = float(values.get("TestFraction", 0.15))  # type: ignore[arg-type]
+    fractions = split_fractions(values)  # the table's defaults where a definition predates them
+    validation, test = fractions["ValidationFraction"], fractions["TestFraction"]
     train = max(0.0, 1.0 - validation - test)
     total = data.bytes
 
@@ -165,7 +165,7 @@ def plan_sizes(
     shards_each = math.ceil(shards / training_count)
     validation_download = shards_each * recordio_busiest * validation / per_host_shards
     train_download = shards_each * recordio_busiest * train / per_host_shards
-    streamed = str(values.get("TrainingInputMode", "Pipe")) == "Pipe"
+    streamed = str(values.get("TrainingInputMode", "File")) == "Pipe"  # a definition without it downloads
     training_download = int(validation_download + (0 if streamed else train_download))
 
     test_bytes = recordio_total * test
