@@ -76,9 +76,11 @@ class DealtChannel:
             if sum(part.rows for part in parts) >= count:
                 break
             parts.append(channel.head(count - sum(part.rows for part in parts)))
-        stack = sp.vstack if sp.issparse(parts[0].features) else np.concatenate
+        if not parts:
+            return self.channels()[0].head(0)
         if len(parts) == 1:
             return parts[0]
+        stack = sp.vstack if sp.issparse(parts[0].features) else np.concatenate
         return Dataset(stack([part.features for part in parts]), np.concatenate([part.labels for part in parts]))
 
     def label_histogram(self, classes: int) -> np.ndarray:
