@@ -86,3 +86,34 @@ def test_without_a_shuffle_config_each_host_keeps_its_share(tmp_path: Path):
     result = train(hyperparameters, {"train": channel}, tmp_path / "out", instance_count=2, work_dir=tmp_path / "work")
     records = [[epoch["records"] for epoch in host["epochs"]] for host in result.scaling["hosts"]]
     assert records == [[100 + 300 + 500] * 3, [200 + 400] * 3]
+
+
+def test_a_dealt_channel_reads_its_epochs_objects_in_the_dealt_order(tmp_path: Path):
+    """In-process: each epoch's records are its objects' in the dealt order (blocks in file order without a
+    generator), head() spans objects, and every object is decoded once into the shared cache."""
+    from pipeline.linear_learner.data import open_channel
+    from pipeline.linear_learner.dealt import DealtChannel
+
+    sizes = [100, 200, 300]
+    objects = _objects(tmp_path, sizes)
+    decoded: list[Path] = []
+
+    def decode(path: Path, folder: Path):
+        decoded.append(path)
+        return open_channel("train", [path], "application/x-recordio-protobuf", folder, feature_dim=3,
+                            predictor_type="binary_classifier", num_classes=2)  # fmt: skip
+
+    channel = DealtChannel("train", tuple(objects), "FullyReplicated", 7, 0, 1, tmp_path / "cache", decode)
+    whole = {path: open_channel("train", [path], "application/x-recordio-protobuf", tmp_path / path.stem,
+                                feature_dim=3, predictor_type="binary_classifier", num_classes=2).head(1000)
+             for path in objects}  # fmt: skip
+    for epoch in range(3):
+        dealt = channel.for_epoch(epoch)
+        order = objects_for_epoch(objects, "FullyReplicated", 0, 1, 7, epoch)
+        labels = np.concatenate([block.labels for block in dealt.blocks()])
+        np.testing.assert_array_equal(labels, np.concatenate([whole[path].labels for path in order]))
+        head = dealt.head(sizes[objects.index(order[0])] + 50)
+        expected = np.concatenate([whole[order[0]].features, whole[order[1]].features[:50]])
+        np.testing.assert_array_equal(head.features, expected)
+        assert dealt.rows == sum(sizes) and dealt.head(0).rows == 0
+    assert sorted(decoded) == objects  # once each
