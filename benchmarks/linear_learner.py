@@ -6,6 +6,10 @@ scikit-learn takes for one). The Linear Learner side is the in-process trainer o
 with the default mini_batch_size 1000 and num_models 32.
 
     python benchmarks/linear_learner.py [--rows 1000000] [--features 100] [--epochs 3] [--instances 1 2]
+        [--shards 4] [--pipe-shuffle]
+
+``--pipe-shuffle`` also trains each launcher count with the train channel in Pipe mode under a ShuffleConfig (its
+shards dealt afresh every epoch, ``pipeline/linear_learner/dealt.py``) and prints its job time over the fixed deal's.
 """
 
 from __future__ import annotations
@@ -41,6 +45,10 @@ def main() -> None:
         default=[],
         help="also train through the launcher with these instance counts (RecordIO shards, one "
         "process per instance) and print their combined train throughput",
+    )
+    parser.add_argument("--shards", type=int, default=0, help="train shards for --instances (default: the most count)")
+    parser.add_argument(
+        "--pipe-shuffle", action="store_true", help="--instances: also with the shards dealt afresh every epoch"
     )
     args = parser.parse_args()
 
@@ -122,24 +130,27 @@ def launcher_throughput(X: np.ndarray, y: np.ndarray, args: argparse.Namespace, 
 
     with tempfile.TemporaryDirectory(prefix="ll-bench-") as folder:
         shards = []
-        for index, rows in enumerate(np.array_split(np.arange(len(y)), max(args.instances))):
+        for index, rows in enumerate(np.array_split(np.arange(len(y)), max(args.shards, max(args.instances)))):
             path = Path(folder) / f"train-{index}.pbr"
             with path.open("wb") as stream:
                 write_dense(stream, X[rows], y[rows])
             shards.append(path)
+        modes = {"fixed deal": Channel(shards, "ShardedByS3Key")}
+        if args.pipe_shuffle:
+            modes["dealt every epoch"] = Channel(shards, "ShardedByS3Key", input_mode="Pipe", shuffle_seed=1)
         for count in args.instances:
-            started = time.perf_counter()
-            result = train(
-                hp_strings,
-                {"train": Channel(shards, "ShardedByS3Key")},
-                Path(folder) / f"out-{count}",
-                instance_count=count,
-            )
-            seconds = time.perf_counter() - started
-            print(
-                f"launcher, {count} instance(s): job {seconds:.2f} s (with process start and reading), last epoch "
-                f"{result.metrics['train:throughput']:,.0f} records/s over all instances"
-            )
+            times = {}
+            for mode, channel in modes.items():
+                started = time.perf_counter()
+                result = train(hp_strings, {"train": channel}, Path(folder) / f"out-{count}", instance_count=count)
+                times[mode] = time.perf_counter() - started
+                print(
+                    f"launcher, {count} instance(s), {mode}: job {times[mode]:.2f} s (with process start and "
+                    f"reading), last epoch {result.metrics['train:throughput']:,.0f} records/s over all instances"
+                )
+            if len(times) > 1:
+                print(f"launcher, {count} instance(s): dealt every epoch / fixed deal: "
+                      f"{times['dealt every epoch'] / times['fixed deal']:.2f}x")  # fmt: skip
 
 
 if __name__ == "__main__":

@@ -2,7 +2,8 @@
 
 The input is measured here (a folder's files and their rows, an S3 prefix's objects through ListObjectsV2), then
 :mod:`pipeline.core.capacity` computes each step's fleet, volume, bytes, memory, time and cost from its documented
-figures.
+figures, under the parameter table's defaults (``pipeline.definition.parameter_table``) with the choices given here,
+sized as ``llpipe run``, ``start`` and ``schedule`` size the definition.
 """
 
 from __future__ import annotations
@@ -13,9 +14,10 @@ from pathlib import Path
 from typing import Any
 
 from containerlib.s3_uri import split_s3_uri
-from pipeline.core.capacity import CapacityPlan, InputSize, estimated_rows
+from pipeline.core.capacity import TYPE_PARAMETERS, CapacityPlan, InputSize, estimated_rows
 from pipeline.core.capacity import plan as capacity_plan
 from pipeline.core.errors import UsageError, opt
+from pipeline.definition.parameter_table import defaults
 
 __all__ = ["measure_folder", "measure_s3", "parse_rows", "parse_size", "plan"]
 
@@ -58,8 +60,11 @@ def measure_folder(path: Path) -> InputSize:
     if not files:
         raise UsageError(f"{path}: no files to plan for")
     rows = sum(_rows(file) for file in files)
-    size = sum(file.stat().st_size for file in files)
-    return InputSize(size, max(rows, 1), len(files), f"local {path}")
+    objects = tuple(
+        (file.relative_to(path).as_posix() if path.is_dir() else file.name, file.stat().st_size) for file in files
+    )
+    size = sum(bytes_ for _, bytes_ in objects)
+    return InputSize(size, max(rows, 1), len(files), f"local {path}", objects=objects)
 
 
 def _rows(file: Path) -> int:
@@ -82,19 +87,20 @@ def measure_s3(uri: str, s3: Any) -> InputSize:
         bucket, prefix = split_s3_uri(uri)
     except ValueError:
         raise UsageError(f"{uri!r}: expected s3://bucket/prefix") from None
-    size, files = 0, 0
+    objects: list[tuple[str, int]] = []
     request: dict[str, Any] = {"Bucket": bucket, "Prefix": prefix}
     while True:
         page = s3.list_objects_v2(**request)
-        for item in page.get("Contents", []):
-            if not item["Key"].endswith("/"):
-                size, files = size + int(item["Size"]), files + 1
+        objects += [
+            (item["Key"], int(item["Size"])) for item in page.get("Contents", []) if not item["Key"].endswith("/")
+        ]
         if not page.get("IsTruncated"):
             break
         request = {**request, "ContinuationToken": page["NextContinuationToken"]}
-    if not files:
+    if not objects:
         raise UsageError(f"{uri}: no objects under the prefix to plan for")
-    return InputSize(size, estimated_rows(size), files, uri, rows_estimated=True)
+    size = sum(bytes_ for _, bytes_ in objects)
+    return InputSize(size, estimated_rows(size), len(objects), uri, rows_estimated=True, objects=tuple(objects))
 
 
 def plan(
@@ -132,14 +138,21 @@ def plan(
     else:
         size = measure_folder(Path(source))
     if stated_rows is not None and bytes is None:
-        size = InputSize(size.bytes, stated_rows, size.files, size.source)
-    return capacity_plan(
-        size,
-        training_instances=training_instances,
-        processing_instances=processing_instances,
-        instance_types=instance_types,
-        prices=prices,
-    )
+        size = InputSize(size.bytes, stated_rows, size.files, size.source, objects=size.objects)
+    values: dict[str, Any] = defaults()
+    given = set()
+    for name, count in (
+        ("TrainingInstanceCount", training_instances),
+        ("ProcessingInstanceCount", processing_instances),
+    ):
+        if count is not None:
+            values[name] = count
+            given.add(name)
+    for step, instance_type in (instance_types or {}).items():
+        if step not in TYPE_PARAMETERS:
+            raise UsageError(f"{opt('instance_type', repr(step))}: expected one of {', '.join(TYPE_PARAMETERS)}")
+        values[TYPE_PARAMETERS[step]] = instance_type
+    return capacity_plan(size, values, given, prices=prices)
 
 
 def _aws_call(what: str) -> Any:

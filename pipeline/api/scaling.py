@@ -267,11 +267,26 @@ def with_test_channel(channels: list[dict[str, Any]], execution: Any) -> list[di
     split, docs/guides/very-large-data.md)."""
     preprocess = execution.record.steps.get(PREPROCESS)
     outputs = ((preprocess.properties if preprocess else {}).get("ProcessingOutputConfig") or {}).get("Outputs") or []
-    uri = next((o["S3Output"]["S3Uri"] for o in outputs if o.get("OutputName") == "test"), None)
+    return test_channel(channels, test_output(outputs))
+
+
+def test_output(outputs: list[dict[str, Any]]) -> str | None:
+    """The S3 URI of Preprocess's ``test`` output among its ProcessingOutputConfig's ``outputs`` (None without)."""
+    return next((o["S3Output"]["S3Uri"] for o in outputs if o.get("OutputName") == "test"), None)
+
+
+def test_channel(
+    channels: list[dict[str, Any]], uri: str | None, input_mode: str | None = None
+) -> list[dict[str, Any]]:
+    """``channels`` plus a ``test`` channel of ``uri`` (FullyReplicated: the metric is of the whole split), in
+    ``input_mode`` when given; unchanged without a URI or when a test channel is there already."""
     if uri is None or any(channel["ChannelName"] == "test" for channel in channels):
         return channels
     source = {"S3DataType": "S3Prefix", "S3Uri": uri, "S3DataDistributionType": "FullyReplicated"}
-    return [*channels, {"ChannelName": "test", "ContentType": RECORDIO, "DataSource": {"S3DataSource": source}}]
+    channel: dict[str, Any] = {"ChannelName": "test", "ContentType": RECORDIO, "DataSource": {"S3DataSource": source}}
+    if input_mode:
+        channel["InputMode"] = input_mode
+    return [*channels, channel]
 
 
 def _epochs(scaling: dict[str, Any], log: Path) -> dict[str, Any]:
@@ -415,6 +430,9 @@ def sagemaker_scaling_study(
         )
     predictor = str(execution.parameters.get("PredictorType", BINARY_CLASSIFIER))
     folder = Path(output) if output else Path.cwd() / f"scaling-study-{execution.id}"
+    preprocess = execution._job_arn(PREPROCESS, "ProcessingJob")
+    # its test split, so the study's jobs report the test metric
+    test_uri = preprocess_test_uri(execution.session.client("sagemaker"), preprocess) if preprocess else None
     return study_on_sagemaker(
         execution.session,
         arn.rsplit("/", 1)[-1],
@@ -427,7 +445,14 @@ def sagemaker_scaling_study(
         output=folder,
         poll_seconds=poll_seconds,
         on_job=on_job,
+        test_uri=test_uri,
     )
+
+
+def preprocess_test_uri(sagemaker: Any, arn: str) -> str | None:
+    """The S3 URI of the test split Preprocess's processing job ``arn`` wrote (DescribeProcessingJob)."""
+    described = sagemaker.describe_processing_job(ProcessingJobName=arn.rsplit("/", 1)[-1])
+    return test_output((described.get("ProcessingOutputConfig") or {}).get("Outputs") or [])
 
 
 def study_on_sagemaker(
@@ -443,8 +468,13 @@ def study_on_sagemaker(
     output: Path,
     poll_seconds: float,
     on_job: Any = None,
+    test_uri: str | None = None,
 ) -> ScalingStudy:
-    """:func:`sagemaker_scaling_study` given the Train step's training job name (every call through ``session``)."""
+    """:func:`sagemaker_scaling_study` given the Train step's training job name (every call through ``session``).
+
+    ``test_uri``: Preprocess's test split, given to every job as a ``test`` channel so the service reports the test
+    metric the study compares (the pipeline's Train has none); streamed (Pipe), so it takes no room on the volume
+    sized for the Train step's own channels."""
     from pipeline.sagemaker.scaling import status_seconds, study_request, train_objects
 
     counts = sorted(set(int(n) for n in instances))
@@ -463,7 +493,9 @@ def study_on_sagemaker(
             name = f"scaling-{execution_id[:24]}-{count}x-{repeat + 1}"[:63]
             if on_job is not None:
                 on_job(count, repeat + 1, name)
-            sagemaker.create_training_job(**study_request(described, name, count, execution_id))
+            request = study_request(described, name, count, execution_id)
+            request["InputDataConfig"] = test_channel(request["InputDataConfig"], test_uri, "Pipe")
+            sagemaker.create_training_job(**request)
             names[name] = count
     runs: dict[int, list[dict[str, Any]]] = {n: [] for n in counts}
     pending = list(names)

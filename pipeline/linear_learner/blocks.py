@@ -43,6 +43,10 @@ class BlockChannel:
         for index in order:
             yield self._load(int(index))
 
+    def for_epoch(self, epoch: int) -> BlockChannel:
+        """The same blocks every epoch."""
+        return self
+
     def head(self, count: int) -> Dataset:
         parts: list[Dataset] = []
         taken = 0

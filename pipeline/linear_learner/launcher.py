@@ -48,9 +48,10 @@ class Channel:
     files: list[Path] = field(default_factory=list)
     distribution: str = "FullyReplicated"
     content_type: str = RECORDIO
-    # Pipe: the service streams the channel and, with a ShuffleConfig, deals its shards to the hosts afresh every
-    # epoch; locally each host reads the same share every epoch (docs/guides/very-large-data.md)
+    # Pipe: the service streams the channel and, with a ShuffleConfig, shuffles its objects every epoch and deals
+    # them to the hosts afresh; so do the local hosts (pipeline.linear_learner.dealt), given the Seed
     input_mode: str = "File"
+    shuffle_seed: int | None = None  # the channel's ShuffleConfig.Seed, if any
 
 
 @dataclass(frozen=True)
@@ -175,7 +176,12 @@ def _lay_out_root(
         }
         channel_dir = root / "input" / "data" / name
         channel_dir.mkdir(parents=True)
-        files = objects_for_instance([Path(f) for f in channel.files], channel.distribution, index, count)
+        distribution = channel.distribution
+        if channel.input_mode == "Pipe" and channel.shuffle_seed is not None:
+            # any object may be streamed to this host in some epoch: it gets them all and deals them itself
+            data_config[name]["ShuffleConfig"] = {"Seed": channel.shuffle_seed}
+            distribution = "FullyReplicated"
+        files = objects_for_instance([Path(f) for f in channel.files], distribution, index, count)
         for position, source in enumerate(files):
             # a position prefix keeps the sharded order and tells apart equal names from different folders
             _link_or_copy(source, channel_dir / f"{position:06d}-{source.name}")
@@ -233,7 +239,8 @@ def _run_instances(
     server = None
     exchange = None
     env = dict(os.environ)
-    extra_args: list[str] = []
+    # a channel dealt afresh every epoch is decoded once, here, for all the hosts (pipeline.linear_learner.dealt)
+    extra_args: list[str] = ["--stream-cache", str(roots[0].parent / "streamed")]
     if len(roots) > 1:
         authkey = secrets.token_bytes(16)
         # on one machine the hosts exchange through shared memory; the server then only sees them connect
@@ -248,7 +255,7 @@ def _run_instances(
         )
         server.start()
         host, port = server.address
-        extra_args = ["--coordinator", f"{host}:{port}"]
+        extra_args += ["--coordinator", f"{host}:{port}"]
         if fast:
             # named by this process's pid, so that the next training removes it if this process is killed (SIGKILL
             # skips the cleanup below): empty folders otherwise piled up in /dev/shm, one per killed run

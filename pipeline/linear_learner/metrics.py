@@ -144,3 +144,82 @@ def calibrate_thresholds(
         else:
             thresholds[m] = (sorted_scores[cut - 1, m] + sorted_scores[cut, m]) / 2.0
     return thresholds, value[best_cut, columns]
+
+
+def histogram_auc_error_bound(positive: np.ndarray, negative: np.ndarray) -> float:
+    """How far a histogram's AUC can be from the exact one: half the share of (positive, negative) pairs whose two
+    scores share a bin (their order within the bin is unknown, each counted as a tie)."""
+    total = float(positive.sum()) * float(negative.sum())
+    return float(positive @ negative) / (2.0 * total) if total else float("nan")
+
+
+class RankedScores:
+    """The binary ROC AUC of scores added chunk by chunk, in bounded memory.
+
+    Up to ``exact_records`` records each float32 score is kept (4 bytes a record) and the AUC is exact: P(positive
+    scored above negative) + P(tie) / 2, counted with sorted arrays, what :func:`roc_auc` computes from ranks. Past
+    that, the scores are counted per class in ``bins`` equal bins of the probability (``kind`` "margin": of its
+    logistic, a monotone map), pairs within one bin count as ties, and :attr:`error_bound` says how far that can be
+    from the exact value (0 while exact)."""
+
+    def __init__(self, kind: str, exact_records: int, bins: int) -> None:
+        self.kind = kind
+        self.exact_records = exact_records
+        self.bins = bins
+        self.kept: tuple[list[np.ndarray], list[np.ndarray]] | None = ([], [])  # negatives', positives' scores
+        self.records = 0
+        self.histogram: np.ndarray | None = None  # (2, bins): negatives', positives' counts, bin 0 the lowest
+
+    def add(self, scores: np.ndarray, positive: np.ndarray) -> None:
+        """Count ``scores`` (n,) with their classes (``positive``, n booleans)."""
+        scores = np.asarray(scores, dtype=np.float32)
+        self.records += scores.size
+        if self.kept is not None and self.records > self.exact_records:
+            kept, self.kept = self.kept, None
+            self.histogram = np.zeros((2, self.bins), dtype=np.int64)
+            for label, parts in enumerate(kept):
+                for part in parts:
+                    self._count(part, label)
+        if self.kept is not None:
+            self.kept[0].append(scores[~positive])
+            self.kept[1].append(scores[positive])
+        else:
+            self._count(scores[~positive], 0)
+            self._count(scores[positive], 1)
+
+    def _count(self, scores: np.ndarray, label: int) -> None:
+        values = scores.astype(np.float64)
+        if self.kind == "margin":
+            with np.errstate(over="ignore"):
+                values = 1.0 / (1.0 + np.exp(-values))
+        index = np.clip(np.floor(values * self.bins).astype(np.int64), 0, self.bins - 1)
+        self.histogram[label] += np.bincount(index, minlength=self.bins)
+
+    @property
+    def error_bound(self) -> float:
+        return 0.0 if self.histogram is None else histogram_auc_error_bound(self.histogram[1], self.histogram[0])
+
+    def auc(self) -> float:
+        """The AUC (NaN with one class only)."""
+        if self.histogram is not None:
+            negative, positive = self.histogram
+            if not negative.sum() or not positive.sum():
+                return float("nan")
+            below = np.cumsum(negative) - negative  # negatives in lower bins
+            return float(positive @ (below + 0.5 * negative) / (float(positive.sum()) * float(negative.sum())))
+        for parts in self.kept:  # one class at a time, each joined into one sorted array (kept for another call)
+            joined = np.concatenate(parts) if len(parts) != 1 else parts[0]
+            parts.clear()
+            joined.sort()
+            parts.append(joined)
+        negatives, positives = (parts[0] for parts in self.kept)
+        if not negatives.size or not positives.size:
+            return float("nan")
+        above = 0.0  # over (positive, negative) pairs: 1 when the positive scores higher, 1/2 when equal
+        step = 1 << 16
+        for start in range(0, positives.size, step):
+            chunk = positives[start : start + step]
+            lower = np.searchsorted(negatives, chunk, "left")
+            upper = np.searchsorted(negatives, chunk, "right")
+            above += float(lower.sum()) + 0.5 * float((upper - lower).sum())
+        return above / (float(positives.size) * float(negatives.size))

@@ -18,7 +18,7 @@ import sys
 import tempfile
 import time
 import traceback
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from pipeline.core.errors import AlgorithmInputError
@@ -57,6 +57,8 @@ class _Instance:
     hosts: list[str]
     channels: dict[str, str]  # channel name -> content type
     replicated: frozenset[str] = frozenset()  # channels every host receives whole (FullyReplicated)
+    # Pipe-mode channels with a ShuffleConfig: name -> Seed; the objects are dealt afresh every epoch (dealt.py)
+    shuffled: dict[str, int] = field(default_factory=dict)
 
     @property
     def rank(self) -> int:
@@ -76,8 +78,13 @@ class Exchange:
     connect: float
 
 
-def run(root: Path, coordinator: str | None, exchange: Exchange | None = None) -> None:
-    """Train this instance: read the configuration and channels, fit with the other instances, write the outputs."""
+def run(
+    root: Path, coordinator: str | None, exchange: Exchange | None = None, stream_cache: Path | None = None
+) -> None:
+    """Train this instance: read the configuration and channels, fit with the other instances, write the outputs.
+
+    ``stream_cache``: where the objects of a channel dealt afresh every epoch are decoded, shared by the local hosts
+    (default: this instance's own folder)."""
     from pipeline.linear_learner.hyperparameters import parse_hyperparameters
 
     hp = parse_hyperparameters(_read_json(root / HYPERPARAMETERS_FILE))
@@ -86,7 +93,7 @@ def run(root: Path, coordinator: str | None, exchange: Exchange | None = None) -
     # inside the instance's root, not the system temp folder: whoever removes the root (the job, after any end,
     # including SIGKILL of this process) removes the blocks too
     with tempfile.TemporaryDirectory(prefix="linear-learner-blocks-", dir=root) as blocks:
-        train, validation, test = _read_channels(root, hp, instance, Path(blocks))
+        train, validation, test = _read_channels(root, hp, instance, Path(blocks), stream_cache)
         collective = _connect(instance, coordinator, exchange)
 
         from pipeline.linear_learner.trainer import fit
@@ -95,7 +102,7 @@ def run(root: Path, coordinator: str | None, exchange: Exchange | None = None) -
             result = fit(hp, train, validation, collective, log, instance.host)
         finally:
             collective.close()
-        _write_scaling(root, instance.host, result)
+        _write_scaling(root, instance.host, result, train)
         if instance.leader:
             _write_outputs(root, hp, result, instance.host, {"validation": validation, "test": test})
 
@@ -123,15 +130,24 @@ def _instance(root: Path) -> _Instance:
         for name, channel in data_config.items()
         if channel.get("S3DistributionType", "FullyReplicated") == "FullyReplicated"
     )
+    # the service keeps the ShuffleConfig to itself and streams the dealt objects; the local launcher, standing in
+    # for it, links every object of such a channel and writes the Seed here, so the host deals them itself
+    shuffled = {
+        name: int(channel["ShuffleConfig"]["Seed"])
+        for name, channel in data_config.items()
+        if channel.get("TrainingInputMode") == "Pipe" and isinstance(channel.get("ShuffleConfig"), dict)
+    }
     hosts = list(resources.get("hosts", ["algo-1"]))
-    return _Instance(resources.get("current_host", "algo-1"), hosts, channels, replicated)
+    return _Instance(resources.get("current_host", "algo-1"), hosts, channels, replicated, shuffled)
 
 
-def _read_channels(root: Path, hp, instance: _Instance, blocks: Path) -> tuple:
+def _read_channels(root: Path, hp, instance: _Instance, blocks: Path, stream_cache: Path | None = None) -> tuple:
     """(train, validation, test) channels, each checked once and stored as blocks under ``blocks`` that training
-    reads back one at a time. Only the leader (algo-1) reads test; every host reads a FullyReplicated validation
+    reads back one at a time (a channel dealt afresh every epoch: its first epoch's objects, the others as they are
+    dealt, under ``stream_cache``). Only the leader (algo-1) reads test; every host reads a FullyReplicated validation
     channel (all hosts then share scoring it each epoch), else only the leader does."""
     from pipeline.linear_learner.data import channel_files, open_channel
+    from pipeline.linear_learner.dealt import DealtChannel
 
     data = root / "input" / "data"
     if not any(p.is_file() for p in (data / "train").rglob("*")):
@@ -144,17 +160,34 @@ def _read_channels(root: Path, hp, instance: _Instance, blocks: Path) -> tuple:
         files = channel_files(data / name)
         if not files:
             raise AlgorithmInputError(f"channel {name!r} has no files")
-        # train blocks hold whole mini-batches, so a batch spans two blocks only after the last, short one
-        return open_channel(
+
+        def decode(paths: list[Path], folder: Path):
+            # train blocks hold whole mini-batches, so a batch spans two blocks only after the last, short one
+            return open_channel(
+                name,
+                paths,
+                instance.channels[name],
+                folder,
+                feature_dim=hp.feature_dim,
+                predictor_type=hp.predictor_type,
+                num_classes=hp.num_classes,
+                multiple_of=hp.mini_batch_size if name == "train" else 1,
+            )
+
+        if name not in instance.shuffled:
+            return decode(files, blocks / name)
+        dealt = DealtChannel(
             name,
-            files,
-            instance.channels[name],
-            blocks / name,
-            feature_dim=hp.feature_dim,
-            predictor_type=hp.predictor_type,
-            num_classes=hp.num_classes,
-            multiple_of=hp.mini_batch_size if name == "train" else 1,
+            tuple(files),
+            "FullyReplicated" if name in instance.replicated else "ShardedByS3Key",
+            instance.shuffled[name],
+            instance.rank,
+            len(instance.hosts),
+            (stream_cache or blocks / "dealt") / name,
+            lambda path, folder: decode([path], folder),
         )
+        dealt.channels()  # the first epoch's objects, decoded and checked before training
+        return dealt
 
     started = time.perf_counter()
     train = load("train")
@@ -200,13 +233,20 @@ def _connect(instance: _Instance, coordinator: str | None, exchange: Exchange | 
     )
 
 
-def _write_scaling(root: Path, host: str, result) -> None:
-    """This host's part of the job's scaling record (``output/scaling.json``): its shards and its epochs."""
+def _write_scaling(root: Path, host: str, result, train) -> None:
+    """This host's part of the job's scaling record (``output/scaling.json``): its shards (of the first epoch, for
+    a channel dealt afresh every epoch) and its epochs."""
     from pipeline.linear_learner.data import channel_files
+    from pipeline.linear_learner.dealt import DealtChannel
 
+    shards = (
+        len(train.for_epoch(0).share())
+        if isinstance(train, DealtChannel)
+        else len(channel_files(root / "input" / "data" / "train"))
+    )
     record = {
         "host": host,
-        "train_shards": len(channel_files(root / "input" / "data" / "train")),
+        "train_shards": shards,
         "epochs": [
             {"epoch": t.epoch, "records": t.records, "seconds": t.seconds, "sync_seconds": t.sync_seconds}
             for t in result.epoch_times
@@ -247,12 +287,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--connect-timeout", type=float, default=300.0, help="seconds peers have for their first round (--exchange)"
     )
+    parser.add_argument("--stream-cache", type=Path, help="decoded objects of channels dealt every epoch (shared)")
     args = parser.parse_args(argv)
     exchange = Exchange(args.exchange, args.heartbeat, args.connect_timeout) if args.exchange else None
     from pipeline.linear_learner.collective import CollectiveAborted
 
     try:
-        run(args.root, args.coordinator, exchange)
+        run(args.root, args.coordinator, exchange, args.stream_cache)
         return 0
     except CollectiveAborted as error:
         message, code = f"AlgorithmError: {error}", EXIT_ABORTED

@@ -83,6 +83,10 @@ class Dataset:
         """In memory the whole channel is one block, in its order."""
         yield self
 
+    def for_epoch(self, epoch: int) -> Dataset:
+        """The same records every epoch."""
+        return self
+
     def head(self, count: int) -> Dataset:
         return Dataset(self.features[:count], self.labels[:count])
 
@@ -105,6 +109,11 @@ class Channel(Protocol):
 
     def head(self, count: int) -> Dataset:
         """The first ``count`` records in file order."""
+        ...
+
+    def for_epoch(self, epoch: int) -> Channel:
+        """The records this host reads in ``epoch``: the same every epoch, except a Pipe-mode channel with a
+        ShuffleConfig, whose objects are dealt afresh every epoch (``dealt.py``); epoch 0's before training."""
         ...
 
     def label_histogram(self, classes: int) -> np.ndarray:
@@ -456,16 +465,19 @@ def _evaluation_losses(
     """Mean loss of every model on ``data`` (raw label scale), block by block and in chunks to bound memory.
 
     With ``collective`` (every host holds the same ``data``: a FullyReplicated channel), host r scores chunks r,
-    r + n, ... only and the hosts exchange every chunk's sums, each host's zeros in the others' places; zeros add
+    r + n, ... only and the hosts exchange each block's chunk sums, each host's zeros in the others' places; zeros add
     exactly, so each host then adds the chunks in order to bit for bit the total one host computes alone, in about
-    1/n of the time instead of the other hosts waiting for algo-1 every epoch."""
+    1/n of the time instead of the other hosts waiting for algo-1 every epoch. One exchange a block (every host
+    holds the same blocks), so what is held is one block's sums, not one row of sums per chunk of the channel."""
     rank, size = (collective.rank, collective.size) if collective is not None else (0, 1)
-    parts: list[np.ndarray] = []
+    total = np.zeros(models.hp.num_models)
+    chunk = 0
     for block in data.blocks():
         labels = None
+        parts: list[np.ndarray] = []
         for start in range(0, block.rows, EVALUATION_CHUNK):
             sums = np.zeros(models.hp.num_models)
-            if len(parts) % size == rank:
+            if chunk % size == rank:
                 if labels is None:
                     labels = objective.prepare_labels(block.labels)
                 end = min(start + EVALUATION_CHUNK, block.rows)
@@ -473,12 +485,11 @@ def _evaluation_losses(
                 scores = models.score(block.features[start:end], params).astype(np.float64)
                 sums, _ = objective(scores, labels[start:end])
             parts.append(sums)
-    if collective is not None and size > 1 and parts:
-        exchanged = collective.allreduce(np.concatenate(parts)).reshape(len(parts), -1)
-        parts = list(exchanged)
-    total = np.zeros(models.hp.num_models)
-    for sums in parts:
-        total += sums
+            chunk += 1
+        if collective is not None and size > 1 and parts:
+            parts = list(collective.allreduce(np.concatenate(parts)).reshape(len(parts), -1))
+        for sums in parts:
+            total += sums
     return total / max(data.rows, 1) * objective.report_factor
 
 
@@ -546,7 +557,7 @@ def _fit(
         waited = _waited(collective)
         block_order = np.random.default_rng([SEED, collective.rank, epoch])
         loss_sums, records, local_records = _train_epoch(
-            hp, models, objective, optimizer, train, block_order, collective, batch_size
+            hp, models, objective, optimizer, train.for_epoch(epoch), block_order, collective, batch_size
         )
         elapsed = max(time.perf_counter() - started, 1e-9)
         sync = _waited(collective) - waited

@@ -21,11 +21,13 @@ from pipeline.core.errors import UsageError
 TB = 10**12
 ROWS = 5 * 10**9
 # the sources, restated: benchmarks/RESULTS.md (Preprocess: 1,000,000 CSV rows in 1.55 s; serve: 162,542 rows/s),
-# the benchmark CSV's 421 bytes and RecordIO's 248 bytes a row, SIGMOD 2020 (30 GB: 10/20/40 hosts, 7.5/4/3 min)
+# the benchmark CSV's 421 bytes a row, the sizing's 2.5 RecordIO bytes a CSV byte (without a feature count), SIGMOD
+# 2020 (30 GB: 10/20/40 hosts, 7.5/4/3 min)
 PREPROCESS_RATE = 1_000_000 / 1.55
 TRANSFORM_RATE = 162_542
-RECORDIO_ROW = 248
+CSV_TO_RECORDIO = 2.5
 PRICE = {"ml.m5.xlarge": 0.23, "ml.m5.large": 0.115}
+GIB = 2**30
 
 
 def sigmod_fit() -> tuple[float, float]:
@@ -37,53 +39,72 @@ def sigmod_fit() -> tuple[float, float]:
     return (sy - b * sx) / n, b
 
 
-def volume(download: float, write: float) -> int:
-    return math.ceil((download + write) * 1.1 / 2**30) + 1  # VolumeSizeInGB counted in GiB, never short
+def volume(held: float) -> int:
+    return math.ceil((held * 1.25 + 2**20) / GIB)  # the sizing's: 25% headroom and 1 MiB of small files, in GiB
+
+
+def paying_past(train_bytes: float) -> int:
+    """Efficiency (a + work) / (n a + work) >= 0.7 up to n = ((a + work) / 0.7 - work) / a (ml.m5.xlarge: 4 vCPUs)."""
+    a, b = sigmod_fit()
+    work = b * train_bytes / 30e9
+    return min(1000, math.floor(((a + work) / 0.7 - work) / a))  # 1000: the plan's search bound
 
 
 def test_a_stated_terabyte_gives_each_step_the_numbers_its_figures_imply() -> None:
+    """A stated size is planned as objects of 512 MiB (1,863 for 1 TB); the counts, bytes and volumes are the
+    definition's sizing rules (docs/guides/very-large-data.md) worked by hand, the times and costs the figures'."""
     plan = pipeline.plan(bytes="1TB", rows="5e9")
     a, b = sigmod_fit()
-    recordio = ROWS * RECORDIO_ROW
-    train, validation, test = recordio * 0.7, recordio * 0.15, recordio * 0.15
-    work = b * train / 30e9  # instance-seconds on ml.m5.xlarge (4 vCPUs, as the m4.xlarge)
-    # efficiency (a + work) / (n a + work) >= 0.7 up to n = ((a + work) / 0.7 - work) / a
-    paying = math.floor(((a + work) / 0.7 - work) / a)
-    assert plan.max_paying_instances == paying == 610
+    recordio = TB * CSV_TO_RECORDIO
+    train_bytes = recordio * 0.7
+    paying = paying_past(train_bytes)
+    assert plan.max_paying_instances == paying == 1000  # the search bound
 
     preprocess, trained, transform, evaluate = plan.steps
     assert [s.step for s in plan.steps] == ["Preprocess", "Train", "Transform", "Evaluate"]
-    # Preprocess: as many hosts as memory needs (7.3 bytes a byte of input share), capped at the service's 100
-    assert (preprocess.instance_type, preprocess.instance_count) == ("ml.m5.xlarge", 100)
-    assert preprocess.download_bytes == TB // 100 and preprocess.write_bytes == recordio // 100
-    assert preprocess.volume_gb == volume(TB / 100, recordio / 100) == 24
-    assert preprocess.seconds == pytest.approx(ROWS / 100 / PREPROCESS_RATE)
-    assert preprocess.cost_usd == pytest.approx(100 * preprocess.seconds / 3600 * PRICE["ml.m5.xlarge"])
-    assert not preprocess.memory_fits and "capped at 100" in preprocess.notes[0]
-    # Train: the most instances that pay; every host downloads its shard and the replicated validation and test
-    assert (trained.instance_type, trained.instance_count) == ("ml.m5.xlarge", paying)
-    assert trained.download_bytes == round(train / paying + validation + test)
-    assert trained.volume_gb == volume(train / paying + validation + test, 0)
-    assert trained.seconds == pytest.approx(a + work / paying)
-    assert trained.cost_usd == pytest.approx(paying * (a + work / paying) / 3600 * PRICE["ml.m5.xlarge"])
-    # Transform and Evaluate: one ml.m5.large each (the definition's), the test split at the serving rate
-    assert (transform.instance_count, transform.instance_type) == (1, "ml.m5.large")
-    assert transform.seconds == pytest.approx(ROWS * 0.15 / TRANSFORM_RATE)
-    assert transform.write_bytes == round(ROWS * 0.15 * 45)
-    assert evaluate.download_bytes == round(test + ROWS * 0.15 * 45) and not evaluate.memory_fits
+    # Preprocess: one host per 10 GiB (94); 1,863 objects dealt by key: the busiest reads 20 of them
+    objects = math.ceil(TB / 2**29)
+    sizes = [TB // objects + (index < TB % objects) for index in range(objects)]
+    busiest = max(sum(sizes[index::94]) for index in range(94))
+    assert (preprocess.instance_type, preprocess.instance_count) == ("ml.m5.xlarge", 94)
+    assert preprocess.download_bytes == busiest
+    # its RecordIO (2.5x its bytes without a feature count) written twice (the spill), plus its share of the
+    # data-quality sample (10,000 of the 5e9 rows, twice its bytes' share)
+    written = int(2 * busiest * CSV_TO_RECORDIO + 2 * busiest * 10_000 / ROWS)
+    assert preprocess.write_bytes == written
+    assert preprocess.volume_gb == volume(busiest + written) == 75
+    assert preprocess.seconds == pytest.approx(ROWS / 94 / PREPROCESS_RATE)
+    assert preprocess.cost_usd == pytest.approx(94 * preprocess.seconds / 3600 * PRICE["ml.m5.xlarge"])
+    assert preprocess.memory_fits
+    # Train: one per 50 GiB of train RecordIO, capped at 20; Pipe mode: a host downloads only validation shards
+    assert (trained.instance_type, trained.instance_count) == ("ml.m5.xlarge", 20)
+    assert trained.volume_gb == 30  # the default holds it
+    assert trained.seconds == pytest.approx(a + b * train_bytes / 30e9 / 20)
+    assert trained.cost_usd == pytest.approx(20 * trained.seconds / 3600 * PRICE["ml.m5.xlarge"])
+    # Transform: one per 20 GiB of test RecordIO (at most one per Preprocess host); Evaluate downloads the test
+    # split and 64 bytes a prediction
+    assert (transform.instance_count, transform.instance_type) == (
+        math.ceil(recordio * 0.15 / (20 * GIB)),
+        "ml.m5.large",
+    )
+    assert transform.seconds == pytest.approx(ROWS * 0.15 / transform.instance_count / TRANSFORM_RATE)
+    assert evaluate.download_bytes == int(recordio * 0.15 + ROWS * 0.15 * 64)
+    assert evaluate.volume_gb == volume(evaluate.download_bytes)
+    assert evaluate.seconds == pytest.approx(ROWS * 0.15 / TRANSFORM_RATE)
     assert plan.cost_usd == pytest.approx(sum(s.cost_usd for s in plan.steps))
 
     one, *_, last = plan.training_curve
+    work = b * train_bytes / 30e9
     assert (one.instances, one.efficiency) == (1, 1.0) and one.seconds == pytest.approx(a + work)
     assert last.instances == paying and last.efficiency == pytest.approx((a + work) / (paying * a + work))
-    assert last.efficiency >= 0.7 > (a + work) / ((paying + 1) * a + work)
 
 
 def test_a_given_training_count_is_kept_and_named_when_it_no_longer_pays() -> None:
-    plan = pipeline.plan(bytes="30GB", rows=71_258_907, training_instances=40)
+    plan = pipeline.plan(bytes="3GB", rows=7_125_890, training_instances=40)
     train = plan.step("Train")
-    assert train.instance_count == 40 and plan.max_paying_instances == 10
-    assert "past 10 instances efficiency falls below 70%: more instances stop paying" in train.notes
+    paying = paying_past(3e9 * CSV_TO_RECORDIO * 0.7)
+    assert train.instance_count == 40 and plan.max_paying_instances == paying == 5
+    assert f"past {paying} instances efficiency falls below 70%: more instances stop paying" in train.notes
     assert [point.instances for point in plan.training_curve] == [1, 2, 4, 8, 16, 32, 40]
 
 
@@ -113,13 +134,14 @@ def test_the_json_schema(capsys: pytest.CaptureFixture[str]) -> None:
     assert [step["kind"] for step in data["steps"]] == ["ProcessingJob", "TrainingJob", "TransformJob", "ProcessingJob"]
     training = data["training"]
     assert sorted(training) == ["curve", "efficiency_floor", "max_paying_instances", "model"]
-    assert training["max_paying_instances"] == 610 and training["efficiency_floor"] == 0.7
+    assert training["max_paying_instances"] == 1000 and training["efficiency_floor"] == 0.7
     assert sorted(training["curve"][0]) == ["cost_usd", "efficiency", "instances", "seconds", "speedup"]
     assert "SIGMOD 2020" in training["model"]["source"]
     sources = {figure["name"]: figure["source"] for figure in data["figures"]}
     assert "benchmarks/RESULTS.md, Preprocess" in sources["preprocess_rows_per_second"]
     assert "benchmarks/RESULTS.md, llpipe serve" in sources["transform_rows_per_second"]
-    assert sources["memory:Preprocess"].startswith("issue 39") and "prices" in sources
+    assert sources["memory:Preprocess"].startswith("benchmarks/RESULTS.md, Memory at scale") and "prices" in sources
+    assert "pipeline/core/sizing.py" in sources["csv_to_recordio"]
     assert all(set(figure) == {"name", "value", "unit", "source"} for figure in data["figures"])
 
 
@@ -140,7 +162,7 @@ def test_a_local_folder_is_measured_file_by_file(tmp_path: Path) -> None:
     assert pipeline.plan(folder, rows=1000).input.rows == 1000
     frame = plan.frame()
     assert list(frame.index) == ["Preprocess", "Train", "Transform", "Evaluate"]
-    assert frame.loc["Train", "instance_count"] == 1
+    assert frame.loc["Train", "instance_count"] == 2  # the definition's default: small data wants no more
 
 
 def test_an_s3_prefix_is_listed_page_by_page() -> None:
@@ -166,7 +188,7 @@ def test_an_s3_prefix_is_listed_page_by_page() -> None:
     stubber.assert_no_pending_responses()
     assert (plan.input.bytes, plan.input.files, plan.input.source) == (TB, 2, "s3://data/raw/2026/")
     assert plan.input.rows == round(TB / 421) and plan.input.rows_estimated
-    assert "2 input file(s): ShardedByS3Key gives each host whole files" in plan.step("Preprocess").notes[1]
+    assert "capped at 2: ShardedByS3Key gives each host whole objects (2)" in plan.step("Preprocess").notes[0]
 
     empty = Stubber(s3)
     empty.add_response("list_objects_v2", {"IsTruncated": False}, {"Bucket": "data", "Prefix": "none/"})
@@ -181,10 +203,12 @@ def test_the_cli_prints_the_plan_within_80_columns(capsys: pytest.CaptureFixture
     assert lines[0] == "Capacity plan for a stated size: 1.00 TB, 5,000,000,000 rows"
     assert lines[2].split() == ["step", "instances", "volume", "down", "write", "memory", "time", "cost"]
     rows = {line.split()[0]: line for line in lines[4:9]}
-    assert rows["Preprocess"].split()[:6] == ["Preprocess", "100", "x", "m5.xlarge", "24", "GB"]
-    assert rows["Train"].split()[:6] == ["Train", "610", "x", "m5.xlarge", "384", "GB"]
-    assert rows["Evaluate"].split()[:4] == ["Evaluate", "1", "x", "m5.large"] and "!" in rows["Evaluate"]
-    assert "More training instances stop paying past 610: efficiency falls below 70%." in lines
+    assert rows["Preprocess"].split()[:6] == ["Preprocess", "94", "x", "m5.xlarge", "75", "GB"]
+    assert rows["Train"].split()[:6] == ["Train", "20", "x", "m5.xlarge", "30", "GB"]
+    assert (
+        rows["Evaluate"].split()[:6] == ["Evaluate", "1", "x", "m5.large", "493", "GB"] and "!" not in rows["Evaluate"]
+    )
+    assert "More training instances stop paying past 1,000: efficiency falls below 70%." in lines
 
 
 @pytest.mark.parametrize(
@@ -216,4 +240,4 @@ def test_prices_and_types_can_be_given() -> None:
     assert train.instance_type == "ml.m5.2xlarge" and train.instance_memory_bytes == 32 * 2**30
     assert train.cost_usd == pytest.approx(train.instance_count * train.seconds / 3600)
     a, b = sigmod_fit()
-    assert train.seconds == pytest.approx(a + b * (10**8 * RECORDIO_ROW * 0.7 / 30e9) * 4 / 8 / train.instance_count)
+    assert train.seconds == pytest.approx(a + b * (100e9 * CSV_TO_RECORDIO * 0.7 / 30e9) * 4 / 8 / train.instance_count)

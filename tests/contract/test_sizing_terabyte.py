@@ -191,3 +191,35 @@ def test_a_schedule_fixes_the_sizes_of_todays_listing(built: BuiltDefinition) ->
         "EvaluationVolumeSizeInGB": "1201",
     }
     session.verify()
+
+
+def test_the_capacity_plan_gives_the_sizes_the_definition_gets(built: BuiltDefinition) -> None:
+    """``llpipe plan`` of the same listing, and of the same size stated (planned as 512 MiB objects), has the
+    counts and volumes a schedule (and ``start``) gives the deployed definition, and the bytes behind them: both are
+    ``pipeline.core.sizing``'s, from the same defaults."""
+    import pipeline
+    from pipeline.sagemaker.schedule import sized_for_schedule
+
+    session = StubbedSession("s3")
+    expect_listing(session)
+    declared = {p["Name"]: p for p in json.loads(built.definition_json)["Parameters"]}
+    sized = sized_for_schedule(CONFIG, declared, {"InputDataUrl": INPUT}, session)
+    definition = {p["Name"]: int(p["DefaultValue"]) for p in declared.values() if p["Type"] == "Integer"}
+    definition.update({name: int(value) for name, value in sized.items()})
+    expect_listing(session)
+    listed = pipeline.plan(INPUT, s3=session.client("s3"))
+    session.verify()
+    stated = pipeline.plan(bytes=f"{len(OBJECTS) * OBJECT_BYTES}")
+    for plan in (listed, stated):
+        steps = {step.step: step for step in plan.steps}
+        assert steps["Preprocess"].instance_count == definition["ProcessingInstanceCount"] == 100
+        assert steps["Preprocess"].volume_gb == definition["ProcessingVolumeSizeInGB"] == 82
+        assert steps["Train"].instance_count == definition["TrainingInstanceCount"] == 20
+        assert steps["Train"].volume_gb == definition["TrainingVolumeSizeInGB"] == 30
+        assert steps["Transform"].instance_count == definition["TransformInstanceCount"] == 20
+        assert steps["Evaluate"].volume_gb == definition["EvaluationVolumeSizeInGB"] == 1201
+        for name, step in steps.items():
+            if name != "Transform":
+                assert step.volume_gb * GB >= step.download_bytes + step.write_bytes, name
+        assert steps["Preprocess"].download_bytes == 21 * OBJECT_BYTES
+        assert steps["Evaluate"].download_bytes == int(2048 * OBJECT_BYTES * 2.5 * 0.15 * 2.5)

@@ -74,3 +74,18 @@ def test_memory_past_the_instance_types_fails_at_its_job(
         r"[\d,]+ bytes; choose a larger TrainingInstanceType",
         record.steps["Train"].failure_reason or "",
     ), record.steps["Train"].failure_reason
+
+    # every job on a type whose memory, at this scale, holds the capacity plan's peak for its step: the same run
+    # passes (the plan chooses no types; its peak memory per step is what a type must hold)
+    import pipeline
+    from pipeline.core.instances import INSTANCES
+
+    plan = pipeline.plan(example_data(Workdir(tmp_path / "plan")).base)
+    roomy = "ml.m5.12xlarge"
+    scaled = INSTANCES[roomy][0] * 2**30 * 0.002
+    assert all(step.peak_memory_bytes <= scaled for step in plan.steps), [s.peak_memory_bytes for s in plan.steps]
+    names = ("ProcessingInstanceType", "TrainingInstanceType", "TransformInstanceType", "EvaluationInstanceType")
+    record = local_run(built, tmp_path / "roomy").execute(
+        example_data(Workdir(tmp_path / "roomy")), {**FAST, **dict.fromkeys(names, roomy)}
+    )
+    assert record.status == "Succeeded", record.failure_reason

@@ -55,6 +55,7 @@ class TrainingJobs:
                 distribution=source.get("S3DataDistributionType", "FullyReplicated"),
                 content_type=media_type(channel.get("ContentType") or RECORDIO),
                 input_mode=str(channel.get("InputMode") or algorithm.get("TrainingInputMode") or "File"),
+                shuffle_seed=_seed(channel.get("ShuffleConfig")),
             )
         job_name = str(arguments.get("TrainingJobName") or job.job_name)
         logs = HostLogs(job, job.folder / "logs")
@@ -91,6 +92,11 @@ class TrainingJobs:
                 for name, value in sorted(result.metrics.items())
             ],
         }
+
+
+def _seed(shuffle: Any) -> int | None:
+    """A channel's ShuffleConfig.Seed (None without one)."""
+    return int(shuffle["Seed"]) if isinstance(shuffle, dict) and "Seed" in shuffle else None
 
 
 def written_resources(arguments: dict[str, Any]) -> dict[str, Any]:

@@ -29,6 +29,17 @@ def test_small_data_keeps_the_definitions_defaults() -> None:
     }
 
 
+def test_the_floors_are_the_definitions_defaults_not_a_copy() -> None:
+    """A deployed definition whose defaults differ from today's table: the sizes never go below its own defaults;
+    one that predates TrainingInputMode downloads the train channel (File mode) and is planned so."""
+    deployed = {**DEFAULTS, "ProcessingInstanceCount": 3, "EvaluationVolumeSizeInGB": 45}
+    sized = sized_parameters(plan_sizes(listing(4, 50 << 20), deployed), deployed, set())
+    assert (sized["ProcessingInstanceCount"], sized["EvaluationVolumeSizeInGB"]) == (3, 45)
+    older = {name: value for name, value in DEFAULTS.items() if name != "TrainingInputMode"}
+    data = listing(8, 20 * GB)
+    assert plan_sizes(data, older)["Train"] == plan_sizes(data, {**DEFAULTS, "TrainingInputMode": "File"})["Train"]
+
+
 def test_counts_given_are_kept_and_the_volumes_follow_them() -> None:
     data = listing(100, 1 * GB)
     values = {**DEFAULTS, "ProcessingInstanceCount": 4}

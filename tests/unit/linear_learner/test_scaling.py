@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import threading
+from datetime import datetime, timezone
 from pathlib import Path
 
 import numpy as np
@@ -232,7 +233,8 @@ def _described_train_job(name: str, count: int, status: str = "Completed", **ext
 
 def test_the_sagemaker_study_creates_the_train_job_again_at_each_count(tmp_path: Path) -> None:
     """--sagemaker: DescribeTrainingJob of the Train step's job, ListObjectsV2 of its train channel, then one
-    CreateTrainingJob per count with only the name and InstanceCount changed (and the study's tag), watched to the
+    CreateTrainingJob per count with only the name and InstanceCount changed, the study's tag and Preprocess's test
+    split as a streamed test channel (so the service reports the test metric the study compares), watched to the
     end; too few shards for a count is refused before any job is created."""
     from support.aws_stubs import StubbedSession
 
@@ -255,7 +257,21 @@ def test_the_sagemaker_study_creates_the_train_job_again_at_each_count(tmp_path:
             },
             "RoleArn": base["RoleArn"],
             "HyperParameters": base["HyperParameters"],
-            "InputDataConfig": base["InputDataConfig"],
+            "InputDataConfig": [
+                *base["InputDataConfig"],
+                {
+                    "ChannelName": "test",
+                    "ContentType": "application/x-recordio-protobuf",
+                    "DataSource": {
+                        "S3DataSource": {
+                            "S3DataType": "S3Prefix",
+                            "S3Uri": "s3://bucket/run/test/",
+                            "S3DataDistributionType": "FullyReplicated",
+                        }
+                    },
+                    "InputMode": "Pipe",
+                },
+            ],
             "OutputDataConfig": base["OutputDataConfig"],
             "ResourceConfig": {**base["ResourceConfig"], "InstanceCount": count},
             "StoppingCondition": base["StoppingCondition"],
@@ -264,7 +280,10 @@ def test_the_sagemaker_study_creates_the_train_job_again_at_each_count(tmp_path:
         stub.add_response(
             "create_training_job", {"TrainingJobArn": f"arn:aws:sagemaker:us-west-2:1:training-job/{name}"}, expected
         )
-    metrics = lambda value: [{"MetricName": "train:throughput", "Value": value, "Timestamp": base["CreationTime"]}]  # noqa: E731
+    metrics = lambda value: [  # noqa: E731
+        {"MetricName": name, "Value": figure, "Timestamp": base["CreationTime"]}
+        for name, figure in (("train:throughput", value), ("test:roc_auc_score", 0.9))
+    ]
     stub.add_response(
         "describe_training_job",
         _described_train_job("scaling-abc123-1x-1", 1, "InProgress"),
@@ -281,8 +300,18 @@ def test_the_sagemaker_study_creates_the_train_job_again_at_each_count(tmp_path:
         {"TrainingJobName": "scaling-abc123-1x-1"},
     )
     options = {"repeats": 1, "within": 0.1, "floor": 0.7, "poll_seconds": 0.0}
-    study = study_on_sagemaker(session, train, "abc123", "binary_classifier", [1, 2], output=tmp_path, **options)
+    study = study_on_sagemaker(
+        session,
+        train,
+        "abc123",
+        "binary_classifier",
+        [1, 2],
+        output=tmp_path,
+        test_uri="s3://bucket/run/test/",
+        **options,
+    )
     session.verify()
+    assert study.test_metric_name == "test:roc_auc_score" and [row.test_metric for row in study.rows] == [0.9, 0.9]
     assert [(row.instances, row.throughput, row.global_batch) for row in study.rows] == [
         (1, 1100.0, 200),
         (2, 2000.0, 400),
@@ -299,6 +328,38 @@ def test_the_sagemaker_study_creates_the_train_job_again_at_each_count(tmp_path:
     with pytest.raises(ScalingStudyError, match=r"up to 3 but Preprocess wrote 2 train shard\(s\)"):
         study_on_sagemaker(refused, train, "abc123", "binary_classifier", [1, 3], output=tmp_path / "no", **options)
     refused.verify()
+
+
+def test_the_sagemaker_study_finds_the_test_split_preprocess_wrote() -> None:
+    """DescribeProcessingJob of the execution's Preprocess job: its ``test`` output is the study's test channel."""
+    from support.aws_stubs import StubbedSession
+
+    from pipeline.api.scaling import preprocess_test_uri
+
+    session = StubbedSession("sagemaker")
+    outputs = [
+        {"OutputName": name, "S3Output": {"S3Uri": f"s3://bucket/run/{name}/", "LocalPath": f"/opt/ml/{name}",
+                                         "S3UploadMode": "EndOfJob"}}
+        for name in ("train", "validation", "test")
+    ]  # fmt: skip
+    described = {
+        "ProcessingJobName": "pipelines-abc123-Preprocess-x1",
+        "ProcessingJobArn": "arn:aws:sagemaker:us-west-2:1:processing-job/pipelines-abc123-preprocess-x1",
+        "ProcessingJobStatus": "Completed",
+        "CreationTime": datetime(2026, 12, 7, tzinfo=timezone.utc),
+        "AppSpecification": {"ImageUri": "image"},
+        "ProcessingResources": {
+            "ClusterConfig": {"InstanceCount": 2, "InstanceType": "ml.m5.xlarge", "VolumeSizeInGB": 30}
+        },
+        "RoleArn": "arn:aws:iam::1:role/r",
+        "ProcessingOutputConfig": {"Outputs": outputs},
+    }
+    session.stubs["sagemaker"].add_response(
+        "describe_processing_job", described, {"ProcessingJobName": "pipelines-abc123-preprocess-x1"}
+    )
+    arn = "arn:aws:sagemaker:us-west-2:1:processing-job/pipelines-abc123-preprocess-x1"
+    assert preprocess_test_uri(session.client("sagemaker"), arn) == "s3://bucket/run/test/"
+    session.verify()
 
 
 @pytest.mark.parametrize(("dim", "rows", "blocks"), [(3, 16507, 1), (1024, 5000, 3)])
