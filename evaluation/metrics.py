@@ -56,7 +56,9 @@ class RankedScores:
 
 
 def binary_scalars(matrix: np.ndarray, auc: float) -> dict[str, float]:
-    """Every scalar binary metric from a 2x2 confusion matrix; the best constant classifier predicts positive."""
+    """Every scalar binary metric from a 2x2 confusion matrix, and for each its best constant classifier: the
+    constant prediction best for that metric (accuracy: the majority class; recall, precision and the F-scores:
+    always positive, as always negative scores 0 on each)."""
     (tn, fp), (fn, tp) = matrix
     n = tn + fp + fn + tp
     positives, negatives = tp + fn, tn + fp
@@ -68,7 +70,7 @@ def binary_scalars(matrix: np.ndarray, auc: float) -> dict[str, float]:
         "accuracy": ratio(tp + tn, n),
         f"recall{BASELINE_SUFFIX}": constant_recall,
         f"precision{BASELINE_SUFFIX}": constant_precision,
-        f"accuracy{BASELINE_SUFFIX}": ratio(positives, n),
+        f"accuracy{BASELINE_SUFFIX}": ratio(max(positives, negatives), n),
         "true_positive_rate": recall,
         "true_negative_rate": ratio(tn, negatives),
         "false_positive_rate": ratio(fp, negatives),

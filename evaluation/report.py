@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-from sklearn.metrics import precision_recall_curve, roc_curve
+from sklearn.metrics import roc_curve
 
 from containerlib.names import GATE_METRICS, METRICS_SECTIONS, REPORT_NAME
 from containerlib.predictions import Scored
@@ -30,15 +30,43 @@ from evaluation.metrics import (
     regression_scalars,
 )
 
-MAX_CURVE_POINTS = 201
+MAX_CURVE_POINTS = 1001
 MAX_PREDICTION_SAMPLE = 1000
 
 
-def _thin(*curves: np.ndarray, limit: int = MAX_CURVE_POINTS) -> list[list[float]]:
-    """At most ``limit`` points of a curve, evenly spaced along it, first and last point kept."""
+def _thin(*curves: np.ndarray, limit: int = MAX_CURVE_POINTS, keep: np.ndarray | None = None) -> list[list[float]]:
+    """At most ``limit`` points of a curve (plus the points ``keep`` indexes), evenly spaced along it, first and last
+    point kept: every kept point is one of the curve's own."""
     length = len(curves[0])
-    keep = np.unique(np.linspace(0, length - 1, min(length, limit)).round().astype(np.int64))
-    return [[float(value) for value in curve[keep]] for curve in curves]
+    chosen = np.linspace(0, length - 1, min(length, limit)).round().astype(np.int64)
+    if keep is not None and len(keep):
+        chosen = np.concatenate([chosen, np.asarray(keep, dtype=np.int64)])
+    chosen = np.unique(chosen)
+    return [[float(value) for value in curve[chosen]] for curve in curves]
+
+
+def precision_recall_points(labels: np.ndarray, scores: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(precisions, recalls, thresholds) at every distinct score, ascending recall: a record is predicted positive
+    when its score is at least the threshold. No point is made up (no recall-0 precision-1 end as scikit-learn's
+    ``precision_recall_curve`` appends): the first point is the precision of the highest-scored records."""
+    order = np.argsort(-scores, kind="stable")
+    ranked_scores, ranked_labels = scores[order], labels[order].astype(np.float64)
+    last_of_group = np.flatnonzero(np.r_[ranked_scores[1:] != ranked_scores[:-1], True])
+    true_positives = np.cumsum(ranked_labels)[last_of_group]
+    predicted_positive = (last_of_group + 1).astype(np.float64)
+    precisions = true_positives / predicted_positive
+    recalls = true_positives / max(float(ranked_labels.sum()), 1.0)
+    return precisions, recalls, ranked_scores[last_of_group]
+
+
+def operating_point(precisions: np.ndarray, recalls: np.ndarray, matrix: np.ndarray) -> np.ndarray:
+    """The indexes of the curve's points at the predicted labels' own (precision, recall), so thinning keeps the
+    point the report's threshold dot is drawn at."""
+    (_, false_positives), (false_negatives, true_positives) = matrix
+    precision = ratio(true_positives, true_positives + false_positives)
+    recall = ratio(true_positives, true_positives + false_negatives)
+    close = np.isclose(precisions, precision, rtol=0, atol=1e-12) & np.isclose(recalls, recall, rtol=0, atol=1e-12)
+    return np.flatnonzero(close)
 
 
 def _with_deviation(values: dict[str, float], deviations: dict[str, float]) -> dict[str, dict[str, float]]:
@@ -117,8 +145,8 @@ def binary_report(scored: Scored, rounds: int, seed: int, names: list[str] | Non
     check_both_classes(matrix)
     metrics = _binary_metrics(labels, scores, predicted, rounds, seed)
     false_positive_rates, true_positive_rates, _ = roc_curve(labels, scores)
-    precisions, recalls, _ = precision_recall_curve(labels, scores)
-    curves = (false_positive_rates, true_positive_rates, precisions, recalls)
+    precisions, recalls, thresholds = precision_recall_points(labels, scores)
+    curves = (false_positive_rates, true_positive_rates, precisions, recalls, thresholds)
     return binary_section(matrix, metrics, curves, names)
 
 
@@ -149,19 +177,24 @@ def check_both_classes(matrix: np.ndarray) -> None:
 def binary_section(
     matrix: np.ndarray,
     metrics: dict[str, dict[str, float]],
-    curves: tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray],
+    curves: tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray],
     names: list[str] | None = None,
 ) -> dict[str, Any]:
     """``binary_classification_metrics`` in Model Monitor's order; ``curves``: scikit-learn's roc_curve (fpr, tpr)
-    and precision_recall_curve (precisions, recalls) layouts."""
-    false_positive_rates, true_positive_rates, precisions, recalls = curves
+    layout, then :func:`precision_recall_points`' (precisions, recalls, thresholds), ascending recall."""
+    false_positive_rates, true_positive_rates, precisions, recalls, thresholds = curves
     ordered: dict[str, Any] = {"confusion_matrix": _confusion_dict(matrix, names)}
     for name in list(metrics)[:10]:  # Model Monitor's order: the rates, then the curves, then auc and F-scores
         ordered[name] = metrics[name]
     fpr, tpr = _thin(false_positive_rates, true_positive_rates)
     ordered["receiver_operating_characteristic_curve"] = {"false_positive_rates": fpr, "true_positive_rates": tpr}
-    pr_precisions, pr_recalls = _thin(precisions[::-1], recalls[::-1])  # ascending recall
-    ordered["precision_recall_curve"] = {"precisions": pr_precisions, "recalls": pr_recalls}
+    keep = operating_point(precisions, recalls, matrix)
+    pr_precisions, pr_recalls, pr_thresholds = _thin(precisions, recalls, thresholds, keep=keep)
+    ordered["precision_recall_curve"] = {
+        "precisions": pr_precisions,
+        "recalls": pr_recalls,
+        "thresholds": pr_thresholds,
+    }
     for name in list(metrics)[10:]:
         ordered[name] = metrics[name]
     return ordered

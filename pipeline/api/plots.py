@@ -169,12 +169,14 @@ def _precision_recall_figure(metrics: dict[str, Any], report_path: Path, champio
     precisions, recalls = _curve(metrics, "precision_recall_curve", "precisions", "recalls", report_path)
     figure = new_figure()
     axes = figure.add_subplot()
-    axes.step(recalls, precisions, where="post", color="tab:blue", lw=2, label="model")
+    # the report's points are the curve's own, one per distinct score: drawn as a line through them (a step from a
+    # made-up recall-0 point would show precisions no threshold has)
+    axes.plot(recalls, precisions, color="tab:blue", lw=2, label="model")
     if champion:
         their_metrics, version = champion
         theirs = _curve(their_metrics, "precision_recall_curve", "precisions", "recalls", report_path)
         label = f"champion v{version}"
-        axes.step(theirs[1], theirs[0], where="post", color="tab:orange", lw=1.5, ls="-.", label=label)
+        axes.plot(theirs[1], theirs[0], color="tab:orange", lw=1.5, ls="-.", label=label)
     prevalence = _value(metrics, "precision_best_constant_classifier")
     if prevalence is not None:
         axes.axhline(prevalence, color="grey", ls="--", lw=1, label=f"always positive ({prevalence:.3f})")
