@@ -22,16 +22,21 @@ from evaluation.collect import Collected
 from evaluation.metrics import (
     RankedScores,
     binary_scalars,
+    binomial_deviation,
     bootstrap_standard_deviations,
     confusion,
     f_beta,
+    hanley_mcneil_deviation,
     multiclass_scalars,
     ratio,
     regression_scalars,
+    rmse_deviation,
 )
 
 MAX_CURVE_POINTS = 1001
 MAX_PREDICTION_SAMPLE = 1000
+CONFIDENCE_Z = 1.96  # value +- 1.96 standard deviations: an approximate 95% interval (normal approximation)
+UNCERTAINTY = "standard_deviations"  # the report's section saying how every standard_deviation was made
 
 
 def _thin(*curves: np.ndarray, limit: int = MAX_CURVE_POINTS, keep: np.ndarray | None = None) -> list[list[float]]:
@@ -255,9 +260,45 @@ def build_report(
         classes = 2 if predictor_type == "binary_classifier" else scored.scores.shape[1]
         matrix = confusion(scored.labels.astype(np.int64), scored.predicted_labels, classes)
     sample = prediction_sample(scored, seed) if predictor_type == "regressor" else None
-    return assemble(
+    report = assemble(
         predictor_type, metrics, len(scored.labels), scored.file_count, scored.score_kind, matrix, sample, names
     )
+    residuals = scored.labels - scored.scores if predictor_type == "regressor" else None
+    analytic = analytic_deviations(predictor_type, metrics, matrix, residuals)
+    report[UNCERTAINTY] = uncertainty_section(len(scored.labels), rounds, "multinomial", analytic)
+    return report
+
+
+def analytic_deviations(
+    predictor_type: str, metrics: dict[str, Any], matrix: np.ndarray | None, residuals: np.ndarray | None
+) -> dict[str, dict[str, Any]]:
+    """Standard errors by formula, beside the bootstrap's: the AUC's (Hanley-McNeil), accuracy's (binomial), the
+    RMSE's (delta method, from the residuals when they are at hand)."""
+    found: dict[str, dict[str, Any]] = {}
+    if matrix is not None:
+        n = float(matrix.sum())
+        accuracy = metrics["accuracy"]["value"]
+        found["accuracy"] = {"standard_deviation": binomial_deviation(accuracy, n), "method": "binomial"}
+    if predictor_type == "binary_classifier" and matrix is not None:
+        positives, negatives = float(matrix[1].sum()), float(matrix[0].sum())
+        deviation = hanley_mcneil_deviation(metrics["auc"]["value"], positives, negatives)
+        found["auc"] = {"standard_deviation": deviation, "method": "Hanley-McNeil (1982)"}
+    if predictor_type == "regressor" and residuals is not None:
+        found["rmse"] = {"standard_deviation": rmse_deviation(residuals), "method": "delta method"}
+    return found
+
+
+def uncertainty_section(n: int, rounds: int, bootstrap: str, analytic: dict[str, dict[str, Any]]) -> dict[str, Any]:
+    """How every ``standard_deviation`` was made, at every test size, and the confidence it states."""
+    used = rounds if rounds >= 2 and n >= 2 else 0
+    return {
+        "method": "bootstrap" if used else "none (fewer than 2 bootstrap rounds or records)",
+        "bootstrap": bootstrap,  # multinomial: n of n records with replacement; poisson: each record weighs Poisson(1)
+        "bootstrap_rounds": used,
+        "records": n,
+        "confidence": f"value +- {CONFIDENCE_Z} standard deviations: about a 95% interval (normal approximation)",
+        "analytic": analytic,
+    }
 
 
 def sketch_report(collected: Collected, predictor_type: str, names: list[str] | None = None) -> dict[str, Any]:
@@ -279,6 +320,8 @@ def sketch_report(collected: Collected, predictor_type: str, names: list[str] | 
         predictor_type, metrics, collected.item_count, collected.file_count, collected.score_kind, matrix, sample, names
     )
     report["sketch"] = {"exact_records_cap": collected.exact_records_cap, **sketch.description()}
+    analytic = analytic_deviations(predictor_type, metrics, matrix, None)
+    report[UNCERTAINTY] = uncertainty_section(collected.item_count, sketch.poisson.rounds, "poisson", analytic)
     return report
 
 

@@ -96,14 +96,30 @@ def test_report_is_deterministic_and_written_atomically(tmp_path: Path) -> None:
     assert sorted(path.name for path in output_dir.iterdir()) == ["evaluation.json"]
 
 
-def test_small_test_sets_report_nan_deviation_as_model_monitor_does(tmp_path: Path) -> None:
-    labels, scores, predicted = binary_case(120)
+@pytest.mark.parametrize("n", [30, 120])
+def test_small_test_sets_get_deviations_near_the_analytic_ones(tmp_path: Path, n: int) -> None:
+    """Below Model Monitor's 200 records the report still gives every deviation (the bootstrap's), says how, and
+    gives the analytic standard errors beside them: Hanley-McNeil for AUC, binomial for accuracy."""
+    labels, scores, predicted = binary_case(n)
     records = [{"score": float(s), "predicted_label": int(p)} for s, p in zip(scores, predicted, strict=True)]
     report = run(*write_job_inputs(tmp_path, labels, records), "binary_classifier")
-    assert report["binary_classification_metrics"]["auc"]["standard_deviation"] == "NaN"
-    assert report["binary_classification_metrics"]["auc"]["value"] == pytest.approx(
-        skm.roc_auc_score(labels, scores), abs=1e-12
+    metrics = report["binary_classification_metrics"]
+    assert metrics["auc"]["value"] == pytest.approx(skm.roc_auc_score(labels, scores), abs=1e-12)
+    uncertainty = report["standard_deviations"]
+    assert (uncertainty["method"], uncertainty["bootstrap_rounds"], uncertainty["records"]) == ("bootstrap", 30, n)
+    assert "95%" in uncertainty["confidence"]
+    auc, positives = metrics["auc"]["value"], float(labels.sum())
+    q1, q2 = auc / (2 - auc), 2 * auc**2 / (1 + auc)
+    negatives = n - positives
+    hanley = math.sqrt(
+        (auc * (1 - auc) + (positives - 1) * (q1 - auc**2) + (negatives - 1) * (q2 - auc**2)) / (positives * negatives)
     )
+    assert uncertainty["analytic"]["auc"]["standard_deviation"] == pytest.approx(hanley, rel=1e-12)
+    accuracy = metrics["accuracy"]["value"]
+    binomial = math.sqrt(accuracy * (1 - accuracy) / n)
+    assert uncertainty["analytic"]["accuracy"]["standard_deviation"] == pytest.approx(binomial, rel=1e-12)
+    for name, analytic in (("auc", hanley), ("accuracy", binomial)):  # 30 rounds: within about half either way
+        assert 0.5 * analytic < metrics[name]["standard_deviation"] < 1.6 * analytic, name
 
 
 def test_multiclass_report_matches_scikit_learn(tmp_path: Path) -> None:
