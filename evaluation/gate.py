@@ -21,12 +21,15 @@ from containerlib.names import (
     FLOORS,
     GATE_METRICS,
     METRICS_SECTIONS,
+    AUTOMATIC_THRESHOLD,
     SKLEARN_BASELINE,
+    THRESHOLD_FLOOR,
 )
 from containerlib.predictions import Pairing, ScoredChunk, iter_test_batches
 from evaluation import EvaluationError
 from evaluation.champion import Champion, ChampionError, aws_clients, download_model, find_champion
 from evaluation.collect import Collected, collect
+from evaluation.floor import AutomaticFloor, automatic_floor
 from evaluation.report import build_report
 
 
@@ -134,9 +137,13 @@ def decide(
     champion: dict[str, Any] | None,
     group: str | None,
     baseline: dict[str, Any] | None = None,
+    automatic: AutomaticFloor | None = None,
 ) -> dict[str, Any]:
-    """Promote when ``value`` reaches MetricThreshold and is no worse than the champion's by more than the tolerance
-    (and, with BaselineTolerance >= 0, no worse than the baseline's by more than that).
+    """Promote when ``value`` reaches the threshold's floor and is no worse than the champion's by more than the
+    tolerance (and, with BaselineTolerance >= 0, no worse than the baseline's by more than that).
+
+    ``threshold_floor`` is MetricThreshold as set; MetricThreshold -1 (the default, ``AUTOMATIC_THRESHOLD``) asks
+    for ``automatic`` (``floor.py``: above the best constant predictor and near the baseline, beyond the noise).
 
     ``champion_floor`` is the champion's value minus the tolerance; without a champion it is the challenger's own
     value, so the Condition's second comparison holds and the threshold alone decides, as the reason says.
@@ -144,8 +151,20 @@ def decide(
     ``floors`` says both in words, naming what each value is, for the QualityGateFailed step's message.
     """
     threshold, tolerance = settings.metric_threshold, settings.champion_tolerance
-    clears_threshold = value >= threshold
-    verdict = f"{metric} {value:.6g} {'reaches' if clears_threshold else 'is below'} MetricThreshold {threshold:g}"
+    threshold_floor, applied = threshold, False
+    threshold_words = f"the threshold's floor {threshold} (MetricThreshold)"
+    if threshold == AUTOMATIC_THRESHOLD and automatic is not None:
+        threshold_floor, applied = automatic.value, True
+        threshold_words = (
+            f"the threshold's floor {threshold_floor} (automatic, as MetricThreshold is {threshold:g}: "
+            f"{automatic.words})"
+        )
+    clears_threshold = value >= threshold_floor
+    reaches = "reaches" if clears_threshold else "is below"
+    if not applied or automatic is None:
+        verdict = f"{metric} {value:.6g} {reaches} MetricThreshold {threshold:g}"
+    else:
+        verdict = f"{metric} {value:.6g} {reaches} the automatic floor {threshold_floor:.4g} ({automatic.words})"
     if champion is None:
         floor = value
         beats_champion = True
@@ -189,6 +208,16 @@ def decide(
         "metric": metric,
         "challenger_value": value,
         "metric_threshold": threshold,
+        THRESHOLD_FLOOR: threshold_floor,
+        "automatic_floor": None
+        if automatic is None
+        else {
+            "value": automatic.value,
+            "constant_value": automatic.constant_value,
+            "constant_floor": automatic.constant_floor,
+            "baseline_floor": automatic.baseline_floor,
+            "applied": applied,
+        },
         "champion_model_package_arn": champion["model_package_arn"] if champion else "none",
         "champion_value": champion["gate"]["value"] if champion else "none",
         "champion_tolerance": tolerance,
@@ -196,7 +225,7 @@ def decide(
         "baseline_value": baseline_value if baseline_value is not None else "none",
         "baseline_tolerance": settings.baseline_tolerance,
         BASELINE_FLOOR: baseline_floor,
-        FLOORS: f"{champion_words}; the baseline's floor {baseline_floor} ({why})",
+        FLOORS: f"{threshold_words}; {champion_words}; the baseline's floor {baseline_floor} ({why})",
         "reason": verdict,
     }
 
@@ -231,5 +260,7 @@ def compare_with_champion(
             raise EvaluationError(str(error)) from None
     gate = report["gate"]
     report[CHAMPION] = champion
-    report[DECISION] = decide(gate["metric"], gate["value"], settings, champion, group, report.get(SKLEARN_BASELINE))
+    automatic = automatic_floor(report, predictor_type)
+    baseline = report.get(SKLEARN_BASELINE)
+    report[DECISION] = decide(gate["metric"], gate["value"], settings, champion, group, baseline, automatic)
     return report

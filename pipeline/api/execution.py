@@ -19,6 +19,7 @@ from pipeline.core.names import (
     BASELINE_SUFFIX,
     CREATE_MODEL,
     DATA_QUALITY,
+    DECISION,
     EVALUATE,
     GATE,
     METRIC_THRESHOLD,
@@ -28,6 +29,7 @@ from pipeline.core.names import (
     REGRESSOR,
     REPORT_PROPERTY_FILE,
     SKLEARN_BASELINE,
+    THRESHOLD_FLOOR,
     TRAIN,
     TRANSFORM,
     StepStatus,
@@ -247,16 +249,20 @@ class Execution:
 
     @property
     def gate(self) -> dict[str, Any] | None:
-        """``{"metric", "value", "threshold", "passed"}``: the gate metric against MetricThreshold; None before
-        Evaluate wrote its report."""
+        """``{"metric", "value", "threshold", "metric_threshold", "passed"}``: the gate metric against the threshold's
+        floor Evaluate decided with (MetricThreshold, or the automatic floor when that is -1); None before Evaluate
+        wrote its report."""
         report = self.report
         if not report:
             return None
         section = report.get(GATE) or {}
+        decision = report.get(DECISION) if isinstance(report.get(DECISION), dict) else {}
+        parameter = self.parameters.get(METRIC_THRESHOLD)
         return {
             "metric": section.get("metric"),
             "value": section.get("value"),
-            "threshold": self.parameters.get(METRIC_THRESHOLD),
+            "threshold": decision.get(THRESHOLD_FLOOR, parameter),
+            "metric_threshold": parameter,
             "passed": self.gate_passed(),
         }
 

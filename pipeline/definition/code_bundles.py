@@ -45,7 +45,7 @@ PREPROCESS = _modules(
     "stats", "shards", "summary", "transaction", "baseline", "model_data",
 )  # fmt: skip
 EVALUATE = (
-    *_modules("evaluation", "command", "job", "metrics", "report", "gate", "champion", "baseline", "collect", "sketch"),
+    *_modules("evaluation", "command", "job", "metrics", "report", "gate", "champion", "baseline", "collect", "sketch", "floor"),
     *_modules("containerlib/linear_learner", "model", "responses"),
     *CONTENT_TYPES,
 )

@@ -561,10 +561,10 @@ def test_quality_gate_registers_or_fails_with_metric_value_and_threshold(definit
     gate = all_steps(definition)["QualityGate"]["Arguments"]
     report = {"Get": "Steps.Evaluate.PropertyFiles.EvaluationReport"}
     threshold, champion, baseline = gate["Conditions"]  # a Condition step's conditions must all hold
-    assert threshold == {
+    assert threshold == {  # MetricThreshold, or the automatic floor for -1: Evaluate decides which
         "Type": "GreaterThanOrEqualTo",
         "LeftValue": {"Std:JsonGet": {"Path": "gate.value", "PropertyFile": report}},
-        "RightValue": {"Get": "Parameters.MetricThreshold"},
+        "RightValue": {"Std:JsonGet": {"Path": "decision.threshold_floor", "PropertyFile": report}},
     }
     assert champion == {
         "Type": "GreaterThanOrEqualTo",

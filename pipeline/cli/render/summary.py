@@ -21,6 +21,7 @@ from pipeline.cli.render.data_quality import print_data_quality
 from pipeline.cli.render.scaling import print_scaling
 from pipeline.cli.render.tuning import best_artifact, is_tuning, objective, trials, tuning_summary
 from pipeline.core.names import (
+    AUTOMATIC_THRESHOLD,
     BASELINE_SUFFIX,
     CHAMPION,
     CHAMPION_FLOOR,
@@ -149,6 +150,16 @@ def print_baseline(baseline: dict[str, Any] | None, console: Any) -> None:
     console.print(f"[{colour}]{baseline_sentence(baseline)}[/{colour}]", soft_wrap=True, highlight=False)
 
 
+def _automatic(gate: dict[str, Any]) -> str:
+    """Words after the threshold when it is the automatic floor (MetricThreshold -1), not the parameter."""
+    parameter = gate.get("metric_threshold")
+    try:
+        automatic = float(parameter) == AUTOMATIC_THRESHOLD and gate.get("threshold") != parameter
+    except (TypeError, ValueError):
+        automatic = False
+    return " (automatic: above the best constant predictor and near the baseline, beyond 2 sd)" if automatic else ""
+
+
 def champion_comparison(report: dict[str, Any]) -> dict[str, Any]:
     """The gate's comparison with the approved champion on the same test split (empty for an older report)."""
     decision = report.get(DECISION)
@@ -260,7 +271,7 @@ def print_summary(summary: dict[str, Any], console: Any) -> None:
         verdict = {True: "[green]passed[/green]", False: "[red]failed[/red]", None: "not evaluated"}[gate["passed"]]
         console.print(
             f"Quality gate: {gate['metric']} = {_number(gate['value'])} vs threshold "
-            f"{_number(gate['threshold'])}: {verdict}"
+            f"{_number(gate['threshold'])}{_automatic(gate)}: {verdict}"
         )
         if "reason" in gate:
             champion = gate["champion"]

@@ -1,0 +1,86 @@
+"""The gate's automatic floor, what MetricThreshold -1 (the default) asks for: a floor that means the same for
+AUC, accuracy and r2, where one fixed number cannot (0.6 is a weak AUC and a strong r2).
+
+The model's gate metric must be
+- better than the best constant predictor's on the same test split by more than ``GATE_DEVIATIONS`` of its standard
+  deviations (AUC: 0.5; accuracy: the majority class's share; r2: 0, the test labels' mean); and
+- no worse than the scikit-learn baseline's (fitted on the same train features, scored on the same test records) by
+  more than ``GATE_DEVIATIONS`` standard deviations of the difference (the two deviations added in quadrature, a
+  conservative estimate, as the two models' errors on the same records are correlated).
+
+The floor is the higher of the two. A standard deviation is the report's bootstrap one; where that is not a number
+(fewer than 2 bootstrap rounds) the analytic one (AUC: Hanley-McNeil; accuracy: binomial), else 0.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any
+
+from containerlib.names import BASELINE_SUFFIX, GATE_METRICS, METRICS_SECTIONS, SKLEARN_BASELINE
+
+GATE_DEVIATIONS = 2.0  # how many standard deviations: about 97.7% one-sided under a normal approximation
+UNCERTAINTY = "standard_deviations"  # the report's section (report.UNCERTAINTY), its analytic deviations
+
+
+@dataclass(frozen=True)
+class AutomaticFloor:
+    """The floor, its two parts and the words saying what each is."""
+
+    value: float
+    constant_value: float
+    constant_floor: float
+    baseline_floor: float | None
+    words: str
+
+
+def _number(value: Any) -> float:
+    return float(value) if isinstance(value, (int, float)) and math.isfinite(value) else math.nan
+
+
+def metric_deviation(report: dict[str, Any], section: str, metric: str) -> float:
+    """The gate metric's standard deviation in ``report``: the bootstrap's, else the analytic one, else 0."""
+    deviation = _number((report.get(section) or {}).get(metric, {}).get("standard_deviation"))
+    if math.isnan(deviation):
+        analytic = ((report.get(UNCERTAINTY) or {}).get("analytic") or {}).get(metric) or {}
+        deviation = _number(analytic.get("standard_deviation"))
+    return 0.0 if math.isnan(deviation) else deviation
+
+
+def constant_value(report: dict[str, Any], predictor_type: str) -> float:
+    """The best constant predictor's gate metric on the test split: AUC 0.5, the majority share, r2 0."""
+    metric = GATE_METRICS[predictor_type]
+    if metric == "auc":
+        return 0.5
+    if metric == "r2":
+        return 0.0
+    constant = _number(report[METRICS_SECTIONS[predictor_type]].get(f"{metric}{BASELINE_SUFFIX}", {}).get("value"))
+    return 0.0 if math.isnan(constant) else constant
+
+
+def automatic_floor(report: dict[str, Any], predictor_type: str) -> AutomaticFloor:
+    """The automatic floor for this report (see the module docstring)."""
+    section, metric = METRICS_SECTIONS[predictor_type], GATE_METRICS[predictor_type]
+    deviation = metric_deviation(report, section, metric)
+    constant = constant_value(report, predictor_type)
+    constant_floor = constant + GATE_DEVIATIONS * deviation
+    k = f"{GATE_DEVIATIONS:g}"
+    words = (
+        f"the best constant predictor's {metric} {constant:.4g} plus {k} standard deviations ({deviation:.3g}) of "
+        f"the model's = {constant_floor:.4g}"
+    )
+    baseline_floor = None
+    baseline = report.get(SKLEARN_BASELINE)
+    if isinstance(baseline, dict):
+        baseline_value = _number(baseline.get("gate", {}).get("value"))
+        if not math.isnan(baseline_value):
+            their_deviation = metric_deviation(baseline, section, metric)
+            difference = math.sqrt(deviation**2 + their_deviation**2)
+            baseline_floor = baseline_value - GATE_DEVIATIONS * difference
+            words += (
+                f"; the scikit-learn baseline's {metric} {baseline_value:.4g} minus {k} standard deviations "
+                f"({difference:.3g}) of the difference = {baseline_floor:.4g}"
+            )
+    value = max(constant_floor, baseline_floor if baseline_floor is not None else -math.inf)
+    return AutomaticFloor(value, constant, constant_floor, baseline_floor, f"the higher of {words}")
