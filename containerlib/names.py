@@ -12,6 +12,7 @@ PREDICTOR_TYPES = (BINARY_CLASSIFIER, MULTICLASS_CLASSIFIER, REGRESSOR)
 REPORT_NAME = "evaluation.json"
 GATE = "gate"  # the report's gate section: {"metric": name, "value": v}, higher is better
 CHAMPION = "champion"  # the report's approved champion scored on the same test split (null when there is none)
+RAW_BASELINE = "baseline_raw_columns"  # the report's scikit-learn model on the raw columns (evaluation/raw_baseline.py)
 SKLEARN_BASELINE = "baseline"  # the report's scikit-learn baseline on the same test records (evaluation/baseline.py)
 BASELINE_FLOOR = "baseline_floor"  # decision field: the baseline's value minus BaselineTolerance
 DECISION = "decision"  # the report's gate decision: promote, values, champion_floor, reason

@@ -10,7 +10,7 @@ from pathlib import Path
 import evaluation
 from containerlib import exit_message
 from containerlib.errors import InputError
-from containerlib.names import DECISION, PREDICTOR_TYPES, REPORT_NAME, SKLEARN_BASELINE
+from containerlib.names import DECISION, PREDICTOR_TYPES, RAW_BASELINE, REPORT_NAME, SKLEARN_BASELINE
 from containerlib.stop_signals import Stopped, stop_signals_raise
 from evaluation.collect import MAX_EXACT_RECORDS
 from evaluation.gate import GateSettings
@@ -31,6 +31,11 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     )
     parser.add_argument(
         "--train-uri", help="the train channel as an S3 prefix (read with boto3, only as far as the sample needs)"
+    )
+    parser.add_argument(
+        "--rows-dir",
+        type=Path,
+        help="Preprocess's rows/ (raw train and test rows): fit scikit-learn on the raw columns too, report it",
     )
     parser.add_argument("--bootstrap-rounds", type=int, default=DEFAULT_BOOTSTRAP_ROUNDS)
     parser.add_argument("--seed", type=int, default=DEFAULT_SEED)
@@ -82,6 +87,7 @@ def main(argv: list[str] | None = None) -> int:
                 args.train_uri,
                 args.region,
                 args.max_exact_records,
+                args.rows_dir,
             )
     except Stopped as stop:
         print(f"evaluate: {stop}", file=sys.stderr, flush=True)
@@ -103,6 +109,16 @@ def main(argv: list[str] | None = None) -> int:
             f"evaluate: baseline ({section['model']}, {section['train_records']} train records) "
             f"{baseline['metric']} = {baseline['value']:.6g}; Linear Learner minus baseline "
             f"{baseline['challenger_minus_baseline']:+.4g}"
+        )
+    if RAW_BASELINE in report:
+        section = report[RAW_BASELINE]
+        raw = section["gate"]
+        on = (
+            "the same test records" if section["same_test_records"] else f"a sample of {section['test_rows']} test rows"
+        )
+        print(
+            f"evaluate: baseline on the raw columns ({section['train_rows']} train rows, scored on {on}) "
+            f"{raw['metric']} = {raw['value']:.6g}; Linear Learner minus it {raw['challenger_minus_baseline']:+.4g}"
         )
     if DECISION in report:
         decision = report[DECISION]

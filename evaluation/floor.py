@@ -9,7 +9,10 @@ The model's gate metric must be
   conservative estimate, as the two models' errors on the same records are correlated).
 
 The floor is the higher of the two. A standard deviation is the report's bootstrap one; where that is not a number
-(fewer than 2 bootstrap rounds) the analytic one (AUC: Hanley-McNeil; accuracy: binomial), else 0.
+(fewer than 2 bootstrap rounds) the analytic one (AUC: Hanley-McNeil; accuracy: binomial), else 0. Each margin is at
+least one test record's worth (``resolution``: AUC 1 / the smaller class's count, accuracy 1 / the records, r2 0):
+at the metric's bounds the bootstrap sees no noise (every resample of a perfect AUC is perfect), so a model one
+record below a perfect baseline still passes, and a model of constant scores (AUC 0.5, deviation 0) still fails.
 """
 
 from __future__ import annotations
@@ -48,6 +51,21 @@ def metric_deviation(report: dict[str, Any], section: str, metric: str) -> float
     return 0.0 if math.isnan(deviation) else deviation
 
 
+def resolution(report: dict[str, Any], predictor_type: str) -> float:
+    """One test record's worth of the gate metric: AUC 1 / the smaller class's count (one record's rank moved past
+    every record of the other class), accuracy 1 / the records, r2 0."""
+    metric = GATE_METRICS[predictor_type]
+    if metric == "r2":
+        return 0.0
+    matrix = report[METRICS_SECTIONS[predictor_type]].get("confusion_matrix") or {}
+    counts = [sum(int(count) for count in row.values()) for row in matrix.values()]
+    if metric == "auc":
+        smaller = min(counts) if len(counts) == 2 else 0
+        return 1.0 / smaller if smaller > 0 else 0.0
+    total = sum(counts)
+    return 1.0 / total if total > 0 else 0.0
+
+
 def constant_value(report: dict[str, Any], predictor_type: str) -> float:
     """The best constant predictor's gate metric on the test split: AUC 0.5, the majority share, r2 0."""
     metric = GATE_METRICS[predictor_type]
@@ -64,11 +82,13 @@ def automatic_floor(report: dict[str, Any], predictor_type: str) -> AutomaticFlo
     section, metric = METRICS_SECTIONS[predictor_type], GATE_METRICS[predictor_type]
     deviation = metric_deviation(report, section, metric)
     constant = constant_value(report, predictor_type)
-    constant_floor = constant + GATE_DEVIATIONS * deviation
+    step = resolution(report, predictor_type)
+    constant_floor = constant + max(GATE_DEVIATIONS * deviation, step)
     k = f"{GATE_DEVIATIONS:g}"
+    at_least = f", at least one record's worth {step:.3g}" if step else ""
     words = (
         f"the best constant predictor's {metric} {constant:.4g} plus {k} standard deviations ({deviation:.3g}) of "
-        f"the model's = {constant_floor:.4g}"
+        f"the model's{at_least} = {constant_floor:.4g}"
     )
     baseline_floor = None
     baseline = report.get(SKLEARN_BASELINE)
@@ -77,10 +97,10 @@ def automatic_floor(report: dict[str, Any], predictor_type: str) -> AutomaticFlo
         if not math.isnan(baseline_value):
             their_deviation = metric_deviation(baseline, section, metric)
             difference = math.sqrt(deviation**2 + their_deviation**2)
-            baseline_floor = baseline_value - GATE_DEVIATIONS * difference
+            baseline_floor = baseline_value - max(GATE_DEVIATIONS * difference, step)
             words += (
                 f"; the scikit-learn baseline's {metric} {baseline_value:.4g} minus {k} standard deviations "
-                f"({difference:.3g}) of the difference = {baseline_floor:.4g}"
+                f"({difference:.3g}) of the difference{at_least} = {baseline_floor:.4g}"
             )
     value = max(constant_floor, baseline_floor if baseline_floor is not None else -math.inf)
     return AutomaticFloor(value, constant, constant_floor, baseline_floor, f"the higher of {words}")

@@ -14,6 +14,7 @@ import numpy as np
 
 from containerlib.linear_learner.model import LinearModel, ModelArtifactError, read_model_bytes
 from containerlib.names import (
+    AUTOMATIC_THRESHOLD,
     BASELINE_FLOOR,
     CHAMPION,
     CHAMPION_FLOOR,
@@ -21,7 +22,6 @@ from containerlib.names import (
     FLOORS,
     GATE_METRICS,
     METRICS_SECTIONS,
-    AUTOMATIC_THRESHOLD,
     SKLEARN_BASELINE,
     THRESHOLD_FLOOR,
 )

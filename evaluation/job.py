@@ -6,7 +6,7 @@ import dataclasses
 from pathlib import Path
 from typing import Any
 
-from containerlib.names import METRICS_SECTIONS, PREDICTOR_TYPES, SKLEARN_BASELINE
+from containerlib.names import METRICS_SECTIONS, PREDICTOR_TYPES, RAW_BASELINE, SKLEARN_BASELINE
 from containerlib.predictions import Pairing, iter_scored, pair_predictions, score_kind
 from evaluation import EvaluationError
 from evaluation.baseline import (
@@ -20,6 +20,7 @@ from evaluation.baseline import (
 )
 from evaluation.collect import MAX_EXACT_RECORDS, Collected, collect
 from evaluation.gate import GateSettings, compare_with_champion
+from evaluation.raw_baseline import fit_raw_baseline, raw_section, read_rows, score_raw_rows
 from evaluation.report import build_report, label_names, summary_parts, write_report
 
 DEFAULT_BOOTSTRAP_ROUNDS = 30
@@ -40,12 +41,14 @@ def evaluate(
     train_uri: str | None = None,
     region: str | None = None,
     max_exact: int = MAX_EXACT_RECORDS,
+    rows_dir: Path | None = None,
 ) -> dict[str, Any]:
     """Reads predictions and labels, writes the report, returns it (NaN still as float).
 
     With ``train_dir`` (a folder) or ``train_uri`` (an S3 prefix, read with boto3), the report also holds the
     scikit-learn baseline fitted on (a sample of) the train channel and scored on the same test records
-    (``baseline.py``). With ``gate``, the champion's metrics on the same records and
+    (``baseline.py``). With ``rows_dir`` (Preprocess's ``rows/``: raw train and test rows), the baseline fitted on the
+    raw columns (``raw_baseline.py``). With ``gate``, the champion's metrics on the same records and
     the gate's decision. Predictions and test shards are streamed a chunk at a time: up to ``max_exact`` test
     records the metrics are exact, past it they come from a fixed-size sketch (``collect.py``, ``sketch.py``).
     """
@@ -65,6 +68,10 @@ def evaluate(
         report[SKLEARN_BASELINE] = baseline_report(
             shards, pairing, challenger, report, predictor_type, bootstrap_rounds, seed, summary_dir
         )
+    if rows_dir is not None:
+        section = raw_baseline_report(rows_dir, report, predictor_type, challenger, bootstrap_rounds, seed)
+        if section is not None:
+            report[RAW_BASELINE] = section
     if gate is not None:
         compare_with_champion(report, challenger, pairing, predictor_type, gate, bootstrap_rounds, seed)
     write_report(report, output_dir)
@@ -117,4 +124,25 @@ def baseline_report(
     section = baseline_section(sample, predictor_type, metrics, report["gate"]["metric"], report["gate"]["value"])
     if "sketch" in full:  # past the record cap: how the baseline's metrics were made
         section["sketch"] = full["sketch"]
+    return section
+
+
+def raw_baseline_report(
+    rows_dir: Path, report: dict[str, Any], predictor_type: str, challenger: Collected, rounds: int, seed: int
+) -> dict[str, Any] | None:
+    """The ``baseline_raw_columns`` section, None when Preprocess wrote no raw rows (``--raw-rows 0``)."""
+    train, test = read_rows(rows_dir, "train"), read_rows(rows_dir, "test")
+    if train is None or test is None or not len(test.labels):
+        return None
+    estimator = fit_raw_baseline(train, predictor_type)
+    chunks = score_raw_rows(estimator, test, predictor_type, challenger.classes)
+    kind = "value" if predictor_type == "regressor" else "probability"
+    scored = collect(chunks, predictor_type, kind, test.files, rounds, seed, challenger.exact_records_cap)
+    full = build_report(scored, predictor_type, rounds, seed)
+    section = raw_section(
+        train, test, challenger.item_count, predictor_type, report, full[METRICS_SECTIONS[predictor_type]]
+    )
+    for extra in ("prediction_sample", "standard_deviations"):
+        if extra in full:
+            section[extra] = full[extra]
     return section

@@ -50,6 +50,7 @@ class Converted:
     split: np.ndarray  # uint8 split code per row
     dropped: int
     category_hashes: dict[str, np.ndarray] = field(default_factory=dict)  # column -> hashes of its distinct values
+    kept: np.ndarray | None = None  # per chunk row: not dropped by --missing drop (None: every row kept)
 
 
 def convert_chunk(
@@ -100,7 +101,9 @@ def convert_chunk(
     # encoded here, once: the shards then only gather and write whole frames (rows are never copied twice); every
     # value is finite by now (non-finite features and labels were missing, handled above), so no check is needed
     frames = dense_layout(schema.feature_dim, labelled=True).frames(features, label_values, check=False)
-    return Converted(frames, label_values, assign_splits(hashes, fractions), int(n - keep.sum()), category_hashes)
+    split = assign_splits(hashes, fractions)
+    dropped = int(n - keep.sum())
+    return Converted(frames, label_values, split, dropped, category_hashes, None if not dropped else keep)
 
 
 def _bad_number(where: RowLocator) -> BadNumber:

@@ -25,6 +25,7 @@ from pipeline.core.names import (
     METRIC_THRESHOLD,
     METRICS_SECTIONS,
     QUALITY_GATE,
+    RAW_BASELINE,
     REGISTER,
     REGRESSOR,
     REPORT_PROPERTY_FILE,
@@ -96,18 +97,21 @@ def metrics_frame(report: dict[str, Any] | None) -> pd.DataFrame:
     return frame
 
 
-def baseline_view(report: dict[str, Any] | None) -> dict[str, Any] | None:
-    """Linear Learner beside Evaluate's scikit-learn baseline on the gate metric: ``{"model", "train_records",
-    "metric", "value", "linear_learner_value", "difference", "below_baseline"}``; None for a report without one."""
-    baseline = (report or {}).get(SKLEARN_BASELINE)
+def baseline_view(report: dict[str, Any] | None, section: str = SKLEARN_BASELINE) -> dict[str, Any] | None:
+    """Linear Learner beside one of Evaluate's scikit-learn baselines on the gate metric (``section``: ``baseline``,
+    fitted on the encoded features, or ``baseline_raw_columns``, on the raw columns): ``{"name", "model",
+    "train_records", "metric", "value", "linear_learner_value", "difference", "below_baseline"}``; None for a report
+    without it."""
+    baseline = (report or {}).get(section)
     if not isinstance(baseline, dict) or not isinstance(baseline.get("gate"), dict):
         return None
     gate = baseline["gate"]
     value, challenger = _number(gate.get("value")), _number(((report or {}).get(GATE) or {}).get("value"))
     difference = None if value is None or challenger is None else challenger - value
     return {
-        "model": baseline.get("model"),
-        "train_records": baseline.get("train_records"),
+        "name": "Baseline on the raw columns" if section == RAW_BASELINE else "Baseline",
+        "model": baseline.get("model_name") or baseline.get("model"),
+        "train_records": baseline.get("train_records", baseline.get("train_rows")),
         "metric": gate.get("metric"),
         "value": value,
         "linear_learner_value": challenger,

@@ -43,6 +43,7 @@ from containerlib.names import (  # noqa: F401 - re-exported: one definition, sh
     MULTICLASS_CLASSIFIER,
     PARQUET_SUFFIXES,
     PREDICTOR_TYPES,
+    RAW_BASELINE,
     REGRESSOR,
     REPORT_NAME,
     SERVING_FEATURIZER,

@@ -42,10 +42,23 @@ TABLES = (
 )
 PREPROCESS = _modules(
     "preprocessing", "command", "settings", "job", "inputs", "layout", "labels", "values", "conversion", "hashing",
-    "stats", "shards", "summary", "transaction", "baseline", "model_data",
+    "stats", "shards", "summary", "transaction", "baseline", "model_data", "raw_rows",
 )  # fmt: skip
 EVALUATE = (
-    *_modules("evaluation", "command", "job", "metrics", "report", "gate", "champion", "baseline", "collect", "sketch", "floor"),
+    *_modules(
+        "evaluation",
+        "command",
+        "job",
+        "metrics",
+        "report",
+        "gate",
+        "champion",
+        "baseline",
+        "collect",
+        "sketch",
+        "floor",
+        "raw_baseline",
+    ),  # fmt: skip
     *_modules("containerlib/linear_learner", "model", "responses"),
     *CONTENT_TYPES,
 )

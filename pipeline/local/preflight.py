@@ -24,10 +24,10 @@ from containerlib.tables.scan import count_rows
 from pipeline.core.errors import DataError, LlpipeError, ParameterError, opt
 from pipeline.core.images import is_linear_learner
 from pipeline.core.names import (
+    AUTOMATIC_THRESHOLD,
     DATA_QUALITY_SUPPLIED_CONSTRAINTS,
     DATA_QUALITY_SUPPLIED_STATISTICS,
     GATE_METRICS,
-    AUTOMATIC_THRESHOLD,
     METRIC_THRESHOLD,
     MULTICLASS_CLASSIFIER,
     REGISTER_NEW_DATA_QUALITY_BASELINE,

@@ -28,6 +28,7 @@ from pipeline.core.names import (
     DECISION,
     METRICS_SECTIONS,
     PREPROCESS,
+    RAW_BASELINE,
     SKLEARN_BASELINE,
     TRAIN,
     StepStatus,
@@ -134,20 +135,24 @@ def baseline_summary(report: dict[str, Any]) -> dict[str, Any] | None:
     flat metrics; None for a report without one."""
     from pipeline.api.execution import baseline_view
 
-    view = baseline_view(report)
-    if view is None:
+    view, raw = baseline_view(report), baseline_view(report, RAW_BASELINE)
+    if view is None and raw is None:
         return None
-    return {**view, "metrics": flat_metrics(report[SKLEARN_BASELINE])}
+    summary = {**view, "metrics": flat_metrics(report[SKLEARN_BASELINE])} if view else {"metrics": {}}
+    summary["raw_columns"] = {**raw, "metrics": flat_metrics(report[RAW_BASELINE])} if raw else None
+    return summary
 
 
 def print_baseline(baseline: dict[str, Any] | None, console: Any) -> None:
-    """The baseline line; in yellow, saying so, when Linear Learner is below it."""
-    if not baseline or baseline.get("value") is None or baseline.get("linear_learner_value") is None:
-        return
+    """The baseline lines (on the encoded features, then on the raw columns); in yellow, saying so, when Linear
+    Learner is below one."""
     from pipeline.api.html import baseline_sentence
 
-    colour = "yellow" if baseline["below_baseline"] else "dim"
-    console.print(f"[{colour}]{baseline_sentence(baseline)}[/{colour}]", soft_wrap=True, highlight=False)
+    for view in (baseline or {}, (baseline or {}).get("raw_columns") or {}):
+        if view.get("value") is None or view.get("linear_learner_value") is None:
+            continue
+        colour = "yellow" if view["below_baseline"] else "dim"
+        console.print(f"[{colour}]{baseline_sentence(view)}[/{colour}]", soft_wrap=True, highlight=False)
 
 
 def _automatic(gate: dict[str, Any]) -> str:

@@ -22,6 +22,7 @@ from pipeline.definition.steps.preprocess import preprocess_output
 EVALUATE_PREDICTIONS_DIR = "/opt/ml/processing/input/predictions"
 EVALUATE_TEST_DIR = "/opt/ml/processing/input/test"
 EVALUATE_SUMMARY_DIR = "/opt/ml/processing/input/summary"
+EVALUATE_ROWS_DIR = "/opt/ml/processing/input/rows"
 EVALUATE_OUTPUT_DIR = "/opt/ml/processing/output/evaluation"
 
 
@@ -46,6 +47,8 @@ def evaluate_step(
             s3_input("predictions", transform.properties.TransformOutput.S3OutputPath, EVALUATE_PREDICTIONS_DIR),
             s3_input("test", preprocess_output(preprocess, "test"), EVALUATE_TEST_DIR),
             s3_input("summary", preprocess_output(preprocess, "summary"), EVALUATE_SUMMARY_DIR),
+            # the raw train and test rows' bounded sample (preprocessing/raw_rows.py): the raw-column baseline
+            s3_input("rows", preprocess_output(preprocess, "rows"), EVALUATE_ROWS_DIR),
             s3_input("code", bundle.s3_prefix(config.pipeline_prefix), CODE_DIR),
         ],
         outputs=[s3_output("evaluation", EVALUATE_OUTPUT_DIR, execution_uri(config, "evaluate", "evaluation"))],
@@ -60,6 +63,8 @@ def evaluate_step(
             params.predictor_type,
             "--summary-dir",
             EVALUATE_SUMMARY_DIR,
+            "--rows-dir",
+            EVALUATE_ROWS_DIR,
             # not an input: the job reads only the train records the baseline's sample needs, straight from S3
             "--train-uri",
             preprocess_output(preprocess, "train"),

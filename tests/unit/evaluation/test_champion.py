@@ -287,8 +287,8 @@ def test_the_decision_needs_the_threshold_and_the_champion_floor(
         assert decision["reason"].endswith(
             f"no approved champion (model package group {GROUP}): the threshold alone decides"
         )
-        assert f"; the champion's floor {value} (no approved champion: the challenger's own value)" in (
-            decision["floors"]
+        assert (
+            f"; the champion's floor {value} (no approved champion: the challenger's own value)" in (decision["floors"])
         )
     else:
         assert f"ChampionTolerance {tolerance:g}" in decision["reason"]

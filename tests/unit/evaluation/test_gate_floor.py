@@ -87,10 +87,13 @@ def test_a_model_as_good_as_the_baseline_passes_and_one_no_better_than_a_constan
     metric = bad["gate"]["metric"]
     section = bad[next(key for key in bad if key.endswith("_metrics"))]
     deviation = section[metric]["standard_deviation"]
-    assert floor["constant_floor"] == pytest.approx(floor["constant_value"] + GATE_DEVIATIONS * deviation)
+    counts = [sum(row.values()) for row in section.get("confusion_matrix", {}).values()]
+    step = {"auc": 1 / min(counts or [1]), "accuracy": 1 / sum(counts or [1]), "r2": 0.0}[metric]
+    margin = max(GATE_DEVIATIONS * deviation, step)
+    assert floor["constant_floor"] == pytest.approx(floor["constant_value"] + margin)
     baseline = bad["baseline"]
     theirs = baseline[next(key for key in baseline if key.endswith("_metrics"))][metric]["standard_deviation"]
-    expected = baseline["gate"]["value"] - GATE_DEVIATIONS * math.hypot(deviation, theirs)
+    expected = baseline["gate"]["value"] - max(GATE_DEVIATIONS * math.hypot(deviation, theirs), step)
     assert floor["baseline_floor"] == pytest.approx(expected)
     assert floor["value"] == max(floor["constant_floor"], floor["baseline_floor"])
 
@@ -120,7 +123,8 @@ def test_an_explicit_metric_threshold_decides_as_set(tmp_path: Path) -> None:
 def test_the_best_constant_predictor_and_the_deviation_fallback(
     predictor_type: str, section: dict[str, Any], constant: float
 ) -> None:
-    """AUC 0.5, the majority class's accuracy, r2 0; a NaN bootstrap deviation falls back on the analytic one."""
+    """AUC 0.5, the majority class's accuracy, r2 0; a NaN bootstrap deviation falls back on the analytic one (no
+    confusion matrix here: no record's-worth minimum)."""
     from containerlib.names import METRICS_SECTIONS
 
     report = {
@@ -133,3 +137,24 @@ def test_the_best_constant_predictor_and_the_deviation_fallback(
     deviation = 0.03 if math.isnan(deviation) else deviation
     assert floor.constant_value == constant and floor.baseline_floor is None
     assert floor.value == pytest.approx(constant + GATE_DEVIATIONS * deviation)
+
+
+def test_perfect_and_constant_scores_at_the_metrics_bounds() -> None:
+    """The bootstrap sees no noise at AUC 1 or for constant scores: one record's worth is the least margin, so a model
+    one record below a perfect baseline passes and a model of constant scores (AUC 0.5, deviation 0) fails."""
+    matrix = {"0": {"0": 50, "1": 0}, "1": {"0": 0, "1": 20}}
+    perfect = {"auc": {"value": 1.0, "standard_deviation": 0.0}, "confusion_matrix": matrix}
+    report = {
+        "binary_classification_metrics": {
+            "auc": {"value": 1 - 1 / (20 * 50), "standard_deviation": 0.0},
+            "confusion_matrix": matrix,
+        },
+        "baseline": {"binary_classification_metrics": perfect, "gate": {"metric": "auc", "value": 1.0}},
+    }
+    floor = automatic_floor(report, "binary_classifier")
+    assert floor.baseline_floor == pytest.approx(1 - 1 / 20)
+    assert report["binary_classification_metrics"]["auc"]["value"] >= floor.value
+    constant = {
+        "binary_classification_metrics": {"auc": {"value": 0.5, "standard_deviation": 0.0}, "confusion_matrix": matrix}
+    }
+    assert 0.5 < automatic_floor(constant, "binary_classifier").value == pytest.approx(0.5 + 1 / 20)

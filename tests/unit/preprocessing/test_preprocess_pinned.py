@@ -79,8 +79,9 @@ CASES = {
 # added to the summary after the digests were taken: DataVersion (issue 12), per-column category counts (issue 13)
 LATER_SUMMARY_KEYS = ("data_version", "categorical_stats")
 # the data-quality baseline's sample (issue 30), tested in test_preprocess.py; the serving featurizer's model data
-# (issue 28), tested in test_serve.py
-LATER_OUTPUTS = ("baseline", "model")
+# (issue 28), tested in test_serve.py; the raw rows' sample for the raw-column baseline (issue 40), tested in
+# tests/unit/preprocessing/test_raw_rows.py
+LATER_OUTPUTS = ("baseline", "model", "rows")
 
 
 def output_digest(output: Path) -> str:
