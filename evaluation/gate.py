@@ -22,6 +22,7 @@ from containerlib.names import (
     FLOORS,
     GATE_METRICS,
     METRICS_SECTIONS,
+    RAW_BASELINE,
     SKLEARN_BASELINE,
     THRESHOLD_FLOOR,
 )
@@ -29,7 +30,7 @@ from containerlib.predictions import Pairing, ScoredChunk, iter_test_batches
 from evaluation import EvaluationError
 from evaluation.champion import Champion, ChampionError, aws_clients, download_model, find_champion
 from evaluation.collect import Collected, collect
-from evaluation.floor import AutomaticFloor, automatic_floor
+from evaluation.floor import GATE_DEVIATIONS, AutomaticFloor, automatic_floor, metric_deviation
 from evaluation.report import build_report
 
 
@@ -230,6 +231,28 @@ def decide(
     }
 
 
+def raw_columns_note(report: dict[str, Any], predictor_type: str) -> str:
+    """Words for the reason when the baseline on the raw columns is above the model beyond the noise (2 standard
+    deviations, as the automatic floor counts them): the encoding may lose what the raw columns hold. Said, not
+    gated on: a column of many values is one-hot there and hashed here, which is the encoding's choice."""
+    section = report.get(RAW_BASELINE)
+    if not isinstance(section, dict):
+        return ""
+    metric, value = report["gate"]["metric"], report["gate"]["value"]
+    raw = section["gate"]["value"]
+    noise = math.hypot(
+        metric_deviation(report, METRICS_SECTIONS[predictor_type], metric),
+        metric_deviation(section, METRICS_SECTIONS[predictor_type], metric),
+    )
+    if not raw - value > GATE_DEVIATIONS * noise:
+        return ""
+    return (
+        f"; NOTE: {raw - value:.4g} below scikit-learn on the raw columns ({metric} {raw:.6g}, more than "
+        f"{GATE_DEVIATIONS:g} standard deviations): the encoding (hash buckets, missing values) may lose what the raw "
+        "columns hold"
+    )
+
+
 def compare_with_champion(
     report: dict[str, Any],
     challenger: Collected,
@@ -262,5 +285,7 @@ def compare_with_champion(
     report[CHAMPION] = champion
     automatic = automatic_floor(report, predictor_type)
     baseline = report.get(SKLEARN_BASELINE)
-    report[DECISION] = decide(gate["metric"], gate["value"], settings, champion, group, baseline, automatic)
+    decision = decide(gate["metric"], gate["value"], settings, champion, group, baseline, automatic)
+    decision["reason"] += raw_columns_note(report, predictor_type)
+    report[DECISION] = decision
     return report

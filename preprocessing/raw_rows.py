@@ -5,7 +5,8 @@ A scikit-learn model fitted on the encoded (hashed, imputed) features cannot see
 on the raw columns can (``evaluation/raw_baseline.py``). Each host keeps at most ``ceil(--raw-rows / hosts)`` rows of
 each split, chosen by seeded random keys (the smallest ones, a bottom-k sample: memory bounded whatever the input's
 size), and writes them to ``rows/<split>-<host>.parquet``: the feature columns in the schema's order (numeric ones as
-float64, NaN where missing; text ones as text, null where missing), then the label column as the float the model
+float64, NaN where missing, holding the float32 value the table reader gives, as the shards do; text ones as text,
+null where missing), then the label column as the float the model
 learns (0/1, the class index, or the value). Rows ``--missing drop`` removed are in no split, so in no sample. When a
 split holds at most that many rows, its sample is the whole split: the raw-column baseline is then scored on exactly
 the model's test records.
