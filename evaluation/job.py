@@ -115,15 +115,12 @@ def baseline_report(
     cap = challenger.exact_records_cap
     baseline = collect(chunks, predictor_type, kind, challenger.file_count, rounds, seed, cap)
     full = build_report(baseline, predictor_type, rounds, seed)
-    # the scalar metrics (value and standard deviation) and the confusion matrix; the curves stay the challenger's
-    metrics = {
-        name: item
-        for name, item in full[METRICS_SECTIONS[predictor_type]].items()
-        if name == "confusion_matrix" or (isinstance(item, dict) and "value" in item)
-    }
+    # every metric with its deviation, the confusion matrix and the curves: the plots draw the baseline's beside
+    metrics = full[METRICS_SECTIONS[predictor_type]]
     section = baseline_section(sample, predictor_type, metrics, report["gate"]["metric"], report["gate"]["value"])
-    if "sketch" in full:  # past the record cap: how the baseline's metrics were made
-        section["sketch"] = full["sketch"]
+    for extra in ("sketch", "prediction_sample", "standard_deviations"):  # sketch: past the cap, how it was made
+        if extra in full:
+            section[extra] = full[extra]
     return section
 
 
