@@ -69,11 +69,23 @@ def run(
         "validation": validation,
         "test_auc": summary["metrics"].get("auc", float("nan")),
         "test_auc_sd": report_deviation(summary, "auc"),
+        **defaults_view(summary),
         "objective": objective,
         "registered": package.get("version"),
         "seconds": seconds,
         "tuning": summary["tuning"],
     }
+
+
+def defaults_view(summary: dict[str, Any]) -> dict[str, Any]:
+    """A tuned run's untuned defaults' model on the same test split (the report's ``defaults``) and the gate's
+    decision; empty for an untuned run."""
+    path = summary["paths"].get("report")
+    report = json.loads(Path(path).read_text()) if path else {}
+    if "defaults" not in report:
+        return {}
+    decision = report.get("decision") or {}
+    return {"defaults_auc": report["defaults"]["gate"]["value"], "promote": decision.get("promote")}
 
 
 def report_deviation(summary: dict[str, Any], metric: str) -> float:
@@ -156,6 +168,11 @@ def main() -> int:
         f"({'better' if better else 'not better'}); test AUC tuned - untuned: {difference:+.4f} "
         f"(the report's standard deviation {noise:.4f}: {'within' if difference >= -noise else 'beyond'} the noise)"
     )
+    if "defaults_auc" in tuned:
+        print(
+            f"the tuned run's own untuned defaults' model (its Train step) on the same test split: AUC "
+            f"{tuned['defaults_auc']:.4f}; the gate {'registered' if tuned['promote'] else 'refused'} the tuned model"
+        )
     if tuned["tuning"]:
         print(f"best training job: {tuned['tuning']['best_training_job']} {tuned['tuning']['best_hyperparameters']}")
     return 0

@@ -37,6 +37,10 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         type=Path,
         help="Preprocess's rows/ (raw train and test rows): fit scikit-learn on the raw columns too, report it",
     )
+    parser.add_argument(
+        "--defaults-model-uri",
+        help="a tuned run's untuned model (model.tar.gz S3 URI): score it too, and gate the tuned model against it",
+    )
     parser.add_argument("--bootstrap-rounds", type=int, default=DEFAULT_BOOTSTRAP_ROUNDS)
     parser.add_argument("--seed", type=int, default=DEFAULT_SEED)
     parser.add_argument(
@@ -88,6 +92,7 @@ def main(argv: list[str] | None = None) -> int:
                 args.region,
                 args.max_exact_records,
                 args.rows_dir,
+                args.defaults_model_uri,
             )
     except Stopped as stop:
         print(f"evaluate: {stop}", file=sys.stderr, flush=True)
@@ -119,6 +124,12 @@ def main(argv: list[str] | None = None) -> int:
         print(
             f"evaluate: baseline on the raw columns ({section['train_rows']} train rows, scored on {on}) "
             f"{raw['metric']} = {raw['value']:.6g}; Linear Learner minus it {raw['challenger_minus_baseline']:+.4g}"
+        )
+    if "defaults" in report:
+        defaults = report["defaults"]["gate"]
+        print(
+            f"evaluate: the untuned defaults' model {defaults['metric']} = {defaults['value']:.6g} on the same test "
+            f"records; tuned minus defaults {report['gate']['value'] - defaults['value']:+.4g}"
         )
     if DECISION in report:
         decision = report[DECISION]

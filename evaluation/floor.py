@@ -25,6 +25,7 @@ from containerlib.names import BASELINE_SUFFIX, GATE_METRICS, METRICS_SECTIONS, 
 
 GATE_DEVIATIONS = 2.0  # how many standard deviations: about 97.7% one-sided under a normal approximation
 UNCERTAINTY = "standard_deviations"  # the report's section (report.UNCERTAINTY), its analytic deviations
+DEFAULTS = "defaults"  # the report's untuned defaults' model beside a tuned one (evaluation/defaults.py)
 
 
 @dataclass(frozen=True)
@@ -104,3 +105,21 @@ def automatic_floor(report: dict[str, Any], predictor_type: str) -> AutomaticFlo
             )
     value = max(constant_floor, baseline_floor if baseline_floor is not None else -math.inf)
     return AutomaticFloor(value, constant, constant_floor, baseline_floor, f"the higher of {words}")
+
+
+def defaults_floor(report: dict[str, Any], predictor_type: str) -> tuple[float, str] | None:
+    """(floor, words): the defaults' gate value minus 2 standard deviations of the difference (at least one test
+    record's worth); None without a ``defaults`` section."""
+    defaults = report.get(DEFAULTS)
+    if not isinstance(defaults, dict):
+        return None
+    metric, section = GATE_METRICS[predictor_type], METRICS_SECTIONS[predictor_type]
+    value = float(defaults["gate"]["value"])
+    noise = math.hypot(metric_deviation(report, section, metric), metric_deviation(defaults, section, metric))
+    margin = max(GATE_DEVIATIONS * noise, resolution(report, predictor_type))
+    floor = value - margin
+    words = (
+        f"the untuned defaults' model's {metric} {value:.4g} on this test split minus {GATE_DEVIATIONS:g} standard "
+        f"deviations of the difference ({noise:.3g}) = {floor:.4g}"
+    )
+    return floor, words

@@ -30,7 +30,7 @@ from containerlib.predictions import Pairing, ScoredChunk, iter_test_batches
 from evaluation import EvaluationError
 from evaluation.champion import Champion, ChampionError, aws_clients, download_model, find_champion
 from evaluation.collect import Collected, collect
-from evaluation.floor import GATE_DEVIATIONS, AutomaticFloor, automatic_floor, metric_deviation
+from evaluation.floor import GATE_DEVIATIONS, AutomaticFloor, automatic_floor, defaults_floor, metric_deviation
 from evaluation.report import build_report
 
 
@@ -139,12 +139,15 @@ def decide(
     group: str | None,
     baseline: dict[str, Any] | None = None,
     automatic: AutomaticFloor | None = None,
+    defaults: tuple[float, str] | None = None,
 ) -> dict[str, Any]:
     """Promote when ``value`` reaches the threshold's floor and is no worse than the champion's by more than the
     tolerance (and, with BaselineTolerance >= 0, no worse than the baseline's by more than that).
 
     ``threshold_floor`` is MetricThreshold as set; MetricThreshold -1 (the default, ``AUTOMATIC_THRESHOLD``) asks
     for ``automatic`` (``floor.py``: above the best constant predictor and near the baseline, beyond the noise).
+    With ``defaults`` (a tuned model's run: the untuned defaults' floor and its words, ``floor.defaults_floor``), the
+    threshold's floor is at least that: a tuned model worse than the defaults' beyond the noise is not registered.
 
     ``champion_floor`` is the champion's value minus the tolerance; without a champion it is the challenger's own
     value, so the Condition's second comparison holds and the threshold alone decides, as the reason says.
@@ -166,6 +169,21 @@ def decide(
         verdict = f"{metric} {value:.6g} {reaches} MetricThreshold {threshold:g}"
     else:
         verdict = f"{metric} {value:.6g} {reaches} the automatic floor {threshold_floor:.4g} ({automatic.words})"
+    defaults_value = None
+    if defaults is not None:
+        defaults_value, defaults_words = defaults
+        if value >= defaults_value:
+            verdict += f"; tuning paid, or is within the noise: {defaults_words}"
+        else:
+            clears_threshold = False
+            verdict += (
+                f"; the tuned model is worse than the untuned defaults' beyond the noise ({defaults_words}): tuning "
+                "did not pay, so this model is not registered; run without tuning to register the defaults' model "
+                "(the report's defaults.model_data_url)"
+            )
+        if defaults_value > threshold_floor:
+            threshold_floor = defaults_value
+            threshold_words += f", raised to {defaults_value} ({defaults_words})"
     if champion is None:
         floor = value
         beats_champion = True
@@ -210,6 +228,7 @@ def decide(
         "challenger_value": value,
         "metric_threshold": threshold,
         THRESHOLD_FLOOR: threshold_floor,
+        "defaults_floor": defaults_value if defaults_value is not None else "none",
         "automatic_floor": None
         if automatic is None
         else {
@@ -285,7 +304,8 @@ def compare_with_champion(
     report[CHAMPION] = champion
     automatic = automatic_floor(report, predictor_type)
     baseline = report.get(SKLEARN_BASELINE)
-    decision = decide(gate["metric"], gate["value"], settings, champion, group, baseline, automatic)
+    defaults = defaults_floor(report, predictor_type)
+    decision = decide(gate["metric"], gate["value"], settings, champion, group, baseline, automatic, defaults)
     decision["reason"] += raw_columns_note(report, predictor_type)
     report[DECISION] = decision
     return report

@@ -19,6 +19,7 @@ from evaluation.baseline import (
     score_baseline,
 )
 from evaluation.collect import MAX_EXACT_RECORDS, Collected, collect
+from evaluation.floor import DEFAULTS
 from evaluation.gate import GateSettings, compare_with_champion
 from evaluation.raw_baseline import fit_raw_baseline, raw_section, read_rows, score_raw_rows
 from evaluation.report import build_report, label_names, summary_parts, write_report
@@ -42,13 +43,15 @@ def evaluate(
     region: str | None = None,
     max_exact: int = MAX_EXACT_RECORDS,
     rows_dir: Path | None = None,
+    defaults_model_uri: str | None = None,
 ) -> dict[str, Any]:
     """Reads predictions and labels, writes the report, returns it (NaN still as float).
 
     With ``train_dir`` (a folder) or ``train_uri`` (an S3 prefix, read with boto3), the report also holds the
     scikit-learn baseline fitted on (a sample of) the train channel and scored on the same test records
     (``baseline.py``). With ``rows_dir`` (Preprocess's ``rows/``: raw train and test rows), the baseline fitted on the
-    raw columns (``raw_baseline.py``). With ``gate``, the champion's metrics on the same records and
+    raw columns (``raw_baseline.py``). With ``defaults_model_uri`` (a tuned run's untuned model, an S3 URI), that
+    model scored on the same records (``defaults.py``). With ``gate``, the champion's metrics on the same records and
     the gate's decision. Predictions and test shards are streamed a chunk at a time: up to ``max_exact`` test
     records the metrics are exact, past it they come from a fixed-size sketch (``collect.py``, ``sketch.py``).
     """
@@ -72,6 +75,13 @@ def evaluate(
         section = raw_baseline_report(rows_dir, report, predictor_type, challenger, bootstrap_rounds, seed)
         if section is not None:
             report[RAW_BASELINE] = section
+    if defaults_model_uri:
+        from evaluation.champion import aws_clients
+        from evaluation.defaults import defaults_section
+
+        s3 = aws_clients(region)[1]
+        section = defaults_section(defaults_model_uri, s3, challenger, pairing, predictor_type, bootstrap_rounds, seed)
+        report[DEFAULTS] = section
     if gate is not None:
         compare_with_champion(report, challenger, pairing, predictor_type, gate, bootstrap_rounds, seed)
     write_report(report, output_dir)

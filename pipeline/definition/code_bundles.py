@@ -58,6 +58,7 @@ EVALUATE = (
         "sketch",
         "floor",
         "raw_baseline",
+        "defaults",
     ),  # fmt: skip
     *_modules("containerlib/linear_learner", "model", "responses"),
     *CONTENT_TYPES,

@@ -27,8 +27,16 @@ EVALUATE_OUTPUT_DIR = "/opt/ml/processing/output/evaluation"
 
 
 def evaluate_step(
-    config: PipelineConfig, params: Parameters, bundle: CodeBundle, preprocess: Any, transform: Any, session: Any
+    config: PipelineConfig,
+    params: Parameters,
+    bundle: CodeBundle,
+    preprocess: Any,
+    transform: Any,
+    session: Any,
+    defaults_model: Any = None,
 ) -> tuple[Any, Any]:
+    """The step and its report's property file; with ``defaults_model`` (a tuned run's untuned Train artifact),
+    Evaluate also scores that model and gates the tuned one against it (evaluation/defaults.py)."""
     from sagemaker.core.workflow.properties import PropertyFile
     from sagemaker.mlops.workflow import ProcessingStep
 
@@ -84,6 +92,7 @@ def evaluate_step(
             RESOURCE_CONFIG,
             "--exit-message-file",
             EXIT_MESSAGE_FILE,
+            *(["--defaults-model-uri", defaults_model] if defaults_model is not None else []),
         ],
         wait=False,
         logs=False,
