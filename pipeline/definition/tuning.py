@@ -1,7 +1,8 @@
 """What automatic model tuning of Linear Learner searches and optimises: objectives, strategies, ranges.
 
 The documented facts ("Tune a linear learner model"): the objective metrics and their direction, the tunable
-hyperparameters and their recommended ranges, and that tuning forces ``num_models`` to 1. Both the definition (the
+hyperparameters, and that tuning forces ``num_models`` to 1; the ranges searched (narrower than the recommended
+ones, see ``RANGES``). Both the definition (the
 Tuning step's request) and the configuration (checking the settings) read them from here.
 
 The objective defaults to ``validation:objective_loss`` (minimise): the predictor type is a *runtime* pipeline
