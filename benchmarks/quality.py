@@ -185,11 +185,11 @@ def run_public(name: str, seed: int, workdir: Path) -> dict:
     import sys
 
     sys.path.insert(0, str(Path(__file__).resolve().parent))
-    from public_tables import write
+    from public_tables import CACHE, write
 
     from pipeline.api import run_local
 
-    data, table = write(name, workdir / "public")
+    data, table = write(name, CACHE / "csv")  # outside the work dir, which takes no data from inside it
     parameters = {"SplitSeed": str(seed)}
     if table.predictor_type == "binary_classifier":
         values = sorted(str(value) for value in pd.read_csv(data)[table.label].dropna().unique())

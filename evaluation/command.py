@@ -134,4 +134,6 @@ def main(argv: list[str] | None = None) -> int:
     if DECISION in report:
         decision = report[DECISION]
         print(f"evaluate: {'promote' if decision['promote'] else 'do not promote'}: {decision['reason']}")
+        if decision.get("raw_columns_note"):
+            print(f"evaluate: note: {decision['raw_columns_note']}")
     return 0

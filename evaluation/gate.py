@@ -33,6 +33,8 @@ from evaluation.collect import Collected, collect
 from evaluation.floor import GATE_DEVIATIONS, AutomaticFloor, automatic_floor, defaults_floor, metric_deviation
 from evaluation.report import build_report
 
+RAW_COLUMNS_NOTE = "raw_columns_note"  # decision field: the model below the raw-column baseline beyond the noise
+
 
 @dataclass(frozen=True)
 class GateSettings:
@@ -245,15 +247,18 @@ def decide(
         "baseline_value": baseline_value if baseline_value is not None else "none",
         "baseline_tolerance": settings.baseline_tolerance,
         BASELINE_FLOOR: baseline_floor,
-        FLOORS: f"{threshold_words}; {champion_words}; the baseline's floor {baseline_floor} ({why})",
+        # the threshold's floor named only when it is not MetricThreshold as set (the message already shows that)
+        FLOORS: (f"{threshold_words}; " if threshold_floor != threshold else "")
+        + f"{champion_words}; the baseline's floor {baseline_floor} ({why})",
         "reason": verdict,
     }
 
 
 def raw_columns_note(report: dict[str, Any], predictor_type: str) -> str:
-    """Words for the reason when the baseline on the raw columns is above the model beyond the noise (2 standard
-    deviations, as the automatic floor counts them): the encoding may lose what the raw columns hold. Said, not
-    gated on: a column of many values is one-hot there and hashed here, which is the encoding's choice."""
+    """The decision's ``raw_columns_note``: words when the baseline on the raw columns is above the model beyond the
+    noise (2 standard deviations, as the automatic floor counts them), as the encoding may lose what the raw columns
+    hold; empty otherwise. Said, not gated on: a column of many values is one-hot there and hashed here, which is the
+    encoding's choice."""
     section = report.get(RAW_BASELINE)
     if not isinstance(section, dict):
         return ""
@@ -266,7 +271,7 @@ def raw_columns_note(report: dict[str, Any], predictor_type: str) -> str:
     if not raw - value > GATE_DEVIATIONS * noise:
         return ""
     return (
-        f"; NOTE: {raw - value:.4g} below scikit-learn on the raw columns ({metric} {raw:.6g}, more than "
+        f"{raw - value:.4g} below scikit-learn on the raw columns ({metric} {raw:.6g}, more than "
         f"{GATE_DEVIATIONS:g} standard deviations): the encoding (hash buckets, missing values) may lose what the raw "
         "columns hold"
     )
@@ -306,6 +311,6 @@ def compare_with_champion(
     baseline = report.get(SKLEARN_BASELINE)
     defaults = defaults_floor(report, predictor_type)
     decision = decide(gate["metric"], gate["value"], settings, champion, group, baseline, automatic, defaults)
-    decision["reason"] += raw_columns_note(report, predictor_type)
+    decision[RAW_COLUMNS_NOTE] = raw_columns_note(report, predictor_type)
     report[DECISION] = decision
     return report

@@ -151,9 +151,8 @@ def raw_section(
     text = [column for column in train.frame.columns if column not in numeric]
     model = describe(predictor_type).replace("scikit-learn StandardScaler + ", "")
     return {
-        "model": f"scikit-learn on the raw columns: {len(numeric)} numeric median-imputed with missing indicators and "
-        f"standard-scaled, {len(text)} text one-hot ('missing' for gaps, at most {MAX_CATEGORIES} values a column), "
-        f"then {model}",
+        "model": f"scikit-learn on {len(numeric)} numeric columns (median + missing indicator, scaled) and {len(text)} "
+        f"text columns (one-hot) + {model}",
         "numeric_columns": numeric,
         "text_columns": text,
         "train_rows": int(len(train.labels)),

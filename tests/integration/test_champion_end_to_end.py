@@ -30,7 +30,8 @@ GROUP = "linear-learner-models"
 PACKAGE_ARN = f"arn:aws:sagemaker:us-east-1:111122223333:model-package/{GROUP}"
 # one epoch of one model at a small rate: a usable but weak first champion (AUC about 0.68 on the breast cancer test
 # split; at 0.001 it was 0.77 before small tables got at least 20 updates an epoch, now 0.98)
-WEAK = {"Epochs": "1", "NumModels": "1", "MiniBatchSize": "50", "LearningRate": "0.0001"}
+# (an explicit MetricThreshold: the automatic default would refuse a model this far below the baseline)
+WEAK = {"Epochs": "1", "NumModels": "1", "MiniBatchSize": "50", "LearningRate": "0.0001", "MetricThreshold": "0.5"}
 # a tiny learning rate: it still clears a low threshold, but it is worse than the champion
 WORSE = {**WEAK, "LearningRate": "0.00001", "MetricThreshold": "0.5"}
 BETTER = FAST

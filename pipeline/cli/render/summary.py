@@ -183,6 +183,7 @@ def champion_comparison(report: dict[str, Any]) -> dict[str, Any]:
         "floor": decision.get(CHAMPION_FLOOR),
         "promote": decision.get("promote"),
         "reason": decision.get("reason"),
+        "raw_columns_note": decision.get("raw_columns_note") or "",
     }
 
 
@@ -288,6 +289,8 @@ def print_summary(summary: dict[str, Any], console: Any) -> None:
                     soft_wrap=True,
                 )
             console.print(f"Decision: {'promote' if gate['promote'] else 'do not promote'}: {gate['reason']}")
+            if gate.get("raw_columns_note"):
+                console.print(f"[yellow]Note:[/yellow] {gate['raw_columns_note']}", soft_wrap=True)
     tuning = summary.get("tuning")
     if tuning:
         settings = ", ".join(f"{name}={value}" for name, value in sorted(tuning["best_hyperparameters"].items()))

@@ -200,6 +200,8 @@ def test_evaluate_scores_the_champion_on_the_same_records_with_the_same_metrics(
         "metric_threshold": 0.6,
         "threshold_floor": 0.6,  # MetricThreshold as set: the automatic floor is computed, not applied
         "automatic_floor": {**report["decision"]["automatic_floor"], "applied": False},
+        "defaults_floor": "none",  # not a tuned run
+        "raw_columns_note": "",  # no raw rows given
         "champion_model_package_arn": f"{ARN}/2",
         "champion_value": auc,
         "champion_tolerance": 0.05,
@@ -209,8 +211,7 @@ def test_evaluate_scores_the_champion_on_the_same_records_with_the_same_metrics(
         "baseline_tolerance": -1.0,
         "baseline_floor": challenger,
         # each floor named for what it is, in the QualityGateFailed step's message
-        "floors": "the threshold's floor 0.6 (MetricThreshold); "
-        f"the champion's floor {auc - 0.05} (champion version 2's auc {auc} minus ChampionTolerance 0.05);"
+        "floors": f"the champion's floor {auc - 0.05} (champion version 2's auc {auc} minus ChampionTolerance 0.05);"
         f" the baseline's floor {challenger} (BaselineTolerance -1 is negative, so off: the challenger's own value)",
         "reason": report["decision"]["reason"],
     }
@@ -287,8 +288,8 @@ def test_the_decision_needs_the_threshold_and_the_champion_floor(
         assert decision["reason"].endswith(
             f"no approved champion (model package group {GROUP}): the threshold alone decides"
         )
-        assert (
-            f"; the champion's floor {value} (no approved champion: the challenger's own value)" in (decision["floors"])
+        assert decision["floors"].startswith(
+            f"the champion's floor {value} (no approved champion: the challenger's own value)"
         )
     else:
         assert f"ChampionTolerance {tolerance:g}" in decision["reason"]

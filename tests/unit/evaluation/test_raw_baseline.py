@@ -149,6 +149,6 @@ def test_the_raw_column_baseline_is_a_notebooks_model_on_the_same_rows(evaluated
         report["gate"]["value"] - metrics["auc"]["value"]
     )
     # one hash bucket makes "yes" and "no" one feature: the encoded baseline cannot see the flag, the raw one does,
-    # and the gate's reason says the encoding may lose what the raw columns hold (said, not gated on)
+    # and the decision notes the encoding may lose what the raw columns hold (said, not gated on)
     assert metrics["auc"]["value"] > report["baseline"]["gate"]["value"] + 0.1
-    assert "below scikit-learn on the raw columns" in report["decision"]["reason"]
+    assert "below scikit-learn on the raw columns" in report["decision"]["raw_columns_note"]
