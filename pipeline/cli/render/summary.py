@@ -288,7 +288,8 @@ def print_summary(summary: dict[str, Any], console: Any) -> None:
                     f"\n  {champion['model_package_arn']}",
                     soft_wrap=True,
                 )
-            console.print(f"Decision: {'promote' if gate['promote'] else 'do not promote'}: {gate['reason']}")
+            verdict = "promote" if gate["promote"] else "do not promote"
+            console.print(f"Decision: {verdict}: {gate['reason']}", soft_wrap=True)  # one line: the reason can be long
             if gate.get("raw_columns_note"):
                 console.print(f"[yellow]Note:[/yellow] {gate['raw_columns_note']}", soft_wrap=True)
     tuning = summary.get("tuning")
