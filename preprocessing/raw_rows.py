@@ -40,17 +40,22 @@ class SplitSample:
         self.labels = np.empty(0, dtype=np.float64)
         self.values: dict[str, list[np.ndarray]] = {column: [] for column in schema.feature_columns}
 
+    def candidates(self, keys: np.ndarray) -> np.ndarray:
+        """The offered rows that can still be among the smallest keys (few per chunk once the sample is full), so
+        only their values are taken out of the chunk."""
+        if len(self.keys) + len(keys) <= self.limit:
+            return np.arange(len(keys))
+        threshold = np.partition(np.concatenate([self.keys, keys]), self.limit - 1)[self.limit - 1]
+        return np.flatnonzero(keys <= threshold)
+
     def add(self, keys: np.ndarray, columns: dict[str, np.ndarray], labels: np.ndarray) -> None:
+        """Rows already chosen by :meth:`candidates`: their keys, values and labels."""
         if not len(keys):
             return
-        chosen = np.arange(len(keys))
-        if len(self.keys) + len(keys) > self.limit:  # only rows that can still be among the smallest keys
-            threshold = np.partition(np.concatenate([self.keys, keys]), self.limit - 1)[self.limit - 1]
-            chosen = np.flatnonzero(keys <= threshold)
         for column, values in columns.items():
-            self.values[column].append(values[chosen])
-        self.keys = np.concatenate([self.keys, keys[chosen]])
-        self.labels = np.concatenate([self.labels, labels[chosen]])
+            self.values[column].append(values)
+        self.keys = np.concatenate([self.keys, keys])
+        self.labels = np.concatenate([self.labels, labels])
         if len(self.keys) > 2 * self.limit:
             self._keep(np.argpartition(self.keys, self.limit - 1)[: self.limit])
 
@@ -99,6 +104,7 @@ class RawRowSample:
             mine = np.flatnonzero(split == codes[name])
             if not len(mine):
                 continue
+            mine = mine[sample.candidates(keys[mine])]
             picked = rows[mine]
             columns = {column: _raw_values(chunk, column, numeric_index, picked) for column in sample.values}
             sample.add(keys[mine], columns, np.asarray(labels, dtype=np.float64)[mine])
@@ -125,4 +131,4 @@ def _raw_values(chunk: Chunk, column: str, numeric_index: dict[str, int], rows: 
             return chunk.numeric[rows, numeric_index[column]].astype(np.float64)
         numbers = pd.to_numeric(chunk.frame[column].iloc[rows], errors="coerce")  # bool: 0/1
         return numbers.to_numpy(dtype=np.float64, na_value=np.nan)
-    return chunk.frame[column].to_numpy(dtype=object)[rows]
+    return chunk.frame[column].iloc[rows].to_numpy(dtype=object)

@@ -152,3 +152,22 @@ def test_the_raw_column_baseline_is_a_notebooks_model_on_the_same_rows(evaluated
     # and the decision notes the encoding may lose what the raw columns hold (said, not gated on)
     assert metrics["auc"]["value"] > report["baseline"]["gate"]["value"] + 0.1
     assert "below scikit-learn on the raw columns" in report["decision"]["raw_columns_note"]
+
+
+def test_the_raw_rows_sample_is_bounded_and_drawn_from_its_split(tmp_path: Path) -> None:
+    """Past ``--raw-rows`` each split's sample keeps that many rows (a bottom-k sample over chunks), every one of
+    them a row of that split; with 0 no sample is written."""
+    write_table(tmp_path / "in" / "table.csv")
+    common = ["--input-dir", str(tmp_path / "in"), "--resource-config", str(tmp_path / "absent.json"),
+              "--label-column", "target", "--predictor-type", "binary_classifier", "--feature-columns",
+              "x1,x2,colour,flag", "--categorical-columns", "colour,flag", "--missing", "zero", "--test-fraction",
+              "0.3", "--chunk-rows", "100"]  # fmt: skip
+    assert preprocess_main([*common, "--output-dir", str(tmp_path / "out"), "--raw-rows", "60"]) == 0
+    for split in ("train", "test"):
+        sample = pq.read_table(tmp_path / "out" / "rows" / f"{split}-algo-1.parquet").to_pandas()
+        features, _ = shard_records(tmp_path / "out" / split)
+        assert len(sample) == 60 < len(features)
+        shard_x1 = set(features[:, 0].tolist())  # x1: the first feature
+        assert set(sample["x1"].astype(np.float32).tolist()) <= shard_x1, split
+    assert preprocess_main([*common, "--output-dir", str(tmp_path / "none"), "--raw-rows", "0"]) == 0
+    assert not list((tmp_path / "none" / "rows").glob("*"))
