@@ -12,10 +12,13 @@ PREDICTOR_TYPES = (BINARY_CLASSIFIER, MULTICLASS_CLASSIFIER, REGRESSOR)
 REPORT_NAME = "evaluation.json"
 GATE = "gate"  # the report's gate section: {"metric": name, "value": v}, higher is better
 CHAMPION = "champion"  # the report's approved champion scored on the same test split (null when there is none)
+RAW_BASELINE = "baseline_raw_columns"  # the report's scikit-learn model on the raw columns (evaluation/raw_baseline.py)
 SKLEARN_BASELINE = "baseline"  # the report's scikit-learn baseline on the same test records (evaluation/baseline.py)
 BASELINE_FLOOR = "baseline_floor"  # decision field: the baseline's value minus BaselineTolerance
 DECISION = "decision"  # the report's gate decision: promote, values, champion_floor, reason
 CHAMPION_FLOOR = "champion_floor"  # decision field: the champion's value minus the tolerance
+THRESHOLD_FLOOR = "threshold_floor"  # decision field: MetricThreshold, or the automatic floor when it is AUTOMATIC
+AUTOMATIC_THRESHOLD = -1.0  # MetricThreshold's default: the gate's automatic floor (evaluation/floor.py)
 FLOORS = "floors"  # decision field: the two floors in words, saying what each is (the Fail step's message)
 # the report's model-quality section and the gate metric per predictor type; each gate metric is "higher is
 # better", so one Condition (>=) serves all three

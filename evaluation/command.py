@@ -10,7 +10,7 @@ from pathlib import Path
 import evaluation
 from containerlib import exit_message
 from containerlib.errors import InputError
-from containerlib.names import DECISION, PREDICTOR_TYPES, REPORT_NAME, SKLEARN_BASELINE
+from containerlib.names import DECISION, PREDICTOR_TYPES, RAW_BASELINE, REPORT_NAME, SKLEARN_BASELINE
 from containerlib.stop_signals import Stopped, stop_signals_raise
 from evaluation.collect import MAX_EXACT_RECORDS
 from evaluation.gate import GateSettings
@@ -34,6 +34,15 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     )
     parser.add_argument(
         "--model-uri", help="the model artifact's S3 URI (read with boto3): the report lists its coefficients"
+    )
+    parser.add_argument(
+        "--rows-dir",
+        type=Path,
+        help="Preprocess's rows/ (raw train and test rows): fit scikit-learn on the raw columns too, report it",
+    )
+    parser.add_argument(
+        "--defaults-model-uri",
+        help="a tuned run's untuned model (model.tar.gz S3 URI): score it too, and gate the tuned model against it",
     )
     parser.add_argument("--bootstrap-rounds", type=int, default=DEFAULT_BOOTSTRAP_ROUNDS)
     parser.add_argument("--seed", type=int, default=DEFAULT_SEED)
@@ -92,6 +101,8 @@ def main(argv: list[str] | None = None) -> int:
                 args.region,
                 args.max_exact_records,
                 args.model_uri,
+                args.rows_dir,
+                args.defaults_model_uri,
             )
     except Stopped as stop:
         print(f"evaluate: {stop}", file=sys.stderr, flush=True)
@@ -114,9 +125,27 @@ def main(argv: list[str] | None = None) -> int:
             f"{baseline['metric']} = {baseline['value']:.6g}; Linear Learner minus baseline "
             f"{baseline['challenger_minus_baseline']:+.4g}"
         )
+    if RAW_BASELINE in report:
+        section = report[RAW_BASELINE]
+        raw = section["gate"]
+        on = (
+            "the same test records" if section["same_test_records"] else f"a sample of {section['test_rows']} test rows"
+        )
+        print(
+            f"evaluate: baseline on the raw columns ({section['train_rows']} train rows, scored on {on}) "
+            f"{raw['metric']} = {raw['value']:.6g}; Linear Learner minus it {raw['challenger_minus_baseline']:+.4g}"
+        )
+    if "defaults" in report:
+        defaults = report["defaults"]["gate"]
+        print(
+            f"evaluate: the untuned defaults' model {defaults['metric']} = {defaults['value']:.6g} on the same test "
+            f"records; tuned minus defaults {report['gate']['value'] - defaults['value']:+.4g}"
+        )
     if DECISION in report:
         decision = report[DECISION]
         print(f"evaluate: {'promote' if decision['promote'] else 'do not promote'}: {decision['reason']}")
+        if decision.get("raw_columns_note"):
+            print(f"evaluate: note: {decision['raw_columns_note']}")
     if args.mlflow_tracking_uri and args.mlflow_parent_run_id:
         from evaluation.mlflow_run import log_evaluation
 

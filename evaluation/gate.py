@@ -14,6 +14,7 @@ import numpy as np
 
 from containerlib.linear_learner.model import LinearModel, ModelArtifactError, read_model_bytes
 from containerlib.names import (
+    AUTOMATIC_THRESHOLD,
     BASELINE_FLOOR,
     CHAMPION,
     CHAMPION_FLOOR,
@@ -21,13 +22,18 @@ from containerlib.names import (
     FLOORS,
     GATE_METRICS,
     METRICS_SECTIONS,
+    RAW_BASELINE,
     SKLEARN_BASELINE,
+    THRESHOLD_FLOOR,
 )
 from containerlib.predictions import Pairing, ScoredChunk, iter_test_batches
 from evaluation import EvaluationError
 from evaluation.champion import Champion, ChampionError, aws_clients, download_model, find_champion
 from evaluation.collect import Collected, collect
+from evaluation.floor import GATE_DEVIATIONS, AutomaticFloor, automatic_floor, defaults_floor, metric_deviation
 from evaluation.report import build_report
+
+RAW_COLUMNS_NOTE = "raw_columns_note"  # decision field: the model below the raw-column baseline beyond the noise
 
 
 @dataclass(frozen=True)
@@ -134,9 +140,16 @@ def decide(
     champion: dict[str, Any] | None,
     group: str | None,
     baseline: dict[str, Any] | None = None,
+    automatic: AutomaticFloor | None = None,
+    defaults: tuple[float, str] | None = None,
 ) -> dict[str, Any]:
-    """Promote when ``value`` reaches MetricThreshold and is no worse than the champion's by more than the tolerance
-    (and, with BaselineTolerance >= 0, no worse than the baseline's by more than that).
+    """Promote when ``value`` reaches the threshold's floor and is no worse than the champion's by more than the
+    tolerance (and, with BaselineTolerance >= 0, no worse than the baseline's by more than that).
+
+    ``threshold_floor`` is MetricThreshold as set; MetricThreshold -1 (the default, ``AUTOMATIC_THRESHOLD``) asks
+    for ``automatic`` (``floor.py``: above the best constant predictor and near the baseline, beyond the noise).
+    With ``defaults`` (a tuned model's run: the untuned defaults' floor and its words, ``floor.defaults_floor``), the
+    threshold's floor is at least that: a tuned model worse than the defaults' beyond the noise is not registered.
 
     ``champion_floor`` is the champion's value minus the tolerance; without a champion it is the challenger's own
     value, so the Condition's second comparison holds and the threshold alone decides, as the reason says.
@@ -144,8 +157,35 @@ def decide(
     ``floors`` says both in words, naming what each value is, for the QualityGateFailed step's message.
     """
     threshold, tolerance = settings.metric_threshold, settings.champion_tolerance
-    clears_threshold = value >= threshold
-    verdict = f"{metric} {value:.6g} {'reaches' if clears_threshold else 'is below'} MetricThreshold {threshold:g}"
+    threshold_floor, applied = threshold, False
+    threshold_words = f"the threshold's floor {threshold} (MetricThreshold)"
+    if threshold == AUTOMATIC_THRESHOLD and automatic is not None:
+        threshold_floor, applied = automatic.value, True
+        threshold_words = (
+            f"the threshold's floor {threshold_floor} (automatic, as MetricThreshold is {threshold:g}: "
+            f"{automatic.words})"
+        )
+    clears_threshold = value >= threshold_floor
+    reaches = "reaches" if clears_threshold else "is below"
+    if not applied or automatic is None:
+        verdict = f"{metric} {value:.6g} {reaches} MetricThreshold {threshold:g}"
+    else:
+        verdict = f"{metric} {value:.6g} {reaches} the automatic floor {threshold_floor:.4g} ({automatic.words})"
+    defaults_value = None
+    if defaults is not None:
+        defaults_value, defaults_words = defaults
+        if value >= defaults_value:
+            verdict += f"; tuning paid, or is within the noise: {defaults_words}"
+        else:
+            clears_threshold = False
+            verdict += (
+                f"; the tuned model is worse than the untuned defaults' beyond the noise ({defaults_words}): tuning "
+                "did not pay, so this model is not registered; run without tuning to register the defaults' model "
+                "(the report's defaults.model_data_url)"
+            )
+        if defaults_value > threshold_floor:
+            threshold_floor = defaults_value
+            threshold_words += f", raised to {defaults_value} ({defaults_words})"
     if champion is None:
         floor = value
         beats_champion = True
@@ -189,6 +229,17 @@ def decide(
         "metric": metric,
         "challenger_value": value,
         "metric_threshold": threshold,
+        THRESHOLD_FLOOR: threshold_floor,
+        "defaults_floor": defaults_value if defaults_value is not None else "none",
+        "automatic_floor": None
+        if automatic is None
+        else {
+            "value": automatic.value,
+            "constant_value": automatic.constant_value,
+            "constant_floor": automatic.constant_floor,
+            "baseline_floor": automatic.baseline_floor,
+            "applied": applied,
+        },
         "champion_model_package_arn": champion["model_package_arn"] if champion else "none",
         "champion_value": champion["gate"]["value"] if champion else "none",
         "champion_tolerance": tolerance,
@@ -196,9 +247,34 @@ def decide(
         "baseline_value": baseline_value if baseline_value is not None else "none",
         "baseline_tolerance": settings.baseline_tolerance,
         BASELINE_FLOOR: baseline_floor,
-        FLOORS: f"{champion_words}; the baseline's floor {baseline_floor} ({why})",
+        # the threshold's floor named only when it is not MetricThreshold as set (the message already shows that)
+        FLOORS: (f"{threshold_words}; " if threshold_floor != threshold else "")
+        + f"{champion_words}; the baseline's floor {baseline_floor} ({why})",
         "reason": verdict,
     }
+
+
+def raw_columns_note(report: dict[str, Any], predictor_type: str) -> str:
+    """The decision's ``raw_columns_note``: words when the baseline on the raw columns is above the model beyond the
+    noise (2 standard deviations, as the automatic floor counts them), as the encoding may lose what the raw columns
+    hold; empty otherwise. Said, not gated on: a column of many values is one-hot there and hashed here, which is the
+    encoding's choice."""
+    section = report.get(RAW_BASELINE)
+    if not isinstance(section, dict):
+        return ""
+    metric, value = report["gate"]["metric"], report["gate"]["value"]
+    raw = section["gate"]["value"]
+    noise = math.hypot(
+        metric_deviation(report, METRICS_SECTIONS[predictor_type], metric),
+        metric_deviation(section, METRICS_SECTIONS[predictor_type], metric),
+    )
+    if not raw - value > GATE_DEVIATIONS * noise:
+        return ""
+    return (
+        f"{raw - value:.4g} below scikit-learn on the raw columns ({metric} {raw:.6g}, more than "
+        f"{GATE_DEVIATIONS:g} standard deviations): the encoding (hash buckets, missing values) may lose what the raw "
+        "columns hold"
+    )
 
 
 def compare_with_champion(
@@ -231,5 +307,10 @@ def compare_with_champion(
             raise EvaluationError(str(error)) from None
     gate = report["gate"]
     report[CHAMPION] = champion
-    report[DECISION] = decide(gate["metric"], gate["value"], settings, champion, group, report.get(SKLEARN_BASELINE))
+    automatic = automatic_floor(report, predictor_type)
+    baseline = report.get(SKLEARN_BASELINE)
+    defaults = defaults_floor(report, predictor_type)
+    decision = decide(gate["metric"], gate["value"], settings, champion, group, baseline, automatic, defaults)
+    decision[RAW_COLUMNS_NOTE] = raw_columns_note(report, predictor_type)
+    report[DECISION] = decision
     return report

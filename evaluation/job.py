@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from containerlib.linear_learner.model import read_model
-from containerlib.names import METRICS_SECTIONS, PREDICTOR_TYPES, SKLEARN_BASELINE
+from containerlib.names import METRICS_SECTIONS, PREDICTOR_TYPES, RAW_BASELINE, SKLEARN_BASELINE
 from containerlib.predictions import Pairing, iter_scored, pair_predictions, score_kind
 from containerlib.row_ids import has_ids
 from evaluation import EvaluationError
@@ -24,8 +24,10 @@ from evaluation.baseline import (
 )
 from evaluation.coefficients import COEFFICIENTS, coefficients_section, feature_scale
 from evaluation.collect import MAX_EXACT_RECORDS, Collected, collect
+from evaluation.floor import DEFAULTS
 from evaluation.gate import GateSettings, compare_with_champion
 from evaluation.predictions_file import TEST_ROWS, PredictionsWithIds
+from evaluation.raw_baseline import fit_raw_baseline, raw_section, read_rows, score_raw_rows
 from evaluation.report import build_report, label_names, summary_parts, write_report
 
 DEFAULT_BOOTSTRAP_ROUNDS = 30
@@ -47,12 +49,16 @@ def evaluate(
     region: str | None = None,
     max_exact: int = MAX_EXACT_RECORDS,
     model_uri: str | None = None,
+    rows_dir: Path | None = None,
+    defaults_model_uri: str | None = None,
 ) -> dict[str, Any]:
     """Reads predictions and labels, writes the report, returns it (NaN still as float).
 
     With ``train_dir`` (a folder) or ``train_uri`` (an S3 prefix, read with boto3), the report also holds the
     scikit-learn baseline fitted on (a sample of) the train channel and scored on the same test records
-    (``baseline.py``). With ``gate``, the champion's metrics on the same records and
+    (``baseline.py``). With ``rows_dir`` (Preprocess's ``rows/``: raw train and test rows), the baseline fitted on the
+    raw columns (``raw_baseline.py``). With ``defaults_model_uri`` (a tuned run's untuned model, an S3 URI), that
+    model scored on the same records (``defaults.py``). With ``gate``, the champion's metrics on the same records and
     the gate's decision. Predictions and test shards are streamed a chunk at a time: up to ``max_exact`` test
     records the metrics are exact, past it they come from a fixed-size sketch (``collect.py``, ``sketch.py``).
     With ``model_uri`` (the model artifact's S3 URI), the model's coefficients by feature name
@@ -74,7 +80,7 @@ def evaluate(
     try:
         challenger = collect(chunks, predictor_type, kind, len(pairing.shards), bootstrap_rounds, seed, max_exact)
         return _report(challenger, pairing, with_ids, output_dir, predictor_type, bootstrap_rounds, seed, summary_dir,
-                       gate, train_dir, train_uri, region, model_uri)  # fmt: skip
+                       gate, train_dir, train_uri, region, model_uri, rows_dir, defaults_model_uri)  # fmt: skip
     except BaseException:
         if with_ids is not None:
             with_ids.discard()
@@ -95,8 +101,11 @@ def _report(
     train_uri: str | None,
     region: str | None,
     model_uri: str | None = None,
+    rows_dir: Path | None = None,
+    defaults_model_uri: str | None = None,
 ) -> dict[str, Any]:
-    """The report of the challenger's records: metrics, baseline, champion and gate; written with the predictions."""
+    """The report of the challenger's records: metrics, baselines, coefficients, the defaults' model, champion and
+    gate; written with the predictions."""
     names = label_names(summary_dir)  # also checks that every Preprocess host built the same layout
     names = names if predictor_type != "regressor" else None
     report = build_report(challenger, predictor_type, bootstrap_rounds, seed, names)
@@ -108,6 +117,17 @@ def _report(
         )
     if model_uri is not None:
         report[COEFFICIENTS] = model_coefficients(model_uri, region, summary_dir, sample, output_dir)
+    if rows_dir is not None:
+        section = raw_baseline_report(rows_dir, report, predictor_type, challenger, bootstrap_rounds, seed)
+        if section is not None:
+            report[RAW_BASELINE] = section
+    if defaults_model_uri:
+        from evaluation.champion import aws_clients
+        from evaluation.defaults import defaults_section
+
+        s3 = aws_clients(region)[1]
+        section = defaults_section(defaults_model_uri, s3, challenger, pairing, predictor_type, bootstrap_rounds, seed)
+        report[DEFAULTS] = section
     if gate is not None:
         compare_with_champion(report, challenger, pairing, predictor_type, gate, bootstrap_rounds, seed)
     if with_ids is not None:
@@ -168,13 +188,31 @@ def baseline_report(
     cap = challenger.exact_records_cap
     baseline = collect(chunks, predictor_type, kind, challenger.file_count, rounds, seed, cap)
     full = build_report(baseline, predictor_type, rounds, seed)
-    # the scalar metrics (value and standard deviation) and the confusion matrix; the curves stay the challenger's
-    metrics = {
-        name: item
-        for name, item in full[METRICS_SECTIONS[predictor_type]].items()
-        if name == "confusion_matrix" or (isinstance(item, dict) and "value" in item)
-    }
+    # every metric with its deviation, the confusion matrix and the curves: the plots draw the baseline's beside
+    metrics = full[METRICS_SECTIONS[predictor_type]]
     section = baseline_section(sample, predictor_type, metrics, report["gate"]["metric"], report["gate"]["value"])
-    if "sketch" in full:  # past the record cap: how the baseline's metrics were made
-        section["sketch"] = full["sketch"]
+    for extra in ("sketch", "prediction_sample", "standard_deviations"):  # sketch: past the cap, how it was made
+        if extra in full:
+            section[extra] = full[extra]
+    return section
+
+
+def raw_baseline_report(
+    rows_dir: Path, report: dict[str, Any], predictor_type: str, challenger: Collected, rounds: int, seed: int
+) -> dict[str, Any] | None:
+    """The ``baseline_raw_columns`` section, None when Preprocess wrote no raw rows (``--raw-rows 0``)."""
+    train, test = read_rows(rows_dir, "train"), read_rows(rows_dir, "test")
+    if train is None or test is None or not len(test.labels):
+        return None
+    estimator = fit_raw_baseline(train, predictor_type)
+    chunks = score_raw_rows(estimator, test, predictor_type, challenger.classes)
+    kind = "value" if predictor_type == "regressor" else "probability"
+    scored = collect(chunks, predictor_type, kind, test.files, rounds, seed, challenger.exact_records_cap)
+    full = build_report(scored, predictor_type, rounds, seed)
+    section = raw_section(
+        train, test, challenger.item_count, predictor_type, report, full[METRICS_SECTIONS[predictor_type]]
+    )
+    for extra in ("prediction_sample", "standard_deviations"):
+        if extra in full:
+            section[extra] = full[extra]
     return section

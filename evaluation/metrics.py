@@ -11,8 +11,10 @@ import numpy as np
 
 from containerlib.names import BASELINE_SUFFIX
 
-# Model Monitor reports a standard deviation only from 200 records up; below that it writes the string "NaN".
-MIN_RECORDS_FOR_STANDARD_DEVIATION = 200
+# Model Monitor reports a standard deviation only from 200 records up; this report gives one at every size (from 2
+# records: a smaller test split, where the noise matters most, is exactly where a reader needs it) and says how it was
+# made (``report.uncertainty_section``), with analytic standard errors beside the bootstrap's.
+MIN_RECORDS_FOR_STANDARD_DEVIATION = 2
 F_BETAS = {"f0_5": 0.5, "f1": 1.0, "f2": 2.0}
 
 
@@ -56,7 +58,9 @@ class RankedScores:
 
 
 def binary_scalars(matrix: np.ndarray, auc: float) -> dict[str, float]:
-    """Every scalar binary metric from a 2x2 confusion matrix; the best constant classifier predicts positive."""
+    """Every scalar binary metric from a 2x2 confusion matrix, and for each its best constant classifier: the
+    constant prediction best for that metric (accuracy: the majority class; recall, precision and the F-scores:
+    always positive, as always negative scores 0 on each)."""
     (tn, fp), (fn, tp) = matrix
     n = tn + fp + fn + tp
     positives, negatives = tp + fn, tn + fp
@@ -68,7 +72,7 @@ def binary_scalars(matrix: np.ndarray, auc: float) -> dict[str, float]:
         "accuracy": ratio(tp + tn, n),
         f"recall{BASELINE_SUFFIX}": constant_recall,
         f"precision{BASELINE_SUFFIX}": constant_precision,
-        f"accuracy{BASELINE_SUFFIX}": ratio(positives, n),
+        f"accuracy{BASELINE_SUFFIX}": ratio(max(positives, negatives), n),
         "true_positive_rate": recall,
         "true_negative_rate": ratio(tn, negatives),
         "false_positive_rate": ratio(fp, negatives),
@@ -137,8 +141,8 @@ def bootstrap_standard_deviations(
     """Standard deviation of every metric over ``rounds`` bootstrap resamples of the n records.
 
     A resample with replacement is handed to ``scalars`` as record weights (how often each record was drawn),
-    which is the same resample without copying the data. NaN when there are fewer than 200 records, as Model
-    Monitor does, or when rounds < 2.
+    which is the same resample without copying the data. NaN when there are fewer than 2 records or rounds < 2
+    (Model Monitor gives none below 200 records; this report gives one at every size).
     """
     if n < MIN_RECORDS_FOR_STANDARD_DEVIATION or rounds < 2:
         return {name: math.nan for name in scalars(None)}
@@ -152,3 +156,32 @@ def bootstrap_standard_deviations(
         values = values[np.isfinite(values)]
         deviations[name] = float(np.std(values, ddof=1)) if values.size >= 2 else math.nan
     return deviations
+
+
+def hanley_mcneil_deviation(auc: float, positives: float, negatives: float) -> float:
+    """The AUC's standard error by Hanley and McNeil (1982), from the AUC and the two class counts (NaN without
+    both classes): exact enough at any test size, and what the bootstrap's deviation should come near."""
+    if not (positives > 0 and negatives > 0 and math.isfinite(auc)):
+        return math.nan
+    q1, q2 = auc / (2 - auc), 2 * auc * auc / (1 + auc)
+    variance = (auc * (1 - auc) + (positives - 1) * (q1 - auc**2) + (negatives - 1) * (q2 - auc**2)) / (
+        positives * negatives
+    )
+    return math.sqrt(max(variance, 0.0))
+
+
+def binomial_deviation(share: float, n: float) -> float:
+    """The standard error of a share of n records (accuracy): sqrt(p (1 - p) / n); NaN without records."""
+    return math.sqrt(max(share * (1 - share), 0.0) / n) if n > 0 else math.nan
+
+
+def rmse_deviation(residuals: np.ndarray) -> float:
+    """The RMSE's standard error by the delta method: the mean squared residual's (the squared residuals' standard
+    deviation over sqrt(n)) divided by twice the RMSE; NaN below 2 records, 0 for a perfect fit."""
+    squared = np.asarray(residuals, dtype=np.float64) ** 2
+    if squared.size < 2:
+        return math.nan
+    rmse = math.sqrt(float(squared.mean()))
+    if rmse == 0:
+        return 0.0
+    return float(squared.std(ddof=1)) / math.sqrt(squared.size) / (2 * rmse)

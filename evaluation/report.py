@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-from sklearn.metrics import precision_recall_curve, roc_curve
+from sklearn.metrics import roc_curve
 
 from containerlib.names import GATE_METRICS, METRICS_SECTIONS, REPORT_NAME
 from containerlib.predictions import Scored
@@ -22,23 +22,56 @@ from evaluation.collect import Collected
 from evaluation.metrics import (
     RankedScores,
     binary_scalars,
+    binomial_deviation,
     bootstrap_standard_deviations,
     confusion,
     f_beta,
+    hanley_mcneil_deviation,
     multiclass_scalars,
     ratio,
     regression_scalars,
+    rmse_deviation,
 )
 
-MAX_CURVE_POINTS = 201
+MAX_CURVE_POINTS = 1001
 MAX_PREDICTION_SAMPLE = 1000
+CONFIDENCE_Z = 1.96  # value +- 1.96 standard deviations: an approximate 95% interval (normal approximation)
+UNCERTAINTY = "standard_deviations"  # the report's section saying how every standard_deviation was made
 
 
-def _thin(*curves: np.ndarray, limit: int = MAX_CURVE_POINTS) -> list[list[float]]:
-    """At most ``limit`` points of a curve, evenly spaced along it, first and last point kept."""
+def _thin(*curves: np.ndarray, limit: int = MAX_CURVE_POINTS, keep: np.ndarray | None = None) -> list[list[float]]:
+    """At most ``limit`` points of a curve (plus the points ``keep`` indexes), evenly spaced along it, first and last
+    point kept: every kept point is one of the curve's own."""
     length = len(curves[0])
-    keep = np.unique(np.linspace(0, length - 1, min(length, limit)).round().astype(np.int64))
-    return [[float(value) for value in curve[keep]] for curve in curves]
+    chosen = np.linspace(0, length - 1, min(length, limit)).round().astype(np.int64)
+    if keep is not None and len(keep):
+        chosen = np.concatenate([chosen, np.asarray(keep, dtype=np.int64)])
+    chosen = np.unique(chosen)
+    return [[float(value) for value in curve[chosen]] for curve in curves]
+
+
+def precision_recall_points(labels: np.ndarray, scores: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(precisions, recalls, thresholds) at every distinct score, ascending recall: a record is predicted positive
+    when its score is at least the threshold. No point is made up (no recall-0 precision-1 end as scikit-learn's
+    ``precision_recall_curve`` appends): the first point is the precision of the highest-scored records."""
+    order = np.argsort(-scores, kind="stable")
+    ranked_scores, ranked_labels = scores[order], labels[order].astype(np.float64)
+    last_of_group = np.flatnonzero(np.r_[ranked_scores[1:] != ranked_scores[:-1], True])
+    true_positives = np.cumsum(ranked_labels)[last_of_group]
+    predicted_positive = (last_of_group + 1).astype(np.float64)
+    precisions = true_positives / predicted_positive
+    recalls = true_positives / max(float(ranked_labels.sum()), 1.0)
+    return precisions, recalls, ranked_scores[last_of_group]
+
+
+def operating_point(precisions: np.ndarray, recalls: np.ndarray, matrix: np.ndarray) -> np.ndarray:
+    """The indexes of the curve's points at the predicted labels' own (precision, recall), so thinning keeps the
+    point the report's threshold dot is drawn at."""
+    (_, false_positives), (false_negatives, true_positives) = matrix
+    precision = ratio(true_positives, true_positives + false_positives)
+    recall = ratio(true_positives, true_positives + false_negatives)
+    close = np.isclose(precisions, precision, rtol=0, atol=1e-12) & np.isclose(recalls, recall, rtol=0, atol=1e-12)
+    return np.flatnonzero(close)
 
 
 def _with_deviation(values: dict[str, float], deviations: dict[str, float]) -> dict[str, dict[str, float]]:
@@ -117,8 +150,8 @@ def binary_report(scored: Scored, rounds: int, seed: int, names: list[str] | Non
     check_both_classes(matrix)
     metrics = _binary_metrics(labels, scores, predicted, rounds, seed)
     false_positive_rates, true_positive_rates, _ = roc_curve(labels, scores)
-    precisions, recalls, _ = precision_recall_curve(labels, scores)
-    curves = (false_positive_rates, true_positive_rates, precisions, recalls)
+    precisions, recalls, thresholds = precision_recall_points(labels, scores)
+    curves = (false_positive_rates, true_positive_rates, precisions, recalls, thresholds)
     return binary_section(matrix, metrics, curves, names)
 
 
@@ -149,19 +182,24 @@ def check_both_classes(matrix: np.ndarray) -> None:
 def binary_section(
     matrix: np.ndarray,
     metrics: dict[str, dict[str, float]],
-    curves: tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray],
+    curves: tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray],
     names: list[str] | None = None,
 ) -> dict[str, Any]:
     """``binary_classification_metrics`` in Model Monitor's order; ``curves``: scikit-learn's roc_curve (fpr, tpr)
-    and precision_recall_curve (precisions, recalls) layouts."""
-    false_positive_rates, true_positive_rates, precisions, recalls = curves
+    layout, then :func:`precision_recall_points`' (precisions, recalls, thresholds), ascending recall."""
+    false_positive_rates, true_positive_rates, precisions, recalls, thresholds = curves
     ordered: dict[str, Any] = {"confusion_matrix": _confusion_dict(matrix, names)}
     for name in list(metrics)[:10]:  # Model Monitor's order: the rates, then the curves, then auc and F-scores
         ordered[name] = metrics[name]
     fpr, tpr = _thin(false_positive_rates, true_positive_rates)
     ordered["receiver_operating_characteristic_curve"] = {"false_positive_rates": fpr, "true_positive_rates": tpr}
-    pr_precisions, pr_recalls = _thin(precisions[::-1], recalls[::-1])  # ascending recall
-    ordered["precision_recall_curve"] = {"precisions": pr_precisions, "recalls": pr_recalls}
+    keep = operating_point(precisions, recalls, matrix)
+    pr_precisions, pr_recalls, pr_thresholds = _thin(precisions, recalls, thresholds, keep=keep)
+    ordered["precision_recall_curve"] = {
+        "precisions": pr_precisions,
+        "recalls": pr_recalls,
+        "thresholds": pr_thresholds,
+    }
     for name in list(metrics)[10:]:
         ordered[name] = metrics[name]
     return ordered
@@ -222,9 +260,45 @@ def build_report(
         classes = 2 if predictor_type == "binary_classifier" else scored.scores.shape[1]
         matrix = confusion(scored.labels.astype(np.int64), scored.predicted_labels, classes)
     sample = prediction_sample(scored, seed) if predictor_type == "regressor" else None
-    return assemble(
+    report = assemble(
         predictor_type, metrics, len(scored.labels), scored.file_count, scored.score_kind, matrix, sample, names
     )
+    residuals = scored.labels - scored.scores if predictor_type == "regressor" else None
+    analytic = analytic_deviations(predictor_type, metrics, matrix, residuals)
+    report[UNCERTAINTY] = uncertainty_section(len(scored.labels), rounds, "multinomial", analytic)
+    return report
+
+
+def analytic_deviations(
+    predictor_type: str, metrics: dict[str, Any], matrix: np.ndarray | None, residuals: np.ndarray | None
+) -> dict[str, dict[str, Any]]:
+    """Standard errors by formula, beside the bootstrap's: the AUC's (Hanley-McNeil), accuracy's (binomial), the
+    RMSE's (delta method, from the residuals when they are at hand)."""
+    found: dict[str, dict[str, Any]] = {}
+    if matrix is not None:
+        n = float(matrix.sum())
+        accuracy = metrics["accuracy"]["value"]
+        found["accuracy"] = {"standard_deviation": binomial_deviation(accuracy, n), "method": "binomial"}
+    if predictor_type == "binary_classifier" and matrix is not None:
+        positives, negatives = float(matrix[1].sum()), float(matrix[0].sum())
+        deviation = hanley_mcneil_deviation(metrics["auc"]["value"], positives, negatives)
+        found["auc"] = {"standard_deviation": deviation, "method": "Hanley-McNeil (1982)"}
+    if predictor_type == "regressor" and residuals is not None:
+        found["rmse"] = {"standard_deviation": rmse_deviation(residuals), "method": "delta method"}
+    return found
+
+
+def uncertainty_section(n: int, rounds: int, bootstrap: str, analytic: dict[str, dict[str, Any]]) -> dict[str, Any]:
+    """How every ``standard_deviation`` was made, at every test size, and the confidence it states."""
+    used = rounds if rounds >= 2 and n >= 2 else 0
+    return {
+        "method": "bootstrap" if used else "none (fewer than 2 bootstrap rounds or records)",
+        "bootstrap": bootstrap,  # multinomial: n of n records with replacement; poisson: each record weighs Poisson(1)
+        "bootstrap_rounds": used,
+        "records": n,
+        "confidence": f"value +- {CONFIDENCE_Z} standard deviations: about a 95% interval (normal approximation)",
+        "analytic": analytic,
+    }
 
 
 def sketch_report(collected: Collected, predictor_type: str, names: list[str] | None = None) -> dict[str, Any]:
@@ -246,6 +320,8 @@ def sketch_report(collected: Collected, predictor_type: str, names: list[str] | 
         predictor_type, metrics, collected.item_count, collected.file_count, collected.score_kind, matrix, sample, names
     )
     report["sketch"] = {"exact_records_cap": collected.exact_records_cap, **sketch.description()}
+    analytic = analytic_deviations(predictor_type, metrics, matrix, None)
+    report[UNCERTAINTY] = uncertainty_section(collected.item_count, sketch.poisson.rounds, "poisson", analytic)
     return report
 
 

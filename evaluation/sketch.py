@@ -138,10 +138,11 @@ class ClassifierSketch:
         found = deviations(samples, self.count)
         return values, {name: found.get(name, math.nan) for name in values}
 
-    def curves(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-        """(false positive rates, true positive rates, precisions, recalls) at every bin edge, from the highest
-        scores down, as scikit-learn's roc_curve (starting at 0, 0) and precision_recall_curve (ending at
-        precision 1, recall 0) lay them out."""
+    def curves(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        """(false positive rates, true positive rates, precisions, recalls, thresholds) at every used bin's lower
+        edge, from the highest scores down: the ROC curve as scikit-learn's roc_curve lays it out (starting at 0, 0),
+        the precision-recall points as ``report.precision_recall_points`` does (ascending recall, no made-up end),
+        each threshold the bin's lower edge on the probability scale (a margin: its logistic)."""
         positive = self.histogram[HISTOGRAM_BINS:].astype(np.float64)
         negative = self.histogram[:HISTOGRAM_BINS].astype(np.float64)
         used = (positive + negative) > 0
@@ -150,7 +151,8 @@ class ClassifierSketch:
         tpr = np.concatenate([[0.0], true_positives / max(positive.sum(), 1.0)])
         precision = true_positives / np.maximum(true_positives + false_positives, 1.0)
         recall = true_positives / max(positive.sum(), 1.0)
-        return fpr, tpr, np.concatenate([precision[::-1], [1.0]]), np.concatenate([recall[::-1], [0.0]])
+        edges = (HISTOGRAM_BINS - 1 - np.flatnonzero(used)) / HISTOGRAM_BINS
+        return fpr, tpr, precision, recall, edges
 
     def description(self) -> dict[str, Any]:
         """The report's ``sketch`` section: which method, and the AUC's error bound."""

@@ -13,6 +13,8 @@ ProcessingOutput each (source ``/opt/ml/processing/output/<sub-folder>``):
   ceil(``--train-shards`` / hosts) train files and one validation and one test file (none for an empty split).
 - ``summary/``: ``summary-<host>.json`` from every host and, on a single host, the merged ``summary.json``. With
   several hosts the next step reads the folder with :func:`load_summary`, which applies :func:`merge_summaries`.
+- ``rows/``: ``train-<host>.parquet`` and ``test-<host>.parquet``, a bounded sample of each split's raw rows
+  (``--raw-rows``, ``raw_rows.py``) for Evaluate's raw-column baseline.
 
 Rules that keep the result independent of how many instances ran and how the input files were divided:
 - Split: each row goes to train/validation/test by a seeded 64-bit hash of its converted content (its float32 features
@@ -56,7 +58,8 @@ Modules, in the order the job uses them: ``command`` (arguments -> ``settings.Se
 host's run), ``inputs`` (the input files and how messages name them, the decided schema), ``layout`` (which columns
 are features, in which order), ``labels``, ``conversion`` (chunks read through ``containerlib.tables`` to float32
 rows, feature hashing), ``hashing`` (the split), ``stats``, ``shards`` (dealing, spilling, shuffled RecordIO
-files), ``summary`` (built, merged, loaded), ``transaction`` (all of a host's output or none).
+files), ``summary`` (built, merged, loaded), ``transaction`` (all of a host's output or none), ``baseline`` (the
+data-quality sample), ``raw_rows`` (the raw train and test rows' sample).
 """
 
 from __future__ import annotations

@@ -16,6 +16,7 @@ from containerlib.names import PREDICTOR_TYPES
 from containerlib.stop_signals import Stopped, stop_signals_raise
 from preprocessing.baseline import DEFAULT_BASELINE_ROWS
 from preprocessing.job import preprocess
+from preprocessing.raw_rows import DEFAULT_RAW_ROWS
 from preprocessing.settings import MISSING_POLICIES, Settings, split_list
 
 
@@ -148,6 +149,13 @@ def build_parser() -> argparse.ArgumentParser:
         help="raw feature rows sampled (over all hosts) into baseline/ for the data-quality check; 0: none "
         "(default: %(default)s)",
     )
+    parser.add_argument(
+        "--raw-rows",
+        type=int,
+        default=DEFAULT_RAW_ROWS,
+        help="raw rows of each of the train and test splits sampled (over all hosts) into rows/ for Evaluate's "
+        "raw-column baseline; 0: none (default: %(default)s)",
+    )
     return parser
 
 
@@ -179,6 +187,7 @@ def settings_from(args: argparse.Namespace) -> Settings:
         chunk_rows=args.chunk_rows,
         shuffle_memory_mb=args.shuffle_memory_mb,
         baseline_rows=args.baseline_rows,
+        raw_rows=args.raw_rows,
     )
 
 

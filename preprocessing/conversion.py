@@ -58,6 +58,7 @@ class Converted:
     unseen: dict[str, int] = field(default_factory=dict)  # one-hot column -> rows whose value was not in its vocabulary
     imputed: dict[str, int] = field(default_factory=dict)  # column -> missing values imputed (MissingValues=impute)
     test_ids: list[str] = field(default_factory=list)  # the row id of each test row, in order: one JSON line each
+    kept: np.ndarray | None = None  # per chunk row: not dropped by --missing drop (None: every row kept)
 
 
 def convert_chunk(
@@ -129,15 +130,17 @@ def convert_chunk(
     # encoded here, once: the shards then only gather and write whole frames (rows are never copied twice); every
     # value is finite by now (non-finite features and labels were missing, handled above), so no check is needed
     frames = dense_layout(schema.feature_dim, labelled=True).frames(features, label_values, check=False)
+    dropped = int(n - keep.sum())
     return Converted(
         frames,
         label_values,
         split,
-        int(n - keep.sum()),
+        dropped,
         category_hashes,
         unseen=unseen,
         imputed=imputed,
         test_ids=test_ids,
+        kept=None if not dropped else keep,
     )
 
 

@@ -29,6 +29,7 @@ from preprocessing.inputs import InputNames, list_input_files, load_decided
 from preprocessing.labels import LabelSpec, make_label_spec
 from preprocessing.layout import Schema, resolve_schema
 from preprocessing.model_data import MODEL, MODEL_DATA, resolved_schema, write_model_data
+from preprocessing.raw_rows import ROWS, RawRowSample
 from preprocessing.settings import Settings
 from preprocessing.shards import ShardBuffer, write_shards
 from preprocessing.stats import CategoryStats, SplitStats
@@ -128,6 +129,7 @@ def _convert_all(
     shards = ShardBuffer(transaction.work_dir, schema.feature_dim, dealt_counts, settings.seed, host, memory_bytes)
     test_split = TestSetWriter(transaction.work_dir, host, settings.seed)
     baseline = BaselineSample(schema, settings.baseline_rows, settings.seed, host)
+    raw_rows = RawRowSample(schema, settings.raw_rows, settings.seed, host)
     started = time.monotonic()
 
     def convert(read: tuple[RowLocator, Chunk]) -> tuple[Chunk, Converted]:  # on a converting thread
@@ -147,6 +149,7 @@ def _convert_all(
                 for chunk, converted in converted_chunks:
                     release_freed_memory()
                     baseline.add(chunk)  # in input order: the sample's random keys are drawn chunk after chunk
+                    raw_rows.add(chunk, converted.kept, converted.split, converted.labels, SPLIT_CODES)
                     chunk_rows = len(converted.labels) + converted.dropped
                     rows_read += chunk_rows
                     file_rows += chunk_rows
@@ -213,6 +216,8 @@ def _convert_all(
         transaction.commit(test_split.ids, "summary")
     if wrote_sample:
         transaction.commit(sample, BASELINE)
+    for built_rows in raw_rows.write(transaction.work_dir / ROWS, host.name):
+        transaction.commit(built_rows, ROWS)
     summary = build_summary(settings, host, schema, labels, stats, input_names, rows_read, rows_dropped, fractions)
     summary["categorical_stats"] = {column: categories[column].summary() for column in hashed}
     summary["unseen_values"] = dict(sorted(unseen.items()))

@@ -41,6 +41,7 @@ class Settings:
     chunk_rows: int = 100_000
     shuffle_memory_mb: float = 512.0
     baseline_rows: int = 10_000  # the data-quality baseline's sample, over all hosts (0: none)
+    raw_rows: int = 50_000  # the raw-column baseline's sample of each of train and test, over all hosts (0: none)
 
     def fractions(self) -> tuple[float, float, float]:
         """(train, validation, test) shares; PreprocessError unless each is in [0, 1) and a train share is left."""

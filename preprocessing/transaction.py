@@ -11,6 +11,7 @@ from containerlib.names import SPLITS
 from preprocessing import PreprocessError
 from preprocessing.baseline import BASELINE
 from preprocessing.model_data import MODEL, MODEL_DATA
+from preprocessing.raw_rows import ROWS
 
 
 class OutputTransaction:
@@ -26,7 +27,7 @@ class OutputTransaction:
     def begin(self) -> None:
         if not self.output_dir.exists():
             self.created.append(self.output_dir)
-        for sub in (*SPLITS, "summary", BASELINE, MODEL):
+        for sub in (*SPLITS, "summary", BASELINE, MODEL, ROWS):
             folder = self.output_dir / sub
             if not folder.exists():
                 self.created.append(folder)

@@ -19,16 +19,19 @@ from pipeline.core.names import (
     BASELINE_SUFFIX,
     CREATE_MODEL,
     DATA_QUALITY,
+    DECISION,
     EVALUATE,
     GATE,
     METRIC_THRESHOLD,
     METRICS_SECTIONS,
     PREPROCESS,
     QUALITY_GATE,
+    RAW_BASELINE,
     REGISTER,
     REGRESSOR,
     REPORT_PROPERTY_FILE,
     SKLEARN_BASELINE,
+    THRESHOLD_FLOOR,
     TRAIN,
     TRANSFORM,
     StepStatus,
@@ -96,18 +99,21 @@ def metrics_frame(report: dict[str, Any] | None) -> pd.DataFrame:
     return frame
 
 
-def baseline_view(report: dict[str, Any] | None) -> dict[str, Any] | None:
-    """Linear Learner beside Evaluate's scikit-learn baseline on the gate metric: ``{"model", "train_records",
-    "metric", "value", "linear_learner_value", "difference", "below_baseline"}``; None for a report without one."""
-    baseline = (report or {}).get(SKLEARN_BASELINE)
+def baseline_view(report: dict[str, Any] | None, section: str = SKLEARN_BASELINE) -> dict[str, Any] | None:
+    """Linear Learner beside one of Evaluate's scikit-learn baselines on the gate metric (``section``: ``baseline``,
+    fitted on the encoded features, or ``baseline_raw_columns``, on the raw columns): ``{"name", "model",
+    "train_records", "metric", "value", "linear_learner_value", "difference", "below_baseline"}``; None for a report
+    without it."""
+    baseline = (report or {}).get(section)
     if not isinstance(baseline, dict) or not isinstance(baseline.get("gate"), dict):
         return None
     gate = baseline["gate"]
     value, challenger = _number(gate.get("value")), _number(((report or {}).get(GATE) or {}).get("value"))
     difference = None if value is None or challenger is None else challenger - value
     return {
-        "model": baseline.get("model"),
-        "train_records": baseline.get("train_records"),
+        "name": "Baseline on the raw columns" if section == RAW_BASELINE else "Baseline",
+        "model": baseline.get("model_name") or baseline.get("model"),
+        "train_records": baseline.get("train_records", baseline.get("train_rows")),
         "metric": gate.get("metric"),
         "value": value,
         "linear_learner_value": challenger,
@@ -306,16 +312,20 @@ class Execution:
 
     @property
     def gate(self) -> dict[str, Any] | None:
-        """``{"metric", "value", "threshold", "passed"}``: the gate metric against MetricThreshold; None before
-        Evaluate wrote its report."""
+        """``{"metric", "value", "threshold", "metric_threshold", "passed"}``: the gate metric against the threshold's
+        floor Evaluate decided with (MetricThreshold, or the automatic floor when that is -1); None before Evaluate
+        wrote its report."""
         report = self.report
         if not report:
             return None
         section = report.get(GATE) or {}
+        decision = report.get(DECISION) if isinstance(report.get(DECISION), dict) else {}
+        parameter = self.parameters.get(METRIC_THRESHOLD)
         return {
             "metric": section.get("metric"),
             "value": section.get("value"),
-            "threshold": self.parameters.get(METRIC_THRESHOLD),
+            "threshold": decision.get(THRESHOLD_FLOOR, parameter),
+            "metric_threshold": parameter,
             "passed": self.gate_passed(),
         }
 

@@ -32,8 +32,8 @@ def baseline_sentence(baseline: dict[str, Any]) -> str:
     """One sentence: Linear Learner beside the scikit-learn baseline on the gate metric (same test split)."""
     metric, value, ours = baseline["metric"], baseline["value"], baseline["linear_learner_value"]
     text = (
-        f"Baseline ({baseline['model']}, {baseline['train_records']} train records): {metric} = "
-        f"{value:.4f}; Linear Learner {ours:.4f}"
+        f"{baseline.get('name', 'Baseline')} ({baseline['model']}, {baseline['train_records']} train records): "
+        f"{metric} = {value:.4f}; Linear Learner {ours:.4f}"
     )
     if baseline["below_baseline"]:
         return text + f": BELOW the baseline by {-baseline['difference']:.4f}"

@@ -4,7 +4,8 @@ Binary classifiers get the ROC curve, the precision-recall curve and the confusi
 confusion matrix; regressors predicted-versus-actual and residual plots, drawn from the report's
 ``prediction_sample`` or from (labels, predictions) arrays handed in. When the report holds the approved champion scored
 on the same test split, its ROC and precision-recall curves, its predictions or its confusion matrix are drawn beside
-the new model's. Figures are drawn with matplotlib's Agg canvas
+the new model's; so are the scikit-learn baselines' curves and predictions (on the encoded features, and on the raw
+columns), when the report holds them. Figures are drawn with matplotlib's Agg canvas
 directly (no pyplot global state) and written under a temporary name, then renamed.
 """
 
@@ -18,7 +19,15 @@ from typing import Any
 import numpy as np
 
 from pipeline.core.files import atomic_path
-from pipeline.core.names import BINARY_CLASSIFIER, CHAMPION, METRICS_SECTIONS, MULTICLASS_CLASSIFIER, REGRESSOR
+from pipeline.core.names import (
+    BINARY_CLASSIFIER,
+    CHAMPION,
+    METRICS_SECTIONS,
+    MULTICLASS_CLASSIFIER,
+    RAW_BASELINE,
+    REGRESSOR,
+    SKLEARN_BASELINE,
+)
 
 __all__ = ["PlotError", "new_figure", "render_plots", "render_tuning_plot", "save_figure"]
 
@@ -46,10 +55,12 @@ def render_plots(
     if METRICS_SECTIONS[BINARY_CLASSIFIER] in report:
         metrics = report[METRICS_SECTIONS[BINARY_CLASSIFIER]]
         theirs = _champion_metrics(champion, METRICS_SECTIONS[BINARY_CLASSIFIER])
+        baselines = _baselines(report, METRICS_SECTIONS[BINARY_CLASSIFIER])
         return [
-            save_figure(_roc_figure(metrics, report_path, theirs), output_dir / "roc_curve.png"),
+            save_figure(_roc_figure(metrics, report_path, theirs, baselines), output_dir / "roc_curve.png"),
             save_figure(
-                _precision_recall_figure(metrics, report_path, theirs), output_dir / "precision_recall_curve.png"
+                _precision_recall_figure(metrics, report_path, theirs, baselines),
+                output_dir / "precision_recall_curve.png",
             ),
             save_figure(
                 _confusion_figure(metrics, "binary classifier", report_path, report.get("class_names")),
@@ -69,7 +80,8 @@ def render_plots(
     if labels is None or predicted is None:
         return []
     metrics = report[METRICS_SECTIONS[REGRESSOR]]
-    figure = _predicted_vs_actual_figure(labels, predicted, total, metrics, _champion_sample(champion, labels))
+    samples = _baseline_samples(report)
+    figure = _predicted_vs_actual_figure(labels, predicted, total, metrics, _champion_sample(champion, labels), samples)
     return [
         save_figure(figure, output_dir / "predicted_vs_actual.png"),
         save_figure(_residuals_figure(labels, predicted), output_dir / "residuals.png"),
@@ -77,6 +89,32 @@ def render_plots(
 
 
 Champion = tuple[dict[str, Any], str]  # the champion's metrics section and its version
+Baseline = tuple[str, dict[str, Any], str]  # a baseline's label, its metrics section, its line style
+BASELINES = ((SKLEARN_BASELINE, "scikit-learn baseline", ":"), (RAW_BASELINE, "scikit-learn, raw columns", "--"))
+BASELINE_COLOURS = {":": "tab:green", "--": "tab:purple"}
+
+
+def _baselines(report: dict[str, Any], section: str) -> list[Baseline]:
+    """The report's scikit-learn baselines that hold curves: (label, metrics, line style)."""
+    found = []
+    for key, label, style in BASELINES:
+        metrics = (report.get(key) or {}).get(section) if isinstance(report.get(key), dict) else None
+        if isinstance(metrics, dict) and "receiver_operating_characteristic_curve" in metrics:
+            found.append((label, metrics, style))
+    return found
+
+
+def _baseline_samples(report: dict[str, Any]) -> list[tuple[str, np.ndarray, np.ndarray, str]]:
+    """The baselines' (label, actual, predicted, colour) samples, for the predicted-versus-actual plot."""
+    found = []
+    for key, label, style in BASELINES:
+        sample = (report.get(key) or {}).get("prediction_sample") if isinstance(report.get(key), dict) else None
+        if isinstance(sample, dict) and sample.get("labels"):
+            actual = np.asarray(sample["labels"], dtype=float)
+            predicted = np.asarray(sample.get("predictions", []), dtype=float)
+            if actual.shape == predicted.shape:
+                found.append((label, actual, predicted, BASELINE_COLOURS[style]))
+    return found
 
 
 def _champion_metrics(champion: dict[str, Any], section: str) -> Champion | None:
@@ -135,7 +173,9 @@ def _curve(metrics: dict[str, Any], name: str, x: str, y: str, report_path: Path
     return curve[x], curve[y]
 
 
-def _roc_figure(metrics: dict[str, Any], report_path: Path, champion: Champion | None = None) -> Any:
+def _roc_figure(
+    metrics: dict[str, Any], report_path: Path, champion: Champion | None = None, baselines: Sequence[Baseline] = ()
+) -> Any:
     false_positive_rates, true_positive_rates = _curve(
         metrics, "receiver_operating_characteristic_curve", "false_positive_rates", "true_positive_rates", report_path
     )
@@ -155,6 +195,17 @@ def _roc_figure(metrics: dict[str, Any], report_path: Path, champion: Champion |
         their_auc = _value(their_metrics, "auc")
         label = f"champion v{version}" + (f" (AUC {their_auc:.3f})" if their_auc is not None else "")
         axes.plot(*theirs, color="tab:orange", lw=1.5, ls="-.", label=label)
+    for name, their_metrics, style in baselines:
+        rates = _curve(
+            their_metrics,
+            "receiver_operating_characteristic_curve",
+            "false_positive_rates",
+            "true_positive_rates",
+            report_path,
+        )
+        their_auc = _value(their_metrics, "auc")
+        label = name + (f" (AUC {their_auc:.3f})" if their_auc is not None else "")
+        axes.plot(*rates, color=BASELINE_COLOURS[style], lw=1.2, ls=style, label=label)
     axes.plot([0, 1], [0, 1], color="grey", ls="--", lw=1, label="chance")
     false_positive_rate, true_positive_rate = _value(metrics, "false_positive_rate"), _value(metrics, "recall")
     if false_positive_rate is not None and true_positive_rate is not None:
@@ -165,16 +216,23 @@ def _roc_figure(metrics: dict[str, Any], report_path: Path, champion: Champion |
     return figure
 
 
-def _precision_recall_figure(metrics: dict[str, Any], report_path: Path, champion: Champion | None = None) -> Any:
+def _precision_recall_figure(
+    metrics: dict[str, Any], report_path: Path, champion: Champion | None = None, baselines: Sequence[Baseline] = ()
+) -> Any:
     precisions, recalls = _curve(metrics, "precision_recall_curve", "precisions", "recalls", report_path)
     figure = new_figure()
     axes = figure.add_subplot()
-    axes.step(recalls, precisions, where="post", color="tab:blue", lw=2, label="model")
+    # the report's points are the curve's own, one per distinct score: drawn as a line through them (a step from a
+    # made-up recall-0 point would show precisions no threshold has)
+    axes.plot(recalls, precisions, color="tab:blue", lw=2, label="model")
     if champion:
         their_metrics, version = champion
         theirs = _curve(their_metrics, "precision_recall_curve", "precisions", "recalls", report_path)
         label = f"champion v{version}"
-        axes.step(theirs[1], theirs[0], where="post", color="tab:orange", lw=1.5, ls="-.", label=label)
+        axes.plot(theirs[1], theirs[0], color="tab:orange", lw=1.5, ls="-.", label=label)
+    for name, their_metrics, style in baselines:
+        precisions_b, recalls_b = _curve(their_metrics, "precision_recall_curve", "precisions", "recalls", report_path)
+        axes.plot(recalls_b, precisions_b, color=BASELINE_COLOURS[style], lw=1.2, ls=style, label=name)
     prevalence = _value(metrics, "precision_best_constant_classifier")
     if prevalence is not None:
         axes.axhline(prevalence, color="grey", ls="--", lw=1, label=f"always positive ({prevalence:.3f})")
@@ -253,6 +311,7 @@ def _predicted_vs_actual_figure(
     total: int,
     metrics: dict[str, Any],
     champion: tuple[np.ndarray, str] | None = None,
+    baselines: Sequence[tuple[str, np.ndarray, np.ndarray, str]] = (),
 ) -> Any:
     figure = new_figure()
     axes = figure.add_subplot()
@@ -265,6 +324,10 @@ def _predicted_vs_actual_figure(
         )
         predicted = np.concatenate([predicted, their_predictions])  # the axis range covers both
         labels = np.concatenate([labels, labels])
+    for name, actual, their_predictions, colour in baselines:  # each its own sample of the test records
+        axes.scatter(actual, their_predictions, s=8, alpha=0.35, color=colour, marker="+", label=name)
+        predicted = np.concatenate([predicted, their_predictions])
+        labels = np.concatenate([labels, actual])
     low, high = float(min(labels.min(), predicted.min())), float(max(labels.max(), predicted.max()))
     axes.plot([low, high], [low, high], color="grey", ls="--", lw=1, label="perfect prediction")
     r2, rmse = _value(metrics, "r2"), _value(metrics, "rmse")

@@ -28,6 +28,7 @@ from pipeline.core.names import (
     EVALUATE,
     METRICS_SECTIONS,
     PREPROCESS,
+    RAW_BASELINE,
     REGISTER,
     SKLEARN_BASELINE,
     StepStatus,
@@ -407,8 +408,8 @@ class _Logger:
 
     def _report_metrics(self) -> dict[str, float]:
         """The report's model-quality scalars by name, their standard deviations, the best constant classifier's
-        (``<m>_best_constant_classifier``, as the report names it) and the scikit-learn baseline's
-        (``sklearn_baseline.<m>``); the gate value as ``gate.<metric>``."""
+        (``<m>_best_constant_classifier``, as the report names it) and the scikit-learn baselines'
+        (``sklearn_baseline.<m>``, ``sklearn_raw_columns.<m>``); the gate value as ``gate.<metric>``."""
         report = self.execution.report or {}
         metrics: dict[str, float] = {}
         section = next((report[name] for name in METRICS_SECTIONS.values() if name in report), {})
@@ -416,11 +417,12 @@ class _Logger:
             if isinstance(entry, dict) and "value" in entry:
                 metrics[name] = entry["value"]
                 metrics[f"{name}.standard_deviation"] = entry.get("standard_deviation")
-        baseline = report.get(SKLEARN_BASELINE) or {}
-        baseline_section = next((baseline[name] for name in METRICS_SECTIONS.values() if name in baseline), {})
-        for name, entry in baseline_section.items():
-            if isinstance(entry, dict) and "value" in entry:
-                metrics[f"sklearn_baseline.{name}"] = entry["value"]
+        for key, prefix in ((SKLEARN_BASELINE, "sklearn_baseline"), (RAW_BASELINE, "sklearn_raw_columns")):
+            baseline = report.get(key) or {}
+            baseline_section = next((baseline[name] for name in METRICS_SECTIONS.values() if name in baseline), {})
+            for name, entry in baseline_section.items():
+                if isinstance(entry, dict) and "value" in entry:
+                    metrics[f"{prefix}.{name}"] = entry["value"]
         gate = report.get("gate") or {}
         if gate.get("metric"):
             metrics[f"gate.{gate['metric']}"] = gate.get("value")

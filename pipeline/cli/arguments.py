@@ -101,7 +101,9 @@ def add_config_arguments(parser: argparse.ArgumentParser) -> None:
     tracking.add_argument(
         "--mlflow-experiment", metavar="NAME", help="MLflow experiment of the executions (default: the pipeline name)"
     )
-    tuning = parser.add_argument_group("hyperparameter tuning (a build-time switch: a Tuning step replaces Train)")
+    tuning = parser.add_argument_group(
+        "hyperparameter tuning (a build-time switch: a Tuning step trains the model, Train the untuned defaults)"
+    )
     tuning.add_argument(
         "--tuning-max-jobs", type=int, metavar="N", help="tune with N training jobs (env LLPIPE_TUNING_MAX_JOBS; 0 off)"
     )

@@ -27,6 +27,7 @@ from containerlib.content_types import (  # noqa: F401 - re-exported: the one vo
 from containerlib.exit_message import EXIT_MESSAGE_BYTES, EXIT_MESSAGE_FILE  # noqa: F401 - re-exported
 from containerlib.hosts import RESOURCE_CONFIG  # noqa: F401 - re-exported: the host list of a processing instance
 from containerlib.names import (  # noqa: F401 - re-exported: one definition, shared with the container jobs
+    AUTOMATIC_THRESHOLD,
     BASELINE_FLOOR,
     BASELINE_SUFFIX,
     BINARY_CLASSIFIER,
@@ -42,6 +43,7 @@ from containerlib.names import (  # noqa: F401 - re-exported: one definition, sh
     MULTICLASS_CLASSIFIER,
     PARQUET_SUFFIXES,
     PREDICTOR_TYPES,
+    RAW_BASELINE,
     REGRESSOR,
     REPORT_NAME,
     SERVING_FEATURIZER,
@@ -51,6 +53,7 @@ from containerlib.names import (  # noqa: F401 - re-exported: one definition, sh
     SERVING_SCHEMA_FILE,
     SHARD_SUFFIX,
     SKLEARN_BASELINE,
+    THRESHOLD_FLOOR,
 )
 from pipeline.core.errors import UsageError
 

@@ -4,7 +4,9 @@ Preprocess -> DataQuality -> Train -> CreateModel -> Transform -> Evaluate -> Qu
 QualityGateFailed. DataQuality checks the raw input's statistics against the approved version's baseline.
 Evaluate also scores the approved champion on the same test split; the gate registers a model that clears
 MetricThreshold and is no worse than the champion by more than ChampionTolerance.
-With ``tuning_max_jobs`` > 0 a Tuning step named ``Tune`` replaces Train and the model is its best training job's.
+With ``tuning_max_jobs`` > 0 a Tuning step named ``Tune`` trains the model (its best training job's), and Train still
+trains the untuned defaults beside it, which Evaluate scores on the same test split: the gate refuses a tuned model
+worse than the defaults' beyond the noise.
 :func:`build_definition` gives the definition JSON (byte-identical on every build) and the code bundles ``upsert``
 must upload first; the local backend interprets the same JSON. :func:`get_pipeline` gives the SDK ``Pipeline``.
 """
@@ -116,10 +118,16 @@ def _build_pipeline(config: PipelineConfig, bundles: Bundles, session: Any) -> A
     params = Parameters.create(config)
     preprocess = preprocess_step(config, params, bundles.preprocess, session)
     data_quality = data_quality_step(config, params, preprocess, session)
+    defaults = defaults_model = None
     if config.tuning_max_jobs:
         train = tune_step(config, params, preprocess, session)
         # the best training job's artifact: <S3OutputPath>/<TrainingJobName>/output/model.tar.gz
         model_data = train.get_top_model_s3_uri(top_k=0, s3_bucket=config.bucket, prefix=tuning_key(config))
+        # the untuned defaults beside it: Evaluate scores both on the test split, and the gate refuses a tuned model
+        # worse than the defaults' beyond the noise (tuning trains one model a job; the defaults train many)
+        defaults = train_step(config, params, preprocess, session)
+        defaults.add_depends_on([data_quality])
+        defaults_model = defaults.properties.ModelArtifacts.S3ModelArtifacts
     else:
         train = train_step(config, params, preprocess, session)
         model_data = train.properties.ModelArtifacts.S3ModelArtifacts
@@ -127,13 +135,24 @@ def _build_pipeline(config: PipelineConfig, bundles: Bundles, session: Any) -> A
     containers = serving_containers(config, bundles.serving, preprocess, model_data)
     create_model = create_model_step(config, model_data, containers, session)
     transform = transform_step(config, params, preprocess, create_model, session)
-    evaluate, report = evaluate_step(config, params, bundles.evaluate, preprocess, transform, session, model_data)
+    evaluate, report = evaluate_step(
+        config, params, bundles.evaluate, preprocess, transform, session, model_data, defaults_model
+    )
     register = register_step(config, params, model_data, containers, evaluate, report, data_quality, session)
     gate = quality_gate_step(params, evaluate, report, register)
     return Pipeline(
         name=config.pipeline_name,
         parameters=params.all(),
-        steps=[preprocess, data_quality, train, create_model, transform, evaluate, gate],
+        steps=[
+            preprocess,
+            data_quality,
+            train,
+            *([defaults] if defaults else []),
+            create_model,
+            transform,
+            evaluate,
+            gate,
+        ],
         sagemaker_session=session,
         pipeline_experiment_config=None,  # no Experiments trial per execution: lineage is in the model registry
         mlflow_config=mlflow_config(config),

@@ -45,11 +45,11 @@ TABLES = (
 )
 PREPROCESS = _modules(
     "preprocessing", "command", "settings", "job", "inputs", "layout", "labels", "values", "conversion", "hashing",
-    "stats", "shards", "summary", "transaction", "baseline", "model_data", "mlflow_run", "testset",
+    "stats", "shards", "summary", "transaction", "baseline", "model_data", "mlflow_run", "testset", "raw_rows",
 )  # fmt: skip
 EVALUATION = _modules(
     "evaluation", "command", "job", "metrics", "report", "gate", "champion", "baseline", "collect", "sketch",
-    "predictions_file", "coefficients", "mlflow_run",
+    "predictions_file", "coefficients", "mlflow_run", "floor", "raw_baseline", "defaults",
 )  # fmt: skip
 EVALUATE = (
     *EVALUATION,

@@ -27,7 +27,6 @@ from pipeline.core.names import (
     METRIC_THRESHOLD,
     PREDICTOR_TYPES,
     PREPROCESS,
-    QUALITY_GATE,
     QUALITY_GATE_FAILED,
     REGISTER,
     REGISTER_NEW_DATA_QUALITY_BASELINE,
@@ -345,11 +344,12 @@ TABLE: tuple[PipelineParameter, ...] = (
     PipelineParameter(
         METRIC_THRESHOLD,
         "Float",
-        0.6,
-        "the gate: the model registers when its gate metric (auc, accuracy or r2) reaches this",
+        -1.0,
+        "the gate: the model registers when its gate metric (auc, accuracy or r2) reaches this; -1: the automatic "
+        "floor, better than the best constant predictor and no worse than the scikit-learn baseline by more than 2 "
+        "standard deviations",
         (
             argument(EVALUATE, "--metric-threshold"),
-            setting(QUALITY_GATE, "Conditions"),
             setting(QUALITY_GATE_FAILED, "ErrorMessage"),
         ),
     ),

@@ -24,6 +24,7 @@ from containerlib.tables.scan import count_rows
 from pipeline.core.errors import DataError, LlpipeError, ParameterError, opt
 from pipeline.core.images import is_linear_learner
 from pipeline.core.names import (
+    AUTOMATIC_THRESHOLD,
     DATA_QUALITY_SUPPLIED_CONSTRAINTS,
     DATA_QUALITY_SUPPLIED_STATISTICS,
     GATE_METRICS,
@@ -179,12 +180,14 @@ def _check_threshold(values: Mapping[str, Any]) -> None:
         raise ParameterError(
             "r2 is at most 1, so the gate could never pass", option=METRIC_THRESHOLD, value=threshold, expected="<= 1"
         )
+    if threshold == AUTOMATIC_THRESHOLD:  # the automatic floor (evaluation/floor.py)
+        return
     if metric in ("auc", "accuracy") and not 0 <= threshold <= 1:
         raise ParameterError(
             f"{metric} lies in [0, 1], so the gate would {'never' if threshold > 1 else 'always'} pass",
             option=METRIC_THRESHOLD,
             value=threshold,
-            expected="in [0, 1]",
+            expected=f"in [0, 1], or {AUTOMATIC_THRESHOLD:g} for the automatic floor",
         )
 
 

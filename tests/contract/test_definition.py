@@ -239,7 +239,7 @@ def test_steps_and_parameters_are_named_as_documented(definition: dict[str, Any]
     assert parameters["ChampionTolerance"] == {"Name": "ChampionTolerance", "Type": "Float", "DefaultValue": 0.0}
 
 
-def test_preprocess_shards_its_input_and_writes_six_outputs_per_execution(definition: dict[str, Any]) -> None:
+def test_preprocess_shards_its_input_and_writes_seven_outputs_per_execution(definition: dict[str, Any]) -> None:
     args = all_steps(definition)["Preprocess"]["Arguments"]
     inputs = {i["InputName"]: i["S3Input"] for i in args["ProcessingInputs"]}
     assert inputs["data"]["S3DataDistributionType"] == "ShardedByS3Key"
@@ -255,7 +255,7 @@ def test_preprocess_shards_its_input_and_writes_six_outputs_per_execution(defini
             "S3UploadMode": "EndOfJob",
             "S3Uri": f"s3://llpipe-local/linear-learner-pipeline/{EXECUTION_ID}/preprocess/{name}",
         }
-        for name in ("train", "validation", "test", "summary", "baseline", "model")
+        for name in ("train", "validation", "test", "summary", "baseline", "model", "rows")
     }
     assert resolve(args["AppSpecification"], defaults)["ContainerArguments"] == [
         "--input-dir",
@@ -458,7 +458,11 @@ def test_evaluate_reads_predictions_and_test_shards_and_publishes_its_report(def
     # the scikit-learn baseline is fitted on (a sample of) the same train split Linear Learner trained on, read from
     # S3 by the job as far as the sample needs: not an input, which SageMaker would download whole
     assert "train" not in inputs
+    # the raw-column baseline: Preprocess's bounded sample of the raw train and test rows, an input (a few MB)
+    assert inputs["rows"]["S3Uri"] == {"Get": "Steps.Preprocess.ProcessingOutputConfig.Outputs['rows'].S3Output.S3Uri"}
+    assert inputs["rows"]["LocalPath"] == "/opt/ml/processing/input/rows"
     arguments = step["Arguments"]["AppSpecification"]["ContainerArguments"]
+    assert arguments[arguments.index("--rows-dir") + 1] == "/opt/ml/processing/input/rows"
     assert arguments[arguments.index("--train-uri") + 1] == {
         "Get": "Steps.Preprocess.ProcessingOutputConfig.Outputs['train'].S3Output.S3Uri"
     }
@@ -562,10 +566,10 @@ def test_quality_gate_registers_or_fails_with_metric_value_and_threshold(definit
     gate = all_steps(definition)["QualityGate"]["Arguments"]
     report = {"Get": "Steps.Evaluate.PropertyFiles.EvaluationReport"}
     threshold, champion, baseline = gate["Conditions"]  # a Condition step's conditions must all hold
-    assert threshold == {
+    assert threshold == {  # MetricThreshold, or the automatic floor for -1: Evaluate decides which
         "Type": "GreaterThanOrEqualTo",
         "LeftValue": {"Std:JsonGet": {"Path": "gate.value", "PropertyFile": report}},
-        "RightValue": {"Get": "Parameters.MetricThreshold"},
+        "RightValue": {"Std:JsonGet": {"Path": "decision.threshold_floor", "PropertyFile": report}},
     }
     assert champion == {
         "Type": "GreaterThanOrEqualTo",

@@ -239,13 +239,16 @@ def test_the_preflight_passes_what_the_train_step_accepts(definition: dict[str, 
     preflight.check_parameters(checked, resolve_parameters(definition["Parameters"], fine))
 
 
-def test_the_preflight_checks_the_tuning_step_s_static_hyperparameters_only() -> None:
-    """Under tuning, Epochs is static (checked) and LearningRate tuned (the parameter is not passed: not checked)."""
+def test_the_preflight_checks_the_tuning_step_s_static_hyperparameters_and_the_defaults_train() -> None:
+    """Under tuning, Epochs is static (checked); LearningRate is tuned, and still checked, as the untuned defaults'
+    Train step beside the tuning job passes it."""
     tuned = json.loads(build_definition(PipelineConfig(tuning_max_jobs=2)).definition_json)
-    checked = plan(tuned, {"Processing", "Tuning", "Model", "Transform", "RegisterModel", "QualityCheck"})
-    preflight.check_parameters(checked, resolve_parameters(tuned["Parameters"], {"LearningRate": "-1"}))
+    kinds = {"Processing", "Tuning", "Training", "Model", "Transform", "RegisterModel", "QualityCheck"}
+    checked = plan(tuned, kinds)
     with pytest.raises(ParameterError, match=r"^parameter Epochs=0: expected a positive integer"):
         preflight.check_parameters(checked, resolve_parameters(tuned["Parameters"], {"Epochs": "0"}))
+    with pytest.raises(ParameterError, match=r"^parameter LearningRate=-1"):
+        preflight.check_parameters(checked, resolve_parameters(tuned["Parameters"], {"LearningRate": "-1"}))
 
 
 def test_llpipe_definition_params_at_80_columns_prints_a_block_per_parameter(

@@ -212,7 +212,14 @@ def test_a_finished_execution_reads_steps_report_gate_and_package_from_the_servi
         metrics = execution.metrics
         assert metrics.loc["auc"].tolist()[:2] == [0.97, 0.01]
         assert metrics.loc["accuracy", "best_constant_classifier"] == 0.6
-        assert execution.gate == {"metric": "auc", "value": 0.97, "threshold": "0.8", "passed": True}
+        # a report without a decision: the threshold is the parameter as given
+        assert execution.gate == {
+            "metric": "auc",
+            "value": 0.97,
+            "threshold": "0.8",
+            "metric_threshold": "0.8",
+            "passed": True,
+        }
         assert execution.model_package == {
             "group": "linear-learner-models",
             "version": 7,

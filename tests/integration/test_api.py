@@ -82,7 +82,15 @@ print(json.dumps({
     for name in ("accuracy", "precision", "recall", "f1"):
         baseline = section[f"{name}_best_constant_classifier"]["value"]
         assert metrics[name]["best_constant_classifier"] == baseline
-    assert outcome["gate"] == {"metric": "auc", "value": section["auc"]["value"], "threshold": 0.6, "passed": True}
+    # MetricThreshold -1 (the default): the threshold is the automatic floor Evaluate decided with
+    assert outcome["gate"] == {
+        "metric": "auc",
+        "value": section["auc"]["value"],
+        "threshold": report["decision"]["threshold_floor"],
+        "metric_threshold": -1.0,
+        "passed": True,
+    }
+    assert report["decision"]["automatic_floor"]["applied"] is True
     [staged] = (tmp_path / ".llpipe" / "frames").glob("frame-*.csv")
     assert list(pd.read_csv(staged).columns) == ["a", "b", "c", "d", "label"]
 

@@ -153,6 +153,8 @@ def test_evaluate_child_holds_the_reports_metrics_and_the_plots(stores: dict[str
         assert len(expected) >= 8
         assert {name: evaluate.data.metrics[name] for name in expected} == expected
         assert evaluate.data.metrics[f"gate.{report['gate']['metric']}"] == report["gate"]["value"]
+        raw = report["baseline_raw_columns"]["binary_classification_metrics"]["auc"]["value"]  # the raw-column model
+        assert evaluate.data.metrics["sklearn_raw_columns.auc"] == raw
         assert evaluate.data.tags["llpipe.promote"] == "true"
         artifacts = {item.path for item in client.list_artifacts(evaluate.info.run_id)}
         assert artifacts == {"evaluation.json", "plots"}

@@ -14,6 +14,7 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
+import pyarrow.parquet as pq
 import pytest
 from sklearn.datasets import load_breast_cancer, load_diabetes, load_iris
 from support.container import Container
@@ -261,7 +262,15 @@ def test_multiclass_and_regression_labels(tmp_path: Path, container: Container) 
     assert main(list(map(str, again))) == 0
     first = {p.relative_to(tmp_path / "iris-out"): p.read_bytes() for p in (tmp_path / "iris-out").rglob("*.*")}
     second = {p.relative_to(tmp_path / "iris-again"): p.read_bytes() for p in (tmp_path / "iris-again").rglob("*.*")}
-    # 3 splits, 2 summaries, the test split's row ids, the data-quality baseline, the serving featurizer's model data
+    # 3 splits, 2 summaries, the test split's row ids, the data-quality baseline, the serving featurizer's model data;
+    # and the raw rows' samples, Parquet files whose footer names the writing pyarrow (the image's 14, this one's
+    # newer): equal tables
+    samples = [path for path in first if path.parts[0] == "rows"]
+    assert sorted(path.name for path in samples) == ["test-algo-1.parquet", "train-algo-1.parquet"]
+    for path in samples:
+        tables = [pq.read_table(folder / path) for folder in (tmp_path / "iris-out", tmp_path / "iris-again")]
+        assert tables[0].equals(tables[1]) and tables[0].num_rows > 0, path
+        first.pop(path), second.pop(path)
     assert first == second and len(first) == 8
     diabetes = load_diabetes(as_frame=True).frame
     (tmp_path / "diabetes").mkdir()

@@ -21,12 +21,14 @@ from pipeline.cli.render.data_quality import print_data_quality
 from pipeline.cli.render.scaling import print_scaling
 from pipeline.cli.render.tuning import best_artifact, is_tuning, objective, trials, tuning_summary
 from pipeline.core.names import (
+    AUTOMATIC_THRESHOLD,
     BASELINE_SUFFIX,
     CHAMPION,
     CHAMPION_FLOOR,
     DECISION,
     METRICS_SECTIONS,
     PREPROCESS,
+    RAW_BASELINE,
     SKLEARN_BASELINE,
     TRAIN,
     StepStatus,
@@ -153,20 +155,34 @@ def baseline_summary(report: dict[str, Any]) -> dict[str, Any] | None:
     flat metrics; None for a report without one."""
     from pipeline.api.execution import baseline_view
 
-    view = baseline_view(report)
-    if view is None:
+    view, raw = baseline_view(report), baseline_view(report, RAW_BASELINE)
+    if view is None and raw is None:
         return None
-    return {**view, "metrics": flat_metrics(report[SKLEARN_BASELINE])}
+    summary = {**view, "metrics": flat_metrics(report[SKLEARN_BASELINE])} if view else {"metrics": {}}
+    summary["raw_columns"] = {**raw, "metrics": flat_metrics(report[RAW_BASELINE])} if raw else None
+    return summary
 
 
 def print_baseline(baseline: dict[str, Any] | None, console: Any) -> None:
-    """The baseline line; in yellow, saying so, when Linear Learner is below it."""
-    if not baseline or baseline.get("value") is None or baseline.get("linear_learner_value") is None:
-        return
+    """The baseline lines (on the encoded features, then on the raw columns); in yellow, saying so, when Linear
+    Learner is below one."""
     from pipeline.api.html import baseline_sentence
 
-    colour = "yellow" if baseline["below_baseline"] else "dim"
-    console.print(f"[{colour}]{baseline_sentence(baseline)}[/{colour}]", soft_wrap=True, highlight=False)
+    for view in (baseline or {}, (baseline or {}).get("raw_columns") or {}):
+        if view.get("value") is None or view.get("linear_learner_value") is None:
+            continue
+        colour = "yellow" if view["below_baseline"] else "dim"
+        console.print(f"[{colour}]{baseline_sentence(view)}[/{colour}]", soft_wrap=True, highlight=False)
+
+
+def _automatic(gate: dict[str, Any]) -> str:
+    """Words after the threshold when it is the automatic floor (MetricThreshold -1), not the parameter."""
+    parameter = gate.get("metric_threshold")
+    try:
+        automatic = float(parameter) == AUTOMATIC_THRESHOLD and gate.get("threshold") != parameter
+    except (TypeError, ValueError):
+        automatic = False
+    return " (automatic: above the best constant predictor and near the baseline, beyond 2 sd)" if automatic else ""
 
 
 def champion_comparison(report: dict[str, Any]) -> dict[str, Any]:
@@ -187,6 +203,7 @@ def champion_comparison(report: dict[str, Any]) -> dict[str, Any]:
         "floor": decision.get(CHAMPION_FLOOR),
         "promote": decision.get("promote"),
         "reason": decision.get("reason"),
+        "raw_columns_note": decision.get("raw_columns_note") or "",
     }
 
 
@@ -280,7 +297,7 @@ def print_summary(summary: dict[str, Any], console: Any) -> None:
         verdict = {True: "[green]passed[/green]", False: "[red]failed[/red]", None: "not evaluated"}[gate["passed"]]
         console.print(
             f"Quality gate: {gate['metric']} = {_number(gate['value'])} vs threshold "
-            f"{_number(gate['threshold'])}: {verdict}"
+            f"{_number(gate['threshold'])}{_automatic(gate)}: {verdict}"
         )
         if "reason" in gate:
             champion = gate["champion"]
@@ -291,7 +308,10 @@ def print_summary(summary: dict[str, Any], console: Any) -> None:
                     f"\n  {champion['model_package_arn']}",
                     soft_wrap=True,
                 )
-            console.print(f"Decision: {'promote' if gate['promote'] else 'do not promote'}: {gate['reason']}")
+            verdict = "promote" if gate["promote"] else "do not promote"
+            console.print(f"Decision: {verdict}: {gate['reason']}", soft_wrap=True)  # one line: the reason can be long
+            if gate.get("raw_columns_note"):
+                console.print(f"[yellow]Note:[/yellow] {gate['raw_columns_note']}", soft_wrap=True)
     tuning = summary.get("tuning")
     if tuning:
         settings = ", ".join(f"{name}={value}" for name, value in sorted(tuning["best_hyperparameters"].items()))

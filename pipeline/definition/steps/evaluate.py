@@ -22,6 +22,7 @@ from pipeline.definition.steps.preprocess import preprocess_output
 EVALUATE_PREDICTIONS_DIR = "/opt/ml/processing/input/predictions"
 EVALUATE_TEST_DIR = "/opt/ml/processing/input/test"
 EVALUATE_SUMMARY_DIR = "/opt/ml/processing/input/summary"
+EVALUATE_ROWS_DIR = "/opt/ml/processing/input/rows"
 EVALUATE_OUTPUT_DIR = "/opt/ml/processing/output/evaluation"
 
 
@@ -33,9 +34,11 @@ def evaluate_step(
     transform: Any,
     session: Any,
     model_data: Any = None,
+    defaults_model: Any = None,
 ) -> tuple[Any, Any]:
     """The step and its report's PropertyFile; with ``model_data`` (the trained model artifact's S3 URI), the
-    report also lists the model's coefficients."""
+    report also lists the model's coefficients; with ``defaults_model`` (a tuned run's untuned Train artifact),
+    Evaluate also scores that model and gates the tuned one against it (evaluation/defaults.py)."""
     from sagemaker.core.workflow.properties import PropertyFile
     from sagemaker.mlops.workflow import ProcessingStep
 
@@ -54,6 +57,8 @@ def evaluate_step(
             s3_input("predictions", transform.properties.TransformOutput.S3OutputPath, EVALUATE_PREDICTIONS_DIR),
             s3_input("test", preprocess_output(preprocess, "test"), EVALUATE_TEST_DIR),
             s3_input("summary", preprocess_output(preprocess, "summary"), EVALUATE_SUMMARY_DIR),
+            # the raw train and test rows' bounded sample (preprocessing/raw_rows.py): the raw-column baseline
+            s3_input("rows", preprocess_output(preprocess, "rows"), EVALUATE_ROWS_DIR),
             s3_input("code", bundle.s3_prefix(config.pipeline_prefix), CODE_DIR),
         ],
         outputs=[s3_output("evaluation", EVALUATE_OUTPUT_DIR, execution_uri(config, "evaluate", "evaluation"))],
@@ -68,6 +73,8 @@ def evaluate_step(
             params.predictor_type,
             "--summary-dir",
             EVALUATE_SUMMARY_DIR,
+            "--rows-dir",
+            EVALUATE_ROWS_DIR,
             # not an input: the job reads only the train records the baseline's sample needs, straight from S3
             "--train-uri",
             preprocess_output(preprocess, "train"),
@@ -89,6 +96,7 @@ def evaluate_step(
             EXIT_MESSAGE_FILE,
             # not an input either: the job reads the model artifact (one object) for its coefficients
             *(["--model-uri", model_data] if model_data is not None else []),
+            *(["--defaults-model-uri", defaults_model] if defaults_model is not None else []),
         ],
         wait=False,
         logs=False,

@@ -12,15 +12,18 @@ from pipeline.core.names import (
     GATE,
     QUALITY_GATE,
     QUALITY_GATE_FAILED,
+    THRESHOLD_FLOOR,
 )
 from pipeline.definition.declared import Parameters
 
 
 def quality_gate_step(params: Parameters, evaluate: Any, report: Any, register: Any) -> Any:
-    """Register when the report's gate value (higher is better) reaches MetricThreshold, the champion's floor (its
-    value on the same test split minus ChampionTolerance) and the baseline's floor (the scikit-learn baseline's value
-    minus BaselineTolerance; the challenger's own value when that is off), both computed by Evaluate; else fail
-    with the decision's reason and the values compared."""
+    """Register when the report's gate value (higher is better) reaches the threshold's floor (MetricThreshold, or
+    when that is negative, as by default, the automatic floor: above the best constant predictor and near the
+    scikit-learn baseline beyond the noise, ``evaluation/floor.py``), the champion's floor (its value on the same test
+    split minus ChampionTolerance) and the baseline's floor (the scikit-learn baseline's value minus
+    BaselineTolerance; the challenger's own value when that is off), all computed by Evaluate; else fail with the
+    decision's reason and the values compared."""
     from sagemaker.core.workflow.conditions import ConditionGreaterThanOrEqualTo
     from sagemaker.core.workflow.functions import Join, JsonGet
     from sagemaker.mlops.workflow import ConditionStep, FailStep
@@ -53,7 +56,7 @@ def quality_gate_step(params: Parameters, evaluate: Any, report: Any, register: 
     return ConditionStep(
         name=QUALITY_GATE,
         conditions=[
-            ConditionGreaterThanOrEqualTo(left=gate("value"), right=params.metric_threshold),
+            ConditionGreaterThanOrEqualTo(left=gate("value"), right=decision(THRESHOLD_FLOOR)),
             ConditionGreaterThanOrEqualTo(left=gate("value"), right=decision(CHAMPION_FLOOR)),
             ConditionGreaterThanOrEqualTo(left=gate("value"), right=decision(BASELINE_FLOOR)),
         ],

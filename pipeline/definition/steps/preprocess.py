@@ -19,8 +19,9 @@ from pipeline.definition.steps.common import (
 
 PREPROCESS_INPUT_DIR = "/opt/ml/processing/input/data"
 PREPROCESS_OUTPUT_DIR = "/opt/ml/processing/output"
-PREPROCESS_OUTPUTS = ("train", "validation", "test", "summary", "baseline", "model")  # baseline: raw rows for
-# DataQuality; model: the serving featurizer's model data (schema and summary)
+PREPROCESS_OUTPUTS = ("train", "validation", "test", "summary", "baseline", "model", "rows")  # baseline: raw rows
+# for DataQuality; model: the serving featurizer's model data (schema and summary); rows: a bounded sample of the raw
+# train and test rows, for Evaluate's raw-column baseline
 PREPROCESS_SCHEMA_DIR = "/opt/ml/processing/input/schema"
 
 

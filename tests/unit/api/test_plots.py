@@ -112,3 +112,37 @@ def test_label_values_name_the_confusion_matrix_axes_in_class_order(tmp_path: Pa
     axes = figure.axes[0]
     assert [label.get_text() for label in axes.get_xticklabels()] == names
     assert [label.get_text() for label in axes.get_yticklabels()] == names
+
+
+def share_of_green_and_purple(image: np.ndarray) -> tuple[float, float]:
+    """Shares of pixels in tab:green and tab:purple (also drawn thin and blended with the white)."""
+    red, green, blue = image[:, :, 0], image[:, :, 1], image[:, :, 2]
+    greens = green - np.maximum(red, blue) > 0.15
+    purples = (blue - green > 0.2) & (red - green > 0.1)
+    return float(greens.mean()), float(purples.mean())
+
+
+@pytest.mark.parametrize("predictor_type", ["binary_classifier", "regressor"])
+def test_the_baselines_are_drawn_beside_the_model(tmp_path: Path, predictor_type: str) -> None:
+    """The scikit-learn baselines' ROC and precision-recall curves (binary) or predictions (regression), on the
+    encoded features (green) and on the raw columns (purple), are drawn when the report holds them."""
+    report: dict[str, Any] = json.loads(report_file(tmp_path, predictor_type).read_text())
+    section = next(key for key in report if key.endswith("_metrics"))
+    without = render_plots(report_file(tmp_path, predictor_type), tmp_path / "without")
+    for key, bend in (("baseline", 0.3), ("baseline_raw_columns", 0.6)):
+        report[key] = {section: json.loads(json.dumps(report[section])), "gate": report["gate"]}
+        if "receiver_operating_characteristic_curve" in report[section]:  # curves of their own, off the model's
+            roc = {"false_positive_rates": [0.0, bend, 1.0], "true_positive_rates": [0.0, 0.9, 1.0]}
+            report[key][section]["receiver_operating_characteristic_curve"] = roc
+            report[key][section]["precision_recall_curve"] = {"precisions": [bend, bend, 0.3], "recalls": [0, 0.5, 1]}
+        if "prediction_sample" in report:
+            sample = report["prediction_sample"]
+            shifted = [value + (bend - 0.45) * (abs(value) + 1) for value in sample["predictions"]]
+            report[key]["prediction_sample"] = {**sample, "predictions": shifted}
+    (tmp_path / "with.json").write_text(json.dumps(report))
+    drawn = render_plots(tmp_path / "with.json", tmp_path / "with")
+    curves = drawn[:2] if predictor_type == "binary_classifier" else drawn[:1]
+    for path, plain in zip(curves, without, strict=False):
+        drawn_shares, plain_shares = share_of_green_and_purple(pixels(path)), share_of_green_and_purple(pixels(plain))
+        for drawn_share, plain_share in zip(drawn_shares, plain_shares, strict=True):
+            assert drawn_share > 0.0005 and plain_share < 0.0001, (path.name, drawn_shares, plain_shares)

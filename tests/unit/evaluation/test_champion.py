@@ -198,6 +198,10 @@ def test_evaluate_scores_the_champion_on_the_same_records_with_the_same_metrics(
         "metric": "auc",
         "challenger_value": challenger,
         "metric_threshold": 0.6,
+        "threshold_floor": 0.6,  # MetricThreshold as set: the automatic floor is computed, not applied
+        "automatic_floor": {**report["decision"]["automatic_floor"], "applied": False},
+        "defaults_floor": "none",  # not a tuned run
+        "raw_columns_note": "",  # no raw rows given
         "champion_model_package_arn": f"{ARN}/2",
         "champion_value": auc,
         "champion_tolerance": 0.05,

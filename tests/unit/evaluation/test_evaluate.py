@@ -49,22 +49,28 @@ def test_binary_report_matches_scikit_learn(tmp_path: Path) -> None:
         assert_metric(metrics, name, skm.fbeta_score(y, predicted, beta=beta))
         assert_metric(metrics, f"{name}_best_constant_classifier", skm.fbeta_score(y, np.ones_like(y), beta=beta))
     always_positive = np.ones_like(y)
-    assert_metric(metrics, "accuracy_best_constant_classifier", skm.accuracy_score(y, always_positive))
+    majority = np.full_like(y, int(y.mean() >= 0.5))  # the constant best for accuracy: the majority class
+    assert_metric(metrics, "accuracy_best_constant_classifier", skm.accuracy_score(y, majority))
     assert_metric(metrics, "precision_best_constant_classifier", skm.precision_score(y, always_positive))
     assert_metric(metrics, "recall_best_constant_classifier", 1.0)
 
-    # The curves are sklearn's own points (thinned to at most 201, ends kept), in Model Monitor's field names.
+    # The curves are sklearn's own points (every distinct threshold up to 1001, ends kept), in Model Monitor's names.
     fpr, tpr, _ = skm.roc_curve(y, scores)
     roc = report["binary_classification_metrics"]["receiver_operating_characteristic_curve"]
     roc_points = list(zip(roc["false_positive_rates"], roc["true_positive_rates"], strict=True))
-    assert 2 <= len(roc_points) <= 201
+    assert 2 <= len(roc_points) <= 1001
     assert set(roc_points) <= set(zip(fpr.tolist(), tpr.tolist(), strict=True))
     assert roc_points[0] == (0.0, 0.0) and roc_points[-1] == (1.0, 1.0)
-    precisions, recalls, _ = skm.precision_recall_curve(y, scores)
     pr = metrics["precision_recall_curve"]
-    pr_points = list(zip(pr["recalls"], pr["precisions"], strict=True))
-    assert set(pr_points) <= set(zip(recalls.tolist(), precisions.tolist(), strict=True))
-    assert pr["recalls"] == sorted(pr["recalls"]) and pr_points[-1] == (1.0, float(y.mean()))
+    assert len(pr["recalls"]) == len(np.unique(scores))  # every distinct score a threshold, none made up
+    for precision, recall, threshold in zip(pr["precisions"], pr["recalls"], pr["thresholds"], strict=True):
+        chosen = (scores >= threshold).astype(int)
+        assert precision == pytest.approx(skm.precision_score(y, chosen), abs=1e-12)
+        assert recall == pytest.approx(skm.recall_score(y, chosen), abs=1e-12)
+    assert pr["recalls"] == sorted(pr["recalls"]) and (pr["recalls"][-1], pr["precisions"][-1]) == (1.0, y.mean())
+    # the report's threshold dot (its precision and recall) is one of the curve's points
+    dot = (metrics["recall"]["value"], metrics["precision"]["value"])
+    assert any(point == pytest.approx(dot, abs=1e-12) for point in zip(pr["recalls"], pr["precisions"], strict=True))
 
     # Bootstrap deviations: present for every metric, and the right size (accuracy: sqrt(a(1-a)/n)).
     for name, metric in metrics.items():
@@ -90,14 +96,30 @@ def test_report_is_deterministic_and_written_atomically(tmp_path: Path) -> None:
     assert sorted(path.name for path in output_dir.iterdir()) == ["evaluation.json"]
 
 
-def test_small_test_sets_report_nan_deviation_as_model_monitor_does(tmp_path: Path) -> None:
-    labels, scores, predicted = binary_case(120)
+@pytest.mark.parametrize("n", [30, 120])
+def test_small_test_sets_get_deviations_near_the_analytic_ones(tmp_path: Path, n: int) -> None:
+    """Below Model Monitor's 200 records the report still gives every deviation (the bootstrap's), says how, and
+    gives the analytic standard errors beside them: Hanley-McNeil for AUC, binomial for accuracy."""
+    labels, scores, predicted = binary_case(n)
     records = [{"score": float(s), "predicted_label": int(p)} for s, p in zip(scores, predicted, strict=True)]
     report = run(*write_job_inputs(tmp_path, labels, records), "binary_classifier")
-    assert report["binary_classification_metrics"]["auc"]["standard_deviation"] == "NaN"
-    assert report["binary_classification_metrics"]["auc"]["value"] == pytest.approx(
-        skm.roc_auc_score(labels, scores), abs=1e-12
+    metrics = report["binary_classification_metrics"]
+    assert metrics["auc"]["value"] == pytest.approx(skm.roc_auc_score(labels, scores), abs=1e-12)
+    uncertainty = report["standard_deviations"]
+    assert (uncertainty["method"], uncertainty["bootstrap_rounds"], uncertainty["records"]) == ("bootstrap", 30, n)
+    assert "95%" in uncertainty["confidence"]
+    auc, positives = metrics["auc"]["value"], float(labels.sum())
+    q1, q2 = auc / (2 - auc), 2 * auc**2 / (1 + auc)
+    negatives = n - positives
+    hanley = math.sqrt(
+        (auc * (1 - auc) + (positives - 1) * (q1 - auc**2) + (negatives - 1) * (q2 - auc**2)) / (positives * negatives)
     )
+    assert uncertainty["analytic"]["auc"]["standard_deviation"] == pytest.approx(hanley, rel=1e-12)
+    accuracy = metrics["accuracy"]["value"]
+    binomial = math.sqrt(accuracy * (1 - accuracy) / n)
+    assert uncertainty["analytic"]["accuracy"]["standard_deviation"] == pytest.approx(binomial, rel=1e-12)
+    for name, analytic in (("auc", hanley), ("accuracy", binomial)):  # 30 rounds: within about half either way
+        assert 0.5 * analytic < metrics[name]["standard_deviation"] < 1.6 * analytic, name
 
 
 def test_multiclass_report_matches_scikit_learn(tmp_path: Path) -> None:
@@ -320,3 +342,23 @@ def test_margins_without_a_margin_loss_fail_naming_the_line(tmp_path: Path) -> N
     predictions_dir, test_dir, _ = write_job_inputs(tmp_path, labels, margins)
     stderr = run_failing(tmp_path, predictions_dir, test_dir, "binary_classifier")
     assert "expected a probability (a margin only with --loss (pipeline parameter Loss) hinge_loss)" in stderr
+
+
+@pytest.mark.parametrize("positives", [4, 50, 96])
+def test_best_constant_classifier_is_the_best_constant_for_each_metric(positives: int) -> None:
+    """Each metric's best constant prediction, found by trying both constants: accuracy the majority class (0.96 on
+    4% positives), precision, recall and the F-scores always positive (always negative scores 0 on them)."""
+    labels = np.r_[np.ones(positives), np.zeros(100 - positives)].astype(int)
+    values = binary_scalars(confusion(labels, labels, 2), 1.0)
+    constants = [np.zeros(100, dtype=int), np.ones(100, dtype=int)]
+    scorers = {
+        "accuracy": skm.accuracy_score,
+        "precision": lambda y, p: skm.precision_score(y, p, zero_division=0),
+        "recall": skm.recall_score,
+        "f1": skm.f1_score,
+        "f2": lambda y, p: skm.fbeta_score(y, p, beta=2.0),
+    }
+    for name, scorer in scorers.items():
+        best = max(scorer(labels, constant) for constant in constants)
+        assert values[f"{name}_best_constant_classifier"] == pytest.approx(best, abs=1e-12), name
+    assert values["accuracy_best_constant_classifier"] == pytest.approx(max(positives, 100 - positives) / 100)

@@ -89,7 +89,7 @@ def test_past_the_cap_counts_stay_exact_and_auc_is_within_its_stated_bound(tmp_p
     roc = sketch_metrics["receiver_operating_characteristic_curve"]
     fpr, tpr = np.array(roc["false_positive_rates"]), np.array(roc["true_positive_rates"])
     assert (fpr[0], tpr[0], fpr[-1], tpr[-1]) == (0.0, 0.0, 1.0, 1.0)
-    assert np.all(np.diff(fpr) >= 0) and np.all(np.diff(tpr) >= 0) and len(fpr) <= 201
+    assert np.all(np.diff(fpr) >= 0) and np.all(np.diff(tpr) >= 0) and len(fpr) <= 1001
     # every point is the exact (fpr, tpr) of the threshold at some bin's lower edge k / bins
     edges = np.arange(HISTOGRAM_BINS) / HISTOGRAM_BINS
     negatives, positives = np.sort(scores[y == 0]), np.sort(scores[y == 1])
@@ -98,7 +98,11 @@ def test_past_the_cap_counts_stay_exact_and_auc_is_within_its_stated_bound(tmp_p
     at_edges = set(zip(exact_fpr.round(12).tolist(), exact_tpr.round(12).tolist(), strict=True)) | {(0.0, 0.0)}
     assert set(zip(fpr.round(12).tolist(), tpr.round(12).tolist(), strict=True)) <= at_edges
     pr = sketch_metrics["precision_recall_curve"]
-    assert pr["recalls"][0] == 0.0 and pr["precisions"][0] == 1.0 and pr["recalls"][-1] == 1.0
+    assert pr["recalls"][0] > 0.0 and pr["recalls"] == sorted(pr["recalls"]) and pr["recalls"][-1] == 1.0
+    # each point is the exact precision of its threshold (a bin's lower edge): no made-up precision-1 start
+    for precision, threshold in zip(pr["precisions"][:50], pr["thresholds"][:50], strict=True):
+        chosen = scores >= threshold
+        assert precision == pytest.approx(y[chosen].mean(), abs=1e-12)
     assert pr["precisions"][-1] == pytest.approx(labels.mean(), abs=1e-12)  # everything predicted positive
 
 

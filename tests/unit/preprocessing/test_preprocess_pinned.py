@@ -82,8 +82,9 @@ CASES = {
 # rows outside a vocabulary and imputed values per column (issue 40)
 LATER_SUMMARY_KEYS = ("data_version", "categorical_stats", "unseen_values", "imputed_values")
 # the data-quality baseline's sample (issue 30), tested in test_preprocess.py; the serving featurizer's model data
-# (issue 28), tested in test_serve.py
-LATER_OUTPUTS = ("baseline", "model")
+# (issue 28), tested in test_serve.py; the raw rows' sample for the raw-column baseline (issue 40), tested in
+# tests/unit/preprocessing/test_raw_rows.py
+LATER_OUTPUTS = ("baseline", "model", "rows")
 
 
 def output_digest(output: Path) -> str:
