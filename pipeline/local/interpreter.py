@@ -15,6 +15,7 @@ import traceback
 from collections.abc import Callable, Mapping
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from pipeline.core.names import StepStatus
@@ -41,6 +42,8 @@ class Interpreter:
     arn_prefix: str = "arn:aws:sagemaker:local:000000000000"  # arn:aws:sagemaker:<region>:<account>
     on_change: Callable[[ExecutionRecord, StepRecord], None] = field(default=lambda record, step: None)
     has_objects: Callable[[str], bool] = field(default=lambda uri: True)  # does an S3 object or prefix exist
+    # where an S3 URI is on this machine: a cached step's outputs are fingerprinted and checked there (None: not)
+    local_path: Callable[[str], Path] | None = None
     # a step's failure reason as the user reads it: the runner names the data it staged by the user's own paths
     reword_failure: Callable[[str], str] = field(default=lambda reason: reason)
 
@@ -249,11 +252,17 @@ class Interpreter:
             if hit:
                 source, previous = hit
                 missing = [uri for uri in cache.output_uris(previous.properties) if not self.has_objects(uri)]
-                if not missing:
+                changed = None if missing else self._changed_outputs(source, spec.name, key, previous.properties)
+                if not missing and not changed:
                     step.cache_hit_source = source
                     step.detail = f"cache hit from execution {source}"
                     return previous.properties
-                note = f"cache hit from execution {source} not used: its output {missing[0]} is gone; re-running"
+                if missing:
+                    note = f"cache hit from execution {source} not used: its output {missing[0]} is gone; re-running"
+                else:
+                    entry = self.store.root / source / "steps" / spec.name / cache.OUTPUTS_FILE
+                    note = f"cache entry {entry} is damaged ({changed}); re-running {spec.name}"
+                    step.notes.append(note)
                 step.detail = note
                 self._change(record, step)
         job = Job(
@@ -270,8 +279,17 @@ class Interpreter:
         )
         properties = self.runners[spec.type](job)
         step.detail = note  # the last progress line of a finished job says nothing more
+        if key and self.local_path is not None:
+            cache.record_outputs(folder, key, properties, self.local_path)
 
         return {**properties, **self._property_files(spec, properties)}
+
+    def _changed_outputs(self, source: str, name: str, key: str, properties: dict[str, Any]) -> str | None:
+        """Why the outputs execution ``source``'s step ``name`` recorded changed since, None when unchanged."""
+        if self.local_path is None:
+            return None
+        folder = self.store.root / source / "steps" / name
+        return cache.changed_outputs(folder, key, properties, self.local_path)
 
     @staticmethod
     def _property_files(spec: StepSpec, properties: dict[str, Any]) -> dict[str, Any]:
