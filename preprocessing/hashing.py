@@ -14,6 +14,15 @@ _M1 = np.uint64(0xBF58476D1CE4E5B9)
 _M2 = np.uint64(0x94D049BB133111EB)
 
 
+UINT64_MASK = 0xFFFFFFFFFFFFFFFF
+
+
+def rng_entropy(seed: int) -> int:
+    """``--seed`` as a random generator's entropy: any int64 (SplitSeed is SageMaker's Integer parameter, which
+    takes negative values) as its unsigned 64 bits; numpy's generators refuse negative seeds."""
+    return seed & UINT64_MASK
+
+
 def hash_texts(values: pd.Series, seed: int) -> np.ndarray:
     key = seed.to_bytes(8, "little", signed=True)
     codes, uniques = pd.factorize(values.astype(str).str.strip())
@@ -36,7 +45,7 @@ def row_hashes(features: np.ndarray, labels: np.ndarray, seed: int) -> np.ndarra
     Column after column, h = mix(h ^ bits(value)), SplitMix64's finaliser, in place on two arrays the length of the
     chunk: no temporaries allocated per step."""
     n = len(labels)
-    h = _mix(np.full(n, np.uint64(seed & 0xFFFFFFFFFFFFFFFF), dtype=np.uint64))
+    h = _mix(np.full(n, np.uint64(rng_entropy(seed)), dtype=np.uint64))
     bits, scratch = np.empty(n, dtype=np.float32), np.empty(n, dtype=np.uint64)
     for column in (*features.T, labels):
         np.add(column, np.float32(0.0), out=bits)  # + 0.0 turns -0.0 into 0.0, so equal numbers hash equally
