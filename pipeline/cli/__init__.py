@@ -97,6 +97,12 @@ def main(argv: list[str] | None = None) -> int:
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return 141
     except OSError as error:  # the file system refused: a read-only or missing work dir, a full disk
+        from containerlib.file_errors import describe, is_write_refusal
+
+        if is_write_refusal(error):
+            said = describe(error, "free space there or make it writable, or pick another work dir (--workdir DIR)")
+            print(f"llpipe {args.command_name}: {redact(printable(said))}", file=sys.stderr)
+            return 1
         where = f"{error.filename}: " if error.filename else ""
         said = redact(printable(f"{where}{error.strerror or error}"))
         print(

@@ -17,13 +17,18 @@ def atomic_path(target: Path) -> Iterator[Path]:
     """A temporary path beside ``target`` to write; renamed onto ``target`` when the block ends, removed on error.
 
     The name holds the process id and a random token, so concurrent writers of the same target never share a file,
-    not even processes of different containers (pid namespaces) writing into one work dir.
+    not even processes of different containers (pid namespaces) writing into one work dir. An error that names no
+    file (a write refused by a full disk) is raised naming ``target``.
     """
     target.parent.mkdir(parents=True, exist_ok=True)
     temporary = target.with_name(f".{target.name}.{os.getpid()}.{secrets.token_hex(6)}.tmp")
     try:
         yield temporary
         os.replace(temporary, target)
+    except OSError as error:
+        if error.filename is None:  # a write's error (disk full) names no file: name the one being written
+            raise OSError(error.errno, error.strerror, str(target)) from error
+        raise
     finally:
         temporary.unlink(missing_ok=True)
 

@@ -31,7 +31,7 @@ def _modules(folder: str, *names: str) -> tuple[str, ...]:
 
 
 # what both jobs take from the container library, and what only Preprocess does (tables) or Evaluate (predictions)
-SHARED = _modules("containerlib", "names", "errors", "hosts", "exit_message", "stop_signals")
+SHARED = _modules("containerlib", "names", "errors", "hosts", "exit_message", "file_errors", "stop_signals")
 CONTENT_TYPES = _modules("containerlib", "content_types")
 RECORDIO = _modules(
     "containerlib/recordio", "wire", "varints", "writer", "framing", "fast_decode", "protobuf", "reader"
@@ -74,7 +74,7 @@ BUNDLE_SOURCES: dict[str, tuple[str, tuple[str, ...]]] = {
     # as the definition names the image, which holds its own code
     "dataquality": (
         "dataquality/analyze.py",
-        (*DATAQUALITY, *CONTENT_TYPES, *_modules("containerlib", "errors", "hosts", "exit_message")),
+        (*DATAQUALITY, *CONTENT_TYPES, *_modules("containerlib", "errors", "hosts", "exit_message", "file_errors")),
     ),
 }
 

@@ -9,6 +9,7 @@ no new step starts; steps that never start are recorded as ``Skipped`` with the 
 
 from __future__ import annotations
 
+import contextlib
 import json
 import threading
 import traceback
@@ -18,6 +19,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from containerlib.file_errors import describe, is_write_refusal
 from pipeline.core.names import StepStatus
 from pipeline.core.safe_text import redact
 from pipeline.core.signals import SIGNAL_CHECK_SECONDS, stop_signals_deferred, stop_signals_raise
@@ -220,8 +222,13 @@ class Interpreter:
                 properties=error.properties,
             )
         except Exception as error:  # a job crashed: keep the traceback in the record, show its last line
-            (record.step_folder(spec.name) / "error.txt").write_text(redact(traceback.format_exc()))
-            reason = redact(self.reword_failure(f"{type(error).__name__}: {error}"))
+            with contextlib.suppress(OSError):  # a full or read-only disk may refuse this too
+                (record.step_folder(spec.name) / "error.txt").write_text(redact(traceback.format_exc()))
+            if is_write_refusal(error):  # the disk refused (full, read-only): the path and what to do, no defect
+                said = describe(error, "free space there, or run with another work dir")  # type: ignore[arg-type]
+            else:
+                said = f"{type(error).__name__}: {error}"
+            reason = redact(self.reword_failure(said))
             self._change(record, step, status=StepStatus.FAILED, end_time=now(), failure_reason=reason)
         else:
             self._change(record, step, status=StepStatus.SUCCEEDED, end_time=now(), properties=properties)

@@ -128,6 +128,7 @@ class ProcessingJobs:
                     detail = ": " + container_paths(last_error(logs / f"{host_name(index)}.log"), roots[index])
                 else:
                     detail = f"; ExitMessage: {one_line(message)}"
+                detail += full_disk(job.folder)
                 reason = f"{host_name(index)} exited with code {code}{detail}"
                 raise StepFailed(reason, {**described, "ProcessingJobStatus": "Failed"})
             for output in arguments.get("ProcessingOutputConfig", {}).get("Outputs", []):
@@ -307,6 +308,23 @@ def last_error(log_path: Path, lines: int = 1) -> str:
         return "no log"
     tail = [line for line in text.splitlines() if line.strip()][-lines:]
     return one_line("\n".join(tail)) or "no output"
+
+
+FULL_BYTES = 1024 * 1024  # less free than this where the job's logs and sandbox are: too little to write a log line
+
+
+def full_disk(folder: Path) -> str:
+    """A note when the disk holding ``folder`` (the job's logs and sandbox) is full: a job that cannot write its log
+    or its exit message fails with "no output", and this says why; empty otherwise."""
+    from containerlib.file_errors import free_bytes
+
+    free = free_bytes(str(folder))
+    if free is None or free >= FULL_BYTES:
+        return ""
+    return (
+        f" (the disk holding its logs and sandbox, {folder}, is full: {free / 1024 / 1024:,.1f} MB free; free space "
+        "there, or run with another work dir)"
+    )
 
 
 def container_paths(text: str, root: Path) -> str:
