@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from containerlib.file_errors import describe, is_write_refusal
+from pipeline.core.errors import LlpipeError
 from pipeline.core.names import StepStatus
 from pipeline.core.safe_text import redact
 from pipeline.core.signals import SIGNAL_CHECK_SECONDS, stop_signals_deferred, stop_signals_raise
@@ -226,6 +227,8 @@ class Interpreter:
                 (record.step_folder(spec.name) / "error.txt").write_text(redact(traceback.format_exc()))
             if is_write_refusal(error):  # the disk refused (full, read-only): the path and what to do, no defect
                 said = describe(error, "free space there, or run with another work dir")  # type: ignore[arg-type]
+            elif isinstance(error, LlpipeError):  # a refusal worded for the user: its message, not its class
+                said = str(error)
             else:
                 said = f"{type(error).__name__}: {error}"
             reason = redact(self.reword_failure(said))
