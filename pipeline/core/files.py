@@ -48,5 +48,21 @@ def user_cache_dir(env: Mapping[str, str] = os.environ) -> Path:
     """Where llpipe keeps what outlives a work dir: ``$LLPIPE_CACHE_DIR``, else ``$XDG_CACHE_HOME/llpipe``, else
     ``~/.cache/llpipe``."""
     if env.get("LLPIPE_CACHE_DIR"):
-        return Path(env["LLPIPE_CACHE_DIR"]).expanduser()
-    return Path(env.get("XDG_CACHE_HOME") or Path.home() / ".cache").expanduser() / "llpipe"
+        return _a_folder(Path(env["LLPIPE_CACHE_DIR"]).expanduser(), "LLPIPE_CACHE_DIR")
+    if env.get("XDG_CACHE_HOME"):
+        return _a_folder(Path(env["XDG_CACHE_HOME"]).expanduser(), "XDG_CACHE_HOME") / "llpipe"
+    return Path.home() / ".cache" / "llpipe"
+
+
+def _a_folder(path: Path, variable: str) -> Path:
+    """``path`` unless a file is in its place (or in a parent's): then a ``ConfigError`` naming ``variable``, before
+    anything is built there (it surfaced as "Not a directory: .../envs" in the middle of a run)."""
+    from pipeline.core.errors import ConfigError
+
+    in_the_way = next((part for part in (path, *path.parents) if part.exists() and not part.is_dir()), None)
+    if in_the_way is not None:
+        raise ConfigError(
+            f"{variable}={path}: {in_the_way} is a file, not a folder; llpipe keeps its cache there (image "
+            f"environments, definitions): point {variable} at a folder, or unset it"
+        )
+    return path

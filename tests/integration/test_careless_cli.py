@@ -72,3 +72,31 @@ def test_a_step_refused_with_a_users_message_shows_the_message_not_its_class(tmp
     )
     record = interpreter.run(processing_definition(instances=1), {})
     assert record.steps["Job"].failure_reason == "not an S3 URI: '/tmp' (expected s3://bucket/key)"
+
+
+@pytest.mark.parametrize("variable", ["LLPIPE_CACHE_DIR", "XDG_CACHE_HOME"])
+@pytest.mark.parametrize("below", ["", "sub/folder"])
+def test_a_cache_dir_variable_naming_a_file_is_refused_before_anything_runs(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, variable: str, below: str
+) -> None:
+    afile = tmp_path / "notes.txt"
+    afile.write_text("x")
+    monkeypatch.delenv("LLPIPE_CACHE_DIR", raising=False)
+    monkeypatch.setenv(variable, str(afile / below) if below else str(afile))
+    code = cli.main(["run", "--workdir", str(tmp_path / "work"), "--quiet"])
+    err = " ".join(capsys.readouterr().err.split())
+    assert code == 2, err
+    assert f"{variable}=" in err and f"{afile} is a file, not a folder" in err
+    assert f"point {variable} at a folder" in err
+    assert not (tmp_path / "work" / "executions").exists()
+
+
+def test_a_removed_log_is_said_missing(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], finished_run: object
+) -> None:
+    workdir = finished_run.copy_to(tmp_path / "work")
+    (log,) = (workdir / "executions" / finished_run.execution_id / "steps" / "Evaluate" / "logs").glob("*.log")
+    log.unlink()
+    assert cli.main(["execution", "show", finished_run.execution_id, "--logs", "--workdir", str(workdir)]) == 0
+    shown = capsys.readouterr().out.replace("\n", "")
+    assert f"Evaluate log: {log} (missing: removed from the record folder)" in shown
