@@ -70,3 +70,26 @@ def test_an_older_record_with_absolute_paths_is_mapped_into_the_copy(
     shown = _show(copy, finished_run.execution_id, capsys)
     assert folder not in shown
     assert marks and all(mark in shown for mark in marks.values())
+
+
+@pytest.mark.parametrize("delete_original", [True, False])
+def test_a_copied_work_dir_names_its_own_mlflow_store(
+    finished_run: FinishedRun, tmp_path: Path, delete_original: bool
+) -> None:
+    """The work dir's own MLflow store (``<workdir>/mlflow.db``), as ``mlflow.json`` names it once a run is logged."""
+    from pipeline.api import get_execution
+
+    original = finished_run.copy_to(tmp_path / "first")
+    store = f"sqlite:///{original}/mlflow.db"
+    (original / "mlflow.db").write_bytes(b"SQLite format 3\x00")
+    logged = {"run_id": "r1", "experiment_id": "1", "tracking_uri": store, "url": "http://127.0.0.1:5000/#/x",
+              "ui_command": f"mlflow ui --backend-store-uri {store}"}  # fmt: skip
+    (original / "executions" / finished_run.execution_id / "mlflow.json").write_text(json.dumps(logged))
+    copy = tmp_path / "elsewhere" / "second"
+    shutil.copytree(original, copy, symlinks=True)
+    if delete_original:
+        shutil.rmtree(original)
+    run = get_execution(finished_run.execution_id, workdir=copy).mlflow_run
+    assert run is not None and run.tracking_uri == f"sqlite:///{copy}/mlflow.db"
+    assert run.ui_command == f"mlflow ui --backend-store-uri sqlite:///{copy}/mlflow.db"
+    assert str(original) not in json.dumps(run.to_dict())
