@@ -378,9 +378,11 @@ def _wait(
             if causes or everyone_ended or time.monotonic() - aborted_at > ROOT_CAUSE_WAIT_SECONDS:
                 index = (causes or failed)[0]
                 code = codes[index]
-                killed = watch.limits.signal_error(host_name(index), code, watch.peaks.get(index, 0)) if watch else None
-                if killed or code < 0:  # ended by a signal from outside (the OOM killer): says so
-                    return killed or f"{host_name(index)} was ended by signal {-code}, sent from outside llpipe"
+                limits = watch.limits if watch is not None else Limits(step="training job")
+                peak = watch.peaks.get(index, 0) if watch is not None else 0
+                killed = limits.signal_error(host_name(index), code, peak)
+                if killed:  # ended by a signal from outside (the OOM killer): says so, whatever its output holds
+                    return killed
                 return f"{host_name(index)} failed (exit code {code}): {_failure_text(roots[index])}"
         if all(code == 0 for code in codes):
             return None

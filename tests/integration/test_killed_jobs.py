@@ -5,9 +5,14 @@ to change; never "exited with code -9: no output"."""
 
 from __future__ import annotations
 
+import os
 import re
+import signal
+import threading
+import time
 from pathlib import Path
 
+import numpy as np
 import pytest
 from support.processing_jobs import processing_definition, run
 
@@ -64,3 +69,54 @@ def test_an_instance_killed_from_outside_is_named_as_out_of_memory(
 def test_another_signal_is_named_as_sent_from_outside(tmp_path: Path) -> None:
     reason = _killed(tmp_path, 1, "SIGTERM", "ml.m5.large")
     assert reason == "Job: algo-1 was ended by SIGTERM (signal 15), sent from outside llpipe"
+
+
+def _children_running(marker: str) -> list[int]:
+    """The processes whose command line holds ``marker`` (the training instances of one work dir)."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit() and int(entry.name) != os.getpid():
+            try:
+                command = (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+            except OSError:
+                continue
+            if marker in command:
+                found.append(int(entry.name))
+    return found
+
+
+def test_a_training_instance_killed_from_outside_is_named_as_out_of_memory(tmp_path: Path) -> None:
+    """The local Linear Learner's instance processes: one killed by SIGKILL while it trains (found by its work dir
+    on its command line, once it runs) fails the job naming the kill, not "exit code -9"."""
+    from containerlib.recordio import write_dense
+    from pipeline.linear_learner.launcher import Channel, TrainingError, train
+
+    rng = np.random.default_rng(3)
+    features = rng.normal(size=(4000, 20)).astype(np.float32)
+    labels = (features[:, 0] > 0).astype(np.float32)
+    shard = tmp_path / "train.pbr"
+    with shard.open("wb") as stream:
+        write_dense(stream, features, labels)
+    work = tmp_path / "instances"
+    hyperparameters = {"predictor_type": "binary_classifier", "epochs": "500", "num_models": "4"}
+    outcome: dict[str, BaseException] = {}
+
+    def training() -> None:
+        try:
+            train(hyperparameters, {"train": Channel([shard])}, tmp_path / "out", work_dir=work)
+        except BaseException as error:  # noqa: BLE001 - the test reads it
+            outcome["error"] = error
+
+    thread = threading.Thread(target=training)
+    thread.start()
+    victims: list[int] = []
+    while not victims and thread.is_alive():  # wait for the instance to run, then kill it as the OOM killer would
+        victims = [pid for pid in _children_running(str(work)) if pid != os.getpid()]
+        time.sleep(0.05)
+    for pid in victims:
+        os.kill(pid, signal.SIGKILL)
+    thread.join(300)
+    assert isinstance(outcome.get("error"), TrainingError), outcome
+    message = str(outcome["error"])
+    assert "algo-1 was killed (SIGKILL, not sent by llpipe): most likely out of memory" in message, message
+    assert "exit code -9" not in message
