@@ -440,9 +440,8 @@ class LocalExecution(Execution):
         if not report_path:
             return self.drift_plots()
         folder = self.record.folder / "plots"
-        report_plots = reuse_or_build(
-            folder, plots.plots_key(report_path), lambda: plots.render_plots(report_path, folder)
-        )
+        key = plots.plots_key(report_path)
+        report_plots = reuse_or_build(folder, key, lambda: plots.render_plots(report_path, folder), earlier="*.png")
         return report_plots + self.drift_plots()
 
     def drift_plots(self) -> list[Path]:
@@ -460,7 +459,10 @@ class LocalExecution(Execution):
         key = key_of(*(json.dumps(part, sort_keys=True) for part in (current, baseline, view["violations"])))
         key = key_of(key, Path(drift_plots.__file__).read_bytes())
         return reuse_or_build(
-            folder, key, lambda: render_drift_plots(current or {}, baseline or {}, view["violations"], folder)
+            folder,
+            key,
+            lambda: render_drift_plots(current or {}, baseline or {}, view["violations"], folder),
+            earlier="*.png",
         )
 
     def predictions(self) -> pd.DataFrame:

@@ -5,6 +5,7 @@ The one helper for the ``pipeline`` side; the container scripts (``preprocessing
 
 from __future__ import annotations
 
+import contextlib
 import os
 import secrets
 from collections.abc import Iterator, Mapping
@@ -30,7 +31,8 @@ def atomic_path(target: Path) -> Iterator[Path]:
             raise OSError(error.errno, error.strerror, str(target)) from error
         raise
     finally:
-        temporary.unlink(missing_ok=True)
+        with contextlib.suppress(OSError):  # on a read-only disk even this refuses: the error above is the one to say
+            temporary.unlink(missing_ok=True)
 
 
 def write_bytes_atomically(target: Path, data: bytes) -> None:

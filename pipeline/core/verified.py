@@ -130,19 +130,28 @@ def verified_names(folder: Path, key: str, entry_name: str = ENTRY_FILE) -> list
     return names
 
 
-def reuse_or_build(folder: Path, key: str, build: Callable[[], list[Path]]) -> list[Path]:
+def reuse_or_build(folder: Path, key: str, build: Callable[[], list[Path]], earlier: str = "") -> list[Path]:
     """The files of the entry in ``folder`` when it was written for ``key`` and they are as written (in the order
     ``build`` returned them); else ``build()`` writes them again and the entry is written atomically after them. A
-    damaged entry says so (:func:`warn_damaged`); one of another key, or none, is built without a word."""
+    damaged entry says so (:func:`warn_damaged`); one of another key, or none, is built without a word. Files
+    matching ``earlier`` in a folder without an entry (written before entries were kept) are rebuilt too, or, where
+    the folder cannot be written (a read-only work dir), returned as they are: nothing else can be shown."""
     import json
 
+    from containerlib.file_errors import is_write_refusal
     from pipeline.core.files import write_text_atomically
 
     folder = Path(folder)
     names = verified_names(folder, key)
     if names is not None:
         return [folder / name for name in names]
-    built = [Path(path) for path in build()]
+    before = sorted(folder.glob(earlier)) if earlier and folder.is_dir() else []
+    try:
+        built = [Path(path) for path in build()]
+    except OSError as error:
+        if before and not (folder / ENTRY_FILE).exists() and is_write_refusal(error):
+            return before
+        raise
     entry = entry_document(key, [path for path in built if path.parent == folder])
     write_text_atomically(folder / ENTRY_FILE, json.dumps(entry, indent=1) + "\n")
     return built

@@ -220,3 +220,35 @@ def test_the_command_prints_a_damaged_entry_as_one_line(tmp_path: Path) -> None:
     assert result.returncode == 0, result.stderr
     (line,) = result.stderr.splitlines()
     assert line.startswith(f"llpipe: warning: cache entry {tmp_path}/frame-") and line.endswith("; rebuilding it")
+
+
+def test_plots_written_before_entries_are_shown_from_a_read_only_work_dir(finished_run, tmp_path: Path) -> None:
+    """An execution's plots rendered by an earlier version (no entry beside them) are rendered again where the work
+    dir can be written, and shown as they are where it cannot (a read-only bind mount in a user namespace)."""
+    import shutil as shell
+
+    if (
+        shell.which("unshare") is None
+        or subprocess.run(["unshare", "--user", "--map-root-user", "--mount", "true"], capture_output=True).returncode
+    ):
+        pytest.skip("needs unprivileged user and mount namespaces (unshare)")
+    workdir = finished_run.copy_to(tmp_path / "work")
+    folder = workdir / "executions" / finished_run.execution_id / "plots"
+    if not folder.is_dir():
+        folder.mkdir()
+    for path in folder.glob(".llpipe-entry.json"):
+        path.unlink()  # as an earlier version left them
+    (folder / "roc_curve.png").write_bytes(b"\x89PNG earlier")
+    script = (
+        "from pipeline.api import get_execution\n"
+        f"print(sorted(p.name for p in get_execution({finished_run.execution_id!r}, workdir={str(workdir)!r}).plots))"
+    )
+    mount = 'mount --bind "$0" "$0" && mount -o remount,ro,bind "$0" && exec "$@"'
+    result = subprocess.run(
+        ["unshare", "--user", "--map-root-user", "--mount", "sh", "-c", mount, str(workdir), sys.executable, "-c",
+         script],
+        capture_output=True, text=True, timeout=300,
+        env={"PYTHONPATH": str(REPOSITORY_ROOT), "PATH": "/usr/bin:/bin", "MPLBACKEND": "Agg"},
+    )  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    assert "roc_curve.png" in result.stdout and "Traceback" not in result.stderr
