@@ -100,3 +100,16 @@ def test_a_removed_log_is_said_missing(
     assert cli.main(["execution", "show", finished_run.execution_id, "--logs", "--workdir", str(workdir)]) == 0
     shown = capsys.readouterr().out.replace("\n", "")
     assert f"Evaluate log: {log} (missing: removed from the record folder)" in shown
+
+
+@pytest.mark.parametrize(
+    ("content", "said"), [("", "empty (0 bytes: no header, no rows)"), ("a,b\n", "a header but no data rows")]
+)
+def test_an_empty_file_and_a_header_alone_are_told_apart(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], content: str, said: str
+) -> None:
+    data = tmp_path / "data.csv"
+    data.write_text(content)
+    argv = ["run", "--data", str(data), "--label-column", "b", "--predictor-type", "regressor"]
+    assert cli.main([*argv, "--workdir", str(tmp_path / "work")]) == 2
+    assert f"{data.name}: {said}; give data" in capsys.readouterr().err
