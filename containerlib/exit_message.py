@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import errno
 import sys
 from pathlib import Path
 
@@ -55,8 +56,23 @@ def report_input_error(script: str, error: Exception, args: argparse.Namespace) 
     return 1
 
 
+VOLUME_ADVICE = (
+    "give the job a larger storage volume (the step's VolumeSizeInGB parameter) or less data per instance (more "
+    "instances)"
+)
+
+
 def report_defect(script: str, error: Exception, args: argparse.Namespace) -> None:
     """A defect, not bad input: the traceback goes to the log (the caller re-raises), its last line to the exit
-    message."""
-    message = f"{script}: unexpected {type(error).__name__}: {' '.join(str(error).split())} (traceback in the log)"
+    message. The file system refusing a write (full volume, read-only, permission) is no defect of the script: said
+    as what it is, with the path and what to do (:mod:`containerlib.file_errors`)."""
+    from containerlib.file_errors import describe, is_write_refusal
+
+    if is_write_refusal(error):
+        advice = VOLUME_ADVICE if getattr(error, "errno", None) in (errno.ENOSPC, errno.EDQUOT) else ""
+        folder = getattr(args, "output_dir", None)  # the job's output: where it writes, if the error names no file
+        message = f"{script}: {describe(error, advice, folder=str(folder) if folder else None)}"  # type: ignore[arg-type]
+        print(message, file=sys.stderr)
+    else:
+        message = f"{script}: unexpected {type(error).__name__}: {' '.join(str(error).split())} (traceback in the log)"
     write_exit_message(args.exit_message_file, message, args.resource_config)

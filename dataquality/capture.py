@@ -7,8 +7,9 @@ SageMaker writes each sampled request as one JSON line, under
      "encoding": "CSV"}, "endpointOutput": {...}}, "eventMetadata": {"eventId": "...", "inferenceTime":
      "2024-01-19T19:27:57Z"}, "eventVersion": "0"}
 
-``llpipe serve`` adds ``eventMetadata.modelPackageArn``, the version that answered (not a key SageMaker writes;
-:attr:`CaptureRecord.model_package_arn` is None without it).
+``llpipe serve`` adds ``eventMetadata.modelPackageArn``, the version that answered, and
+``eventMetadata.samplingPercentage``, the share of requests its capture kept (not keys SageMaker writes:
+:attr:`CaptureRecord.model_package_arn` and :attr:`CaptureRecord.sampling_percentage` are None without them).
 
 ``data`` is the payload as text (``encoding`` CSV or JSON) or base64 (``BASE64``). :func:`records` gives the records
 of a time window (the hour folders that overlap it, then each record's ``inferenceTime``); :func:`request_rows`
@@ -39,6 +40,7 @@ from dataquality import AnalyzerError
 
 CAPTURE_SUFFIX = ".jsonl"
 MODEL_PACKAGE_KEY = "modelPackageArn"  # llpipe's key in eventMetadata: the model package version that answered
+SAMPLING_KEY = "samplingPercentage"  # llpipe's key in eventMetadata: the percentage of requests capture kept
 _HOUR_FOLDERS = re.compile(r"^\d{4}/\d{2}/\d{2}/\d{2}$")
 
 Row = Union[dict, list]
@@ -84,6 +86,7 @@ class CaptureRecord:
     endpoint_output: Payload | None
     inference_id: str | None = None
     model_package_arn: str | None = None  # eventMetadata.modelPackageArn (llpipe serve's), None without it
+    sampling_percentage: float | None = None  # eventMetadata.samplingPercentage (llpipe serve's), None without it
 
 
 def parse_time(text: str, what: str) -> datetime:
@@ -161,7 +164,16 @@ def _record(line: str, where: str) -> CaptureRecord:
         model_package_arn=_optional_text(
             metadata.get(MODEL_PACKAGE_KEY), f"{where}: eventMetadata.{MODEL_PACKAGE_KEY}"
         ),
+        sampling_percentage=_optional_percentage(metadata.get(SAMPLING_KEY), f"{where}: eventMetadata.{SAMPLING_KEY}"),
     )
+
+
+def _optional_percentage(value: Any, where: str) -> float | None:
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 < value <= 100:
+        raise CaptureError(f"{where} must be a number in (0, 100], got {value!r}")
+    return float(value)
 
 
 def _optional_text(value: Any, where: str) -> str | None:

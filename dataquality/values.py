@@ -6,6 +6,11 @@ JSON or Parquet value as its text (``28`` Integral, ``28.0`` Fractional), so a r
 column trained on ``28`` is seen as the analyzer would see it. A column's type is String when any value is a String
 (or Booleans mix with numbers), else Boolean, else Fractional when any value is Fractional, else Integral when any
 value is present, else Unknown; Model Monitor's files name Boolean columns String.
+
+Every number compared (statistics, sketches, drift) is the value at float32 precision, what Linear Learner reads
+(:func:`compared_numbers`, the one conversion, for the baseline and the traffic alike): the baseline's sample is
+written as float32 text (``3.9``) while a client sends the float64 text of the same float32 (``3.900000095367432``),
+and a column of few distinct values compared at two precisions drifted by the whole mass of each value.
 """
 
 from __future__ import annotations
@@ -43,6 +48,19 @@ class Classified:
         return np.bincount(self.codes, minlength=CODES).astype(np.int64)
 
 
+FLOAT32_MAX = float(np.finfo(np.float32).max)
+
+
+def compared_numbers(numbers: np.ndarray) -> np.ndarray:
+    """``numbers`` (float64) as the analyzer compares them: rounded to float32, the precision the model reads, so
+    ``3.9`` and ``3.900000095367432`` are one value; a magnitude beyond float32's range is left as it is (never
+    turned into an infinity)."""
+    numbers = np.asarray(numbers, dtype=np.float64)
+    with np.errstate(over="ignore", invalid="ignore"):
+        rounded = numbers.astype(np.float32).astype(np.float64)
+    return np.where(np.abs(numbers) <= FLOAT32_MAX, rounded, numbers)
+
+
 def as_text(value: Any) -> str | None:
     """A raw value's text: str stripped, a JSON/Parquet number or boolean as it would be written; None if missing."""
     if value is None:
@@ -74,7 +92,7 @@ def classify(column: pd.Series) -> Classified:
         kind = INTEGRAL if pd.api.types.is_integer_dtype(column.dtype) else FRACTIONAL
         codes = np.where(present, kind, MISSING).astype(np.uint8)
         texts = pd.Series([as_text(value) if ok else None for value, ok in zip(column.tolist(), present)], dtype=object)
-        return Classified(codes, np.where(present, numbers, np.nan), texts)
+        return Classified(codes, np.where(present, compared_numbers(numbers), np.nan), texts)
     texts = column.map(as_text).astype(object)
     texts = texts.where(texts.notna(), None)
     codes = np.full(len(texts), MISSING, dtype=np.uint8)
@@ -92,7 +110,7 @@ def classify(column: pd.Series) -> Classified:
         if numeric.any():
             parsed = pd.to_numeric(values[numeric].str.replace(" ", "", regex=False), errors="coerce")
             spots = np.flatnonzero(present)[numeric]
-            numbers[spots] = parsed.to_numpy(dtype=np.float64, na_value=np.nan)
+            numbers[spots] = compared_numbers(parsed.to_numpy(dtype=np.float64, na_value=np.nan))
     texts.index = pd.RangeIndex(len(texts))
     return Classified(codes, numbers, texts)
 

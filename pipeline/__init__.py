@@ -13,10 +13,14 @@ The Python API (:mod:`pipeline.api`), for notebooks in SageMaker Studio and for 
 
 from __future__ import annotations
 
-import importlib
-from typing import Any
+from pipeline.core.startup import quiet_interrupts_while_starting
 
-from pipeline.core import containers as _containers
+quiet_interrupts_while_starting()  # first: Ctrl-C while the command imports is one line, not a traceback
+
+import importlib  # noqa: E402
+from typing import Any  # noqa: E402
+
+from pipeline.core import containers as _containers  # noqa: E402
 
 # a user's ./evaluation.py (or any container package's name) earlier on sys.path must not replace the installed one
 _containers.protect_container_packages()

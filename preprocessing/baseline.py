@@ -21,6 +21,7 @@ import pandas as pd
 
 from containerlib.hosts import Host
 from containerlib.tables.chunks import Chunk
+from preprocessing.hashing import rng_entropy
 from preprocessing.layout import Schema
 
 BASELINE = "baseline"  # the output folder
@@ -34,7 +35,7 @@ class BaselineSample:
     def __init__(self, schema: Schema, limit: int, seed: int, host: Host) -> None:
         self.schema = schema
         self.limit = math.ceil(limit / host.count) if limit > 0 else 0
-        self._random = np.random.default_rng([seed, host.index, _SEED_SALT])
+        self._random = np.random.default_rng([rng_entropy(seed), host.index, _SEED_SALT])
         self._keys = np.empty(0)
         self._order = np.empty(0, dtype=np.int64)
         self._values: dict[str, list[np.ndarray]] = {column: [] for column in schema.feature_columns}

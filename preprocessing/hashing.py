@@ -16,6 +16,15 @@ _M1 = np.uint64(0xBF58476D1CE4E5B9)
 _M2 = np.uint64(0x94D049BB133111EB)
 
 
+UINT64_MASK = 0xFFFFFFFFFFFFFFFF
+
+
+def rng_entropy(seed: int) -> int:
+    """``--seed`` as a random generator's entropy: any int64 (SplitSeed is SageMaker's Integer parameter, which
+    takes negative values) as its unsigned 64 bits; numpy's generators refuse negative seeds."""
+    return seed & UINT64_MASK
+
+
 def hash_texts(values: pd.Series, seed: int) -> np.ndarray:
     key = seed.to_bytes(8, "little", signed=True)
     codes, uniques = pd.factorize(values.astype(str).str.strip())
@@ -44,7 +53,7 @@ def raw_row_hashes(raw: Any, seed: int) -> np.ndarray:
     cell has bytes left), then its length and its column's name (a null: a length no text has), h = xorshift(h * M2);
     SplitMix64's finaliser at the end."""
     n = raw.num_rows
-    h = _mix(np.full(n, np.uint64(seed & 0xFFFFFFFFFFFFFFFF), dtype=np.uint64))
+    h = _mix(np.full(n, np.uint64(rng_entropy(seed)), dtype=np.uint64))
     scratch = np.empty(n, dtype=np.uint64)
     for name in sorted(raw.column_names):
         _mix_text(h, raw.column(name), np.uint64(stable_hash64(name)), scratch)

@@ -43,6 +43,13 @@ class Settings:
     baseline_rows: int = 10_000  # the data-quality baseline's sample, over all hosts (0: none)
     raw_rows: int = 50_000  # the raw-column baseline's sample of each of train and test, over all hosts (0: none)
 
+    def __post_init__(self) -> None:
+        if not -(2**63) <= self.seed < 2**63:
+            raise PreprocessError(
+                f"--seed (pipeline parameter SplitSeed) {self.seed} is outside a 64-bit integer's range "
+                f"({-(2**63)} to {2**63 - 1}): pick a smaller seed"
+            )
+
     def fractions(self) -> tuple[float, float, float]:
         """(train, validation, test) shares; PreprocessError unless each is in [0, 1) and a train share is left."""
         validation, test = self.validation_fraction, self.test_fraction

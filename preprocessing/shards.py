@@ -17,7 +17,7 @@ import numpy as np
 from containerlib.hosts import Host
 from containerlib.names import SHARD_SUFFIX, SPLITS
 from containerlib.recordio.writer import dense_layout
-from preprocessing.hashing import SPLIT_CODES
+from preprocessing.hashing import SPLIT_CODES, rng_entropy
 
 MEMORY_BUDGET = 32 * 1024 * 1024  # bytes of frames held in memory before rows spill to disk
 BLOCK_BYTES = 8 * 1024 * 1024  # bytes of frames read, dealt or put in order at a time once spilled
@@ -88,7 +88,9 @@ class ShardBuffer:
         self.memory_bytes = memory
         self.budget = MEMORY_BUDGET if budget is None else budget  # bytes of chunks held before spilling
         self.shard_counts = shard_counts
-        self.rngs = {split: np.random.default_rng([seed, host.index, code]) for split, code in SPLIT_CODES.items()}
+        self.rngs = {
+            split: np.random.default_rng([rng_entropy(seed), host.index, code]) for split, code in SPLIT_CODES.items()
+        }
         self.dealt = dict.fromkeys(SPLITS, 0)
         self.chunks: list[np.ndarray] = []  # the chunks rows were dealt from, while in memory
         self.pending: dict[tuple[str, int], list[tuple[int, np.ndarray]]] = {
@@ -261,7 +263,7 @@ def write_shards(
     writing: deque[Future[None]] = deque()
     try:
         for split in splits:
-            rng = np.random.default_rng([seed, host.index, SPLIT_CODES[split], 1])
+            rng = np.random.default_rng([rng_entropy(seed), host.index, SPLIT_CODES[split], 1])
             for shard in range(shard_counts[split]):
                 target = work_dir / f"{split}-{host.name}-{shard:05d}{SHARD_SUFFIX}"
                 built.append((target, split))

@@ -500,29 +500,39 @@ class LocalExecution(Execution):
     @property
     def plots(self) -> list[Path]:
         """PNG plots of the report (:mod:`pipeline.api.plots`), rendered once into ``executions/<id>/plots/``, then
-        those of the data-quality violations (``plots/data-quality/``)."""
-        from pipeline.api.plots import render_plots
+        those of the data-quality violations (``plots/data-quality/``). Reused only while they are what the report
+        and the plotting code gave (:func:`~pipeline.core.verified.reuse_or_build`): damaged ones are rendered again."""
+        from pipeline.api import plots
+        from pipeline.core.verified import reuse_or_build
 
         report_path = self.report_path
+        if not report_path:
+            return self.drift_plots()
         folder = self.record.folder / "plots"
-        existing = sorted(folder.glob("*.png")) if folder.is_dir() else []
-        report_plots = (existing or render_plots(report_path, folder)) if report_path else []
+        key = plots.plots_key(report_path)
+        report_plots = reuse_or_build(folder, key, lambda: plots.render_plots(report_path, folder), earlier="*.png")
         return report_plots + self.drift_plots()
 
     def drift_plots(self) -> list[Path]:
         """A plot per feature a data-quality violation names, its baseline distribution beside this run's, rendered
         once into ``executions/<id>/plots/data-quality/``."""
+        from pipeline.api import drift_plots
         from pipeline.api.drift_plots import render_drift_plots
+        from pipeline.core.verified import key_of, reuse_or_build
 
         folder = self.record.folder / "plots" / "data-quality"
         view = self.data_quality
         if not view or not view["violations"] or not view.get("checked_statistics"):
             return []
-        existing = sorted(folder.glob("*.png")) if folder.is_dir() else []
-        if existing:
-            return existing
         current, baseline = self._read_json(view["statistics"]), self._read_json(view["checked_statistics"])
-        return render_drift_plots(current or {}, baseline or {}, view["violations"], folder)
+        key = key_of(*(json.dumps(part, sort_keys=True) for part in (current, baseline, view["violations"])))
+        key = key_of(key, Path(drift_plots.__file__).read_bytes())
+        return reuse_or_build(
+            folder,
+            key,
+            lambda: render_drift_plots(current or {}, baseline or {}, view["violations"], folder),
+            earlier="*.png",
+        )
 
     def predictions(self) -> pd.DataFrame:
         """The test rows the Transform step scored: row id (``id``, or ``file`` and ``row``), label, score(s) and

@@ -2,7 +2,8 @@
 
 The same frame (same columns, dtypes' text and values) gives the same bytes, hence the same file, which is never
 rewritten: its modification time stays, so its DataVersion stays and a second run on it hits the step cache. A
-changed frame is a new file, a new DataVersion, and Preprocess runs again.
+changed frame is a new file, a new DataVersion, and Preprocess runs again. A file already there is reused only when its
+bytes are the frame's (the name is their digest): a damaged one is rewritten, with a warning naming it.
 
 Types are decided here, on purpose, since CSV text would hide them: datetime (naive: read as UTC; tz-aware:
 converted to UTC), timedelta and Period columns become numbers of seconds (since 1970-01-01 UTC; the duration; the
@@ -17,7 +18,8 @@ from pathlib import Path
 from typing import Any
 
 from pipeline.core.errors import DataError
-from pipeline.core.files import write_text_atomically
+from pipeline.core.files import write_bytes_atomically
+from pipeline.core.verified import warn_damaged
 
 __all__ = ["numeric_times", "write_frame"]
 
@@ -49,7 +51,7 @@ def numeric_times(frame: Any) -> Any:
 
 
 def write_frame(frame: Any, folder: Path) -> Path:
-    """``<folder>/frame-<sha256 of the CSV, 16 hex>.csv`` (header row, no index), written only if absent."""
+    """``<folder>/frame-<sha256 of the CSV, 16 hex>.csv`` (header row, no index), written only if absent or damaged."""
     import pandas as pd
 
     if not isinstance(frame, pd.DataFrame):
@@ -59,8 +61,19 @@ def write_frame(frame: Any, folder: Path) -> Path:
     duplicated = sorted({str(name) for name in frame.columns[frame.columns.duplicated()]})
     if duplicated:
         raise DataError(f"data: the DataFrame has duplicated column names: {', '.join(duplicated)}")
-    text = numeric_times(frame).to_csv(index=False)
-    path = Path(folder) / f"{NAME_PREFIX}{hashlib.sha256(text.encode()).hexdigest()[:16]}.csv"
-    if not path.is_file():
-        write_text_atomically(path, text)
+    data = numeric_times(frame).to_csv(index=False).encode("utf-8")
+    path = Path(folder) / f"{NAME_PREFIX}{hashlib.sha256(data).hexdigest()[:16]}.csv"
+    if path.is_file() and _same_bytes(path, data):
+        return path
+    if path.exists():
+        warn_damaged(path, "its bytes are not those its name is the digest of")
+    write_bytes_atomically(path, data)
     return path
+
+
+def _same_bytes(path: Path, data: bytes) -> bool:
+    """Whether the file at ``path`` holds exactly ``data`` (its size first: most damage changes it)."""
+    try:
+        return path.stat().st_size == len(data) and path.read_bytes() == data
+    except OSError:
+        return False

@@ -37,7 +37,7 @@ def registry_db(workdir: str | Path) -> Path:
     """The local registry of the work dir at ``workdir`` (``registry.db``, written by the Register step)."""
     from pipeline.local.workdir import Workdir
 
-    return Workdir(Path(workdir)).registry_db
+    return Workdir.at(Path(workdir)).registry_db
 
 
 def package_name(target: str, group: str) -> str:

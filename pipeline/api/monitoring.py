@@ -38,6 +38,8 @@ class VersionReport:
     record: Path
     plots: list[Path] = field(default_factory=list)
     unseen_categories: dict[str, int] = field(default_factory=dict)  # rows answered with a never-seen value
+    sampling_percentage: float | list[float] | None = None  # data capture's; None when its records do not say
+    note: str = ""  # that the figures are from a sample, and of what share of the requests
 
     @property
     def violations(self) -> list[dict[str, str]]:
@@ -52,6 +54,8 @@ class VersionReport:
             "data_quality": self.view,
             "record": str(self.record),
             "plots": [str(path) for path in self.plots],
+            "sampling_percentage": self.sampling_percentage,
+            "note": self.note,
         }
 
 
@@ -64,6 +68,7 @@ class TrafficReport:
     start: datetime
     end: datetime
     parts: list[VersionReport]
+    notes: list[str] = field(default_factory=list)  # parts skipped, and why
 
     @property
     def violations(self) -> list[dict[str, str]]:
@@ -76,6 +81,7 @@ class TrafficReport:
             "start_time": self.start.isoformat(),
             "end_time": self.end.isoformat(),
             "parts": [part.to_json() for part in self.parts],
+            "notes": self.notes,
         }
 
 
@@ -127,7 +133,10 @@ def monitor_local(
     folder = Workdir.at(Path(workdir if workdir is not None else DEFAULT_WORKDIR))
     config = config or load_settings({})
     begin, finish = window(start, end)
-    runs = monitor_traffic(folder, config, endpoint, begin, finish, variant, model_package, environments)
+    notes: list[str] = []
+    runs = monitor_traffic(
+        folder, config, endpoint, begin, finish, variant, model_package, environments, on_skip=notes.append
+    )
     s3 = LocalS3(folder.s3)
 
     def read(uri: str) -> Any:
@@ -142,9 +151,19 @@ def monitor_local(
             current, baseline = read(view["statistics"]), read(view["checked_statistics"])
             plots = render_drift_plots(current or {}, baseline or {}, view["violations"], run.folder / "plots")
         parts.append(
-            VersionReport(run.id, run.package_arn, run.requests, view, run.folder, plots, run.unseen_categories)
+            VersionReport(
+                run.id,
+                run.package_arn,
+                run.requests,
+                view,
+                run.folder,
+                plots,
+                run.unseen_categories,
+                run.sampling_percentage,
+                run.note,
+            )
         )
-    report = TrafficReport(endpoint, variant, begin, finish, parts)
+    report = TrafficReport(endpoint, variant, begin, finish, parts, notes)
     for part in parts:
         write_text_atomically(part.record / "report.json", json.dumps(report.to_json(), indent=2) + "\n")
     return report

@@ -38,6 +38,13 @@ class PlotError(ValueError):
     """The report cannot be plotted; the message names the file and what is missing."""
 
 
+def plots_key(report_path: Path) -> str:
+    """The key of a report's plots: its bytes and this module's code (a fix to a plot renders it again)."""
+    from pipeline.core.verified import key_of
+
+    return key_of(Path(report_path).read_bytes(), Path(__file__).read_bytes())
+
+
 def render_plots(
     report_path: Path,
     output_dir: Path,

@@ -82,9 +82,25 @@ def tracking_uri_of(config: PipelineConfig, workdir: Workdir) -> str | None:
 
 
 def logged_run(folder: Path) -> MlflowRun | None:
-    """The run an execution was logged as (``mlflow.json`` in its folder), None when it was not."""
+    """The run an execution was logged as (``mlflow.json`` in its folder), None when it was not. A work dir's own
+    SQLite store named by the absolute path it had when the run was logged is named where the work dir is now (a
+    copied or moved work dir reads its own store, as its records read their own logs)."""
     path = folder / RUN_FILE
-    return MlflowRun(**json.loads(path.read_text())) if path.is_file() else None
+    if not path.is_file():
+        return None
+    document = json.loads(path.read_text())
+    uri = str(document.get("tracking_uri") or "")
+    root = folder.parent.parent  # <workdir>/executions/<id>
+    if uri.startswith("sqlite:///"):
+        stored = Path(uri.removeprefix("sqlite:///"))
+        moved = root / stored.name
+        original = not stored.is_file() or (stored.parent / "executions" / folder.name).is_dir()  # its old work dir
+        if stored.parent != root and moved.is_file() and original:
+            document = {
+                key: value.replace(str(stored), str(moved)) if isinstance(value, str) else value
+                for key, value in document.items()
+            }
+    return MlflowRun(**document)
 
 
 def track(

@@ -14,9 +14,11 @@ import importlib
 import os
 import signal
 import sys
+import warnings
+from collections.abc import Callable
 from types import TracebackType
 
-from pipeline.core.errors import ARGUMENTS, PARAMETERS, Interrupted, LlpipeError
+from pipeline.core.errors import ARGUMENTS, PARAMETERS, Interrupted, LlpipeError, LlpipeWarning
 from pipeline.core.safe_text import printable, redact
 from pipeline.core.signals import STOP_SIGNALS, stop_signals_raise
 
@@ -96,6 +98,12 @@ def main(argv: list[str] | None = None) -> int:
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return 141
     except OSError as error:  # the file system refused: a read-only or missing work dir, a full disk
+        from containerlib.file_errors import describe, is_write_refusal
+
+        if is_write_refusal(error):
+            said = describe(error, "free space there or make it writable, or pick another work dir (--workdir DIR)")
+            print(f"llpipe {args.command_name}: {redact(printable(said))}", file=sys.stderr)
+            return 1
         where = f"{error.filename}: " if error.filename else ""
         said = redact(printable(f"{where}{error.strerror or error}"))
         print(
@@ -114,12 +122,13 @@ def console() -> None:
 
     Before any command starts: text the terminal's encoding cannot hold (a label value in an ASCII locale) is
     printed with backslash escapes instead of failing the command; a traceback, should one escape, is printed with
-    its secrets redacted; Ctrl-C while the commands' modules are still importing ends like Ctrl-C later, one line
-    and exit 130."""
+    its secrets redacted; an llpipe warning is one line, ``llpipe: warning: ...`` (not Python's file and line);
+    Ctrl-C while the commands' modules are still importing ends like Ctrl-C later, one line and exit 130."""
     for stream in (sys.stdout, sys.stderr):
         if hasattr(stream, "reconfigure"):
             stream.reconfigure(errors="backslashreplace")
     sys.excepthook = _redacted_traceback
+    warnings.showwarning = _one_line_warning(warnings.showwarning)
     try:
         code = main()
     except KeyboardInterrupt:  # during start-up: main's own handler is not in place yet
@@ -128,6 +137,19 @@ def console() -> None:
     for number in STOP_SIGNALS:
         signal.signal(number, signal.SIG_IGN)
     sys.exit(code)
+
+
+def _one_line_warning(shown: Callable[..., None]) -> Callable[..., None]:
+    """``warnings.showwarning`` printing an :class:`LlpipeWarning` as ``llpipe: warning: <message>``, the others as
+    ``shown`` does."""
+
+    def show(message: Warning | str, category: type[Warning], *args: object, **kwargs: object) -> None:
+        if issubclass(category, LlpipeWarning):
+            print(f"llpipe: warning: {redact(printable(str(message)))}", file=sys.stderr)
+        else:
+            shown(message, category, *args, **kwargs)
+
+    return show
 
 
 def _redacted_traceback(kind: type[BaseException], error: BaseException, trace: TracebackType | None) -> None:

@@ -127,8 +127,9 @@ def run(args: argparse.Namespace) -> int:
         for note in step.notes:
             console.print(f"{step.name}: {note}", markup=False)
         for log in step.logs:
-            console.print(f"{step.name} log: {log}")
-            if args.logs and Path(log).is_file():
+            missing = "" if Path(log).is_file() else " (missing: removed from the record folder)"
+            console.print(f"{step.name} log: {log}{missing}", markup=False)
+            if args.logs and not missing:
                 console.print(Path(log).read_text(errors="replace"), markup=False, highlight=False)
     console.print(f"Record folder: {record.folder}")
     return 0

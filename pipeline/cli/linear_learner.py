@@ -54,11 +54,14 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 def _hyperparameters(text: str) -> dict[str, str]:
     path = Path(text)
+    if not text.lstrip().startswith("{") and path.is_dir():
+        raise ValueError(f"--hyperparameters {text}: a folder; expected a JSON object or a JSON file of one")
     source = path.read_text() if not text.lstrip().startswith("{") and path.is_file() else text
     try:
         value = json.loads(source)
     except json.JSONDecodeError as error:
-        raise ValueError(f"--hyperparameters is neither a JSON object nor a JSON file: {error}") from None
+        kind = f"the file {text} is not JSON" if source is not text else f"{text!r} is neither JSON nor a file"
+        raise ValueError(f"--hyperparameters: {kind} ({error}); expected a JSON object or a JSON file of one") from None
     if not isinstance(value, dict):
         raise ValueError("--hyperparameters must be a JSON object of name -> value")
     return {str(k): str(v) for k, v in value.items()}

@@ -6,8 +6,10 @@ Locally: the capture files of ``--endpoint`` (SageMaker's layout, under ``<bucke
 against the ``DriftCheckBaselines`` of the version that served it (the capture's ``eventMetadata.modelPackageArn``;
 one job per version) or all against ``--model-package``'s, and
 ``statistics.json``, ``constraints.json`` and ``constraint_violations.json`` are written under
-``<bucket>/<pipeline>/monitoring/<endpoint>/<variant>/yyyy/mm/dd/hh/``; the command prints the violations, draws a
-plot per drifted feature and exits 1 when there are any.
+``<bucket>/<pipeline>/monitoring/<endpoint>/<variant>/yyyy/mm/dd/hh/<start>-<end>/`` (a folder per window); the command
+prints the violations, draws a plot per drifted feature and exits 1 when there are any. A capture that kept a share of
+the requests is said to be a sample, with its percentage; a version whose requests hold no raw rows (the deploy's
+smoke test) is skipped with a note.
 
 With ``--schedule`` (SageMaker): create the endpoint's data-quality monitoring schedule (or point the existing one at
 the model package's baseline): CreateDataQualityJobDefinition and CreateMonitoringSchedule, hourly by default.
@@ -84,9 +86,13 @@ def run(args: argparse.Namespace) -> int:
         f"{report.end:%Y-%m-%d %H:%M:%S} UTC: {len(report.parts)} model package version(s) served it",
         soft_wrap=True,
     )
+    for note in report.notes:
+        console.print(f"Skipped: {note}", soft_wrap=True, markup=False)
     for part in report.parts:
         served = "all requests" if part.requests is None else f"{part.requests} request(s)"
         console.print(f"\n[bold]{served} against the baseline of {part.model_package_arn}[/bold]", soft_wrap=True)
+        if part.note:
+            console.print(f"Sampled: {part.note}", soft_wrap=True, markup=False)
         print_data_quality(part.view, console)
         if part.unseen_categories:
             shown = ", ".join(f"{column} {count}" for column, count in part.unseen_categories.items())

@@ -159,6 +159,11 @@ class TrainingError(LlpipeError):
     """A local Linear Learner training job failed; the message is the failing instance's failure reason."""
 
 
+class LlpipeWarning(UserWarning):
+    """Something the user must know that does not stop the command; the ``llpipe`` command prints it as one line,
+    ``llpipe: warning: <message>``."""
+
+
 class Interrupted(KeyboardInterrupt):
     """A stop signal (SIGTERM from ``timeout``, CI cancellation, ``docker stop``) raised where Ctrl-C would raise
     ``KeyboardInterrupt``, so the run stops the same way; the exit code is 128 + the signal number."""

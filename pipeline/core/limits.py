@@ -4,16 +4,39 @@ SageMaker fails a job whose files outgrow its storage volume (``No space left on
 out of memory; locally the jobs run on this machine's disk and memory, so each instance's sandbox and process group
 are measured while it runs, and the first instance past either limit fails the job with ``LimitExceeded``'s message
 naming the step, the limit, what the instance held and the parameter to raise.
+
+An instance ended by a signal llpipe did not send says so (:meth:`Limits.signal_error`): a SIGKILL from outside is
+most likely the kernel's out-of-memory killer (this machine, or its container, ran out before the instance type's
+memory was reached), named with the memory its processes last held, the machine's and the instance type's, and the
+parameter to change; never "exited with code -9: no output".
 """
 
 from __future__ import annotations
 
 import os
+import signal
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
 PAGE_BYTES = os.sysconf("SC_PAGE_SIZE") if hasattr(os, "sysconf") else 4096
+MB = 1024 * 1024
+
+
+def machine_memory() -> int | None:
+    """This machine's physical memory in bytes, None where it cannot be told."""
+    try:
+        return os.sysconf("SC_PHYS_PAGES") * PAGE_BYTES
+    except (AttributeError, ValueError, OSError):
+        return None
+
+
+def signal_name(number: int) -> str:
+    """``SIGKILL`` for 9; ``signal 64`` for a number without a name."""
+    try:
+        return signal.Signals(number).name
+    except ValueError:
+        return f"signal {number}"
 
 
 def held_bytes(folders: Iterable[Path]) -> int:
@@ -79,3 +102,33 @@ class Limits:
             f"{self.step}: {host} ran out of memory on its {self.instance_type} ({self.memory_bytes:,} bytes here): "
             f"its processes took {rss:,} bytes; choose a larger {self.type_parameter}"
         )
+
+    def signal_error(self, host: str, returncode: int, peak_rss: int = 0) -> str | None:
+        """Why an instance that ``returncode`` says was ended by a signal (negative: -9 is SIGKILL) failed, for a
+        signal llpipe did not send; None for an exit code. ``peak_rss``: the most its processes were measured to
+        hold."""
+        if returncode >= 0:
+            return None
+        number = -returncode
+        if number != signal.SIGKILL:
+            return f"{self.step}: {host} was ended by {signal_name(number)} (signal {number}), sent from outside llpipe"
+        facts = []
+        if peak_rss:
+            facts.append(f"its processes held {peak_rss / MB:,.0f} MB when last measured")
+        machine = machine_memory()
+        if machine:
+            facts.append(f"this machine has {machine / MB:,.0f} MB")
+        if self.memory_bytes:
+            facts.append(f"the {self.instance_type}'s limit here is {self.memory_bytes / MB:,.0f} MB")
+        known = f" ({'; '.join(facts)})" if facts else ""
+        return (
+            f"{self.step}: {host} was killed (SIGKILL, not sent by llpipe): most likely out of memory, the kernel "
+            f"ending the largest process when this machine or its container runs out{known}; use a larger "
+            f"{self._type_choice()}, less data per instance (more instances), or free memory on this machine"
+        )
+
+    def _type_choice(self) -> str:
+        """``EvaluationInstanceType`` (the parameter that sets it), else ``instance type than ml.m5.large``."""
+        if self.type_parameter and not self.type_parameter.startswith("its "):
+            return self.type_parameter
+        return f"instance type than {self.instance_type}" if self.instance_type else "instance type"

@@ -6,7 +6,7 @@ distribution and of boto3/botocore/llpipe, the source of every module of the ``p
 the definition and its helpers), the SDK's user/admin config files and ``SAGEMAKER_*`` variables, and the Python
 version. A change to any of them gives a new key, so a stale definition is never reused; old entries are simply
 never read again. An entry holds its key and the digest of its definition: one that does not match (damaged, or
-another file put there) is rebuilt. ``LLPIPE_DEFINITION_CACHE=off`` builds every time;
+another file put there) is rebuilt, with a warning naming it. ``LLPIPE_DEFINITION_CACHE=off`` builds every time;
 ``LLPIPE_DEFINITION_CACHE_DIR`` (or ``LLPIPE_CACHE_DIR``) moves it.
 """
 
@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from pipeline.core.files import user_cache_dir, write_text_atomically
+from pipeline.core.verified import warn_damaged
 
 FORMAT = "llpipe-definition-cache/2"
 PACKAGE_ROOT = Path(__file__).resolve().parents[1]  # the pipeline package: the definition and everything it imports
@@ -120,13 +121,20 @@ def read_entry(path: Path, key: str) -> str | None:
     try:
         entry = json.loads(path.read_text(encoding="utf-8"))
         definition_json = entry["definition"]
-        if entry.get("key") != key or entry.get("sha256") != _digest(definition_json):
-            return None
-        if not isinstance(json.loads(definition_json).get("Steps"), list):
-            return None
-    except (OSError, ValueError, TypeError, KeyError, AttributeError):
+        if entry.get("key") != key:
+            why = "written for another key"
+        elif entry.get("sha256") != _digest(definition_json):
+            why = "its definition does not match its digest"
+        elif not isinstance(json.loads(definition_json).get("Steps"), list):
+            why = "not a pipeline definition"
+        else:
+            return definition_json
+    except FileNotFoundError:
         return None
-    return definition_json
+    except (OSError, ValueError, TypeError, KeyError, AttributeError) as error:
+        why = f"not readable: {type(error).__name__}"
+    warn_damaged(path, why)
+    return None
 
 
 def _digest(text: str) -> str:

@@ -31,7 +31,9 @@ def _modules(folder: str, *names: str) -> tuple[str, ...]:
 
 
 # what both jobs take from the container library, and what only Preprocess does (tables) or Evaluate (predictions)
-SHARED = _modules("containerlib", "names", "errors", "hosts", "exit_message", "stop_signals", "row_ids", "stable_hash")
+SHARED = _modules(
+    "containerlib", "names", "errors", "hosts", "exit_message", "file_errors", "stop_signals", "row_ids", "stable_hash"
+)
 CONTENT_TYPES = _modules("containerlib", "content_types")
 MLFLOW_REST = _modules("containerlib", "mlflow_rest")  # a step's own MLflow run, logged from inside its job
 RECORDIO = _modules(
@@ -83,7 +85,7 @@ BUNDLE_SOURCES: dict[str, tuple[str, tuple[str, ...]]] = {
     # as the definition names the image, which holds its own code
     "dataquality": (
         "dataquality/analyze.py",
-        (*DATAQUALITY, *CONTENT_TYPES, *_modules("containerlib", "errors", "hosts", "exit_message")),
+        (*DATAQUALITY, *CONTENT_TYPES, *_modules("containerlib", "errors", "hosts", "exit_message", "file_errors")),
     ),
 }
 

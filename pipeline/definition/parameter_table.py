@@ -67,7 +67,7 @@ class Range:
     def describe(self) -> str:
         """``at least 1 and at most 65,536``, ``greater than 0 and less than 1``."""
         if self.closed:
-            return f"at least {self.low}" + (f" and at most {self.high:,}" if self.high is not None else "")
+            return f"at least {self.low:,}" + (f" and at most {self.high:,}" if self.high is not None else "")
         return f"greater than {self.low}" + (f" and less than {self.high}" if self.high is not None else "")
 
 
@@ -276,8 +276,9 @@ TABLE: tuple[PipelineParameter, ...] = (
         "SplitSeed",
         "Integer",
         0,
-        "seeds the split and the shuffles",
+        "seeds the split and the shuffles (any 64-bit integer, negative ones too)",
         (argument(PREPROCESS, "--seed"),),
+        range=Range(-(2**63), 2**63 - 1),
     ),
     PipelineParameter(
         "SchemaUrl",

@@ -207,6 +207,7 @@ class Watch:
     streamed: tuple[str, ...]  # Pipe-mode channels: streamed on the service, so not on the volume
     interval: float = 0.2
     measured: float = 0.0
+    peaks: dict[int, int] = field(default_factory=dict)  # instance -> the most its processes were measured to hold
 
     def held(self, root: Path) -> int:
         """What the instance's volume holds: its downloaded channels, its model and output folders."""
@@ -222,7 +223,9 @@ class Watch:
         # fewer processes than roots when stopped while they started
         for index, (process, root) in enumerate(zip(processes, roots, strict=False)):
             if process.poll() is None:
-                error = self.limits.memory_error(host_name(index), group_rss(process.pid))
+                rss = group_rss(process.pid)
+                self.peaks[index] = max(self.peaks.get(index, 0), rss)
+                error = self.limits.memory_error(host_name(index), rss)
                 error = error or self.limits.volume_error(host_name(index), self.held(root))
                 if error:
                     return error
@@ -381,7 +384,13 @@ def _wait(
             everyone_ended = all(code is not None for code in codes)
             if causes or everyone_ended or time.monotonic() - aborted_at > ROOT_CAUSE_WAIT_SECONDS:
                 index = (causes or failed)[0]
-                return f"{host_name(index)} failed (exit code {codes[index]}): {_failure_text(roots[index])}"
+                code = codes[index]
+                limits = watch.limits if watch is not None else Limits(step="training job")
+                peak = watch.peaks.get(index, 0) if watch is not None else 0
+                killed = limits.signal_error(host_name(index), code, peak)
+                if killed:  # ended by a signal from outside (the OOM killer): says so, whatever its output holds
+                    return killed
+                return f"{host_name(index)} failed (exit code {code}): {_failure_text(roots[index])}"
         if all(code == 0 for code in codes):
             return None
 

@@ -4,6 +4,10 @@ A step whose ``CacheConfig`` is enabled reuses the latest successful run of the 
 within ``ExpireAfter`` (an ISO 8601 duration; none means no expiry), whose cache-key attributes, once resolved, are
 equal. The attributes are the ones SageMaker documents per step type; outputs are not part of the key, so a hit
 returns the earlier run's properties (its output locations) unchanged.
+
+A step that ran with a key writes ``outputs.json`` in its step folder: the key and the fingerprint of every file under
+its output locations (:mod:`pipeline.core.verified`). A hit is taken only while those files are as written; a changed,
+truncated, added or missing file makes the step run again, with a note naming the entry and the file.
 """
 
 from __future__ import annotations
@@ -11,9 +15,13 @@ from __future__ import annotations
 import hashlib
 import json
 import re
+from collections.abc import Callable
 from datetime import datetime, timedelta, timezone
+from pathlib import Path
 from typing import Any
 
+from pipeline.core import verified
+from pipeline.core.files import write_text_atomically
 from pipeline.core.names import StepStatus
 from pipeline.local.executions import ExecutionStore, StepRecord
 
@@ -39,6 +47,7 @@ _TRAINING_JOB_DEFINITION_KEYS = (
     "StaticHyperParameters",
     "TuningObjective",
 )
+OUTPUTS_FILE = "outputs.json"  # in a step's folder: its cache key and its outputs' fingerprints
 _DURATION = re.compile(
     r"^P(?:(?P<years>\d+)Y)?(?:(?P<months>\d+)M)?(?:(?P<weeks>\d+)W)?(?:(?P<days>\d+)D)?"
     r"(?:T(?:(?P<hours>\d+)H)?(?:(?P<minutes>\d+)M)?(?:(?P<seconds>\d+(?:\.\d+)?)S)?)?$"
@@ -131,3 +140,34 @@ def find_hit(
             continue
         return previous.cache_hit_source or record.id, previous
     return None
+
+
+def output_files(properties: dict[str, Any], local_path: Callable[[str], Path]) -> dict[str, Path]:
+    """Every file under the step's output locations, by its S3 URI (``local_path`` maps a URI to this machine)."""
+    files = {}
+    for uri in output_uris(properties):
+        for name, path in verified.files_under(local_path(uri)).items():
+            files[uri if name == "." else f"{uri.rstrip('/')}/{name}"] = path
+    return files
+
+
+def record_outputs(folder: Path, key: str, properties: dict[str, Any], local_path: Callable[[str], Path]) -> None:
+    """Write the step's ``outputs.json``: what a later hit checks before reusing these outputs."""
+    entry = {"key": key, "files": verified.fingerprint(output_files(properties, local_path))}
+    write_text_atomically(folder / OUTPUTS_FILE, json.dumps(entry, indent=1) + "\n")
+
+
+def changed_outputs(
+    folder: Path, key: str, properties: dict[str, Any], local_path: Callable[[str], Path]
+) -> str | None:
+    """Why the outputs recorded in ``folder`` are no longer what the step wrote, or None when they are (or when the
+    step ran before outputs were recorded: nothing to check them against)."""
+    try:
+        entry = json.loads((folder / OUTPUTS_FILE).read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        return None
+    except (OSError, ValueError) as error:
+        return f"{OUTPUTS_FILE} is not readable ({type(error).__name__})"
+    if not isinstance(entry, dict) or entry.get("key") != key:
+        return f"{OUTPUTS_FILE} was written for another cache key"
+    return verified.first_change(entry.get("files"), output_files(properties, local_path))

@@ -34,6 +34,7 @@ from typing import Any
 from pipeline.core.files import user_cache_dir
 from pipeline.core.images import ProcessingImage, image_for_uri
 from pipeline.core.stale import owned_temp_folder_prefix, sweep_temp_folders
+from pipeline.core.verified import warn_damaged
 
 MANIFEST = "llpipe-environment.json"
 BUILD_LOG = "build.log"
@@ -198,17 +199,22 @@ class ImageEnvironments:
         """Where the image's environment lives once built."""
         return self.cache_dir / "envs" / f"{image.key}-{_spec_digest(image)}"
 
-    def cached(self, image: ProcessingImage) -> JobEnvironment | None:
-        """The built environment, read from its manifest (no process started, no network), or None."""
+    def cached(self, image: ProcessingImage, discard_damaged: bool = False) -> JobEnvironment | None:
+        """The built environment, read from its manifest (no process started, no network), or None. A folder whose
+        manifest is not this image's (damaged, another build's) or whose interpreter is gone is no environment;
+        with ``discard_damaged`` (under the build lock) it is removed, with a warning naming it, to be built again."""
         folder = self.folder(image)
-        try:
+        if not folder.exists():
+            return None
+        why = _unusable(folder, image)
+        if why is None:
             manifest = json.loads((folder / MANIFEST).read_text())
-        except (OSError, json.JSONDecodeError):
-            return None
-        python = folder / "bin" / "python"
-        if not python.exists():  # its base interpreter was removed: build again
-            return None
-        return self._environment(image, "", python, manifest["python"], manifest["libraries"], str(folder))
+            python = folder / "bin" / "python"
+            return self._environment(image, "", python, manifest["python"], manifest["libraries"], str(folder))
+        if discard_damaged:
+            warn_damaged(folder, why)
+            _discard(folder)
+        return None
 
     def for_image_uri(self, image_uri: str, report: Report = lambda text: None) -> JobEnvironment:
         """The environment to run a job of ``image_uri`` with: the image's own, built on first use, or the
@@ -230,7 +236,7 @@ class ImageEnvironments:
         folder.parent.mkdir(parents=True, exist_ok=True)
         lock = folder.parent / f".{folder.name}.lock"
         with _locked(lock, lambda: report(f"waiting for another run building the {image.key} environment")):
-            found = self.cached(image)  # built by another run while this one waited
+            found = self.cached(image, discard_damaged=True)  # built by another run while this one waited
             if found is not None:
                 return _with_uri(found, image_uri)
             started = time.monotonic()
@@ -310,7 +316,13 @@ class ImageEnvironments:
             problems = _mismatches(image, python_version, libraries)
             if problems:
                 raise EnvironmentBuildError(f"the built environment has {'; '.join(problems)}")
-            manifest = {"image": image.key, "python": python_version, "libraries": libraries, "built_from": str(base)}
+            manifest = {
+                "image": image.key,
+                "spec": _spec_digest(image),
+                "python": python_version,
+                "libraries": libraries,
+                "built_from": str(base),
+            }
             (building / MANIFEST).write_text(json.dumps(manifest, indent=2) + "\n")
             building.rename(folder)
         except BaseException as error:
@@ -342,6 +354,36 @@ class ImageEnvironments:
                     report(f"{what}: {_short(tail)}")
         if process.returncode != 0:
             raise EnvironmentBuildError(f"{what} failed: {_short(tail) or f'exit code {process.returncode}'}")
+
+
+def _unusable(folder: Path, image: ProcessingImage) -> str | None:
+    """Why the environment folder cannot be used for ``image``, None when it can: its manifest must be readable,
+    name the image and its pins' digest (when it records one) and list the versions, and its interpreter exist."""
+    try:
+        manifest = json.loads((folder / MANIFEST).read_text())
+    except FileNotFoundError:
+        return f"{MANIFEST} is missing"
+    except (OSError, ValueError) as error:
+        return f"{MANIFEST} is not readable: {type(error).__name__}"
+    if not isinstance(manifest, dict) or not isinstance(manifest.get("libraries"), dict):
+        return f"{MANIFEST} lists no libraries"
+    if not isinstance(manifest.get("python"), str):
+        return f"{MANIFEST} names no Python version"
+    if manifest.get("image") != image.key or manifest.get("spec", _spec_digest(image)) != _spec_digest(image):
+        return f"{MANIFEST} is of another image ({manifest.get('image')})"
+    if not (folder / "bin" / "python").exists():
+        return "its interpreter is gone (its base Python was removed)"
+    return None
+
+
+def _discard(folder: Path) -> None:
+    """Remove a damaged environment: renamed aside first, so the name is free at once even if removal is slow."""
+    aside = folder.with_name(f".{folder.name}.discarded-{os.getpid()}")
+    try:
+        folder.rename(aside)
+    except OSError:
+        aside = folder
+    shutil.rmtree(aside, ignore_errors=True)
 
 
 def _short(line: str, limit: int = 120) -> str:

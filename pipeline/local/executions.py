@@ -5,6 +5,10 @@ times, properties, cache-hit source and log files (what ListPipelineExecutionSte
 ``definition.json`` the definition that ran; ``resolved-definition.json`` the same with parameter values and each
 step's request as it ran (``steps/<name>/arguments.json``);
 ``steps/<name>/logs/`` the stdout/stderr of every instance. Files are rewritten atomically after every change.
+
+Paths in a record are stored relative to its folder (``steps/Train/logs/algo-1.log``) and made absolute when read,
+so a work dir copied or moved elsewhere shows its own files, never the original's. Records written before held
+absolute paths: one inside an execution folder of the same id is mapped into this folder.
 """
 
 from __future__ import annotations
@@ -82,7 +86,10 @@ class ExecutionRecord:
             "end_time": self.end_time,
             "parameters": self.parameters,
             "failure_reason": self.failure_reason,
-            "steps": [asdict(step) for step in self.steps.values()],
+            "steps": [
+                {**asdict(step), "logs": [stored_path(log, self.folder) for log in step.logs]}
+                for step in self.steps.values()
+            ],
             "owner": self.owner,
         }
 
@@ -118,9 +125,30 @@ class DamagedRecord(LlpipeError):
         )
 
 
+def stored_path(path: str, folder: Path) -> str:
+    """``path`` as a record keeps it: relative to the execution's ``folder`` when inside it, else unchanged."""
+    try:
+        return Path(path).relative_to(folder).as_posix()
+    except ValueError:
+        return path
+
+
+def read_path(text: str, folder: Path) -> str:
+    """The absolute path a record's ``text`` names in the execution ``folder``: a relative one joined to it; an
+    absolute one (a record of an older version) under ``.../<execution id>/...`` mapped to the same place in this
+    folder, so a copied work dir never reads the original's files."""
+    path = Path(text)
+    if not path.is_absolute():
+        return str(folder / path)
+    found = [index for index, part in enumerate(path.parts[:-1]) if part == folder.name]
+    return str(folder.joinpath(*path.parts[found[-1] + 1 :])) if found else text
+
+
 def record_from_json(document: dict[str, Any], folder: Path) -> ExecutionRecord:
     """The inverse of ``ExecutionRecord.to_json``."""
     steps = {step["name"]: StepRecord(**step) for step in document.get("steps", [])}
+    for step in steps.values():
+        step.logs = [read_path(str(log), folder) for log in step.logs]
     return ExecutionRecord(
         id=document["id"],
         pipeline_name=document["pipeline_name"],

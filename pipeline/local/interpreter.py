@@ -9,14 +9,18 @@ no new step starts; steps that never start are recorded as ``Skipped`` with the 
 
 from __future__ import annotations
 
+import contextlib
 import json
 import threading
 import traceback
 from collections.abc import Callable, Mapping
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
+from containerlib.file_errors import describe, is_write_refusal
+from pipeline.core.errors import LlpipeError
 from pipeline.core.names import StepStatus
 from pipeline.core.safe_text import redact
 from pipeline.core.signals import SIGNAL_CHECK_SECONDS, stop_signals_deferred, stop_signals_raise
@@ -41,6 +45,8 @@ class Interpreter:
     arn_prefix: str = "arn:aws:sagemaker:local:000000000000"  # arn:aws:sagemaker:<region>:<account>
     on_change: Callable[[ExecutionRecord, StepRecord], None] = field(default=lambda record, step: None)
     has_objects: Callable[[str], bool] = field(default=lambda uri: True)  # does an S3 object or prefix exist
+    # where an S3 URI is on this machine: a cached step's outputs are fingerprinted and checked there (None: not)
+    local_path: Callable[[str], Path] | None = None
     # a step's failure reason as the user reads it: the runner names the data it staged by the user's own paths
     reword_failure: Callable[[str], str] = field(default=lambda reason: reason)
 
@@ -217,8 +223,15 @@ class Interpreter:
                 properties=error.properties,
             )
         except Exception as error:  # a job crashed: keep the traceback in the record, show its last line
-            (record.step_folder(spec.name) / "error.txt").write_text(redact(traceback.format_exc()))
-            reason = redact(self.reword_failure(f"{type(error).__name__}: {error}"))
+            with contextlib.suppress(OSError):  # a full or read-only disk may refuse this too
+                (record.step_folder(spec.name) / "error.txt").write_text(redact(traceback.format_exc()))
+            if is_write_refusal(error):  # the disk refused (full, read-only): the path and what to do, no defect
+                said = describe(error, "free space there, or run with another work dir")  # type: ignore[arg-type]
+            elif isinstance(error, LlpipeError):  # a refusal worded for the user: its message, not its class
+                said = str(error)
+            else:
+                said = f"{type(error).__name__}: {error}"
+            reason = redact(self.reword_failure(said))
             self._change(record, step, status=StepStatus.FAILED, end_time=now(), failure_reason=reason)
         else:
             self._change(record, step, status=StepStatus.SUCCEEDED, end_time=now(), properties=properties)
@@ -249,11 +262,17 @@ class Interpreter:
             if hit:
                 source, previous = hit
                 missing = [uri for uri in cache.output_uris(previous.properties) if not self.has_objects(uri)]
-                if not missing:
+                changed = None if missing else self._changed_outputs(source, spec.name, key, previous.properties)
+                if not missing and not changed:
                     step.cache_hit_source = source
                     step.detail = f"cache hit from execution {source}"
                     return previous.properties
-                note = f"cache hit from execution {source} not used: its output {missing[0]} is gone; re-running"
+                if missing:
+                    note = f"cache hit from execution {source} not used: its output {missing[0]} is gone; re-running"
+                else:
+                    entry = self.store.root / source / "steps" / spec.name / cache.OUTPUTS_FILE
+                    note = f"cache entry {entry} is damaged ({changed}); re-running {spec.name}"
+                    step.notes.append(note)
                 step.detail = note
                 self._change(record, step)
         job = Job(
@@ -270,8 +289,17 @@ class Interpreter:
         )
         properties = self.runners[spec.type](job)
         step.detail = note  # the last progress line of a finished job says nothing more
+        if key and self.local_path is not None:
+            cache.record_outputs(folder, key, properties, self.local_path)
 
         return {**properties, **self._property_files(spec, properties)}
+
+    def _changed_outputs(self, source: str, name: str, key: str, properties: dict[str, Any]) -> str | None:
+        """Why the outputs execution ``source``'s step ``name`` recorded changed since, None when unchanged."""
+        if self.local_path is None:
+            return None
+        folder = self.store.root / source / "steps" / name
+        return cache.changed_outputs(folder, key, properties, self.local_path)
 
     @staticmethod
     def _property_files(spec: StepSpec, properties: dict[str, Any]) -> dict[str, Any]:

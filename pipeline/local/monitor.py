@@ -6,8 +6,15 @@ a model package's registered baseline, its ``DriftCheckBaselines.ModelDataQualit
 version's: the one that is served). The job is the request a monitoring schedule runs: the capture prefix at
 ``/opt/ml/processing/input/endpoint/<endpoint>/<variant>``, ``dataset_format`` ``sagemakerCaptureJson``,
 ``start_time`` / ``end_time``, the baseline files. The report (``statistics.json``, ``constraints.json``,
-``constraint_violations.json``) lands at ``<pipeline prefix>/monitoring/<endpoint>/<variant>/yyyy/mm/dd/hh/`` (the
-window's end), the job's record (request, logs, environment) in ``<workdir>/monitoring/<id>/``.
+``constraint_violations.json``) lands at ``<pipeline prefix>/monitoring/<endpoint>/<variant>/yyyy/mm/dd/hh/<window>/``
+(the hour of the window's end, then the window itself, ``<start>-<end>`` as ``20240119T180000Z``: two windows
+ending in one hour keep a report each), the job's record (request, logs, environment) in
+``<workdir>/monitoring/<id>/``.
+
+A capture that kept a share of the requests (``eventMetadata.samplingPercentage`` below 100) is analysed as the
+sample it is, and the run says so (:attr:`MonitoringRun.note`). A version whose requests in the window carry no raw
+rows (only encoded input, as the deploy's smoke test sends) has nothing to check: its part is skipped with a note,
+not the whole window failed.
 """
 
 from __future__ import annotations
@@ -15,6 +22,7 @@ from __future__ import annotations
 import contextlib
 import shutil
 import uuid
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
@@ -62,6 +70,37 @@ class MonitoringRun:
     properties: dict[str, Any]  # CalculatedBaselineStatistics, ViolationReport, CheckedBaselineStatistics, ...
     requests: int | None = None  # the window's requests this version served (None: all, against a named version)
     unseen_categories: dict[str, int] = field(default_factory=dict)  # rows answered with a never-seen value, by column
+    sampling_percentages: tuple[float, ...] = ()  # of the capture that kept them; empty when the records say none
+
+    @property
+    def sampling_percentage(self) -> float | list[float] | None:
+        """The capture's sampling percentage: one number, the several ones servers of the window used, or None."""
+        if not self.sampling_percentages:
+            return None
+        return self.sampling_percentages[0] if len(self.sampling_percentages) == 1 else list(self.sampling_percentages)
+
+    @property
+    def note(self) -> str:
+        """That the figures are from a sample, and of what share of the requests; empty for a whole capture."""
+        shares = [share for share in self.sampling_percentages if share < 100]
+        if not shares:
+            return ""
+        kept = " and ".join(f"{share:g}%" for share in self.sampling_percentages)
+        return (
+            f"a {kept} sample: data capture kept {kept} of the requests, so the figures (counts, statistics, drift) "
+            "are of that sample, not of every request served"
+        )
+
+
+@dataclass
+class Part:
+    """The window's requests one version served, as read from the capture files."""
+
+    package: Any
+    lines: dict[str, list[str]] = field(default_factory=dict)  # capture file (relative) -> its lines of this part
+    requests: int = 0
+    raw: int = 0  # requests that carry raw rows (CSV, JSON, JSON Lines): the others hold nothing to check
+    percentages: set[float] = field(default_factory=set)
 
 
 def capture_prefix(config: PipelineConfig, endpoint: str, variant: str) -> str:
@@ -110,11 +149,13 @@ def monitor_traffic(
     variant: str = DEFAULT_VARIANT,
     model_package: str | None = None,
     environments: ImageEnvironments | None = None,
+    on_skip: Callable[[str], None] = lambda note: None,
 ) -> list[MonitoringRun]:
     """Run the monitoring jobs of ``[start, end)`` (UTC) of ``endpoint``'s ``variant``: one per model package version
     that served the window's requests (``eventMetadata.modelPackageArn``), each against its own baseline, or one
-    against ``model_package``'s when given; ``MonitorError`` when a version has no baseline, nothing was captured in
-    the window, or a job fails."""
+    against ``model_package``'s when given; a version whose requests hold no raw rows is skipped, ``on_skip`` told
+    why. ``MonitorError`` when a version has no baseline, nothing was captured in the window, nothing in it holds
+    raw rows, or a job fails."""
     from dataquality.capture import capture_files
 
     if start >= end:
@@ -126,26 +167,43 @@ def monitor_traffic(
         raise _nothing_captured(endpoint, variant, captured, start, end)
     if model_package is not None:
         package = served_package(workdir, config, model_package, endpoint)
-        return [_run_job(workdir, config, s3, endpoint, variant, start, end, package, prefix, "", None, environments)]
+        whole = _read_window(endpoint, captured, start, end, lambda arn: None).get(None) or Part(package)
+        if not whole.requests:
+            raise _nothing_captured(endpoint, variant, captured, start, end)
+        if not whole.raw:
+            raise _no_raw_rows(endpoint, whole.requests, start, end)
+        whole.package = package
+        return [_run_part(workdir, config, s3, endpoint, variant, start, end, whole, prefix, "", None, environments)]
     groups = _served_versions(workdir, config, endpoint, captured, start, end)
     if not groups:
         raise _nothing_captured(endpoint, variant, captured, start, end)
+    checkable = {arn: part for arn, part in groups.items() if part.raw}
+    for part in groups.values():
+        if not part.raw:
+            on_skip(
+                f"{part.package.arn}: its {part.requests} request(s) in the window hold no raw rows (only encoded "
+                "input, as the deploy's smoke test sends): nothing to check, skipped"
+            )
+    if not checkable:
+        raise _no_raw_rows(endpoint, sum(part.requests for part in groups.values()), start, end)
     if len(groups) == 1:
-        ((package, _, count),) = groups.values()
-        return [_run_job(workdir, config, s3, endpoint, variant, start, end, package, prefix, "", count, environments)]
+        ((_, part),) = checkable.items()
+        return [
+            _run_part(workdir, config, s3, endpoint, variant, start, end, part, prefix, "", part.requests, environments)
+        ]
     runs = []
-    for package, lines, count in groups.values():
+    for part in checkable.values():
         # named by this process, so the reaper removes it if the process is killed before the finally below
         root = f"{config.pipeline_prefix}/monitoring/{MONITOR_STAGING}/{owned_temp_folder_prefix(MONITOR_KIND)}"
         root += uuid.uuid4().hex
         staging = f"{root}/{endpoint}/{variant}/"
         try:
-            for relative, text in lines.items():
+            for relative, text in part.lines.items():
                 s3.put_bytes(staging + relative, "".join(text).encode("utf-8"))
-            part = f"model-package-{package.version}"
+            name = f"model-package-{part.package.version}"
             runs.append(
-                _run_job(
-                    workdir, config, s3, endpoint, variant, start, end, package, staging, part, count, environments
+                _run_part(
+                    workdir, config, s3, endpoint, variant, start, end, part, staging, name, part.requests, environments
                 )
             )
         finally:
@@ -155,6 +213,14 @@ def monitor_traffic(
     return runs
 
 
+def _no_raw_rows(endpoint: str, requests: int, start: datetime, end: datetime) -> MonitorError:
+    return MonitorError(
+        f"endpoint {endpoint}'s {requests} captured request(s) in {_iso(start)} - {_iso(end)} hold no raw rows (only "
+        "encoded input, as the deploy's smoke test sends): nothing to check; send CSV or JSON rows, or pick another "
+        f"window with {opt('start')}/{opt('end')}"
+    )
+
+
 def _nothing_captured(endpoint: str, variant: str, captured: Path, start: datetime, end: datetime) -> MonitorError:
     return MonitorError(
         f"no capture files of endpoint {endpoint} (variant {variant}) under {captured} for "
@@ -162,46 +228,62 @@ def _nothing_captured(endpoint: str, variant: str, captured: Path, start: dateti
     )
 
 
-def _served_versions(
-    workdir: Workdir, config: PipelineConfig, endpoint: str, captured: Path, start: datetime, end: datetime
-) -> dict[str, tuple[Any, dict[str, list[str]], int]]:
-    """The window's capture lines by the version that served them: {package ARN: (package, {file: lines})}. A record
-    without ``eventMetadata.modelPackageArn`` (captured before llpipe recorded it) counts as the version the endpoint
-    serves now (:func:`served_package`). ``MonitorError`` naming every version that cannot be checked."""
+def _read_window(
+    endpoint: str, captured: Path, start: datetime, end: datetime, key: Callable[[str | None], str | None]
+) -> dict[str | None, Part]:
+    """The window's capture lines grouped by ``key`` of the ARN of the version that served them (package unset)."""
+    from containerlib.content_types import RAW_ROW_TYPES
     from dataquality.capture import CaptureError, capture_files, read_lines
-    from pipeline.local.registry import LocalRegistry, RegistryError
 
-    registry = LocalRegistry(workdir.registry_db)
-    found: dict[str | None, dict[str, list[str]]] = {}
-    counts: dict[str | None, int] = {}
+    found: dict[str | None, Part] = {}
     try:
         for path in capture_files(captured, start, end):
             relative = path.relative_to(captured).as_posix()
             for record, line in read_lines(path, relative):
                 if start <= record.inference_time < end:
-                    found.setdefault(record.model_package_arn, {}).setdefault(relative, []).append(line)
-                    counts[record.model_package_arn] = counts.get(record.model_package_arn, 0) + 1
+                    part = found.setdefault(key(record.model_package_arn), Part(None))
+                    part.lines.setdefault(relative, []).append(line)
+                    part.requests += 1
+                    payload = record.endpoint_input
+                    part.raw += payload is not None and payload.media_type in RAW_ROW_TYPES
+                    if record.sampling_percentage is not None:
+                        part.percentages.add(record.sampling_percentage)
     except CaptureError as error:
         raise MonitorError(f"endpoint {endpoint}'s capture under {captured}: {error}") from None
-    groups: dict[str, tuple[Any, dict[str, list[str]], int]] = {}
+    return found
+
+
+def _served_versions(
+    workdir: Workdir, config: PipelineConfig, endpoint: str, captured: Path, start: datetime, end: datetime
+) -> dict[str, Part]:
+    """The window's capture lines by the version that served them: {package ARN: part}. A record without
+    ``eventMetadata.modelPackageArn`` (captured before llpipe recorded it) counts as the version the endpoint serves
+    now (:func:`served_package`). ``MonitorError`` naming every version that cannot be checked."""
+    from pipeline.local.registry import LocalRegistry, RegistryError
+
+    registry = LocalRegistry(workdir.registry_db)
+    found = _read_window(endpoint, captured, start, end, lambda arn: arn)
+    groups: dict[str, Part] = {}
     problems = []
-    for arn, files in found.items():
+    for arn, part in found.items():
         try:
             package = served_package(workdir, config, None, endpoint) if arn is None else registry.describe(arn)
         except (MonitorError, RegistryError) as error:
             problems.append(
-                f"{arn or 'requests without eventMetadata.modelPackageArn'} ({counts[arn]} requests): {error}"
+                f"{arn or 'requests without eventMetadata.modelPackageArn'} ({part.requests} requests): {error}"
             )
             continue
         if not {"Statistics", "Constraints"} <= set(package.drift_check_data_quality):
-            problems.append(f"{package.arn} ({counts[arn]} requests) carries no DriftCheckBaselines.ModelDataQuality")
+            problems.append(f"{package.arn} ({part.requests} requests) carries no DriftCheckBaselines.ModelDataQuality")
             continue
-        _, merged, before = groups.get(package.arn, (package, {}, 0))
-        for relative, lines in files.items():
-            merged.setdefault(relative, []).extend(lines)
-        groups[package.arn] = (package, merged, before + counts[arn])
+        merged = groups.setdefault(package.arn, Part(package))
+        for relative, lines in part.lines.items():
+            merged.lines.setdefault(relative, []).extend(lines)
+        merged.requests += part.requests
+        merged.raw += part.raw
+        merged.percentages |= part.percentages
     if problems:
-        served = ", ".join(f"{arn or 'unrecorded'} ({count})" for arn, count in counts.items())
+        served = ", ".join(f"{arn or 'unrecorded'} ({part.requests})" for arn, part in found.items())
         raise MonitorError(
             f"the requests captured by endpoint {endpoint} in {_iso(start)} - {_iso(end)} were served by "
             f"{served}; each is checked against the baseline of the version that served it, and these cannot be: "
@@ -210,6 +292,28 @@ def _served_versions(
             f"{opt('model_package')})"
         )
     return groups
+
+
+def _run_part(
+    workdir: Workdir,
+    config: PipelineConfig,
+    s3: LocalS3,
+    endpoint: str,
+    variant: str,
+    start: datetime,
+    end: datetime,
+    part: Part,
+    prefix: str,
+    name: str,
+    requests: int | None,
+    environments: ImageEnvironments | None,
+) -> MonitoringRun:
+    """The monitoring job of one part, the capture's sampling percentages recorded with it."""
+    percentages = tuple(sorted(part.percentages))
+    return _run_job(
+        workdir, config, s3, endpoint, variant, start, end, part.package, prefix, name, requests, environments,
+        percentages,
+    )  # fmt: skip
 
 
 def _run_job(
@@ -225,11 +329,13 @@ def _run_job(
     part: str,
     requests: int | None,
     environments: ImageEnvironments | None,
+    sampling_percentages: tuple[float, ...] = (),
 ) -> MonitoringRun:
     """One monitoring job over the capture files under ``prefix`` against ``package``'s baseline; its report lands in
-    the window's hour folder (``part``, when several versions served the window: a subfolder per version)."""
+    the window's own folder in the hour of its end (``part``, when several versions served the window: a subfolder
+    per version)."""
     run_id = f"{end:%Y%m%dT%H%M%S}-{uuid.uuid4().hex[:8]}"
-    output = f"{config.pipeline_prefix}/monitoring/{endpoint}/{variant}/{end:%Y/%m/%d/%H}" + (
+    output = f"{config.pipeline_prefix}/monitoring/{endpoint}/{variant}/{window_folder(start, end)}" + (
         f"/{part}" if part else ""
     )
     request = {
@@ -285,7 +391,9 @@ def _run_job(
         "SkipCheck": False,
     }
     unseen = _unseen(s3.path(prefix), start, end)  # the prefix holds this version's records only
-    run = MonitoringRun(run_id, folder, endpoint, variant, start, end, package.arn, properties, requests, unseen)
+    run = MonitoringRun(
+        run_id, folder, endpoint, variant, start, end, package.arn, properties, requests, unseen, sampling_percentages
+    )
     write_json_atomically(folder / "monitoring.json", _record(run))
     return run
 
@@ -296,6 +404,13 @@ def _unseen(captured: Path, start: datetime, end: datetime) -> dict[str, int]:
     from dataquality.capture import records, unseen_counts
 
     return unseen_counts(records(captured, start, end))
+
+
+def window_folder(start: datetime, end: datetime) -> str:
+    """``yyyy/mm/dd/hh/<start>-<end>``: the hour of the window's end (SageMaker's layout), then the window itself."""
+    stamp = "%Y%m%dT%H%M%SZ"
+    start, end = start.astimezone(timezone.utc), end.astimezone(timezone.utc)
+    return f"{end:%Y/%m/%d/%H}/{start.strftime(stamp)}-{end.strftime(stamp)}"
 
 
 def _iso(moment: datetime) -> str:
@@ -312,5 +427,7 @@ def _record(run: MonitoringRun) -> dict[str, Any]:
         "model_package_arn": run.package_arn,
         "requests": run.requests,
         "unseen_categories": run.unseen_categories,
+        "sampling_percentage": run.sampling_percentage,
+        "note": run.note,
         **run.properties,
     }

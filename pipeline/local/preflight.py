@@ -234,12 +234,21 @@ class DataFacts:
     rows: int | None
 
 
+def _size(path: Path) -> int | None:
+    try:
+        return path.stat().st_size
+    except OSError:
+        return None
+
+
 def check_data(files: list[Path], values: Mapping[str, Any]) -> DataFacts:
     """Scan the input files (when small enough), then check instance counts and splits against what was found."""
     facts = scan_files(files)
     if facts.rows == 0:
         shown = ", ".join(str(path) for path in files[:3]) + (f" and {len(files) - 3} more" if len(files) > 3 else "")
-        raise DataError(f"{shown}: a header but no data rows; give data with at least one row per split")
+        empty = all(_size(path) == 0 for path in files)
+        what = "empty (0 bytes: no header, no rows)" if empty else "a header but no data rows"
+        raise DataError(f"{shown}: {what}; give data with at least one row per split")
     _check_counts(facts, values)
     return facts
 

@@ -81,6 +81,7 @@ class LocalRun:
             arn_prefix=f"arn:aws:sagemaker:{self.config.region}:{account}",
             on_change=self.on_change or (lambda record, step: None),
             has_objects=self.s3.has_objects,
+            local_path=self.s3.path,
         )
 
     def prepare(self, source: DataSource, overrides: Mapping[str, str], sample_rows: int | None = None) -> PreparedRun:

@@ -24,8 +24,17 @@ class Workdir:
 
     @classmethod
     def at(cls, root: Path) -> Workdir:
-        """The work dir at ``root`` as an absolute path (so jobs that change directory still find it)."""
-        return cls(Path(root).resolve())
+        """The work dir at ``root`` as an absolute path (so jobs that change directory still find it); a
+        ``UsageError`` when a file is in its place (read as an empty work dir, it said "no executions")."""
+        path = Path(root).expanduser().resolve()
+        if path.exists() and not path.is_dir():
+            raise UsageError(
+                f"{path} is a file, not a folder: a work dir is the folder holding s3/, executions/ and registry.db; "
+                f"pick the folder with {opt('workdir', 'DIR')}",
+                option="workdir",
+                value=root,
+            )
+        return cls(path)
 
     def ensure_writable(self) -> None:
         """Create the root if needed and prove it writable (a file is created and removed), before anything runs;

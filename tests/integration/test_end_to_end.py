@@ -103,12 +103,18 @@ def test_binary_with_three_training_instances_registers_then_hits_the_cache_then
     assert costs.pop("Evaluate") > 0 and costs.pop("DataQuality") > 0 and set(costs.values()) == {0}
     assert [p.version for p in registered(tmp_path)] == [1, 2]
 
-    # Inject a failure into one training instance: corrupt the train shard that ShardedByS3Key deals to algo-2,
-    # then change only a training hyperparameter so Preprocess comes from the cache and Train runs again.
-    train_uri = record.steps["Preprocess"].properties["ProcessingOutputConfig"]["Outputs"][0]["S3Output"]["S3Uri"]
+    # Inject a failure into one training instance: corrupt the train shard that ShardedByS3Key deals to algo-2, as if
+    # Preprocess had written it so (its cache entry's fingerprints re-recorded: a shard changed after the run is
+    # never reused, tests/integration/test_damaged_caches.py), then change only a training hyperparameter so
+    # Preprocess comes from the cache and Train runs again.
+    from pipeline.local.cache import record_outputs
+
+    preprocess = record.steps["Preprocess"]
+    train_uri = preprocess.properties["ProcessingOutputConfig"]["Outputs"][0]["S3Output"]["S3Uri"]
     shards = run.s3.list_objects(train_uri.rstrip("/") + "/")
     victim = run.s3.path(shards[1])
     victim.write_bytes(victim.read_bytes()[:-7])
+    record_outputs(record.folder / "steps" / "Preprocess", preprocess.cache_key, preprocess.properties, run.s3.path)
     broken = run.execute(example_data(Workdir(tmp_path)), {**FAST, "TrainingInstanceCount": "3", "Epochs": "2"})
     assert broken.status == "Failed"
     assert broken.steps["Preprocess"].cache_hit_source == record.id

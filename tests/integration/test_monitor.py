@@ -7,7 +7,9 @@ schedule's exact requests, asserted with botocore's Stubber.
 
 from __future__ import annotations
 
+import base64
 import json
+import shutil
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from typing import Any
@@ -36,7 +38,7 @@ PACKAGE_ARN = f"arn:aws:sagemaker:us-east-1:111122223333:model-package/{GROUP}/1
 BASELINE = "s3://llpipe-local/linear-learner-pipeline/e1/dataquality"
 
 
-def register_with_baseline(workdir: Workdir, tmp_path: Path) -> None:
+def register_with_baseline(workdir: Workdir, tmp_path: Path) -> str:
     """An approved version whose DriftCheckBaselines were calculated by the analyzer from the table's raw columns
     (what the pipeline's DataQuality step registers)."""
     s3 = LocalS3(workdir.s3)
@@ -55,7 +57,7 @@ def register_with_baseline(workdir: Workdir, tmp_path: Path) -> None:
         "ModelMetrics": {"ModelDataQuality": sources},
         "DriftCheckBaselines": {"ModelDataQuality": sources},
     }
-    LocalRegistry(workdir.registry_db).register(request, region="us-east-1", account="111122223333")
+    return LocalRegistry(workdir.registry_db).register(request, region="us-east-1", account="111122223333").arn
 
 
 def csv_requests(frame: Any) -> list[Captured]:
@@ -109,7 +111,8 @@ def test_clean_traffic_reports_no_violations(
     assert [feature["name"] for feature in view["features"]] == FEATURES  # positional CSV named by the baseline
     written = LocalS3(served.s3).path(view["violation_report"])
     assert json.loads(written.read_text()) == {"violations": []}
-    assert view["violation_report"].endswith("/monitoring/ep-clean/AllTraffic/2024/01/19/19/constraint_violations.json")
+    window = "2024/01/19/19/20240119T180000Z-20240119T190000Z"  # the hour of its end, then the window itself
+    assert view["violation_report"].endswith(f"/monitoring/ep-clean/AllTraffic/{window}/constraint_violations.json")
     record = Path(report["record"])
     request = json.loads((record / "processing-request.json").read_text())
     assert request["Environment"]["dataset_format"] == monitoring_format()
@@ -188,6 +191,48 @@ def test_captures_of_versions_without_a_baseline_are_an_error_naming_each_versio
     assert f"{bare} (15 requests) carries no DriftCheckBaselines.ModelDataQuality" in message
     assert f"{unknown} (5 requests): model package {unknown} not found" in message
     assert not list(LocalS3(served.s3).path("s3://llpipe-local/linear-learner-pipeline/monitoring").glob("ep-mixed"))
+
+
+def _smoke_requests(count: int, arn: str, minute: int) -> list[Captured]:
+    """Requests of encoded rows (RecordIO-protobuf, captured base64), as the deploy's smoke test sends them."""
+    body = base64.b64encode(b"\x0a\x23\xd7\xce" + bytes(12)).decode()
+    return [
+        Captured(START + timedelta(minutes=minute, seconds=i), "application/x-recordio-protobuf", body,
+                 model_package_arn=arn)
+        for i in range(count)
+    ]  # fmt: skip
+
+
+@pytest.mark.parametrize("smoke_requests", [1, 7])
+def test_a_version_whose_requests_are_only_the_smoke_test_is_skipped_with_a_note(
+    served: Workdir, tmp_path: Path, capsys: pytest.CaptureFixture[str], image_environment: Any, smoke_requests: int
+) -> None:
+    """Version 1 served raw rows, a version deployed after it only the deploy's smoke test (encoded rows): the window
+    is checked for version 1 and the other part is skipped with a note, not the whole window failed."""
+    workdir = Workdir.at(tmp_path / "work")
+    shutil.copytree(served.root, workdir.root)
+    second = register_with_baseline(workdir, tmp_path)  # a later version, with a baseline of its own
+    raw = [
+        Captured(item.time, item.content_type, item.data, model_package_arn=PACKAGE_ARN)
+        for item in csv_requests(drift_table.table(rows=40, seed=8))
+    ]
+    capture = LocalS3(workdir.s3).path("s3://llpipe-local/linear-learner-pipeline/datacapture")
+    write_capture(capture, "ep-smoke", "AllTraffic", raw + _smoke_requests(smoke_requests, second, 50))
+    code = cli.main(["monitor", "--endpoint", "ep-smoke", *WINDOW, "--workdir", str(workdir.root), "--json"])
+    report = json.loads(capsys.readouterr().out)
+    assert code == 0
+    (part,) = report["parts"]
+    assert part["model_package_arn"] == PACKAGE_ARN and part["requests"] == 40
+    (note,) = report["notes"]
+    assert note.startswith(f"{second}: its {smoke_requests} request(s) in the window hold no raw rows")
+    assert "smoke test" in note and "skipped" in note
+
+    write_capture(capture, "ep-only-smoke", "AllTraffic", _smoke_requests(smoke_requests, second, 5))
+    code = cli.main(["monitor", "--endpoint", "ep-only-smoke", *WINDOW, "--workdir", str(workdir.root)])
+    error = " ".join(capsys.readouterr().err.split())
+    assert code == 1 and "Traceback" not in error
+    assert f"endpoint ep-only-smoke's {smoke_requests} captured request(s)" in error and "hold no raw rows" in error
+    assert "--start" in error
 
 
 # ------------------------------------------------------------------------------------------------------ SageMaker

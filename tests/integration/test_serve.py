@@ -247,9 +247,11 @@ def test_capture_files_hold_every_answered_request_in_sagemakers_format(served: 
     *lines, with_id = [json.loads(line) for line in path.read_text().splitlines()]
     assert [list(line) for line in lines] == [["captureData", "eventMetadata", "eventVersion"]] * len(bodies)
     package = "arn:aws:sagemaker:us-east-1:111122223333:model-package/linear-learner-models/1"
-    assert [list(line["eventMetadata"]) for line in lines] == [["eventId", "inferenceTime", "modelPackageArn"]] * 4
+    keys = ["eventId", "inferenceTime", "modelPackageArn", "samplingPercentage"]
+    assert [list(line["eventMetadata"]) for line in lines] == [keys] * 4
     assert {line["eventMetadata"]["modelPackageArn"] for line in lines} == {package}
-    assert list(with_id["eventMetadata"]) == ["eventId", "inferenceId", "inferenceTime", "modelPackageArn"]
+    assert {line["eventMetadata"]["samplingPercentage"] for line in lines} == {100}
+    assert list(with_id["eventMetadata"]) == ["eventId", "inferenceId", *keys[1:]]
     assert with_id["eventMetadata"]["inferenceId"] == "o-42"  # InvokeEndpoint's InferenceId, as the service records
     for line, (body, kind), answer in zip(lines, bodies, answers, strict=True):
         sent, returned = line["captureData"]["endpointInput"], line["captureData"]["endpointOutput"]

@@ -104,8 +104,9 @@ class ProcessingJobs:
             job.report(f"{count} instance(s) running")
             with self._aws(job, arguments) as aws_variables:  # the job's own variables: AWS_ENDPOINT_URL ...
                 job_variables = {**variables, **aws_variables}
+                peaks: dict[int, int] = {}  # instance -> the most memory its processes were measured to hold
                 failed = self._run(
-                    job, roots, entrypoint, container_arguments, environment, job_variables, logs, limits
+                    job, roots, entrypoint, container_arguments, environment, job_variables, logs, limits, peaks
                 )
             described = {
                 **arguments,
@@ -120,10 +121,14 @@ class ProcessingJobs:
                 raise StepFailed(failed, {**described, "ProcessingJobStatus": "Failed"})
             if failed is not None:
                 index, code = failed
+                killed = limits.signal_error(host_name(index), code, peaks.get(index, 0))
+                if killed:  # ended by a signal from outside (the OOM killer): says so, whatever the log holds
+                    raise StepFailed(killed, {**described, "ProcessingJobStatus": "Failed"})
                 if message is None:  # the failing instance's last log line, its paths as the container saw them
                     detail = ": " + container_paths(last_error(logs / f"{host_name(index)}.log"), roots[index])
                 else:
                     detail = f"; ExitMessage: {one_line(message)}"
+                detail += full_disk(job.folder)
                 reason = f"{host_name(index)} exited with code {code}{detail}"
                 raise StepFailed(reason, {**described, "ProcessingJobStatus": "Failed"})
             for output in arguments.get("ProcessingOutputConfig", {}).get("Outputs", []):
@@ -201,6 +206,7 @@ class ProcessingJobs:
         variables: dict[str, str],
         logs: Path,
         limits: Limits | None = None,
+        peaks: dict[int, int] | None = None,
     ) -> tuple[int, int] | str | None:
         """Run every instance until all end, one fails or the execution stops; the failed instance and its exit code,
         or why an instance was ended past its volume or memory (``limits``)."""
@@ -239,7 +245,7 @@ class ProcessingJobs:
                 if limits is not None and now - checked >= MEMORY_CHECK_SECONDS:
                     volume = now - measured >= VOLUME_CHECK_SECONDS
                     checked, measured = now, (now if volume else measured)
-                    exceeded = past_limits(limits, roots, processes, volume)
+                    exceeded = past_limits(limits, roots, processes, volume, peaks)
                     if exceeded:
                         break
                 job.report(f"{len(roots)} instance(s) running, {time.monotonic() - started:.0f}s")
@@ -263,12 +269,22 @@ class ProcessingJobs:
         return (failed[0], processes[failed[0]].returncode) if failed else None
 
 
-def past_limits(limits: Limits, roots: Sequence[Path], processes: Sequence[Any], volume: bool) -> str | None:
+def past_limits(
+    limits: Limits,
+    roots: Sequence[Path],
+    processes: Sequence[Any],
+    volume: bool,
+    peaks: dict[int, int] | None = None,
+) -> str | None:
     """Why the first instance past its memory (its process group's RSS) or, when ``volume``, past its storage volume
-    (its sandbox's files: the inputs it downloaded and what it wrote) must fail, else None."""
+    (its sandbox's files: the inputs it downloaded and what it wrote) must fail, else None; ``peaks`` keeps the most
+    each instance's processes were measured to hold."""
     for index, process in enumerate(processes):
         if process.poll() is None:
-            error = limits.memory_error(host_name(index), group_rss(process.pid))
+            rss = group_rss(process.pid)
+            if peaks is not None:
+                peaks[index] = max(peaks.get(index, 0), rss)
+            error = limits.memory_error(host_name(index), rss)
             if error:
                 return error
     if volume:
@@ -292,6 +308,23 @@ def last_error(log_path: Path, lines: int = 1) -> str:
         return "no log"
     tail = [line for line in text.splitlines() if line.strip()][-lines:]
     return one_line("\n".join(tail)) or "no output"
+
+
+FULL_BYTES = 1024 * 1024  # less free than this where the job's logs and sandbox are: too little to write a log line
+
+
+def full_disk(folder: Path) -> str:
+    """A note when the disk holding ``folder`` (the job's logs and sandbox) is full: a job that cannot write its log
+    or its exit message fails with "no output", and this says why; empty otherwise."""
+    from containerlib.file_errors import free_bytes
+
+    free = free_bytes(str(folder))
+    if free is None or free >= FULL_BYTES:
+        return ""
+    return (
+        f" (the disk holding its logs and sandbox, {folder}, is full: {free / 1024 / 1024:,.1f} MB free; free space "
+        "there, or run with another work dir)"
+    )
 
 
 def container_paths(text: str, root: Path) -> str:

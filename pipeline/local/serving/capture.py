@@ -4,10 +4,11 @@ with ``eventId``, ``inferenceId`` when the caller sent an InferenceId, and ``inf
 files under ``<prefix>/<endpoint>/<variant>/yyyy/mm/dd/hh/`` named ``<MM-SS-mmm>-<uuid>.jsonl`` by their first
 record, one file per hour of this server's traffic.
 
-One key is llpipe's own: ``eventMetadata.modelPackageArn``, the model package version that answered. SageMaker's
-records do not carry it (there the endpoint config names the variant's model at the time); locally one endpoint name
-serves version after version, so each record says which one served it and ``llpipe monitor`` checks it against that
-version's baseline. ``dataquality/capture.py`` (``llpipe monitor``) reads them."""
+Two keys are llpipe's own: ``eventMetadata.modelPackageArn``, the model package version that answered, and
+``eventMetadata.samplingPercentage``, the percentage of requests this capture keeps. SageMaker's records carry neither
+(there the endpoint config names the variant's model and its sampling); locally one endpoint name serves version
+after version, so each record says which one served it and ``llpipe monitor`` checks it against that version's
+baseline, saying when its figures are from a sample. ``dataquality/capture.py`` (``llpipe monitor``) reads them."""
 
 from __future__ import annotations
 
@@ -22,7 +23,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import IO
 
-from dataquality.capture import MODEL_PACKAGE_KEY
+from dataquality.capture import MODEL_PACKAGE_KEY, SAMPLING_KEY
 from pipeline.core.names import CSV, JSON, JSONLINES, media_type
 
 LOG = logging.getLogger("llpipe.serve")
@@ -83,6 +84,7 @@ class CaptureWriter:
         metadata["inferenceTime"] = at.strftime("%Y-%m-%dT%H:%M:%SZ")
         if self.package_arn:
             metadata[MODEL_PACKAGE_KEY] = self.package_arn
+        metadata[SAMPLING_KEY] = self.sampling_percentage
         line = json.dumps(
             {
                 "captureData": {

@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from pipeline.core.verified import DamagedCacheEntry
 from pipeline.definition import cache as definition_cache
 from pipeline.definition.build import Bundles, build_definition
 from pipeline.definition.code_bundles import build_bundle
@@ -76,7 +77,8 @@ def test_a_damaged_entry_is_rebuilt_and_off_builds_every_time(counted: list[str]
     cached(config, ("a",), counted)
     (entry,) = definition_cache.cache_dir().glob("*.json")
     entry.write_text('{"truncated": ')
-    assert cached(config, ("a",), counted) == '{"v": 1, "Steps": []}\n' and len(counted) == 2
+    with pytest.warns(DamagedCacheEntry, match=f"cache entry {entry} is damaged .*rebuilding it"):
+        assert cached(config, ("a",), counted) == '{"v": 1, "Steps": []}\n' and len(counted) == 2
     assert json.loads(json.loads(entry.read_text())["definition"]) == {"v": 1, "Steps": []}
     monkeypatch.setenv("LLPIPE_DEFINITION_CACHE", "off")
     cached(config, ("a",), counted)
@@ -99,7 +101,8 @@ def test_a_valid_json_entry_that_is_not_this_pipeline_is_rebuilt(counted: list[s
     ]
     for number, text in enumerate(damaged, start=2):
         entry.write_text(text)
-        assert cached(config, ("a",), counted) == '{"v": 1, "Steps": []}\n' and len(counted) == number, text
+        with pytest.warns(DamagedCacheEntry, match=f"cache entry {entry} is damaged"):
+            assert cached(config, ("a",), counted) == '{"v": 1, "Steps": []}\n' and len(counted) == number, text
         assert json.loads(entry.read_text()) == stored  # rebuilt and kept again
 
 
