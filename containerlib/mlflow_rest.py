@@ -18,6 +18,8 @@ import urllib.request
 from collections.abc import Mapping
 from typing import Any, Callable
 
+from containerlib.content_types import JSON
+
 TIMEOUT_SECONDS = 5.0
 MAX_PARAMS_PER_BATCH = 100
 MAX_METRICS_PER_BATCH = 1000
@@ -38,7 +40,7 @@ class MlflowRest:
 
     def __init__(self, tracking_uri: str, timeout: float = TIMEOUT_SECONDS) -> None:
         self.timeout = timeout
-        self.headers: dict[str, str] = {"Content-Type": "application/json"}
+        self.headers: dict[str, str] = {"Content-Type": JSON}
         self.signing: tuple[str, str] | None = None  # (service, region) for an ARN
         if tracking_uri.startswith(("http://", "https://")):
             self.base = tracking_uri.rstrip("/")

@@ -23,6 +23,7 @@ import pandas as pd
 
 from containerlib.hosts import Host
 from containerlib.tables.chunks import Chunk
+from preprocessing.hashing import rng_entropy
 from preprocessing.layout import Schema
 
 ROWS = "rows"  # the output folder
@@ -89,7 +90,7 @@ class RawRowSample:
     def __init__(self, schema: Schema, limit: int, seed: int, host: Host) -> None:
         self.schema = schema
         self.limit = math.ceil(limit / host.count) if limit > 0 else 0
-        self._random = np.random.default_rng([max(seed, 0), host.index, _SEED_SALT])
+        self._random = np.random.default_rng([rng_entropy(seed), host.index, _SEED_SALT])
         self.splits = {split: SplitSample(schema, self.limit) for split in SAMPLED_SPLITS}
 
     def add(self, chunk: Chunk, kept: np.ndarray | None, split: np.ndarray, labels: np.ndarray, codes: dict) -> None:

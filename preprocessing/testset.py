@@ -13,7 +13,7 @@ import numpy as np
 from containerlib.hosts import Host
 from containerlib.names import SHARD_SUFFIX
 from containerlib.row_ids import IDS_SUFFIX
-from preprocessing.hashing import SPLIT_CODES
+from preprocessing.hashing import SPLIT_CODES, rng_entropy
 
 
 class TestSetWriter:
@@ -25,7 +25,7 @@ class TestSetWriter:
         self.shard = work_dir / f"test-{host.name}-00000{SHARD_SUFFIX}"
         self.ids = work_dir / (self.shard.name + IDS_SUFFIX)
         self.rows = 0
-        self.rng = np.random.default_rng([seed, host.index, SPLIT_CODES["test"], 2])
+        self.rng = np.random.default_rng([rng_entropy(seed), host.index, SPLIT_CODES["test"], 2])
         self._frames: BinaryIO | None = None
         self._lines: TextIO | None = None
 

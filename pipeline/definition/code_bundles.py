@@ -76,7 +76,10 @@ DATAQUALITY = _modules(
 # the packages' __init__.py files come along by themselves (tests/contract/test_code_bundles.py checks the lists
 # are exact)
 BUNDLE_SOURCES: dict[str, tuple[str, tuple[str, ...]]] = {
-    "preprocess": ("preprocessing/preprocess.py", (*PREPROCESS, *SHARED, *TABLES, *RECORDIO, *MLFLOW_REST)),
+    "preprocess": (
+        "preprocessing/preprocess.py",
+        (*PREPROCESS, *SHARED, *TABLES, *RECORDIO, *MLFLOW_REST, *CONTENT_TYPES),
+    ),
     "evaluate": ("evaluation/evaluate.py", (*EVALUATE, "containerlib/predictions.py", *SHARED, *RECORDIO)),
     # the inference pipeline's featurizer and labels containers (scikit-learn serving image): uploaded as the
     # sourcedir.tar.gz their SAGEMAKER_SUBMIT_DIRECTORY names

@@ -99,7 +99,7 @@ def to_linear_model(
     bias = normalised[-1] - scaler.feature_mean @ weights
     weights = weights * scaler.label_scale
     bias = bias * scaler.label_scale + scaler.label_mean
-    check_folded_precision(weights, bias, scaler)
+    check_folded_precision(weights, scaler)
     threshold = float32_double(threshold)  # the artifact stores it as float32: score with what is stored
     return LinearModel(
         predictor_type=hp.predictor_type,
@@ -115,14 +115,16 @@ FLOAT32_EPSILON = 2.0**-24  # float32's relative rounding
 FOLDED_ERROR_LIMIT = 0.05  # of the scores' spread: what float32 rounding of the folded model may cost at most
 
 
-def check_folded_precision(weights: np.ndarray, bias: np.ndarray, scaler: Scaler) -> None:
+def check_folded_precision(weights: np.ndarray, scaler: Scaler) -> None:
     """The artifact holds float32 weights acting on raw features: a feature whose mean dwarfs its spread (1e8 +
     N(0, 1)) gets a weight whose products with raw values, and a bias cancelling them, are far larger than the
     score, and float32 rounding of those terms swamps the score. Bound that rounding (each term ``|x w|`` with
     ``|x| <= |mean| + scale``) against the scores' spread (``|w| * scale`` summed) and raise AlgorithmInputError
-    naming the feature that costs most, and what to do, when it exceeds :data:`FOLDED_ERROR_LIMIT`."""
+    naming the feature that costs most, and what to do, when it exceeds :data:`FOLDED_ERROR_LIMIT`. The bias's own
+    rounding is left out: it shifts every score alike (a model whose weights are all 0 predicts a constant, and is
+    not refused for the float32 rounding of that constant)."""
     magnitude = (np.abs(scaler.feature_mean) + scaler.feature_scale)[:, None] * np.abs(weights)
-    rounding = FLOAT32_EPSILON * (magnitude.sum(axis=0) + np.abs(bias))
+    rounding = FLOAT32_EPSILON * magnitude.sum(axis=0)
     spread = (scaler.feature_scale[:, None] * np.abs(weights)).sum(axis=0)
     lost = rounding > FOLDED_ERROR_LIMIT * np.maximum(spread, np.finfo(np.float64).tiny)
     if not lost.any():
