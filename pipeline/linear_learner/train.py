@@ -99,7 +99,8 @@ def run(
         from pipeline.linear_learner.trainer import fit
 
         try:
-            result = fit(hp, train, validation, collective, log, instance.host)
+            sharded = "validation" in instance.channels and "validation" not in instance.replicated
+            result = fit(hp, train, validation, collective, log, instance.host, sharded_validation=sharded)
         finally:
             collective.close()
         _write_scaling(root, instance.host, result, train)
@@ -144,8 +145,8 @@ def _instance(root: Path) -> _Instance:
 def _read_channels(root: Path, hp, instance: _Instance, blocks: Path, stream_cache: Path | None = None) -> tuple:
     """(train, validation, test) channels, each checked once and stored as blocks under ``blocks`` that training
     reads back one at a time (a channel dealt afresh every epoch: its first epoch's objects, the others as they are
-    dealt, under ``stream_cache``). Only the leader (algo-1) reads test; every host reads a FullyReplicated validation
-    channel (all hosts then share scoring it each epoch), else only the leader does."""
+    dealt, under ``stream_cache``). Only the leader (algo-1) reads test; every host reads the validation channel,
+    whole when FullyReplicated (all hosts then share scoring it each epoch), else its own share."""
     from pipeline.linear_learner.data import channel_files, open_channel
     from pipeline.linear_learner.dealt import DealtChannel
 
@@ -191,8 +192,8 @@ def _read_channels(root: Path, hp, instance: _Instance, blocks: Path, stream_cac
 
     started = time.perf_counter()
     train = load("train")
-    shared = "validation" in instance.replicated and len(instance.hosts) > 1
-    validation = load("validation") if (instance.leader or shared) and "validation" in instance.channels else None
+    # a ShardedByS3Key validation channel is read on every host too: its shares together select the model
+    validation = load("validation") if "validation" in instance.channels else None
     test = load("test") if instance.leader and "test" in instance.channels else None
     dim = train.dim
     for name, dataset in (("validation", validation), ("test", test)):

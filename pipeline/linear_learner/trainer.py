@@ -493,6 +493,21 @@ def _evaluation_losses(
     return total / max(data.rows, 1) * objective.report_factor
 
 
+def _sharded_evaluation_losses(
+    models: ParallelModels, objective: Objective, data: Channel | None, collective: Collective
+) -> np.ndarray:
+    """Mean loss of every model over all hosts' shares of a sharded validation channel (raw label scale): each
+    host scores its own share and the hosts add up the loss sums and record counts, so early stopping and model
+    selection see every validation record, not only the leader's share (with two hosts and 60 validation rows,
+    30 rows picked the best of 32 models and the regressors lost 5-6% RMSE to a converged ridge regression)."""
+    local = np.zeros(models.hp.num_models + 1)
+    if data is not None and data.rows:
+        local[:-1] = _evaluation_losses(models, objective, data) / objective.report_factor * data.rows
+        local[-1] = data.rows
+    total = collective.allreduce(local)
+    return total[:-1] / max(total[-1], 1.0) * objective.report_factor
+
+
 def _validation_on_every_host(validation: Channel | None, collective: Collective) -> bool:
     """Whether every host holds the same validation records (a FullyReplicated channel read by every host), so
     they can share its scoring; one exchange at the start, and every host reaches the same answer."""
@@ -510,8 +525,12 @@ def fit(
     collective: Collective,
     log: Log,
     host: str = "algo-1",
+    sharded_validation: bool = False,
 ) -> FitResult:
     """Train ``hp.num_models`` models on this host's shard with gradients summed over all hosts every step.
+
+    ``sharded_validation``: every host holds its own share of the validation channel (ShardedByS3Key), and early
+    stopping and model selection use the losses of all the shares together, as on one FullyReplicated channel.
 
     BLAS runs single-threaded: the per-batch products are small, and threads only add synchronisation cost
     (several times slower on a busy machine); parallelism comes from instances.
@@ -519,11 +538,17 @@ def fit(
     from threadpoolctl import threadpool_limits
 
     with threadpool_limits(limits=1, user_api="blas"):
-        return _fit(hp, train, validation, collective, log, host)
+        return _fit(hp, train, validation, collective, log, host, sharded_validation)
 
 
 def _fit(
-    hp: Hyperparameters, train: Channel, validation: Channel | None, collective: Collective, log: Log, host: str
+    hp: Hyperparameters,
+    train: Channel,
+    validation: Channel | None,
+    collective: Collective,
+    log: Log,
+    host: str,
+    sharded_validation: bool = False,
 ) -> FitResult:
     scaler, histogram = fit_scaler(hp, train, collective)
     dim = train.dim
@@ -541,6 +566,9 @@ def _fit(
             f"{MIN_UPDATES_PER_EPOCH} updates an epoch: training with mini-batches of {batch_size} per host"
         )
     shared_validation = _validation_on_every_host(validation, collective)
+    sharded_validation = sharded_validation and collective.size > 1
+    if sharded_validation:
+        shared_validation = False  # equal-sized shares are not the same records
     models = ParallelModels(hp, scaler, dim)
     objective = Objective(hp, scaler, settings, class_weights)
     optimizer = Optimizer(hp, settings, models.params.shape, models.classes)
@@ -575,10 +603,12 @@ def _fit(
         shared_losses = None
         if shared_validation:  # every host scores its share of the validation chunks
             shared_losses = _evaluation_losses(models, objective, validation, collective=collective)
+        elif sharded_validation:  # every host scores its own share of the validation channel
+            shared_losses = _sharded_evaluation_losses(models, objective, validation, collective)
         stop = 0.0
         stalled = np.zeros(hp.num_models, dtype=bool)
         if leader:
-            if validation is not None:
+            if validation is not None or shared_losses is not None:
                 losses = (
                     shared_losses if shared_losses is not None else _evaluation_losses(models, objective, validation)
                 )

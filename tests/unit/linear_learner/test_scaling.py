@@ -483,3 +483,90 @@ def test_a_host_stops_spinning_while_most_waits_outlast_the_spin_and_spins_again
         assert collective._spin == shared._SPIN_SECONDS
     finally:
         collective.close()
+
+
+def test_a_sharded_validation_channel_is_scored_as_the_whole_channel_on_every_host(tmp_path: Path) -> None:
+    """ShardedByS3Key validation on 2 hosts (shares of unequal size): every host gets the losses of all the records
+    together, the same as one host scoring the whole channel, not the leader's share."""
+    from pipeline.linear_learner.hyperparameters import parse_hyperparameters
+    from pipeline.linear_learner.trainer import (
+        Dataset,
+        Objective,
+        ParallelModels,
+        Scaler,
+        _evaluation_losses,
+        _sharded_evaluation_losses,
+        model_settings,
+    )
+
+    rng = np.random.default_rng(3)
+    features = rng.standard_normal((90, 4)).astype(np.float32)
+    labels = (features @ np.array([1.0, -2.0, 0.5, 3.0]) + rng.standard_normal(90)).astype(np.float32)
+    hp = parse_hyperparameters({"predictor_type": "regressor", "num_models": "4"})
+    scaler = Scaler(np.zeros(4), np.ones(4), label_mean=0.1, label_scale=2.0)
+    models = ParallelModels(hp, scaler, 4)
+    objective = Objective(hp, scaler, model_settings(hp, 1.0), None)
+    whole = _evaluation_losses(models, objective, Dataset(features, labels))
+    leader_share = _evaluation_losses(models, objective, Dataset(features[:30], labels[:30]))
+    shares = [Dataset(features[:30], labels[:30]), Dataset(features[30:], labels[30:])]
+    results: dict[int, np.ndarray] = {}
+
+    def host(rank: int) -> None:
+        collective = SharedMemoryCollective(tmp_path / "exchange", rank, 2, ["algo-1", "algo-2"], timeout=30)
+        try:
+            results[rank] = _sharded_evaluation_losses(models, objective, shares[rank], collective)
+        finally:
+            collective.close()
+
+    (tmp_path / "exchange").mkdir()
+    threads = [threading.Thread(target=host, args=(rank,)) for rank in range(2)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    for rank in range(2):
+        np.testing.assert_allclose(results[rank], whole, rtol=1e-12)
+    assert not np.allclose(leader_share, whole, rtol=1e-3)
+
+
+def test_two_hosts_with_validation_shares_select_the_model_the_whole_validation_channel_selects(
+    tmp_path: Path,
+) -> None:
+    """Two hosts through ``fit``: each holding half the validation records (``sharded_validation``) stops and selects
+    as when both hold all of them (FullyReplicated), not as the leader's half alone would."""
+    from pipeline.linear_learner.hyperparameters import parse_hyperparameters
+    from pipeline.linear_learner.trainer import Dataset, fit
+
+    rng = np.random.default_rng(4)
+    features = rng.standard_normal((400, 5)).astype(np.float32)
+    labels = (features @ np.arange(1, 6) + 2.0 * rng.standard_normal(400)).astype(np.float32)
+    shards = [Dataset(features[:140], labels[:140]), Dataset(features[140:280], labels[140:280])]
+    halves = [Dataset(features[280:340], labels[280:340]), Dataset(features[340:], labels[340:])]
+    whole = Dataset(features[280:], labels[280:])
+    hp = parse_hyperparameters({"predictor_type": "regressor", "epochs": "6", "num_models": "8"})
+
+    def train(validations: list[Dataset], sharded: bool, folder: Path) -> object:
+        folder.mkdir()
+        results: dict[int, object] = {}
+
+        def host(rank: int) -> None:
+            collective = SharedMemoryCollective(folder, rank, 2, ["algo-1", "algo-2"], timeout=30)
+            try:
+                results[rank] = fit(
+                    hp, shards[rank], validations[rank], collective, lambda line: None, f"algo-{rank + 1}", sharded
+                )
+            finally:
+                collective.close()
+
+        threads = [threading.Thread(target=host, args=(rank,)) for rank in range(2)]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+        return results[0]
+
+    replicated = train([whole, whole], False, tmp_path / "replicated")
+    sharded = train(halves, True, tmp_path / "sharded")
+    assert sharded.epochs == replicated.epochs
+    np.testing.assert_allclose(sharded.model.weights, replicated.model.weights, rtol=1e-6)
+    np.testing.assert_allclose(sharded.model.bias, replicated.model.bias, rtol=1e-6)
