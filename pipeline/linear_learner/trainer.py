@@ -37,9 +37,13 @@ from pipeline.linear_learner.losses import (
     softmax_loss,
 )
 from pipeline.linear_learner.selection import criteria_values, select_model, stops_on_binary_criteria
+from pipeline.linear_learner.validation_losses import (
+    evaluation_losses,
+    sharded_evaluation_losses,
+    validation_on_every_host,
+)
 
 SEED = 1234  # Linear Learner has no seed hyperparameter; a fixed seed makes runs reproducible
-EVALUATION_CHUNK = 8192
 ADAM_EPSILON = 1e-8
 # log10 ranges the parallel models' wd and l1 span when they are auto. wd acts like scikit-learn's 1 / (C * rows):
 # the upper end reaches the strong regularisation a few thousand noisy rows need (C ~ 0.01 at 5,000 rows is 0.02)
@@ -455,69 +459,6 @@ def _batches(
         yield carry
 
 
-def _evaluation_losses(
-    models: ParallelModels,
-    objective: Objective,
-    data: Channel,
-    params: np.ndarray | None = None,
-    collective: Collective | None = None,
-) -> np.ndarray:
-    """Mean loss of every model on ``data`` (raw label scale), block by block and in chunks to bound memory.
-
-    With ``collective`` (every host holds the same ``data``: a FullyReplicated channel), host r scores chunks r,
-    r + n, ... only and the hosts exchange each block's chunk sums, each host's zeros in the others' places; zeros add
-    exactly, so each host then adds the chunks in order to bit for bit the total one host computes alone, in about
-    1/n of the time instead of the other hosts waiting for algo-1 every epoch. One exchange a block (every host
-    holds the same blocks), so what is held is one block's sums, not one row of sums per chunk of the channel."""
-    rank, size = (collective.rank, collective.size) if collective is not None else (0, 1)
-    total = np.zeros(models.hp.num_models)
-    chunk = 0
-    for block in data.blocks():
-        labels = None
-        parts: list[np.ndarray] = []
-        for start in range(0, block.rows, EVALUATION_CHUNK):
-            sums = np.zeros(models.hp.num_models)
-            if chunk % size == rank:
-                if labels is None:
-                    labels = objective.prepare_labels(block.labels)
-                end = min(start + EVALUATION_CHUNK, block.rows)
-                # float64 scores select the exact (uncapped) loss formulas
-                scores = models.score(block.features[start:end], params).astype(np.float64)
-                sums, _ = objective(scores, labels[start:end])
-            parts.append(sums)
-            chunk += 1
-        if collective is not None and size > 1 and parts:
-            parts = list(collective.allreduce(np.concatenate(parts)).reshape(len(parts), -1))
-        for sums in parts:
-            total += sums
-    return total / max(data.rows, 1) * objective.report_factor
-
-
-def _sharded_evaluation_losses(
-    models: ParallelModels, objective: Objective, data: Channel | None, collective: Collective
-) -> np.ndarray:
-    """Mean loss of every model over all hosts' shares of a sharded validation channel (raw label scale): each
-    host scores its own share and the hosts add up the loss sums and record counts, so early stopping and model
-    selection see every validation record, not only the leader's share (with two hosts and 60 validation rows,
-    30 rows picked the best of 32 models and the regressors lost 5-6% RMSE to a converged ridge regression)."""
-    local = np.zeros(models.hp.num_models + 1)
-    if data is not None and data.rows:
-        local[:-1] = _evaluation_losses(models, objective, data) / objective.report_factor * data.rows
-        local[-1] = data.rows
-    total = collective.allreduce(local)
-    return total[:-1] / max(total[-1], 1.0) * objective.report_factor
-
-
-def _validation_on_every_host(validation: Channel | None, collective: Collective) -> bool:
-    """Whether every host holds the same validation records (a FullyReplicated channel read by every host), so
-    they can share its scoring; one exchange at the start, and every host reaches the same answer."""
-    if collective.size == 1:
-        return False
-    rows = float(validation.rows) if validation is not None else 0.0
-    has, total, squares = collective.allreduce(np.array([float(validation is not None), rows, rows * rows]))
-    return bool(has == collective.size and collective.size * squares == total * total)
-
-
 def fit(
     hp: Hyperparameters,
     train: Channel,
@@ -565,7 +506,7 @@ def _fit(
             f"{host}: {int(total_rows)} train records at mini_batch_size {hp.mini_batch_size} make fewer than "
             f"{MIN_UPDATES_PER_EPOCH} updates an epoch: training with mini-batches of {batch_size} per host"
         )
-    shared_validation = _validation_on_every_host(validation, collective)
+    shared_validation = validation_on_every_host(validation, collective)
     sharded_validation = sharded_validation and collective.size > 1
     if sharded_validation:
         shared_validation = False  # equal-sized shares are not the same records
@@ -602,15 +543,15 @@ def _fit(
         log(f"#progress_metric: host={host}, completed {100.0 * epochs_run / hp.epochs:.1f} % of epochs")
         shared_losses = None
         if shared_validation:  # every host scores its share of the validation chunks
-            shared_losses = _evaluation_losses(models, objective, validation, collective=collective)
+            shared_losses = evaluation_losses(models, objective, validation, collective=collective)
         elif sharded_validation:  # every host scores its own share of the validation channel
-            shared_losses = _sharded_evaluation_losses(models, objective, validation, collective)
+            shared_losses = sharded_evaluation_losses(models, objective, validation, collective)
         stop = 0.0
         stalled = np.zeros(hp.num_models, dtype=bool)
         if leader:
             if validation is not None or shared_losses is not None:
                 losses = (
-                    shared_losses if shared_losses is not None else _evaluation_losses(models, objective, validation)
+                    shared_losses if shared_losses is not None else evaluation_losses(models, objective, validation)
                 )
                 log(f"#quality_metric: host={host}, epoch={epoch}, validation {objective.name} <loss>={np.min(losses)}")
             else:

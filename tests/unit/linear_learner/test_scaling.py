@@ -371,15 +371,11 @@ def test_hosts_sharing_the_validation_scoring_get_one_host_s_losses_bit_for_bit(
     alone; a host without the channel turns the sharing off on every host."""
     from pipeline.linear_learner.blocks import write_blocks
     from pipeline.linear_learner.hyperparameters import parse_hyperparameters
-    from pipeline.linear_learner.trainer import (
+    from pipeline.linear_learner.trainer import Dataset, Objective, ParallelModels, Scaler, model_settings
+    from pipeline.linear_learner.validation_losses import (
         EVALUATION_CHUNK,
-        Dataset,
-        Objective,
-        ParallelModels,
-        Scaler,
-        _evaluation_losses,
-        _validation_on_every_host,
-        model_settings,
+        evaluation_losses,
+        validation_on_every_host,
     )
 
     rng = np.random.default_rng(1)
@@ -391,17 +387,17 @@ def test_hosts_sharing_the_validation_scoring_get_one_host_s_losses_bit_for_bit(
     scaler = Scaler(np.zeros(dim), np.ones(dim))
     models = ParallelModels(hp, scaler, dim)
     objective = Objective(hp, scaler, model_settings(hp, 1.5), None)
-    alone = _evaluation_losses(models, objective, channel)
-    whole = _evaluation_losses(models, objective, Dataset(features, labels))  # all in one in-memory block
+    alone = evaluation_losses(models, objective, channel)
+    whole = evaluation_losses(models, objective, Dataset(features, labels))  # all in one in-memory block
     names = ["algo-1", "algo-2", "algo-3"]
     results: dict[int, tuple[bool, np.ndarray, bool]] = {}
 
     def host(rank: int) -> None:
         collective = SharedMemoryCollective(tmp_path / "exchange", rank, 3, names, timeout=30)
         try:
-            shared = _validation_on_every_host(channel, collective)
-            losses = _evaluation_losses(models, objective, channel, collective=collective)
-            results[rank] = (shared, losses, _validation_on_every_host(channel if rank == 0 else None, collective))
+            shared = validation_on_every_host(channel, collective)
+            losses = evaluation_losses(models, objective, channel, collective=collective)
+            results[rank] = (shared, losses, validation_on_every_host(channel if rank == 0 else None, collective))
         finally:
             collective.close()
 
@@ -489,15 +485,8 @@ def test_a_sharded_validation_channel_is_scored_as_the_whole_channel_on_every_ho
     """ShardedByS3Key validation on 2 hosts (shares of unequal size): every host gets the losses of all the records
     together, the same as one host scoring the whole channel, not the leader's share."""
     from pipeline.linear_learner.hyperparameters import parse_hyperparameters
-    from pipeline.linear_learner.trainer import (
-        Dataset,
-        Objective,
-        ParallelModels,
-        Scaler,
-        _evaluation_losses,
-        _sharded_evaluation_losses,
-        model_settings,
-    )
+    from pipeline.linear_learner.trainer import Dataset, Objective, ParallelModels, Scaler, model_settings
+    from pipeline.linear_learner.validation_losses import evaluation_losses, sharded_evaluation_losses
 
     rng = np.random.default_rng(3)
     features = rng.standard_normal((90, 4)).astype(np.float32)
@@ -506,15 +495,15 @@ def test_a_sharded_validation_channel_is_scored_as_the_whole_channel_on_every_ho
     scaler = Scaler(np.zeros(4), np.ones(4), label_mean=0.1, label_scale=2.0)
     models = ParallelModels(hp, scaler, 4)
     objective = Objective(hp, scaler, model_settings(hp, 1.0), None)
-    whole = _evaluation_losses(models, objective, Dataset(features, labels))
-    leader_share = _evaluation_losses(models, objective, Dataset(features[:30], labels[:30]))
+    whole = evaluation_losses(models, objective, Dataset(features, labels))
+    leader_share = evaluation_losses(models, objective, Dataset(features[:30], labels[:30]))
     shares = [Dataset(features[:30], labels[:30]), Dataset(features[30:], labels[30:])]
     results: dict[int, np.ndarray] = {}
 
     def host(rank: int) -> None:
         collective = SharedMemoryCollective(tmp_path / "exchange", rank, 2, ["algo-1", "algo-2"], timeout=30)
         try:
-            results[rank] = _sharded_evaluation_losses(models, objective, shares[rank], collective)
+            results[rank] = sharded_evaluation_losses(models, objective, shares[rank], collective)
         finally:
             collective.close()
 
