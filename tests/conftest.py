@@ -94,29 +94,42 @@ GROUPED_MODULES = frozenset(
         "test_bad_input_errors",
         "test_buildspec",
         "test_dag",
-        "test_definition",
         "test_deploy_local",
         "test_docs",
         "test_linear_learner_jobs",
         "test_mlflow_tracking",
         "test_monitor",
-        "test_sagemaker_inspect",
-        "test_sagemaker_ops",
         "test_scaling_study",
         "test_serve",
         "test_serve_client_faults",
         "test_several_tables",
         "test_state_left_deploy",
-        "test_tuning_definition",
         "test_tuning_local",
     }
 )
 
 
+# Modules that build pipeline definitions with the SDK: under xdist they run on one worker, as one unit, so the SDK
+# is imported (seconds of pydantic models) and each configuration's definition built (the definition cache is per
+# worker) in one process instead of in both
+SDK_MODULES = frozenset(
+    {
+        "test_definition",
+        "test_mlflow_sagemaker",
+        "test_parameter_table",
+        "test_sagemaker_api",
+        "test_sagemaker_inspect",
+        "test_sagemaker_ops",
+        "test_sizing_terabyte",
+        "test_tuning_definition",
+    }
+)
+
+
 def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
-    """For the default ``--dist load``: xdist's load-scope scheduler with a module of GROUPED_MODULES as one unit
-    and any other test as a unit of its own (scopes with the most tests are dealt first, so the groups start early
-    and single tests fill the end). Any other ``--dist`` is left as asked."""
+    """For the default ``--dist load``: xdist's load-scope scheduler with a module of GROUPED_MODULES as one unit,
+    the SDK_MODULES together as one unit, and any other test as a unit of its own (scopes with the most tests are
+    dealt first, so the groups start early and single tests fill the end). Any other ``--dist`` is left as asked."""
     if config.getvalue("dist") != "load":
         return None
     from xdist.scheduler import LoadScopeScheduling
@@ -124,6 +137,8 @@ def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
     class GroupedModules(LoadScopeScheduling):
         def _split_scope(self, nodeid: str) -> str:
             module = nodeid.split("::", 1)[0]
+            if Path(module).stem in SDK_MODULES:
+                return "sdk-definitions"
             return module if Path(module).stem in GROUPED_MODULES else nodeid
 
     return GroupedModules(config, log)
