@@ -11,7 +11,6 @@ says so and names the defaults' artifact (``floor.defaults_floor``).
 
 from __future__ import annotations
 
-import os
 import tempfile
 from pathlib import Path
 from typing import Any
@@ -20,33 +19,23 @@ from containerlib.linear_learner.model import ModelArtifactError, read_model_byt
 from containerlib.names import METRICS_SECTIONS
 from containerlib.predictions import Pairing
 from evaluation import EvaluationError
-from evaluation.champion import DOWNLOAD_CHUNK_BYTES, ChampionError, split_s3_url
+from evaluation.champion import ChampionError, download_object, split_s3_url
 from evaluation.collect import Collected, collect
 from evaluation.gate import champion_chunks
 from evaluation.report import build_report
 
 
 def download(s3: Any, url: str, folder: Path) -> Path:
-    """GetObject of ``url`` into ``folder`` (a temporary name, then renamed)."""
+    """The untuned defaults' model fetched into ``folder`` as the champion's is (one GetObject, renamed in place)."""
+    what = "the untuned defaults' model"
     try:
-        bucket, key = split_s3_url(url)
+        split_s3_url(url)
     except ChampionError as error:
-        raise EvaluationError(f"the untuned defaults' model: {error}") from None
-    target = folder / "defaults-model.tar.gz"
-    handle, temporary = tempfile.mkstemp(dir=folder, prefix=".defaults-model.", suffix=".tmp")
+        raise EvaluationError(f"{what}: {error}") from None
     try:
-        with os.fdopen(handle, "wb") as stream:
-            try:
-                body = s3.get_object(Bucket=bucket, Key=key)["Body"]
-                for chunk in iter(lambda: body.read(DOWNLOAD_CHUNK_BYTES), b""):
-                    stream.write(chunk)
-            except Exception as error:
-                raise EvaluationError(f"the untuned defaults' model: cannot download {url}: {error}") from None
-        os.replace(temporary, target)
-    except BaseException:
-        Path(temporary).unlink(missing_ok=True)
-        raise
-    return target
+        return download_object(s3, url, folder / "defaults-model.tar.gz", what)
+    except ChampionError as error:
+        raise EvaluationError(str(error)) from None
 
 
 def defaults_section(
