@@ -24,7 +24,7 @@ from containerlib.errors import TableError
 from containerlib.names import SCHEMA_FORMAT
 from containerlib.tables.files import is_data_file, is_gzip, is_hidden, is_parquet, path_below_prefix, unread_table
 from containerlib.tables.sample import missing_cell_text
-from containerlib.time_text import DATETIME, FORMS, text_kind, to_seconds
+from containerlib.time_text import FORMS, LABELS, REFUSED, text_kind, to_seconds
 from pipeline.core.errors import PARAMETERS, SchemaError, opt
 from pipeline.core.names import DATA_SUFFIXES
 from pipeline.definition.centring import decide_centres
@@ -328,9 +328,7 @@ def decide(sample: Sample, values: Mapping[str, Any], given: set[str]) -> Decisi
         parameters["NumClasses"] = str(num_classes)
         notes.append(f"number of classes: {num_classes}")
     if times:
-        shown = ", ".join(
-            f"{column} ({'date-time' if kind == DATETIME else 'time of day'})" for column, kind in times.items()
-        )
+        shown = ", ".join(f"{column} ({LABELS.get(kind, 'time of day')})" for column, kind in times.items())
         notes.append(f"date and time text read as seconds: {shown}")
     numbers = frame.assign(**{column: _seconds_of(frame[column], column, kind) for column, kind in times.items()})
     centres = decide_centres(numbers, [column for column in features if column not in categorical])
@@ -456,6 +454,14 @@ def _decide_times(frame: pd.DataFrame, columns: list[str]) -> dict[str, str]:
         kind, bad = text_kind(texts)
         if kind is None:
             continue
+        if kind in REFUSED:
+            shown = ", ".join(repr(value) for value in bad)
+            raise SchemaError(
+                f"column {column!r} holds {REFUSED[kind]}, such as {shown}: write them year first with four digits "
+                f"(2013-01-02, or 2013-01-02 05:00:00 with a time) to read them as seconds, or declare the column "
+                f"categorical ({opt('CategoricalColumns', column)}) to hash its values as text",
+                column=column,
+            )
         if bad:
             shown = ", ".join(repr(value) for value in bad[:SHOWN_VALUES])
             raise SchemaError(

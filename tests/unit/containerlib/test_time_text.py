@@ -18,7 +18,13 @@ from containerlib.encoding import FeatureLayout, encode_features
 from containerlib.tables.chunks import read_chunks
 from containerlib.tables.header import read_header
 from containerlib.tables.sample import parquet_sample
-from containerlib.time_text import datetime_seconds, text_kind, time_seconds
+from containerlib.time_text import (
+    datetime_seconds,
+    day_first_seconds,
+    month_first_seconds,
+    text_kind,
+    time_seconds,
+)
 from pipeline.core.errors import SchemaError
 from pipeline.definition.schema import decide, sample_local
 
@@ -48,7 +54,7 @@ def test_iso_dates_and_times_are_seconds_since_1970_utc(text: str, seconds: floa
 
 
 @pytest.mark.parametrize(
-    "text", ["2013-02-30", "2013-13-01", "2013-01-01 24:00", "2013-01-01 05:60", "13-01-01", "2013/01/01", "today", ""]
+    "text", ["2013-02-30", "2013-13-01", "2013-01-01 24:00", "2013-01-01 05:60", "13-01-01", "2013/01-01", "today", ""]
 )
 def test_what_is_not_an_iso_date_is_none(text: str) -> None:
     assert datetime_seconds(text) is None
@@ -68,6 +74,82 @@ def test_a_column_is_of_a_kind_when_its_values_are_and_names_the_few_that_are_no
     assert text_kind([f"2013-01-{day:02d}" for day in range(1, 20)] + ["2013-01-32"]) == ("datetime", ["2013-01-32"])
     assert text_kind(["2013-01-01", "red", "blue"]) == (None, [])
     assert text_kind(["12", "13"]) == (None, [])
+
+
+@pytest.mark.parametrize(
+    "text", ["2013/03/04", "2013.3.4 17:05", "03/04/2013 5:05:09 pm", "3-4-2013T00:30 AM", "12/31/1999 12:00 AM"]
+)
+def test_other_common_date_forms_are_seconds_as_pandas_reads_them(text: str) -> None:
+    """Year first with / or ., month or day first with /, - or ., a 12-hour clock: the seconds pandas gives."""
+    expected = pd.Timestamp(text.replace("T", " ").upper().replace(".", "-", 2) if text.startswith("2013.") else
+                            text.replace("T", " ").upper()).timestamp()  # fmt: skip
+    parse = datetime_seconds if text.startswith(("2013", "1999")) else month_first_seconds
+    assert parse(text) == pytest.approx(expected)
+    if parse is month_first_seconds:
+        month, day, rest = text.replace("-", "/").split("/", 2)
+        assert day_first_seconds(f"{day}.{month}.{rest}") == pytest.approx(expected), "day first, dotted"
+
+
+def test_times_of_day_on_a_twelve_hour_clock() -> None:
+    assert [time_seconds(t) for t in ["12:00 AM", "12:30 pm", "1:00 p.m.", "11:59:59.5PM"]] == [
+        0,
+        45000,
+        46800,
+        86399.5,
+    ]
+    assert time_seconds("13:00 PM") is None and time_seconds("0:10 am") == 600
+
+
+def test_the_sample_decides_month_or_day_first_and_refuses_what_it_cannot_tell() -> None:
+    spread = [f"{month:02d}/{day:02d}/2014 {hour}:15" for month, day, hour in [(1, 5, 3), (2, 28, 14), (11, 13, 0)]]
+    assert text_kind(spread) == ("datetime-mdy", [])
+    assert text_kind([f"{d}.{m}.2014" for d, m in [(5, 1), (28, 2), (13, 11)]]) == ("datetime-dmy", [])
+    kind, bad = text_kind([f"{d}-{m}-2014" for d, m in [(5, 1), (28, 2)] * 10] + ["31-31-2014"])
+    assert (kind, bad) == ("datetime-dmy", ["31-31-2014"]), "a typo named like an ISO column's"
+    assert text_kind(["04/05/2014", "12/01/2014", "1/1/2015"])[0] == "ambiguous-day-month"
+    assert text_kind(["04/25/14", "12/01/14", "1/1/15"])[0] == "two-digit-year"
+    assert text_kind(["1.5", "2.25", "3.5.7"]) == (None, [])
+
+
+@pytest.mark.parametrize(
+    ("values", "said"),
+    [
+        ([f"{1 + i % 12}/{1 + i % 7}/2016" for i in range(60)], "day and month cannot be told apart"),
+        ([f"{1 + i % 12}-{1 + i % 28}-16" for i in range(60)], "two-digit years"),
+    ],
+)
+def test_dates_the_schema_cannot_read_one_way_are_refused_naming_the_column_and_ways_out(
+    tmp_path: Path, values: list[str], said: str
+) -> None:
+    table = frame(60).assign(opened=values)
+    table.to_csv(tmp_path / "t.csv", index=False)
+    with pytest.raises(SchemaError, match=rf"column 'opened' holds .*{said}.*year first.*CategoricalColumns=opened"):
+        decide(sample_local([tmp_path / "t.csv"], tmp_path), VALUES, {"LabelColumn"})
+    declared = decide(
+        sample_local([tmp_path / "t.csv"], tmp_path), {**VALUES, "CategoricalColumns": "opened,colour"},
+        {"LabelColumn", "CategoricalColumns"},
+    )  # fmt: skip
+    assert "opened" not in declared.document["times"]
+
+
+def test_month_first_text_reaches_preprocess_and_requests_as_the_same_seconds(tmp_path: Path) -> None:
+    rng = np.random.default_rng(3)
+    stamps = pd.Timestamp("2015-06-01") + pd.to_timedelta(rng.integers(0, 86400 * 60, 80), unit="s")
+    table = pd.DataFrame({"seen": stamps.strftime("%m/%d/%Y %I:%M %p"), "at": stamps.strftime("%I:%M:%S %p"),
+                          "y": rng.integers(0, 2, 80)})  # fmt: skip
+    table.to_csv(tmp_path / "t.csv", index=False)
+    decision = decide(sample_local([tmp_path / "t.csv"], tmp_path), VALUES, {"LabelColumn"})
+    assert decision.document["times"] == {"seen": "datetime-mdy", "at": "time"}
+    assert any("seen (date-time, month first), at (time of day)" in note for note in decision.notes)
+    layout = FeatureLayout(("seen", "at"), (), 1, times=tuple(decision.document["times"].items()))
+    (chunk,) = read_chunks(tmp_path / "t.csv", read_header(tmp_path / "t.csv"), ["seen", "at", "y"], ["seen", "at"],
+                           ["seen", "at"], 100)  # fmt: skip
+    read = encode_features(chunk.frame, layout, _bad, chunk.numeric).features
+    requested = encode_features({c: table[c].tolist() for c in ("seen", "at")}, layout, _bad).features
+    minutes = stamps.floor("min")
+    np.testing.assert_array_equal(read[:, 0], minutes.to_numpy("datetime64[s]").astype(np.int64).astype(np.float32))
+    np.testing.assert_array_equal(read[:, 1], (stamps - stamps.normalize()).total_seconds().to_numpy(np.float32))
+    np.testing.assert_array_equal(requested, read)
 
 
 def frame(rows: int, seed: int = 0) -> pd.DataFrame:
@@ -100,7 +182,7 @@ def test_a_date_column_with_a_few_typos_is_refused_naming_them_and_the_ways_out(
     table = frame(200)
     table.loc[17, "day"] = "2013-01-32"
     table.to_csv(tmp_path / "t.csv", index=False)
-    with pytest.raises(SchemaError, match=r"column 'day' holds an ISO 8601 date.*'2013-01-32'.*CategoricalColumns"):
+    with pytest.raises(SchemaError, match=r"column 'day' holds a year-first date.*'2013-01-32'.*CategoricalColumns"):
         decide(sample_local([tmp_path / "t.csv"], tmp_path), VALUES, {"LabelColumn"})
     declared = decide(
         sample_local([tmp_path / "t.csv"], tmp_path), {**VALUES, "CategoricalColumns": "day,colour"},
