@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from containerlib.hosts import Host
-from containerlib.names import SCHEMA_FORMAT
+from containerlib.schema_document import document_problem
 from containerlib.tables.files import is_data_name, visible_files
 from preprocessing import PreprocessError
 
@@ -79,14 +79,7 @@ def load_decided(path: Path | None) -> dict[str, Any]:
         raise PreprocessError(
             f"--schema (pipeline parameter SchemaUrl) {path}: not a readable JSON file ({error})"
         ) from error
-    if not isinstance(decided, dict) or decided.get("format") != SCHEMA_FORMAT:
-        raise PreprocessError(
-            f"--schema (pipeline parameter SchemaUrl) {path}: not an llpipe schema (expected format {SCHEMA_FORMAT!r})"
-        )
-    for key in ("feature_columns", "categorical_columns", "label_values"):
-        value = decided.get(key)
-        if value is not None and not (isinstance(value, list) and all(isinstance(item, str) for item in value)):
-            raise PreprocessError(
-                f"--schema (pipeline parameter SchemaUrl) {path}: {key} must be a list of strings, got {value!r}"
-            )
+    problem = document_problem(decided)
+    if problem is not None:
+        raise PreprocessError(f"--schema (pipeline parameter SchemaUrl) {path}: {problem}")
     return decided

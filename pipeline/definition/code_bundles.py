@@ -78,7 +78,7 @@ DATAQUALITY = _modules(
 BUNDLE_SOURCES: dict[str, tuple[str, tuple[str, ...]]] = {
     "preprocess": (
         "preprocessing/preprocess.py",
-        (*PREPROCESS, *SHARED, *TABLES, *RECORDIO, *MLFLOW_REST, *CONTENT_TYPES),
+        (*PREPROCESS, *SHARED, *TABLES, *RECORDIO, *MLFLOW_REST, *CONTENT_TYPES, "containerlib/schema_document.py"),
     ),
     "evaluate": ("evaluation/evaluate.py", (*EVALUATE, "containerlib/predictions.py", *SHARED, *RECORDIO)),
     # the inference pipeline's featurizer and labels containers (scikit-learn serving image): uploaded as the

@@ -109,6 +109,8 @@ class LocalRun:
             facts = preflight.check_data(data.files, values)
             warnings = [*source.skipped, *preflight.scaling_warnings(facts, values)]
             rows = facts.rows
+        if "SchemaUrl" in requested:
+            preflight.check_schema_url(self.s3, str(values["SchemaUrl"]), values, data.files if data.staged else None)
         if self.size_from_data:
             values.update(self.sizes(data, values, requested, rows))
         inferred = None
