@@ -288,12 +288,23 @@ class LocalRegistry:
 
     def _begin(self, connection: sqlite3.Connection, statement: str) -> None:
         """Start the transaction, waiting up to ``BUSY_TIMEOUT_SECONDS`` for another process's lock in short slices:
-        SQLite's own busy wait is not interrupted by signals, so a stop waited for the whole timeout."""
+        SQLite's own busy wait is not interrupted by signals, so a stop waited for the whole timeout. A read's
+        ``BEGIN`` takes no lock: its first read does, so that read is awaited in slices too (it waited the whole busy
+        timeout, a run's pre-run registry checks among them)."""
         deadline = time.monotonic() + BUSY_TIMEOUT_SECONDS
+        self._await_lock(connection, statement, deadline)
+        if statement == "BEGIN":
+            self._await_lock(connection, "SELECT count(*) FROM sqlite_master", deadline)
+        # held: what is left to wait for (readers ending while this commits) is short
+        connection.execute(f"PRAGMA busy_timeout = {int(BUSY_TIMEOUT_SECONDS * 1000)}")
+
+    def _await_lock(self, connection: sqlite3.Connection, statement: str, deadline: float) -> None:
+        """Run ``statement`` once another process's lock lets it, retried every ``LOCK_POLL_SECONDS`` until
+        ``deadline``; a stop (``stop``, or a signal's handler raising between slices) ends the wait at once."""
         while True:
             try:
                 connection.execute(statement)
-                break
+                return
             except sqlite3.OperationalError as error:
                 if "locked" not in str(error):
                     raise
@@ -306,8 +317,6 @@ class LocalRegistry:
                 raise RegistryError(
                     f"{self.db_path}: stopped while waiting for the model registry's lock (another process holds it)"
                 )
-        # held: what is left to wait for (readers ending while this commits) is short
-        connection.execute(f"PRAGMA busy_timeout = {int(BUSY_TIMEOUT_SECONDS * 1000)}")
 
     def register(
         self, request: Mapping[str, Any], *, metrics: Mapping[str, Any] | None = None, region: str, account: str

@@ -29,7 +29,7 @@ PROMPT_SECONDS = 20
 HOLDER = """
 import sqlite3, sys, pathlib, time
 db = sqlite3.connect(sys.argv[1], isolation_level=None)
-db.execute("BEGIN IMMEDIATE")
+db.execute(sys.argv[3] if len(sys.argv) > 3 else "BEGIN IMMEDIATE")
 pathlib.Path(sys.argv[2]).write_text("held")
 time.sleep(600)
 """
@@ -134,6 +134,33 @@ def test_a_stop_ends_models_approve_waiting_for_the_lock_at_once(held_registry: 
         assert _stopped_in_time(process, sent) == 128 + sent
         assert f"llpipe models: stopped by {sent.name}" in process.stderr.read()  # type: ignore[union-attr]
         assert LocalRegistry(held_registry / "registry.db").describe(f"{GROUP}/1").approval_status != "Approved"
+
+
+@pytest.mark.parametrize(
+    ("command", "sent"),
+    [(["models", "list"], signal.SIGINT), (["models", "describe", "1"], signal.SIGTERM), (["run"], signal.SIGINT)],
+)
+def test_a_stop_ends_a_read_waiting_for_an_exclusive_lock_at_once(
+    tmp_path: Path, command: list[str], sent: signal.Signals
+) -> None:
+    """A writer holding the exclusive lock (committing) keeps readers out: a read's first query waited SQLite's
+    whole busy timeout, unstoppable (``llpipe run``'s pre-run registry check took 58 s to act on Ctrl-C)."""
+    db = tmp_path / "registry.db"
+    LocalRegistry(db).register(request(GROUP), region="eu-west-1", account="123456789012")
+    held = tmp_path / "held"
+    holder = subprocess.Popen([sys.executable, "-c", HOLDER, str(db), str(held), "BEGIN EXCLUSIVE"])
+    try:
+        while not held.exists():
+            assert holder.poll() is None, "the lock holder ended"
+            time.sleep(0.05)
+        argv = [*LLPIPE, *command, "--workdir", str(tmp_path)]
+        with subprocess.Popen(argv, stderr=subprocess.PIPE, text=True, start_new_session=True) as process:
+            _wait_until_open(process, db)
+            assert _stopped_in_time(process, sent) == 128 + sent
+            assert f"stopped by {sent.name}" in process.stderr.read()  # type: ignore[union-attr]
+    finally:
+        holder.kill()
+        holder.wait()
 
 
 def test_a_stop_event_ends_the_wait_and_a_free_lock_is_taken(held_registry: Path) -> None:

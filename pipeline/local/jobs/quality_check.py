@@ -17,6 +17,7 @@ fails the step naming every feature and check; its properties stay, so the execu
 
 from __future__ import annotations
 
+import threading
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -66,7 +67,7 @@ class QualityCheckJobs:
             raise StepFailed(f"CheckType {check_type}: the local backend runs data-quality checks only")
         skip, register_new = _flag(fields.get("SkipCheck")), _flag(fields.get("RegisterNewBaseline"))
         group = str(fields.get("ModelPackageGroupName") or "")
-        baseline = self._baseline(fields, group)
+        baseline = self._baseline(fields, group, job.stop)
         if baseline is None and not skip:
             raise StepFailed(
                 f"no baseline to check against: no approved version of model package group {group} carries "
@@ -123,7 +124,7 @@ class QualityCheckJobs:
             )
         return properties
 
-    def _baseline(self, fields: dict[str, Any], group: str) -> Baseline | None:
+    def _baseline(self, fields: dict[str, Any], group: str, stop: threading.Event | None) -> Baseline | None:
         """The supplied baseline files, else the newest approved version's DriftCheckBaselines."""
         from pipeline.local.registry import LocalRegistry, RegistryError
 
@@ -137,7 +138,7 @@ class QualityCheckJobs:
                     raise StepFailed(f"supplied baseline {uri} does not exist in the local S3 folder")
             return Baseline(statistics, constraints, "supplied")
         try:
-            package = LocalRegistry(self.registry_db).last_approved(group) if group else None
+            package = LocalRegistry(self.registry_db, stop=stop).last_approved(group) if group else None
         except RegistryError as error:
             raise StepFailed(str(error)) from None
         uris = package.drift_check_data_quality if package else {}
