@@ -30,9 +30,13 @@ def _stopped_while_starting(number: int, frame: FrameType | None) -> None:
 
 
 def quiet_interrupts_while_starting(argv: list[str] = sys.argv) -> None:
-    """When this process is the command, end it with one line on a stop signal until its own handlers are set."""
+    """When this process is the command, end it with one line on a stop signal until its own handlers are set.
+
+    Also when the signal was inherited ignored (a background job of a script: ``kill -INT`` while the command was
+    importing was dropped and the run went on to the end, exit 0), as the command's own handlers do
+    (:mod:`pipeline.core.signals`); a handler a program set itself is kept."""
     if not is_command(argv):
         return
     for number in STARTING_SIGNALS:
-        if signal.getsignal(number) in (signal.default_int_handler, signal.SIG_DFL):
+        if signal.getsignal(number) in (signal.default_int_handler, signal.SIG_DFL, signal.SIG_IGN):
             signal.signal(number, _stopped_while_starting)

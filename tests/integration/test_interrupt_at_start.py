@@ -17,6 +17,8 @@ from pipeline.definition.code_bundles import REPOSITORY_ROOT
 PROBE = """
 import os, signal, sys, time
 sys.argv[0] = {argv0!r}
+for number in {ignored}:  # inherited ignored, as a background job of a non-interactive shell gets SIGINT
+    signal.signal(number, signal.SIG_IGN)
 import pipeline
 os.kill(os.getpid(), signal.{name})
 time.sleep(30)
@@ -24,9 +26,9 @@ print("not stopped")
 """
 
 
-def _probe(argv0: str, name: str) -> subprocess.CompletedProcess[str]:
+def _probe(argv0: str, name: str, ignored: tuple[int, ...] = ()) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [sys.executable, "-c", PROBE.format(argv0=argv0, name=name)],
+        [sys.executable, "-c", PROBE.format(argv0=argv0, name=name, ignored=ignored)],
         capture_output=True, text=True, timeout=120,
         env={"PYTHONPATH": str(REPOSITORY_ROOT), "PATH": "/usr/bin:/bin"},
     )  # fmt: skip
@@ -37,6 +39,15 @@ def _probe(argv0: str, name: str) -> subprocess.CompletedProcess[str]:
 def test_a_stop_while_the_command_starts_is_one_line(argv0: str, name: str) -> None:
     result = _probe(argv0, name)
     number = getattr(signal, name)
+    assert (result.returncode, result.stderr, result.stdout) == (128 + number, f"llpipe: stopped by {name}\n", "")
+
+
+@pytest.mark.parametrize(("argv0", "name"), [("-m", "SIGINT"), ("llpipe", "SIGTERM")])
+def test_a_stop_inherited_ignored_while_the_command_starts_is_acted_on_too(argv0: str, name: str) -> None:
+    """``make run &`` or a CI script's background job: SIGINT (and here the others) inherited ignored was dropped
+    while the command imported, and the run went on to the end with exit 0."""
+    number = getattr(signal, name)
+    result = _probe(argv0, name, ignored=(int(signal.SIGINT), int(number)))
     assert (result.returncode, result.stderr, result.stdout) == (128 + number, f"llpipe: stopped by {name}\n", "")
 
 
