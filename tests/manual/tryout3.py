@@ -734,7 +734,9 @@ def disk_full(t: Tryout) -> Outcome:
         proc = Proc(done.returncode, done.stdout, done.stderr)
         if "mount" in proc.err and "permission" in proc.err.lower():
             return Outcome("disk full", "unshare + tmpfs", proc.code, first_lines(proc.err, 1), "SKIPPED")
-        verdict = "correct" if proc.code == 0 else judge_refusal(proc, str(mount), "free")
+        # "no output" is fine here when the message goes on to say why: the disk holding the logs is full
+        said = Proc(proc.code, proc.out, proc.err.replace("no output (the disk", "(the disk"))
+        verdict = "correct" if proc.code == 0 else judge_refusal(said, str(mount), "free")
         found = Outcome(f"disk full ({size} tmpfs work dir)", f"run --workdir <{size} tmpfs>", proc.code,
                         first_lines(lines_with(proc.err, "llpipe") or proc.err, 2), verdict)  # fmt: skip
         if worst.verdict in ("SKIPPED", "correct") or verdict in ("UNCLEAR", "WRONG"):
