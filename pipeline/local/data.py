@@ -58,6 +58,15 @@ def data_files(path: Path, workdir: Path | None = None) -> tuple[Path, list[Path
                 option="data",
                 value=path,
             )
+        text = str(path)
+        if text.lower().startswith(("s3:/", "https:/", "http:/")):  # a Path folds the URI's // into one
+            scheme, rest = text.split(":/", 1)
+            raise DataError(
+                "is a URI, and a local run reads a local CSV or Parquet file or folder: copy the objects here first "
+                "(aws s3 cp --recursive URI DIR), or run on SageMaker (llpipe start --param InputDataUrl=URI)",
+                option="data",
+                value=f"{scheme}://{rest.lstrip('/')}",
+            )
         raise DataError("no such file or folder", option="data", value=path)
     files = tables.data_files(path)
     if workdir is not None:

@@ -487,3 +487,16 @@ def test_an_unknown_argument_is_named_with_the_command_s_own_usage(
     assert err.startswith(f"usage: llpipe {command} [-h]") and err.endswith(
         f"llpipe {command}: error: unrecognized arguments: {extra}\n"
     ), err
+
+
+@pytest.mark.parametrize("uri", ["s3://bucket/a/../b/", "S3://my-bucket/tables", "https://example.com/t.csv"])
+def test_a_uri_given_as_data_is_named_as_one_with_the_ways_out(
+    tmp_path: Path, uri: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Before: `--data s3://bucket/a/../b/` said "--data s3:/bucket/a/../b: no such file or folder" (the URI folded
+    as a path)."""
+    argv = ["run", "--data", uri, "--label-column", "label", "--predictor-type", "binary_classifier",
+            "--workdir", str(tmp_path / "work")]  # fmt: skip
+    code, err = run_cli(argv, capsys)
+    said = " ".join(err.split())
+    assert code == 2 and f"--data {uri.rstrip('/')}: is a URI" in said and "llpipe start" in said, said
