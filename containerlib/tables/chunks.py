@@ -58,8 +58,9 @@ def read_chunks(
     Arrow reader gives them as numbers, each minus its centre (``centres``, float64, aligned with ``numeric``: see
     ``containerlib.encoding.FeatureLayout.centres``) taken before float32. Read on a thread of its own, which goes
     straight on to the next piece; the chunks are made on the caller's. With ``raw``, each chunk also holds every
-    column of its rows as written (:func:`~containerlib.tables.raw.raw_pieces`, read on the same thread). A file that
-    cannot be read raises what its reader raised (OSError, ValueError, UnicodeDecodeError, pandas' ParserError)."""
+    column of its rows as written (:mod:`~containerlib.tables.raw`), from the same read of the file (a CSV range's
+    text gives its values too: :mod:`~containerlib.tables.csv_text`). A file that cannot be read raises what its
+    reader raised (OSError, ValueError, UnicodeDecodeError, pandas' ParserError)."""
     if is_parquet(path):
         if raw:  # one read of the file gives both
             paired = (_WithRaw(table, whole) for table, whole in parquet_pieces(path, columns, text, chunk_rows, True))
