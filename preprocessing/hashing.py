@@ -88,23 +88,25 @@ def _mix_text(h: np.ndarray, column: Any, name: np.uint64, scratch: np.ndarray) 
         # the 8 bytes from every position, as unaligned words: gathered 8 bytes at a time
         windows = np.ndarray(shape=(len(padded) - 7,), dtype="<u8", buffer=padded, strides=(1,))
         starts = offsets[:-1] - first
-        words = (np.take(windows, starts + at, mode="clip") for at in range(0, longest, 8))
+        words = (np.take(windows, starts + at if at else starts, mode="clip") for at in range(0, longest, 8))
     for number, word in enumerate(words):
         at = 8 * number
         if shortest >= at + 8:  # every cell fills this word
             _mix_word(h, word, _M1, scratch)
             continue
-        word &= _BYTE_MASKS[np.clip(lengths - at, 0, 8)]
+        left = lengths - at if at else lengths  # bytes of each cell from this word on
+        if shortest < at or longest > at + 8:
+            left = np.clip(left, 0, 8)
+        word &= _BYTE_MASKS.take(left)
         if shortest > at:  # every cell has bytes in this word
             _mix_word(h, word, _M1, scratch)
             continue
         # only the cells with bytes left change: a cell's hash never depends on the chunk's longest cell
         active = lengths > at
         _mix_word(h, word, np.where(active, _M1, np.uint64(1)), scratch, np.negative(active.astype(np.uint64)))
-    marks = lengths.astype(np.uint64)
+    marks = np.bitwise_xor(lengths.view(np.uint64), name)  # lengths are never negative: their bits as they are
     if array.null_count:
-        marks[array.is_null().to_numpy(zero_copy_only=False)] = _NULL
-    marks ^= name
+        marks[array.is_null().to_numpy(zero_copy_only=False)] = _NULL ^ name
     _mix_word(h, marks, _M2, scratch)
 
 

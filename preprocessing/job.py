@@ -203,11 +203,15 @@ def _convert_all(
 
     splits = [split for split in SPLITS if stats[split].rows]
     sample = transaction.work_dir / f"{BASELINE}-{host.name}.csv"
-    with ThreadPoolExecutor(max_workers=1, thread_name_prefix="baseline") as side:  # alongside the shards
+    # the samples are written alongside the shards: the raw rows' Parquet files cost as much CPU as the shards'
+    # gathering and writing, and the data-quality sample's text formatting half as much
+    with ThreadPoolExecutor(max_workers=2, thread_name_prefix="samples") as side:
         sample_written = side.submit(baseline.write, sample)
+        rows_written = [side.submit(write) for write in raw_rows.writes(transaction.work_dir / ROWS, host.name)]
         dealt = [split for split in splits if split != "test"]
         built = write_shards(shards, dealt, shard_counts, settings.seed, host, transaction.work_dir)
         wrote_sample = sample_written.result()
+        built_rows = [written.result() for written in rows_written]
     input_names = [path.relative_to(settings.input_dir).as_posix() for path in files]
     for target, split in built:
         stats[split].files.append(transaction.commit(target, split))
@@ -216,8 +220,8 @@ def _convert_all(
         transaction.commit(test_split.ids, "summary")
     if wrote_sample:
         transaction.commit(sample, BASELINE)
-    for built_rows in raw_rows.write(transaction.work_dir / ROWS, host.name):
-        transaction.commit(built_rows, ROWS)
+    for path in built_rows:
+        transaction.commit(path, ROWS)
     summary = build_summary(settings, host, schema, labels, stats, input_names, rows_read, rows_dropped, fractions)
     summary["categorical_stats"] = {column: categories[column].summary() for column in hashed}
     summary["unseen_values"] = dict(sorted(unseen.items()))

@@ -15,6 +15,8 @@ the model's test records.
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -110,19 +112,24 @@ class RawRowSample:
             columns = {column: _raw_values(chunk, column, numeric_index, picked) for column in sample.values}
             sample.add(keys[mine], columns, np.asarray(labels, dtype=np.float64)[mine])
 
-    def write(self, folder: Path, host_name: str) -> list[Path]:
-        """Each split's sample as ``<split>-<host>.parquet`` in ``folder``; none when the sample is off."""
-        import pyarrow.parquet as pq
-
+    def writes(self, folder: Path, host_name: str) -> list[Callable[[], Path]]:
+        """One call per split that writes its sample as ``<split>-<host>.parquet`` in ``folder`` and returns the
+        path; none when the sample is off. Each writes only its own split, so they may run at once (the Parquet
+        writer releases the GIL), alongside the shards."""
         if not self.limit:
             return []
         folder.mkdir(parents=True, exist_ok=True)
-        written = []
-        for name, sample in self.splits.items():
-            path = folder / f"{name}-{host_name}.parquet"
-            pq.write_table(sample.table(), str(path))
-            written.append(path)
-        return written
+        return [
+            partial(_write_table, sample, folder / f"{name}-{host_name}.parquet")
+            for name, sample in self.splits.items()
+        ]
+
+
+def _write_table(sample: SplitSample, path: Path) -> Path:
+    import pyarrow.parquet as pq
+
+    pq.write_table(sample.table(), str(path))
+    return path
 
 
 def _raw_values(chunk: Chunk, column: str, numeric_index: dict[str, int], rows: np.ndarray) -> np.ndarray:

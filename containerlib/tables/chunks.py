@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
+from itertools import islice
 from pathlib import Path
 from typing import Any
 
@@ -15,7 +16,7 @@ import numpy as np
 import pandas as pd
 
 from containerlib.prefetch import prefetched
-from containerlib.tables.csv_reader import csv_pieces
+from containerlib.tables.csv_reader import ArrowCannot, csv_pieces, csv_pieces_with_text
 from containerlib.tables.files import is_parquet
 from containerlib.tables.parquet_reader import parquet_pieces
 from containerlib.tables.raw import raw_pieces
@@ -57,18 +58,34 @@ def read_chunks(
     Arrow reader gives them as numbers, each minus its centre (``centres``, float64, aligned with ``numeric``: see
     ``containerlib.encoding.FeatureLayout.centres``) taken before float32. Read on a thread of its own, which goes
     straight on to the next piece; the chunks are made on the caller's. With ``raw``, each chunk also holds every
-    column of its rows as written (:func:`~containerlib.tables.raw.raw_pieces`, read on the same thread). A file that
-    cannot be read raises what its reader raised (OSError, ValueError, UnicodeDecodeError, pandas' ParserError)."""
+    column of its rows as written (:mod:`~containerlib.tables.raw`), from the same read of the file (a CSV range's
+    text gives its values too: :mod:`~containerlib.tables.csv_text`). A file that cannot be read raises what its
+    reader raised (OSError, ValueError, UnicodeDecodeError, pandas' ParserError)."""
     if is_parquet(path):
         if raw:  # one read of the file gives both
             paired = (_WithRaw(table, whole) for table, whole in parquet_pieces(path, columns, text, chunk_rows, True))
             return as_chunks(prefetched(paired), text, numeric, centres)
-        pieces = parquet_pieces(path, columns, text, chunk_rows)
-    else:
-        pieces = csv_pieces(path, header, columns, text, chunk_rows)
+        return as_chunks(prefetched(parquet_pieces(path, columns, text, chunk_rows)), text, numeric, centres)
     if raw:
-        return as_chunks(prefetched(_paired(pieces, raw_pieces(path, header, chunk_rows))), text, numeric, centres)
-    return as_chunks(prefetched(pieces), text, numeric, centres)
+        return as_chunks(prefetched(_csv_with_raw(path, header, columns, text, chunk_rows)), text, numeric, centres)
+    return as_chunks(prefetched(csv_pieces(path, header, columns, text, chunk_rows)), text, numeric, centres)
+
+
+def _csv_with_raw(path: Path, header: list[str], columns: list[str], text: list[str], chunk_rows: int) -> Iterator[Any]:
+    """A CSV file's pieces with their raw text, from one parse of each range while Arrow can read it as pandas would;
+    from the first range it cannot, the two readers each on their own (each handing over to pandas where it must),
+    from the first piece not yet given."""
+    given = 0
+    try:
+        for piece, raw in csv_pieces_with_text(path, header, columns, text, chunk_rows):
+            yield _WithRaw(piece, raw)
+            given += 1
+        return
+    except ArrowCannot:
+        pass
+    yield from islice(
+        _paired(csv_pieces(path, header, columns, text, chunk_rows), raw_pieces(path, header, chunk_rows)), given, None
+    )
 
 
 def _paired(pieces: Iterator[Any], raws: Iterator[Any]) -> Iterator[Any]:

@@ -20,6 +20,7 @@ from typing import Any
 
 import pandas as pd
 
+from containerlib.tables.csv_text import text_convert_options, typed_from_text
 from containerlib.tables.files import is_gzip
 from containerlib.tables.header import short_row_message
 
@@ -39,7 +40,7 @@ ARROW_RANGE_BYTES = 8 << 20  # whole lines parsed at once by Arrow's multi-threa
 ARROW_TYPES = ("int64", "double", "bool", "string", "null")  # as pandas infers them; others go to pandas
 
 
-class _ArrowCannot(Exception):
+class ArrowCannot(Exception):
     """Arrow cannot read (the rest of) a CSV file the way pandas would; pandas takes over."""
 
 
@@ -52,31 +53,58 @@ def csv_pieces(path: Path, header: list[str], columns: list[str], text: list[str
             yield table
             done += table.num_rows
         return
-    except _ArrowCannot:
+    except ArrowCannot:
         pass
     # All columns are parsed (no usecols): with usecols pandas silently ignores a row's extra fields.
-    for frame in pd.read_csv(path, dtype=dict.fromkeys(text, str), chunksize=chunk_rows):
-        if done:  # rows Arrow already gave, whole chunks of the same size
-            done -= len(frame)
-            continue
-        yield frame
+    frames = pd.read_csv(path, dtype=dict.fromkeys(text, str), chunksize=chunk_rows)
+    try:  # closed when the caller stops early too (pandas 1.1's reader is no context manager)
+        for frame in frames:
+            if done:  # rows Arrow already gave, whole chunks of the same size
+                done -= len(frame)
+                continue
+            yield frame
+    finally:
+        frames.close()
 
 
 def _arrow_csv_pieces(
     path: Path, header: list[str], columns: list[str], text: list[str], chunk_rows: int
 ) -> Iterator[Any]:
+    for table, _ in _exact_pieces(_arrow_csv_tables(path, header, columns, text), chunk_rows):
+        yield table
 
-    pending: list[Any] = []
+
+def csv_pieces_with_text(
+    path: Path, header: list[str], columns: list[str], text: list[str], chunk_rows: int
+) -> Iterator[tuple[Any, Any]]:
+    """(the pieces :func:`csv_pieces` gives, every column of the same rows as the text written: see
+    :mod:`~containerlib.tables.raw`) pairs from one parse of each range, the typed columns derived from the text
+    (:mod:`csv_text`) or, where they cannot be, parsed again typed. ArrowCannot from the first range Arrow cannot read
+    as pandas would (the pieces before it were given): the caller reads the rest otherwise."""
+    yield from _exact_pieces(_arrow_csv_tables(path, header, columns, text, with_text=True), chunk_rows)
+
+
+def _exact_pieces(pairs: Iterator[tuple[Any, Any]], chunk_rows: int) -> Iterator[tuple[Any, Any]]:
+    """(table, text or None) pairs, one per range, re-cut into pieces of exactly ``chunk_rows`` rows (the last may
+    hold fewer)."""
+    import pyarrow as pa
+
+    pending: list[tuple[Any, Any]] = []
     pending_rows = 0
-    for table in _arrow_csv_tables(path, header, columns, text):
-        pending.append(table)
+    for table, text in pairs:
+        pending.append((table, text))
         pending_rows += table.num_rows
         while pending_rows >= chunk_rows:
-            combined = _concatenated(pending)
-            yield combined.slice(0, chunk_rows)
-            pending, pending_rows = [combined.slice(chunk_rows)], combined.num_rows - chunk_rows
+            combined = _concatenated([table for table, _ in pending])
+            texts = None if text is None else pa.concat_tables([text for _, text in pending])
+            yield combined.slice(0, chunk_rows), None if texts is None else texts.slice(0, chunk_rows)
+            rest = None if texts is None else texts.slice(chunk_rows)
+            pending, pending_rows = [(combined.slice(chunk_rows), rest)], combined.num_rows - chunk_rows
     if pending_rows:
-        yield _concatenated(pending)
+        yield (
+            _concatenated([table for table, _ in pending]),
+            (None if pending[0][1] is None else pa.concat_tables([text for _, text in pending])),
+        )
 
 
 def _concatenated(tables: list[Any]) -> Any:
@@ -86,14 +114,17 @@ def _concatenated(tables: list[Any]) -> Any:
     try:
         return pa.concat_tables(tables, promote_options="permissive")
     except pa.ArrowException as error:
-        raise _ArrowCannot(str(error)) from error
+        raise ArrowCannot(str(error)) from error
 
 
-def _arrow_csv_tables(path: Path, header: list[str], columns: list[str], text: list[str]) -> Iterator[Any]:
+def _arrow_csv_tables(
+    path: Path, header: list[str], columns: list[str], text: list[str], with_text: bool = False
+) -> Iterator[tuple[Any, Any]]:
     """The file as Arrow tables, one per range of whole lines, each parsed by Arrow's multi-threaded reader (its
     streaming reader parses on one thread). A column's type may widen from range to range as pandas' would within a
     chunk: empty so far, then whatever a range finds; integers, then floats. Any other change (text in a number
-    column, a date) is one pandas takes over from."""
+    column, a date) is one pandas takes over from. Each table comes with the range's text (every column, as written)
+    when ``with_text``, else None."""
     import pyarrow as pa
     import pyarrow.csv as pacsv
 
@@ -107,27 +138,48 @@ def _arrow_csv_tables(path: Path, header: list[str], columns: list[str], text: l
         false_values=["False", "FALSE", "false"],
         timestamp_parsers=[],
     )
+    as_text = text_convert_options(header)
     read = pacsv.ReadOptions()
     schema = None
     rows_before = 0  # data rows in the ranges before this one
     for lines in _line_ranges(path, ARROW_RANGE_BYTES):
-        try:
-            table = pacsv.read_csv(lines, read_options=read, convert_options=convert)
-        except pa.ArrowException as error:  # e.g. ArrowInvalid, or ArrowKeyError for a name Arrow reads otherwise
-            _refuse_short_row(str(error), lines, header, rows_before, with_header=schema is None)
-            raise _ArrowCannot(str(error)) from error
+        cells = table = None
+        if with_text:
+            cells = _text_table(lines, read, as_text, header)
+            table = typed_from_text(cells, convert, in_file_order)
+        if table is None:
+            try:
+                table = pacsv.read_csv(lines, read_options=read, convert_options=convert)
+            except pa.ArrowException as error:  # e.g. ArrowInvalid, or ArrowKeyError for a name Arrow reads otherwise
+                _refuse_short_row(str(error), lines, header, rows_before, with_header=schema is None)
+                raise ArrowCannot(str(error)) from error
         rows_before += table.num_rows
         if schema is None:  # the first range, with the header line
             if table.schema.names != in_file_order:
-                raise _ArrowCannot("column names differ from pandas' (duplicates or a byte-order mark)")
+                raise ArrowCannot("column names differ from pandas' (duplicates or a byte-order mark)")
             read = pacsv.ReadOptions(column_names=header)
         odd = [field.name for field in table.schema if str(field.type) not in ARROW_TYPES]
         if odd:
-            raise _ArrowCannot(f"columns {odd} have types pandas would not infer")
+            raise ArrowCannot(f"columns {odd} have types pandas would not infer")
         schema = table.schema if schema is None else _widened(schema, table.schema)
         # types that cannot widen further are fixed; integer and empty columns are inferred again in every range
         convert.column_types = {field.name: field.type for field in schema if str(field.type) in _FINAL_TYPES}
-        yield table
+        yield table, cells
+
+
+def _text_table(lines: Any, read: Any, as_text: Any, header: list[str]) -> Any:
+    """A range's cells as text; ArrowCannot if Arrow cannot parse it, or names the columns otherwise than
+    ``header`` (a byte-order mark)."""
+    import pyarrow as pa
+    import pyarrow.csv as pacsv
+
+    try:
+        cells = pacsv.read_csv(lines, read_options=read, convert_options=as_text)
+    except pa.ArrowException as error:
+        raise ArrowCannot(str(error)) from error
+    if cells.schema.names != list(header):
+        raise ArrowCannot("column names differ from the header's (a byte-order mark?)")
+    return cells
 
 
 _FINAL_TYPES = ("double", "string", "bool")
@@ -165,7 +217,7 @@ def _first_short_row(text: str, columns: int, with_header: bool) -> tuple[int, i
 
 
 def _widened(known: Any, found: Any) -> Any:
-    """Each column's type so far widened by the one a new range found (null < int64 < double); _ArrowCannot for
+    """Each column's type so far widened by the one a new range found (null < int64 < double); ArrowCannot for
     any other pair."""
     import pyarrow as pa
 
@@ -173,7 +225,7 @@ def _widened(known: Any, found: Any) -> Any:
     for before, now in zip(known, found):
         kinds = {str(before.type), str(now.type)} - {"null"}
         if len(kinds) > 1 and kinds != {"int64", "double"}:
-            raise _ArrowCannot(f"column {before.name!r} changes from {before.type} to {now.type} after the first range")
+            raise ArrowCannot(f"column {before.name!r} changes from {before.type} to {now.type} after the first range")
         fields.append(before if str(now.type) in ("null", "int64") and str(before.type) != "null" else now)
     return pa.schema(fields)
 

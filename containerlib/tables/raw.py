@@ -21,6 +21,7 @@ from typing import Any
 import pandas as pd
 
 from containerlib.tables import csv_reader
+from containerlib.tables.csv_text import text_convert_options
 from containerlib.tables.files import is_parquet
 
 
@@ -37,12 +38,7 @@ def _csv_raw(path: Path, header: list[str], chunk_rows: int) -> Iterator[Any]:
     import pyarrow as pa
     import pyarrow.csv as pacsv
 
-    convert = pacsv.ConvertOptions(
-        column_types=dict.fromkeys(header, pa.string()),
-        null_values=[],
-        strings_can_be_null=False,
-        quoted_strings_can_be_null=False,
-    )
+    convert = text_convert_options(header)
     done = 0
     read = pacsv.ReadOptions()
     try:
@@ -59,17 +55,20 @@ def _csv_raw(path: Path, header: list[str], chunk_rows: int) -> Iterator[Any]:
         pass
     skip = done
     frames = pd.read_csv(path, dtype=str, na_filter=False, keep_default_na=False, chunksize=chunk_rows)
-    for frame in frames:
-        if skip >= len(frame):
-            skip -= len(frame)
-            continue
-        frame = frame.iloc[skip:]
-        skip = 0
-        yield pa.Table.from_arrays(
-            [pa.array(frame.iloc[:, index].fillna("").astype(str).tolist(), type=pa.string())
-             for index in range(len(header))],
-            names=list(header),
-        )  # fmt: skip
+    try:  # closed when the caller stops early too (pandas 1.1's reader is no context manager)
+        for frame in frames:
+            if skip >= len(frame):
+                skip -= len(frame)
+                continue
+            frame = frame.iloc[skip:]
+            skip = 0
+            yield pa.Table.from_arrays(
+                [pa.array(frame.iloc[:, index].fillna("").astype(str).tolist(), type=pa.string())
+                 for index in range(len(header))],
+                names=list(header),
+            )  # fmt: skip
+    finally:
+        frames.close()
 
 
 def _exact_pieces(tables: Iterator[Any], chunk_rows: int) -> Iterator[Any]:

@@ -41,9 +41,8 @@ RECORDIO = _modules(
 )
 TABLES = (
     *_modules("containerlib", "prefetch", "stable_hash", "encoding", "time_text"),
-    *_modules(
-        "containerlib/tables", "files", "header", "csv_reader", "parquet_reader", "parquet_types", "chunks", "raw"
-    ),
+    *_modules("containerlib/tables", "files", "header", "csv_reader", "csv_text", "parquet_reader", "parquet_types"),
+    *_modules("containerlib/tables", "chunks", "raw"),
 )
 PREPROCESS = _modules(
     "preprocessing", "command", "settings", "job", "inputs", "layout", "labels", "values", "conversion", "hashing",
