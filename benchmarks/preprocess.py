@@ -1,5 +1,6 @@
 """Rows per second of the Preprocess job on 300,000 and 1,000,000 x 50 numeric rows, from CSV and from Parquet,
-against the parse-only baselines and against the job's floor, with the targets: within 1.5x of the floor (issue 31);
+against the parse-only baselines and against the job's floor, with the targets: CSV within 1.5x of the floor and
+Parquet within 2.5x (issues 31 and 39);
 CSV >= 2x and Parquet >= 0.8x the baselines (issue 17), which the floor itself allows only on a quiet machine.
 
 Baselines, measured in the same run on the same files: ``pandas.read_csv`` of the whole CSV file and
@@ -35,7 +36,7 @@ from pathlib import Path
 
 REPOSITORY = Path(__file__).resolve().parents[1]
 TARGETS = {"CSV": 2.0, "Parquet": 0.8}  # job rows/s over the baseline's, at least
-FLOOR_TARGET = 1.5  # job seconds over the floor's, at most
+FLOOR_TARGETS = {"CSV": 1.5, "Parquet": 2.5}  # job seconds over the floor's, at most (issue 39)
 
 
 def generate(folder: Path, rows: int, features: int) -> tuple[Path, Path]:
@@ -180,11 +181,11 @@ def report(results: list[Result], rows: int, features: int) -> bool:
         ratio = baseline_seconds / job_seconds
         met = ratio >= TARGETS[name]
         over_floor = job_seconds / floor_seconds
-        floor_met = over_floor <= FLOOR_TARGET
+        floor_met = over_floor <= FLOOR_TARGETS[name]
         all_met &= met and floor_met
         cells = (name, f"{size_mb:,.0f}", baseline_name, f"{rows / baseline_seconds:,.0f}", f"{job_seconds:.2f}",
                  f"{rows / job_seconds:,.0f}", f"{ratio:.2f}x", f">= {TARGETS[name]}x {_met(met)}",
-                 f"{floor_seconds:.2f}", f"{over_floor:.2f}x", f"<= {FLOOR_TARGET}x {_met(floor_met)}",
+                 f"{floor_seconds:.2f}", f"{over_floor:.2f}x", f"<= {FLOOR_TARGETS[name]}x {_met(floor_met)}",
                  f"{baseline_seconds / floor_seconds:.2f}x", f"{cpu_seconds:.2f}",
                  f"{cpu_seconds / cores / floor_seconds:.2f}x")  # fmt: skip
         print(_row(cells, widths))

@@ -126,9 +126,12 @@ class RawRowSample:
 
 
 def _write_table(sample: SplitSample, path: Path) -> Path:
+    """The sample as Parquet; dictionary encoding only for the text columns: on float columns of distinct values the
+    writer tried it and fell back, a third of the job's CPU on a 300,000-row Parquet input (the values are the same)."""
     import pyarrow.parquet as pq
 
-    pq.write_table(sample.table(), str(path))
+    text = [column for column in sample.values if column not in set(sample.schema.numeric_columns)]
+    pq.write_table(sample.table(), str(path), use_dictionary=text)
     return path
 
 
