@@ -140,12 +140,12 @@ def query(name: str) -> dict[str, str]:
     }
 
 
-def stub_execution(session: StubbedSession, mlflow_config: dict[str, str] | None) -> None:
+def stub_execution(session: StubbedSession, mlflow_config: dict[str, str] | None, arn: str = EXECUTION_ARN) -> None:
     """The reads of one scheduled execution: Preprocess, Train (a cache hit would name its source), the gate."""
     sagemaker = session.stubs["sagemaker"]
     described: dict[str, Any] = {
         "PipelineArn": PIPELINE_ARN,
-        "PipelineExecutionArn": EXECUTION_ARN,
+        "PipelineExecutionArn": arn,
         "PipelineExecutionStatus": "Succeeded",
         "PipelineExecutionDescription": f"Scheduled for 2026-12-01T03:00:00Z by {SCHEDULE_ARN}",
         "CreationTime": T0,
@@ -153,7 +153,7 @@ def stub_execution(session: StubbedSession, mlflow_config: dict[str, str] | None
     }
     if mlflow_config is not None:
         described["MLflowConfig"] = mlflow_config
-    sagemaker.add_response("describe_pipeline_execution", described, {"PipelineExecutionArn": EXECUTION_ARN})
+    sagemaker.add_response("describe_pipeline_execution", described, {"PipelineExecutionArn": arn})
     if mlflow_config is None:
         return
     sagemaker.add_response(
@@ -164,7 +164,7 @@ def stub_execution(session: StubbedSession, mlflow_config: dict[str, str] | None
                 {"Name": "DataVersion", "Value": "2026-12-01T03:00:00Z"},
             ]
         },
-        {"PipelineExecutionArn": EXECUTION_ARN},
+        {"PipelineExecutionArn": arn},
     )
     processing_arn = f"arn:aws:sagemaker:us-west-2:{ACCOUNT}:processing-job/pipelines-abc123def456-preprocess"
     sagemaker.add_response(
@@ -201,7 +201,7 @@ def stub_execution(session: StubbedSession, mlflow_config: dict[str, str] | None
                 },
             ]
         },
-        {"PipelineExecutionArn": EXECUTION_ARN, "SortOrder": "Ascending"},
+        {"PipelineExecutionArn": arn, "SortOrder": "Ascending"},
     )
     sagemaker.add_response("describe_training_job", described_job(), {"TrainingJobName": JOB.lower()})  # as in its ARN
     session.stubs["sagemaker-metrics"].add_response(
@@ -443,6 +443,66 @@ def test_start_wait_forwards_the_finished_execution_and_prints_its_run(
     later.verify()
     assert found is not None and found.run_id == run_id and found.experiment_id == experiment.experiment_id
     assert found.tracking_uri == uri
+
+
+def test_forwarding_an_execution_again_updates_its_runs_and_another_execution_is_a_run_of_its_own(
+    mlflow_sqlite_uri: str, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture
+) -> None:
+    """``llpipe start --wait`` forwards the execution, ``llpipe execution show --to-mlflow`` forwards it again: still
+    one parent run (found by its ARN tag), one child per step, each series point once, the registered version naming
+    the same run; the next scheduled execution is a run of its own in the same experiment."""
+    from mlflow import MlflowClient
+    from rich.console import Console
+
+    from pipeline.cli.start import wait_and_report
+
+    uri = mlflow_sqlite_uri
+    config = dataclasses.replace(CONFIG, mlflow_tracking=True, mlflow_tracking_uri=uri)
+    mlflow_config = {"MlflowResourceArn": APP_ARN, "MlflowExperimentName": "churn-pipeline"}
+    session = StubbedSession("sagemaker", "sagemaker-metrics")
+    sent: list[dict[str, Any]] = []
+    session.clients["sagemaker"].meta.events.register(
+        "provide-client-params.sagemaker.UpdateModelPackage", lambda params, **kwargs: sent.append(dict(params))
+    )
+    stub_watch(session)
+    stub_execution(session, mlflow_config)
+    assert wait_and_report(config, EXECUTION_ARN, 0, console=Console(file=io.StringIO()), session=session) == 0
+    stub_execution(session, mlflow_config)
+    monkeypatch.setattr(aws, "session", lambda config: session)
+    argv = ["execution", "show", EXECUTION_ARN, "--sagemaker", "--to-mlflow", "--tracking-uri", uri]
+    assert main([*argv, "--region", "us-west-2"]) == 0
+    session.verify()
+    client = MlflowClient(tracking_uri=uri)
+    experiment = client.get_experiment_by_name("churn-pipeline")
+    assert experiment is not None
+    runs = client.search_runs([experiment.experiment_id], max_results=1000)
+    (parent,) = [run for run in runs if "mlflow.parentRunId" not in run.data.tags]
+    run_id = parent.info.run_id
+    printed = [line for line in capsys.readouterr().out.splitlines() if line.startswith("MLflow run ")]
+    assert [line.split()[2].rstrip(":") for line in printed] == [run_id, run_id]
+    assert parent.data.tags["llpipe.execution_arn"] == EXECUTION_ARN and parent.info.status == "FINISHED"
+    assert parent.data.params["Epochs"] == "3" and parent.data.params["linear_learner.epochs"] == "3"
+    children = sorted(run.info.run_name for run in runs if run.data.tags.get("mlflow.parentRunId") == run_id)
+    assert children == ["Preprocess", "QualityGate", "Register", "Train"]
+    assert len(runs) == 5
+    (train,) = [run for run in runs if run.info.run_name == "Train"]
+    history = client.get_metric_history(train.info.run_id, "train:objective_loss")
+    assert [(metric.step, metric.value) for metric in history] == [(0, 0.61), (1, 0.42), (2, 0.33)]
+    final = client.get_metric_history(train.info.run_id, "final/validation:roc_auc_score")
+    assert [(metric.step, metric.value) for metric in final] == [(0, 0.93)]
+    assert [request["CustomerMetadataProperties"]["mlflow:run-id"] for request in sent] == [run_id, run_id]
+
+    # the next scheduled execution: a parent run of its own beside the first
+    following = f"{PIPELINE_ARN}/execution/f00ba4000000"
+    stub_execution(session, mlflow_config, following)
+    other = forward_execution(config, following, session=session, tracking_uri=uri)
+    session.verify()
+    assert other.run_id != run_id and other.experiment_id == experiment.experiment_id
+    parents = client.search_runs([experiment.experiment_id], filter_string="tags.`llpipe.source` = 'schedule'")
+    assert sorted((run.info.run_name, run.data.tags["llpipe.execution_arn"]) for run in parents) == [
+        ("abc123def456", EXECUTION_ARN),
+        ("f00ba4000000", following),
+    ]
 
 
 def test_start_wait_with_the_store_down_warns_once_and_keeps_its_exit_code(capsys: pytest.CaptureFixture) -> None:
