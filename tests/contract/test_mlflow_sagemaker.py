@@ -6,6 +6,7 @@ MLflow's client reads back."""
 from __future__ import annotations
 
 import dataclasses
+import hashlib
 import io
 import json
 from datetime import datetime, timedelta, timezone
@@ -86,14 +87,51 @@ def test_start_names_the_executions_experiment(definition: dict[str, Any]) -> No
     assert "MlflowExperimentName" not in plain
 
 
-def test_each_scheduled_execution_starts_in_the_pipelines_experiment() -> None:
+@pytest.mark.parametrize("experiment", [None, "churn-experiments"])
+def test_each_scheduled_execution_starts_in_the_pipelines_experiment(
+    definition: dict[str, Any], experiment: str | None
+) -> None:
+    """The exact UpdateSchedule request: every StartPipelineExecution the schedule sends names the experiment
+    (``MlflowExperimentName``), the pipeline's or the configured one, next to the scheduled time; nothing of an
+    execution is in the definition, which stays the same whatever the experiment."""
     from botocore.validate import validate_parameters
 
-    request = schedule.schedule_request(CONFIG, "rate(1 day)", now=T0)
-    payload = json.loads(request["Target"]["Input"])
-    assert payload["MlflowExperimentName"] == "churn-pipeline"
+    config = dataclasses.replace(CONFIG, mlflow_experiment=experiment)
+    name = experiment or "churn-pipeline"
+    pipeline_id = hashlib.sha256(b"churn-pipeline").hexdigest()[:16]
+    start_input = (
+        '{"PipelineName": "churn-pipeline", "PipelineParameters": ['
+        '{"Name": "DataVersion", "Value": "<aws.scheduler.scheduled-time>"}], '
+        '"PipelineExecutionDescription": "Scheduled for <aws.scheduler.scheduled-time> by '
+        '<aws.scheduler.schedule-arn>", '
+        f'"ClientRequestToken": "llpipe-{pipeline_id}-<aws.scheduler.scheduled-time>", '
+        f'"MlflowExperimentName": "{name}"}}'
+    )
+    expected = {
+        "Name": "churn-pipeline",
+        "ScheduleExpression": "rate(1 day)",
+        "FlexibleTimeWindow": {"Mode": "OFF"},
+        "Target": {
+            "Arn": "arn:aws:scheduler:::aws-sdk:sagemaker:startPipelineExecution",
+            "RoleArn": CONFIG.role_arn,
+            "Input": start_input,
+        },
+        "State": "ENABLED",
+        "StartDate": T0,
+    }
+    session = StubbedSession("scheduler")
+    session.stubs["scheduler"].add_response("update_schedule", {"ScheduleArn": SCHEDULE_ARN}, expected)
+    declared = {parameter["Name"]: parameter for parameter in definition["Parameters"]}
+    assert schedule.put_schedule(config, "rate(1 day)", session=session, now=T0, declared=declared) == SCHEDULE_ARN
+    session.verify()
     operation = REAL_SESSION.client("sagemaker").meta.service_model.operation_model("StartPipelineExecution")
-    validate_parameters(payload, operation.input_shape)
+    validate_parameters(json.loads(start_input), operation.input_shape)
+    # the definition holds the server and the default experiment only; no execution's value (no time, no run)
+    built = json.loads(build_definition(config).definition_json)
+    assert built["MlflowConfig"] == {"MlflowExperimentName": name, "MlflowResourceArn": APP_ARN}
+    assert {key: value for key, value in built.items() if key != "MlflowConfig"} == {
+        key: value for key, value in definition.items() if key != "MlflowConfig"
+    }
 
 
 def described_job() -> dict[str, Any]:
