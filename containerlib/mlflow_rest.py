@@ -25,7 +25,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, Callable
 
-from containerlib.content_types import JSON
+from containerlib.content_types import BINARY, JSON
 from containerlib.s3_uri import SCHEME as S3_SCHEME
 from containerlib.s3_uri import split_s3_uri
 
@@ -88,8 +88,7 @@ class MlflowRest:
 
     def put_artifact(self, artifact_uri: str, relative: str, data: bytes) -> None:
         """One file to the tracking server's artifact proxy (``PUT``), its type guessed from its name."""
-        content_type = mimetypes.guess_type(relative)[0] or "application/octet-stream"
-        headers = {**self.headers, "Content-Type": content_type}
+        headers = {**self.headers, "Content-Type": content_type(relative)}
         self._send("PUT", self.artifact_url(artifact_uri, relative), data, headers, f"artifact {relative}")
 
     def _send(self, method: str, url: str, data: bytes | None, headers: Mapping[str, str], what: str) -> bytes:
@@ -124,6 +123,11 @@ class MlflowRest:
         return dict(request.headers.items())
 
 
+def content_type(relative: str) -> str:
+    """An artifact's type, guessed from its name as MLflow's client guesses it."""
+    return mimetypes.guess_type(relative)[0] or BINARY
+
+
 def upload_artifacts(client: MlflowRest, artifact_uri: str, files: Mapping[str, Path]) -> None:
     """``files`` (artifact path -> local file) into a run's artifact location: the tracking server's artifact proxy
     for ``mlflow-artifacts:``, S3 for ``s3://`` (one PutObject per file under the root's key, boto3's default
@@ -141,9 +145,8 @@ def upload_artifacts(client: MlflowRest, artifact_uri: str, files: Mapping[str, 
         s3 = boto3.session.Session().client("s3", config=timeouts)
         for relative, path in files.items():
             key = f"{prefix.rstrip('/')}/{relative}" if prefix.strip("/") else relative
-            content_type = mimetypes.guess_type(relative)[0] or "application/octet-stream"
             try:
-                s3.put_object(Bucket=bucket, Key=key, Body=path.read_bytes(), ContentType=content_type)
+                s3.put_object(Bucket=bucket, Key=key, Body=path.read_bytes(), ContentType=content_type(relative))
             except (BotoCoreError, ClientError) as error:
                 raise MlflowRestError(f"PutObject s3://{bucket}/{key}: {error}") from None
     else:

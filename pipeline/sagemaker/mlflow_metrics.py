@@ -24,6 +24,7 @@ from datetime import datetime
 from typing import Any
 
 from pipeline.core.errors import ConfigError, opt
+from pipeline.core.names import EVALUATE
 from pipeline.core.tracking import (
     DEADLINE_SECONDS,
     METADATA_EXPERIMENT_ID,
@@ -41,6 +42,7 @@ from pipeline.core.tracking import (
 from pipeline.definition.config import PipelineConfig
 from pipeline.sagemaker import aws
 from pipeline.sagemaker.inspect import execution_arn, execution_parameters
+from pipeline.sagemaker.mlflow_evaluation import PlotRenderer, log_evaluation, read_evaluation
 from pipeline.sagemaker.wait import execution_steps
 
 SCHEDULED_BY = "Scheduled for "  # how a scheduled execution's description starts (pipeline.sagemaker.schedule)
@@ -57,10 +59,15 @@ class TrainingJob:
 
 
 def forward_execution(
-    config: PipelineConfig, id_or_arn: str, session: Any = None, tracking_uri: str | None = None
+    config: PipelineConfig,
+    id_or_arn: str,
+    session: Any = None,
+    tracking_uri: str | None = None,
+    plots: PlotRenderer | None = None,
 ) -> MlflowRun:
-    """Read the execution, its steps and training jobs from the service, then write its MLflow runs to
-    ``tracking_uri`` (default: the execution's MLflow ARN, else the configured ``mlflow_arn``)."""
+    """Read the execution, its steps, training jobs and report from the service, then write its MLflow runs to
+    ``tracking_uri`` (default: the execution's MLflow ARN, else the configured ``mlflow_arn``); ``plots`` draws the
+    report's plots for Evaluate's child (:mod:`pipeline.sagemaker.mlflow_evaluation`)."""
     session = session or aws.session(config)
     arn = execution_arn(config, id_or_arn, session)
     sagemaker = session.client("sagemaker")
@@ -79,12 +86,19 @@ def forward_execution(
     steps = execution_steps(sagemaker, arn)
     metrics_client = session.client("sagemaker-metrics")
     jobs = {step["StepName"]: step_jobs(sagemaker, metrics_client, step) for step in steps}
+    evaluation = read_evaluation(session, steps)
     with bounded_requests(uri):
         from mlflow import MlflowClient
 
         client = MlflowClient(tracking_uri=uri)
         experiment_id = experiment_for(client, experiment)
         run_id = _write(client, experiment_id, arn, described, parameters, steps, jobs)
+        if evaluation is not None:
+            runs = Existing(client, experiment_id)
+            child = runs.children(run_id)[EVALUATE]
+            log_evaluation(
+                RunWriter(client, experiment_id, _timestamp(described)), child, evaluation, runs.new_params, plots
+            )
     link_model_package(sagemaker, steps, run_id, experiment_id)
     url, command = run_url(uri, experiment_id, run_id)
     return MlflowRun(run_id, experiment_id, uri, url, command)
@@ -104,6 +118,7 @@ def forward_finished(
     session: Any,
     on_warning: Callable[[str], None],
     deadline: float = DEADLINE_SECONDS,
+    plots: PlotRenderer | None = None,
 ) -> MlflowRun | None:
     """Forward a finished execution when MLflow is configured (:func:`forwarding_uri`); a failure (the store down,
     a request refused) is one warning line through ``on_warning``, and the caller waits at most ``deadline``
@@ -112,7 +127,7 @@ def forward_finished(
     if uri is None:
         return None
     return within_deadline(
-        lambda: forward_execution(config, arn, session, tracking_uri=config.mlflow_tracking_uri),
+        lambda: forward_execution(config, arn, session, tracking_uri=config.mlflow_tracking_uri, plots=plots),
         f"execution {arn.rsplit('/', 1)[-1]}",
         uri,
         on_warning,
@@ -210,6 +225,11 @@ def metric_series(metrics: Any, described: dict[str, Any]) -> list[tuple[str, fl
     return series
 
 
+def _timestamp(described: dict[str, Any]) -> int:
+    """Every metric point's timestamp: the execution's creation time, so that a point sent twice is stored once."""
+    return _millis(described.get("CreationTime")) or 0
+
+
 def _millis(value: Any) -> int | None:
     return int(value.timestamp() * 1000) if isinstance(value, datetime) else None
 
@@ -269,8 +289,7 @@ def _write(
     jobs: dict[str, list[TrainingJob]],
 ) -> str:
     """The parent run and a child per step (and per trial of a Tuning step); returns the parent's id."""
-    # every metric point stamped with the execution's creation time: the same point sent twice is stored once
-    writer = RunWriter(client, experiment_id, _millis(described.get("CreationTime")) or 0)
+    writer = RunWriter(client, experiment_id, _timestamp(described))
     description = described.get("PipelineExecutionDescription") or ""
     tags = {
         "llpipe.pipeline": arn.split(":pipeline/", 1)[1].split("/", 1)[0],

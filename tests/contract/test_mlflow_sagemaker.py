@@ -583,3 +583,123 @@ def test_start_wait_with_tracking_off_forwards_nothing(tmp_path: Path, capsys: p
     assert code == 0
     out, err = capsys.readouterr()
     assert "MLflow" not in out + err
+
+
+# ------------------------------------------------------------------------------ Evaluate's report and plots
+
+EVALUATE_JOB = "pipelines-abc123def456-evaluate-q7"
+EVALUATE_ARN = f"arn:aws:sagemaker:us-west-2:{ACCOUNT}:processing-job/{EVALUATE_JOB}"
+EVALUATION_PREFIX = "churn-pipeline/abc123def456/evaluation"
+
+
+def stub_evaluated_execution(session: StubbedSession, report: bytes) -> None:
+    """An execution whose Evaluate step succeeded: its job's output names where the report is in S3."""
+    sagemaker = session.stubs["sagemaker"]
+    sagemaker.add_response(
+        "describe_pipeline_execution",
+        {
+            "PipelineArn": PIPELINE_ARN,
+            "PipelineExecutionArn": EXECUTION_ARN,
+            "PipelineExecutionStatus": "Succeeded",
+            "CreationTime": T0,
+            "MLflowConfig": {"MlflowResourceArn": APP_ARN, "MlflowExperimentName": "churn-pipeline"},
+        },
+        {"PipelineExecutionArn": EXECUTION_ARN},
+    )
+    sagemaker.add_response(
+        "list_pipeline_parameters_for_execution",
+        {"PipelineParameters": [{"Name": "Epochs", "Value": "3"}]},
+        {"PipelineExecutionArn": EXECUTION_ARN},
+    )
+    steps = [
+        {
+            "StepName": "Evaluate",
+            "StepStatus": "Succeeded",
+            "StartTime": T0 + timedelta(minutes=12),
+            "EndTime": T0 + timedelta(minutes=16),
+            "Metadata": {"ProcessingJob": {"Arn": EVALUATE_ARN}},
+        },
+        {
+            "StepName": "Register",
+            "StepStatus": "Succeeded",
+            "StartTime": T0 + timedelta(minutes=18),
+            "EndTime": T0 + timedelta(minutes=19),
+            "Metadata": {"RegisterModel": {"Arn": PACKAGE_ARN}},
+        },
+    ]
+    sagemaker.add_response(
+        "list_pipeline_execution_steps",
+        {"PipelineExecutionSteps": steps},
+        {"PipelineExecutionArn": EXECUTION_ARN, "SortOrder": "Ascending"},
+    )
+    sagemaker.add_response(
+        "describe_processing_job",
+        {
+            "ProcessingJobName": EVALUATE_JOB,
+            "ProcessingJobArn": EVALUATE_ARN,
+            "ProcessingJobStatus": "Completed",
+            "ProcessingResources": {
+                "ClusterConfig": {"InstanceCount": 1, "InstanceType": "ml.m5.large", "VolumeSizeInGB": 30}
+            },
+            "AppSpecification": {"ImageUri": "sklearn-image"},
+            "CreationTime": T0 + timedelta(minutes=12),
+            "ProcessingOutputConfig": {
+                "Outputs": [
+                    {
+                        "OutputName": "evaluation",
+                        "S3Output": {
+                            "S3Uri": f"s3://artifacts-bucket/{EVALUATION_PREFIX}",
+                            "LocalPath": "/opt/ml/processing/evaluation",
+                            "S3UploadMode": "EndOfJob",
+                        },
+                    }
+                ]
+            },
+        },
+        {"ProcessingJobName": EVALUATE_JOB},
+    )
+    from botocore.response import StreamingBody
+
+    session.stubs["s3"].add_response(
+        "get_object",
+        {"Body": StreamingBody(io.BytesIO(report), len(report)), "ContentLength": len(report)},
+        {"Bucket": "artifacts-bucket", "Key": f"{EVALUATION_PREFIX}/evaluation.json"},
+    )
+    sagemaker.add_response("update_model_package", {"ModelPackageArn": PACKAGE_ARN}, UPDATE_REQUEST)
+
+
+def test_evaluates_report_and_plots_are_forwarded_as_the_evaluate_childs_metrics_and_artifacts(
+    mlflow_sqlite_uri: str, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """``llpipe execution show --sagemaker --to-mlflow``, twice: the report read from Evaluate's S3 output (its job
+    described first), its metrics on the Evaluate child as locally, ``evaluation.json`` and the plots drawn from it
+    (the image draws none) as artifacts; forwarded again, the same child holds the same artifacts."""
+    from mlflow import MlflowClient
+    from support.reports import report_file
+
+    from pipeline.api.plots import render_plots
+    from pipeline.core.tracking import report_metrics
+
+    monkeypatch.chdir(tmp_path)  # a SQLite store's experiments keep their artifacts in ./mlruns
+    report = report_file(tmp_path, "binary_classifier").read_bytes()
+    session = StubbedSession("sagemaker", "sagemaker-metrics", "s3")
+    monkeypatch.setattr(aws, "session", lambda config: session)
+    uri = mlflow_sqlite_uri
+    argv = ["execution", "show", EXECUTION_ARN, "--sagemaker", "--to-mlflow", "--tracking-uri", uri]
+    for _ in range(2):
+        stub_evaluated_execution(session, report)
+        assert main([*argv, "--region", "us-west-2"]) == 0
+    session.verify()
+    client = MlflowClient(tracking_uri=uri)
+    (evaluate,) = client.search_runs(["1"], filter_string="attributes.run_name = 'Evaluate'")
+    expected = report_metrics(json.loads(report))
+    assert len(expected) >= 8 and evaluate.data.metrics == expected
+    assert evaluate.data.tags["llpipe.report"] == f"s3://artifacts-bucket/{EVALUATION_PREFIX}/evaluation.json"
+    drawn = render_plots(report_file(tmp_path, "binary_classifier"), tmp_path / "drawn")
+    assert [item.path for item in client.list_artifacts(evaluate.info.run_id)] == ["evaluation.json", "plots"]
+    assert sorted(item.path for item in client.list_artifacts(evaluate.info.run_id, "plots")) == sorted(
+        f"plots/{path.name}" for path in drawn
+    )
+    downloaded = client.download_artifacts(evaluate.info.run_id, "evaluation.json", str(tmp_path))
+    assert json.loads(Path(downloaded).read_text()) == json.loads(report)
+    assert len(client.search_runs(["1"], max_results=1000)) == 3  # the parent, Evaluate, Register

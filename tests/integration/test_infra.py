@@ -171,7 +171,7 @@ def test_the_template_grants_what_the_iam_documents_grant() -> None:
     # the artifact store of a given server or App: Evaluate writes evaluation.json there from its job
     writes = resources["MlflowArtifactWrites"]
     assert writes["Condition"] == "HasMlflowArtifactBucket"
-    assert writes["Properties"]["Roles"] == [{"Ref": "PipelineRole"}]
+    assert writes["Properties"]["Roles"] == [{"Ref": "PipelineRole"}, {"Ref": "CodeBuildRole"}]
     [put] = writes["Properties"]["PolicyDocument"]["Statement"]
     assert (put["Action"], put["Resource"]) == (
         "s3:PutObject",
