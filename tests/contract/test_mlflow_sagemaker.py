@@ -60,10 +60,15 @@ def test_an_mlflow_arn_that_is_neither_a_tracking_server_nor_an_app_is_refused()
 
 
 def test_the_definition_names_the_server_and_the_pipelines_own_experiment(definition: dict[str, Any]) -> None:
-    """The default experiment is the pipeline's name (where scheduled executions land), nothing per execution."""
+    """The default experiment is the pipeline's name (where scheduled executions land), nothing per execution; the
+    steps are configured exactly as without MLflow (the SDK passes nothing to them, nor does the project)."""
     assert definition["MlflowConfig"] == {"MlflowExperimentName": "churn-pipeline", "MlflowResourceArn": APP_ARN}
     without = json.loads(build_definition(dataclasses.replace(CONFIG, mlflow_arn=None)).definition_json)
     assert without.get("MlflowConfig") is None
+    assert definition["Steps"] == without["Steps"] and definition["Parameters"] == without["Parameters"]
+    assert {key: value for key, value in definition.items() if key != "MlflowConfig"} == {
+        key: value for key, value in without.items() if key != "MlflowConfig"
+    }
 
 
 def test_start_names_the_executions_experiment(definition: dict[str, Any]) -> None:
