@@ -13,6 +13,7 @@ CSV = "text/csv"
 JSON = "application/json"
 JSONLINES = "application/jsonlines"
 RECORDIO = "application/x-recordio-protobuf"
+BINARY = "application/octet-stream"  # a file of no known type (an MLflow artifact uploaded from a job)
 ANY = "*/*"  # an Accept header that takes any type: the default response type answers it
 
 # other spellings of JSON Lines that clients send (ndjson, jsonl); read as JSONLINES

@@ -1,6 +1,7 @@
 """Evaluate's own MLflow run, logged from inside its job when the step is given a tracking URI and the execution's
 parent run (``--mlflow-tracking-uri``, ``--mlflow-parent-run-id``): the report's metrics as the local logger names
-them (pipeline/api/tracking.py), the gate and the decision, and where the report is. Never fails the job
+them (pipeline/api/tracking.py), the gate and the decision, where the report is, and ``evaluation.json`` itself as an
+artifact (the image has no matplotlib: the plots are drawn from it where llpipe runs). Never fails the job
 (containerlib/mlflow_rest.py)."""
 
 from __future__ import annotations
@@ -37,7 +38,8 @@ def report_metrics(report: dict[str, Any]) -> dict[str, float]:
 
 
 def log_evaluation(tracking_uri: str, parent_run_id: str, report: dict[str, Any], output_dir: Path) -> str | None:
-    """The Evaluate child run of ``parent_run_id``; its id, or None after one warning line on stderr."""
+    """The Evaluate child run of ``parent_run_id`` with the report as its artifact ``evaluation.json``; its id, or
+    None after one warning line on stderr."""
     decision = report.get(DECISION) or {}
     params = {f"decision.{key}": value for key, value in decision.items() if key != "promote"}
     tags = {
@@ -52,4 +54,6 @@ def log_evaluation(tracking_uri: str, parent_run_id: str, report: dict[str, Any]
     def warn(message: str) -> None:
         print(f"evaluate: warning: {message}", file=sys.stderr, flush=True)
 
-    return log_child_run(tracking_uri, parent_run_id, RUN_NAME, params, report_metrics(report), tags, warn)
+    artifacts = {REPORT_NAME: output_dir / REPORT_NAME}
+    metrics = report_metrics(report)
+    return log_child_run(tracking_uri, parent_run_id, RUN_NAME, params, metrics, tags, warn, artifacts=artifacts)

@@ -112,12 +112,14 @@ class SageMakerExecution(Execution):
             time.sleep(poll_seconds)
 
     def _forward_to_mlflow(self) -> None:
+        from pipeline.api.plots import render_plots
         from pipeline.sagemaker.mlflow_metrics import forward_finished
 
         def warn(message: str) -> None:
             print(f"Warning: {message}", file=sys.stderr, flush=True)
 
-        self._mlflow_run = forward_finished(self.config, self.arn, self.session, warn) or self._mlflow_run
+        forwarded = forward_finished(self.config, self.arn, self.session, warn, plots=render_plots)
+        self._mlflow_run = forwarded or self._mlflow_run
 
     @property
     def mlflow_run(self) -> MlflowRun | None:

@@ -26,11 +26,8 @@ from typing import TYPE_CHECKING, Any
 from pipeline.core.names import (
     DATA_QUALITY,
     EVALUATE,
-    METRICS_SECTIONS,
     PREPROCESS,
-    RAW_BASELINE,
     REGISTER,
-    SKLEARN_BASELINE,
     StepStatus,
 )
 from pipeline.core.tracking import (
@@ -40,10 +37,11 @@ from pipeline.core.tracking import (
     MlflowRun,
     RunWriter,
     bounded_requests,
+    decision_fields,
     experiment_for,
-    finite,
     is_http,
     probe,
+    report_metrics,
     run_url,
     within_deadline,
 )
@@ -390,9 +388,7 @@ class _Logger:
         report = self.execution.report
         if report is None:
             return
-        decision = report.get("decision") or {}
-        params = {f"decision.{key}": _text(value) for key, value in decision.items() if key != "promote"}
-        tags = {"llpipe.promote": _text(decision.get("promote")), "llpipe.gate_metric": _text(report["gate"]["metric"])}
+        params, tags = decision_fields(report)
         self._batch(run_id, params, self._report_metrics(), tags)
         path = self.execution.report_path
         if path is not None:
@@ -423,26 +419,7 @@ class _Logger:
     # ------------------------------------------------------------------------------------------------------- reads
 
     def _report_metrics(self) -> dict[str, float]:
-        """The report's model-quality scalars by name, their standard deviations, the best constant classifier's
-        (``<m>_best_constant_classifier``, as the report names it) and the scikit-learn baselines'
-        (``sklearn_baseline.<m>``, ``sklearn_raw_columns.<m>``); the gate value as ``gate.<metric>``."""
-        report = self.execution.report or {}
-        metrics: dict[str, float] = {}
-        section = next((report[name] for name in METRICS_SECTIONS.values() if name in report), {})
-        for name, entry in section.items():
-            if isinstance(entry, dict) and "value" in entry:
-                metrics[name] = entry["value"]
-                metrics[f"{name}.standard_deviation"] = entry.get("standard_deviation")
-        for key, prefix in ((SKLEARN_BASELINE, "sklearn_baseline"), (RAW_BASELINE, "sklearn_raw_columns")):
-            baseline = report.get(key) or {}
-            baseline_section = next((baseline[name] for name in METRICS_SECTIONS.values() if name in baseline), {})
-            for name, entry in baseline_section.items():
-                if isinstance(entry, dict) and "value" in entry:
-                    metrics[f"{prefix}.{name}"] = entry["value"]
-        gate = report.get("gate") or {}
-        if gate.get("metric"):
-            metrics[f"gate.{gate['metric']}"] = gate.get("value")
-        return {name: value for name, value in metrics.items() if finite(value) is not None}
+        return report_metrics(self.execution.report or {})
 
     def _logs(self, step: StepRecord) -> list[Path]:
         """The step's host logs; for a cached step, those of the execution it came from."""

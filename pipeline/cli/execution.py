@@ -142,9 +142,11 @@ def _to_mlflow(args: argparse.Namespace) -> int:
 
     config = config_from_args(args)
     if args.sagemaker:
+        from pipeline.api.plots import render_plots
         from pipeline.sagemaker.mlflow_metrics import forward_execution
 
-        run = forward_execution(config, args.execution_id, tracking_uri=config.mlflow_tracking_uri)
+        uri = config.mlflow_tracking_uri
+        run = forward_execution(config, args.execution_id, tracking_uri=uri, plots=render_plots)
     else:
         from pipeline.api._shared import find_execution, open_workdir
         from pipeline.api.execution import NoResultsError

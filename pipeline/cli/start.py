@@ -151,8 +151,14 @@ def wait_and_report(
         console.print(cost_table(costs))
     code, summary = outcome(state, {name: job.exit_message for name, job in jobs.items() if job.exit_message})
     print(summary, file=sys.stderr if code else sys.stdout)
+    from pipeline.api.plots import render_plots
+
     run = forward_finished(
-        config, arn, session, lambda message: print(f"llpipe start: warning: {message}", file=sys.stderr)
+        config,
+        arn,
+        session,
+        lambda message: print(f"llpipe start: warning: {message}", file=sys.stderr),
+        plots=render_plots,
     )
     if run is not None:
         served = f"  (after: {run.ui_command})" if run.ui_command else ""

@@ -5,6 +5,7 @@ never its outcome (the local logger, :mod:`pipeline.api.tracking`; the SageMaker
 
 from __future__ import annotations
 
+import json
 import logging
 import math
 import os
@@ -17,6 +18,7 @@ from dataclasses import asdict, dataclass
 from typing import Any, TypeVar
 
 from pipeline.core.errors import LlpipeError
+from pipeline.core.names import METRICS_SECTIONS, RAW_BASELINE, SKLEARN_BASELINE
 
 REQUEST_TIMEOUT_SECONDS = 5  # one HTTP request to the tracking server, MLflow's own default is 120
 PROBE_TIMEOUT_SECONDS = 3
@@ -210,3 +212,41 @@ def experiment_for(client: Any, name: str, artifact_location: str | None = None)
     if experiment is not None:
         return str(experiment.experiment_id)
     return str(client.create_experiment(name, artifact_location=artifact_location))
+
+
+def report_metrics(report: dict[str, Any]) -> dict[str, float]:
+    """The report's model-quality scalars by name, their standard deviations, the best constant classifier's
+    (``<m>_best_constant_classifier``, as the report names it) and the scikit-learn baselines'
+    (``sklearn_baseline.<m>``, ``sklearn_raw_columns.<m>``); the gate value as ``gate.<metric>``: the Evaluate child's
+    metrics, logged locally or forwarded from SageMaker."""
+    metrics: dict[str, Any] = {}
+    section = next((report[name] for name in METRICS_SECTIONS.values() if name in report), {})
+    for name, entry in section.items():
+        if isinstance(entry, dict) and "value" in entry:
+            metrics[name] = entry["value"]
+            metrics[f"{name}.standard_deviation"] = entry.get("standard_deviation")
+    for key, prefix in ((SKLEARN_BASELINE, "sklearn_baseline"), (RAW_BASELINE, "sklearn_raw_columns")):
+        baseline = report.get(key) or {}
+        baseline_section = next((baseline[name] for name in METRICS_SECTIONS.values() if name in baseline), {})
+        for name, entry in baseline_section.items():
+            if isinstance(entry, dict) and "value" in entry:
+                metrics[f"{prefix}.{name}"] = entry["value"]
+    gate = report.get("gate") or {}
+    if gate.get("metric"):
+        metrics[f"gate.{gate['metric']}"] = gate.get("value")
+    return {name: float(value) for name, value in metrics.items() if finite(value) is not None}
+
+
+def decision_fields(report: dict[str, Any]) -> tuple[dict[str, str], dict[str, str]]:
+    """The Evaluate child's params (``decision.<key>``) and tags (``llpipe.promote``, ``llpipe.gate_metric``)."""
+
+    def text(value: Any) -> str:
+        return value if isinstance(value, str) else json.dumps(value, default=str)
+
+    decision = report.get("decision") or {}
+    params = {f"decision.{key}": text(value) for key, value in decision.items() if key != "promote"}
+    tags = {
+        "llpipe.promote": text(decision.get("promote")),
+        "llpipe.gate_metric": text((report.get("gate") or {}).get("metric")),
+    }
+    return params, tags

@@ -35,7 +35,8 @@ SHARED = _modules(
     "containerlib", "names", "errors", "hosts", "exit_message", "file_errors", "stop_signals", "row_ids", "stable_hash"
 )
 CONTENT_TYPES = _modules("containerlib", "content_types")
-MLFLOW_REST = _modules("containerlib", "mlflow_rest")  # a step's own MLflow run, logged from inside its job
+# a step's own MLflow run, logged from inside its job (s3_uri: an S3 artifact root)
+MLFLOW_REST = _modules("containerlib", "mlflow_rest", "s3_uri")
 RECORDIO = _modules(
     "containerlib/recordio", "wire", "varints", "writer", "framing", "fast_decode", "protobuf", "reader"
 )
@@ -56,7 +57,6 @@ EVALUATE = (
     *EVALUATION,
     *_modules("containerlib/linear_learner", "model", "responses"),
     *MLFLOW_REST,
-    "containerlib/s3_uri.py",
     *CONTENT_TYPES,
 )
 SERVING = (

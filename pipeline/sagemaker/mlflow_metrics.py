@@ -8,6 +8,12 @@ job (Train, each tuning trial) its hyperparameters, ``FinalMetricDataList`` as `
 series from sagemaker-metrics' BatchGetMetrics (step = iteration), as the local runs are logged
 (:mod:`pipeline.api.tracking`). The store is the execution's tracking server or App ARN (the ``sagemaker-mlflow``
 plugin's ``arn`` scheme, SigV4) unless another tracking URI is given.
+
+Forwarding is idempotent: an execution forwarded again (``start --wait``, then ``execution show --to-mlflow``)
+updates the run it was forwarded as (found by its ``llpipe.execution_arn`` tag), its children found by step name and
+its tuning trials by training job name; params already there are kept (MLflow's are immutable), tags and states
+updated, and metric points are stamped with the execution's creation time, so a point sent again is the same
+``(key, timestamp, step, value)``, which MLflow stores once.
 """
 
 from __future__ import annotations
@@ -18,6 +24,7 @@ from datetime import datetime
 from typing import Any
 
 from pipeline.core.errors import ConfigError, opt
+from pipeline.core.names import EVALUATE
 from pipeline.core.tracking import (
     DEADLINE_SECONDS,
     METADATA_EXPERIMENT_ID,
@@ -27,6 +34,7 @@ from pipeline.core.tracking import (
     bounded_requests,
     chunks,
     experiment_for,
+    metric_key,
     probe,
     run_url,
     within_deadline,
@@ -34,6 +42,7 @@ from pipeline.core.tracking import (
 from pipeline.definition.config import PipelineConfig
 from pipeline.sagemaker import aws
 from pipeline.sagemaker.inspect import execution_arn, execution_parameters
+from pipeline.sagemaker.mlflow_evaluation import PlotRenderer, log_evaluation, read_evaluation
 from pipeline.sagemaker.wait import execution_steps
 
 SCHEDULED_BY = "Scheduled for "  # how a scheduled execution's description starts (pipeline.sagemaker.schedule)
@@ -50,10 +59,15 @@ class TrainingJob:
 
 
 def forward_execution(
-    config: PipelineConfig, id_or_arn: str, session: Any = None, tracking_uri: str | None = None
+    config: PipelineConfig,
+    id_or_arn: str,
+    session: Any = None,
+    tracking_uri: str | None = None,
+    plots: PlotRenderer | None = None,
 ) -> MlflowRun:
-    """Read the execution, its steps and training jobs from the service, then write its MLflow runs to
-    ``tracking_uri`` (default: the execution's MLflow ARN, else the configured ``mlflow_arn``)."""
+    """Read the execution, its steps, training jobs and report from the service, then write its MLflow runs to
+    ``tracking_uri`` (default: the execution's MLflow ARN, else the configured ``mlflow_arn``); ``plots`` draws the
+    report's plots for Evaluate's child (:mod:`pipeline.sagemaker.mlflow_evaluation`)."""
     session = session or aws.session(config)
     arn = execution_arn(config, id_or_arn, session)
     sagemaker = session.client("sagemaker")
@@ -72,12 +86,19 @@ def forward_execution(
     steps = execution_steps(sagemaker, arn)
     metrics_client = session.client("sagemaker-metrics")
     jobs = {step["StepName"]: step_jobs(sagemaker, metrics_client, step) for step in steps}
+    evaluation = read_evaluation(session, steps)
     with bounded_requests(uri):
         from mlflow import MlflowClient
 
         client = MlflowClient(tracking_uri=uri)
         experiment_id = experiment_for(client, experiment)
         run_id = _write(client, experiment_id, arn, described, parameters, steps, jobs)
+        if evaluation is not None:
+            runs = Existing(client, experiment_id)
+            child = runs.children(run_id)[EVALUATE]
+            log_evaluation(
+                RunWriter(client, experiment_id, _timestamp(described)), child, evaluation, runs.new_params, plots
+            )
     link_model_package(sagemaker, steps, run_id, experiment_id)
     url, command = run_url(uri, experiment_id, run_id)
     return MlflowRun(run_id, experiment_id, uri, url, command)
@@ -97,6 +118,7 @@ def forward_finished(
     session: Any,
     on_warning: Callable[[str], None],
     deadline: float = DEADLINE_SECONDS,
+    plots: PlotRenderer | None = None,
 ) -> MlflowRun | None:
     """Forward a finished execution when MLflow is configured (:func:`forwarding_uri`); a failure (the store down,
     a request refused) is one warning line through ``on_warning``, and the caller waits at most ``deadline``
@@ -105,7 +127,7 @@ def forward_finished(
     if uri is None:
         return None
     return within_deadline(
-        lambda: forward_execution(config, arn, session, tracking_uri=config.mlflow_tracking_uri),
+        lambda: forward_execution(config, arn, session, tracking_uri=config.mlflow_tracking_uri, plots=plots),
         f"execution {arn.rsplit('/', 1)[-1]}",
         uri,
         on_warning,
@@ -116,9 +138,9 @@ def forward_finished(
 def find_run(
     config: PipelineConfig, arn: str, described: dict[str, Any], tracking_uri: str | None = None
 ) -> MlflowRun | None:
-    """The parent run an execution was forwarded as (its ``llpipe.execution_arn`` tag; one of them when it was
-    forwarded twice), in the store and experiment it is forwarded to; None when MLflow is not configured or it has
-    none."""
+    """The parent run an execution was forwarded as (its ``llpipe.execution_arn`` tag; the oldest, should an older
+    version of the forwarder have written it twice), in the store and experiment it is forwarded to; None when
+    MLflow is not configured or it has none."""
     settings = described.get("MLflowConfig") or {}
     uri = tracking_uri or settings.get("MlflowResourceArn") or config.mlflow_arn
     if not uri:
@@ -131,15 +153,11 @@ def find_run(
         experiment = client.get_experiment_by_name(settings.get("MlflowExperimentName") or config.experiment_name)
         if experiment is None:
             return None
-        runs = client.search_runs(
-            [experiment.experiment_id],
-            filter_string=f"tags.`llpipe.execution_arn` = '{arn}'",
-        )
-    parent = next((run for run in runs if "mlflow.parentRunId" not in run.data.tags), None)
+        parent = Existing(client, str(experiment.experiment_id)).parent(arn)
     if parent is None:
         return None
-    url, command = run_url(uri, str(experiment.experiment_id), parent.info.run_id)
-    return MlflowRun(parent.info.run_id, str(experiment.experiment_id), uri, url, command)
+    url, command = run_url(uri, str(experiment.experiment_id), parent)
+    return MlflowRun(parent, str(experiment.experiment_id), uri, url, command)
 
 
 def link_model_package(sagemaker: Any, steps: list[dict[str, Any]], run_id: str, experiment_id: str) -> None:
@@ -207,8 +225,58 @@ def metric_series(metrics: Any, described: dict[str, Any]) -> list[tuple[str, fl
     return series
 
 
+def _timestamp(described: dict[str, Any]) -> int:
+    """Every metric point's timestamp: the execution's creation time, so that a point sent twice is stored once."""
+    return _millis(described.get("CreationTime")) or 0
+
+
 def _millis(value: Any) -> int | None:
     return int(value.timestamp() * 1000) if isinstance(value, datetime) else None
+
+
+class Existing:
+    """The runs an execution was forwarded as before, read from the store so that forwarding it again updates them:
+    its parent run (by the ``llpipe.execution_arn`` tag), a run's children by name, a run's params."""
+
+    def __init__(self, client: Any, experiment_id: str) -> None:
+        self.client = client
+        self.experiment_id = experiment_id
+        self.params: dict[str, dict[str, str]] = {}  # run id -> its params, for the runs found here
+
+    def parent(self, arn: str) -> str | None:
+        """The oldest parent run tagged with the execution's ARN, or None when it was never forwarded."""
+        runs = self._search(f"tags.`llpipe.execution_arn` = '{arn}'")
+        parents = [run for run in runs if "mlflow.parentRunId" not in run.data.tags]
+        return self._keep(min(parents, key=lambda run: run.info.start_time or 0)) if parents else None
+
+    def children(self, run_id: str) -> dict[str, str]:
+        """The runs nested under ``run_id`` by name (the oldest of a name)."""
+        found: dict[str, Any] = {}
+        runs = self._search(f"tags.`mlflow.parentRunId` = '{run_id}'")
+        for run in sorted(runs, key=lambda run: run.info.start_time or 0):
+            found.setdefault(run.info.run_name, run)
+        return {name: self._keep(run) for name, run in found.items()}
+
+    def new_params(self, run_id: str, params: dict[str, str]) -> dict[str, str]:
+        """``params`` less those the run already has (MLflow refuses to change a param's value)."""
+        logged = self.params.get(run_id, {})
+        return {name: value for name, value in params.items() if metric_key(name) not in logged}
+
+    def _keep(self, run: Any) -> str:
+        self.params[run.info.run_id] = dict(run.data.params)
+        return str(run.info.run_id)
+
+    def _search(self, filter_string: str) -> list[Any]:
+        runs: list[Any] = []
+        token = None
+        while True:
+            page = self.client.search_runs(
+                [self.experiment_id], filter_string=filter_string, max_results=1000, page_token=token
+            )
+            runs += list(page)
+            token = page.token
+            if not token:
+                return runs
 
 
 def _write(
@@ -221,7 +289,7 @@ def _write(
     jobs: dict[str, list[TrainingJob]],
 ) -> str:
     """The parent run and a child per step (and per trial of a Tuning step); returns the parent's id."""
-    writer = RunWriter(client, experiment_id, _millis(described.get("LastModifiedTime")) or 0)
+    writer = RunWriter(client, experiment_id, _timestamp(described))
     description = described.get("PipelineExecutionDescription") or ""
     tags = {
         "llpipe.pipeline": arn.split(":pipeline/", 1)[1].split("/", 1)[0],
@@ -234,10 +302,16 @@ def _write(
     packages = [((step.get("Metadata") or {}).get("RegisterModel") or {}).get("Arn") for step in steps]
     if any(packages):  # as a local run's parent names its version (pipeline.api.tracking)
         tags["llpipe.model_package_arn"] = next(package for package in packages if package)
-    parent = writer.start(arn.rsplit("/", 1)[-1], _millis(described.get("CreationTime")), tags)
+    runs = Existing(client, experiment_id)
+    parent = runs.parent(arn)
+    if parent is None:
+        parent = writer.start(arn.rsplit("/", 1)[-1], _millis(described.get("CreationTime")), tags)
+    else:
+        writer.batch(parent, {}, {}, tags)
     hyperparameters = next((group[0].described.get("HyperParameters") or {} for group in jobs.values() if group), {})
     params = {**parameters, **{f"linear_learner.{name}": value for name, value in hyperparameters.items()}}
-    writer.batch(parent, params, {})
+    writer.batch(parent, runs.new_params(parent, params), {})
+    children = runs.children(parent)
     for step in steps:
         status = step.get("StepStatus", "")
         step_tags = {"llpipe.step_type": step.get("StepDisplayName") or step["StepName"], "llpipe.step_status": status}
@@ -249,19 +323,24 @@ def _write(
             step_tags["llpipe.model_package_arn"] = package
         if step.get("FailureReason"):
             step_tags["llpipe.failure_reason"] = step["FailureReason"]
-        child = writer.start(step["StepName"], _millis(step.get("StartTime")), step_tags, parent)
+        child = children.get(step["StepName"])
+        if child is None:
+            child = writer.start(step["StepName"], _millis(step.get("StartTime")), step_tags, parent)
+        else:
+            writer.batch(child, {}, {}, step_tags)
         group = jobs.get(step["StepName"]) or []
         if len(group) == 1 and "TrainingJob" in (step.get("Metadata") or {}):
-            _training(writer, child, group[0])
+            _training(writer, runs, child, group[0])
         else:
+            trials = runs.children(child) if group else {}
             for job in group:  # a tuning job's trials, nested under its step
-                trial = writer.start(
+                trial = trials.get(job.described["TrainingJobName"]) or writer.start(
                     job.described["TrainingJobName"],
                     _millis(job.described.get("TrainingStartTime")),
                     {"llpipe.step_type": "TrainingJob"},
                     child,
                 )
-                _training(writer, trial, job)
+                _training(writer, runs, trial, job)
                 writer.end(trial, STATES.get(_job_status(job), "FAILED"), _millis(job.described.get("TrainingEndTime")))
         writer.end(child, STATES.get(status, "FAILED"), _millis(step.get("EndTime")))
     writer.end(parent, STATES.get(described.get("PipelineExecutionStatus", ""), "FAILED"), writer.timestamp_ms)
@@ -272,13 +351,14 @@ def _job_status(job: TrainingJob) -> str:
     return "Succeeded" if job.described.get("TrainingJobStatus") == "Completed" else "Failed"
 
 
-def _training(writer: RunWriter, run_id: str, job: TrainingJob) -> None:
+def _training(writer: RunWriter, runs: Existing, run_id: str, job: TrainingJob) -> None:
     """A training job's hyperparameters, final metrics (``final/<name>``) and metric series (step = iteration)."""
     described = job.described
     final = [(f"final/{item['MetricName']}", item["Value"], 0) for item in described.get("FinalMetricDataList", [])]
+    hyperparameters = {name: str(value) for name, value in (described.get("HyperParameters") or {}).items()}
     writer.batch(
         run_id,
-        {name: str(value) for name, value in (described.get("HyperParameters") or {}).items()},
+        runs.new_params(run_id, hyperparameters),
         final + job.series,
         {"llpipe.training_job": described["TrainingJobName"], "llpipe.training_job_arn": described["TrainingJobArn"]},
     )

@@ -6,6 +6,7 @@ MLflow's client reads back."""
 from __future__ import annotations
 
 import dataclasses
+import hashlib
 import io
 import json
 from datetime import datetime, timedelta, timezone
@@ -59,10 +60,15 @@ def test_an_mlflow_arn_that_is_neither_a_tracking_server_nor_an_app_is_refused()
 
 
 def test_the_definition_names_the_server_and_the_pipelines_own_experiment(definition: dict[str, Any]) -> None:
-    """The default experiment is the pipeline's name (where scheduled executions land), nothing per execution."""
+    """The default experiment is the pipeline's name (where scheduled executions land), nothing per execution; the
+    steps are configured exactly as without MLflow (the SDK passes nothing to them, nor does the project)."""
     assert definition["MlflowConfig"] == {"MlflowExperimentName": "churn-pipeline", "MlflowResourceArn": APP_ARN}
     without = json.loads(build_definition(dataclasses.replace(CONFIG, mlflow_arn=None)).definition_json)
     assert without.get("MlflowConfig") is None
+    assert definition["Steps"] == without["Steps"] and definition["Parameters"] == without["Parameters"]
+    assert {key: value for key, value in definition.items() if key != "MlflowConfig"} == {
+        key: value for key, value in without.items() if key != "MlflowConfig"
+    }
 
 
 def test_start_names_the_executions_experiment(definition: dict[str, Any]) -> None:
@@ -86,14 +92,51 @@ def test_start_names_the_executions_experiment(definition: dict[str, Any]) -> No
     assert "MlflowExperimentName" not in plain
 
 
-def test_each_scheduled_execution_starts_in_the_pipelines_experiment() -> None:
+@pytest.mark.parametrize("experiment", [None, "churn-experiments"])
+def test_each_scheduled_execution_starts_in_the_pipelines_experiment(
+    definition: dict[str, Any], experiment: str | None
+) -> None:
+    """The exact UpdateSchedule request: every StartPipelineExecution the schedule sends names the experiment
+    (``MlflowExperimentName``), the pipeline's or the configured one, next to the scheduled time; nothing of an
+    execution is in the definition, which stays the same whatever the experiment."""
     from botocore.validate import validate_parameters
 
-    request = schedule.schedule_request(CONFIG, "rate(1 day)", now=T0)
-    payload = json.loads(request["Target"]["Input"])
-    assert payload["MlflowExperimentName"] == "churn-pipeline"
+    config = dataclasses.replace(CONFIG, mlflow_experiment=experiment)
+    name = experiment or "churn-pipeline"
+    pipeline_id = hashlib.sha256(b"churn-pipeline").hexdigest()[:16]
+    start_input = (
+        '{"PipelineName": "churn-pipeline", "PipelineParameters": ['
+        '{"Name": "DataVersion", "Value": "<aws.scheduler.scheduled-time>"}], '
+        '"PipelineExecutionDescription": "Scheduled for <aws.scheduler.scheduled-time> by '
+        '<aws.scheduler.schedule-arn>", '
+        f'"ClientRequestToken": "llpipe-{pipeline_id}-<aws.scheduler.scheduled-time>", '
+        f'"MlflowExperimentName": "{name}"}}'
+    )
+    expected = {
+        "Name": "churn-pipeline",
+        "ScheduleExpression": "rate(1 day)",
+        "FlexibleTimeWindow": {"Mode": "OFF"},
+        "Target": {
+            "Arn": "arn:aws:scheduler:::aws-sdk:sagemaker:startPipelineExecution",
+            "RoleArn": CONFIG.role_arn,
+            "Input": start_input,
+        },
+        "State": "ENABLED",
+        "StartDate": T0,
+    }
+    session = StubbedSession("scheduler")
+    session.stubs["scheduler"].add_response("update_schedule", {"ScheduleArn": SCHEDULE_ARN}, expected)
+    declared = {parameter["Name"]: parameter for parameter in definition["Parameters"]}
+    assert schedule.put_schedule(config, "rate(1 day)", session=session, now=T0, declared=declared) == SCHEDULE_ARN
+    session.verify()
     operation = REAL_SESSION.client("sagemaker").meta.service_model.operation_model("StartPipelineExecution")
-    validate_parameters(payload, operation.input_shape)
+    validate_parameters(json.loads(start_input), operation.input_shape)
+    # the definition holds the server and the default experiment only; no execution's value (no time, no run)
+    built = json.loads(build_definition(config).definition_json)
+    assert built["MlflowConfig"] == {"MlflowExperimentName": name, "MlflowResourceArn": APP_ARN}
+    assert {key: value for key, value in built.items() if key != "MlflowConfig"} == {
+        key: value for key, value in definition.items() if key != "MlflowConfig"
+    }
 
 
 def described_job() -> dict[str, Any]:
@@ -140,12 +183,12 @@ def query(name: str) -> dict[str, str]:
     }
 
 
-def stub_execution(session: StubbedSession, mlflow_config: dict[str, str] | None) -> None:
+def stub_execution(session: StubbedSession, mlflow_config: dict[str, str] | None, arn: str = EXECUTION_ARN) -> None:
     """The reads of one scheduled execution: Preprocess, Train (a cache hit would name its source), the gate."""
     sagemaker = session.stubs["sagemaker"]
     described: dict[str, Any] = {
         "PipelineArn": PIPELINE_ARN,
-        "PipelineExecutionArn": EXECUTION_ARN,
+        "PipelineExecutionArn": arn,
         "PipelineExecutionStatus": "Succeeded",
         "PipelineExecutionDescription": f"Scheduled for 2026-12-01T03:00:00Z by {SCHEDULE_ARN}",
         "CreationTime": T0,
@@ -153,7 +196,7 @@ def stub_execution(session: StubbedSession, mlflow_config: dict[str, str] | None
     }
     if mlflow_config is not None:
         described["MLflowConfig"] = mlflow_config
-    sagemaker.add_response("describe_pipeline_execution", described, {"PipelineExecutionArn": EXECUTION_ARN})
+    sagemaker.add_response("describe_pipeline_execution", described, {"PipelineExecutionArn": arn})
     if mlflow_config is None:
         return
     sagemaker.add_response(
@@ -164,7 +207,7 @@ def stub_execution(session: StubbedSession, mlflow_config: dict[str, str] | None
                 {"Name": "DataVersion", "Value": "2026-12-01T03:00:00Z"},
             ]
         },
-        {"PipelineExecutionArn": EXECUTION_ARN},
+        {"PipelineExecutionArn": arn},
     )
     processing_arn = f"arn:aws:sagemaker:us-west-2:{ACCOUNT}:processing-job/pipelines-abc123def456-preprocess"
     sagemaker.add_response(
@@ -201,7 +244,7 @@ def stub_execution(session: StubbedSession, mlflow_config: dict[str, str] | None
                 },
             ]
         },
-        {"PipelineExecutionArn": EXECUTION_ARN, "SortOrder": "Ascending"},
+        {"PipelineExecutionArn": arn, "SortOrder": "Ascending"},
     )
     sagemaker.add_response("describe_training_job", described_job(), {"TrainingJobName": JOB.lower()})  # as in its ARN
     session.stubs["sagemaker-metrics"].add_response(
@@ -445,6 +488,66 @@ def test_start_wait_forwards_the_finished_execution_and_prints_its_run(
     assert found.tracking_uri == uri
 
 
+def test_forwarding_an_execution_again_updates_its_runs_and_another_execution_is_a_run_of_its_own(
+    mlflow_sqlite_uri: str, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture
+) -> None:
+    """``llpipe start --wait`` forwards the execution, ``llpipe execution show --to-mlflow`` forwards it again: still
+    one parent run (found by its ARN tag), one child per step, each series point once, the registered version naming
+    the same run; the next scheduled execution is a run of its own in the same experiment."""
+    from mlflow import MlflowClient
+    from rich.console import Console
+
+    from pipeline.cli.start import wait_and_report
+
+    uri = mlflow_sqlite_uri
+    config = dataclasses.replace(CONFIG, mlflow_tracking=True, mlflow_tracking_uri=uri)
+    mlflow_config = {"MlflowResourceArn": APP_ARN, "MlflowExperimentName": "churn-pipeline"}
+    session = StubbedSession("sagemaker", "sagemaker-metrics")
+    sent: list[dict[str, Any]] = []
+    session.clients["sagemaker"].meta.events.register(
+        "provide-client-params.sagemaker.UpdateModelPackage", lambda params, **kwargs: sent.append(dict(params))
+    )
+    stub_watch(session)
+    stub_execution(session, mlflow_config)
+    assert wait_and_report(config, EXECUTION_ARN, 0, console=Console(file=io.StringIO()), session=session) == 0
+    stub_execution(session, mlflow_config)
+    monkeypatch.setattr(aws, "session", lambda config: session)
+    argv = ["execution", "show", EXECUTION_ARN, "--sagemaker", "--to-mlflow", "--tracking-uri", uri]
+    assert main([*argv, "--region", "us-west-2"]) == 0
+    session.verify()
+    client = MlflowClient(tracking_uri=uri)
+    experiment = client.get_experiment_by_name("churn-pipeline")
+    assert experiment is not None
+    runs = client.search_runs([experiment.experiment_id], max_results=1000)
+    (parent,) = [run for run in runs if "mlflow.parentRunId" not in run.data.tags]
+    run_id = parent.info.run_id
+    printed = [line for line in capsys.readouterr().out.splitlines() if line.startswith("MLflow run ")]
+    assert [line.split()[2].rstrip(":") for line in printed] == [run_id, run_id]
+    assert parent.data.tags["llpipe.execution_arn"] == EXECUTION_ARN and parent.info.status == "FINISHED"
+    assert parent.data.params["Epochs"] == "3" and parent.data.params["linear_learner.epochs"] == "3"
+    children = sorted(run.info.run_name for run in runs if run.data.tags.get("mlflow.parentRunId") == run_id)
+    assert children == ["Preprocess", "QualityGate", "Register", "Train"]
+    assert len(runs) == 5
+    (train,) = [run for run in runs if run.info.run_name == "Train"]
+    history = client.get_metric_history(train.info.run_id, "train:objective_loss")
+    assert [(metric.step, metric.value) for metric in history] == [(0, 0.61), (1, 0.42), (2, 0.33)]
+    final = client.get_metric_history(train.info.run_id, "final/validation:roc_auc_score")
+    assert [(metric.step, metric.value) for metric in final] == [(0, 0.93)]
+    assert [request["CustomerMetadataProperties"]["mlflow:run-id"] for request in sent] == [run_id, run_id]
+
+    # the next scheduled execution: a parent run of its own beside the first
+    following = f"{PIPELINE_ARN}/execution/f00ba4000000"
+    stub_execution(session, mlflow_config, following)
+    other = forward_execution(config, following, session=session, tracking_uri=uri)
+    session.verify()
+    assert other.run_id != run_id and other.experiment_id == experiment.experiment_id
+    parents = client.search_runs([experiment.experiment_id], filter_string="tags.`llpipe.source` = 'schedule'")
+    assert sorted((run.info.run_name, run.data.tags["llpipe.execution_arn"]) for run in parents) == [
+        ("abc123def456", EXECUTION_ARN),
+        ("f00ba4000000", following),
+    ]
+
+
 def test_start_wait_with_the_store_down_warns_once_and_keeps_its_exit_code(capsys: pytest.CaptureFixture) -> None:
     """The forwarder asks the store first: a server that is down costs DescribePipelineExecution and one line."""
     import socket
@@ -485,3 +588,123 @@ def test_start_wait_with_tracking_off_forwards_nothing(tmp_path: Path, capsys: p
     assert code == 0
     out, err = capsys.readouterr()
     assert "MLflow" not in out + err
+
+
+# ------------------------------------------------------------------------------ Evaluate's report and plots
+
+EVALUATE_JOB = "pipelines-abc123def456-evaluate-q7"
+EVALUATE_ARN = f"arn:aws:sagemaker:us-west-2:{ACCOUNT}:processing-job/{EVALUATE_JOB}"
+EVALUATION_PREFIX = "churn-pipeline/abc123def456/evaluation"
+
+
+def stub_evaluated_execution(session: StubbedSession, report: bytes) -> None:
+    """An execution whose Evaluate step succeeded: its job's output names where the report is in S3."""
+    sagemaker = session.stubs["sagemaker"]
+    sagemaker.add_response(
+        "describe_pipeline_execution",
+        {
+            "PipelineArn": PIPELINE_ARN,
+            "PipelineExecutionArn": EXECUTION_ARN,
+            "PipelineExecutionStatus": "Succeeded",
+            "CreationTime": T0,
+            "MLflowConfig": {"MlflowResourceArn": APP_ARN, "MlflowExperimentName": "churn-pipeline"},
+        },
+        {"PipelineExecutionArn": EXECUTION_ARN},
+    )
+    sagemaker.add_response(
+        "list_pipeline_parameters_for_execution",
+        {"PipelineParameters": [{"Name": "Epochs", "Value": "3"}]},
+        {"PipelineExecutionArn": EXECUTION_ARN},
+    )
+    steps = [
+        {
+            "StepName": "Evaluate",
+            "StepStatus": "Succeeded",
+            "StartTime": T0 + timedelta(minutes=12),
+            "EndTime": T0 + timedelta(minutes=16),
+            "Metadata": {"ProcessingJob": {"Arn": EVALUATE_ARN}},
+        },
+        {
+            "StepName": "Register",
+            "StepStatus": "Succeeded",
+            "StartTime": T0 + timedelta(minutes=18),
+            "EndTime": T0 + timedelta(minutes=19),
+            "Metadata": {"RegisterModel": {"Arn": PACKAGE_ARN}},
+        },
+    ]
+    sagemaker.add_response(
+        "list_pipeline_execution_steps",
+        {"PipelineExecutionSteps": steps},
+        {"PipelineExecutionArn": EXECUTION_ARN, "SortOrder": "Ascending"},
+    )
+    sagemaker.add_response(
+        "describe_processing_job",
+        {
+            "ProcessingJobName": EVALUATE_JOB,
+            "ProcessingJobArn": EVALUATE_ARN,
+            "ProcessingJobStatus": "Completed",
+            "ProcessingResources": {
+                "ClusterConfig": {"InstanceCount": 1, "InstanceType": "ml.m5.large", "VolumeSizeInGB": 30}
+            },
+            "AppSpecification": {"ImageUri": "sklearn-image"},
+            "CreationTime": T0 + timedelta(minutes=12),
+            "ProcessingOutputConfig": {
+                "Outputs": [
+                    {
+                        "OutputName": "evaluation",
+                        "S3Output": {
+                            "S3Uri": f"s3://artifacts-bucket/{EVALUATION_PREFIX}",
+                            "LocalPath": "/opt/ml/processing/evaluation",
+                            "S3UploadMode": "EndOfJob",
+                        },
+                    }
+                ]
+            },
+        },
+        {"ProcessingJobName": EVALUATE_JOB},
+    )
+    from botocore.response import StreamingBody
+
+    session.stubs["s3"].add_response(
+        "get_object",
+        {"Body": StreamingBody(io.BytesIO(report), len(report)), "ContentLength": len(report)},
+        {"Bucket": "artifacts-bucket", "Key": f"{EVALUATION_PREFIX}/evaluation.json"},
+    )
+    sagemaker.add_response("update_model_package", {"ModelPackageArn": PACKAGE_ARN}, UPDATE_REQUEST)
+
+
+def test_evaluates_report_and_plots_are_forwarded_as_the_evaluate_childs_metrics_and_artifacts(
+    mlflow_sqlite_uri: str, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """``llpipe execution show --sagemaker --to-mlflow``, twice: the report read from Evaluate's S3 output (its job
+    described first), its metrics on the Evaluate child as locally, ``evaluation.json`` and the plots drawn from it
+    (the image draws none) as artifacts; forwarded again, the same child holds the same artifacts."""
+    from mlflow import MlflowClient
+    from support.reports import report_file
+
+    from pipeline.api.plots import render_plots
+    from pipeline.core.tracking import report_metrics
+
+    monkeypatch.chdir(tmp_path)  # a SQLite store's experiments keep their artifacts in ./mlruns
+    report = report_file(tmp_path, "binary_classifier").read_bytes()
+    session = StubbedSession("sagemaker", "sagemaker-metrics", "s3")
+    monkeypatch.setattr(aws, "session", lambda config: session)
+    uri = mlflow_sqlite_uri
+    argv = ["execution", "show", EXECUTION_ARN, "--sagemaker", "--to-mlflow", "--tracking-uri", uri]
+    for _ in range(2):
+        stub_evaluated_execution(session, report)
+        assert main([*argv, "--region", "us-west-2"]) == 0
+    session.verify()
+    client = MlflowClient(tracking_uri=uri)
+    (evaluate,) = client.search_runs(["1"], filter_string="attributes.run_name = 'Evaluate'")
+    expected = report_metrics(json.loads(report))
+    assert len(expected) >= 8 and evaluate.data.metrics == expected
+    assert evaluate.data.tags["llpipe.report"] == f"s3://artifacts-bucket/{EVALUATION_PREFIX}/evaluation.json"
+    drawn = render_plots(report_file(tmp_path, "binary_classifier"), tmp_path / "drawn")
+    assert [item.path for item in client.list_artifacts(evaluate.info.run_id)] == ["evaluation.json", "plots"]
+    assert sorted(item.path for item in client.list_artifacts(evaluate.info.run_id, "plots")) == sorted(
+        f"plots/{path.name}" for path in drawn
+    )
+    downloaded = client.download_artifacts(evaluate.info.run_id, "evaluation.json", str(tmp_path))
+    assert json.loads(Path(downloaded).read_text()) == json.loads(report)
+    assert len(client.search_runs(["1"], max_results=1000)) == 3  # the parent, Evaluate, Register

@@ -168,7 +168,16 @@ def test_the_template_grants_what_the_iam_documents_grant() -> None:
     assert [policy["Condition"] for policy in mlflow] == ["HasMlflow", "HasMlflowResourceArn", "WithMlflowApp"]
     for policy in mlflow:
         assert policy["Properties"]["Roles"] == [{"Ref": "PipelineRole"}, {"Ref": "CodeBuildRole"}]
-    statements = [s for policy in mlflow[:2] for s in policy["Properties"]["PolicyDocument"]["Statement"]]
+    # the artifact store of a given server or App: Evaluate writes evaluation.json there from its job
+    writes = resources["MlflowArtifactWrites"]
+    assert writes["Condition"] == "HasMlflowArtifactBucket"
+    assert writes["Properties"]["Roles"] == [{"Ref": "PipelineRole"}, {"Ref": "CodeBuildRole"}]
+    [put] = writes["Properties"]["PolicyDocument"]["Statement"]
+    assert (put["Action"], put["Resource"]) == (
+        "s3:PutObject",
+        {"Sub": "arn:${AWS::Partition}:s3:::${MlflowArtifactBucket}/*"},
+    )
+    statements = [s for policy in [*mlflow[:2], writes] for s in policy["Properties"]["PolicyDocument"]["Statement"]]
     assert actions(statements) == policy_file_actions("mlflow-policy.json")
     [given] = mlflow[1]["Properties"]["PolicyDocument"]["Statement"]
     [own] = mlflow[2]["Properties"]["PolicyDocument"]["Statement"]
