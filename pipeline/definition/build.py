@@ -133,8 +133,8 @@ def _build_pipeline(config: PipelineConfig, bundles: Bundles, session: Any) -> A
         train = tune_step(config, params, preprocess, session)
         # the best training job's artifact: <S3OutputPath>/<TrainingJobName>/output/model.tar.gz
         model_data = train.get_top_model_s3_uri(top_k=0, s3_bucket=config.bucket, prefix=tuning_key(config))
-        # the untuned defaults beside it: Evaluate scores both on the test split, and the gate refuses a tuned model
-        # worse than the defaults' beyond the noise (tuning trains one model a job; the defaults train many)
+        # the untuned defaults beside it: Evaluate scores both on the test split and keeps the defaults' model when the
+        # tuned one is worse beyond the noise (tuning trains one model a job; the defaults train many)
         defaults = train_step(config, params, preprocess, session)
         defaults.add_depends_on([data_quality])
         defaults_model = defaults.properties.ModelArtifacts.S3ModelArtifacts
