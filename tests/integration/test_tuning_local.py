@@ -269,6 +269,10 @@ def test_a_tuned_model_worse_than_the_defaults_gives_way_to_the_defaults_model(d
     assert (decision["kept_model"], decision["model_data_url"]) == ("defaults", defaults_artifact)
     assert decision["reason"].startswith("tuning did not pay: the tuned model's auc 0.5 is below the untuned")
     assert decision["challenger_value"] == report["gate"]["value"]
+    # the predictions file beside the report is the kept model's: the tuned model's scores are all one value
+    report_path = run.s3.path(record.steps["Evaluate"].properties["PropertyFiles"]["EvaluationReport"])
+    lines = (report_path.parent / "predictions.jsonl").read_text().splitlines()
+    assert len(lines) == report["test_rows"]["count"] and len({json.loads(line)["score"] for line in lines}) > 1
     # the batch transform scored the tuned model; the registered inference pipeline serves the defaults' model
     created = json.loads((record.folder / "steps" / "CreateModel" / "arguments.json").read_text())["Containers"]
     assert created[1]["ModelDataUrl"] == tuned_artifact
