@@ -78,14 +78,19 @@ def run(
 
 
 def defaults_view(summary: dict[str, Any]) -> dict[str, Any]:
-    """A tuned run's untuned defaults' model on the same test split (the report's ``defaults``) and the gate's
-    decision; empty for an untuned run."""
+    """A tuned run's two models on the same test split (the report's ``tuning``): the tuned one's and the untuned
+    defaults' AUC, which the run kept and the gate's decision; empty for an untuned run."""
     path = summary["paths"].get("report")
     report = json.loads(Path(path).read_text()) if path else {}
-    if "defaults" not in report:
+    if "tuning" not in report:
         return {}
-    decision = report.get("decision") or {}
-    return {"defaults_auc": report["defaults"]["gate"]["value"], "promote": decision.get("promote")}
+    tuning, decision = report["tuning"], report.get("decision") or {}
+    return {
+        "tuned_auc": tuning["tuned_value"],
+        "defaults_auc": tuning["defaults_value"],
+        "kept": tuning["kept"],
+        "promote": decision.get("promote"),
+    }
 
 
 def report_deviation(summary: dict[str, Any], metric: str) -> float:
@@ -114,6 +119,11 @@ def main() -> int:
     parser.add_argument("--positives", type=float, default=0.06)
     parser.add_argument("--workdir", type=Path, default=Path(".llpipe/benchmark-tuning"))
     parser.add_argument("--json", action="store_true", help="print the results as one JSON object")
+    parser.add_argument(
+        "--seeds",
+        default=None,
+        help="comma-separated SplitSeeds: the tuned run alone per seed (it trains the defaults beside it)",
+    )
     args = parser.parse_args()
     workdir = args.workdir.resolve()
     label, parameters = "label", {}
@@ -127,6 +137,9 @@ def main() -> int:
         data = load_table_module().write_imbalanced_table(
             workdir / "data" / "table.csv", rows=args.rows, positive_share=args.positives
         )
+    tuning = {"tuning_max_jobs": args.jobs, "tuning_max_parallel_jobs": args.parallel, "tuning_strategy": args.strategy}
+    if args.seeds is not None:
+        return per_seed(workdir, data, tuning, args.objective, label, parameters, args.seeds)
     untuned = run(workdir, data, {}, args.objective, label, parameters)
     tuned = run(
         workdir,
@@ -170,11 +183,34 @@ def main() -> int:
     )
     if "defaults_auc" in tuned:
         print(
-            f"the tuned run's own untuned defaults' model (its Train step) on the same test split: AUC "
-            f"{tuned['defaults_auc']:.4f}; the gate {'registered' if tuned['promote'] else 'refused'} the tuned model"
+            f"the tuned run: its tuned model AUC {tuned['tuned_auc']:.4f}, its untuned defaults' model (its Train "
+            f"step) {tuned['defaults_auc']:.4f} on the same test split; kept the {tuned['kept']} model (test AUC "
+            f"{tuned['test_auc']:.4f}), {'registered' if tuned['promote'] else 'not registered'}"
         )
     if tuned["tuning"]:
         print(f"best training job: {tuned['tuning']['best_training_job']} {tuned['tuning']['best_hyperparameters']}")
+    return 0
+
+
+def per_seed(
+    workdir: Path,
+    data: Path,
+    tuning: dict[str, Any],
+    objective: str | None,
+    label: str,
+    parameters: dict[str, str],
+    seeds: str,
+) -> int:
+    """One tuned run per split seed: the tuned model's, the defaults' and the registered (kept) model's test AUC."""
+    print(f"{'seed':>4} {'tuned AUC':>9} {'defaults AUC':>12} {'kept':>8} {'registered AUC':>14} {'sd':>6} {'s':>6}")
+    for seed in (int(item) for item in seeds.split(",")):
+        result = run(workdir, data, tuning, objective, label, {**parameters, "SplitSeed": str(seed)})
+        print(
+            f"{seed:>4} {result.get('tuned_auc', float('nan')):>9.4f} {result.get('defaults_auc', float('nan')):>12.4f}"
+            f" {result.get('kept', '-'):>8} {result['test_auc']:>14.4f} {result['test_auc_sd']:>6.4f}"
+            f" {result['seconds']:>6.0f} ({result['status']}, version {result['registered'] or '-'})",
+            flush=True,
+        )
     return 0
 
 

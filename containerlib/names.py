@@ -19,6 +19,7 @@ DECISION = "decision"  # the report's gate decision: promote, values, champion_f
 CHAMPION_FLOOR = "champion_floor"  # decision field: the champion's value minus the tolerance
 THRESHOLD_FLOOR = "threshold_floor"  # decision field: MetricThreshold, or the automatic floor when it is AUTOMATIC
 AUTOMATIC_THRESHOLD = -1.0  # MetricThreshold's default: the gate's automatic floor (evaluation/floor.py)
+MODEL_DATA_URL = "model_data_url"  # decision field of a tuned run: the kept model's artifact (Register reads it)
 FLOORS = "floors"  # decision field: the two floors in words, saying what each is (the Fail step's message)
 # the report's model-quality section and the gate metric per predictor type; each gate metric is "higher is
 # better", so one Condition (>=) serves all three

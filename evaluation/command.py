@@ -135,11 +135,12 @@ def main(argv: list[str] | None = None) -> int:
             f"evaluate: baseline on the raw columns ({section['train_rows']} train rows, scored on {on}) "
             f"{raw['metric']} = {raw['value']:.6g}; Linear Learner minus it {raw['challenger_minus_baseline']:+.4g}"
         )
-    if "defaults" in report:
-        defaults = report["defaults"]["gate"]
+    if "tuning" in report:  # a tuned run: which of the tuned and the untuned defaults' models is kept
+        tuning = report["tuning"]
         print(
-            f"evaluate: the untuned defaults' model {defaults['metric']} = {defaults['value']:.6g} on the same test "
-            f"records; tuned minus defaults {report['gate']['value'] - defaults['value']:+.4g}"
+            f"evaluate: tuned {tuning['metric']} = {tuning['tuned_value']:.6g}, untuned defaults' "
+            f"{tuning['defaults_value']:.6g} on the same test records; kept the {tuning['kept']} model "
+            f"({tuning['model_data_url']})"
         )
     if DECISION in report:
         decision = report[DECISION]

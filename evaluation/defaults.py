@@ -1,28 +1,37 @@
-"""The untuned defaults' model beside a tuned one: with a Tuning step, the pipeline also trains Linear Learner at the
-parameters' values (the ``Train`` step), and Evaluate scores that model on the same test records with the same code
-(as it scores the champion), so the report says whether tuning paid.
+"""The untuned defaults' model beside a tuned one, and which of the two the run keeps.
 
-Under automatic model tuning every training job trains one model (``num_models`` 1), where the defaults train many
-and keep the best; a dozen tuning jobs can end below the defaults (ISLP's Caravan: AUC 0.719 against 0.735). The
-gate then refuses the tuned model when the defaults' is better by more than the noise (``defaults_floor``: the
-defaults' value minus 2 standard deviations of the difference, at least one test record's worth), and the reason
-says so and names the defaults' artifact (``floor.defaults_floor``).
+With a Tuning step, the pipeline also trains Linear Learner at the parameters' values (the ``Train`` step), and
+Evaluate scores that model on the same test records with the same code (as it scores the champion). Under automatic
+model tuning every training job trains one model (``num_models`` 1), where the defaults train many and keep the
+best; a dozen tuning jobs can end below the defaults (ISLP's Caravan: AUC 0.719 against 0.735). So when the defaults'
+model is better than the tuned one by more than the noise (its gate value minus 2 standard deviations of the
+difference, at least one test record's worth: ``floor.defaults_floor``), the run keeps the defaults' model: the
+report's model-quality sections, the gate and the registered version are the defaults' model's, and the tuned
+model's figures move to the report's ``tuned`` section. Otherwise the tuned model is kept and the defaults' figures
+are in ``defaults``. The report's ``tuning`` section says which was kept and why; Register reads its
+``model_data_url`` (the kept model's artifact) from the report.
 """
 
 from __future__ import annotations
 
 import tempfile
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
 from containerlib.linear_learner.model import ModelArtifactError, read_model_bytes
 from containerlib.names import METRICS_SECTIONS
-from containerlib.predictions import Pairing
+from containerlib.predictions import Pairing, ScoredChunk
 from evaluation import EvaluationError
 from evaluation.champion import ChampionError, download_object, split_s3_url
 from evaluation.collect import Collected, collect
+from evaluation.floor import DEFAULTS, defaults_floor
 from evaluation.gate import champion_chunks
-from evaluation.report import build_report
+
+TUNED = "tuned"  # the report's section of the tuned model's figures when the defaults' model is kept
+TUNING = "tuning"  # the report's section saying which model was kept, why, and its artifact
+KEPT_DEFAULTS, KEPT_TUNED = "defaults", "tuned"
+NO_URL = "none"  # the tuned model's artifact when Evaluate was not given it (--model-uri)
 
 
 def download(s3: Any, url: str, folder: Path) -> Path:
@@ -38,10 +47,18 @@ def download(s3: Any, url: str, folder: Path) -> Path:
         raise EvaluationError(str(error)) from None
 
 
-def defaults_section(
-    url: str, s3: Any, challenger: Collected, pairing: Pairing, predictor_type: str, rounds: int, seed: int
-) -> dict[str, Any]:
-    """The report's ``defaults``: the untuned model's artifact and its metrics on the same test records."""
+def score_defaults(
+    url: str,
+    s3: Any,
+    challenger: Collected,
+    pairing: Pairing,
+    predictor_type: str,
+    rounds: int,
+    seed: int,
+    through: Callable[[Iterator[ScoredChunk]], Iterator[ScoredChunk]] | None = None,
+) -> Collected:
+    """The untuned model's scores of the same test records, gathered as the tuned model's were (``through``: a pass
+    over the chunks, the predictions file with row ids)."""
     where = f"the untuned defaults' model ({url})"
     with tempfile.TemporaryDirectory(prefix="defaults-") as folder:
         path = download(s3, url, Path(folder))
@@ -54,11 +71,57 @@ def defaults_section(
     kind = "margin" if predictor_type == "binary_classifier" and model.loss_type != "logistic" else "probability"
     kind = "value" if predictor_type == "regressor" else kind
     chunks = champion_chunks(model, where, pairing)
-    scored = collect(chunks, predictor_type, kind, challenger.file_count, rounds, seed, challenger.exact_records_cap)
-    report = build_report(scored, predictor_type, rounds, seed)
+    if through is not None:
+        chunks = through(chunks)
+    cap = challenger.exact_records_cap
+    collected = collect(chunks, predictor_type, kind, challenger.file_count, rounds, seed, cap)
+    if collected.item_count != challenger.item_count:  # the features and labels come from the same shards: a bug
+        raise EvaluationError(
+            f"{where}: scored {collected.item_count} records, the test shards hold {challenger.item_count}"
+        )
+    return collected
+
+
+def model_section(url: str, report: dict[str, Any], predictor_type: str) -> dict[str, Any]:
+    """A model's figures beside the kept one's (the report's ``defaults`` or ``tuned``): artifact, metrics, gate."""
     section = METRICS_SECTIONS[predictor_type]
     result = {"model_data_url": url, section: report[section], "gate": report["gate"]}
     for extra in ("prediction_sample", "standard_deviations", "sketch"):
         if extra in report:
             result[extra] = report[extra]
     return result
+
+
+def choose(
+    tuned: dict[str, Any], defaults: dict[str, Any], predictor_type: str, tuned_url: str | None, defaults_url: str
+) -> dict[str, Any]:
+    """The kept model's report, with the other model's section and the ``tuning`` section (see the docstring)."""
+    floor, words = defaults_floor(tuned, defaults, predictor_type)
+    metric = tuned["gate"]["metric"]
+    tuned_value, defaults_value = tuned["gate"]["value"], defaults["gate"]["value"]
+    keep_defaults = tuned_value < floor
+    if keep_defaults:
+        report = defaults
+        report[TUNED] = model_section(tuned_url or NO_URL, tuned, predictor_type)
+        reason = (
+            f"tuning did not pay: the tuned model's {metric} {tuned_value:.6g} is below {words}, so the untuned "
+            "defaults' model is kept (evaluated, gated and registered; the tuned model's figures are in the report's "
+            "tuned section)"
+        )
+    else:
+        report = tuned
+        report[DEFAULTS] = model_section(defaults_url, defaults, predictor_type)
+        reason = (
+            f"tuning paid, or is within the noise: the tuned model's {metric} {tuned_value:.6g} reaches {words}, so "
+            "the tuned model is kept"
+        )
+    report[TUNING] = {
+        "kept": KEPT_DEFAULTS if keep_defaults else KEPT_TUNED,
+        "model_data_url": defaults_url if keep_defaults else tuned_url or NO_URL,
+        "metric": metric,
+        "tuned_value": tuned_value,
+        "defaults_value": defaults_value,
+        "defaults_floor": floor,
+        "reason": reason,
+    }
+    return report

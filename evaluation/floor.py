@@ -107,12 +107,9 @@ def automatic_floor(report: dict[str, Any], predictor_type: str) -> AutomaticFlo
     return AutomaticFloor(value, constant, constant_floor, baseline_floor, f"the higher of {words}")
 
 
-def defaults_floor(report: dict[str, Any], predictor_type: str) -> tuple[float, str] | None:
-    """(floor, words): the defaults' gate value minus 2 standard deviations of the difference (at least one test
-    record's worth); None without a ``defaults`` section."""
-    defaults = report.get(DEFAULTS)
-    if not isinstance(defaults, dict):
-        return None
+def defaults_floor(report: dict[str, Any], defaults: dict[str, Any], predictor_type: str) -> tuple[float, str]:
+    """(floor, words): the defaults' gate value (``defaults``: the untuned model's report on the same test records)
+    minus 2 standard deviations of the difference, at least one test record's worth."""
     metric, section = GATE_METRICS[predictor_type], METRICS_SECTIONS[predictor_type]
     value = float(defaults["gate"]["value"])
     noise = math.hypot(metric_deviation(report, section, metric), metric_deviation(defaults, section, metric))
@@ -120,6 +117,6 @@ def defaults_floor(report: dict[str, Any], predictor_type: str) -> tuple[float, 
     floor = value - margin
     words = (
         f"the untuned defaults' model's {metric} {value:.4g} on this test split minus {GATE_DEVIATIONS:g} standard "
-        f"deviations of the difference ({noise:.3g}) = {floor:.4g}"
+        f"deviations of the difference ({noise:.3g}), at least one record's worth, = {floor:.4g}"
     )
     return floor, words

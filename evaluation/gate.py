@@ -22,6 +22,7 @@ from containerlib.names import (
     FLOORS,
     GATE_METRICS,
     METRICS_SECTIONS,
+    MODEL_DATA_URL,
     RAW_BASELINE,
     SKLEARN_BASELINE,
     THRESHOLD_FLOOR,
@@ -30,9 +31,10 @@ from containerlib.predictions import Pairing, ScoredChunk, iter_test_batches
 from evaluation import EvaluationError
 from evaluation.champion import Champion, ChampionError, aws_clients, download_model, find_champion
 from evaluation.collect import Collected, collect
-from evaluation.floor import GATE_DEVIATIONS, AutomaticFloor, automatic_floor, defaults_floor, metric_deviation
+from evaluation.floor import GATE_DEVIATIONS, AutomaticFloor, automatic_floor, metric_deviation
 from evaluation.report import build_report
 
+TUNING = "tuning"  # the report's section of a tuned run: the kept model (evaluation/defaults.py)
 RAW_COLUMNS_NOTE = "raw_columns_note"  # decision field: the model below the raw-column baseline beyond the noise
 
 
@@ -102,7 +104,7 @@ def score_champion(
 def champion_chunks(model: LinearModel, where: str, pairing: Pairing) -> Iterator[ScoredChunk]:
     """The champion's scores of every test record, a chunk at a time; the first bad one fails naming the record."""
     seen = 0
-    for shard, _, _ in pairing.shards:
+    for shard, relative, _ in pairing.shards:
         for _, features, labels in iter_test_batches(shard):
             if model.feature_dim != features.shape[1]:
                 raise EvaluationError(
@@ -118,7 +120,7 @@ def champion_chunks(model: LinearModel, where: str, pairing: Pairing) -> Iterato
                     f"{where}: record {seen + bad[0]} of the test split scores {scores[bad[0]]}, not finite"
                 )
             seen += len(labels)
-            yield ScoredChunk(labels, scores, None if predicted is None else predicted.astype(np.int64))
+            yield ScoredChunk(labels, scores, None if predicted is None else predicted.astype(np.int64), relative)
 
 
 def champion_section(champion: Champion, report: dict[str, Any], predictor_type: str) -> dict[str, Any]:
@@ -141,15 +143,16 @@ def decide(
     group: str | None,
     baseline: dict[str, Any] | None = None,
     automatic: AutomaticFloor | None = None,
-    defaults: tuple[float, str] | None = None,
+    tuning: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
     """Promote when ``value`` reaches the threshold's floor and is no worse than the champion's by more than the
     tolerance (and, with BaselineTolerance >= 0, no worse than the baseline's by more than that).
 
     ``threshold_floor`` is MetricThreshold as set; MetricThreshold -1 (the default, ``AUTOMATIC_THRESHOLD``) asks
     for ``automatic`` (``floor.py``: above the best constant predictor and near the baseline, beyond the noise).
-    With ``defaults`` (a tuned model's run: the untuned defaults' floor and its words, ``floor.defaults_floor``), the
-    threshold's floor is at least that: a tuned model worse than the defaults' beyond the noise is not registered.
+    With ``tuning`` (a tuned run's report section, ``defaults.choose``: the kept model, tuned or the untuned
+    defaults', and why), ``value`` is the kept model's; the reason says which it is, and the decision names its
+    artifact (``model_data_url``), which Register reads.
 
     ``champion_floor`` is the champion's value minus the tolerance; without a champion it is the challenger's own
     value, so the Condition's second comparison holds and the threshold alone decides, as the reason says.
@@ -171,21 +174,9 @@ def decide(
         verdict = f"{metric} {value:.6g} {reaches} MetricThreshold {threshold:g}"
     else:
         verdict = f"{metric} {value:.6g} {reaches} the automatic floor {threshold_floor:.4g} ({automatic.words})"
-    defaults_value = None
-    if defaults is not None:
-        defaults_value, defaults_words = defaults
-        if value >= defaults_value:
-            verdict += f"; tuning paid, or is within the noise: {defaults_words}"
-        else:
-            clears_threshold = False
-            verdict += (
-                f"; the tuned model is worse than the untuned defaults' beyond the noise ({defaults_words}): tuning "
-                "did not pay, so this model is not registered; run without tuning to register the defaults' model "
-                "(the report's defaults.model_data_url)"
-            )
-        if defaults_value > threshold_floor:
-            threshold_floor = defaults_value
-            threshold_words += f", raised to {defaults_value} ({defaults_words})"
+    if tuning is not None:  # which of the tuned and the untuned defaults' models this decision is about, and why
+        kept = "untuned defaults'" if tuning["kept"] == "defaults" else "tuned"
+        verdict = f"{tuning['reason']}; the kept {kept} model's {verdict}"
     if champion is None:
         floor = value
         beats_champion = True
@@ -230,7 +221,9 @@ def decide(
         "challenger_value": value,
         "metric_threshold": threshold,
         THRESHOLD_FLOOR: threshold_floor,
-        "defaults_floor": defaults_value if defaults_value is not None else "none",
+        "defaults_floor": tuning["defaults_floor"] if tuning else "none",
+        "kept_model": tuning["kept"] if tuning else "none",  # tuned or defaults: a tuned run's kept model
+        MODEL_DATA_URL: tuning["model_data_url"] if tuning else "none",
         "automatic_floor": None
         if automatic is None
         else {
@@ -309,8 +302,8 @@ def compare_with_champion(
     report[CHAMPION] = champion
     automatic = automatic_floor(report, predictor_type)
     baseline = report.get(SKLEARN_BASELINE)
-    defaults = defaults_floor(report, predictor_type)
-    decision = decide(gate["metric"], gate["value"], settings, champion, group, baseline, automatic, defaults)
+    tuning = report.get(TUNING)
+    decision = decide(gate["metric"], gate["value"], settings, champion, group, baseline, automatic, tuning)
     decision[RAW_COLUMNS_NOTE] = raw_columns_note(report, predictor_type)
     report[DECISION] = decision
     return report

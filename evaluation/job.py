@@ -24,7 +24,6 @@ from evaluation.baseline import (
 )
 from evaluation.coefficients import COEFFICIENTS, coefficients_section, feature_scale
 from evaluation.collect import MAX_EXACT_RECORDS, Collected, collect
-from evaluation.floor import DEFAULTS
 from evaluation.gate import GateSettings, compare_with_champion
 from evaluation.predictions_file import TEST_ROWS, PredictionsWithIds
 from evaluation.raw_baseline import fit_raw_baseline, raw_section, read_rows, score_raw_rows
@@ -58,7 +57,8 @@ def evaluate(
     scikit-learn baseline fitted on (a sample of) the train channel and scored on the same test records
     (``baseline.py``). With ``rows_dir`` (Preprocess's ``rows/``: raw train and test rows), the baseline fitted on the
     raw columns (``raw_baseline.py``). With ``defaults_model_uri`` (a tuned run's untuned model, an S3 URI), that
-    model scored on the same records (``defaults.py``). With ``gate``, the champion's metrics on the same records and
+    model scored on the same records, and kept in place of the tuned one when better beyond the noise
+    (``defaults.py``). With ``gate``, the champion's metrics on the same records and
     the gate's decision. Predictions and test shards are streamed a chunk at a time: up to ``max_exact`` test
     records the metrics are exact, past it they come from a fixed-size sketch (``collect.py``, ``sketch.py``).
     With ``model_uri`` (the model artifact's S3 URI), the model's coefficients by feature name
@@ -109,6 +109,40 @@ def _report(
     names = label_names(summary_dir)  # also checks that every Preprocess host built the same layout
     names = names if predictor_type != "regressor" else None
     report = build_report(challenger, predictor_type, bootstrap_rounds, seed, names)
+    kept_ids = None
+    if defaults_model_uri:  # a tuned run: the tuned or the untuned defaults' model is kept (defaults.py)
+        report, challenger, model_uri, with_ids = keep_tuned_or_defaults(
+            report, challenger, pairing, with_ids, output_dir, predictor_type, bootstrap_rounds, seed, summary_dir,
+            names, region, model_uri, defaults_model_uri,
+        )  # fmt: skip
+        kept_ids = with_ids
+    try:
+        return _rest(report, challenger, pairing, with_ids, output_dir, predictor_type, bootstrap_rounds, seed,
+                     summary_dir, gate, train_dir, train_uri, region, model_uri, rows_dir)  # fmt: skip
+    except BaseException:
+        if kept_ids is not None:  # evaluate() discards only the tuned model's file
+            kept_ids.discard()
+        raise
+
+
+def _rest(
+    report: dict[str, Any],
+    challenger: Collected,
+    pairing: Pairing,
+    with_ids: PredictionsWithIds | None,
+    output_dir: Path,
+    predictor_type: str,
+    bootstrap_rounds: int,
+    seed: int,
+    summary_dir: Path | None,
+    gate: GateSettings | None,
+    train_dir: Path | None,
+    train_uri: str | None,
+    region: str | None,
+    model_uri: str | None,
+    rows_dir: Path | None,
+) -> dict[str, Any]:
+    """Baselines, coefficients, champion and gate around the kept model's report; written with the predictions."""
     shards = train_shards(train_dir, train_uri, region)
     sample = read_train_sample(shards) if shards is not None else None
     if sample is not None:
@@ -121,19 +155,54 @@ def _report(
         section = raw_baseline_report(rows_dir, report, predictor_type, challenger, bootstrap_rounds, seed)
         if section is not None:
             report[RAW_BASELINE] = section
-    if defaults_model_uri:
-        from evaluation.champion import aws_clients
-        from evaluation.defaults import defaults_section
-
-        s3 = aws_clients(region)[1]
-        section = defaults_section(defaults_model_uri, s3, challenger, pairing, predictor_type, bootstrap_rounds, seed)
-        report[DEFAULTS] = section
     if gate is not None:
         compare_with_champion(report, challenger, pairing, predictor_type, gate, bootstrap_rounds, seed)
     if with_ids is not None:
         report[TEST_ROWS] = with_ids.finish()
     write_report(report, output_dir)
     return report
+
+
+def keep_tuned_or_defaults(
+    report: dict[str, Any],
+    challenger: Collected,
+    pairing: Pairing,
+    with_ids: PredictionsWithIds | None,
+    output_dir: Path,
+    predictor_type: str,
+    rounds: int,
+    seed: int,
+    summary_dir: Path | None,
+    names: list[str] | None,
+    region: str | None,
+    model_uri: str | None,
+    defaults_model_uri: str,
+) -> tuple[dict[str, Any], Collected, str | None, PredictionsWithIds | None]:
+    """The untuned defaults' model scored on the same records and the kept model's (report, scores, artifact,
+    predictions file): the defaults' when better than the tuned one beyond the noise (``defaults.choose``)."""
+    from evaluation.champion import aws_clients
+    from evaluation.defaults import KEPT_DEFAULTS, TUNING, choose, score_defaults
+
+    s3 = aws_clients(region)[1]
+    # the defaults' predictions with row ids too: that file replaces the tuned model's if the defaults are kept
+    their_ids = PredictionsWithIds(summary_dir, output_dir, predictor_type) if with_ids is not None else None
+    try:
+        through = their_ids.through if their_ids is not None else None
+        scored = score_defaults(defaults_model_uri, s3, challenger, pairing, predictor_type, rounds, seed, through)
+        defaults = build_report(scored, predictor_type, rounds, seed, names)
+    except BaseException:
+        if their_ids is not None:
+            their_ids.discard()
+        raise
+    report = choose(report, defaults, predictor_type, model_uri, defaults_model_uri)
+    if report[TUNING]["kept"] != KEPT_DEFAULTS:
+        if their_ids is not None:
+            their_ids.discard()
+        return report, challenger, model_uri, with_ids
+    if with_ids is not None:
+        with_ids.discard()
+    # the baselines, coefficients (when asked for: ``model_uri``), champion and predictions file face the kept model
+    return report, scored, defaults_model_uri if model_uri is not None else None, their_ids
 
 
 def train_shards(train_dir: Path | None, train_uri: str | None, region: str | None) -> list[Shard] | None:

@@ -108,6 +108,9 @@ def run(args: argparse.Namespace) -> int:
         console.print(f"[red]Failure:[/red] {escape(record.failure_reason)}")
     report = execution.report or {}
     metrics, baseline = flat_metrics(report), baseline_summary(report)
+    kept = report.get("tuning")
+    if isinstance(kept, dict):  # a tuned run: the metrics below are the kept model's (tuned, or the defaults')
+        console.print(f"Kept the {kept.get('kept')} model: {escape(str(kept.get('reason')))}", soft_wrap=True)
     if metrics:
         print_metrics(metrics, console, (baseline or {}).get("metrics"))
     print_baseline(baseline, console)

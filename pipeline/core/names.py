@@ -40,6 +40,7 @@ from containerlib.names import (  # noqa: F401 - re-exported: one definition, sh
     GATE,
     GATE_METRICS,
     METRICS_SECTIONS,
+    MODEL_DATA_URL,
     MULTICLASS_CLASSIFIER,
     PARQUET_SUFFIXES,
     PREDICTOR_TYPES,

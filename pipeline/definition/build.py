@@ -5,8 +5,9 @@ QualityGateFailed. DataQuality checks the raw input's statistics against the app
 Evaluate also scores the approved champion on the same test split; the gate registers a model that clears
 MetricThreshold and is no worse than the champion by more than ChampionTolerance.
 With ``tuning_max_jobs`` > 0 a Tuning step named ``Tune`` trains the model (its best training job's), and Train still
-trains the untuned defaults beside it, which Evaluate scores on the same test split: the gate refuses a tuned model
-worse than the defaults' beyond the noise.
+trains the untuned defaults beside it, which Evaluate scores on the same test split: when the defaults' model is
+better beyond the noise, Evaluate's report is the defaults' model's, and the gate and Register take that model (its
+artifact read from the report), so tuning never registers a model worse than the defaults'.
 :func:`build_definition` gives the definition JSON (byte-identical on every build) and the code bundles ``upsert``
 must upload first; the local backend interprets the same JSON. :func:`get_pipeline` gives the SDK ``Pipeline``.
 """
@@ -18,6 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from pipeline.core.names import DECISION, MODEL_DATA_URL
 from pipeline.definition.cache import cached_definition
 from pipeline.definition.code_bundles import REPOSITORY_ROOT, CodeBundle, repository_bundle
 from pipeline.definition.config import PipelineConfig, load_config
@@ -109,6 +111,14 @@ def mlflow_config(config: PipelineConfig) -> Any:
     return MlflowConfig(mlflow_resource_arn=config.mlflow_arn, mlflow_experiment_name=config.experiment_name)
 
 
+def kept_model_data(evaluate: Any, report: Any) -> Any:
+    """The kept model's artifact, read from Evaluate's report (``decision.model_data_url``) when the step runs: a
+    JsonGet in a step's arguments, which SageMaker Pipelines resolves for every step type (SDK PR #2506)."""
+    from sagemaker.core.workflow.functions import JsonGet
+
+    return JsonGet(step_name=evaluate.name, property_file=report, json_path=f"{DECISION}.{MODEL_DATA_URL}")
+
+
 def _build_pipeline(config: PipelineConfig, bundles: Bundles, session: Any) -> Any:
     """Assemble parameters and steps into the SDK ``Pipeline`` (inside :func:`offline_sdk`)."""
     from sagemaker.core.workflow.pipeline_definition_config import PipelineDefinitionConfig
@@ -123,8 +133,8 @@ def _build_pipeline(config: PipelineConfig, bundles: Bundles, session: Any) -> A
         train = tune_step(config, params, preprocess, session)
         # the best training job's artifact: <S3OutputPath>/<TrainingJobName>/output/model.tar.gz
         model_data = train.get_top_model_s3_uri(top_k=0, s3_bucket=config.bucket, prefix=tuning_key(config))
-        # the untuned defaults beside it: Evaluate scores both on the test split, and the gate refuses a tuned model
-        # worse than the defaults' beyond the noise (tuning trains one model a job; the defaults train many)
+        # the untuned defaults beside it: Evaluate scores both on the test split and keeps the defaults' model when the
+        # tuned one is worse beyond the noise (tuning trains one model a job; the defaults train many)
         defaults = train_step(config, params, preprocess, session)
         defaults.add_depends_on([data_quality])
         defaults_model = defaults.properties.ModelArtifacts.S3ModelArtifacts
@@ -138,7 +148,13 @@ def _build_pipeline(config: PipelineConfig, bundles: Bundles, session: Any) -> A
     evaluate, report = evaluate_step(
         config, params, bundles.evaluate, preprocess, transform, session, model_data, defaults_model
     )
-    register = register_step(config, params, model_data, containers, evaluate, report, data_quality, session)
+    registered, registered_containers = model_data, containers
+    if defaults_model is not None:
+        # the kept model: the tuned one, or the untuned defaults' when better beyond the noise; Evaluate decides and
+        # names its artifact in the report, which the registered inference pipeline's Linear Learner serves
+        registered = kept_model_data(evaluate, report)
+        registered_containers = serving_containers(config, bundles.serving, preprocess, registered)
+    register = register_step(config, params, registered, registered_containers, evaluate, report, data_quality, session)
     gate = quality_gate_step(params, evaluate, report, register)
     return Pipeline(
         name=config.pipeline_name,

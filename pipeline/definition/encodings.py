@@ -8,10 +8,11 @@ schema (``encodings``), so every Preprocess host, batch transform and the servin
 - A text column with more values is feature-hashed into the power of two at or above its distinct values, at most
   :data:`HASH_BUCKETS_LIMIT` (rows are dense: every bucket is a float in every row). ``HashBuckets=N`` (N > 0)
   hashes every text column into N buckets instead.
-- With ``MissingValues=impute``: a number's gaps are filled with its median, and a column with a gap gets a
-  ``column=(missing)`` feature; both from the schema inference sample's rows, of every split: the split is decided
-  from each row's raw cells as Preprocess reads them, which the sample (typed values, Parquet row groups spread over
-  the file) does not reproduce.
+- With ``MissingValues=impute``: a number's gaps are filled with its median over the sample's train rows (the rows
+  Preprocess will put in the train split: ``sample_splits.py``; every sampled row when those cannot be told or are
+  too few, as the note says), so no validation or test value moves it; a column with a gap in any sampled row gets a
+  ``column=(missing)`` feature (which features exist is the layout, decided from every row; its weight is learnt
+  from the train rows only).
 """
 
 from __future__ import annotations
@@ -26,6 +27,8 @@ from containerlib.encoding import HASHED, NUMBER, ONE_HOT, ColumnEncoding, boole
 if TYPE_CHECKING:
     import pandas as pd
 
+    from pipeline.definition.sample_splits import TrainRows
+
 ONE_HOT_LIMIT = 200  # distinct values in the sample up to which a text column is one-hot
 HASH_BUCKETS_LIMIT = 256  # the most buckets a many-valued column gets: rows are dense, every bucket a float a row
 ENCODED_VALUES = 1 << 23  # features of the sample encoded at once to find its train rows (32 MB of float32)
@@ -36,8 +39,10 @@ def decide_encodings(
     features: list[str],
     categorical: list[str],
     values: Mapping[str, Any],
+    train: TrainRows | None = None,
 ) -> tuple[dict[str, dict[str, Any]], list[str]]:
-    """The schema's ``encodings`` (column -> :meth:`ColumnEncoding.to_json`) and notes for the user."""
+    """The schema's ``encodings`` (column -> :meth:`ColumnEncoding.to_json`) and notes for the user; ``train``: the
+    sample's train rows, whose values alone give the medians (None: every row)."""
     buckets = int(values.get("HashBuckets") or 0)
     notes: list[str] = []
     decided: dict[str, ColumnEncoding] = {}
@@ -64,14 +69,18 @@ def decide_encodings(
     if hashed:
         notes.append(f"feature-hashed columns: {', '.join(hashed)}")
     if str(values.get("MissingValues") or "impute") == "impute":
+        mask = train.mask if train is not None else None
         for column in features:
-            decided[column] = _imputed(decided.get(column) or ColumnEncoding(column), frame[column])
+            cells = frame[column]
+            learnt_from = cells if mask is None else cells[mask]
+            decided[column] = _imputed(decided.get(column) or ColumnEncoding(column), cells, learnt_from)
         gaps = [column for column in features if decided[column].indicator]
         fills = [f"{column} {decided[column].fill:g}" for column in gaps if decided[column].kind == NUMBER]
+        medians = train.words if train is not None else f"every one of the {len(frame)} sampled row(s)"
         notes.append(
-            f"imputation (MissingValues=impute, from the {len(frame)} row(s) of the sample): columns with "
-            f"gaps get a column=(missing) feature: {', '.join(gaps) or 'none'}"
-            + (f"; medians filled in: {', '.join(fills)}" if fills else "")
+            f"imputation (MissingValues=impute): columns with gaps in the {len(frame)} sampled row(s) get a "
+            f"column=(missing) feature: {', '.join(gaps) or 'none'}"
+            + (f"; medians filled in, from {medians}: {', '.join(fills)}" if fills else "")
         )
     documents = {column: encoding.to_json() for column, encoding in decided.items()}
     return {column: documents[column] for column in features if column in documents}, notes
@@ -110,18 +119,14 @@ def _collision_note(cells: pd.Series, column: str, buckets: int) -> list[str]:
     ]
 
 
-def _imputed(encoding: ColumnEncoding, cells: pd.Series) -> ColumnEncoding:
-    """``encoding`` with its imputation: an indicator when a sampled row has a gap, a number's median as its fill."""
-    import pandas as pd
-
-    text = cells.astype(object)
-    missing = text.isna().to_numpy() | (text.astype(str).str.strip() == "").to_numpy()
+def _imputed(encoding: ColumnEncoding, cells: pd.Series, learnt_from: pd.Series) -> ColumnEncoding:
+    """``encoding`` with its imputation: an indicator when a sampled row (``cells``) has a gap, a number's median
+    over ``learnt_from`` (the train rows) as its fill (0 when they hold no value)."""
+    missing, _ = _gaps(encoding, cells)
     fill = encoding.fill
     if encoding.kind == NUMBER:
-        numbers = pd.to_numeric(cells, errors="coerce").to_numpy(dtype=np.float64, na_value=np.nan)
-        with np.errstate(over="ignore", invalid="ignore"):
-            missing = missing | ~np.isfinite(numbers.astype(np.float32))  # missing as Preprocess reads them
-        present = numbers[~missing]
+        train_missing, numbers = _gaps(encoding, learnt_from)
+        present = numbers[~train_missing]
         fill = float(np.median(present)) if present.size else 0.0
     return ColumnEncoding(
         encoding.column,
@@ -132,3 +137,17 @@ def _imputed(encoding: ColumnEncoding, cells: pd.Series) -> ColumnEncoding:
         fill,
         bool(missing.any()),
     )
+
+
+def _gaps(encoding: ColumnEncoding, cells: pd.Series) -> tuple[np.ndarray, np.ndarray]:
+    """(missing as Preprocess reads them, the cells as float64 numbers: NaN for a text column)."""
+    import pandas as pd
+
+    text = cells.astype(object)
+    missing = text.isna().to_numpy() | (text.astype(str).str.strip() == "").to_numpy()
+    numbers = np.full(len(cells), np.nan)
+    if encoding.kind == NUMBER:
+        numbers = pd.to_numeric(cells, errors="coerce").to_numpy(dtype=np.float64, na_value=np.nan)
+        with np.errstate(over="ignore", invalid="ignore"):
+            missing = missing | ~np.isfinite(numbers.astype(np.float32))
+    return missing, numbers

@@ -338,7 +338,12 @@ def decide(sample: Sample, values: Mapping[str, Any], given: set[str]) -> Decisi
     from pipeline.definition.encodings import decide_encodings
 
     # on the date and time columns' seconds: a median filled in is a number of seconds like the column's values
-    encodings, encoding_notes = decide_encodings(numbers, features, categorical, values)
+    train = None
+    if policy == "impute":  # the medians from the rows Preprocess will train on
+        from pipeline.definition.sample_splits import train_rows
+
+        train = train_rows(sample.frames, values, label)
+    encodings, encoding_notes = decide_encodings(numbers, features, categorical, values, train)
     notes.extend(encoding_notes)
     document = {
         "format": SCHEMA_FORMAT,

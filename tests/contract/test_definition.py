@@ -133,8 +133,12 @@ def resolve(value: Any, defaults: dict[str, Any]) -> Any:
     if set(value) == {"Std:Join"}:
         parts = resolve(value["Std:Join"]["Values"], defaults)
         return value["Std:Join"]["On"].join(str(part) for part in parts)
-    if set(value) == {"Std:JsonGet"}:
-        return "0.75"
+    if set(value) == {"Std:JsonGet"}:  # a report's value; a tuned run's kept model's artifact is a URI
+        return (
+            "s3://placeholder-bucket/tune/job/output/model.tar.gz"
+            if value["Std:JsonGet"]["Path"].endswith("model_data_url")
+            else "0.75"
+        )
     return {key: resolve(item, defaults) for key, item in value.items()}
 
 

@@ -155,9 +155,30 @@ def test_model_steps_read_the_best_training_jobs_artifact(tuned: dict[str, Any])
             ],
         }
     }
-    assert steps["CreateModel"]["Arguments"]["Containers"][1]["ModelDataUrl"] == expected  # Linear Learner's
-    register = steps["Register"]["Arguments"]["InferenceSpecification"]["Containers"][1]
-    assert register["ModelDataUrl"] == expected
+    # the batch transform scores the tuned model (Linear Learner's container of the inference pipeline)
+    assert steps["CreateModel"]["Arguments"]["Containers"][1]["ModelDataUrl"] == expected
+    # Evaluate gets both artifacts, and names the kept one (tuned, or the untuned defaults' when better beyond the
+    # noise) in its report; the registered inference pipeline's Linear Learner serves that one
+    arguments = steps["Evaluate"]["Arguments"]["AppSpecification"]["ContainerArguments"]
+    assert arguments[arguments.index("--model-uri") + 1] == expected
+    assert arguments[arguments.index("--defaults-model-uri") + 1] == {
+        "Get": "Steps.Train.ModelArtifacts.S3ModelArtifacts"
+    }
+    featurizer, algorithm, labels = steps["Register"]["Arguments"]["InferenceSpecification"]["Containers"]
+    assert algorithm == {
+        "Environment": {},
+        "Image": steps["CreateModel"]["Arguments"]["Containers"][1]["Image"],
+        "ModelDataUrl": {
+            "Std:JsonGet": {
+                "Path": "decision.model_data_url",
+                "PropertyFile": {"Get": "Steps.Evaluate.PropertyFiles.EvaluationReport"},
+            }
+        },
+    }
+    assert [featurizer, labels] == [steps["CreateModel"]["Arguments"]["Containers"][i] for i in (0, 2)]
+    # the registered version's model metrics are the report, whose model-quality sections are the kept model's
+    statistics = steps["Register"]["Arguments"]["ModelMetrics"]["ModelQuality"]["Statistics"]
+    assert statistics["S3Uri"]["Std:Join"]["Values"][-1] == "evaluation.json"
     # the join builds exactly <S3OutputPath>/<TrainingJobName>/output/model.tar.gz, where a training job writes
     output = steps[TUNING_STEP]["Arguments"]["TrainingJobDefinition"]["OutputDataConfig"]["S3OutputPath"]
     assert "/".join(expected["Std:Join"]["Values"][:3]) == output

@@ -45,6 +45,9 @@ TINY_TUNING_RUN = {
     "TrainingInstanceCount": "1",
     "ProcessingInstanceCount": "1",
     "MetricThreshold": "0",  # three jobs of four epochs prove the plumbing, not the quality: always register
+    # the untuned defaults' models all zeroed by a huge l1 (constant scores, AUC 0.5), so the tuned model (l1 is
+    # tuned, not static there) is kept: the run that registers the tuning step's model
+    "L1": "1000",
 }
 
 
@@ -173,7 +176,14 @@ def test_the_tuning_job_trains_every_candidate_and_reports_the_best(tuned_run) -
     assert (
         report["defaults"]["model_data_url"] == record.steps["Train"].properties["ModelArtifacts"]["S3ModelArtifacts"]
     )
+    assert report["defaults"]["gate"]["value"] == 0.5  # constant scores
     assert isinstance(report["decision"]["defaults_floor"], float)
+    best = record.steps["Tune"].properties["BestTrainingJob"]["TrainingJobName"]
+    tuned_artifact = f"s3://llpipe-local/linear-learner-pipeline/tune/{best}/output/model.tar.gz"
+    assert report["tuning"]["kept"] == report["decision"]["kept_model"] == "tuned"
+    assert report["tuning"]["model_data_url"] == report["decision"]["model_data_url"] == tuned_artifact
+    assert report["decision"]["reason"].startswith("tuning paid, or is within the noise")
+    assert "tuned" not in report
     tune = record.steps["Tune"].properties
     assert tune["HyperParameterTuningJobStatus"] == "Completed"
     assert tune["HyperParameterTuningJobName"] == f"pipelines-{record.id}-Tune"
@@ -213,6 +223,83 @@ def test_the_tuning_job_trains_every_candidate_and_reports_the_best(tuned_run) -
         assert hyperparameters["_tuning_objective_metric"] == "validation:objective_loss"
         assert {k: hyperparameters[k] for k in summary["TunedHyperParameters"]} == summary["TunedHyperParameters"]
         assert run.s3.path(described["ModelArtifacts"]["S3ModelArtifacts"]).is_file()
+
+
+# ---------------------------------------------------------------- the untuned defaults' model kept
+
+
+@pytest.fixture(scope="module")
+def defaults_kept_run(tmp_path_factory: pytest.TempPathFactory) -> tuple[LocalRun, ExecutionRecord]:
+    """A run whose tuning ranges make every tuned model constant (l1 100 to 1000 zeroes the weights): the untuned
+    defaults' model is better beyond the noise, so the run keeps it. The definition built afresh (not cached: the
+    cache's key does not see a patched range)."""
+    from pipeline.definition import tuning
+
+    workdir = tmp_path_factory.mktemp("defaults-kept")
+    table = write_imbalanced_table(
+        workdir / "data" / "table.csv", rows=600, features=6, informative=3, positive_share=0.15
+    )
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("LLPIPE_DEFINITION_CACHE", "off")
+        patch.setitem(tuning.RANGES, "l1", ("Continuous", "100", "1000", "Logarithmic"))
+        config = load_config({"tuning_max_jobs": 2, "tuning_max_parallel_jobs": 2}, env={})
+        run = build_local_run(config, Workdir.at(workdir))
+        parameters = {key: value for key, value in TINY_TUNING_RUN.items() if key != "L1"}
+        record = run.execute(user_data(table, "label", "binary_classifier"), parameters)
+    return run, record
+
+
+def test_a_tuned_model_worse_than_the_defaults_gives_way_to_the_defaults_model(defaults_kept_run) -> None:
+    run, record = defaults_kept_run
+    assert record.status == "Succeeded", record.failure_reason
+    assert record.steps["Register"].status == "Succeeded"
+    defaults_artifact = record.steps["Train"].properties["ModelArtifacts"]["S3ModelArtifacts"]
+    best = record.steps["Tune"].properties["BestTrainingJob"]["TrainingJobName"]
+    tuned_artifact = f"s3://llpipe-local/linear-learner-pipeline/tune/{best}/output/model.tar.gz"
+    report = json.loads(
+        run.s3.path(record.steps["Evaluate"].properties["PropertyFiles"]["EvaluationReport"]).read_text()
+    )
+    # the report's model-quality section and gate are the defaults' model's; the tuned model's in its own section
+    tuned = report["tuned"]
+    assert tuned["model_data_url"] == tuned_artifact and tuned["gate"]["value"] == 0.5  # constant scores
+    assert report["gate"]["value"] == report["binary_classification_metrics"]["auc"]["value"] > 0.5
+    assert "defaults" not in report
+    assert (report["tuning"]["kept"], report["tuning"]["model_data_url"]) == ("defaults", defaults_artifact)
+    decision = report["decision"]
+    assert (decision["kept_model"], decision["model_data_url"]) == ("defaults", defaults_artifact)
+    assert decision["reason"].startswith("tuning did not pay: the tuned model's auc 0.5 is below the untuned")
+    assert decision["challenger_value"] == report["gate"]["value"]
+    # the predictions file beside the report is the kept model's: the tuned model's scores are all one value
+    report_path = run.s3.path(record.steps["Evaluate"].properties["PropertyFiles"]["EvaluationReport"])
+    lines = (report_path.parent / "predictions.jsonl").read_text().splitlines()
+    assert len(lines) == report["test_rows"]["count"] and len({json.loads(line)["score"] for line in lines}) > 1
+    # the batch transform scored the tuned model; the registered inference pipeline serves the defaults' model
+    created = json.loads((record.folder / "steps" / "CreateModel" / "arguments.json").read_text())["Containers"]
+    assert created[1]["ModelDataUrl"] == tuned_artifact
+    package = json.loads((record.folder / "steps" / "Register" / "arguments.json").read_text())
+    featurizer, algorithm, labels = package["InferenceSpecification"]["Containers"]
+    assert algorithm == {**created[1], "ModelDataUrl": defaults_artifact}
+    assert (featurizer, labels) == (created[0], created[2])
+    assert run.s3.path(defaults_artifact).is_file()
+    # the package's model metrics: the report whose sections are the defaults' model's
+    assert package["ModelMetrics"]["ModelQuality"]["Statistics"]["S3Uri"].endswith("/evaluation.json")
+
+
+def test_the_summary_and_execution_show_say_the_defaults_model_was_kept(
+    defaults_kept_run, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from pipeline import cli
+
+    run, record = defaults_kept_run
+    summary = summarise(LocalExecution(record, run.s3), render_plots=False)
+    kept = summary["tuning"]["kept"]
+    defaults_artifact = record.steps["Train"].properties["ModelArtifacts"]["S3ModelArtifacts"]
+    assert (kept["kept"], kept["model_data_url"]) == ("defaults", defaults_artifact)
+    assert summary["paths"]["model"] == str(run.s3.path(defaults_artifact))
+    assert summary["gate"]["reason"].startswith("tuning did not pay")
+    assert cli.main(["execution", "show", record.id, "--workdir", str(run.workdir.root)]) == 0
+    shown = " ".join(capsys.readouterr().out.split())
+    assert "Kept the defaults model: tuning did not pay: the tuned model's auc 0.5 is below" in shown
 
 
 def test_downstream_steps_use_the_best_training_jobs_artifact(tuned_run) -> None:

@@ -94,6 +94,12 @@ def summarise(execution: LocalExecution, render_plots: bool = True) -> dict[str,
         summary["baseline"] = baseline_summary(report)
         summary["per_class"] = report.get("per_class_metrics")
         summary["gate"] = {**execution.gate, **champion_comparison(report)}
+        kept = report.get("tuning")
+        if summary["tuning"] and isinstance(kept, dict):  # the kept model: tuned, or the untuned defaults'
+            summary["tuning"]["kept"] = {key: kept.get(key) for key in ("kept", "model_data_url", "reason")}
+            url = str(kept.get("model_data_url") or "")
+            if url.startswith("s3://") and s3.path(url).is_file():
+                summary["paths"]["model"] = str(s3.path(url))
         if render_plots:
             summary["paths"]["plots"] += _plots(report_path, record.folder / "plots")
     if render_plots:
@@ -334,6 +340,10 @@ def print_summary(summary: dict[str, Any], console: Any) -> None:
             f"{tuning['objective']} = {_number(tuning['best_value'])} ({tuning['type'].lower()}d)\n  {settings}",
             soft_wrap=True,
         )
+        kept = tuning.get("kept")
+        if kept:
+            colour = "yellow" if kept["kept"] == "defaults" else "green"
+            console.print(f"[{colour}]Kept the {kept['kept']} model:[/{colour}] {kept['reason']}", soft_wrap=True)
     package = summary["model_package"]
     if package:
         console.print(

@@ -38,7 +38,7 @@ def table(rows: int = 600, seed: int = 0) -> pd.DataFrame:
 
 
 def decided(tmp_path: Path, frame: pd.DataFrame, **values: object) -> dict:
-    (tmp_path / "data").mkdir(exist_ok=True)
+    (tmp_path / "data").mkdir(parents=True, exist_ok=True)
     frame.to_csv(tmp_path / "data" / "t.csv", index=False)
     sample = sample_local([tmp_path / "data" / "t.csv"], tmp_path / "data")
     decision = decide(sample, {**VALUES, **values}, set())
@@ -85,13 +85,13 @@ def test_yes_no_spellings_and_case_find_their_meaning_and_unseen_values_other() 
     }
 
 
-def test_the_median_comes_from_the_sample_and_preprocess_fills_it_on_every_host(tmp_path: Path) -> None:
-    """The sample is the whole file here: the fill is the median of its ages (rows of every split: the split is
-    decided from raw cells the sample does not hold), and Preprocess fills exactly that value in the train split."""
+def test_the_median_comes_from_the_train_rows_and_preprocess_fills_it_on_every_host(tmp_path: Path) -> None:
+    """The sample is the whole file here: the fill is the median of the ages of the rows Preprocess puts in the train
+    split (the sample's rows hashed as Preprocess hashes them), and Preprocess fills exactly that value there."""
     frame = table(800, 3)
+    frame["age"] += np.random.default_rng(1).integers(0, 4, 800) / 4  # quarters: exact in float32, medians too
     document = decided(tmp_path, frame)
     fill = document["encodings"]["age"]["fill"]
-    assert fill == float(np.median(frame["age"].dropna().to_numpy(dtype=np.float64)))
     out = tmp_path / "out"
     code = main(["--input-dir", str(tmp_path / "data"), "--output-dir", str(out), "--label-column", "y",
                  "--predictor-type", "binary_classifier", "--schema", str(tmp_path / "schema.json"),
@@ -101,8 +101,58 @@ def test_the_median_comes_from_the_sample_and_preprocess_fills_it_on_every_host(
     names = summary["feature_names"]
     train = np.vstack([np.asarray(read_file(path)[0], dtype=np.float32) for path in (out / "train").glob("*.pbr")])
     present = train[:, names.index(f"age={MISSING}")] == 0
+    # the median of the train split's own ages, not of every row's
+    assert fill == float(np.median(train[present, names.index("age")]))
+    assert fill != float(np.median(frame["age"].dropna().to_numpy(dtype=np.float64)))
     assert summary["imputed_values"]["age"] == int(frame["age"].isna().sum())
     assert (~present).any() and (train[~present, names.index("age")] == np.float32(fill)).all()
+
+
+def splits_by_id(ids: pd.Series, seed: int) -> np.ndarray:
+    from preprocessing.hashing import assign_splits, hash_texts
+
+    return assign_splits(hash_texts(ids.astype(str), seed), (0.7, 0.15, 0.15))
+
+
+@pytest.mark.parametrize("seed", [0, 5])
+def test_validation_and_test_values_no_longer_move_the_medians(tmp_path: Path, seed: int) -> None:
+    """Split by IdColumn, so changing a row's age keeps its split: the test and validation rows' ages set to
+    10,000 leave the fill as it was; the train rows' moved change it."""
+    frame = table(600, 4).assign(key=[f"row-{index}" for index in range(600)])
+    split = splits_by_id(frame["key"], seed)
+    before = decided(tmp_path / "a", frame, IdColumn="key", SplitSeed=seed)["encodings"]["age"]["fill"]
+    assert before == float(np.median(frame["age"][split == 0].dropna()))
+    moved = frame.copy()
+    moved.loc[(split != 0) & moved["age"].notna().to_numpy(), "age"] = 10_000.0
+    assert decided(tmp_path / "b", moved, IdColumn="key", SplitSeed=seed)["encodings"]["age"]["fill"] == before
+    moved.loc[(split == 0) & moved["age"].notna().to_numpy(), "age"] = 10_000.0
+    assert decided(tmp_path / "c", moved, IdColumn="key", SplitSeed=seed)["encodings"]["age"]["fill"] == 10_000.0
+
+
+def test_the_medians_fall_back_to_every_sampled_row_and_say_so(tmp_path: Path) -> None:
+    """Too few train rows in the sample, or a Parquet sample without IdColumn: every row, named in the note."""
+    small = table(20, 5)
+    (tmp_path / "data").mkdir()
+    small.to_csv(tmp_path / "data" / "t.csv", index=False)
+    decision = decide(sample_local([tmp_path / "data" / "t.csv"], tmp_path / "data"), VALUES, set())
+    [note] = [note for note in decision.notes if note.startswith("imputation")]
+    assert "medians filled in, from every one of the 20 sampled row(s): only " in note
+    assert "of them are train rows (SplitSeed 0), fewer than 20" in note
+    assert decision.document["encodings"]["age"]["fill"] == float(np.median(small["age"].dropna()))
+    parquet = tmp_path / "parquet"
+    parquet.mkdir()
+    big = table(300, 6)
+    big.to_parquet(parquet / "t.parquet", index=False)
+    decision = decide(sample_local([parquet / "t.parquet"], parquet), VALUES, set())
+    [note] = [note for note in decision.notes if note.startswith("imputation")]
+    assert "from every one of the 300 sampled row(s): a Parquet sample's rows cannot be hashed as Preprocess" in note
+    assert decision.document["encodings"]["age"]["fill"] == float(np.median(big["age"].dropna()))
+    # with an id the Parquet sample's train rows are known
+    keyed = big.assign(key=[f"k{index}" for index in range(300)])
+    keyed.to_parquet(parquet / "t.parquet", index=False)
+    decision = decide(sample_local([parquet / "t.parquet"], parquet), {**VALUES, "IdColumn": "key"}, set())
+    train = splits_by_id(keyed["key"], 0) == 0
+    assert decision.document["encodings"]["age"]["fill"] == float(np.median(keyed["age"][train].dropna()))
 
 
 @pytest.mark.parametrize("policy", ["error", "zero"])

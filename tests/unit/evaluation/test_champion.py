@@ -201,6 +201,8 @@ def test_evaluate_scores_the_champion_on_the_same_records_with_the_same_metrics(
         "threshold_floor": 0.6,  # MetricThreshold as set: the automatic floor is computed, not applied
         "automatic_floor": {**report["decision"]["automatic_floor"], "applied": False},
         "defaults_floor": "none",  # not a tuned run
+        "kept_model": "none",
+        "model_data_url": "none",
         "raw_columns_note": "",  # no raw rows given
         "champion_model_package_arn": f"{ARN}/2",
         "champion_value": auc,

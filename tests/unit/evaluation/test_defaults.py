@@ -1,5 +1,6 @@
 """A tuned run's untuned defaults' model: Evaluate downloads it (the exact S3 request, botocore Stubber), scores it on
-the same real test shards, and the gate refuses a tuned model worse than it beyond the noise, saying so."""
+the same real test shards, and keeps it in place of a tuned model worse than it beyond the noise, saying so: the
+report's model-quality sections, gate and decision are then the defaults' model's, the tuned model's in ``tuned``."""
 
 from __future__ import annotations
 
@@ -46,6 +47,9 @@ def defaults_artifact() -> bytes:
     return artifact_bytes(LinearModel("binary_classifier", "logistic", weights, np.asarray([-1.5], np.float32), 0.5))
 
 
+TUNED_URI = "s3://models-bucket/pipeline/tune/job-007/output/model.tar.gz"
+
+
 def run(tmp_path: Path, tuned: str, monkeypatch: pytest.MonkeyPatch) -> tuple[dict[str, Any], np.ndarray, Any]:
     predictions, test, features, labels = inputs(tmp_path, tuned)
     session = boto3.session.Session(region_name="eu-west-1", aws_access_key_id="AKIDEXAMPLE", aws_secret_access_key="x")
@@ -68,25 +72,63 @@ def run(tmp_path: Path, tuned: str, monkeypatch: pytest.MonkeyPatch) -> tuple[di
     return report, labels, defaults_scores
 
 
-def test_a_tuned_model_worse_than_the_defaults_beyond_the_noise_is_refused(
+def test_a_tuned_model_worse_than_the_defaults_beyond_the_noise_gives_way_to_the_defaults(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     report, labels, defaults_scores = run(tmp_path, "noise", monkeypatch)
+    tuned_scores = np.asarray(
+        [json.loads(line)["score"] for line in (tmp_path / "predictions" / "test-0.pbr.out").read_text().splitlines()]
+    )
+    # the report's model-quality section and gate are the defaults' model's, the tuned model's in its own section
+    defaults_auc = skm.roc_auc_score(labels, defaults_scores)
+    assert report["binary_classification_metrics"]["auc"]["value"] == pytest.approx(defaults_auc, abs=1e-6)
+    assert report["gate"]["value"] == report["binary_classification_metrics"]["auc"]["value"]
+    assert "defaults" not in report
+    tuned = report["tuned"]
+    assert tuned["model_data_url"] == "none"  # Evaluate was given no --model-uri here
+    assert tuned["gate"]["value"] == pytest.approx(skm.roc_auc_score(labels, tuned_scores), abs=1e-6)
+    tuning = report["tuning"]
+    assert (tuning["kept"], tuning["model_data_url"], tuning["metric"]) == ("defaults", URI, "auc")
+    assert tuning["tuned_value"] == tuned["gate"]["value"] < tuning["defaults_floor"] < tuning["defaults_value"]
+    decision = report["decision"]
+    # the kept model clears the gate; Register reads the kept model's artifact from the decision
+    assert decision["promote"] is True, decision["reason"]
+    assert (decision["kept_model"], decision["model_data_url"]) == ("defaults", URI)
+    assert decision["challenger_value"] == report["gate"]["value"]
+    assert decision["reason"].startswith("tuning did not pay: the tuned model's auc ")
+    assert "the untuned defaults' model is kept" in decision["reason"]
+    assert "the kept untuned defaults' model's auc" in decision["reason"]
+    written = json.loads((tmp_path / "out" / "evaluation.json").read_text())
+    assert written["tuned"]["gate"] == tuned["gate"] and written["tuning"] == tuning
+
+
+def test_a_tuned_model_as_good_as_the_defaults_is_kept(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    report, labels, defaults_scores = run(tmp_path, "good", monkeypatch)
+    decision = report["decision"]
+    assert decision["promote"] is True, decision["reason"]
+    assert decision["reason"].startswith("tuning paid, or is within the noise")
+    assert "the kept tuned model's auc" in decision["reason"]
+    assert (decision["kept_model"], decision["model_data_url"]) == ("tuned", "none")
+    assert report["gate"]["value"] >= decision["defaults_floor"]
     defaults = report["defaults"]
     assert defaults["model_data_url"] == URI
     assert defaults["gate"]["value"] == pytest.approx(skm.roc_auc_score(labels, defaults_scores), abs=1e-6)
-    decision = report["decision"]
-    assert decision["promote"] is False
-    assert "tuning did not pay" in decision["reason"] and "defaults.model_data_url" in decision["reason"]
-    # the Condition compares gate.value with threshold_floor: raised to the defaults' floor, it fails there too
-    assert decision["threshold_floor"] == decision["defaults_floor"] > report["gate"]["value"]
-    written = json.loads((tmp_path / "out" / "evaluation.json").read_text())
-    assert written["defaults"]["gate"] == defaults["gate"]
+    assert "tuned" not in report and report["tuning"]["kept"] == "tuned"
 
 
-def test_a_tuned_model_as_good_as_the_defaults_passes(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    report, _, _ = run(tmp_path, "good", monkeypatch)
-    decision = report["decision"]
-    assert decision["promote"] is True, decision["reason"]
-    assert "tuning paid, or is within the noise" in decision["reason"]
-    assert report["gate"]["value"] >= decision["defaults_floor"]
+def test_the_kept_models_artifact_is_the_tuned_ones_given_to_evaluate(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """With --model-uri (the pipeline passes the tuned model's artifact), ``model_data_url`` names it when kept."""
+    from evaluation.defaults import choose
+
+    tuned = {"gate": {"metric": "auc", "value": 0.8}, "binary_classification_metrics": {"auc": {"value": 0.8}}}
+    defaults = {"gate": {"metric": "auc", "value": 0.79}, "binary_classification_metrics": {"auc": {"value": 0.79}}}
+    kept = choose(tuned, defaults, "binary_classifier", TUNED_URI, URI)
+    assert kept is tuned and kept["tuning"]["model_data_url"] == TUNED_URI and kept["defaults"]["model_data_url"] == URI
+    tuned = {"gate": {"metric": "auc", "value": 0.7}, "binary_classification_metrics": {"auc": {"value": 0.7}}}
+    defaults = {"gate": {"metric": "auc", "value": 0.79}, "binary_classification_metrics": {"auc": {"value": 0.79}}}
+    kept = choose(tuned, defaults, "binary_classifier", TUNED_URI, URI)
+    assert kept is defaults and kept["tuning"]["model_data_url"] == URI and kept["tuned"]["model_data_url"] == TUNED_URI
+    # no deviations, no confusion matrix: the margin is 0, so 0.7 < 0.79 keeps the defaults
+    assert kept["tuning"]["defaults_floor"] == 0.79
