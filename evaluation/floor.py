@@ -108,15 +108,15 @@ def automatic_floor(report: dict[str, Any], predictor_type: str) -> AutomaticFlo
 
 
 def defaults_floor(report: dict[str, Any], defaults: dict[str, Any], predictor_type: str) -> tuple[float, str]:
-    """(floor, words): the defaults' gate value (``defaults``: the untuned model's report on the same test records)
-    minus 2 standard deviations of the difference, at least one test record's worth."""
+    """(floor, words): what the tuned model must reach to be kept, the defaults' gate value itself (``defaults``: the
+    untuned model's report on the same test records); the words state the difference's noise (2 standard deviations,
+    at least one test record's worth), so a reader sees whether the two differ beyond it."""
     metric, section = GATE_METRICS[predictor_type], METRICS_SECTIONS[predictor_type]
     value = float(defaults["gate"]["value"])
     noise = math.hypot(metric_deviation(report, section, metric), metric_deviation(defaults, section, metric))
     margin = max(GATE_DEVIATIONS * noise, resolution(report, predictor_type))
-    floor = value - margin
     words = (
-        f"the untuned defaults' model's {metric} {value:.4g} on this test split minus {GATE_DEVIATIONS:g} standard "
-        f"deviations of the difference ({noise:.3g}), at least one record's worth, = {floor:.4g}"
+        f"the untuned defaults' model's {metric} {value:.4g} on this test split (the difference's noise: "
+        f"{GATE_DEVIATIONS:g} standard deviations, at least one record's worth, = {margin:.3g})"
     )
-    return floor, words
+    return value, words

@@ -57,7 +57,7 @@ def evaluate(
     scikit-learn baseline fitted on (a sample of) the train channel and scored on the same test records
     (``baseline.py``). With ``rows_dir`` (Preprocess's ``rows/``: raw train and test rows), the baseline fitted on the
     raw columns (``raw_baseline.py``). With ``defaults_model_uri`` (a tuned run's untuned model, an S3 URI), that
-    model scored on the same records, and kept in place of the tuned one when better beyond the noise
+    model scored on the same records, and kept in place of the tuned one when better
     (``defaults.py``). With ``gate``, the champion's metrics on the same records and
     the gate's decision. Predictions and test shards are streamed a chunk at a time: up to ``max_exact`` test
     records the metrics are exact, past it they come from a fixed-size sketch (``collect.py``, ``sketch.py``).
@@ -179,7 +179,7 @@ def keep_tuned_or_defaults(
     defaults_model_uri: str,
 ) -> tuple[dict[str, Any], Collected, str | None, PredictionsWithIds | None]:
     """The untuned defaults' model scored on the same records and the kept model's (report, scores, artifact,
-    predictions file): the defaults' when better than the tuned one beyond the noise (``defaults.choose``)."""
+    predictions file): the defaults' when better than the tuned one (``defaults.choose``)."""
     from evaluation.champion import aws_clients
     from evaluation.defaults import KEPT_DEFAULTS, TUNING, choose, score_defaults
 

@@ -6,7 +6,7 @@ Evaluate also scores the approved champion on the same test split; the gate regi
 MetricThreshold and is no worse than the champion by more than ChampionTolerance.
 With ``tuning_max_jobs`` > 0 a Tuning step named ``Tune`` trains the model (its best training job's), and Train still
 trains the untuned defaults beside it, which Evaluate scores on the same test split: when the defaults' model is
-better beyond the noise, Evaluate's report is the defaults' model's, and the gate and Register take that model (its
+better, Evaluate's report is the defaults' model's, and the gate and Register take that model (its
 artifact read from the report), so tuning never registers a model worse than the defaults'.
 :func:`build_definition` gives the definition JSON (byte-identical on every build) and the code bundles ``upsert``
 must upload first; the local backend interprets the same JSON. :func:`get_pipeline` gives the SDK ``Pipeline``.
@@ -134,7 +134,7 @@ def _build_pipeline(config: PipelineConfig, bundles: Bundles, session: Any) -> A
         # the best training job's artifact: <S3OutputPath>/<TrainingJobName>/output/model.tar.gz
         model_data = train.get_top_model_s3_uri(top_k=0, s3_bucket=config.bucket, prefix=tuning_key(config))
         # the untuned defaults beside it: Evaluate scores both on the test split and keeps the defaults' model when the
-        # tuned one is worse beyond the noise (tuning trains one model a job; the defaults train many)
+        # tuned one scores below it (tuning trains one model a job; the defaults train many)
         defaults = train_step(config, params, preprocess, session)
         defaults.add_depends_on([data_quality])
         defaults_model = defaults.properties.ModelArtifacts.S3ModelArtifacts
@@ -150,7 +150,7 @@ def _build_pipeline(config: PipelineConfig, bundles: Bundles, session: Any) -> A
     )
     registered, registered_containers = model_data, containers
     if defaults_model is not None:
-        # the kept model: the tuned one, or the untuned defaults' when better beyond the noise; Evaluate decides and
+        # the kept model: the tuned one, or the untuned defaults' when better; Evaluate decides and
         # names its artifact in the report, which the registered inference pipeline's Linear Learner serves
         registered = kept_model_data(evaluate, report)
         registered_containers = serving_containers(config, bundles.serving, preprocess, registered)

@@ -182,7 +182,7 @@ def test_the_tuning_job_trains_every_candidate_and_reports_the_best(tuned_run) -
     tuned_artifact = f"s3://llpipe-local/linear-learner-pipeline/tune/{best}/output/model.tar.gz"
     assert report["tuning"]["kept"] == report["decision"]["kept_model"] == "tuned"
     assert report["tuning"]["model_data_url"] == report["decision"]["model_data_url"] == tuned_artifact
-    assert report["decision"]["reason"].startswith("tuning paid, or is within the noise")
+    assert report["decision"]["reason"].startswith("tuning paid: ")
     assert "tuned" not in report
     tune = record.steps["Tune"].properties
     assert tune["HyperParameterTuningJobStatus"] == "Completed"
