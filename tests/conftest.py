@@ -118,11 +118,14 @@ GROUPED_MODULES = frozenset(
 SDK_MODULES = frozenset(
     {
         "test_definition",
+        "test_definition_cache",
+        "test_error_words",
         "test_mlflow_sagemaker",
         "test_parameter_table",
         "test_sagemaker_api",
         "test_sagemaker_inspect",
         "test_sagemaker_ops",
+        "test_schema",
         "test_sizing_terabyte",
         "test_tuning_definition",
     }
