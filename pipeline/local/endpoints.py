@@ -216,11 +216,19 @@ def stop_server(pid: int, started: str | None, timeout: float = STOP_TIMEOUT_SEC
             _reap(pid)
             break
         time.sleep(0.02)
+    _reap(pid)  # a child of ours that ended is a zombie, which _alive counts as gone: collect it
     return True
 
 
 def _reap(pid: int) -> None:
-    """Collect the exit status when the server is our own child (started in this process), so it does not linger."""
+    """Collect the exit status when the server is our own child (started in this process), so it does not linger:
+    through its Popen when it is one of ``_DETACHED``, which then drops it (a Popen whose status was collected behind
+    its back still counts as running and warns "subprocess N is still running" when collected at exit)."""
+    for process in _DETACHED:
+        if process.pid == pid:
+            if process.poll() is not None:
+                _DETACHED.remove(process)
+            return
     try:
         os.waitpid(pid, os.WNOHANG)
     except ChildProcessError:
