@@ -24,7 +24,7 @@ image-env: $(STAMP)
 test: $(STAMP) image-env  ## lint and format check, the test suite, the codec's tests under Python 3.9, the docs
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
-	$(BIN)/python -m pytest -q -n 2
+	OPENBLAS_NUM_THREADS=1 OMP_NUM_THREADS=1 $(BIN)/python -m pytest -q -n 2
 	@if [ -n "$(PYTHON39)" ] || [ "$$CI" = true ]; then $(MAKE) --no-print-directory test-py39; \
 	else echo "no Python 3.9 here: the codec's tests under the image's numpy (make test-py39) were skipped"; fi
 	$(MAKE) --no-print-directory docs-check

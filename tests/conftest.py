@@ -96,9 +96,12 @@ GROUPED_MODULES = frozenset(
         "test_dag",
         "test_deploy_local",
         "test_docs",
+        "test_encoding_end_to_end",
         "test_linear_learner_jobs",
+        "test_mlflow_in_job",
         "test_mlflow_tracking",
         "test_monitor",
+        "test_monitor_training_file",
         "test_scaling_study",
         "test_serve",
         "test_serve_client_faults",
@@ -111,15 +114,20 @@ GROUPED_MODULES = frozenset(
 
 # Modules that build pipeline definitions with the SDK: under xdist they run on one worker, as one unit, so the SDK
 # is imported (seconds of pydantic models) and each configuration's definition built (the definition cache is per
-# worker) in one process instead of in both
+# worker) in one process instead of in both. A module with one such build is here too: test_csv_carriage_returns
+# (`llpipe run` builds the definition before it reads the data), test_schema (a dry-run start), test_error_words.
 SDK_MODULES = frozenset(
     {
+        "test_csv_carriage_returns",
         "test_definition",
+        "test_definition_cache",
+        "test_error_words",
         "test_mlflow_sagemaker",
         "test_parameter_table",
         "test_sagemaker_api",
         "test_sagemaker_inspect",
         "test_sagemaker_ops",
+        "test_schema",
         "test_sizing_terabyte",
         "test_tuning_definition",
     }

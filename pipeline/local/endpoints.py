@@ -13,6 +13,7 @@ automatic rollback) and the roll-out reports ``RolledBack`` with the new server'
 
 from __future__ import annotations
 
+import atexit
 import json
 import os
 import signal
@@ -173,7 +174,8 @@ def launch_server(command: Sequence[str], ready_file: Path, log: Path, timeout: 
                 except (ValueError, KeyError, TypeError):
                     port = None
                 if port:
-                    _DETACHED[:] = [*(kept for kept in _DETACHED if kept.poll() is None), process]
+                    _forget_ended()
+                    _DETACHED.append(process)
                     return Server(process.pid, process_start(process.pid), port, log)
             if process.poll() is not None:
                 raise ServerStartError(f"the server exited with status {process.returncode}: {_log_tail(log)}")
@@ -192,6 +194,16 @@ def launch_server(command: Sequence[str], ready_file: Path, log: Path, timeout: 
                 process.kill()
                 process.wait()
         raise
+
+
+def _forget_ended() -> None:
+    """Reap and drop the detached servers that have ended; also at exit, so that a server another process stopped
+    (a second ``llpipe deploy``) is not collected as a Popen that never saw its end ("subprocess N is still
+    running")."""
+    _DETACHED[:] = [kept for kept in _DETACHED if kept.poll() is None]
+
+
+atexit.register(_forget_ended)
 
 
 def stop_server(pid: int, started: str | None, timeout: float = STOP_TIMEOUT_SECONDS) -> bool:
@@ -216,11 +228,19 @@ def stop_server(pid: int, started: str | None, timeout: float = STOP_TIMEOUT_SEC
             _reap(pid)
             break
         time.sleep(0.02)
+    _reap(pid)  # a child of ours that ended is a zombie, which _alive counts as gone: collect it
     return True
 
 
 def _reap(pid: int) -> None:
-    """Collect the exit status when the server is our own child (started in this process), so it does not linger."""
+    """Collect the exit status when the server is our own child (started in this process), so it does not linger:
+    through its Popen when it is one of ``_DETACHED``, which then drops it (a Popen whose status was collected behind
+    its back still counts as running and warns "subprocess N is still running" when collected at exit)."""
+    for process in _DETACHED:
+        if process.pid == pid:
+            if process.poll() is not None:
+                _DETACHED.remove(process)
+            return
     try:
         os.waitpid(pid, os.WNOHANG)
     except ChildProcessError:

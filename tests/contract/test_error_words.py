@@ -5,6 +5,7 @@ a container naming its own flag beside the pipeline parameter that feeds it."""
 from __future__ import annotations
 
 import ast
+import functools
 import json
 import pickle
 import re
@@ -69,8 +70,10 @@ def _strings(tree: ast.AST) -> list[tuple[int, str]]:
     return found
 
 
+@functools.cache
 def _messages_with_flags() -> dict[str, list[tuple[int, str]]]:
-    """path -> (line, text) of every string literal outside pipeline/cli that mentions a flag in prose."""
+    """path -> (line, text) of every string literal outside pipeline/cli that mentions a flag in prose (parsed once
+    for the two tests that read it: parsing every library module is most of their time)."""
     hits: dict[str, list[tuple[int, str]]] = {}
     for package in LIBRARY:
         for path in sorted((ROOT / package).rglob("*.py")):

@@ -429,9 +429,11 @@ from pipeline.local.jobs.contract import StepFailed
 
 folder = Path(sys.argv[1])
 seen = []
+job_threads = []
 
 
 def stopped_from_its_own_thread(job):
+    job_threads.append(threading.current_thread())
     # the kernel hands a signal sent to the process to any thread: here, this job's thread receives it
     signal.pthread_kill(threading.get_ident(), getattr(signal, sys.argv[2]))
     seen.append(job.stop.wait(60))  # True as soon as the main thread has handled the signal
@@ -449,6 +451,8 @@ try:
     outcome = "returned"
 except KeyboardInterrupt:
     outcome = "interrupted"
+for thread in job_threads:  # what the job saw is recorded once its thread has ended (on a loaded machine the main
+    thread.join(90)  # thread printed before the job thread appended to `seen`: stop_seen came out empty)
 [record] = ExecutionStore(folder / "executions").list()
 print(json.dumps({"outcome": outcome, "stop_seen": seen, "status": record.status, "step": record.steps["Slow"].status}))
 """

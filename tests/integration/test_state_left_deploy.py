@@ -18,10 +18,9 @@ import boto3
 import botocore.config
 import pytest
 from support import drift_table
-from support.settings import FAST
+from support.finished_run import FinishedRun
 
 from pipeline import cli
-from pipeline.api import run_local
 from pipeline.definition.config import load_config
 from pipeline.local.endpoints import LocalEndpoints
 from pipeline.local.registry import LocalRegistry
@@ -32,14 +31,10 @@ LLPIPE = [sys.executable, "-m", "pipeline"]
 
 
 @pytest.fixture(scope="module")
-def staged(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
-    """A work dir with two approved versions (the second registered from the first's request: the same model) and
-    staging serving version 1."""
-    workdir = tmp_path_factory.mktemp("interrupted-deploy")
-    run = run_local(
-        drift_table.table(), drift_table.LABEL, "binary_classifier", workdir=workdir, progress=False, **FAST
-    )
-    assert run.status == "Succeeded", run.failure_reason
+def staged(finished_run: FinishedRun, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
+    """A copy of the session's finished run (the drift table, version 1 registered) with a second approved version
+    registered from the first's request (the same model), and staging serving version 1."""
+    workdir = finished_run.copy_to(tmp_path_factory.mktemp("interrupted-deploy") / "work")
     registry = LocalRegistry(workdir / "registry.db")
     with sqlite3.connect(workdir / "registry.db") as db:
         (request,) = db.execute("SELECT request FROM model_packages WHERE version = 1").fetchone()
