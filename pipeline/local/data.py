@@ -62,8 +62,9 @@ def data_files(path: Path, workdir: Path | None = None) -> tuple[Path, list[Path
         if text.lower().startswith(("s3:/", "https:/", "http:/")):  # a Path folds the URI's // into one
             scheme, rest = text.split(":/", 1)
             raise DataError(
-                "is a URI, and a local run reads a local CSV or Parquet file or folder: copy the objects here first "
-                "(aws s3 cp --recursive URI DIR), or run on SageMaker (llpipe start --param InputDataUrl=URI)",
+                "is a URI, and a local run reads a local CSV or Parquet file or folder: copy the objects to a local "
+                "folder first (the AWS CLI's s3 sync), or run on SageMaker with the pipeline parameter InputDataUrl "
+                "set to the URI (llpipe start)",
                 option="data",
                 value=f"{scheme}://{rest.lstrip('/')}",
             )
