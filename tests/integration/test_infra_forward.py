@@ -272,3 +272,63 @@ def test_with_a_kms_key_and_an_artifact_store_the_forwarding_role_reads_and_writ
     assert kms["Statement"][0]["Resource"] == key
     store = iam.get_role_policy(RoleName=forwarder, PolicyName="mlflow-artifacts-from-jobs")["PolicyDocument"]
     assert store["Statement"][0]["Resource"] == "arn:aws:s3:::mlflow-store/*"
+
+
+def test_the_buildspec_forwards_a_scheduled_execution_as_one_run_however_often_it_runs(tmp_path: Path) -> None:
+    """The build's commands, verbatim, against a moto server standing in for SageMaker and a SQLite MLflow store
+    standing in for the tracking server (``MLFLOW_TRACKING_URI`` wins over the ARN): a scheduled execution becomes
+    its run, and a second build for it (a repeated event, or start --wait's forward first) updates the same run."""
+    from mlflow import MlflowClient
+    from support.moto_additions import moto_server
+
+    defaults, commands = build_commands()
+    store = f"sqlite:///{tmp_path / 'mlflow.db'}"
+    with moto_server() as url:
+        sagemaker = boto3.client(
+            "sagemaker", endpoint_url=url, region_name=REGION, aws_access_key_id="t", aws_secret_access_key="t"
+        )
+        role = "arn:aws:iam::123456789012:role/PipelineRole"
+        definition = '{"Version": "2020-12-01", "Steps": []}'
+        sagemaker.create_pipeline(PipelineName=PIPELINE, PipelineDefinition=definition, RoleArn=role)
+        arn = sagemaker.start_pipeline_execution(
+            PipelineName=PIPELINE,
+            PipelineExecutionDescription="Scheduled for 2026-12-07T06:00:00Z by arn:aws:scheduler:us-east-1:"
+            "123456789012:schedule/default/mypipeline-123",
+        )["PipelineExecutionArn"]
+        environment = {
+            "PATH": f"{Path(sys.executable).parent}:/usr/bin:/bin",
+            "PYTHONPATH": str(REPOSITORY),  # this checkout, as the build's `pip install .` makes it
+            "HOME": str(tmp_path),
+            "AWS_ENDPOINT_URL": url,
+            "AWS_REGION": REGION,
+            "AWS_ACCESS_KEY_ID": "testing",
+            "AWS_SECRET_ACCESS_KEY": "testing",
+            "AWS_CONFIG_FILE": "/dev/null",
+            "SAGEMAKER_PROJECT_NAME": "mypipeline",
+            "SAGEMAKER_PROJECT_ID": "123",
+            "LLPIPE_MLFLOW_ARN": MLFLOW_ARN,
+            "MLFLOW_TRACKING_URI": store,
+            "EXECUTION_ARN": arn,  # the rule's environmentVariablesOverride
+        }
+        builds = [
+            subprocess.run(
+                ["sh", "-e", "-c", "\n".join(commands) + "\n"],
+                cwd=tmp_path,
+                env={**defaults, **environment},
+                capture_output=True,
+                text=True,
+                timeout=300,
+            )
+            for _ in range(2)
+        ]
+    for build in builds:
+        assert build.returncode == 0, build.stdout + build.stderr
+        assert build.stdout.startswith("MLflow run "), build.stdout
+    client = MlflowClient(tracking_uri=store)
+    experiment = client.get_experiment_by_name(PIPELINE)  # the pipeline's experiment
+    assert experiment is not None
+    runs = client.search_runs([experiment.experiment_id], filter_string=f"tags.`llpipe.execution_arn` = '{arn}'")
+    assert len(runs) == 1  # two builds, one run
+    assert runs[0].info.run_name == arn.rsplit("/", 1)[-1]
+    assert runs[0].data.tags["llpipe.source"] == "schedule"
+    assert all(run.info.run_id in build.stdout for run in runs for build in builds)
