@@ -1,7 +1,8 @@
 """infra/pipeline.yaml's forwarding to MLflow: with MLflow configured, an EventBridge rule lets through the ends
 (Succeeded, Failed, Stopped) of this pipeline's executions only (SageMaker's own event samples, delivered by moto's
 EventBridge), each becoming a StartBuild of the forwarding project with the execution's ARN; the project runs
-forward/buildspec.yml, whose command is the CLI's own `execution show ARN --sagemaker --to-mlflow`; the roles are
+forward/buildspec.yml, whose command is the CLI's own `execution show ARN --sagemaker --to-mlflow` and, run
+verbatim twice for a scheduled execution (a moto server, a SQLite MLflow store), leaves one run; the roles are
 limited to starting that build and to forwarding; without MLflow none of it exists.
 """
 
