@@ -162,16 +162,18 @@ def test_the_template_grants_what_the_iam_documents_grant() -> None:
     build = actions(resources["CodeBuildRole"]["Properties"]["Policies"][0]["PolicyDocument"]["Statement"])
     build |= actions(resources["CodeBuildRoleKmsPolicy"]["Properties"]["PolicyDocument"]["Statement"])
     assert build == policy_file_actions("codebuild-role-policy.json")
-    # with an MLflow ARN (or the template's own App), both roles get iam/mlflow-policy.json's grants (Evaluate and
-    # Preprocess log from their jobs; the build's start --wait forwards the execution)
+    # with an MLflow ARN (or the template's own App), the three roles get iam/mlflow-policy.json's grants (Evaluate
+    # and Preprocess log from their jobs; the build's start --wait and the forwarding rule's build forward the
+    # execution: tests/integration/test_infra_forward.py)
     mlflow = [resources[name] for name in ("MlflowPolicy", "MlflowResourceAccess", "MlflowAppAccess")]
     assert [policy["Condition"] for policy in mlflow] == ["HasMlflow", "HasMlflowResourceArn", "WithMlflowApp"]
+    roles = [{"Ref": "PipelineRole"}, {"Ref": "CodeBuildRole"}, {"Ref": "ForwardToMlflowRole"}]
     for policy in mlflow:
-        assert policy["Properties"]["Roles"] == [{"Ref": "PipelineRole"}, {"Ref": "CodeBuildRole"}]
+        assert policy["Properties"]["Roles"] == roles
     # the artifact store of a given server or App: Evaluate writes evaluation.json there from its job
     writes = resources["MlflowArtifactWrites"]
     assert writes["Condition"] == "HasMlflowArtifactBucket"
-    assert writes["Properties"]["Roles"] == [{"Ref": "PipelineRole"}, {"Ref": "CodeBuildRole"}]
+    assert writes["Properties"]["Roles"] == roles
     [put] = writes["Properties"]["PolicyDocument"]["Statement"]
     assert (put["Action"], put["Resource"]) == (
         "s3:PutObject",
