@@ -25,9 +25,9 @@ from containerlib.names import METRICS_SECTIONS
 from containerlib.predictions import Pairing, ScoredChunk
 from evaluation import EvaluationError
 from evaluation.champion import ChampionError, download_object, split_s3_url
-from evaluation.collect import Collected, collect
+from evaluation.collect import Collected
 from evaluation.floor import DEFAULTS, defaults_floor
-from evaluation.gate import champion_chunks
+from evaluation.gate import score_like
 
 TUNED = "tuned"  # the report's section of the tuned model's figures when the defaults' model is kept
 TUNING = "tuning"  # the report's section saying which model was kept, why, and its artifact
@@ -69,18 +69,7 @@ def score_defaults(
             raise EvaluationError(f"{where}: cannot read its model artifact: {error}") from None
     if model.predictor_type != predictor_type:
         raise EvaluationError(f"{where} is a {model.predictor_type}, this execution evaluates a {predictor_type}")
-    kind = "margin" if predictor_type == "binary_classifier" and model.loss_type != "logistic" else "probability"
-    kind = "value" if predictor_type == "regressor" else kind
-    chunks = champion_chunks(model, where, pairing)
-    if through is not None:
-        chunks = through(chunks)
-    cap = challenger.exact_records_cap
-    collected = collect(chunks, predictor_type, kind, challenger.file_count, rounds, seed, cap)
-    if collected.item_count != challenger.item_count:  # the features and labels come from the same shards: a bug
-        raise EvaluationError(
-            f"{where}: scored {collected.item_count} records, the test shards hold {challenger.item_count}"
-        )
-    return collected
+    return score_like(model, where, pairing, predictor_type, challenger, rounds, seed, through)
 
 
 def model_section(url: str, report: dict[str, Any], predictor_type: str) -> dict[str, Any]:

@@ -89,9 +89,26 @@ def score_champion(
         raise EvaluationError(
             f"{where} predicts {model.num_classes} classes, the challenger {challenger.classes}: cannot compare"
         )
+    return score_like(model, where, pairing, predictor_type, challenger, rounds, seed)
+
+
+def score_like(
+    model: LinearModel,
+    where: str,
+    pairing: Pairing,
+    predictor_type: str,
+    challenger: Collected,
+    rounds: int,
+    seed: int,
+    through: Callable[[Iterator[ScoredChunk]], Iterator[ScoredChunk]] | None = None,
+) -> Collected:
+    """Another model's scores of the challenger's test records (the champion's, the untuned defaults'), gathered as
+    the challenger's were; ``through``: a pass over the chunks (the predictions file with row ids)."""
     kind = "margin" if predictor_type == "binary_classifier" and model.loss_type != "logistic" else "probability"
     kind = "value" if predictor_type == "regressor" else kind
     chunks = champion_chunks(model, where, pairing)
+    if through is not None:
+        chunks = through(chunks)
     cap = challenger.exact_records_cap
     collected = collect(chunks, predictor_type, kind, challenger.file_count, rounds, seed, cap)
     if collected.item_count != challenger.item_count:  # the features and labels come from the same shards: a bug
