@@ -147,32 +147,51 @@ class ShardBuffer:
 
         Dealing rows to random buckets and shuffling each is a uniformly random permutation, like shuffling in
         memory; a shard of one bucket gets the very permutation it gets in memory. Drawn here, on one thread and in
-        order, the shuffles are the same whichever thread then moves the rows."""
+        order, the shuffles are the same whichever thread then moves the rows. A shard of several buckets keeps no
+        draw per row: the plan holds the generator's state before the bucket draws and before the permutations (the
+        draws are made here once to count the buckets' rows and move ``rng`` past them, and made again from those
+        states while the rows are moved, a block and a bucket at a time), so its memory is that of one bucket
+        whatever the shard's size."""
         spill = self.spill_path(split, shard)
         count = spill.stat().st_size // self.width
         buckets = max(1, math.ceil(count * self.row_bytes / self.memory_bytes))
         if buckets == 1:
-            return SpillPlan(spill, None, [_permutation(count, rng)])
-        bucket_of_row = np.empty(count, dtype=_smallest_int(buckets))
+            return SpillPlan(spill, [count], orders=[_permutation(count, rng)])
+        bucket_draws = rng.bit_generator.state
+        counts = np.zeros(buckets, dtype=np.int64)
+        for block in self._bucket_blocks(rng, count, buckets):
+            counts += np.bincount(block, minlength=buckets)
+        order_draws = rng.bit_generator.state
+        for rows in counts.tolist():  # drawn to move rng past them, as the shuffle has always drawn them
+            _permutation(rows, rng)
+        return SpillPlan(spill, counts.tolist(), bucket_draws=bucket_draws, order_draws=order_draws)
+
+    def _bucket_blocks(self, rng: np.random.Generator, count: int, buckets: int) -> Iterator[np.ndarray]:
+        """Each row's bucket, a block of rows at a time: drawn row after row, the same draws whatever the block."""
         step = self._block_rows()
-        for first in range(0, count, step):  # drawn row after row: the same draws whatever the block
-            bucket_of_row[first : first + step] = rng.integers(0, buckets, size=min(step, count - first))
-        counts = np.bincount(bucket_of_row, minlength=buckets).tolist()
-        return SpillPlan(spill, bucket_of_row, [_permutation(rows, rng) for rows in counts])
+        kind = _smallest_int(buckets)
+        for first in range(0, count, step):
+            yield rng.integers(0, buckets, size=min(step, count - first)).astype(kind)
 
     def write_spilled(self, plan: SpillPlan, target: Path) -> None:
         """Write the planned shard to ``target`` a block at a time, deleting the spill and bucket files once read."""
-        paths = [plan.spill] if plan.bucket_of_row is None else self._deal_to_buckets(plan)
+        if plan.orders is not None:
+            paths, orders = [plan.spill], iter(plan.orders)
+        else:
+            paths = self._deal_to_buckets(plan)
+            draws = _generator(plan.order_draws)
+            orders = (_permutation(rows, draws) for rows in plan.counts)  # one bucket's at a time, in order
         with open(target, "wb") as out:
-            for path, order in zip(paths, plan.orders):
+            for path, order in zip(paths, orders):
                 for block in self._permuted(path, order):
                     out.write(block.data)
 
     def _deal_to_buckets(self, plan: SpillPlan) -> list[Path]:
         """Move a spill file's rows to the files of their planned buckets."""
-        assert plan.bucket_of_row is not None
-        paths = [plan.spill.with_name(f"{plan.spill.name}.bucket-{index:05d}") for index in range(len(plan.orders))]
-        _deal(plan.spill, self.width, self._block_rows(), plan.bucket_of_row, paths)
+        buckets = len(plan.counts)
+        paths = [plan.spill.with_name(f"{plan.spill.name}.bucket-{index:05d}") for index in range(buckets)]
+        blocks = self._bucket_blocks(_generator(plan.bucket_draws), sum(plan.counts), buckets)
+        _deal(plan.spill, self.width, self._block_rows(), blocks, paths)
         return paths
 
     def _block_rows(self) -> int:
@@ -193,7 +212,9 @@ class ShardBuffer:
         part_of_row = np.empty(count, dtype=_smallest_int(parts))
         part_of_row[order] = np.arange(count, dtype=order.dtype) // step  # the output block each row goes to
         part_paths = [path.with_name(f"{path.name}.part-{index:05d}") for index in range(parts)]
-        _deal(path, self.width, step, part_of_row, part_paths)
+        _deal(
+            path, self.width, step, (part_of_row[first : first + step] for first in range(0, count, step)), part_paths
+        )
         del part_of_row
         for index, part in enumerate(part_paths):
             rows = np.fromfile(part, dtype=np.uint8).reshape(-1, self.width)
@@ -207,11 +228,22 @@ class ShardBuffer:
 
 @dataclass(frozen=True)
 class SpillPlan:
-    """A spilled shard's shuffle, drawn: its spill file, each row's bucket (None: one bucket), each bucket's order."""
+    """A spilled shard's shuffle, drawn: its spill file, the rows of each bucket, and either its one bucket's order
+    (``orders``) or the generator's states before the bucket draws and before the buckets' permutations."""
 
     spill: Path
-    bucket_of_row: np.ndarray | None
-    orders: list[np.ndarray]
+    counts: list[int]
+    orders: list[np.ndarray] | None = None
+    bucket_draws: dict | None = None
+    order_draws: dict | None = None
+
+
+def _generator(state: dict | None) -> np.random.Generator:
+    """A generator that draws what one in ``state`` drew next."""
+    assert state is not None
+    bits = getattr(np.random, state["bit_generator"])()
+    bits.state = state
+    return np.random.Generator(bits)
 
 
 def _permutation(count: int, rng: np.random.Generator) -> np.ndarray:
@@ -221,16 +253,18 @@ def _permutation(count: int, rng: np.random.Generator) -> np.ndarray:
     return order
 
 
-def _deal(source: Path, width: int, block_rows: int, group_of_row: np.ndarray, paths: list[Path]) -> None:
-    """Move the rows of ``source`` (deleted after) to the files of their groups, ``block_rows`` at a time."""
+def _deal(source: Path, width: int, block_rows: int, groups: Iterator[np.ndarray], paths: list[Path]) -> None:
+    """Move the rows of ``source`` (deleted after) to the files of their groups, ``block_rows`` at a time; ``groups``
+    gives each block's group per row."""
     handles = [open(path, "wb") for path in paths]  # noqa: SIM115
     try:
         with open(source, "rb") as rows_in:
-            first = 0
             while block := rows_in.read(block_rows * width):
                 rows = np.frombuffer(block, dtype=np.uint8).reshape(-1, width)
-                _write_grouped(rows, group_of_row[first : first + len(rows)], handles)
-                first += len(rows)
+                group_of_row = next(groups)
+                if len(group_of_row) != len(rows):  # the plan and the spill file disagree: a bug
+                    raise ValueError(f"{source}: a block of {len(rows)} rows but {len(group_of_row)} groups drawn")
+                _write_grouped(rows, group_of_row, handles)
     finally:
         for handle in handles:
             handle.close()
