@@ -95,6 +95,33 @@ def test_past_the_budget_rows_are_on_disk_and_read_back_a_block_at_a_time(
     assert not list((tmp_path / "disk").glob("spill-train-*"))  # the shard's spill and part files, once read
 
 
+def test_planning_a_shard_of_several_buckets_holds_no_draw_per_row(tmp_path: Path) -> None:
+    """A spilled shard's plan keeps the generator's states, not a bucket per row and every bucket's permutation
+    (6 bytes a row, past an instance's memory on a shard of a hundred million rows): planning it allocates less
+    than a byte a row of the shard, and its draws move the split's generator exactly as before."""
+    import tracemalloc
+
+    host, counts = Host("algo-1", 0, ("algo-1",)), {"train": 1, "validation": 1, "test": 1}
+    rows = 4_000_000
+    buffer = ShardBuffer(tmp_path, 3, counts, 0, host, rows, 0)  # 16 bytes of numbers a row in rows bytes: 16 buckets
+    with open(buffer.spill_path("train", 0), "wb") as spill:
+        spill.truncate(rows * buffer.width)  # a sparse file: planning reads only its size
+    rng = np.random.default_rng(5)
+    tracemalloc.start()
+    try:
+        plan = buffer.plan_spilled("train", 0, rng)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert plan.orders is None and len(plan.counts) == 16 and sum(plan.counts) == rows
+    assert peak < rows, f"planning allocated {peak:,} bytes for {rows:,} rows"
+    expected = np.random.default_rng(5)  # the draws as they were made: every bucket, then each bucket's permutation
+    buckets = expected.integers(0, 16, size=rows)
+    for count in np.bincount(buckets, minlength=16).tolist():
+        expected.permutation(count)
+    assert rng.bit_generator.state == expected.bit_generator.state
+
+
 @pytest.mark.parametrize("size", [1, 7, 64, 5_000])
 def test_a_csv_file_is_read_a_range_of_whole_lines_at_a_time(tmp_path: Path, size: int) -> None:
     lines = [b"a,b", b"", b"1," + b"9" * 300, *(b"%d,%d" % (i, i * i) for i in range(200)), b"x" * 70_000, b"1,2"]
