@@ -302,38 +302,17 @@ def _run_part(
     variant: str,
     start: datetime,
     end: datetime,
-    part: Part,
-    prefix: str,
-    name: str,
-    requests: int | None,
-    environments: ImageEnvironments | None,
-) -> MonitoringRun:
-    """The monitoring job of one part, the capture's sampling percentages recorded with it."""
-    percentages = tuple(sorted(part.percentages))
-    return _run_job(
-        workdir, config, s3, endpoint, variant, start, end, part.package, prefix, name, requests, environments,
-        percentages,
-    )  # fmt: skip
-
-
-def _run_job(
-    workdir: Workdir,
-    config: PipelineConfig,
-    s3: LocalS3,
-    endpoint: str,
-    variant: str,
-    start: datetime,
-    end: datetime,
-    package: Any,
+    served: Part,
     prefix: str,
     part: str,
     requests: int | None,
     environments: ImageEnvironments | None,
-    sampling_percentages: tuple[float, ...] = (),
 ) -> MonitoringRun:
-    """One monitoring job over the capture files under ``prefix`` against ``package``'s baseline; its report lands in
-    the window's own folder in the hour of its end (``part``, when several versions served the window: a subfolder
-    per version)."""
+    """One monitoring job over the capture files under ``prefix`` against the baseline of the version that served
+    them (``served``, whose capture sampling percentages are recorded with the run); its report lands in the
+    window's own folder in the hour of its end (``part``, when several versions served the window: a subfolder per
+    version)."""
+    package, sampling_percentages = served.package, tuple(sorted(served.percentages))
     run_id = f"{end:%Y%m%dT%H%M%S}-{uuid.uuid4().hex[:8]}"
     output = f"{config.pipeline_prefix}/monitoring/{endpoint}/{variant}/{window_folder(start, end)}" + (
         f"/{part}" if part else ""
