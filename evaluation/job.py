@@ -116,51 +116,29 @@ def _report(
             names, region, model_uri, defaults_model_uri,
         )  # fmt: skip
         kept_ids = with_ids
-    try:
-        return _rest(report, challenger, pairing, with_ids, output_dir, predictor_type, bootstrap_rounds, seed,
-                     summary_dir, gate, train_dir, train_uri, region, model_uri, rows_dir)  # fmt: skip
+    try:  # baselines, coefficients, champion and gate around the kept model's report; written with the predictions
+        shards = train_shards(train_dir, train_uri, region)
+        sample = read_train_sample(shards) if shards is not None else None
+        if sample is not None:
+            report[SKLEARN_BASELINE] = baseline_report(
+                sample, pairing, challenger, report, predictor_type, bootstrap_rounds, seed, summary_dir
+            )
+        if model_uri is not None:
+            report[COEFFICIENTS] = model_coefficients(model_uri, region, summary_dir, sample, output_dir)
+        if rows_dir is not None:
+            section = raw_baseline_report(rows_dir, report, predictor_type, challenger, bootstrap_rounds, seed)
+            if section is not None:
+                report[RAW_BASELINE] = section
+        if gate is not None:
+            compare_with_champion(report, challenger, pairing, predictor_type, gate, bootstrap_rounds, seed)
+        if with_ids is not None:
+            report[TEST_ROWS] = with_ids.finish()
+        write_report(report, output_dir)
+        return report
     except BaseException:
         if kept_ids is not None:  # evaluate() discards only the tuned model's file
             kept_ids.discard()
         raise
-
-
-def _rest(
-    report: dict[str, Any],
-    challenger: Collected,
-    pairing: Pairing,
-    with_ids: PredictionsWithIds | None,
-    output_dir: Path,
-    predictor_type: str,
-    bootstrap_rounds: int,
-    seed: int,
-    summary_dir: Path | None,
-    gate: GateSettings | None,
-    train_dir: Path | None,
-    train_uri: str | None,
-    region: str | None,
-    model_uri: str | None,
-    rows_dir: Path | None,
-) -> dict[str, Any]:
-    """Baselines, coefficients, champion and gate around the kept model's report; written with the predictions."""
-    shards = train_shards(train_dir, train_uri, region)
-    sample = read_train_sample(shards) if shards is not None else None
-    if sample is not None:
-        report[SKLEARN_BASELINE] = baseline_report(
-            sample, pairing, challenger, report, predictor_type, bootstrap_rounds, seed, summary_dir
-        )
-    if model_uri is not None:
-        report[COEFFICIENTS] = model_coefficients(model_uri, region, summary_dir, sample, output_dir)
-    if rows_dir is not None:
-        section = raw_baseline_report(rows_dir, report, predictor_type, challenger, bootstrap_rounds, seed)
-        if section is not None:
-            report[RAW_BASELINE] = section
-    if gate is not None:
-        compare_with_champion(report, challenger, pairing, predictor_type, gate, bootstrap_rounds, seed)
-    if with_ids is not None:
-        report[TEST_ROWS] = with_ids.finish()
-    write_report(report, output_dir)
-    return report
 
 
 def keep_tuned_or_defaults(
