@@ -7,10 +7,8 @@ deploy/buildspec.yml's commands run verbatim against a moto server, refusing wha
 from __future__ import annotations
 
 import json
-import re
 import subprocess
 import sys
-import warnings
 from pathlib import Path
 from typing import Any
 
@@ -18,7 +16,7 @@ import boto3
 import pytest
 import yaml
 from moto import mock_aws
-from support.cloudformation import actions, load_template
+from support.cloudformation import actions, create_stack, delivered_events, load_template
 from support.moto_additions import moto_server
 
 REPOSITORY = Path(__file__).resolve().parents[2]
@@ -59,25 +57,9 @@ def aws(monkeypatch: pytest.MonkeyPatch) -> Any:
         yield
 
 
-def deploy_stack() -> dict[str, str]:
-    cloudformation = boto3.client("cloudformation", region_name=REGION)
-    with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always")
-        cloudformation.create_stack(
-            StackName="llpipe-deploy",
-            TemplateBody=TEMPLATE.read_text(),
-            Parameters=[{"ParameterKey": key, "ParameterValue": value} for key, value in PARAMETERS.items()],
-            Capabilities=["CAPABILITY_IAM"],
-        )
-        [stack] = cloudformation.describe_stacks(StackName="llpipe-deploy")["Stacks"]  # moto parses the outputs here
-    skipped = set(re.findall(r"parse (\S+) but it's not supported", " ".join(str(w.message) for w in caught)))
-    assert skipped == {"AWS::CodeBuild::Project"}  # checked on the template instead, below
-    assert stack["StackStatus"] == "CREATE_COMPLETE"
-    return {output["OutputKey"]: output["OutputValue"] for output in stack.get("Outputs", [])}
-
-
 def test_the_rule_lets_through_only_approved_versions_of_the_projects_group(aws: None) -> None:
-    outputs = deploy_stack()
+    outputs, skipped = create_stack("llpipe-deploy", TEMPLATE, PARAMETERS, REGION)
+    assert skipped == {"AWS::CodeBuild::Project"}  # checked on the template instead, below
     assert (outputs["StagingEndpoint"], outputs["ProdEndpoint"]) == (f"{GROUP}-staging", f"{GROUP}-prod")
     events = boto3.client("events", region_name=REGION)
     rule = events.describe_rule(Name=outputs["DeployOnApprovalRule"])
@@ -93,23 +75,9 @@ def test_the_rule_lets_through_only_approved_versions_of_the_projects_group(aws:
     # the deployed rule's pattern, delivering to a queue: what EventBridge would start the build for. The CodeBuild
     # target is taken off first: moto fills the transformer's <package> in without JSON quotes, where EventBridge
     # quotes a string value placed outside quotes (the next test checks the template the EventBridge way)
-    events.remove_targets(Rule=outputs["DeployOnApprovalRule"], Ids=["deploy-staging"])
-    sqs = boto3.client("sqs", region_name=REGION)
-    queue = sqs.create_queue(QueueName="matched")["QueueUrl"]
-    queue_arn = sqs.get_queue_attributes(QueueUrl=queue, AttributeNames=["QueueArn"])["Attributes"]["QueueArn"]
-    events.put_targets(Rule=outputs["DeployOnApprovalRule"], Targets=[{"Id": "probe", "Arn": queue_arn}])
     samples = ["rejected", "pending", "approved", "approved-other-group", "approved-drift-sample"]
-    for name in samples:
-        sample = event(name)
-        entry = {
-            "Source": sample["source"],
-            "DetailType": sample["detail-type"],
-            "Detail": json.dumps(sample["detail"]),
-            "Resources": sample["resources"],
-        }
-        assert events.put_events(Entries=[entry])["FailedEntryCount"] == 0
-    received = sqs.receive_message(QueueUrl=queue, MaxNumberOfMessages=10, WaitTimeSeconds=0).get("Messages", [])
-    matched = sorted(json.loads(message["Body"])["detail"]["ModelPackageArn"] for message in received)
+    received = delivered_events(outputs["DeployOnApprovalRule"], "deploy-staging", [event(n) for n in samples], REGION)
+    matched = sorted(delivered["detail"]["ModelPackageArn"] for delivered in received)
     assert matched == [
         f"arn:aws:sagemaker:us-east-2:123456789012:model-package/{GROUP}/2",  # the approval of the docs' sample
         f"arn:aws:sagemaker:us-east-2:123456789012:model-package/{GROUP}/26",  # aws-samples' approval

@@ -11,10 +11,8 @@ from __future__ import annotations
 import ast
 import json
 import os
-import re
 import subprocess
 import sys
-import warnings
 from pathlib import Path
 from typing import Any
 
@@ -22,7 +20,7 @@ import boto3
 import pytest
 import yaml
 from moto import mock_aws
-from support.cloudformation import actions, load_template
+from support.cloudformation import actions, create_stack, delivered_events, load_template
 
 REPOSITORY = Path(__file__).resolve().parents[2]
 TEMPLATE = REPOSITORY / "infra" / "pipeline.yaml"
@@ -50,20 +48,9 @@ def aws(monkeypatch: pytest.MonkeyPatch) -> Any:
 
 
 def deploy(parameters: dict[str, str]) -> dict[str, str]:
-    cloudformation = boto3.client("cloudformation", region_name=REGION)
-    with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always")
-        cloudformation.create_stack(
-            StackName="llpipe",
-            TemplateBody=TEMPLATE.read_text(),
-            Parameters=[{"ParameterKey": key, "ParameterValue": value} for key, value in parameters.items()],
-            Capabilities=["CAPABILITY_IAM"],
-        )
-        [stack] = cloudformation.describe_stacks(StackName="llpipe")["Stacks"]
-    skipped = set(re.findall(r"parse (\S+) but it's not supported", " ".join(str(w.message) for w in caught)))
+    outputs, skipped = create_stack("llpipe", TEMPLATE, parameters, REGION)
     assert skipped == {"AWS::CodeBuild::Project", "AWS::S3::BucketPolicy"}  # the projects: checked on the template
-    assert stack["StackStatus"] == "CREATE_COMPLETE"
-    return {output["OutputKey"]: output["OutputValue"] for output in stack.get("Outputs", [])}
+    return outputs
 
 
 def roles_trusting(service: str) -> list[str]:
@@ -91,23 +78,9 @@ def test_with_mlflow_the_rule_lets_through_the_ends_of_this_pipelines_executions
     assert target["RoleArn"].rsplit("/", 1)[-1] in roles_trusting("events.amazonaws.com")
     # the deployed pattern, delivering to a queue: what EventBridge would start the build for (moto fills the
     # transformer in without JSON quotes, so the CodeBuild target is checked the EventBridge way below)
-    events.remove_targets(Rule=outputs["ForwardToMlflowRule"], Ids=["forward-to-mlflow"])
-    sqs = boto3.client("sqs", region_name=REGION)
-    queue = sqs.create_queue(QueueName="matched")["QueueUrl"]
-    queue_arn = sqs.get_queue_attributes(QueueUrl=queue, AttributeNames=["QueueArn"])["Attributes"]["QueueArn"]
-    events.put_targets(Rule=outputs["ForwardToMlflowRule"], Targets=[{"Id": "probe", "Arn": queue_arn}])
     names = ["executing", "succeeded", "stopping", "failed", "stopped", "succeeded-other-pipeline-drift-sample"]
-    for name in names:
-        sample = event(name)
-        entry = {
-            "Source": sample["source"],
-            "DetailType": sample["detail-type"],
-            "Detail": json.dumps(sample["detail"]),
-            "Resources": sample["resources"],
-        }
-        assert events.put_events(Entries=[entry])["FailedEntryCount"] == 0
-    received = sqs.receive_message(QueueUrl=queue, MaxNumberOfMessages=10, WaitTimeSeconds=0).get("Messages", [])
-    matched = sorted(json.loads(message["Body"])["detail"]["pipelineExecutionArn"] for message in received)
+    received = delivered_events(outputs["ForwardToMlflowRule"], "forward-to-mlflow", [event(n) for n in names], REGION)
+    matched = sorted(delivered["detail"]["pipelineExecutionArn"] for delivered in received)
     assert matched == sorted(
         f"{PIPELINE_ARN}/execution/{execution}" for execution in ("p4jn9xou8a8s", "a1b2c3d4e5f6", "s7t8o9p0q1r2")
     )  # the docs' Succeeded sample, the Failed and the Stopped one; not Executing, Stopping or another pipeline's
