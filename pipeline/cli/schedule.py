@@ -52,7 +52,7 @@ def run(args: argparse.Namespace) -> int:
     from pipeline.sagemaker import aws
     from pipeline.sagemaker.deploy import put_object
     from pipeline.sagemaker.schedule import delete_schedule, put_schedule, schedule_expression, sized_for_schedule
-    from pipeline.sagemaker.start import deployed_parameters
+    from pipeline.sagemaker.start import check_schema_url, deployed_parameters
 
     config = config_from_args(args)
     if args.delete:
@@ -73,6 +73,8 @@ def run(args: argparse.Namespace) -> int:
             config, given, session, args, sys.stderr if args.dry_run else sys.stdout, declared
         )
     overrides = {**given, **(inferred.parameters if inferred else {})}
+    if session is not None and declared is not None and inferred is None:  # a SchemaUrl the user gave, read now
+        check_schema_url(session, declared, given)
     if session is not None and declared is not None:  # sized from the listing now, like start: fixed in the schedule
         overrides.update(sized_for_schedule(config, declared, overrides, session))
     if args.dry_run:

@@ -97,6 +97,7 @@ def run(args: argparse.Namespace) -> int:
         source_arn=execution_arn(config, args.source) if args.source else None,
         max_parallel=args.max_parallel,
         definition=definition,
+        uploads_schema=inferred is not None,
     )
     if missing_data_version(request):
         print(

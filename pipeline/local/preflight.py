@@ -203,45 +203,28 @@ def check_registry(path: Path) -> None:
         raise LlpipeError(f"{error} (checked before the run: its Register step would fail after training)") from None
 
 
-SCHEMA_WAY_OUT = (
-    "leave SchemaUrl unset to infer the schema from the data, or give the s3:// URI of a schema a run of this table "
-    "decided (<pipeline>/schemas/<sha256>.json, named in the run's 'schema:' line)"
-)
-
-
 def check_schema_url(s3: Any, uri: str, values: Mapping[str, Any], files: list[Path] | None) -> None:
     """A user-given ``SchemaUrl`` read as Preprocess will read it, before anything runs: an object (or a prefix
     holding one ``.json``) in the local S3 folder, an llpipe schema, decided for this run's label column, predictor
     type and (``files``: the data's files, when staged) columns. Preprocess named these only in its log."""
-    import json
-
-    from containerlib.schema_document import document_problem, run_mismatch
     from containerlib.tables.header import read_header
-
-    def refuse(problem: str) -> ParameterError:
-        return ParameterError(f"{problem}; {SCHEMA_WAY_OUT}", option="SchemaUrl", value=uri)
+    from pipeline.definition.schema_url import check_schema_objects, refusal
 
     try:
         path = s3.path(uri)
     except LlpipeError as error:
-        raise refuse(str(error)) from None
+        raise refusal(uri, str(error)) from None
     found = (
         [path] if path.is_file() else sorted(p for p in path.rglob("*.json") if p.is_file()) if path.is_dir() else []
     )
-    if not found:
-        raise refuse(f"no object there in the local S3 folder ({path})")
-    if len(found) > 1:
-        raise refuse(f"the prefix holds {len(found)} .json objects, Preprocess needs exactly one")
-    try:
-        decided = json.loads(found[0].read_text(encoding="utf-8"))
-    except (OSError, ValueError) as error:
-        raise refuse(f"not a readable JSON file ({error})") from None
     columns = read_header(files[0]) if files else None
-    problem = document_problem(decided) or run_mismatch(
-        decided, str(values["LabelColumn"]), str(values["PredictorType"]), columns
-    )
-    if problem is not None:
-        raise refuse(problem)
+    label, predictor = str(values["LabelColumn"]), str(values["PredictorType"])
+    names = [str(p) for p in found]
+    check_schema_objects(uri, names, _read_text, label, predictor, columns, f"in the local S3 folder ({path})")
+
+
+def _read_text(name: str) -> str:
+    return Path(name).read_text(encoding="utf-8")
 
 
 def first_baseline(

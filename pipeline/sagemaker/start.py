@@ -71,9 +71,10 @@ def start_request(
     source_arn: str | None = None,
     max_parallel: int | None = None,
     definition: Mapping[str, Any] | None = None,
+    uploads_schema: bool = False,
 ) -> dict[str, Any]:
     """The StartPipelineExecution request, built with reads only: DescribePipeline (unless ``definition``, the
-    deployed one, was read already), then ListObjectsV2.
+    deployed one, was read already), the given ``SchemaUrl``'s object (:func:`check_schema_url`), then ListObjectsV2.
 
     Overrides are checked against the deployed definition. Unless ``DataVersion`` is given, it is the fingerprint
     of the objects under ``InputDataUrl`` (the override, else the deployed default), so new data is a new cache key.
@@ -81,13 +82,16 @@ def start_request(
     ``from_step`` with ``source_arn``: a selective execution running that step and everything downstream of it,
     the other steps' outputs taken from the source execution. ``max_parallel``: ParallelismConfiguration. With an
     MLflow ARN configured, ``MlflowExperimentName`` names the execution's experiment (``mlflow_experiment``, else
-    the pipeline's name).
+    the pipeline's name). ``uploads_schema``: the ``SchemaUrl`` passed is the caller's inferred schema, uploaded after
+    this request is built, so it is not read.
     """
     session = session or aws.session(config)
     definition = definition or deployed_definition(config, session)
     declared = declared_parameters(definition)
     parameters = dict(parameters or {})
     check_overrides(list(declared.values()), parameters)
+    if not uploads_schema:
+        check_schema_url(session, declared, parameters)
     if DATA_VERSION in declared and DATA_VERSION not in parameters:
         url = parameters.get("InputDataUrl") or str(declared.get("InputDataUrl", {}).get("DefaultValue", ""))
         with aws.call(f"ListObjectsV2 {url} (for DataVersion; or pass {opt(DATA_VERSION, '...')})"):
@@ -111,6 +115,46 @@ def start_request(
     if config.mlflow_arn:  # the execution's own experiment, whatever the deployed definition's default says
         request["MlflowExperimentName"] = config.experiment_name
     return request
+
+
+def check_schema_url(session: Any, declared: Mapping[str, dict[str, Any]], given: Mapping[str, str]) -> None:
+    """A user-given ``SchemaUrl`` read as Preprocess will read it (``pipeline.definition.schema_url``), before the
+    execution starts: ListObjectsV2 of the URI as a prefix, then GetObject of its one ``.json``. Nothing is read
+    when ``SchemaUrl`` is not given or the deployed pipeline does not declare it."""
+    from containerlib.s3_uri import split_s3_uri
+    from pipeline.definition.parameters import resolve_parameters
+    from pipeline.definition.schema_url import MAX_BYTES, check_schema_objects, refusal
+
+    uri = given.get("SchemaUrl")
+    if not uri or "SchemaUrl" not in declared:
+        return
+    try:
+        bucket, prefix = split_s3_uri(uri)
+    except ValueError:
+        raise refusal(uri, "not an S3 URI (expected s3://bucket/key)") from None
+    client = session.client("s3")
+    sizes: dict[str, int] = {}
+    request: dict[str, Any] = {"Bucket": bucket, "Prefix": prefix}
+    with aws.call(f"ListObjectsV2 {uri} (SchemaUrl)"):
+        while True:
+            page = client.list_objects_v2(**request)
+            objects = page.get("Contents", [])
+            sizes.update((item["Key"], item["Size"]) for item in objects if item["Key"].endswith(".json"))
+            if not page.get("IsTruncated"):
+                break
+            request["ContinuationToken"] = page["NextContinuationToken"]
+
+    def read_text(key: str) -> str:
+        if sizes[key] > MAX_BYTES:
+            raise ValueError(f"s3://{bucket}/{key} is {sizes[key]:,} bytes, not a schema")
+        with aws.call(f"GetObject s3://{bucket}/{key} (SchemaUrl)"):
+            return client.get_object(Bucket=bucket, Key=key)["Body"].read().decode("utf-8")
+
+    values = resolve_parameters(list(declared.values()), dict(given))
+    where = f"in S3 (ListObjectsV2 of s3://{bucket}/{prefix})"
+    check_schema_objects(
+        uri, sorted(sizes), read_text, str(values["LabelColumn"]), str(values["PredictorType"]), None, where
+    )
 
 
 def sized_from_listing(

@@ -842,3 +842,77 @@ def test_schedule_gives_every_execution_the_inferred_parameters(
     session.stubs["scheduler"].add_response("update_schedule", {"ScheduleArn": "arn:schedule"}, expected)
     assert main(["schedule", "--cron", "0 3 * * ? *", *CLI_CONFIG, *GIVEN]) == 0
     session.verify()
+
+
+SCHEMA_URL = "s3://artifacts-bucket/churn-pipeline/schemas/abc.json"
+
+
+def _expect_schema(session: StubbedSession, body: bytes | None, key: str = "churn-pipeline/schemas/abc.json") -> None:
+    """ListObjectsV2 of the given SchemaUrl as a prefix (holding ``key``, and a non-JSON neighbour Preprocess ignores),
+    then GetObject of the one ``.json`` (none when ``body`` is None: nothing there)."""
+    request = {"Bucket": "artifacts-bucket", "Prefix": "churn-pipeline/schemas/abc.json"}
+    contents = [] if body is None else [{"Key": key, "Size": len(body)}, {"Key": key + ".bak", "Size": 3}]
+    session.stubs["s3"].add_response("list_objects_v2", {"Contents": contents, "IsTruncated": False}, request)
+    if body is not None:
+        response = {"Body": io.BytesIO(body), "ContentLength": len(body)}
+        session.stubs["s3"].add_response("get_object", response, {"Bucket": "artifacts-bucket", "Key": key})
+
+
+def test_start_reads_a_given_schemaurl_as_preprocess_will_then_starts_with_it(
+    built: BuiltDefinition, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A SchemaUrl the user gives is read before starting (ListObjectsV2 of it, GetObject of its one .json), as
+    ``llpipe run`` reads it in the local S3 folder; nothing is inferred or uploaded; the request carries it."""
+    session = StubbedSession("sagemaker", "s3")
+    monkeypatch.setattr(aws, "session", lambda config: session)
+    _, body = _inferred_schema(_sampled_table())  # a schema a run of this table decided, for LabelColumn=default
+    expect_describe(session, built)
+    _expect_schema(session, body)
+    version = expect_listing(session, "s3://data-bucket/raw/", INPUT_OBJECTS)
+    parameters = [
+        {"Name": "InputDataUrl", "Value": "s3://data-bucket/raw/"},
+        {"Name": "LabelColumn", "Value": "default"},
+        {"Name": "SchemaUrl", "Value": SCHEMA_URL},
+        {"Name": "DataVersion", "Value": version},
+    ]
+    session.stubs["sagemaker"].add_response(
+        "start_pipeline_execution",
+        {"PipelineExecutionArn": EXECUTION_ARN},
+        {"PipelineName": "churn-pipeline", "PipelineParameters": parameters},
+    )
+    assert main(["start", *CLI_CONFIG, *GIVEN, "--param", f"SchemaUrl={SCHEMA_URL}"]) == 0
+    session.verify()
+    assert f"started {EXECUTION_ARN}" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize(
+    ("body", "label", "said"),
+    [
+        (None, "default", "no object there in S3 (ListObjectsV2 of s3://artifacts-bucket/churn-pipeline/schemas/"),
+        (b'{"format": "llpipe-schema/1", ', "default", "not a readable JSON file"),
+        ("schema", "income", "decided for label column 'default', the run's LabelColumn is 'income'"),
+    ],
+)
+def test_start_and_schedule_refuse_a_schemaurl_preprocess_could_not_use_before_anything_starts(
+    built: BuiltDefinition,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+    body: bytes | str | None,
+    label: str,
+    said: str,
+) -> None:
+    """Nothing there, not JSON, or decided for another label column: exit 2 naming SchemaUrl, its value, the problem
+    and the ways out, after reads only (the stubs would fail a StartPipelineExecution or a scheduler call)."""
+    if body == "schema":
+        body = _inferred_schema(_sampled_table())[1]  # decided for LabelColumn=default
+    given = ["--param", "InputDataUrl=s3://data-bucket/raw/", "--param", f"LabelColumn={label}"]
+    for command in (["start"], ["schedule", "--cron", "0 3 * * ? *"]):
+        session = StubbedSession("sagemaker", "s3", "scheduler")
+        monkeypatch.setattr(aws, "session", lambda config, session=session: session)
+        expect_describe(session, built)
+        _expect_schema(session, body if isinstance(body, bytes) else None)
+        assert main([*command, *CLI_CONFIG, *given, "--param", f"SchemaUrl={SCHEMA_URL}"]) == 2
+        session.verify()
+        err = capsys.readouterr().err
+        assert f"SchemaUrl={SCHEMA_URL}" in err and said in err and "leave SchemaUrl unset" in err, err
+        assert "Traceback" not in err
