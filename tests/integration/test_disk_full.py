@@ -6,6 +6,7 @@ different points of a real run by giving it different sizes."""
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -53,4 +54,6 @@ def test_a_full_work_dir_names_the_path_and_the_way_out(tmp_path: Path, size: st
     job = "no space left on the device writing under /opt/ml/processing/output" in line
     full = f"the disk holding its logs and sandbox, {mount}/work/executions/" in line and "is full" in line
     assert written or job or full, line
+    if full:  # the cause first: a job that could not write its log leaves only "no output" behind
+        assert re.search(r"exited with code \d+: the disk holding its logs and sandbox", line), line
     assert "MB free" in line and ("another work dir" in line or "VolumeSizeInGB" in line), line

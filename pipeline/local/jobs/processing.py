@@ -125,10 +125,14 @@ class ProcessingJobs:
                 if killed:  # ended by a signal from outside (the OOM killer): says so, whatever the log holds
                     raise StepFailed(killed, {**described, "ProcessingJobStatus": "Failed"})
                 if message is None:  # the failing instance's last log line, its paths as the container saw them
-                    detail = ": " + container_paths(last_error(logs / f"{host_name(index)}.log"), roots[index])
+                    source, text = "log", container_paths(last_error(logs / f"{host_name(index)}.log"), roots[index])
                 else:
-                    detail = f"; ExitMessage: {one_line(message)}"
-                detail += full_disk(job.folder)
+                    source, text = "ExitMessage", one_line(message)
+                full = full_disk(job.folder)  # the cause first: its log then says little ("no output")
+                if full:
+                    detail = f": {full} (its {source}: {text})"
+                else:
+                    detail = f": {text}" if message is None else f"; ExitMessage: {text}"
                 reason = f"{host_name(index)} exited with code {code}{detail}"
                 raise StepFailed(reason, {**described, "ProcessingJobStatus": "Failed"})
             for output in arguments.get("ProcessingOutputConfig", {}).get("Outputs", []):
@@ -314,16 +318,16 @@ FULL_BYTES = 1024 * 1024  # less free than this where the job's logs and sandbox
 
 
 def full_disk(folder: Path) -> str:
-    """A note when the disk holding ``folder`` (the job's logs and sandbox) is full: a job that cannot write its log
-    or its exit message fails with "no output", and this says why; empty otherwise."""
+    """Why a job failed when the disk holding ``folder`` (the job's logs and sandbox) is full: a job that cannot
+    write its log or its exit message leaves "no output" behind, and this says why; empty otherwise."""
     from containerlib.file_errors import free_bytes
 
     free = free_bytes(str(folder))
     if free is None or free >= FULL_BYTES:
         return ""
     return (
-        f" (the disk holding its logs and sandbox, {folder}, is full: {free / 1024 / 1024:,.1f} MB free; free space "
-        "there, or run with another work dir)"
+        f"the disk holding its logs and sandbox, {folder}, is full: {free / 1024 / 1024:,.1f} MB free; free space "
+        "there, or run with another work dir"
     )
 
 
