@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
 from pathlib import Path
 
 import numpy as np
@@ -226,7 +227,7 @@ def test_arrow_reads_columns_wanted_in_another_order_than_the_file(
 @pytest.mark.parametrize("suffix", [".csv", ".parquet"])
 def test_numeric_features_straight_from_arrow_equal_pandas_block(tmp_path: Path, suffix: str) -> None:
     """The float32 matrix an Arrow reader builds equals the one made from pandas' frame: -0.0, 1e39 (inf in float32),
-    missing, integers beyond float32's precision, a column with missing integers; a message shows pandas' value."""
+    missing, integers beyond float32's precision, a column with missing integers; a message shows the cell's value."""
     import pyarrow.csv as pacsv
     import pyarrow.parquet as pq
 
@@ -253,7 +254,11 @@ def test_numeric_features_straight_from_arrow_equal_pandas_block(tmp_path: Path,
         assert list(chunk.frame.columns) == ["cat", "label"]
         for row, index in np.argwhere(~np.isfinite(chunk.numeric)):  # the cells a message names
             column = numeric[index]
-            assert repr(chunk.value(column, row)) == repr(frame[column].iloc[row].item())
+            value, expected = chunk.value(column, row), frame[column].iloc[row].item()
+            if math.isnan(expected):
+                assert math.isnan(value), (column, row, value)
+            else:  # Arrow's value is correctly rounded; pandas 1.x's default parser (the image's) is off by an ulp
+                assert abs(value - expected) <= np.spacing(abs(expected)), (column, row, value, expected)
             shown += 1
     assert shown == 38 + 4  # "sparse" empty in every 4th row and 2 of the last 3; x 1e39 and empty
 
