@@ -11,6 +11,9 @@ and the serving featurizer (:func:`to_seconds`):
   as UTC, as a naive DataFrame datetime is.
 - ``datetime-mdy`` and ``datetime-dmy``: the same with the date month first (``01/31/2013``) or day first
   (``31.01.2013``), separated by ``/``, ``.`` or ``-``; the sample decides which (a first part above 12 is a day).
+- ``datetime-named``: a date whose month is a name, month or day first (``Jan 5, 2013``, ``January 5 2013``,
+  ``5 Jan 2013``, ``05-Jan-2013``, ``Sat, 5 Jan 2013 17:00``), English names or their three-letter (or ``Sept``)
+  abbreviations, any case, a leading weekday name ignored, with a time and zone as above or not.
 - ``time``: a time of day (``05:00``, ``05:00:00``, ``23:59:59.5``, ``5:00 PM``): seconds since midnight.
 
 A column whose day and month cannot be told apart in the sample, or whose years have two digits, is refused by the
@@ -28,8 +31,9 @@ from typing import Any, Callable
 DATETIME = "datetime"
 DATETIME_MDY = "datetime-mdy"
 DATETIME_DMY = "datetime-dmy"
+DATETIME_NAMED = "datetime-named"
 TIME = "time"
-KINDS = (DATETIME, DATETIME_MDY, DATETIME_DMY, TIME)
+KINDS = (DATETIME, DATETIME_MDY, DATETIME_DMY, DATETIME_NAMED, TIME)
 MOSTLY = 0.1  # at most this share of a column's values not of its kind: typos to name, not a text column
 
 _CLOCK = r"(\d{1,2}):(\d{2})(?::(\d{2})(?:[.,](\d{1,9}))?)?\s*([ap]\.?m\.?)?"
@@ -38,14 +42,31 @@ _YEAR_FIRST = re.compile(r"(\d{4})([-/.])(\d{1,2})\2(\d{1,2})(?:(?:t|\s+)" + _CL
 _YEAR_LAST = re.compile(r"(\d{1,2})([-/.])(\d{1,2})\2(\d{4})(?:(?:t|\s+)" + _CLOCK + r")?" + _ZONE, re.IGNORECASE)
 _SHORT_YEAR = re.compile(r"\d{1,2}([-/.])\d{1,2}\1\d{2}(?:(?:t|\s+)" + _CLOCK + r")?" + _ZONE, re.IGNORECASE)
 _TIME = re.compile(_CLOCK, re.IGNORECASE)
+# English names whatever the locale (calendar.month_name follows it)
+_MONTH_NAMES = "january february march april may june july august september october november december".split()
+MONTHS = {name: number for number, full in enumerate(_MONTH_NAMES, 1) for name in (full, full[:3])} | {"sept": 9}
+_WEEKDAY = r"(?:(?:mon|tue|wed|thu|fri|sat|sun)[a-z]{0,6}\.?,?\s+)?"
+_NAMED_TAIL = r"(?:(?:,?\s+|t)" + _CLOCK + r")?" + _ZONE
+_MONTH_DAY_YEAR = re.compile(  # Jan 5, 2013; January 5 2013; Jan. 5th, 2013 5:00 PM
+    _WEEKDAY + r"([a-z]{3,9})\.?\s+(\d{1,2})(?:st|nd|rd|th)?,?\s+(\d{4})" + _NAMED_TAIL, re.IGNORECASE
+)
+_DAY_MONTH_YEAR = re.compile(  # 5 Jan 2013; 05-Jan-2013; 5 January, 2013; Sat, 05 Jan 2013 17:00:00 +0000
+    _WEEKDAY + r"(\d{1,2})(?:st|nd|rd|th)?([-/ ])\s*([a-z]{3,9})\.?(?:\2|,?\s+)(\d{4})" + _NAMED_TAIL, re.IGNORECASE
+)
 FORMS = {
     DATETIME: "a year-first date or date and time (2013-01-01, 2013/01/01, 2013-01-01 05:00:00, "
     "2013-01-01T05:00:00+01:00)",
     DATETIME_MDY: "a month-first date or date and time (01/31/2013, 01/31/2013 05:00 PM)",
     DATETIME_DMY: "a day-first date or date and time (31/01/2013, 31.01.2013 17:00)",
+    DATETIME_NAMED: "a date with its month named, or date and time (Jan 5, 2013, 5 Jan 2013, 05-Jan-2013 17:00)",
     TIME: "a time of day (05:00, 05:00:00, 05:00:00.5, 5:00 PM)",
 }
-LABELS = {DATETIME: "date-time", DATETIME_MDY: "date-time, month first", DATETIME_DMY: "date-time, day first"}
+LABELS = {
+    DATETIME: "date-time",
+    DATETIME_MDY: "date-time, month first",
+    DATETIME_DMY: "date-time, day first",
+    DATETIME_NAMED: "date-time, month named",
+}
 AMBIGUOUS = "ambiguous-day-month"
 SHORT_YEAR = "two-digit-year"
 REFUSED = {
@@ -114,6 +135,22 @@ def day_first_seconds(text: str) -> float | None:
     return _date_seconds(int(year), int(month), int(day), tuple(clock))
 
 
+def named_month_seconds(text: str) -> float | None:
+    """Seconds since 1970-01-01 UTC of a date whose month is a name, month or day first (``Jan 5, 2013``,
+    ``05-Jan-2013``), with a time or not; None if not one."""
+    text = text.strip()
+    match = _MONTH_DAY_YEAR.fullmatch(text)
+    if match is not None:
+        name, day, year, *clock = match.groups()
+    else:
+        match = _DAY_MONTH_YEAR.fullmatch(text)
+        if match is None:
+            return None
+        day, _, name, year, *clock = match.groups()
+    month = MONTHS.get(name.lower())
+    return None if month is None else _date_seconds(int(year), month, int(day), tuple(clock))
+
+
 def time_seconds(text: str) -> float | None:
     """Seconds since midnight of a time of day; None when the text is not one."""
     match = _TIME.fullmatch(text.strip())
@@ -128,6 +165,7 @@ PARSERS: dict[str, Callable[[str], float | None]] = {
     DATETIME: datetime_seconds,
     DATETIME_MDY: month_first_seconds,
     DATETIME_DMY: day_first_seconds,
+    DATETIME_NAMED: named_month_seconds,
     TIME: time_seconds,
 }
 
@@ -140,7 +178,7 @@ def text_kind(texts: Iterable[str]) -> tuple[str | None, list[str]]:
     values = [text.strip() for text in texts if text.strip()]
     if not values:
         return None, []
-    for kind in (DATETIME, TIME):
+    for kind in (DATETIME, DATETIME_NAMED, TIME):
         parse = PARSERS[kind]
         bad = [text for text in values if parse(text) is None]
         if len(bad) <= MOSTLY * len(values):

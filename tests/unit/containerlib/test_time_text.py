@@ -22,6 +22,7 @@ from containerlib.time_text import (
     datetime_seconds,
     day_first_seconds,
     month_first_seconds,
+    named_month_seconds,
     text_kind,
     time_seconds,
 )
@@ -90,6 +91,33 @@ def test_other_common_date_forms_are_seconds_as_pandas_reads_them(text: str) -> 
         assert day_first_seconds(f"{day}.{month}.{rest}") == pytest.approx(expected), "day first, dotted"
 
 
+@pytest.mark.parametrize(
+    "text",
+    ["Jan 5, 2013", "January 5 2013", "Jan. 5th, 2013 5:00 PM", "Sept 3, 2013", "5 Jan 2013", "05-Jan-2013",
+     "5 january, 2013", "05/Dec/2013 23:59:59", "Sat, 05 Jan 2013 17:00:00 +0100", "Saturday, January 5, 2013 9:30 am",
+     "feb 29 2016"],
+)  # fmt: skip
+def test_dates_with_the_month_named_are_seconds_as_pandas_reads_them(text: str) -> None:
+    """Month or day first, the month a name or its abbreviation in any case, a weekday ignored: pandas' seconds."""
+    assert named_month_seconds(text) == pytest.approx(
+        pd.Timestamp(text.replace("5th", "5").replace("Sept", "Sep")).timestamp()
+    )
+
+
+@pytest.mark.parametrize(
+    "text", ["Foo 5, 2013", "Feb 30, 2013", "Jan 5, 13", "5 Jan", "Jan 2013", "2013 Jan 5", "Jan 5, 2013 25:00"]
+)
+def test_what_is_not_a_named_month_date_is_none(text: str) -> None:
+    assert named_month_seconds(text) is None
+
+
+def test_a_column_of_named_month_dates_is_of_its_kind_and_names_its_typos() -> None:
+    stamps = pd.date_range("2014-01-03", periods=40, freq="5D")
+    assert text_kind(stamps.strftime("%b %d, %Y")) == ("datetime-named", [])
+    assert text_kind([*stamps.strftime("%d-%b-%Y %H:%M"), "31-Feb-2014"]) == ("datetime-named", ["31-Feb-2014"])
+    assert text_kind(["Jan 5, 2013", "red", "blue"]) == (None, [])
+
+
 def test_times_of_day_on_a_twelve_hour_clock() -> None:
     assert [time_seconds(t) for t in ["12:00 AM", "12:30 pm", "1:00 p.m.", "11:59:59.5PM"]] == [
         0,
@@ -149,6 +177,30 @@ def test_month_first_text_reaches_preprocess_and_requests_as_the_same_seconds(tm
     minutes = stamps.floor("min")
     np.testing.assert_array_equal(read[:, 0], minutes.to_numpy("datetime64[s]").astype(np.int64).astype(np.float32))
     np.testing.assert_array_equal(read[:, 1], (stamps - stamps.normalize()).total_seconds().to_numpy(np.float32))
+    np.testing.assert_array_equal(requested, read)
+
+
+def test_named_month_text_reaches_preprocess_and_requests_as_the_same_seconds(tmp_path: Path) -> None:
+    """``Jun 03, 2015 05:07 PM`` and ``03-Jun-2015``: decided by the sample, read alike by Preprocess and requests."""
+    rng = np.random.default_rng(5)
+    stamps = pd.Timestamp("2015-06-01") + pd.to_timedelta(rng.integers(0, 86400 * 90, 80), unit="s")
+    table = pd.DataFrame({"seen": stamps.strftime("%b %d, %Y %I:%M %p"), "day": stamps.strftime("%d-%b-%Y"),
+                          "y": rng.integers(0, 2, 80)})  # fmt: skip
+    table.to_csv(tmp_path / "t.csv", index=False)
+    decision = decide(sample_local([tmp_path / "t.csv"], tmp_path), VALUES, {"LabelColumn"})
+    assert decision.document["times"] == {"seen": "datetime-named", "day": "datetime-named"}
+    assert any("seen (date-time, month named), day (date-time, month named)" in note for note in decision.notes)
+    layout = FeatureLayout(("day", "seen"), (), 1, times=tuple(decision.document["times"].items()))
+    (chunk,) = read_chunks(tmp_path / "t.csv", read_header(tmp_path / "t.csv"), ["day", "seen", "y"], ["day", "seen"],
+                           ["day", "seen"], 100)  # fmt: skip
+    read = encode_features(chunk.frame, layout, _bad, chunk.numeric).features
+    requested = encode_features({c: table[c].tolist() for c in ("day", "seen")}, layout, _bad).features
+    np.testing.assert_array_equal(
+        read[:, 0], stamps.normalize().to_numpy("datetime64[s]").astype(np.int64).astype(np.float32)
+    )
+    np.testing.assert_array_equal(
+        read[:, 1], stamps.floor("min").to_numpy("datetime64[s]").astype(np.int64).astype(np.float32)
+    )
     np.testing.assert_array_equal(requested, read)
 
 
