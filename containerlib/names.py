@@ -51,3 +51,8 @@ SERVING_PROGRAM = "inference.py"  # the serving bundle's handler script (SAGEMAK
 SERVING_ROLE_VARIABLE = "LLPIPE_SERVING_ROLE"  # which of the two script containers a container is
 SERVING_FEATURIZER = "featurizer"
 SERVING_LABELS = "labels"
+# what the featurizer does with a text value outside a one-hot column's vocabulary: score it as column=(other) or
+# answer 400; its container's setting (the pipeline parameter UnseenCategories on the registered version)
+UNSEEN_OTHER, UNSEEN_REFUSE = "other", "refuse"
+UNSEEN_CHOICES = (UNSEEN_OTHER, UNSEEN_REFUSE)
+UNSEEN_VARIABLE = "LLPIPE_UNSEEN_CATEGORIES"

@@ -12,10 +12,11 @@ import pandas as pd
 
 from containerlib.content_types import JSON, RECORDIO, media_type
 from containerlib.encoding import encode_features, impute
+from containerlib.names import UNSEEN_REFUSE, UNSEEN_VARIABLE
 from containerlib.recordio.reader import RecordIOError, read
 from containerlib.recordio.writer import write_dense
 from serving import RequestError
-from serving.model import UNSEEN_REFUSE, UNSEEN_VARIABLE, ServingSpec
+from serving.model import ServingSpec
 from serving.requests import parse_rows
 
 

@@ -14,11 +14,11 @@ import os
 from typing import Any
 
 from containerlib.content_types import JSON, RECORDIO, media_type
-from containerlib.names import SERVING_LABELS, SERVING_ROLE_VARIABLE
+from containerlib.names import SERVING_LABELS, SERVING_ROLE_VARIABLE, UNSEEN_OTHER, UNSEEN_VARIABLE
 from serving import RequestError
 from serving.featurizer import request_features, to_recordio
 from serving.labels import parse_predictions, render, with_labels
-from serving.model import UNSEEN_OTHER, UNSEEN_VARIABLE, ServingSpec, load_spec
+from serving.model import ServingSpec, load_spec
 
 
 def model_fn(model_dir: str) -> ServingSpec:

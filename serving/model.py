@@ -11,11 +11,12 @@ from pathlib import Path
 from typing import Any
 
 from containerlib.encoding import ColumnEncoding, FeatureLayout
-from containerlib.names import SERVING_SCHEMA_FILE, SERVING_SUMMARY_FILE
-
-UNSEEN_OTHER, UNSEEN_REFUSE = "other", "refuse"
-UNSEEN_CHOICES = (UNSEEN_OTHER, UNSEEN_REFUSE)
-UNSEEN_VARIABLE = "LLPIPE_UNSEEN_CATEGORIES"  # the featurizer container's setting: other (default) or refuse
+from containerlib.names import (
+    SERVING_SCHEMA_FILE,
+    SERVING_SUMMARY_FILE,
+    UNSEEN_CHOICES,
+    UNSEEN_OTHER,
+)
 
 
 @dataclass(frozen=True)

@@ -120,7 +120,7 @@ def local_server(
     endpoint_name: str | None = None,
     variant: str | None = None,
     capture_percentage: float | None = 100.0,
-    unseen_categories: str = "other",
+    unseen_categories: str | None = None,
     workdir: str | Path | None = None,
     config: PipelineConfig | None = None,
 ) -> LocalServer:
@@ -128,7 +128,8 @@ def local_server(
     ``latest-approved``) from the work dir's registry: what ``llpipe serve`` runs until a signal, and what
     ``serve_local`` starts on a thread. Issue 29's local deploy runs one per stage, each on its own port.
     ``unseen_categories``: a text value never seen in training is scored as ``column=(other)`` and named in its
-    prediction's ``unseen_categories`` ("other"), or answered 400 naming column and value ("refuse")."""
+    prediction's ``unseen_categories`` ("other"), or answered 400 naming column and value ("refuse"); None: the
+    version's own setting, its run's ``UnseenCategories`` parameter ("other" unless set)."""
     from pipeline.api._shared import DEFAULT_WORKDIR, load_settings
     from pipeline.local.serving.launch import DEFAULT_ENDPOINT, build_server
     from pipeline.local.workdir import Workdir

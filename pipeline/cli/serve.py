@@ -43,9 +43,9 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--unseen-categories",
         choices=("other", "refuse"),
-        default="other",
         help="a text value never seen in training: scored as column=(other) and named in the prediction's "
-        "unseen_categories (other, the default), or answered 400 naming column and value (refuse)",
+        "unseen_categories (other), or answered 400 naming column and value (refuse); default: the version's "
+        "UnseenCategories (other unless its run set it)",
     )
     parser.add_argument("--workdir", type=Path, default=DEFAULT_WORKDIR, help="the local work dir (.llpipe)")
     parser.add_argument(

@@ -148,12 +148,16 @@ def _build_pipeline(config: PipelineConfig, bundles: Bundles, session: Any) -> A
     evaluate, report = evaluate_step(
         config, params, bundles.evaluate, preprocess, transform, session, model_data, defaults_model
     )
-    registered, registered_containers = model_data, containers
+    registered = model_data
     if defaults_model is not None:
         # the kept model: the tuned one, or the untuned defaults' when better; Evaluate decides and
         # names its artifact in the report, which the registered inference pipeline's Linear Learner serves
         registered = kept_model_data(evaluate, report)
-        registered_containers = serving_containers(config, bundles.serving, preprocess, registered)
+    # the registered version's featurizer refuses unseen text values or not (UnseenCategories); batch transform's
+    # scores the test split whatever it holds
+    registered_containers = serving_containers(
+        config, bundles.serving, preprocess, registered, unseen=params.unseen_categories
+    )
     register = register_step(config, params, registered, registered_containers, evaluate, report, data_quality, session)
     gate = quality_gate_step(params, evaluate, report, register)
     return Pipeline(

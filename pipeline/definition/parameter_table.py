@@ -16,6 +16,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Protocol
 
+from containerlib.names import UNSEEN_CHOICES, UNSEEN_VARIABLE
 from pipeline.core.names import (
     BASELINE_TOLERANCE,
     BINARY_CLASSIFIER,
@@ -447,6 +448,15 @@ TABLE: tuple[PipelineParameter, ...] = (
         "the storage volume of Evaluate (the test split and its predictions)",
         (setting(EVALUATE, "VolumeSizeInGB"),),
         range=Range(1, 16384),
+    ),
+    PipelineParameter(
+        "UnseenCategories",
+        "String",
+        "other",
+        "a text value never seen in training, in a request to the registered model: scored as column=(other) and "
+        "named in its answer (other), or answered 400 naming column and value (refuse)",
+        (setting(REGISTER, UNSEEN_VARIABLE),),  # the registered featurizer container's environment
+        enum=UNSEEN_CHOICES,
     ),
 )
 

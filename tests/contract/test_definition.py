@@ -223,6 +223,7 @@ def test_steps_and_parameters_are_named_as_documented(definition: dict[str, Any]
         "TrainingInputMode",
         "TransformInstanceCount",
         "EvaluationVolumeSizeInGB",
+        "UnseenCategories",
     }
     assert all("DefaultValue" in p for p in parameters.values()), "scheduled runs need every default"
     assert parameters["TrainingInstanceCount"]["DefaultValue"] == 2
@@ -421,8 +422,9 @@ def test_transform_scores_the_test_shards_as_jsonlines(definition: dict[str, Any
     assert create_model["InferenceExecutionConfig"] == {"Mode": "Serial"}
 
 
-def inference_pipeline(model_data: Any) -> list[dict[str, Any]]:
-    """The three containers CreateModel and the registered version hold: featurizer, Linear Learner, labels."""
+def inference_pipeline(model_data: Any, registered: bool = False) -> list[dict[str, Any]]:
+    """The three containers CreateModel and the registered version hold: featurizer, Linear Learner, labels; the
+    registered featurizer's environment also says what an unseen text value gets (UnseenCategories)."""
     serving = repository_bundle("serving")
     sklearn = "683313688378.dkr.ecr.us-east-1.amazonaws.com/sagemaker-scikit-learn:1.2-1-cpu-py3"
     featurizer_data = {
@@ -446,8 +448,11 @@ def inference_pipeline(model_data: Any) -> list[dict[str, Any]]:
         return {"Environment": environment, "Image": sklearn, "ModelDataUrl": featurizer_data}
 
     linear_learner = "382416733822.dkr.ecr.us-east-1.amazonaws.com/linear-learner:1"
+    featurizer = script("featurizer")
+    if registered:
+        featurizer["Environment"]["LLPIPE_UNSEEN_CATEGORIES"] = {"Get": "Parameters.UnseenCategories"}
     return [
-        script("featurizer"),
+        featurizer,
         {"Environment": {}, "Image": linear_learner, "ModelDataUrl": model_data},
         script("labels"),
     ]
@@ -609,7 +614,7 @@ def test_quality_gate_registers_or_fails_with_metric_value_and_threshold(definit
     instance_types = ["ml.m5.large", "ml.m5.xlarge", "ml.c5.large", "ml.c5.xlarge"]
     assert register["InferenceSpecification"] == {
         # the inference pipeline, as CreateModel holds it; Linear Learner without script-mode variables
-        "Containers": inference_pipeline({"Get": "Steps.Train.ModelArtifacts.S3ModelArtifacts"}),
+        "Containers": inference_pipeline({"Get": "Steps.Train.ModelArtifacts.S3ModelArtifacts"}, registered=True),
         "SupportedContentTypes": [
             "text/csv",
             "application/json",

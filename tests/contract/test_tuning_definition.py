@@ -175,6 +175,8 @@ def test_model_steps_read_the_best_training_jobs_artifact(tuned: dict[str, Any])
             }
         },
     }
+    # the registered featurizer refuses unseen values or not as the run says; batch transform's always scores them
+    assert featurizer["Environment"].pop("LLPIPE_UNSEEN_CATEGORIES") == {"Get": "Parameters.UnseenCategories"}
     assert [featurizer, labels] == [steps["CreateModel"]["Arguments"]["Containers"][i] for i in (0, 2)]
     # the registered version's model metrics are the report, whose model-quality sections are the kept model's
     statistics = steps["Register"]["Arguments"]["ModelMetrics"]["ModelQuality"]["Statistics"]

@@ -25,6 +25,7 @@ from support.settings import FAST
 from containerlib.recordio.reader import read_file
 from pipeline import cli, serve_local
 from pipeline.local.executions import ExecutionStore
+from pipeline.local.registry import LocalRegistry
 from serving.model import feature_names
 
 ROWS = 1600
@@ -65,7 +66,8 @@ def crash_run(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     assert record.status == "Succeeded", record.failure_reason
     (run,) = (workdir / "s3").glob(f"*/*/{record.id}")
     schema = json.loads((workdir / "s3" / record.parameters["SchemaUrl"].removeprefix("s3://")).read_text())
-    return {"workdir": workdir, "record": record, "run": run, "schema": schema, "frame": frame}
+    return {"workdir": workdir, "record": record, "run": run, "schema": schema, "frame": frame, "args": args,
+            "params": params}  # fmt: skip
 
 
 def test_the_deciding_two_value_column_is_separated_exactly(crash_run: dict[str, Any]) -> None:
@@ -177,6 +179,31 @@ def test_served_rows_missing_age_scored_unseen_values_counted_or_refused(
         assert answer["message"].startswith("row 1, column 'speed': value '90+' was not seen in training")
         status, answer = post(running.url + "/invocations", rows[:2])
         assert status == 200 and len(answer["predictions"]) == 2
+
+
+def test_a_version_run_with_unseen_categories_refuse_refuses_them_when_served(
+    crash_run: dict[str, Any], image_environment: Any
+) -> None:
+    """``UnseenCategories=refuse`` is the registered version's setting (its featurizer container's environment, as a
+    SageMaker endpoint of it gets): served without saying, that version refuses an unseen value; version 1, run at
+    the default, scores it; a server's own setting wins."""
+    workdir, params = crash_run["workdir"], [*crash_run["params"], "UnseenCategories=refuse"]
+    code = cli.main([*crash_run["args"], "--workdir", str(workdir), *(i for p in params for i in ("--param", p))])
+    assert code == 0
+    unseen = [{"airbag": "deployed", "speed": "90+", "seatbelt": "Yes", "age": 50}]
+    package = LocalRegistry(workdir / "registry.db").describe("linear-learner-models/2")  # this run's version
+    (featurizer, *_) = package.containers
+    assert featurizer["Environment"]["LLPIPE_UNSEEN_CATEGORIES"] == "refuse"
+    with serve_local("2", port=0, workdir=workdir, endpoint_name="strict-run", capture_percentage=0) as running:
+        status, answer = post(running.url + "/invocations", unseen)
+        assert status == 400 and "value '90+' was not seen in training" in answer["message"], answer
+    with serve_local("1", port=0, workdir=workdir, endpoint_name="lenient-run", capture_percentage=0) as running:
+        status, answer = post(running.url + "/invocations", unseen)
+        assert status == 200 and answer["predictions"][0]["unseen_categories"] == {"speed": "90+"}, answer
+    with serve_local(
+        "2", port=0, workdir=workdir, endpoint_name="overridden", capture_percentage=0, unseen_categories="other"
+    ) as running:
+        assert post(running.url + "/invocations", unseen)[0] == 200
 
 
 def test_drop_says_how_many_rows_it_removed(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from containerlib.names import UNSEEN_VARIABLE
 from pipeline.core.names import SERVING_FEATURIZER, SERVING_LABELS, SERVING_PROGRAM, SERVING_ROLE_VARIABLE
 from pipeline.definition.code_bundles import CodeBundle
 from pipeline.definition.config import PipelineConfig
@@ -16,9 +17,12 @@ from pipeline.definition.steps.common import linear_learner_image, sklearn_image
 MODEL_DATA_OUTPUT = "model"  # Preprocess's output holding model.tar.gz
 
 
-def serving_containers(config: PipelineConfig, bundle: CodeBundle, preprocess: Any, model_data: Any) -> list[dict]:
+def serving_containers(
+    config: PipelineConfig, bundle: CodeBundle, preprocess: Any, model_data: Any, unseen: Any = None
+) -> list[dict]:
     """[featurizer, Linear Learner, labels] as ContainerDefinitions (CreateModel and CreateModelPackage share the
-    keys Image, ModelDataUrl and Environment)."""
+    keys Image, ModelDataUrl and Environment). ``unseen``: the featurizer's setting for text values never seen in
+    training (the registered version's: the ``UnseenCategories`` parameter); None: the container's default."""
     from sagemaker.core.workflow.functions import Join
 
     featurizer_data = Join(
@@ -42,8 +46,11 @@ def serving_containers(config: PipelineConfig, bundle: CodeBundle, preprocess: A
             },
         }
 
+    featurizer = script_container(SERVING_FEATURIZER)
+    if unseen is not None:
+        featurizer["Environment"][UNSEEN_VARIABLE] = unseen
     return [
-        script_container(SERVING_FEATURIZER),
+        featurizer,
         {"Image": linear_learner_image(config), "ModelDataUrl": model_data, "Environment": {}},
         script_container(SERVING_LABELS),
     ]

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from containerlib.names import UNSEEN_CHOICES
 from pipeline.core.errors import ServingError, opt
 from pipeline.core.names import check_resource_name
 from pipeline.local.monitor import DEFAULT_VARIANT, capture_prefix
@@ -14,7 +15,6 @@ from pipeline.local.serving.app import create_app
 from pipeline.local.serving.capture import CaptureWriter
 from pipeline.local.serving.model import load_served_model
 from pipeline.local.serving.server import LocalServer
-from serving.model import UNSEEN_CHOICES
 
 if TYPE_CHECKING:
     from pipeline.definition.config import PipelineConfig
@@ -56,17 +56,17 @@ def build_server(
     endpoint: str = DEFAULT_ENDPOINT,
     variant: str = DEFAULT_VARIANT,
     capture_percentage: float | None = 100.0,
-    unseen_categories: str = "other",
+    unseen_categories: str | None = None,
 ) -> LocalServer:
     """The server of ``target``'s inference pipeline as endpoint ``endpoint``; ``capture_percentage`` of requests
     captured (None or 0: no capture); ``unseen_categories``: a categorical value never seen in training scored as
-    ``column=(other)`` (other) or answered 400 (refuse). The API's :func:`pipeline.api.serving.local_server` is the
-    one entry to it."""
+    ``column=(other)`` (other) or answered 400 (refuse); None: the version's own setting (``UnseenCategories``).
+    The API's :func:`pipeline.api.serving.local_server` is the one entry to it."""
     if capture_percentage is not None and not 0 <= capture_percentage <= 100:
         raise ServingError(f"the capture percentage must be within 0..100, got {capture_percentage}")
     check_resource_name(endpoint, "endpoint_name")
     check_resource_name(variant, "variant")
-    if unseen_categories not in UNSEEN_CHOICES:
+    if unseen_categories is not None and unseen_categories not in UNSEEN_CHOICES:
         raise ServingError(
             f"unseen categories must be one of {', '.join(UNSEEN_CHOICES)}, got {unseen_categories!r}",
             option="unseen_categories",

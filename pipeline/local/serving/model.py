@@ -12,6 +12,7 @@ import pandas as pd
 
 from containerlib.linear_learner.model import LinearModel, ModelArtifactError, read_model
 from containerlib.linear_learner.responses import UNSEEN_CATEGORIES, responses
+from containerlib.names import UNSEEN_OTHER, UNSEEN_VARIABLE
 from pipeline.core.errors import ServingError
 from pipeline.core.images import is_linear_learner
 from pipeline.core.names import SERVING_FEATURIZER, SERVING_LABELS, SERVING_ROLE_VARIABLE
@@ -19,7 +20,7 @@ from pipeline.local.s3 import LocalS3
 from serving import RequestError
 from serving.featurizer import featurize, request_rows_features
 from serving.labels import render, with_labels
-from serving.model import UNSEEN_OTHER, ServingSpec, load_spec
+from serving.model import ServingSpec, load_spec
 
 
 @dataclass(frozen=True)
@@ -52,10 +53,11 @@ class ServedModel:
 
 
 def load_served_model(
-    s3: LocalS3, containers: Sequence[Mapping[str, Any]], package_arn: str | None, unseen: str = UNSEEN_OTHER
+    s3: LocalS3, containers: Sequence[Mapping[str, Any]], package_arn: str | None, unseen: str | None = None
 ) -> ServedModel:
     """The inference pipeline a version registered, from its model data in the local S3 folder; ``unseen``: what a
-    categorical value never seen in training gets (other: scored as column=(other); refuse: 400)."""
+    categorical value never seen in training gets (other: scored as column=(other); refuse: 400); None: what the
+    version's featurizer container says (its ``UnseenCategories``), as on SageMaker."""
     roles = {(c.get("Environment") or {}).get(SERVING_ROLE_VARIABLE): c for c in containers}
     algorithm = [c for c in containers if is_linear_learner(str(c.get("Image", "")))]
     if SERVING_FEATURIZER not in roles or SERVING_LABELS not in roles or len(algorithm) != 1:
@@ -63,6 +65,8 @@ def load_served_model(
             f"model package {package_arn} is not llpipe's inference pipeline (featurizer, Linear Learner, labels): "
             "register it with a pipeline run of this version of llpipe"
         )
+    if unseen is None:
+        unseen = (roles[SERVING_FEATURIZER].get("Environment") or {}).get(UNSEEN_VARIABLE) or UNSEEN_OTHER
     try:
         spec = load_spec(_existing(s3, roles[SERVING_FEATURIZER]["ModelDataUrl"]), unseen)
         model = read_model(_existing(s3, algorithm[0]["ModelDataUrl"]), spec.layout.feature_dim)
