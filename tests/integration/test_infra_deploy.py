@@ -174,6 +174,7 @@ def run_build(url: str, tmp_path: Path, **variables: str) -> subprocess.Complete
     defaults, script = build_script()
     environment = {
         "PATH": f"{Path(sys.executable).parent}:/usr/bin:/bin",
+        "PYTHONPATH": str(REPOSITORY),  # this checkout, as the build's `pip install .` makes it
         "HOME": str(tmp_path),
         "AWS_ENDPOINT_URL": url,
         "AWS_REGION": "us-east-1",

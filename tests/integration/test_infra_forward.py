@@ -204,6 +204,7 @@ def test_the_buildspec_without_an_execution_arn_fails_the_build(tmp_path: Path) 
     defaults, commands = build_commands()
     environment = {
         "PATH": f"{Path(sys.executable).parent}:/usr/bin:/bin",
+        "PYTHONPATH": str(REPOSITORY),  # this checkout, as the build's `pip install .` makes it
         "HOME": str(tmp_path),
         "AWS_REGION": REGION,
         "AWS_ACCESS_KEY_ID": "testing",
