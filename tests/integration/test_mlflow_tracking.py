@@ -8,10 +8,10 @@ from __future__ import annotations
 
 import json
 import math
+import shutil
 import socket
 import threading
 import time
-from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -20,12 +20,13 @@ import pytest
 from mlflow import MlflowClient
 from mlflow.entities import Run
 from support.browser import headless, require_chromium
-from support.mlflow_server import free_port, start_server
+from support.mlflow_server import Server, free_port
 from support.settings import FAST, fast_params
 
 from pipeline import cli
 from pipeline.api import run_local
 from pipeline.api.execution import LocalExecution
+from pipeline.api.frames import write_frame
 from pipeline.api.tracking import track
 from pipeline.core.tracking import METADATA_RUN_ID, PROBE_TIMEOUT_SECONDS
 from pipeline.definition.config import load_config
@@ -51,37 +52,35 @@ class Logged:
 
 
 @pytest.fixture(scope="module")
-def stores(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Logged]]:
+def stores(tmp_path_factory: pytest.TempPathFactory, mlflow_server: Server) -> dict[str, Logged]:
     """The two runs logged to the work dir's SQLite store (the default); then the same two again, answered from the
-    step cache, logged to a real tracking server (started first: it takes a while to come up)."""
-    server = start_server(tmp_path_factory.mktemp("mlflow-server"))
-    try:
-        workdir = tmp_path_factory.mktemp("tracking")
-        frame = breast_cancer()
-        runs = [
-            run_local(frame, "target", "binary_classifier", workdir=workdir, progress=False, mlflow_tracking=True, **p)
-            for p in (FAST, {**FAST, "Epochs": 4})
-        ]
-        server.wait_healthy()
-        again = [
-            run_local(
-                frame,
-                "target",
-                "binary_classifier",
-                workdir=workdir,
-                progress=False,
-                mlflow_tracking=True,
-                mlflow_tracking_uri=server.uri,
-                **p,
-            )
-            for p in (FAST, {**FAST, "Epochs": 4})
-        ]
-        yield {
-            "sqlite": Logged(runs, f"sqlite:///{Workdir.at(workdir).root / 'mlflow.db'}", workdir),
-            "server": Logged(again, server.uri, workdir),
-        }
-    finally:
-        server.stop()
+    step cache, logged to a real tracking server (the session's, shared with test_mlflow_in_job, whose tests log to
+    experiments of other names; started first: it takes a while to come up)."""
+    server = mlflow_server
+    workdir = tmp_path_factory.mktemp("tracking")
+    frame = breast_cancer()
+    runs = [
+        run_local(frame, "target", "binary_classifier", workdir=workdir, progress=False, mlflow_tracking=True, **p)
+        for p in (FAST, {**FAST, "Epochs": 4})
+    ]
+    server.wait_healthy()
+    again = [
+        run_local(
+            frame,
+            "target",
+            "binary_classifier",
+            workdir=workdir,
+            progress=False,
+            mlflow_tracking=True,
+            mlflow_tracking_uri=server.uri,
+            **p,
+        )
+        for p in (FAST, {**FAST, "Epochs": 4})
+    ]
+    return {
+        "sqlite": Logged(runs, f"sqlite:///{Workdir.at(workdir).root / 'mlflow.db'}", workdir),
+        "server": Logged(again, server.uri, workdir),
+    }
 
 
 def parent_and_children(client: MlflowClient, execution: LocalExecution) -> tuple[Run, dict[str, Run]]:
@@ -205,12 +204,19 @@ def test_tracking_off_logs_nothing(stores: dict[str, Logged], tmp_path: Path, ca
 
 
 def test_an_unreachable_store_is_one_warning_line_and_the_run_succeeds(
-    stores: dict[str, Logged], capsys: pytest.CaptureFixture
+    stores: dict[str, Logged], tmp_path: Path, capsys: pytest.CaptureFixture
 ) -> None:
+    """The stores' table through the command line (its steps answered from the cache: no job reruns to train what
+    the stores' first run trained; whether a step ran or not, the logging is the same)."""
     closed = f"http://127.0.0.1:{free_port()}"
-    workdir = str(stores["sqlite"].workdir)
-    params = fast_params()
-    code = cli.main(["run", "--workdir", workdir, "--quiet", "--tracking", "--tracking-uri", closed, *params])
+    workdir = stores["sqlite"].workdir
+    # the file run_local wrote (its digest names it), copied out of the work dir (--data is refused inside it) under
+    # its name: the same DataVersion, so the same step cache keys
+    written = write_frame(breast_cancer(), Workdir.at(workdir).frames)
+    table = shutil.copyfile(written, tmp_path / written.name)
+    data = ["--data", str(table), "--label-column", "target", "--predictor-type", "binary_classifier"]
+    argv = ["run", "--workdir", str(workdir), "--quiet", "--tracking", "--tracking-uri", closed, *data, *fast_params()]
+    code = cli.main(argv)
     captured = capsys.readouterr()
     assert code == 0
     (line,) = captured.err.splitlines()
