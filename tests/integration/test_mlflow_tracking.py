@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import json
 import math
-import shutil
 import socket
 import threading
 import time
@@ -26,7 +25,6 @@ from support.settings import FAST, fast_params
 from pipeline import cli
 from pipeline.api import run_local
 from pipeline.api.execution import LocalExecution
-from pipeline.api.frames import write_frame
 from pipeline.api.tracking import track
 from pipeline.core.tracking import METADATA_RUN_ID, PROBE_TIMEOUT_SECONDS
 from pipeline.definition.config import load_config
@@ -204,19 +202,12 @@ def test_tracking_off_logs_nothing(stores: dict[str, Logged], tmp_path: Path, ca
 
 
 def test_an_unreachable_store_is_one_warning_line_and_the_run_succeeds(
-    stores: dict[str, Logged], tmp_path: Path, capsys: pytest.CaptureFixture
+    stores: dict[str, Logged], capsys: pytest.CaptureFixture
 ) -> None:
-    """The stores' table through the command line (its steps answered from the cache: no job reruns to train what
-    the stores' first run trained; whether a step ran or not, the logging is the same)."""
     closed = f"http://127.0.0.1:{free_port()}"
-    workdir = stores["sqlite"].workdir
-    # the file run_local wrote (its digest names it), copied out of the work dir (--data is refused inside it) under
-    # its name: the same DataVersion, so the same step cache keys
-    written = write_frame(breast_cancer(), Workdir.at(workdir).frames)
-    table = shutil.copyfile(written, tmp_path / written.name)
-    data = ["--data", str(table), "--label-column", "target", "--predictor-type", "binary_classifier"]
-    argv = ["run", "--workdir", str(workdir), "--quiet", "--tracking", "--tracking-uri", closed, *data, *fast_params()]
-    code = cli.main(argv)
+    workdir = str(stores["sqlite"].workdir)
+    params = fast_params()
+    code = cli.main(["run", "--workdir", workdir, "--quiet", "--tracking", "--tracking-uri", closed, *params])
     captured = capsys.readouterr()
     assert code == 0
     (line,) = captured.err.splitlines()
