@@ -102,8 +102,9 @@ def execute_local(
     """Build the definition, prepare the run once (parameters, job runners, checks, the data's schema from a sample
     unless ``infer`` is off or SchemaUrl is given), then execute it locally on ``source`` with ``overrides``; what
     ``llpipe run`` and :func:`pipeline.api.run_local` both call. A bad override, data option or data file raises
-    before anything is staged; a data file's own fault (``preflight.scan_data``) before the definition is built. ``on_inferred`` sees the schema and its local path, and ``on_warning`` each preflight
-    warning (instances against train shards, MiniBatchSize against records per instance), before the run starts.
+    before anything is staged; a data file's own fault (``preflight.scan_data``) before the definition is built.
+    ``on_inferred`` sees the schema and its local path, and ``on_warning`` each preflight warning (instances against
+    train shards, MiniBatchSize against records per instance), before the run starts.
     After the run the execution is logged to MLflow unless the configuration turns tracking off
     (:mod:`pipeline.api.tracking`); a store that cannot be reached is one more warning, never a failure."""
     from pipeline.api.execution import LocalExecution

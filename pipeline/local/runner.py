@@ -105,7 +105,7 @@ class LocalRun:
         interpreter = self._interpreter()
         requested = merge_parameters(source.parameters, overrides)
         plan, values = interpreter.prepare(load_definition(self.definition_json), requested)
-        preflight.check_parameters(plan, values)  # before any read: a bad override is named first
+        preflight.check_parameters(plan, values)  # before the data is read (only its own faults, scan_data, come first)
         preflight.check_registry(self.workdir.registry_db)
         # a first run calculates the data-quality baseline later runs are checked against
         group = self.config.model_package_group
