@@ -98,8 +98,6 @@ GROUPED_MODULES = frozenset(
         "test_docs",
         "test_encoding_end_to_end",
         "test_linear_learner_jobs",
-        "test_mlflow_in_job",
-        "test_mlflow_tracking",
         "test_monitor",
         "test_monitor_training_file",
         "test_scaling_study",
@@ -134,10 +132,16 @@ SDK_MODULES = frozenset(
 )
 
 
+# Modules that log to a real ``mlflow server`` (tests/integration/conftest.py's ``mlflow_server``, ~10 s of CPU to
+# start and stop): under xdist they run on one worker, as one unit, so the session starts one server, not one a module.
+MLFLOW_SERVER_MODULES = frozenset({"test_mlflow_in_job", "test_mlflow_tracking"})
+
+
 def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
     """For the default ``--dist load``: xdist's load-scope scheduler with a module of GROUPED_MODULES as one unit,
-    the SDK_MODULES together as one unit, and any other test as a unit of its own (scopes with the most tests are
-    dealt first, so the groups start early and single tests fill the end). Any other ``--dist`` is left as asked."""
+    the SDK_MODULES together as one unit, the MLFLOW_SERVER_MODULES together as one unit, and any other test as a
+    unit of its own (scopes with the most tests are dealt first, so the groups start early and single tests fill the
+    end). Any other ``--dist`` is left as asked."""
     if config.getvalue("dist") != "load":
         return None
     from xdist.scheduler import LoadScopeScheduling
@@ -147,6 +151,8 @@ def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
             module = nodeid.split("::", 1)[0]
             if Path(module).stem in SDK_MODULES:
                 return "sdk-definitions"
+            if Path(module).stem in MLFLOW_SERVER_MODULES:
+                return "mlflow-server"
             return module if Path(module).stem in GROUPED_MODULES else nodeid
 
     return GroupedModules(config, log)

@@ -102,16 +102,22 @@ def execute_local(
     """Build the definition, prepare the run once (parameters, job runners, checks, the data's schema from a sample
     unless ``infer`` is off or SchemaUrl is given), then execute it locally on ``source`` with ``overrides``; what
     ``llpipe run`` and :func:`pipeline.api.run_local` both call. A bad override, data option or data file raises
-    before anything is staged. ``on_inferred`` sees the schema and its local path, and ``on_warning`` each preflight
-    warning (instances against train shards, MiniBatchSize against records per instance), before the run starts.
+    before anything is staged; a data file's own fault (``preflight.scan_data``) before the definition is built.
+    ``on_inferred`` sees the schema and its local path, and ``on_warning`` each preflight warning (instances against
+    train shards, MiniBatchSize against records per instance), before the run starts.
     After the run the execution is logged to MLflow unless the configuration turns tracking off
     (:mod:`pipeline.api.tracking`); a store that cannot be reached is one more warning, never a failure."""
     from pipeline.api.execution import LocalExecution
     from pipeline.definition.schema import DEFAULT_SAMPLE_ROWS
+    from pipeline.local import preflight
     from pipeline.local.runner import build_local_run
 
+    # the data files' own faults need no definition: refused before it is built (the SDK's import and build on a
+    # definition cache miss take seconds), in the words the run's preflight has for them
+    scanned = None if "InputDataUrl" in overrides else preflight.scan_data(source.files)
     local_run = build_local_run(config, workdir, use_cache=use_cache, on_change=on_change)
-    prepared = local_run.prepare(source, overrides, (sample_rows or DEFAULT_SAMPLE_ROWS) if infer else None)
+    rows = (sample_rows or DEFAULT_SAMPLE_ROWS) if infer else None
+    prepared = local_run.prepare(source, overrides, rows, scanned)
     if prepared.inferred is not None and on_inferred is not None:
         on_inferred(prepared.inferred, local_run.s3.path(prepared.inferred.uri))
     for warning in prepared.warnings:

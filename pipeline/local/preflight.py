@@ -265,15 +265,23 @@ def _size(path: Path) -> int | None:
         return None
 
 
-def check_data(files: list[Path], values: Mapping[str, Any]) -> DataFacts:
-    """Scan the input files (when small enough), then check instance counts and splits against what was found."""
+def check_data(files: list[Path], values: Mapping[str, Any], scanned: DataFacts | None = None) -> DataFacts:
+    """Scan the input files (when small enough; ``scanned``: what ``scan_data`` found already), then check instance
+    counts and splits against what was found."""
+    facts = scanned if scanned is not None else scan_data(files)
+    _check_counts(facts, values)
+    return facts
+
+
+def scan_data(files: list[Path]) -> DataFacts:
+    """The data's own faults, which need no parameter: text that is not UTF-8, a truncated ``.csv.gz``, a row with
+    an extra field, files without a data row (``DataError``); what the scan found."""
     facts = scan_files(files)
     if facts.rows == 0:
         shown = ", ".join(str(path) for path in files[:3]) + (f" and {len(files) - 3} more" if len(files) > 3 else "")
         empty = all(_size(path) == 0 for path in files)
         what = "empty (0 bytes: no header, no rows)" if empty else "a header but no data rows"
         raise DataError(f"{shown}: {what}; give data with at least one row per split")
-    _check_counts(facts, values)
     return facts
 
 

@@ -84,8 +84,16 @@ class LocalRun:
             local_path=self.s3.path,
         )
 
-    def prepare(self, source: DataSource, overrides: Mapping[str, str], sample_rows: int | None = None) -> PreparedRun:
-        """Decide the run without writing anything; a bad override, data option or data file raises here.
+    def prepare(
+        self,
+        source: DataSource,
+        overrides: Mapping[str, str],
+        sample_rows: int | None = None,
+        scanned: preflight.DataFacts | None = None,
+    ) -> PreparedRun:
+        """Decide the run without writing anything; a bad override, data option or data file raises here (the data
+        files' own faults already before the definition was built, when ``scanned`` holds ``preflight.scan_data``'s
+        findings for the source's files).
 
         In order: the plan and the parameter values (the data's, then ``overrides``), the checks that need only
         those, the registry check, the data the run reads (``source``, or the objects under an ``InputDataUrl``
@@ -97,7 +105,7 @@ class LocalRun:
         interpreter = self._interpreter()
         requested = merge_parameters(source.parameters, overrides)
         plan, values = interpreter.prepare(load_definition(self.definition_json), requested)
-        preflight.check_parameters(plan, values)  # before any read: a bad override is named first
+        preflight.check_parameters(plan, values)  # before the data is read (only its own faults, scan_data, come first)
         preflight.check_registry(self.workdir.registry_db)
         # a first run calculates the data-quality baseline later runs are checked against
         group = self.config.model_package_group
@@ -106,7 +114,7 @@ class LocalRun:
         warnings: list[str] = []
         rows = None
         if data.staged:  # objects under an InputDataUrl override are in the local S3 already: not pre-scanned
-            facts = preflight.check_data(data.files, values)
+            facts = preflight.check_data(data.files, values, scanned)
             warnings = [*source.skipped, *preflight.scaling_warnings(facts, values)]
             rows = facts.rows
         if "SchemaUrl" in requested:
@@ -130,11 +138,16 @@ class LocalRun:
             except OtherTable as other:
                 if group != DEFAULT_MODEL_PACKAGE_GROUP:
                     raise
-                return self._in_own_group(other, source, overrides, sample_rows)
+                return self._in_own_group(other, source, overrides, sample_rows, scanned)
         return PreparedRun(self, plan, values, frozenset(requested), data, inferred, interpreter, tuple(warnings))
 
     def _in_own_group(
-        self, other: OtherTable, source: DataSource, overrides: Mapping[str, str], sample_rows: int
+        self,
+        other: OtherTable,
+        source: DataSource,
+        overrides: Mapping[str, str],
+        sample_rows: int,
+        scanned: preflight.DataFacts | None,
     ) -> PreparedRun:
         """The run prepared in the table's own model package group (the definition built for it), saying so."""
         from pipeline.definition.build import build_definition
@@ -142,7 +155,7 @@ class LocalRun:
         config = replace(self.config, model_package_group=other.own_group)
         built = build_definition(config)
         own = replace(self, config=config, definition_json=built.definition_json, uploads=built.uploads)
-        prepared = own.prepare(source, overrides, sample_rows)
+        prepared = own.prepare(source, overrides, sample_rows, scanned)
         said = (
             f"this table's feature columns differ from those of the approved version of model package group "
             f"{self.config.model_package_group}: it runs in a group of its own, {other.own_group}; give that group "

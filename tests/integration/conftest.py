@@ -1,14 +1,17 @@
-"""Fixtures of the integration tier: one finished local run shared by the tests that read one."""
+"""Fixtures of the integration tier: one finished local run shared by the tests that read one, one MLflow server
+shared by the tests that log to one."""
 
 from __future__ import annotations
 
 import json
 import os
 import shutil
+from collections.abc import Iterator
 
 import pytest
 from support import drift_table
 from support.finished_run import FinishedRun, drift_frame, locked
+from support.mlflow_server import Server, start_server
 from support.settings import FAST
 
 
@@ -35,3 +38,15 @@ def finished_run(tmp_path_factory: pytest.TempPathFactory) -> FinishedRun:
             assert execution.status == "Succeeded", execution.failure_reason
             done.write_text(json.dumps({"execution_id": execution.id}))
     return FinishedRun(workdir, json.loads(done.read_text())["execution_id"], frame)
+
+
+@pytest.fixture(scope="session")
+def mlflow_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
+    """A real ``mlflow server`` on 127.0.0.1 for the session, started (not yet healthy: call ``wait_healthy()`` when
+    it is needed, so a module can run something else while it comes up) and stopped by its PID at the end. Its
+    users (conftest.py's MLFLOW_SERVER_MODULES, on one xdist worker) each log to experiments of their own names."""
+    server = start_server(tmp_path_factory.mktemp("mlflow-server"))
+    try:
+        yield server
+    finally:
+        server.stop()

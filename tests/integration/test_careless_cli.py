@@ -113,3 +113,28 @@ def test_an_empty_file_and_a_header_alone_are_told_apart(
     argv = ["run", "--data", str(data), "--label-column", "b", "--predictor-type", "regressor"]
     assert cli.main([*argv, "--workdir", str(tmp_path / "work")]) == 2
     assert f"{data.name}: {said}; give data" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(
+    ("content", "said"),
+    [
+        ("", "empty (0 bytes: no header, no rows)"),
+        ("a,b\n1,2\n3,4,5\n", "data row 2 has 3 fields but the header names 2 (extra: '5'; a trailing comma?)"),
+    ],
+)
+def test_a_data_files_own_fault_is_refused_before_the_definition_is_built(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, content: str, said: str
+) -> None:
+    """Before: `llpipe run` built the definition first (on a definition cache miss the SageMaker SDK's import and
+    build, ~7 s of CPU) and only then scanned the data; the file's fault needs no definition, so it is named first."""
+    from pipeline.definition import build
+
+    def no_build(*arguments: object, **keywords: object) -> None:
+        pytest.fail("the definition was built for data refused by its scan")
+
+    monkeypatch.setattr(build, "build_definition", no_build)
+    data = tmp_path / "data.csv"
+    data.write_text(content)
+    argv = ["run", "--data", str(data), "--label-column", "b", "--predictor-type", "regressor"]
+    assert cli.main([*argv, "--workdir", str(tmp_path / "work")]) == 2
+    assert f"{data.name}: {said}" in capsys.readouterr().err

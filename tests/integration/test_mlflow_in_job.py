@@ -19,7 +19,7 @@ from mlflow import MlflowClient
 from moto.server import ThreadedMotoServer
 from support.container import Container
 from support.evaluation_inputs import write_binary_inputs
-from support.mlflow_server import Server, free_port, start_server
+from support.mlflow_server import Server, free_port
 
 from containerlib.mlflow_rest import MlflowRest
 
@@ -27,13 +27,10 @@ S3_CREDENTIALS = {"AWS_ACCESS_KEY_ID": "testing", "AWS_SECRET_ACCESS_KEY": "test
 
 
 @pytest.fixture(scope="module")
-def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
-    running = start_server(tmp_path_factory.mktemp("mlflow-server"))
-    try:
-        running.wait_healthy()
-        yield running
-    finally:
-        running.stop()
+def server(mlflow_server: Server) -> Server:
+    """The session's server (shared with test_mlflow_tracking; each test here logs to an experiment of its own)."""
+    mlflow_server.wait_healthy()
+    return mlflow_server
 
 
 def evaluate_args(tmp_path: Path) -> list[str | Path]:

@@ -11,7 +11,6 @@ import math
 import socket
 import threading
 import time
-from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -20,7 +19,7 @@ import pytest
 from mlflow import MlflowClient
 from mlflow.entities import Run
 from support.browser import headless, require_chromium
-from support.mlflow_server import free_port, start_server
+from support.mlflow_server import Server, free_port
 from support.settings import FAST, fast_params
 
 from pipeline import cli
@@ -51,37 +50,35 @@ class Logged:
 
 
 @pytest.fixture(scope="module")
-def stores(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Logged]]:
+def stores(tmp_path_factory: pytest.TempPathFactory, mlflow_server: Server) -> dict[str, Logged]:
     """The two runs logged to the work dir's SQLite store (the default); then the same two again, answered from the
-    step cache, logged to a real tracking server (started first: it takes a while to come up)."""
-    server = start_server(tmp_path_factory.mktemp("mlflow-server"))
-    try:
-        workdir = tmp_path_factory.mktemp("tracking")
-        frame = breast_cancer()
-        runs = [
-            run_local(frame, "target", "binary_classifier", workdir=workdir, progress=False, mlflow_tracking=True, **p)
-            for p in (FAST, {**FAST, "Epochs": 4})
-        ]
-        server.wait_healthy()
-        again = [
-            run_local(
-                frame,
-                "target",
-                "binary_classifier",
-                workdir=workdir,
-                progress=False,
-                mlflow_tracking=True,
-                mlflow_tracking_uri=server.uri,
-                **p,
-            )
-            for p in (FAST, {**FAST, "Epochs": 4})
-        ]
-        yield {
-            "sqlite": Logged(runs, f"sqlite:///{Workdir.at(workdir).root / 'mlflow.db'}", workdir),
-            "server": Logged(again, server.uri, workdir),
-        }
-    finally:
-        server.stop()
+    step cache, logged to a real tracking server (the session's, shared with test_mlflow_in_job, whose tests log to
+    experiments of other names; started first: it takes a while to come up)."""
+    server = mlflow_server
+    workdir = tmp_path_factory.mktemp("tracking")
+    frame = breast_cancer()
+    runs = [
+        run_local(frame, "target", "binary_classifier", workdir=workdir, progress=False, mlflow_tracking=True, **p)
+        for p in (FAST, {**FAST, "Epochs": 4})
+    ]
+    server.wait_healthy()
+    again = [
+        run_local(
+            frame,
+            "target",
+            "binary_classifier",
+            workdir=workdir,
+            progress=False,
+            mlflow_tracking=True,
+            mlflow_tracking_uri=server.uri,
+            **p,
+        )
+        for p in (FAST, {**FAST, "Epochs": 4})
+    ]
+    return {
+        "sqlite": Logged(runs, f"sqlite:///{Workdir.at(workdir).root / 'mlflow.db'}", workdir),
+        "server": Logged(again, server.uri, workdir),
+    }
 
 
 def parent_and_children(client: MlflowClient, execution: LocalExecution) -> tuple[Run, dict[str, Run]]:
