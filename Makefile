@@ -21,13 +21,14 @@ run: $(STAMP)  ## run the whole pipeline locally on the bundled example data set
 image-env: $(STAMP)
 	$(BIN)/llpipe env build || test "$$CI" != true
 
-test: $(STAMP) image-env  ## lint and format check, the test suite, the codec's tests under Python 3.9, the docs
+# The docs are checked by the suite itself: tests/integration/test_docs.py runs docs-check's two checks (the generated
+# pages against the code, the strict build) and opens the built site in a browser, so docs-check is not run again.
+test: $(STAMP) image-env  ## lint and format check, the test suite (the docs too), the codec's tests under Python 3.9
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
 	OPENBLAS_NUM_THREADS=1 OMP_NUM_THREADS=1 $(BIN)/python -m pytest -q -n 2
 	@if [ -n "$(PYTHON39)" ] || [ "$$CI" = true ]; then $(MAKE) --no-print-directory test-py39; \
 	else echo "no Python 3.9 here: the codec's tests under the image's numpy (make test-py39) were skipped"; fi
-	$(MAKE) --no-print-directory docs-check
 
 # The documentation site (mkdocs.yml): the pages generated from the code (docs/gen_references.py) rewritten, then
 # built strictly into site/ (a broken link, anchor or reference fails). docs-check rewrites nothing: it fails on a

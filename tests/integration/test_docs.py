@@ -3,17 +3,21 @@ commands run, and every built page loads in a real headless browser.
 
 A guide marks a command block to run with ``<!-- docs-test -->`` (or ``<!-- docs-test exit=N -->``) on the line
 before a fenced ``console`` block; each ``$ `` line (with ``\\`` continuations) runs in bash, in one fresh folder per
-page, in order, and must exit 0 (or N).
+page, in order, and must exit 0 (or N). Pages that start with the same commands (several guides start with
+``llpipe run``) share them: those commands run once per session in a fresh folder, and each such page continues in a
+copy of the folder they left.
 """
 
 from __future__ import annotations
 
 import functools
+import hashlib
 import html
 import http.server
 import json
 import os
 import re
+import shutil
 import subprocess
 import sys
 import threading
@@ -23,6 +27,7 @@ from pathlib import Path
 
 import pytest
 from support.browser import headless, require_chromium
+from support.finished_run import locked
 
 ROOT = Path(__file__).resolve().parents[2]
 DOCS = ROOT / "docs"
@@ -84,35 +89,109 @@ def test_every_guide_page_with_commands_is_found() -> None:
     assert {"guides/own-data.md", "guides/deploying.md", "guides/troubleshooting.md"} <= names
 
 
+def shared_prefixes(pages: list[list[Command]]) -> set[tuple[Command, ...]]:
+    """Every leading sequence of commands (exit codes included) that two or more of the pages start with."""
+    starts = [{tuple(commands[:length]) for length in range(1, len(commands) + 1)} for commands in pages]
+    return {prefix for prefix in set().union(*starts) if sum(prefix in start for start in starts) > 1}
+
+
+def longest_shared(commands: tuple[Command, ...], shared: set[tuple[Command, ...]]) -> tuple[Command, ...]:
+    """The longest of ``shared`` that ``commands`` start with (empty when none)."""
+    return next((commands[:length] for length in range(len(commands), 0, -1) if commands[:length] in shared), ())
+
+
+SHARED = shared_prefixes([marked_commands(page) for page in GUIDE_PAGES])
+
+
+def test_pages_share_the_commands_two_or_more_of_them_start_with() -> None:
+    run, approve, scaling = Command("llpipe run", 0), Command("llpipe models approve 1", 0), Command("scaling", 0)
+    failing = Command("llpipe run", 2)  # the same line promising another exit code is another command
+    pages = [[run, approve, run], [run, approve, scaling], [run, scaling], [failing], [scaling, run]]
+    assert shared_prefixes(pages) == {(run,), (run, approve)}
+    assert longest_shared((run, approve, run), shared_prefixes(pages)) == (run, approve)
+    assert longest_shared((failing,), shared_prefixes(pages)) == ()
+
+
+def _run_commands(commands: tuple[Command, ...] | list[Command], folder: Path, page: Path) -> None:
+    """``commands`` in order in ``folder`` (each in bash), each exiting as the page promises."""
+    environment = _environment(folder)
+    for command in commands:
+        result = subprocess.run(
+            ["bash", "-c", command.line],
+            cwd=folder,
+            env=environment,
+            capture_output=True,
+            text=True,
+            timeout=600,
+        )
+        assert result.returncode == command.exit_code, (
+            f"{page.relative_to(ROOT)}: `{command.line}` exited {result.returncode}, "
+            f"the page promises {command.exit_code}\nstdout:\n{result.stdout[-3000:]}\n"
+            f"stderr:\n{result.stderr[-3000:]}"
+        )
+
+
+def _stop_stages(folder: Path) -> list[str]:
+    """Stop the stage servers the commands left deployed in ``folder`` (a failed deploy guide must not leave them
+    running); the stages that were deployed."""
+    stages = [stage for stage in ("prod", "staging") if (folder / ".llpipe" / "endpoints" / f"{stage}.json").exists()]
+    for stage in stages:
+        subprocess.run(
+            ["llpipe", "undeploy", "--stage", stage],
+            cwd=folder,
+            env=_environment(folder),
+            capture_output=True,
+            timeout=120,
+        )
+    return stages
+
+
+@pytest.fixture(scope="session")
+def guide_states(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """Where the folders the shared commands leave are kept: under xdist the workers share it (as
+    ``finished_run``'s), so the first to take a state's lock runs its commands and the other waits and copies."""
+    if os.environ.get("PYTEST_XDIST_WORKER"):
+        root = tmp_path_factory.getbasetemp().parent / "docs-guide-states"
+        root.mkdir(exist_ok=True)
+        return root
+    return tmp_path_factory.mktemp("docs-guide-states")
+
+
+def _state_after(prefix: tuple[Command, ...], page: Path, states: Path) -> Path:
+    """The folder a fresh folder is after ``prefix``'s commands, built once per session (from the state of the longest
+    shared prefix before it): read it, never run commands in it."""
+    folder = states / hashlib.sha256(repr(prefix).encode()).hexdigest()[:16]
+    done = folder.with_suffix(".done")
+    with locked(folder.with_suffix(".lock")):
+        if not done.exists():
+            shutil.rmtree(folder, ignore_errors=True)  # what a failed attempt left
+            start = longest_shared(prefix[:-1], SHARED)
+            if start:
+                shutil.copytree(_state_after(start, page, states), folder, symlinks=True)
+            else:
+                folder.mkdir()
+            try:
+                _run_commands(prefix[len(start) :], folder, page)
+            finally:
+                serving = _stop_stages(folder)
+            assert not serving, (
+                f"{[command.line for command in prefix]} leave {serving} deployed: copies of the folder cannot share "
+                "a server, so pages cannot share these commands"
+            )
+            done.touch()
+    return folder
+
+
 @pytest.mark.parametrize("page", GUIDE_PAGES, ids=lambda page: page.relative_to(DOCS).as_posix())
-def test_guide_commands_run(page: Path, tmp_path: Path) -> None:
-    environment = _environment(tmp_path)
+def test_guide_commands_run(page: Path, tmp_path: Path, guide_states: Path) -> None:
+    commands = tuple(marked_commands(page))
+    start = longest_shared(commands, SHARED)
+    if start:
+        shutil.copytree(_state_after(start, page, guide_states), tmp_path, symlinks=True, dirs_exist_ok=True)
     try:
-        for command in marked_commands(page):
-            result = subprocess.run(
-                ["bash", "-c", command.line],
-                cwd=tmp_path,
-                env=environment,
-                capture_output=True,
-                text=True,
-                timeout=600,
-            )
-            assert result.returncode == command.exit_code, (
-                f"{page.relative_to(ROOT)}: `{command.line}` exited {result.returncode}, "
-                f"the page promises {command.exit_code}\nstdout:\n{result.stdout[-3000:]}\n"
-                f"stderr:\n{result.stderr[-3000:]}"
-            )
+        _run_commands(commands[len(start) :], tmp_path, page)
     finally:
-        # a failed deploy guide must not leave its stage servers running
-        for stage in ("prod", "staging"):
-            if (tmp_path / ".llpipe" / "endpoints" / f"{stage}.json").exists():
-                subprocess.run(
-                    ["llpipe", "undeploy", "--stage", stage],
-                    cwd=tmp_path,
-                    env=environment,
-                    capture_output=True,
-                    timeout=120,
-                )
+        _stop_stages(tmp_path)
 
 
 README_LINK = re.compile(r"\]\(([^)#:]+)(?:#[^)]*)?\)")
