@@ -9,6 +9,7 @@ when a lookup is made. Python 3.9, standard library and boto3 only.
 
 from __future__ import annotations
 
+import functools
 import os
 import tempfile
 from dataclasses import dataclass
@@ -45,10 +46,17 @@ class Champion:
 
 
 def aws_clients(region: str | None = None) -> tuple[Any, Any]:
-    """(SageMaker client, S3 client) from boto3's standard configuration chain; ``region`` when given."""
+    """(SageMaker client, S3 client) from boto3's standard configuration chain; ``region`` when given. Made once per
+    region in this process: the job asks up to three times, and each new session loads the services' models again
+    (the SageMaker one is about 1 MB of JSON). The ``AWS_*`` variables are part of the key: changed, new clients."""
+    return _clients(region or None, tuple(sorted((k, v) for k, v in os.environ.items() if k.startswith("AWS_"))))
+
+
+@functools.cache
+def _clients(region: str | None, variables: tuple[tuple[str, str], ...]) -> tuple[Any, Any]:
     import boto3  # the image has it; Evaluate without a model package group never imports it
 
-    session = boto3.session.Session(region_name=region or None)
+    session = boto3.session.Session(region_name=region)
     return session.client("sagemaker"), session.client("s3")
 
 

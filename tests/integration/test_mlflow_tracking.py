@@ -25,7 +25,7 @@ from support.settings import FAST, fast_params
 from pipeline import cli
 from pipeline.api import run_local
 from pipeline.api.execution import LocalExecution
-from pipeline.api.tracking import track
+from pipeline.api.tracking import seed_sqlite_store, track
 from pipeline.core.tracking import METADATA_RUN_ID, PROBE_TIMEOUT_SECONDS
 from pipeline.definition.config import load_config
 from pipeline.local.registry import LocalRegistry
@@ -189,6 +189,42 @@ def test_a_cached_steps_child_run_names_the_execution_it_came_from(stores: dict[
     # the per-epoch series come from the execution that trained the model
     history = client.get_metric_history(children["Train"].info.run_id, "validation:objective_loss")
     assert [metric.step for metric in history] == [0, 1, 2]
+
+
+def test_a_fresh_work_dirs_store_is_a_copy_of_the_user_caches_empty_store(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The first store made in a cache builds the empty template; a new store is a copy of it that MLflow opens,
+    gives its Default experiment and takes runs into, as one it made itself; an existing store is left alone."""
+    import sqlite3
+
+    from mlflow.version import VERSION
+
+    monkeypatch.setenv("LLPIPE_CACHE_DIR", str(tmp_path / "cache"))
+    template = tmp_path / "cache" / "mlflow" / f"empty-{VERSION}.db"
+    fresh, made_by_mlflow = tmp_path / "fresh.db", tmp_path / "by-mlflow.db"
+    seed_sqlite_store(f"sqlite:///{fresh}")
+    assert template.is_file() and fresh.read_bytes() == template.read_bytes()
+    seed_sqlite_store(f"sqlite:///{fresh}")  # already there: untouched
+    assert fresh.read_bytes() == template.read_bytes()
+    seed_sqlite_store(f"http://127.0.0.1:{free_port()}")  # not a SQLite store: nothing written
+    assert sorted(path.name for path in tmp_path.iterdir()) == ["cache", "fresh.db"]
+
+    for store in (fresh, made_by_mlflow):
+        client = MlflowClient(tracking_uri=f"sqlite:///{store}")
+        experiment = client.create_experiment("seeded", artifact_location=(tmp_path / "artifacts").as_uri())
+        run = client.create_run(experiment, run_name="one")
+        client.log_metric(run.info.run_id, "auc", 0.97)
+        assert client.get_run(run.info.run_id).data.metrics == {"auc": 0.97}
+
+    def contents(store: Path) -> list[tuple]:
+        with sqlite3.connect(store) as connection:
+            tables = [row[0] for row in connection.execute("SELECT name FROM sqlite_master WHERE type='table'")]
+            revision = connection.execute("SELECT version_num FROM alembic_version").fetchall()
+            experiments = connection.execute("SELECT experiment_id, name, lifecycle_stage FROM experiments").fetchall()
+        return [sorted(tables), revision, experiments]
+
+    assert contents(fresh) == contents(made_by_mlflow)
 
 
 def test_tracking_off_logs_nothing(stores: dict[str, Logged], tmp_path: Path, capsys: pytest.CaptureFixture) -> None:

@@ -24,19 +24,33 @@ print(len(paths), "sklearn" in sys.modules)
 """
 
 
-def write_example(folder: Path) -> str:
+def write_example(folder: Path, cache: Path) -> str:
     result = subprocess.run([sys.executable, "-c", EXAMPLE, str(folder)], capture_output=True, text=True, check=True,
-                            env={"PYTHONPATH": str(REPOSITORY_ROOT), "PATH": "/usr/bin:/bin"}, timeout=300)  # fmt: skip
+                            env={"PYTHONPATH": str(REPOSITORY_ROOT), "PATH": "/usr/bin:/bin",
+                                 "LLPIPE_CACHE_DIR": str(cache)}, timeout=300)  # fmt: skip
     return result.stdout.strip()
 
 
 def test_example_data_is_reused_without_scikit_learn_unless_a_part_changed(tmp_path: Path) -> None:
-    assert write_example(tmp_path) == "4 True"
-    first = {path.name: path.read_bytes() for path in tmp_path.glob("part-*.csv")}
-    assert write_example(tmp_path) == "4 False", "reused: scikit-learn not imported"
-    (tmp_path / "part-00002.csv").write_text("edited\n")
-    assert write_example(tmp_path) == "4 True", "an edited part is rewritten"
-    assert {path.name: path.read_bytes() for path in tmp_path.glob("part-*.csv")} == first
+    cache, folder = tmp_path / "cache", tmp_path / "work" / "example-data"
+    assert write_example(folder, cache) == "4 True", "made from scikit-learn's copy once"
+    first = {path.name: path.read_bytes() for path in folder.glob("part-*.csv")}
+    assert write_example(folder, cache) == "4 False", "reused: scikit-learn not imported"
+    (folder / "part-00002.csv").write_text("edited\n")
+    assert write_example(folder, cache) == "4 False", "an edited part is rewritten from the user cache"
+    assert {path.name: path.read_bytes() for path in folder.glob("part-*.csv")} == first
+
+
+def test_a_fresh_work_dir_copies_the_example_from_the_user_cache(tmp_path: Path) -> None:
+    cache = tmp_path / "cache"
+    assert write_example(tmp_path / "one", cache) == "4 True"
+    first = {path.name: path.read_bytes() for path in (tmp_path / "one").glob("part-*.csv")}
+    assert {path.name: path.read_bytes() for path in (cache / "example-data").glob("part-*.csv")} == first
+    assert write_example(tmp_path / "two", cache) == "4 False", "a fresh folder: no scikit-learn import"
+    assert {path.name: path.read_bytes() for path in (tmp_path / "two").glob("part-*.csv")} == first
+    (cache / "example-data" / "part-00001.csv").write_text("edited\n")
+    assert write_example(tmp_path / "three", cache) == "4 True", "an edited cached part is made again"
+    assert {path.name: path.read_bytes() for path in (tmp_path / "three").glob("part-*.csv")} == first
 
 
 def test_a_report_is_rendered_once_and_copied_into_each_execution(tmp_path: Path, monkeypatch) -> None:

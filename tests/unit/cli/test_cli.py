@@ -140,3 +140,20 @@ def test_data_without_its_label_column_or_predictor_type_says_which_and_why(
     assert main(argv) == 2
     assert "--data needs --label-column C and --predictor-type T:" in capsys.readouterr().err
     assert not (tmp_path / "work" / "executions").exists()
+
+
+def test_a_command_imports_its_own_module_only() -> None:
+    """`llpipe models ...` configures the models command alone: no other command's module is imported (each costs
+    start-up time), and the full parser still answers `llpipe --help` and an unknown command."""
+    script = (
+        "import sys\n"
+        "from pipeline.cli import COMMANDS, main\n"
+        "try:\n"
+        "    main(['models', '--help'])\n"
+        "except SystemExit as done:\n"
+        "    assert done.code == 0\n"
+        "print(sorted(name for name, (module, _) in COMMANDS.items() if module in sys.modules))\n"
+    )
+    result = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True, timeout=120)
+    assert "llpipe models" in result.stdout
+    assert result.stdout.strip().splitlines()[-1] == "['models']"

@@ -147,12 +147,12 @@ def test_text_the_terminal_cannot_encode_is_escaped_not_a_traceback(tmp_path: Pa
 
 
 def test_ctrl_c_while_the_commands_are_imported_is_one_line_and_exit_130() -> None:
-    """SIGINT delivered while build_parser imports the command modules (the start-up window)."""
+    """SIGINT delivered while build_parser imports the command's module (the start-up window)."""
     script = (
         "import importlib, os, signal, sys\n"
         "real = importlib.import_module\n"
         "def importing(name, *args):\n"
-        "    if name == 'pipeline.cli.serve':\n"
+        "    if name == 'pipeline.cli.models':\n"
         "        os.kill(os.getpid(), signal.SIGINT)\n"
         "    return real(name, *args)\n"
         "importlib.import_module = importing\n"

@@ -600,3 +600,19 @@ def test_plots_draw_the_champion_beside_the_new_model(tmp_path: Path, predictor_
         sample = plots._champion_sample(report["champion"], labels)
         assert sample is not None and sample[1] == "2"
         np.testing.assert_array_equal(sample[0], report["champion"]["prediction_sample"]["predictions"])
+
+
+def test_the_jobs_aws_clients_are_made_once_per_region_and_aws_settings(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Evaluate asks for its clients up to three times; each new boto3 session would load the SageMaker service's
+    model again. Same region and AWS_* variables: the same clients; another region or endpoint: new ones."""
+    from evaluation.champion import aws_clients
+
+    monkeypatch.setenv("AWS_ACCESS_KEY_ID", "testing")
+    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "testing")
+    sagemaker, s3 = aws_clients("us-west-2")
+    assert aws_clients("us-west-2") == (sagemaker, s3)
+    assert sagemaker.meta.service_model.service_name == "sagemaker" and s3.meta.region_name == "us-west-2"
+    assert aws_clients("eu-west-1")[1].meta.region_name == "eu-west-1"
+    monkeypatch.setenv("AWS_ENDPOINT_URL", "http://127.0.0.1:9")
+    moved = aws_clients("us-west-2")
+    assert moved[1] is not s3 and moved[1].meta.endpoint_url == "http://127.0.0.1:9"
