@@ -114,14 +114,21 @@ GROUPED_MODULES = frozenset(
 # is imported (seconds of pydantic models) and each configuration's definition built (the definition cache is per
 # worker) in one process instead of in both. A module with one such build is here too: test_csv_carriage_returns
 # (`llpipe run` builds the definition before it reads the data), test_schema (a dry-run start), test_error_words.
+# The modules that scan the project's source are in the same unit (test_error_words is one of them): support/sources.py
+# parses each file once per process, so the library is parsed once per session rather than by each module on whichever
+# worker it lands on (test_layers did at import, on both): test_content_types, test_layers, test_names, test_public_api.
 SDK_MODULES = frozenset(
     {
+        "test_content_types",
         "test_csv_carriage_returns",
         "test_definition",
         "test_definition_cache",
         "test_error_words",
+        "test_layers",
         "test_mlflow_sagemaker",
+        "test_names",
         "test_parameter_table",
+        "test_public_api",
         "test_sagemaker_api",
         "test_sagemaker_inspect",
         "test_sagemaker_ops",

@@ -11,6 +11,7 @@ import re
 from pathlib import Path
 
 import pytest
+from support import sources
 
 from containerlib.content_types import (
     CSV,
@@ -78,7 +79,7 @@ def test_an_accept_header_asks_for_a_response_type_or_none(accept: str | None, e
 
 def media_types_written(path: Path) -> set[str]:
     """The media types in ``path``'s string literals (f-string parts included), docstrings left out."""
-    tree = ast.parse(path.read_text(encoding="utf-8"))
+    tree = sources.tree(path)
     docstrings = {
         id(node.value)
         for node in ast.walk(tree)
@@ -92,17 +93,8 @@ def media_types_written(path: Path) -> set[str]:
     }
 
 
-def source_files() -> list[str]:
-    """The project's Python files outside the tests (hidden folders and virtual environments left out)."""
-    return sorted(
-        path.relative_to(REPOSITORY).as_posix()
-        for path in REPOSITORY.rglob("*.py")
-        if not any(part.startswith(".") or part in ("tests", "venv") for part in path.relative_to(REPOSITORY).parts)
-    )
-
-
 def test_content_types_are_written_only_in_the_vocabulary_module() -> None:
-    files = source_files()
+    files = sources.project_files()  # outside the tests, hidden folders and virtual environments
     assert VOCABULARY in files and "serving/requests.py" in files and "dataquality/capture.py" in files
     written = {name: media_types_written(REPOSITORY / name) for name in files if name != VOCABULARY}
     stray = {name: sorted(found - ALLOWED.get(name, set())) for name, found in written.items()}

@@ -12,6 +12,7 @@ import re
 from pathlib import Path
 
 import pytest
+from support import sources
 
 from pipeline import cli
 from pipeline.api import run_local
@@ -76,11 +77,11 @@ def _messages_with_flags() -> dict[str, list[tuple[int, str]]]:
     for the two tests that read it: parsing every library module is most of their time)."""
     hits: dict[str, list[tuple[int, str]]] = {}
     for package in LIBRARY:
-        for path in sorted((ROOT / package).rglob("*.py")):
+        for path in sources.python_files(package):
             relative = path.relative_to(ROOT).as_posix()
             if relative.startswith("pipeline/cli/"):
                 continue
-            for line, text in _strings(ast.parse(path.read_text(encoding="utf-8"))):
+            for line, text in _strings(sources.tree(path)):
                 quoted = any(path == relative and command in text for path, command in COMMANDS)
                 if FLAG.search(text) and not BARE_FLAG.fullmatch(text) and not quoted:
                     hits.setdefault(relative, []).append((line, text))

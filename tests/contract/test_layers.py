@@ -10,8 +10,11 @@ cycles. Importing a submodule also runs its package's ``__init__``; that implici
 from __future__ import annotations
 
 import ast
+import functools
 from dataclasses import dataclass
 from pathlib import Path
+
+from support import sources
 
 ROOT = Path(__file__).resolve().parents[2]
 # container code: the floor, importing no pipeline
@@ -43,7 +46,7 @@ def modules() -> dict[str, Path]:
     """Every module of the package and of the container code, by dotted name."""
     found = {}
     for top in ("pipeline", *CONTAINER):
-        for path in sorted((ROOT / top).rglob("*.py")) if (ROOT / top).is_dir() else []:
+        for path in sources.python_files(top):
             found[module_name(path)] = path
     return found
 
@@ -88,15 +91,17 @@ def imports_of(source: str, tree: ast.AST, known: set[str]) -> list[Edge]:
     return edges
 
 
-def graph() -> list[Edge]:
+@functools.cache
+def graph() -> tuple[Edge, ...]:
+    """The import graph, read once by the tests below (not at import: collection runs on every xdist worker)."""
     known = modules()
     names = set(known)
-    return [
+    return tuple(
         edge
         for name, path in known.items()
-        for edge in imports_of(name, ast.parse(path.read_text()), names)
+        for edge in imports_of(name, sources.tree(path), names)
         if edge.target != name
-    ]
+    )
 
 
 def wing(module: str) -> str:
@@ -151,13 +156,11 @@ def cycles(edges: list[Edge]) -> list[list[str]]:
     return found
 
 
-EDGES = graph()
-
-
 def test_the_graph_is_the_real_one() -> None:
     """The check reads real imports: module, function and typing ones, resolved to modules and packages."""
-    seen = {(edge.source, edge.target, edge.kind) for edge in EDGES}
-    assert len(EDGES) > 200
+    edges = graph()
+    seen = {(edge.source, edge.target, edge.kind) for edge in edges}
+    assert len(edges) > 200
     assert ("pipeline.cli.run", "pipeline.api._shared", "function") in seen  # from pipeline.api._shared import ...
     assert ("pipeline.local.runner", "pipeline.local.preflight", "module") in seen  # from pipeline.local import ...
     assert ("pipeline.api.html", "pipeline.api.execution", "typing") in seen
@@ -170,13 +173,15 @@ def test_every_module_sits_in_a_wing() -> None:
 
 def test_each_wing_imports_only_the_wings_below_it() -> None:
     upward = [
-        str(edge) for edge in EDGES if wing(edge.source) != wing(edge.target) and rank(edge.target) >= rank(edge.source)
+        str(edge)
+        for edge in graph()
+        if wing(edge.source) != wing(edge.target) and rank(edge.target) >= rank(edge.source)
     ]
     assert upward == []
 
 
 def test_container_code_imports_no_pipeline_module() -> None:
-    reaching = [str(edge) for edge in EDGES if wing(edge.source) == "container" and wing(edge.target) != "container"]
+    reaching = [str(edge) for edge in graph() if wing(edge.source) == "container" and wing(edge.target) != "container"]
     assert reaching == []
 
 
@@ -185,7 +190,7 @@ def test_the_commands_reach_the_local_backend_only_through_the_api() -> None:
     out; a command names them in annotations at most."""
     sideways = [
         str(edge)
-        for edge in EDGES
+        for edge in graph()
         if wing(edge.source) == "cli" and wing(edge.target) in ("local", "linear_learner") and edge.kind in RUNTIME
     ]
     assert sideways == []
@@ -194,14 +199,14 @@ def test_the_commands_reach_the_local_backend_only_through_the_api() -> None:
 def test_local_jobs_reach_the_contract_not_the_scheduler() -> None:
     scheduler = [
         str(edge)
-        for edge in EDGES
+        for edge in graph()
         if edge.source.startswith("pipeline.local.jobs") and edge.target == "pipeline.local.interpreter"
     ]
     assert scheduler == []
 
 
 def test_there_is_no_import_cycle() -> None:
-    assert cycles([edge for edge in EDGES if edge.kind in RUNTIME]) == []
+    assert cycles([edge for edge in graph() if edge.kind in RUNTIME]) == []
 
 
 def test_the_cycle_check_finds_a_cycle_through_a_function_level_import() -> None:
@@ -225,7 +230,7 @@ def test_the_lazy_exports_of_the_package_are_the_apis() -> None:
 def test_the_container_library_is_below_the_container_jobs() -> None:
     """containerlib serves Preprocess, Evaluate and the pipeline alike: it imports none of them."""
     upward = [
-        str(edge) for edge in EDGES if edge.source.startswith("containerlib") and wing(edge.target) == "container"
+        str(edge) for edge in graph() if edge.source.startswith("containerlib") and wing(edge.target) == "container"
     ]
     assert [edge for edge in upward if not edge.split(" -> ")[1].startswith("containerlib")] == []
 
@@ -235,7 +240,7 @@ def test_the_container_jobs_do_not_import_each_other() -> None:
     preprocessing, the data-quality analyzer's neither."""
     jobs = ("preprocessing", "evaluation", "dataquality")
     for job, other in ((job, other) for job in jobs for other in jobs if job != other):
-        crossing = [str(edge) for edge in EDGES if edge.source.startswith(job) and edge.target.startswith(other)]
+        crossing = [str(edge) for edge in graph() if edge.source.startswith(job) and edge.target.startswith(other)]
         assert crossing == []
 
 
@@ -244,8 +249,8 @@ MAX_MODULE_LINES = 700  # a module longer than this holds more than one idea (is
 
 def test_no_module_is_longer_than_the_limit() -> None:
     """Every module of the package and the container code stays small enough to hold one idea."""
-    sources = [path for folder in ("pipeline", *CONTAINER) for path in sorted((ROOT / folder).rglob("*.py"))]
-    assert len(sources) > 100  # the walk found the code
-    lengths = {str(path.relative_to(ROOT)): len(path.read_text().splitlines()) for path in sources}
+    files = [path for folder in ("pipeline", *CONTAINER) for path in sources.python_files(folder)]
+    assert len(files) > 100  # the walk found the code
+    lengths = {str(path.relative_to(ROOT)): len(sources.text(path).splitlines()) for path in files}
     long = {name: lines for name, lines in lengths.items() if lines > MAX_MODULE_LINES}
     assert long == {}, f"modules over {MAX_MODULE_LINES} lines: split them by what each part does"

@@ -5,6 +5,8 @@ from __future__ import annotations
 import ast
 from pathlib import Path
 
+from support import sources
+
 from containerlib import exit_message, hosts
 from containerlib import names as shared
 from pipeline.core import names
@@ -27,7 +29,7 @@ def test_pipeline_names_are_the_container_librarys_objects() -> None:
 def assigned_names(path: Path) -> set[str]:
     """The module-level names a file assigns (``X = ...``), not those it imports."""
     found = set()
-    for node in ast.parse(path.read_text()).body:
+    for node in sources.tree(path).body:
         targets = (
             node.targets if isinstance(node, ast.Assign) else [node.target] if isinstance(node, ast.AnnAssign) else []
         )
@@ -48,7 +50,7 @@ def test_each_shared_name_has_one_definition() -> None:
     """No module of the project defines a shared name again: it imports it (one copy cannot drift from another)."""
     defining = {"containerlib/names.py", "containerlib/exit_message.py", "containerlib/hosts.py"}
     for folder in ("pipeline", "preprocessing", "evaluation", "dataquality", "containerlib", "serving"):
-        for path in sorted((ROOT / folder).rglob("*.py")):
+        for path in sources.python_files(folder):
             relative = path.relative_to(ROOT).as_posix()
             if relative not in defining:
                 assert not assigned_names(path) & SHARED_NAMES, (

@@ -12,6 +12,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from support import sources
 
 import pipeline
 
@@ -176,7 +177,7 @@ def test_the_command_line_plumbing_is_outside_the_api_namespace() -> None:
     assert [name for name in PLUMBING if hasattr(pipeline.api, name)] == []
     assert [name for name in PLUMBING if not hasattr(_shared, name)] == []
     commands = [
-        path for path in (ROOT / "pipeline" / "cli").rglob("*.py") if "from pipeline.api._shared" in path.read_text()
+        path for path in sources.python_files("pipeline/cli") if "from pipeline.api._shared" in sources.text(path)
     ]
     assert len(commands) >= 10  # the commands take the plumbing from where it lives
 
@@ -184,8 +185,8 @@ def test_the_command_line_plumbing_is_outside_the_api_namespace() -> None:
 def test_there_is_one_local_server_and_it_is_the_apis() -> None:
     defined = [
         str(path.relative_to(ROOT))
-        for path in sorted((ROOT / "pipeline").rglob("*.py"))
-        for node in ast.walk(ast.parse(path.read_text()))
+        for path in sources.python_files("pipeline")
+        for node in ast.walk(sources.tree(path))
         if isinstance(node, ast.FunctionDef) and node.name == "local_server"
     ]
     assert defined == ["pipeline/api/serving.py"]
