@@ -70,17 +70,26 @@ def _mix_text(h: np.ndarray, column: Any, name: np.uint64, scratch: np.ndarray) 
     hashes ``h``, in place."""
     import pyarrow as pa
 
-    array = column.combine_chunks() if isinstance(column, pa.ChunkedArray) else column
+    array = column
+    if isinstance(column, pa.ChunkedArray):  # one chunk (a batch's column) as it is: combining would copy it
+        array = column.chunk(0) if column.num_chunks == 1 else column.combine_chunks()
     n = len(array)
     if n == 0:
         return
     _, offsets_buffer, data_buffer = array.buffers()
-    offsets = np.frombuffer(offsets_buffer, dtype="<i4", count=n + 1, offset=4 * array.offset).astype(np.int64)
+    offsets = np.frombuffer(offsets_buffer, dtype="<i4", count=n + 1, offset=4 * array.offset)
+    first, last = int(offsets[0]), int(offsets[-1])
+    if last - first == 8 * n and not array.null_count and bool((np.diff(offsets) == 8).all()):
+        # fixed 8-byte cells (a Parquet float column): the words are the data itself, read where they are; every
+        # length mark is the same (8, the column's name)
+        _mix_word(h, np.frombuffer(data_buffer, dtype="<u8", count=n, offset=first), _M1, scratch)
+        _mix_word(h, np.uint64(8) ^ name, _M2, scratch)
+        return
+    offsets = offsets.astype(np.int64)
     lengths = offsets[1:] - offsets[:-1]
     data = np.frombuffer(data_buffer, dtype=np.uint8) if data_buffer is not None else np.empty(0, dtype=np.uint8)
-    first, last = int(offsets[0]), int(offsets[-1])
     shortest, longest = int(lengths.min()), int(lengths.max())
-    if shortest == longest == 8:  # fixed 8-byte cells (a Parquet float column): the words are the data itself
+    if shortest == longest == 8:  # every cell 8 bytes, some of them null
         words = [np.frombuffer(data[first:last].tobytes(), dtype="<u8")]
     else:
         padded = np.zeros(last - first + 8, dtype=np.uint8)  # 8 zero bytes past the last cell
@@ -110,11 +119,9 @@ def _mix_text(h: np.ndarray, column: Any, name: np.uint64, scratch: np.ndarray) 
     _mix_word(h, marks, _M2, scratch)
 
 
-def _mix_word(
-    h: np.ndarray, word: np.ndarray, multiplier: Any, scratch: np.ndarray, keep: np.ndarray | None = None
-) -> None:
-    """h = xorshift((h ^ word) * multiplier), in place; where ``keep`` (a bit mask per row) is 0 the xorshift is
-    left out (with multiplier 1 and word 0, such a row is unchanged)."""
+def _mix_word(h: np.ndarray, word: Any, multiplier: Any, scratch: np.ndarray, keep: np.ndarray | None = None) -> None:
+    """h = xorshift((h ^ word) * multiplier), in place (``word``: one per row, or one for all); where ``keep`` (a bit
+    mask per row) is 0 the xorshift is left out (with multiplier 1 and word 0, such a row is unchanged)."""
     h ^= word
     h *= multiplier
     np.right_shift(h, np.uint64(29), out=scratch)
