@@ -51,14 +51,45 @@ def raw_row_hashes(raw: Any, seed: int) -> np.ndarray:
     Vectorised over the chunk, a few numpy passes per 8 bytes of a column: each cell's bytes 8 at a time
     (unaligned little-endian words, the bytes past its end masked off: h = xorshift((h ^ word) * M1), only while the
     cell has bytes left), then its length and its column's name (a null: a length no text has), h = xorshift(h * M2);
-    SplitMix64's finaliser at the end."""
+    SplitMix64's finaliser at the end. A floating-point column (a Parquet file's as read:
+    :func:`containerlib.tables.raw.hashable`) hashes as its canonical form would: each value's float64 bytes, a
+    null's those of NaN."""
+    import pyarrow as pa
+
     n = raw.num_rows
     h = _mix(np.full(n, np.uint64(rng_entropy(seed)), dtype=np.uint64))
     scratch = np.empty(n, dtype=np.uint64)
+    wide: np.ndarray | None = None  # one float64 buffer for every float column, widened into in turn
     for name in sorted(raw.column_names):
-        _mix_text(h, raw.column(name), np.uint64(stable_hash64(name)), scratch)
+        column, name_hash = raw.column(name), np.uint64(stable_hash64(name))
+        if pa.types.is_floating(column.type):
+            wide = np.empty(n, dtype="<f8") if wide is None else wide
+            _mix_floats(h, column, name_hash, scratch, wide)
+        else:
+            _mix_text(h, column, name_hash, scratch)
     _mix_in_place(h, scratch)
     return h
+
+
+def _mix_floats(h: np.ndarray, column: Any, name: np.uint64, scratch: np.ndarray, wide: np.ndarray) -> None:
+    """Mix a floating-point column into ``h`` as its canonical form's 8-byte cells (each value's float64 bytes, NaN
+    where null: what :func:`containerlib.tables.raw.canonical` gives) would be, widening into ``wide`` (float64, as
+    long as ``h``) rather than into a new column."""
+    import pyarrow as pa
+
+    start = 0
+    for chunk in column.chunks if isinstance(column, pa.ChunkedArray) else [column]:
+        rows = slice(start, start + len(chunk))
+        start += len(chunk)
+        if not len(chunk):
+            continue
+        here, words = h[rows], wide[rows]
+        words[:] = chunk.to_numpy(zero_copy_only=False)  # NaN where null
+        _mix_word(here, words.view("<u8"), _M1, scratch[rows])
+        marks: Any = np.uint64(8) ^ name  # every cell's length, 8
+        if chunk.null_count:
+            marks = np.where(chunk.is_null().to_numpy(zero_copy_only=False), _NULL ^ name, marks)
+        _mix_word(here, marks, _M2, scratch[rows])
 
 
 _BYTE_MASKS = np.array([(1 << (8 * count)) - 1 for count in range(9)], dtype=np.uint64)  # the first k bytes of a word
