@@ -111,8 +111,8 @@ def _mix_text(h: np.ndarray, column: Any, name: np.uint64, scratch: np.ndarray) 
     offsets = np.frombuffer(offsets_buffer, dtype="<i4", count=n + 1, offset=4 * array.offset)
     first, last = int(offsets[0]), int(offsets[-1])
     if last - first == 8 * n and not array.null_count and bool((np.diff(offsets) == 8).all()):
-        # fixed 8-byte cells (a Parquet float column): the words are the data itself, read where they are; every
-        # length mark is the same (8, the column's name)
+        # fixed 8-byte cells (a float column's canonical form, or text of 8 bytes a cell): the words are the data
+        # itself, read where they are; every length mark is the same (8, the column's name)
         _mix_word(h, np.frombuffer(data_buffer, dtype="<u8", count=n, offset=first), _M1, scratch)
         _mix_word(h, np.uint64(8) ^ name, _M2, scratch)
         return
