@@ -58,11 +58,13 @@ class BaselineSample:
         numeric_index = {column: i for i, column in enumerate(self.schema.numeric_columns) if column not in times}
         centres = dict(self.schema.centres)
         integers = _integer_columns(chunk)
+        # the reader's features, the chosen rows whole (a column at a time is numpy's slow fancy-index path)
+        block = chunk.numeric[chosen] if chunk.numeric is not None else None
         for column in self.schema.feature_columns:
             if column in numeric_index:
                 self._integers[column] &= column in integers
-                if chunk.numeric is not None:  # the reader's features: centred columns get their centre back
-                    values = chunk.numeric[chosen, numeric_index[column]].astype(np.float64) + centres.get(column, 0.0)
+                if block is not None:  # centred columns get their centre back
+                    values = block[:, numeric_index[column]].astype(np.float64) + centres.get(column, 0.0)
                 else:
                     numbers = pd.to_numeric(chunk.frame[column].iloc[chosen], errors="coerce")  # bool: 0/1
                     values = numbers.to_numpy(dtype=np.float64, na_value=np.nan)

@@ -51,14 +51,45 @@ def raw_row_hashes(raw: Any, seed: int) -> np.ndarray:
     Vectorised over the chunk, a few numpy passes per 8 bytes of a column: each cell's bytes 8 at a time
     (unaligned little-endian words, the bytes past its end masked off: h = xorshift((h ^ word) * M1), only while the
     cell has bytes left), then its length and its column's name (a null: a length no text has), h = xorshift(h * M2);
-    SplitMix64's finaliser at the end."""
+    SplitMix64's finaliser at the end. A floating-point column (a Parquet file's as read:
+    :func:`containerlib.tables.raw.hashable`) hashes as its canonical form would: each value's float64 bytes, a
+    null's those of NaN."""
+    import pyarrow as pa
+
     n = raw.num_rows
     h = _mix(np.full(n, np.uint64(rng_entropy(seed)), dtype=np.uint64))
     scratch = np.empty(n, dtype=np.uint64)
+    wide: np.ndarray | None = None  # one float64 buffer for every float column, widened into in turn
     for name in sorted(raw.column_names):
-        _mix_text(h, raw.column(name), np.uint64(stable_hash64(name)), scratch)
+        column, name_hash = raw.column(name), np.uint64(stable_hash64(name))
+        if pa.types.is_floating(column.type):
+            wide = np.empty(n, dtype="<f8") if wide is None else wide
+            _mix_floats(h, column, name_hash, scratch, wide)
+        else:
+            _mix_text(h, column, name_hash, scratch)
     _mix_in_place(h, scratch)
     return h
+
+
+def _mix_floats(h: np.ndarray, column: Any, name: np.uint64, scratch: np.ndarray, wide: np.ndarray) -> None:
+    """Mix a floating-point column into ``h`` as its canonical form's 8-byte cells (each value's float64 bytes, NaN
+    where null: what :func:`containerlib.tables.raw.canonical` gives) would be, widening into ``wide`` (float64, as
+    long as ``h``) rather than into a new column."""
+    import pyarrow as pa
+
+    start = 0
+    for chunk in column.chunks if isinstance(column, pa.ChunkedArray) else [column]:
+        rows = slice(start, start + len(chunk))
+        start += len(chunk)
+        if not len(chunk):
+            continue
+        here, words = h[rows], wide[rows]
+        words[:] = chunk.to_numpy(zero_copy_only=False)  # NaN where null
+        _mix_word(here, words.view("<u8"), _M1, scratch[rows])
+        marks: Any = np.uint64(8) ^ name  # every cell's length, 8
+        if chunk.null_count:
+            marks = np.where(chunk.is_null().to_numpy(zero_copy_only=False), _NULL ^ name, marks)
+        _mix_word(here, marks, _M2, scratch[rows])
 
 
 _BYTE_MASKS = np.array([(1 << (8 * count)) - 1 for count in range(9)], dtype=np.uint64)  # the first k bytes of a word
@@ -70,17 +101,26 @@ def _mix_text(h: np.ndarray, column: Any, name: np.uint64, scratch: np.ndarray) 
     hashes ``h``, in place."""
     import pyarrow as pa
 
-    array = column.combine_chunks() if isinstance(column, pa.ChunkedArray) else column
+    array = column
+    if isinstance(column, pa.ChunkedArray):  # one chunk (a batch's column) as it is: combining would copy it
+        array = column.chunk(0) if column.num_chunks == 1 else column.combine_chunks()
     n = len(array)
     if n == 0:
         return
     _, offsets_buffer, data_buffer = array.buffers()
-    offsets = np.frombuffer(offsets_buffer, dtype="<i4", count=n + 1, offset=4 * array.offset).astype(np.int64)
+    offsets = np.frombuffer(offsets_buffer, dtype="<i4", count=n + 1, offset=4 * array.offset)
+    first, last = int(offsets[0]), int(offsets[-1])
+    if last - first == 8 * n and not array.null_count and bool((np.diff(offsets) == 8).all()):
+        # fixed 8-byte cells (a float column's canonical form, or text of 8 bytes a cell): the words are the data
+        # itself, read where they are; every length mark is the same (8, the column's name)
+        _mix_word(h, np.frombuffer(data_buffer, dtype="<u8", count=n, offset=first), _M1, scratch)
+        _mix_word(h, np.uint64(8) ^ name, _M2, scratch)
+        return
+    offsets = offsets.astype(np.int64)
     lengths = offsets[1:] - offsets[:-1]
     data = np.frombuffer(data_buffer, dtype=np.uint8) if data_buffer is not None else np.empty(0, dtype=np.uint8)
-    first, last = int(offsets[0]), int(offsets[-1])
     shortest, longest = int(lengths.min()), int(lengths.max())
-    if shortest == longest == 8:  # fixed 8-byte cells (a Parquet float column): the words are the data itself
+    if shortest == longest == 8:  # every cell 8 bytes, some of them null
         words = [np.frombuffer(data[first:last].tobytes(), dtype="<u8")]
     else:
         padded = np.zeros(last - first + 8, dtype=np.uint8)  # 8 zero bytes past the last cell
@@ -110,11 +150,9 @@ def _mix_text(h: np.ndarray, column: Any, name: np.uint64, scratch: np.ndarray) 
     _mix_word(h, marks, _M2, scratch)
 
 
-def _mix_word(
-    h: np.ndarray, word: np.ndarray, multiplier: Any, scratch: np.ndarray, keep: np.ndarray | None = None
-) -> None:
-    """h = xorshift((h ^ word) * multiplier), in place; where ``keep`` (a bit mask per row) is 0 the xorshift is
-    left out (with multiplier 1 and word 0, such a row is unchanged)."""
+def _mix_word(h: np.ndarray, word: Any, multiplier: Any, scratch: np.ndarray, keep: np.ndarray | None = None) -> None:
+    """h = xorshift((h ^ word) * multiplier), in place (``word``: one per row, or one for all); where ``keep`` (a bit
+    mask per row) is 0 the xorshift is left out (with multiplier 1 and word 0, such a row is unchanged)."""
     h ^= word
     h *= multiplier
     np.right_shift(h, np.uint64(29), out=scratch)

@@ -35,13 +35,17 @@ _SEED_SALT = 0x726F7773  # "rows": the keys never repeat the split's, the shuffl
 
 
 class SplitSample:
-    """At most ``limit`` rows of one split: their keys, their raw feature values and their labels."""
+    """At most ``limit`` rows of one split: their keys, their raw feature values and their labels. The numeric
+    columns' values are kept as row blocks (float32 as the Arrow reader gives them, float64 from pandas' frames),
+    widened to float64 once, for the rows written."""
 
     def __init__(self, schema: Schema, limit: int) -> None:
         self.schema, self.limit = schema, limit
         self.keys = np.empty(0)
         self.labels = np.empty(0, dtype=np.float64)
-        self.values: dict[str, list[np.ndarray]] = {column: [] for column in schema.feature_columns}
+        self.numbers: list[np.ndarray] = []  # (rows, numeric columns) blocks, in the schema's numeric order
+        numeric = set(schema.numeric_columns)
+        self.texts: dict[str, list[np.ndarray]] = {c: [] for c in schema.feature_columns if c not in numeric}
 
     def candidates(self, keys: np.ndarray) -> np.ndarray:
         """The offered rows that can still be among the smallest keys (few per chunk once the sample is full), so
@@ -51,37 +55,44 @@ class SplitSample:
         threshold = np.partition(np.concatenate([self.keys, keys]), self.limit - 1)[self.limit - 1]
         return np.flatnonzero(keys <= threshold)
 
-    def add(self, keys: np.ndarray, columns: dict[str, np.ndarray], labels: np.ndarray) -> None:
-        """Rows already chosen by :meth:`candidates`: their keys, values and labels."""
+    def add(self, keys: np.ndarray, numbers: np.ndarray, texts: dict[str, np.ndarray], labels: np.ndarray) -> None:
+        """Rows already chosen by :meth:`candidates`: their keys, numeric values (one row each), text values and
+        labels."""
         if not len(keys):
             return
-        for column, values in columns.items():
-            self.values[column].append(values)
+        self.numbers.append(numbers)
+        for column, values in texts.items():
+            self.texts[column].append(values)
         self.keys = np.concatenate([self.keys, keys])
         self.labels = np.concatenate([self.labels, labels])
         if len(self.keys) > 2 * self.limit:
             self._keep(np.argpartition(self.keys, self.limit - 1)[: self.limit])
 
     def _keep(self, rows: np.ndarray) -> None:
-        for column, parts in self.values.items():
-            self.values[column] = [np.concatenate(parts)[rows]] if parts else []
+        if self.numbers:  # float64 when any block is (float32 values widen exactly)
+            self.numbers = [np.concatenate(self.numbers)[rows]]
+        for column, parts in self.texts.items():
+            self.texts[column] = [np.concatenate(parts)[rows]] if parts else []
         self.keys, self.labels = self.keys[rows], self.labels[rows]
 
     def table(self) -> Any:
         """The sample as an Arrow table, in key order (itself random: no order of the input shows through)."""
         import pyarrow as pa
 
+        chosen = np.arange(len(self.keys))
         if len(self.keys) > self.limit:
-            self._keep(np.argpartition(self.keys, self.limit - 1)[: self.limit])
-        self._keep(np.argsort(self.keys, kind="stable"))
-        numeric = set(self.schema.numeric_columns)
+            chosen = np.argpartition(self.keys, self.limit - 1)[: self.limit]
+        self._keep(chosen[np.argsort(self.keys[chosen], kind="stable")])  # the rows written, in key order: one gather
+        numbers = self.numbers[0] if self.numbers else np.empty((0, len(self.schema.numeric_columns)))
+        numeric_index = {column: i for i, column in enumerate(self.schema.numeric_columns)}
         arrays = {}
-        for column, parts in self.values.items():
-            values = np.concatenate(parts) if parts else np.empty(0, dtype=np.float64 if column in numeric else object)
-            if column in numeric:
-                arrays[column] = pa.array(values.astype(np.float64))
-            else:
-                arrays[column] = pa.array([value if isinstance(value, str) else None for value in values.tolist()])
+        for column in self.schema.feature_columns:
+            if column in numeric_index:
+                arrays[column] = pa.array(numbers[:, numeric_index[column]].astype(np.float64))
+                continue
+            parts = self.texts[column]
+            values = parts[0] if parts else np.empty(0, dtype=object)
+            arrays[column] = pa.array([value if isinstance(value, str) else None for value in values.tolist()])
         arrays[self.schema.label_column] = pa.array(self.labels.astype(np.float64))
         return pa.table(arrays)
 
@@ -102,15 +113,15 @@ class RawRowSample:
             return
         rows = np.arange(len(chunk)) if kept is None else np.flatnonzero(kept)
         keys = self._random.random(len(rows))  # drawn for every kept row, whatever its split: one stream
-        numeric_index = {column: i for i, column in enumerate(self.schema.numeric_columns)}
         for name, sample in self.splits.items():
             mine = np.flatnonzero(split == codes[name])
             if not len(mine):
                 continue
             mine = mine[sample.candidates(keys[mine])]
             picked = rows[mine]
-            columns = {column: _raw_values(chunk, column, numeric_index, picked) for column in sample.values}
-            sample.add(keys[mine], columns, np.asarray(labels, dtype=np.float64)[mine])
+            texts = {column: chunk.frame[column].iloc[picked].to_numpy(dtype=object) for column in sample.texts}
+            numbers = _numbers(chunk, self.schema.numeric_columns, picked)
+            sample.add(keys[mine], numbers, texts, np.asarray(labels, dtype=np.float64)[mine])
 
     def writes(self, folder: Path, host_name: str) -> list[Callable[[], Path]]:
         """One call per split that writes its sample as ``<split>-<host>.parquet`` in ``folder`` and returns the
@@ -130,16 +141,17 @@ def _write_table(sample: SplitSample, path: Path) -> Path:
     writer tried it and fell back, a third of the job's CPU on a 300,000-row Parquet input (the values are the same)."""
     import pyarrow.parquet as pq
 
-    text = [column for column in sample.values if column not in set(sample.schema.numeric_columns)]
-    pq.write_table(sample.table(), str(path), use_dictionary=text)
+    pq.write_table(sample.table(), str(path), use_dictionary=list(sample.texts))
     return path
 
 
-def _raw_values(chunk: Chunk, column: str, numeric_index: dict[str, int], rows: np.ndarray) -> np.ndarray:
-    """One column's raw values at ``rows``: numbers as float64 (NaN where missing), text as objects."""
-    if column in numeric_index:
-        if chunk.numeric is not None:
-            return chunk.numeric[rows, numeric_index[column]].astype(np.float64)
-        numbers = pd.to_numeric(chunk.frame[column].iloc[rows], errors="coerce")  # bool: 0/1
-        return numbers.to_numpy(dtype=np.float64, na_value=np.nan)
-    return chunk.frame[column].iloc[rows].to_numpy(dtype=object)
+def _numbers(chunk: Chunk, columns: list[str], rows: np.ndarray) -> np.ndarray:
+    """The numeric columns' raw values at ``rows``, one row each: the reader's float32 matrix's rows (NaN where
+    missing), or from a pandas frame as float64."""
+    if chunk.numeric is not None:
+        return chunk.numeric[rows]  # whole rows at once: a third of the time of a column at a time
+    numbers = np.empty((len(rows), len(columns)), dtype=np.float64)
+    for index, column in enumerate(columns):
+        values = pd.to_numeric(chunk.frame[column].iloc[rows], errors="coerce")  # bool: 0/1
+        numbers[:, index] = values.to_numpy(dtype=np.float64, na_value=np.nan)
+    return numbers

@@ -30,7 +30,7 @@ class Chunk:
     frame: pd.DataFrame
     numeric: np.ndarray | None = None  # float32 (rows, schema.numeric_columns), column-major, NaN where missing
     table: Any = None  # the Arrow table ``numeric`` came from, for a value shown in a message
-    raw: Any = None  # every column of these rows as written (text), when asked for: containerlib.tables.raw
+    raw: Any = None  # every column of these rows as written (text; Parquet floats as read), when asked for: tables.raw
 
     def __len__(self) -> int:
         return len(self.frame)

@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import Any
 
 from containerlib.tables.parquet_types import as_seconds, check_flat_columns, is_time
-from containerlib.tables.raw import canonical
+from containerlib.tables.raw import hashable
 
 PARQUET_PRE_BUFFER_BYTES = 512 << 20  # row groups up to this size (uncompressed) are read in large requests
 
@@ -17,8 +17,8 @@ def parquet_pieces(
 ) -> Iterator[Any]:
     """Parquet record batches as Arrow tables; ``text`` columns cast to strings by Arrow, the same in every batch
     (pandas would make an integer column float in a batch with nulls, so 5 would read "5.0" there). With ``raw``,
-    (table, every column of the batch in its canonical form: :func:`containerlib.tables.raw.canonical`) pairs, from
-    one read of the file."""
+    (table, every column of the batch as the split's hash reads it: :func:`containerlib.tables.raw.hashable`) pairs,
+    from one read of the file."""
     import pyarrow as pa
     import pyarrow.parquet as pq
 
@@ -34,7 +34,7 @@ def parquet_pieces(
         table = pa.Table.from_batches([batch])
         whole = None
         if raw:
-            whole = pa.Table.from_arrays([canonical(column) for column in batch.columns], names=batch.schema.names)
+            whole = pa.Table.from_arrays([hashable(column) for column in batch.columns], names=batch.schema.names)
             wanted = set(columns)
             table = table.select([name for name in table.column_names if name in wanted])
         for index, field in enumerate(table.schema):

@@ -6,15 +6,17 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pandas as pd
+import pyarrow as pa
 import pytest
 from test_preprocess_pinned import CASES, write_inputs
 
 from containerlib.tables import csv_reader
 from containerlib.tables.header import read_header
-from containerlib.tables.raw import raw_pieces
+from containerlib.tables.raw import canonical, hashable, raw_pieces
 from preprocessing.hashing import assign_splits, raw_row_hashes
 from preprocessing.preprocess import main
 
@@ -94,6 +96,108 @@ def test_parquet_values_have_one_canonical_form_in_every_batch(tmp_path: Path) -
     assert piece.column("s").to_pylist()[:3] == ["a", None, ""]
     assert (hashes(path, 2) == hashes(path, 100)).all()
     assert len(set(hashes(path, 100).tolist())) == len(frame)
+
+
+_MASK = (1 << 64) - 1
+
+
+def _finalised(h: int) -> int:
+    h ^= h >> 30
+    h = (h * 0xBF58476D1CE4E5B9) & _MASK
+    h ^= h >> 27
+    h = (h * 0x94D049BB133111EB) & _MASK
+    return h ^ (h >> 31)
+
+
+def stored_cells(column: Any) -> list[tuple[bytes, bool]]:
+    """Each cell of an Arrow text or binary column as its buffers hold it: its bytes (a null's too: a canonical
+    float column's nulls keep 8 bytes) and whether it is null."""
+    cells = []
+    for chunk in column.chunks if isinstance(column, pa.ChunkedArray) else [column]:
+        _, offsets_buffer, data_buffer = chunk.buffers()
+        offsets = np.frombuffer(offsets_buffer, dtype="<i4", count=len(chunk) + 1, offset=4 * chunk.offset).tolist()
+        data = data_buffer.to_pybytes() if data_buffer is not None else b""
+        cells += [(data[offsets[i] : offsets[i + 1]], not chunk[i].is_valid) for i in range(len(chunk))]
+    return cells
+
+
+def reference_hashes(table: Any, seed: int) -> list[int]:
+    """The raw-row hash as its docstring defines it, one row and one cell at a time in plain Python: each cell's
+    bytes 8 at a time (little-endian, zero-padded), then its length (a null's: 2**63) xor its column name's hash."""
+    from containerlib.stable_hash import stable_hash64
+
+    columns = {name: stored_cells(table.column(name)) for name in table.column_names}
+    found = []
+    for row in range(table.num_rows):
+        h = _finalised(seed & _MASK)
+        for name in sorted(columns):
+            data, null = columns[name][row]
+            for at in range(0, len(data), 8):
+                h = (h ^ int.from_bytes(data[at : at + 8].ljust(8, b"\0"), "little")) * 0xBF58476D1CE4E5B9 & _MASK
+                h ^= h >> 29
+            mark = (1 << 63 if null else len(data)) ^ stable_hash64(name)
+            h = (h ^ mark) * 0x94D049BB133111EB & _MASK
+            h ^= h >> 29
+        found.append(_finalised(h))
+    return found
+
+
+@pytest.mark.parametrize("seed", [0, 7, -3])
+def test_the_hash_is_its_definition_whatever_the_columns_layout(seed: int) -> None:
+    """Every way a column reaches the hash (fixed 8-byte cells read in place, 8-byte cells with nulls, text of any
+    length or of 8 bytes each, several chunks, a slice of a batch) hashes as the definition does, cell by cell."""
+    floats = [0.1, -0.0, float("nan"), 1e300, 5.0, 2.5, -7.25, 3.0, 1e-20]
+    table = pa.table(
+        {
+            "f": canonical(pa.array(floats)),  # a Parquet float column's canonical form: fixed 8-byte cells
+            "g": canonical(pa.array([None if index % 4 == 1 else value for index, value in enumerate(floats)])),
+            "h": pa.chunked_array(
+                [
+                    pa.array([b"abcdefgh", None, b"12345678", b"ABCDEFGH"], pa.binary()),
+                    pa.array([None, b"zzzzzzzz", b"00000000", b"-1.5e-07", b"qwertyui"], pa.binary()),
+                ]
+            ),
+            "t": ["", "a", "twelve chars", "exactly8", None, "sixteen chars!!!", "é", "x" * 17, "0.123456"],
+            "u": [
+                "0.123456",
+                "1.234567",
+                "exactly8",
+                "abcdefgh",
+                "ABCDEFGH",
+                "        ",
+                "-1.5e-07",
+                "12345678",
+                "q" * 8,
+            ],
+        }
+    )
+    assert table.column("f").to_pylist() == [np.float64(value).tobytes() for value in floats]
+    assert table.column("g").null_count == 2
+    assert raw_row_hashes(table, seed).tolist() == reference_hashes(table, seed)
+    window = table.slice(2, 5)  # offsets that start past 0, in every kind of column
+    assert raw_row_hashes(window, seed).tolist() == reference_hashes(window, seed)
+
+
+@pytest.mark.parametrize("seed", [0, -3])
+def test_float_columns_as_read_hash_as_their_canonical_form(seed: int) -> None:
+    """The job hands the hash a Parquet file's float columns as read (no 8-byte copy of each): float32 and float64,
+    with NaN, -0.0 and nulls, in several chunks or sliced, they hash as their canonical cells do."""
+    values = [0.1, -0.0, float("nan"), None, 1e30, 2.5, None, -7.25, 3.0e-20]
+    read = pa.table(
+        {
+            "a": pa.array(values, pa.float32()),
+            "b": pa.chunked_array([pa.array(values[:4], pa.float64()), pa.array(values[4:], pa.float64())]),
+            "c": pa.array([value if value is not None else 1.0 for value in values], pa.float32()),
+            "s": ["x", None, "", "yy", "x", "z", "w", "v", "u"],
+        }
+    )
+    as_hashed = pa.table({name: hashable(read.column(name)) for name in read.column_names})
+    as_canonical = pa.table({name: canonical(read.column(name)) for name in read.column_names})
+    assert [as_hashed.column(name).type for name in "abc"] == [pa.float32(), pa.float64(), pa.float32()]
+    for rows in (slice(0, 9), slice(3, 8)):
+        hashed, written = as_hashed[rows], as_canonical[rows]
+        assert raw_row_hashes(hashed, seed).tolist() == reference_hashes(written, seed)
+        assert raw_row_hashes(written, seed).tolist() == reference_hashes(written, seed)
 
 
 def test_the_split_fractions_are_kept_over_distinct_rows(tmp_path: Path) -> None:
