@@ -16,12 +16,15 @@ The SDK reaches for AWS in five places while a pipeline is being defined, each c
 Each variable is set only when the user has not set it (a user's explicit ``SAGEMAKER_VALIDATE_ROLE=true`` wins),
 and removed again when the ``with`` block ends. The SDK
 re-validates its config dict against a JSON schema on every lookup (seconds per build), so the validation is
-memoised for the duration of the block, then restored. Loggers the SDK makes chatty are quietened the same way.
+memoised (for the process: a config valid once stays valid) while a block runs, then the SDK's own is restored; and
+its Processing and Transform steps build a local-mode client, with its own boto3 session, only to read a method's
+name: while building they get one without a session. Loggers the SDK makes chatty are quietened the same way.
 """
 
 from __future__ import annotations
 
 import contextlib
+import copy
 import logging
 import os
 import warnings
@@ -60,7 +63,7 @@ def offline_sdk(region: str) -> Iterator[None]:
         warnings.filterwarnings("ignore", message="Pydantic serializer warnings", category=UserWarning)
         with _quiet_loggers():
             _import_sdk()
-            with memoised_config_validation():
+            with memoised_config_validation(), _name_only_local_clients():
                 yield
 
 
@@ -113,25 +116,52 @@ def _import_sdk() -> None:
             logger.setLevel(logging.WARNING)
 
 
+_VALIDATED_CONFIGS: list[Any] = []  # SDK configs found valid in this process (the schema never changes within it)
+
+
 @contextlib.contextmanager
 def memoised_config_validation() -> Iterator[None]:
-    """Validate each distinct SDK config once instead of on every lookup (the SDK re-runs jsonschema each time)."""
+    """Validate each distinct SDK config once per process instead of on every lookup and every session (the SDK
+    re-runs jsonschema each time, ~0.2 s: its config manager's and its session's own copy of the function)."""
     from sagemaker.core.config.config_manager import SageMakerConfig
+    from sagemaker.core.helper import session_helper
 
     original = SageMakerConfig.__dict__["validate_sagemaker_config"]
-    validated: list[Any] = []
+    original_session = session_helper.validate_sagemaker_config
 
     def validate_once(sagemaker_config: dict | None = None) -> None:
-        if any(seen == sagemaker_config for seen in validated):
+        if any(seen == sagemaker_config for seen in _VALIDATED_CONFIGS):
             return
         original.__func__(sagemaker_config)
-        validated.append(sagemaker_config)
+        _VALIDATED_CONFIGS.append(copy.deepcopy(sagemaker_config))
 
     SageMakerConfig.validate_sagemaker_config = staticmethod(validate_once)
+    session_helper.validate_sagemaker_config = validate_once
     try:
         yield
     finally:
         SageMakerConfig.validate_sagemaker_config = original
+        session_helper.validate_sagemaker_config = original_session
+
+
+@contextlib.contextmanager
+def _name_only_local_clients() -> Iterator[None]:
+    """The SDK's Processing and Transform steps make a local-mode client only to read one of its method's names; that
+    client makes a LocalSession, whose new boto3 session parses service models again (~0.2 s a step). While
+    building, the steps get a client without a session: the same class and method names."""
+    from sagemaker.core.local.local_session import LocalSagemakerClient
+    from sagemaker.mlops.workflow import steps
+
+    class NameOnlyLocalClient(LocalSagemakerClient):
+        def __init__(self, sagemaker_session: Any = None) -> None:
+            self.sagemaker_session = sagemaker_session
+
+    original = steps.LocalSagemakerClient
+    steps.LocalSagemakerClient = NameOnlyLocalClient
+    try:
+        yield
+    finally:
+        steps.LocalSagemakerClient = original
 
 
 def offline_session(region: str, bucket: str) -> Any:
