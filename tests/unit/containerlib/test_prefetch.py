@@ -5,11 +5,11 @@ from __future__ import annotations
 
 import itertools
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 
 import pytest
 
-from containerlib.prefetch import mapped_in_order
+from containerlib.prefetch import InFlight, mapped_in_order
 
 WAIT = 60  # seconds: a bound on waiting for a state, only reached if the code under test is broken
 
@@ -85,3 +85,43 @@ def test_closing_early_ends_every_thread_and_maps_no_more(workers: int) -> None:
     results.close()
     assert set(_threads("map")) | set(_threads("prefetch")) == before
     assert max(mapped) <= 3, f"mapped items {sorted(mapped)} for one taken"  # the one taken and a few ahead at most
+
+
+@pytest.mark.parametrize("workers", [1, 2])
+def test_in_flight_hands_on_no_more_items_than_its_limit_until_one_is_left(workers: int) -> None:
+    made: list[int] = []
+
+    def items() -> Iterator[int]:
+        for item in itertools.count():
+            made.append(item)
+            yield item
+
+    before = set(_threads("map")) | set(_threads("prefetch"))
+    in_flight = InFlight(2)
+    with in_flight:
+        results = mapped_in_order(lambda item: item, in_flight.entered(items()), workers)
+        assert [next(results), next(results)] == [0, 1]  # neither left: the producer makes item 2 and waits
+        assert _holds_within_wait(lambda: made == [0, 1, 2])
+        assert in_flight.count == 2
+        in_flight.leave()
+        assert next(results) == 2
+        assert _holds_within_wait(lambda: made == [0, 1, 2, 3])  # the next made and held: 2 in flight again
+        assert in_flight.count == 2 and in_flight.most == 2
+    results.close()  # after the producer's wait was closed: every thread ends
+    assert set(_threads("map")) | set(_threads("prefetch")) == before
+    assert made == [0, 1, 2, 3]
+
+
+def _holds_within_wait(condition: Callable[[], bool]) -> bool:
+    """Whether ``condition`` comes to hold (checked every millisecond) before WAIT seconds, a bound only reached if
+    the code under test is broken."""
+    gave_up = threading.Event()
+    timer = threading.Timer(WAIT, gave_up.set)
+    timer.start()
+    try:
+        while not condition():
+            if gave_up.wait(0.001):
+                return False
+        return True
+    finally:
+        timer.cancel()
