@@ -97,19 +97,19 @@ def test_in_flight_hands_on_no_more_items_than_its_limit_until_one_is_left(worke
             yield item
 
     before = set(_threads("map")) | set(_threads("prefetch"))
-    in_flight = InFlight(2)
+    limit = workers + 1  # the least mapped_in_order works with: it takes one more item than its workers to yield one
+    in_flight = InFlight(limit)
     with in_flight:
         results = mapped_in_order(lambda item: item, in_flight.entered(items()), workers)
-        assert [next(results), next(results)] == [0, 1]  # neither left: the producer makes item 2 and waits
-        assert _holds_within_wait(lambda: made == [0, 1, 2])
-        assert in_flight.count == 2
-        in_flight.leave()
-        assert next(results) == 2
-        assert _holds_within_wait(lambda: made == [0, 1, 2, 3])  # the next made and held: 2 in flight again
-        assert in_flight.count == 2 and in_flight.most == 2
+        assert next(results) == 0  # not left: the producer hands on `limit` items, makes one more and waits
+        assert _holds_within_wait(lambda: made == list(range(limit + 1)))
+        assert in_flight.count == limit
+        in_flight.leave()  # room for one more: handed on, and the next made and held
+        assert _holds_within_wait(lambda: made == list(range(limit + 2)))
+        assert in_flight.count == limit and in_flight.most == limit
     results.close()  # after the producer's wait was closed: every thread ends
     assert set(_threads("map")) | set(_threads("prefetch")) == before
-    assert made == [0, 1, 2, 3]
+    assert made == list(range(limit + 2))
 
 
 def _holds_within_wait(condition: Callable[[], bool]) -> bool:
