@@ -33,6 +33,7 @@ def prefetched(items: Iterator[Any], ahead: int = 2) -> Iterator[Any]:
             for item in items:
                 if not put((item, None)):
                     return
+                del item  # not held while the next is produced: the consumer may be done with it by then
             put((end, None))
         except BaseException as error:  # noqa: BLE001 - handed to the consuming thread
             put((None, error))
@@ -51,6 +52,7 @@ def prefetched(items: Iterator[Any], ahead: int = 2) -> Iterator[Any]:
             if item is end:
                 return
             yield item
+            del item  # not held while waiting for the next: the caller is done with it
     finally:
         stop.set()
         worker.join()
@@ -79,6 +81,7 @@ def mapped_in_order(function: Callable[[Any], Any], items: Iterator[Any], worker
                     failure = error
                     break
                 pending.append(pool.submit(function, item))
+                del item  # held by its task until mapped, not by this frame while the results are awaited
                 if len(pending) > workers:  # at most this many computed ahead of the caller
                     yield pending.popleft().result()
             while pending:
@@ -89,3 +92,60 @@ def mapped_in_order(function: Callable[[Any], Any], items: Iterator[Any], worker
             for future in pending:
                 future.cancel()
             source.close()
+
+
+class InFlightClosed(Exception):
+    """Raised in a producer waiting on a closed :class:`InFlight`: the pipeline was stopped."""
+
+
+class InFlight:
+    """At most ``limit`` items in flight between a pipeline's first stage and its last, whatever the queues between
+    them: the producer calls :meth:`entered` items (waiting, before it hands one on, while ``limit`` are in flight),
+    and the last stage calls :meth:`leave` once done with each, having dropped its references. So the pipeline holds
+    at most ``limit`` items plus the one the producer has made and waits to hand on, an explicit bound on its memory.
+    :meth:`close` (also on leaving a ``with`` block) wakes a waiting producer with InFlightClosed, so a pipeline
+    stopped early can end its threads: close it before joining them."""
+
+    def __init__(self, limit: int) -> None:
+        if limit < 1:
+            raise ValueError(f"at least one item must be in flight, not {limit}")
+        self.limit = limit
+        self.count = 0
+        self.most = 0  # the most items that were in flight at once
+        self._closed = False
+        self._changed = threading.Condition()
+
+    def entered(self, items: Iterator[Any]) -> Iterator[Any]:
+        """``items``, each once there is room for it in flight; ``items`` is closed when this is."""
+        try:
+            for item in items:
+                with self._changed:
+                    while self.count >= self.limit and not self._closed:
+                        self._changed.wait()
+                    if self._closed:
+                        raise InFlightClosed("the pipeline was stopped")
+                    self.count += 1
+                    self.most = max(self.most, self.count)
+                yield item
+                del item  # not held while the next is made
+        finally:
+            close = getattr(items, "close", None)
+            if close:
+                close()
+
+    def leave(self) -> None:
+        """One item is done with: room for the next."""
+        with self._changed:
+            self.count -= 1
+            self._changed.notify_all()
+
+    def close(self) -> None:
+        with self._changed:
+            self._closed = True
+            self._changed.notify_all()
+
+    def __enter__(self) -> InFlight:
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        self.close()

