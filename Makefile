@@ -43,8 +43,9 @@ docs-check: $(STAMP)
 	status=$$?; rm -rf "$$out"; exit $$status
 
 # The unit and contract tiers (tests/unit, tests/contract; tests/README.md): no local run, server, job process or
-# stack, about 80 s of CPU: under a minute on 2 cores. `make test` runs them too, with the integration tier. One BLAS
-# thread per worker: beside the other worker, BLAS threads of its own only spin on the 2 cores.
+# stack, about 90 s of CPU: under a minute on 2 cores when nothing else runs. `make test` runs them too, with the
+# integration tier. One BLAS thread per worker: beside the other worker, BLAS threads of its own only spin on the 2
+# cores.
 test-fast: $(STAMP)  ## the unit and contract tiers only: what to run while working
 	OPENBLAS_NUM_THREADS=1 OMP_NUM_THREADS=1 $(BIN)/python -m pytest -q -n 2 tests/unit tests/contract
 
