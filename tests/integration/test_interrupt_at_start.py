@@ -17,6 +17,10 @@ from pipeline.definition.code_bundles import REPOSITORY_ROOT
 PROBE = """
 import os, signal, sys, time
 sys.argv[0] = {argv0!r}
+# a program's usual start, whatever the test runner inherited (a background job gets SIGINT ignored)
+signal.signal(signal.SIGINT, signal.default_int_handler)
+for number in (signal.SIGTERM, signal.SIGHUP):
+    signal.signal(number, signal.SIG_DFL)
 for number in {ignored}:  # inherited ignored, as a background job of a non-interactive shell gets SIGINT
     signal.signal(number, signal.SIG_IGN)
 import pipeline

@@ -51,7 +51,7 @@ def test_a_local_run_prepares_once_and_pre_scans_each_data_file_once(
 ) -> None:
     files = three_files(tmp_path / "data")
     calls: dict[str, list[tuple]] = {name: [] for name in ("scan", "sample", "plan", "runners", "resolve", "check")}
-    counting(monkeypatch, preflight, "check_data", calls["scan"])  # the pre-scan's entry: it reads every file
+    counting(monkeypatch, preflight, "scan_files", calls["scan"])  # the pre-scan: it reads every file
     counting(monkeypatch, schema, "sample_local", calls["sample"])  # the schema's sample: the first rows of each
     counting(monkeypatch, runner, "load_definition", calls["plan"])
     counting(monkeypatch, runner, "local_runners", calls["runners"])
@@ -69,7 +69,7 @@ def test_a_local_run_prepares_once_and_pre_scans_each_data_file_once(
     ].failure_reason and "--feature-dim (pipeline parameter FeatureDim) is 3" in (
         execution.record.steps["Preprocess"].failure_reason
     )
-    scanned = Counter(path for (paths, _values) in calls["scan"] for path in paths)
+    scanned = Counter(path for (paths,) in calls["scan"] for path in paths)
     assert scanned == Counter(files), "each data file is pre-scanned exactly once"
     sampled = Counter(path for (paths, *_rest) in calls["sample"] for path in paths)
     assert sampled == Counter(files), "and sampled once for the schema"

@@ -279,6 +279,8 @@ def test_a_tuned_model_worse_than_the_defaults_gives_way_to_the_defaults_model(d
     package = json.loads((record.folder / "steps" / "Register" / "arguments.json").read_text())
     featurizer, algorithm, labels = package["InferenceSpecification"]["Containers"]
     assert algorithm == {**created[1], "ModelDataUrl": defaults_artifact}
+    # the registered featurizer says what unseen values get (UnseenCategories, resolved); the transform's does not
+    assert featurizer["Environment"].pop("LLPIPE_UNSEEN_CATEGORIES") == "other"
     assert (featurizer, labels) == (created[0], created[2])
     assert run.s3.path(defaults_artifact).is_file()
     # the package's model metrics: the report whose sections are the defaults' model's
