@@ -201,6 +201,15 @@ def expect_describe(session: StubbedSession, built: BuiltDefinition) -> None:
     )
 
 
+def expect_start(session: StubbedSession, parameters: list[dict[str, str]]) -> None:
+    """StartPipelineExecution of churn-pipeline with exactly ``parameters``, answered with EXECUTION_ARN."""
+    session.stubs["sagemaker"].add_response(
+        "start_pipeline_execution",
+        {"PipelineExecutionArn": EXECUTION_ARN},
+        {"PipelineName": "churn-pipeline", "PipelineParameters": parameters},
+    )
+
+
 def test_start_sends_overrides_as_strings_and_the_fingerprint_of_the_input_as_dataversion(
     built: BuiltDefinition,
 ) -> None:
@@ -776,11 +785,7 @@ def test_start_infers_uploads_the_schema_then_starts_with_it(
         {"Name": "SchemaUrl", "Value": uri},
         {"Name": "DataVersion", "Value": version},
     ]
-    session.stubs["sagemaker"].add_response(
-        "start_pipeline_execution",
-        {"PipelineExecutionArn": EXECUTION_ARN},
-        {"PipelineName": "churn-pipeline", "PipelineParameters": parameters},
-    )
+    expect_start(session, parameters)
     assert main(["start", *CLI_CONFIG, *GIVEN]) == 0
     session.verify()
     out = capsys.readouterr().out
@@ -875,11 +880,7 @@ def test_start_reads_a_given_schemaurl_as_preprocess_will_then_starts_with_it(
         {"Name": "SchemaUrl", "Value": SCHEMA_URL},
         {"Name": "DataVersion", "Value": version},
     ]
-    session.stubs["sagemaker"].add_response(
-        "start_pipeline_execution",
-        {"PipelineExecutionArn": EXECUTION_ARN},
-        {"PipelineName": "churn-pipeline", "PipelineParameters": parameters},
-    )
+    expect_start(session, parameters)
     assert main(["start", *CLI_CONFIG, *GIVEN, "--param", f"SchemaUrl={SCHEMA_URL}"]) == 0
     session.verify()
     assert f"started {EXECUTION_ARN}" in capsys.readouterr().out

@@ -7,6 +7,7 @@ from __future__ import annotations
 import calendar
 import datetime as dt
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -160,20 +161,29 @@ def test_dates_the_schema_cannot_read_one_way_are_refused_naming_the_column_and_
     assert "opened" not in declared.document["times"]
 
 
+def _decided_read_and_requested(
+    tmp_path: Path, table: pd.DataFrame, columns: tuple[str, ...]
+) -> tuple[Any, np.ndarray, np.ndarray]:
+    """The schema decided from ``table`` written as CSV (label ``y``), and ``columns`` encoded as Preprocess reads
+    the file and as requests send the same values."""
+    path = tmp_path / "t.csv"
+    table.to_csv(path, index=False)
+    decision = decide(sample_local([path], tmp_path), VALUES, {"LabelColumn"})
+    layout = FeatureLayout(columns, (), 1, times=tuple(decision.document["times"].items()))
+    (chunk,) = read_chunks(path, read_header(path), [*columns, "y"], list(columns), list(columns), 100)
+    read = encode_features(chunk.frame, layout, _bad, chunk.numeric).features
+    requested = encode_features({c: table[c].tolist() for c in columns}, layout, _bad).features
+    return decision, read, requested
+
+
 def test_month_first_text_reaches_preprocess_and_requests_as_the_same_seconds(tmp_path: Path) -> None:
     rng = np.random.default_rng(3)
     stamps = pd.Timestamp("2015-06-01") + pd.to_timedelta(rng.integers(0, 86400 * 60, 80), unit="s")
     table = pd.DataFrame({"seen": stamps.strftime("%m/%d/%Y %I:%M %p"), "at": stamps.strftime("%I:%M:%S %p"),
                           "y": rng.integers(0, 2, 80)})  # fmt: skip
-    table.to_csv(tmp_path / "t.csv", index=False)
-    decision = decide(sample_local([tmp_path / "t.csv"], tmp_path), VALUES, {"LabelColumn"})
+    decision, read, requested = _decided_read_and_requested(tmp_path, table, ("seen", "at"))
     assert decision.document["times"] == {"seen": "datetime-mdy", "at": "time"}
     assert any("seen (date-time, month first), at (time of day)" in note for note in decision.notes)
-    layout = FeatureLayout(("seen", "at"), (), 1, times=tuple(decision.document["times"].items()))
-    (chunk,) = read_chunks(tmp_path / "t.csv", read_header(tmp_path / "t.csv"), ["seen", "at", "y"], ["seen", "at"],
-                           ["seen", "at"], 100)  # fmt: skip
-    read = encode_features(chunk.frame, layout, _bad, chunk.numeric).features
-    requested = encode_features({c: table[c].tolist() for c in ("seen", "at")}, layout, _bad).features
     minutes = stamps.floor("min")
     np.testing.assert_array_equal(read[:, 0], minutes.to_numpy("datetime64[s]").astype(np.int64).astype(np.float32))
     np.testing.assert_array_equal(read[:, 1], (stamps - stamps.normalize()).total_seconds().to_numpy(np.float32))
@@ -186,15 +196,9 @@ def test_named_month_text_reaches_preprocess_and_requests_as_the_same_seconds(tm
     stamps = pd.Timestamp("2015-06-01") + pd.to_timedelta(rng.integers(0, 86400 * 90, 80), unit="s")
     table = pd.DataFrame({"seen": stamps.strftime("%b %d, %Y %I:%M %p"), "day": stamps.strftime("%d-%b-%Y"),
                           "y": rng.integers(0, 2, 80)})  # fmt: skip
-    table.to_csv(tmp_path / "t.csv", index=False)
-    decision = decide(sample_local([tmp_path / "t.csv"], tmp_path), VALUES, {"LabelColumn"})
+    decision, read, requested = _decided_read_and_requested(tmp_path, table, ("day", "seen"))
     assert decision.document["times"] == {"seen": "datetime-named", "day": "datetime-named"}
     assert any("seen (date-time, month named), day (date-time, month named)" in note for note in decision.notes)
-    layout = FeatureLayout(("day", "seen"), (), 1, times=tuple(decision.document["times"].items()))
-    (chunk,) = read_chunks(tmp_path / "t.csv", read_header(tmp_path / "t.csv"), ["day", "seen", "y"], ["day", "seen"],
-                           ["day", "seen"], 100)  # fmt: skip
-    read = encode_features(chunk.frame, layout, _bad, chunk.numeric).features
-    requested = encode_features({c: table[c].tolist() for c in ("day", "seen")}, layout, _bad).features
     np.testing.assert_array_equal(
         read[:, 0], stamps.normalize().to_numpy("datetime64[s]").astype(np.int64).astype(np.float32)
     )
