@@ -50,3 +50,17 @@ def mlflow_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
         yield server
     finally:
         server.stop()
+
+
+@pytest.fixture
+def moto_aws(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    """moto's AWS in this process, with fake credentials and no endpoint or profile of the user's: the CloudFormation
+    stacks' tests (test_infra*.py) create their stacks in it."""
+    from moto import mock_aws
+
+    for name in ("AWS_ENDPOINT_URL", "AWS_PROFILE"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("AWS_ACCESS_KEY_ID", "testing")
+    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "testing")
+    with mock_aws():
+        yield

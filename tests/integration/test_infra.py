@@ -9,8 +9,6 @@ from pathlib import Path
 from typing import Any
 
 import boto3
-import pytest
-from moto import mock_aws
 from support.cloudformation import actions, create_stack, load_template
 
 TEMPLATE = Path(__file__).resolve().parents[2] / "infra" / "pipeline.yaml"
@@ -43,16 +41,6 @@ def deploy(parameters: dict[str, str]) -> dict[str, Any]:
     return outputs
 
 
-@pytest.fixture
-def aws(monkeypatch: pytest.MonkeyPatch) -> Any:
-    for name in ("AWS_ENDPOINT_URL", "AWS_PROFILE"):
-        monkeypatch.delenv(name, raising=False)
-    monkeypatch.setenv("AWS_ACCESS_KEY_ID", "testing")
-    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "testing")
-    with mock_aws():
-        yield
-
-
 def role_named_by(arn: str) -> dict[str, Any]:
     return boto3.client("iam", region_name=REGION).get_role(RoleName=arn.rsplit("/", 1)[-1])["Role"]
 
@@ -63,7 +51,7 @@ def trusted_services(role: dict[str, Any]) -> list[str]:
     return [statement["Principal"]["Service"] for statement in document["Statement"]]
 
 
-def test_deploys_to_moto_with_roles_and_a_private_encrypted_bucket(aws: None) -> None:
+def test_deploys_to_moto_with_roles_and_a_private_encrypted_bucket(moto_aws: None) -> None:
     outputs = deploy(PARAMETERS)
     assert outputs["PipelineName"] == "churn-p-abc123"
     assert "SchedulerRoleArn" not in outputs  # optional, off by default
@@ -88,7 +76,7 @@ def test_deploys_to_moto_with_roles_and_a_private_encrypted_bucket(aws: None) ->
     assert tags == {"sagemaker:project-name": "churn", "sagemaker:project-id": "p-abc123"}
 
 
-def test_a_kms_key_and_the_scheduler_role(aws: None) -> None:
+def test_a_kms_key_and_the_scheduler_role(moto_aws: None) -> None:
     key = f"arn:aws:kms:{REGION}:123456789012:key/1234abcd-12ab-34cd-56ef-1234567890ab"
     outputs = deploy({**PARAMETERS, "KmsKeyArn": key, "CreateSchedulerRole": "true"})
     assert trusted_services(role_named_by(outputs["SchedulerRoleArn"])) == ["scheduler.amazonaws.com"]

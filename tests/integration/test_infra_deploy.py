@@ -13,9 +13,7 @@ from pathlib import Path
 from typing import Any
 
 import boto3
-import pytest
 import yaml
-from moto import mock_aws
 from support.cloudformation import actions, create_stack, delivered_events, load_template
 from support.moto_additions import moto_server
 
@@ -47,17 +45,7 @@ def test_cfn_lint_finds_nothing() -> None:
     assert [str(match) for match in lint_file(TEMPLATE, ManualArgs(regions=[REGION, "us-east-1"]))] == []
 
 
-@pytest.fixture
-def aws(monkeypatch: pytest.MonkeyPatch) -> Any:
-    for name in ("AWS_ENDPOINT_URL", "AWS_PROFILE"):
-        monkeypatch.delenv(name, raising=False)
-    monkeypatch.setenv("AWS_ACCESS_KEY_ID", "testing")
-    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "testing")
-    with mock_aws():
-        yield
-
-
-def test_the_rule_lets_through_only_approved_versions_of_the_projects_group(aws: None) -> None:
+def test_the_rule_lets_through_only_approved_versions_of_the_projects_group(moto_aws: None) -> None:
     outputs, skipped = create_stack("llpipe-deploy", TEMPLATE, PARAMETERS, REGION)
     assert skipped == {"AWS::CodeBuild::Project"}  # checked on the template instead, below
     assert (outputs["StagingEndpoint"], outputs["ProdEndpoint"]) == (f"{GROUP}-staging", f"{GROUP}-prod")

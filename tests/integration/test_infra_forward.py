@@ -17,9 +17,7 @@ from pathlib import Path
 from typing import Any
 
 import boto3
-import pytest
 import yaml
-from moto import mock_aws
 from support.cloudformation import actions, create_stack, delivered_events, load_template
 
 REPOSITORY = Path(__file__).resolve().parents[2]
@@ -35,16 +33,6 @@ PARAMETERS = {"ProjectName": "mypipeline", "ProjectId": "123", "SourceLocation":
 
 def event(name: str) -> dict[str, Any]:
     return json.loads((EVENTS / f"pipeline-execution-{name}.json").read_text())
-
-
-@pytest.fixture
-def aws(monkeypatch: pytest.MonkeyPatch) -> Any:
-    for name in ("AWS_ENDPOINT_URL", "AWS_PROFILE"):
-        monkeypatch.delenv(name, raising=False)
-    monkeypatch.setenv("AWS_ACCESS_KEY_ID", "testing")
-    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "testing")
-    with mock_aws():
-        yield
 
 
 def deploy(parameters: dict[str, str]) -> dict[str, str]:
@@ -64,7 +52,7 @@ def roles_trusting(service: str) -> list[str]:
     return named
 
 
-def test_with_mlflow_the_rule_lets_through_the_ends_of_this_pipelines_executions_only(aws: None) -> None:
+def test_with_mlflow_the_rule_lets_through_the_ends_of_this_pipelines_executions_only(moto_aws: None) -> None:
     outputs = deploy({**PARAMETERS, "MlflowResourceArn": MLFLOW_ARN})
     events = boto3.client("events", region_name=REGION)
     rule = events.describe_rule(Name=outputs["ForwardToMlflowRule"])
@@ -100,7 +88,7 @@ def test_with_mlflow_the_rule_lets_through_the_ends_of_this_pipelines_executions
     assert not granted & {"sagemaker:StartPipelineExecution", "sagemaker:CreatePipeline", "iam:PassRole"}
 
 
-def test_without_mlflow_there_is_no_rule_no_build_and_no_role(aws: None) -> None:
+def test_without_mlflow_there_is_no_rule_no_build_and_no_role(moto_aws: None) -> None:
     outputs = deploy(PARAMETERS)
     assert not {"ForwardToMlflowRule", "ForwardToMlflowProject", "MlflowArn"} & set(outputs)
     assert boto3.client("events", region_name=REGION).list_rules()["Rules"] == []
@@ -227,7 +215,7 @@ def test_the_buildspec_without_an_execution_arn_fails_the_build(tmp_path: Path) 
     assert "llpipe execution show: '' is neither an execution id nor an execution ARN" in result.stderr
 
 
-def test_with_a_kms_key_and_an_artifact_store_the_forwarding_role_reads_and_writes_through_them(aws: None) -> None:
+def test_with_a_kms_key_and_an_artifact_store_the_forwarding_role_reads_and_writes_through_them(moto_aws: None) -> None:
     key = f"arn:aws:kms:{REGION}:123456789012:key/1234abcd-12ab-34cd-56ef-1234567890ab"
     outputs = deploy(
         {**PARAMETERS, "MlflowResourceArn": MLFLOW_ARN, "MlflowArtifactBucket": "mlflow-store", "KmsKeyArn": key}
