@@ -16,10 +16,10 @@ from pathlib import Path
 import boto3
 import pytest
 from mlflow import MlflowClient
-from moto.server import ThreadedMotoServer
 from support.container import Container
 from support.evaluation_inputs import write_binary_inputs
 from support.mlflow_server import Server, free_port
+from support.moto_additions import moto_server
 
 from containerlib.mlflow_rest import MlflowRest
 
@@ -83,13 +83,8 @@ def test_evaluate_logs_its_child_run_from_inside_the_job(server: Server, contain
 @pytest.fixture(scope="module")
 def s3_endpoint() -> Iterator[str]:
     """A moto server on 127.0.0.1 standing in for S3, reached by the job through ``AWS_ENDPOINT_URL``."""
-    moto = ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
-    moto.start()
-    try:
-        host, port = moto.get_host_and_port()
-        yield f"http://{host}:{port}"
-    finally:
-        moto.stop()
+    with moto_server() as url:
+        yield url
 
 
 def s3_client(endpoint: str) -> object:

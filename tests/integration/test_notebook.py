@@ -12,8 +12,8 @@ from typing import Any
 import boto3
 import nbformat
 import pytest
-from moto.server import ThreadedMotoServer
 from nbclient import NotebookClient
+from support.moto_additions import moto_server
 
 from pipeline.definition.build import build_definition
 from pipeline.definition.config import load_config
@@ -36,11 +36,8 @@ def test_the_committed_notebook_has_no_outputs() -> None:
 
 @pytest.fixture(scope="module")
 def moto_endpoint() -> Any:
-    server = ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
-    server.start()
-    host, port = server.get_host_and_port()
-    yield f"http://{host}:{port}"
-    server.stop()
+    with moto_server() as url:
+        yield url
 
 
 def aws(name: str, endpoint: str) -> Any:
