@@ -166,6 +166,33 @@ def build_commands() -> tuple[dict[str, str], list[str]]:
     return {k: str(v) for k, v in spec["env"]["variables"].items()}, commands
 
 
+def run_build(tmp_path: Path, endpoint: str, **variables: str) -> subprocess.CompletedProcess[str]:
+    """The buildspec's commands in sh, as CodeBuild runs them: its variables, the project's environment (AWS at
+    ``endpoint``, this checkout's llpipe) and ``variables`` (the rule's overrides)."""
+    defaults, commands = build_commands()
+    environment = {
+        "PATH": f"{Path(sys.executable).parent}:/usr/bin:/bin",
+        "PYTHONPATH": str(REPOSITORY),  # this checkout, as the build's `pip install .` makes it
+        "HOME": str(tmp_path),
+        "AWS_ENDPOINT_URL": endpoint,
+        "AWS_REGION": REGION,
+        "AWS_ACCESS_KEY_ID": "testing",
+        "AWS_SECRET_ACCESS_KEY": "testing",
+        "AWS_CONFIG_FILE": "/dev/null",
+        "SAGEMAKER_PROJECT_NAME": "mypipeline",
+        "SAGEMAKER_PROJECT_ID": "123",
+        "LLPIPE_MLFLOW_ARN": MLFLOW_ARN,
+    }
+    return subprocess.run(
+        ["sh", "-e", "-c", "\n".join(commands) + "\n"],
+        cwd=tmp_path,
+        env={**defaults, **environment, **variables},
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+
+
 def test_the_buildspec_command_is_the_clis_forward_of_the_events_execution() -> None:
     """The command as the shell expands it with the event's ARN, parsed by llpipe's own parser."""
     from pipeline.cli import build_parser
@@ -189,28 +216,7 @@ def test_the_buildspec_command_is_the_clis_forward_of_the_events_execution() -> 
 
 def test_the_buildspec_without_an_execution_arn_fails_the_build(tmp_path: Path) -> None:
     """Started by hand without the override, the build fails saying why (the CLI's usage error, exit 2)."""
-    defaults, commands = build_commands()
-    environment = {
-        "PATH": f"{Path(sys.executable).parent}:/usr/bin:/bin",
-        "PYTHONPATH": str(REPOSITORY),  # this checkout, as the build's `pip install .` makes it
-        "HOME": str(tmp_path),
-        "AWS_REGION": REGION,
-        "AWS_ACCESS_KEY_ID": "testing",
-        "AWS_SECRET_ACCESS_KEY": "testing",
-        "AWS_CONFIG_FILE": "/dev/null",
-        "AWS_ENDPOINT_URL": "http://127.0.0.1:9",  # the discard port: nothing may be asked of AWS
-        "SAGEMAKER_PROJECT_NAME": "mypipeline",
-        "SAGEMAKER_PROJECT_ID": "123",
-        "LLPIPE_MLFLOW_ARN": MLFLOW_ARN,
-    }
-    result = subprocess.run(
-        ["sh", "-e", "-c", "\n".join(commands) + "\n"],
-        cwd=tmp_path,
-        env={**defaults, **environment},
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
+    result = run_build(tmp_path, "http://127.0.0.1:9")  # the discard port: nothing may be asked of AWS
     assert result.returncode == 2, result.stdout + result.stderr
     assert "llpipe execution show: '' is neither an execution id nor an execution ARN" in result.stderr
 
@@ -244,7 +250,6 @@ def test_the_buildspec_forwards_a_scheduled_execution_as_one_run_however_often_i
     from mlflow import MlflowClient
     from support.moto_additions import moto_server
 
-    defaults, commands = build_commands()
     store = f"sqlite:///{tmp_path / 'mlflow.db'}"
     with moto_server() as url:
         sagemaker = boto3.client(
@@ -258,32 +263,8 @@ def test_the_buildspec_forwards_a_scheduled_execution_as_one_run_however_often_i
             PipelineExecutionDescription="Scheduled for 2026-12-07T06:00:00Z by arn:aws:scheduler:us-east-1:"
             "123456789012:schedule/default/mypipeline-123",
         )["PipelineExecutionArn"]
-        environment = {
-            "PATH": f"{Path(sys.executable).parent}:/usr/bin:/bin",
-            "PYTHONPATH": str(REPOSITORY),  # this checkout, as the build's `pip install .` makes it
-            "HOME": str(tmp_path),
-            "AWS_ENDPOINT_URL": url,
-            "AWS_REGION": REGION,
-            "AWS_ACCESS_KEY_ID": "testing",
-            "AWS_SECRET_ACCESS_KEY": "testing",
-            "AWS_CONFIG_FILE": "/dev/null",
-            "SAGEMAKER_PROJECT_NAME": "mypipeline",
-            "SAGEMAKER_PROJECT_ID": "123",
-            "LLPIPE_MLFLOW_ARN": MLFLOW_ARN,
-            "MLFLOW_TRACKING_URI": store,
-            "EXECUTION_ARN": arn,  # the rule's environmentVariablesOverride
-        }
-        builds = [
-            subprocess.run(
-                ["sh", "-e", "-c", "\n".join(commands) + "\n"],
-                cwd=tmp_path,
-                env={**defaults, **environment},
-                capture_output=True,
-                text=True,
-                timeout=300,
-            )
-            for _ in range(2)
-        ]
+        # the rule's environmentVariablesOverride (EXECUTION_ARN) and the store forwarded to
+        builds = [run_build(tmp_path, url, MLFLOW_TRACKING_URI=store, EXECUTION_ARN=arn) for _ in range(2)]
     for build in builds:
         assert build.returncode == 0, build.stdout + build.stderr
         assert build.stdout.startswith("MLflow run "), build.stdout
