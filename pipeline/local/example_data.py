@@ -33,18 +33,24 @@ def write_example_data(folder: Path, parts: int = EXAMPLE_PARTS) -> list[Path]:
     if _complete(folder / marker_name, paths):
         return paths
     texts = _cached_texts(marker_name, parts) or _example_texts(parts)
+    return _write_set(folder, texts, marker_name)
+
+
+def _complete(marker: Path, paths: list[Path]) -> bool:
+    return marker.is_file() and marker.read_text() == _digest(paths)
+
+
+def _write_set(folder: Path, texts: list[str], marker_name: str) -> list[Path]:
+    """The parts written into ``folder`` and marked complete (a marker of another version removed)."""
+    paths = [folder / f"part-{part:05d}.csv" for part in range(len(texts))]
     folder.mkdir(parents=True, exist_ok=True)
     for path, text in zip(paths, texts, strict=True):
         if not path.is_file() or path.read_text() != text:  # unchanged files keep their identity (and the cache)
             write_text_atomically(path, text)
     for stale in folder.glob(".complete-*"):
-        stale.unlink()
-    (folder / marker_name).write_text(_digest(paths))
+        stale.unlink(missing_ok=True)
+    write_text_atomically(folder / marker_name, _digest(paths))
     return paths
-
-
-def _complete(marker: Path, paths: list[Path]) -> bool:
-    return marker.is_file() and marker.read_text() == _digest(paths)
 
 
 def _example_texts(parts: int) -> list[str]:
@@ -65,12 +71,7 @@ def _cached_texts(marker_name: str, parts: int) -> list[str] | None:
         paths = [cache / f"part-{part:05d}.csv" for part in range(parts)]
         if not _complete(cache / marker_name, paths):
             texts = _example_texts(parts)
-            cache.mkdir(parents=True, exist_ok=True)
-            for path, text in zip(paths, texts, strict=True):
-                write_text_atomically(path, text)
-            for stale in cache.glob(".complete-*"):
-                stale.unlink(missing_ok=True)
-            write_text_atomically(cache / marker_name, _digest(paths))
+            _write_set(cache, texts, marker_name)
             return texts
         return [path.read_text() for path in paths]
     except (OSError, LlpipeError):  # an unwritable or misplaced cache only costs the reuse
