@@ -17,6 +17,7 @@ from containerlib.s3_uri import split_s3_uri
 from pipeline.core.capacity import TYPE_PARAMETERS, CapacityPlan, InputSize, estimated_rows
 from pipeline.core.capacity import plan as capacity_plan
 from pipeline.core.errors import UsageError, opt
+from pipeline.core.s3_listing import list_objects
 from pipeline.definition.parameter_table import defaults
 
 __all__ = ["measure_folder", "measure_s3", "parse_rows", "parse_size", "plan"]
@@ -87,16 +88,9 @@ def measure_s3(uri: str, s3: Any) -> InputSize:
         bucket, prefix = split_s3_uri(uri)
     except ValueError:
         raise UsageError(f"{uri!r}: expected s3://bucket/prefix") from None
-    objects: list[tuple[str, int]] = []
-    request: dict[str, Any] = {"Bucket": bucket, "Prefix": prefix}
-    while True:
-        page = s3.list_objects_v2(**request)
-        objects += [
-            (item["Key"], int(item["Size"])) for item in page.get("Contents", []) if not item["Key"].endswith("/")
-        ]
-        if not page.get("IsTruncated"):
-            break
-        request = {**request, "ContinuationToken": page["NextContinuationToken"]}
+    objects = [
+        (item["Key"], int(item["Size"])) for item in list_objects(s3, bucket, prefix) if not item["Key"].endswith("/")
+    ]
     if not objects:
         raise UsageError(f"{uri}: no objects under the prefix to plan for")
     size = sum(bytes_ for _, bytes_ in objects)

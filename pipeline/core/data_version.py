@@ -21,6 +21,7 @@ from typing import Any
 
 from containerlib.s3_uri import split_s3_uri
 from pipeline.core.errors import UsageError
+from pipeline.core.s3_listing import list_objects
 
 PARAMETER = "DataVersion"
 SCHEDULED_TIME = "<aws.scheduler.scheduled-time>"  # EventBridge Scheduler replaces it in the target's Input
@@ -72,14 +73,9 @@ def s3_listing(s3_client: Any, uri: str) -> list[tuple[str, int, str]]:
         bucket, prefix = split_s3_uri(uri)
     except ValueError:
         raise DataVersionError(f"InputDataUrl {uri!r} is not an S3 URI (expected s3://bucket/prefix/)") from None
-    entries = []
-    request: dict[str, Any] = {"Bucket": bucket, "Prefix": prefix}
-    while True:
-        page = s3_client.list_objects_v2(**request)
-        entries.extend((item["Key"][len(prefix) :], item["Size"], item["ETag"]) for item in page.get("Contents", []))
-        if not page.get("IsTruncated"):
-            break
-        request["ContinuationToken"] = page["NextContinuationToken"]
+    entries = [
+        (item["Key"][len(prefix) :], item["Size"], item["ETag"]) for item in list_objects(s3_client, bucket, prefix)
+    ]
     if not entries:
         raise DataVersionError(f"no objects under {uri}")
     return entries

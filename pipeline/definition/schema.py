@@ -27,6 +27,7 @@ from containerlib.tables.sample import missing_cell_text
 from containerlib.time_text import FORMS, LABELS, REFUSED, text_kind, to_seconds
 from pipeline.core.errors import PARAMETERS, SchemaError, opt
 from pipeline.core.names import DATA_SUFFIXES
+from pipeline.core.s3_listing import list_pages
 from pipeline.definition.centring import decide_centres
 
 if TYPE_CHECKING:
@@ -180,19 +181,17 @@ def _list_data_objects(
     path below the prefix; a visible object that looks like a table but is not read (``.csv.bz2``) is added to
     ``skipped`` with why."""
     found: list[tuple[str, int]] = []
-    request: dict[str, Any] = {"Bucket": bucket, "Prefix": prefix}
-    while True:
-        response = s3.list_objects_v2(**request)
-        for item in response.get("Contents", []):
+    for page in list_pages(s3, bucket, prefix):
+        for item in page:
             key = item["Key"]
             below = path_below_prefix(prefix, key)
             if is_data_file(below):
                 found.append((key, int(item["Size"])))
             elif skipped is not None and not is_hidden(below) and unread_table(key.rsplit("/", 1)[-1]):
                 skipped.append(f"s3://{bucket}/{key} is skipped: {unread_table(key.rsplit('/', 1)[-1])}")
-        if len(found) >= wanted or not response.get("IsTruncated"):
-            return found
-        request["ContinuationToken"] = response["NextContinuationToken"]
+        if len(found) >= wanted:
+            break
+    return found
 
 
 def _get_range(s3: Any, bucket: str, key: str, start: int, end: int) -> bytes:

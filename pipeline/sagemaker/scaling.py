@@ -15,6 +15,7 @@ from datetime import datetime
 from typing import Any
 
 from containerlib.s3_uri import split_s3_uri
+from pipeline.core.s3_listing import list_objects
 from pipeline.core.scaling import HostRecord, ScalingRecord
 from pipeline.core.sharding import objects_for_instance
 
@@ -44,15 +45,7 @@ def status_seconds(described: dict[str, Any]) -> dict[str, float]:
 def train_objects(s3: Any, uri: str) -> list[str]:
     """The keys under the train channel's S3 prefix, in key order (every page)."""
     bucket, prefix = split_s3_uri(uri)
-    keys: list[str] = []
-    token = None
-    while True:
-        request = {"Bucket": bucket, "Prefix": prefix, **({"ContinuationToken": token} if token else {})}
-        page = s3.list_objects_v2(**request)
-        keys += [item["Key"] for item in page.get("Contents", []) if not item["Key"].endswith("/")]
-        token = page.get("NextContinuationToken")
-        if not page.get("IsTruncated") or not token:
-            return sorted(keys)
+    return sorted(item["Key"] for item in list_objects(s3, bucket, prefix) if not item["Key"].endswith("/"))
 
 
 def cpu_utilization(cloudwatch: Any, job: str, hosts: list[str], start: Any, end: Any) -> dict[str, float]:

@@ -15,6 +15,7 @@ from containerlib.s3_uri import split_s3_uri
 from pipeline.core.deployment import Version
 from pipeline.core.errors import AwsError
 from pipeline.core.names import RECORDIO, TRANSFORM
+from pipeline.core.s3_listing import list_objects
 from pipeline.core.smoke import SmokeCase, SmokeError, case_from_shards
 from pipeline.sagemaker import aws
 from pipeline.sagemaker.wait import execution_steps
@@ -48,16 +49,9 @@ def read_object(s3: Any, uri: str) -> bytes:
 def _keys(s3: Any, prefix_uri: str) -> Iterator[str]:
     """The objects under the prefix in key order, a page at a time (folders' marker objects skipped)."""
     bucket, prefix = _split(prefix_uri)
-    request: dict[str, Any] = {"Bucket": bucket, "Prefix": prefix}
-    while True:
-        with aws.call(f"ListObjectsV2 {prefix_uri}"):
-            page = s3.list_objects_v2(**request)
-        for item in page.get("Contents", []):
-            if not item["Key"].endswith("/"):
-                yield item["Key"]
-        if not page.get("IsTruncated"):
-            return
-        request["ContinuationToken"] = page["NextContinuationToken"]
+    with aws.call(f"ListObjectsV2 {prefix_uri}"):
+        keys = [item["Key"] for item in list_objects(s3, bucket, prefix) if not item["Key"].endswith("/")]
+    yield from keys
 
 
 def shard_pairs(s3: Any, job: dict[str, Any]) -> Iterator[tuple[str, bytes, str, bytes]]:

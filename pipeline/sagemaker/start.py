@@ -13,6 +13,7 @@ from typing import Any
 from pipeline.core.data_version import PARAMETER as DATA_VERSION
 from pipeline.core.data_version import fingerprint, s3_listing
 from pipeline.core.errors import ParameterError, opt
+from pipeline.core.s3_listing import list_objects
 from pipeline.core.steps import upstream_steps, walk_steps
 from pipeline.definition.config import PipelineConfig
 from pipeline.definition.parameters import check_overrides
@@ -133,16 +134,9 @@ def check_schema_url(session: Any, declared: Mapping[str, dict[str, Any]], given
     except ValueError:
         raise refusal(uri, "not an S3 URI (expected s3://bucket/key)") from None
     client = session.client("s3")
-    sizes: dict[str, int] = {}
-    request: dict[str, Any] = {"Bucket": bucket, "Prefix": prefix}
     with aws.call(f"ListObjectsV2 {uri} (SchemaUrl)"):
-        while True:
-            page = client.list_objects_v2(**request)
-            objects = page.get("Contents", [])
-            sizes.update((item["Key"], item["Size"]) for item in objects if item["Key"].endswith(".json"))
-            if not page.get("IsTruncated"):
-                break
-            request["ContinuationToken"] = page["NextContinuationToken"]
+        objects = list_objects(client, bucket, prefix)
+        sizes = {item["Key"]: item["Size"] for item in objects if item["Key"].endswith(".json")}
 
     def read_text(key: str) -> str:
         if sizes[key] > MAX_BYTES:
