@@ -93,26 +93,28 @@ def classify(column: pd.Series) -> Classified:
         codes = np.where(present, kind, MISSING).astype(np.uint8)
         texts = pd.Series([as_text(value) if ok else None for value, ok in zip(column.tolist(), present)], dtype=object)
         return Classified(codes, np.where(present, compared_numbers(numbers), np.nan), texts)
-    texts = column.map(as_text).astype(object)
-    texts = texts.where(texts.notna(), None)
-    codes = np.full(len(texts), MISSING, dtype=np.uint8)
-    numbers = np.full(len(texts), np.nan)
-    present = texts.notna().to_numpy()
-    if present.any():
-        values = texts[present].astype(str)
-        integral = values.str.fullmatch(_INTEGRAL).to_numpy(dtype=bool)
-        fractional = ~integral & values.str.fullmatch(_FRACTIONAL).to_numpy(dtype=bool)
-        boolean = ~integral & ~fractional & values.str.fullmatch(_BOOLEAN).to_numpy(dtype=bool)
-        kinds = np.full(len(values), STRING, dtype=np.uint8)
-        kinds[integral], kinds[fractional], kinds[boolean] = INTEGRAL, FRACTIONAL, BOOLEAN
-        codes[present] = kinds
-        numeric = integral | fractional
-        if numeric.any():
-            parsed = pd.to_numeric(values[numeric].str.replace(" ", "", regex=False), errors="coerce")
-            spots = np.flatnonzero(present)[numeric]
-            numbers[spots] = compared_numbers(parsed.to_numpy(dtype=np.float64, na_value=np.nan))
-    texts.index = pd.RangeIndex(len(texts))
-    return Classified(codes, numbers, texts)
+    # text columns (CSV fields, JSON values) value by value in one loop: pandas' string methods map a Python function
+    # over the values too, with a Series built around each step, which cost more than the work on a small chunk
+    texts_list = [as_text(value) for value in column.tolist()]
+    codes = np.full(len(texts_list), MISSING, dtype=np.uint8)
+    numbers = np.full(len(texts_list), np.nan)
+    spots, numeric_texts = [], []
+    for spot, text in enumerate(texts_list):
+        if text is None:
+            continue
+        if _INTEGRAL.fullmatch(text) is not None:
+            codes[spot] = INTEGRAL
+        elif _FRACTIONAL.fullmatch(text) is not None:
+            codes[spot] = FRACTIONAL
+        else:
+            codes[spot] = BOOLEAN if _BOOLEAN.fullmatch(text) is not None else STRING
+            continue
+        spots.append(spot)
+        numeric_texts.append(text.replace(" ", ""))
+    if spots:  # parsed by pandas as before: its parser's rounding is the analyzer's
+        parsed = pd.to_numeric(pd.Series(numeric_texts, dtype=object), errors="coerce")
+        numbers[spots] = compared_numbers(parsed.to_numpy(dtype=np.float64, na_value=np.nan))
+    return Classified(codes, numbers, pd.Series(texts_list, dtype=object))
 
 
 def inferred_type(counts: np.ndarray) -> str:

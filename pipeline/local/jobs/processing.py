@@ -37,6 +37,7 @@ from pipeline.core.processes import kill_group
 from pipeline.core.processes import start as start_process
 from pipeline.local.environments import ImageEnvironments, JobEnvironment, clean_variables
 from pipeline.local.executions import write_json_atomically
+from pipeline.local.jobs.bytecode import bytecode_for, place_bytecode
 from pipeline.local.jobs.contract import Job, StepFailed
 from pipeline.local.jobs.limits import job_limits
 from pipeline.local.jobs.storage import download, upload_folder
@@ -46,6 +47,7 @@ from pipeline.local.s3 import LocalS3
 NO_AWS_FILES = {"AWS_CONFIG_FILE": "/nonexistent/aws-config", "AWS_SHARED_CREDENTIALS_FILE": "/nonexistent/aws-creds"}
 CONTAINER_ROOT = "/opt/ml"
 PYTHON_COMMANDS = ("python", "python3")
+CODE_INPUT = "code"  # the input a job's code bundle comes in (the definition's ProcessingInput of its bundle)
 MEMORY_CHECK_SECONDS = 0.2  # how often an instance's process group is measured against its memory
 VOLUME_CHECK_SECONDS = 0.5  # how often an instance's sandbox is measured against its volume
 
@@ -101,6 +103,7 @@ class ProcessingJobs:
         logs.mkdir(parents=True, exist_ok=True)
         try:
             roots = [self._prepare_instance(sandbox, index, count, arguments) for index in range(count)]
+            self._place_bytecode(roots, arguments, environment)
             job.report(f"{count} instance(s) running")
             with self._aws(job, arguments) as aws_variables:  # the job's own variables: AWS_ENDPOINT_URL ...
                 job_variables = {**variables, **aws_variables}
@@ -154,6 +157,18 @@ class ProcessingJobs:
         if not environment.exact:
             job.note(f"approximate environment: {environment.summary()}")
         return environment
+
+    def _place_bytecode(self, roots: list[Path], arguments: dict[str, Any], environment: JobEnvironment) -> None:
+        """The code bundle's bytecode beside each instance's copy of it, compiled once per bundle and interpreter
+        (``bytecode.py``): the instances would otherwise each compile the same modules on every run."""
+        for item in arguments.get("ProcessingInputs", []):
+            local_path = (item.get("S3Input") or {}).get("LocalPath")
+            if item.get("InputName") != CODE_INPUT or not local_path:
+                continue
+            compiled = bytecode_for(environment.python, Path(remap(local_path, roots[0])), self.environments.cache_dir)
+            if compiled is not None:
+                for root in roots:
+                    place_bytecode(compiled, Path(remap(local_path, root)))
 
     @contextmanager
     def _aws(self, job: Job, arguments: dict[str, Any]) -> Iterator[dict[str, str]]:
