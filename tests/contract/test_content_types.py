@@ -79,15 +79,15 @@ def test_an_accept_header_asks_for_a_response_type_or_none(accept: str | None, e
 
 def media_types_written(path: Path) -> set[str]:
     """The media types in ``path``'s string literals (f-string parts included), docstrings left out."""
-    tree = sources.tree(path)
+    nodes = sources.nodes(path)
     docstrings = {
         id(node.value)
-        for node in ast.walk(tree)
+        for node in nodes
         if isinstance(node, ast.Expr) and isinstance(node.value, ast.Constant) and isinstance(node.value.value, str)
     }
     return {
         found
-        for node in ast.walk(tree)
+        for node in nodes
         if isinstance(node, ast.Constant) and isinstance(node.value, str) and id(node) not in docstrings
         for found in MEDIA_TYPE.findall(node.value)
     }

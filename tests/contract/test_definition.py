@@ -10,11 +10,11 @@ import subprocess
 from pathlib import Path
 from typing import Any
 
-import botocore.session
 import pytest
 from botocore.exceptions import ParamValidationError
 from botocore.validate import validate_parameters
 
+from pipeline.core.botocore_session import new_botocore_session
 from pipeline.core.names import STEP_NAMES
 from pipeline.definition.build import BuiltDefinition, build_definition
 from pipeline.definition.code_bundles import build_bundle, repository_bundle
@@ -144,7 +144,7 @@ def resolve(value: Any, defaults: dict[str, Any]) -> Any:
 
 @pytest.fixture(scope="module")
 def sagemaker_model() -> Any:
-    return botocore.session.get_session().get_service_model("sagemaker")
+    return new_botocore_session().get_service_model("sagemaker")
 
 
 @pytest.mark.parametrize(

@@ -25,6 +25,7 @@ from support.aws_stubs import StubbedSession
 from containerlib.linear_learner.model import LinearModel
 from containerlib.recordio import write_dense
 from pipeline import cli
+from pipeline.core.botocore_session import new_botocore_session
 from pipeline.core.deployment import DeployError, Version, deploy
 from pipeline.core.names import JSONLINES, RECORDIO
 from pipeline.definition.config import PipelineConfig
@@ -811,10 +812,9 @@ def test_a_failed_endpoint_is_deleted_and_created_again_and_a_failed_creation_na
 def test_the_model_is_the_packages_inference_pipeline_or_its_one_container_by_name() -> None:
     """Three containers: each as registered, Serial; a one-container package (registered before serving existed):
     by ModelPackageName, as the SDK's ModelPackage sends it. Both are CreateModel requests botocore accepts."""
-    import botocore.session
     from botocore.validate import validate_parameters
 
-    shape = botocore.session.get_session().get_service_model("sagemaker").operation_model("CreateModel").input_shape
+    shape = new_botocore_session().get_service_model("sagemaker").operation_model("CreateModel").input_shape
     pipeline = requests.model_request(CONFIG, "churn-staging", "staging", version(3))
     assert pipeline["Containers"] == list(containers(3)) and pipeline["InferenceExecutionConfig"] == {"Mode": "Serial"}
     single = Version(arn(2), 2, "churn-models", "Approved", None, (containers(2)[1],))

@@ -9,6 +9,7 @@ import functools
 import json
 import pickle
 import re
+from collections.abc import Sequence
 from pathlib import Path
 
 import pytest
@@ -47,11 +48,11 @@ COMMANDS = {
 }
 
 
-def _strings(tree: ast.AST) -> list[tuple[int, str]]:
+def _strings(nodes: Sequence[ast.AST]) -> list[tuple[int, str]]:
     """The text of every string literal that is not a docstring nor an argparse argument (the command line's own
-    flags and help), an f-string's literal parts joined."""
+    flags and help), an f-string's literal parts joined; ``nodes`` are a tree's, in ``ast.walk``'s order."""
     skipped: set[int] = set()
-    for node in ast.walk(tree):
+    for node in nodes:
         if isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)) and node.body:
             first = node.body[0]
             if isinstance(first, ast.Expr) and isinstance(first.value, ast.Constant):
@@ -59,7 +60,7 @@ def _strings(tree: ast.AST) -> list[tuple[int, str]]:
         if isinstance(node, ast.Call) and getattr(node.func, "attr", None) == "add_argument":
             skipped.update(id(inner) for inner in ast.walk(node))
     found = []
-    for node in ast.walk(tree):
+    for node in nodes:
         if id(node) in skipped:
             continue
         if isinstance(node, ast.JoinedStr):
@@ -81,7 +82,7 @@ def _messages_with_flags() -> dict[str, list[tuple[int, str]]]:
             relative = path.relative_to(ROOT).as_posix()
             if relative.startswith("pipeline/cli/"):
                 continue
-            for line, text in _strings(sources.tree(path)):
+            for line, text in _strings(sources.nodes(path)):
                 quoted = any(path == relative and command in text for path, command in COMMANDS)
                 if FLAG.search(text) and not BARE_FLAG.fullmatch(text) and not quoted:
                     hits.setdefault(relative, []).append((line, text))
@@ -120,7 +121,7 @@ def f(x):
     args = ["--input-dir", x, "--label-values="]
     raise ValueError(f"--data {x}: no such file")
 '''
-    texts = [text for _, text in _strings(ast.parse(source))]
+    texts = [text for _, text in _strings(list(ast.walk(ast.parse(source))))]
     assert [text for text in texts if FLAG.search(text) and not BARE_FLAG.fullmatch(text)] == [
         "--data {}: no such file"
     ]

@@ -186,7 +186,7 @@ def test_there_is_one_local_server_and_it_is_the_apis() -> None:
     defined = [
         str(path.relative_to(ROOT))
         for path in sources.python_files("pipeline")
-        for node in ast.walk(sources.tree(path))
+        for node in sources.nodes(path)
         if isinstance(node, ast.FunctionDef) and node.name == "local_server"
     ]
     assert defined == ["pipeline/api/serving.py"]

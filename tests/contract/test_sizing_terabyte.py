@@ -9,12 +9,12 @@ import hashlib
 import json
 from typing import Any
 
-import botocore.session
 import pytest
 from botocore.validate import validate_parameters
 from support.aws_stubs import StubbedSession
 
 from pipeline.cli import main
+from pipeline.core.botocore_session import new_botocore_session
 from pipeline.core.sizing import GB, InputData, plan_sizes
 from pipeline.definition.build import BuiltDefinition, build_definition
 from pipeline.definition.config import PipelineConfig
@@ -122,7 +122,7 @@ def test_start_sizes_every_job_for_a_terabyte(
     values.update({p["Name"]: p["Value"] for p in parameters})
     values = {name: int(value) if str(value).isdigit() else value for name, value in values.items()}
     plan = plan_sizes(InputData(tuple((key, size) for key, size, _ in OBJECTS)), values, set(values))
-    model = botocore.session.get_session().get_service_model("sagemaker")
+    model = new_botocore_session().get_service_model("sagemaker")
     for name, step in steps(definition).items():
         operation = OPERATIONS.get(step["Type"])
         if operation is None:

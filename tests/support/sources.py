@@ -30,6 +30,14 @@ def tree(path: Path) -> ast.Module:
 
 
 @functools.cache
+def nodes(path: Path) -> tuple[ast.AST, ...]:
+    """Every node of ``path``'s tree in ``ast.walk``'s order, walked once per process: the scans walk each file's tree
+    several times between them (two walks in a scan, five over the scanning modules), and ``ast.walk`` is most of a
+    scan's CPU."""
+    return tuple(ast.walk(tree(path)))
+
+
+@functools.cache
 def python_files(folder: str) -> tuple[Path, ...]:
     """Every ``.py`` file under ``ROOT/folder``, sorted (none when the folder does not exist)."""
     return tuple(sorted((ROOT / folder).rglob("*.py"))) if (ROOT / folder).is_dir() else ()

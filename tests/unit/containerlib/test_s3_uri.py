@@ -6,6 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from support.aws_stubs import aws_session
 
 from containerlib.s3_uri import split_s3_uri
 from pipeline.local.s3 import LocalS3
@@ -36,7 +37,6 @@ def test_the_local_s3_keeps_such_keys_as_their_own_objects(tmp_path: Path, key: 
 def test_the_local_endpoint_serves_and_lists_such_keys_as_boto3_names_them(tmp_path: Path) -> None:
     """A container reading through boto3 (Evaluate's train shards, the champion) sends the key quoted in the URL's
     path; the local endpoint unquotes the path only, so ``?`` and ``#`` stay in the key."""
-    import boto3
 
     from pipeline.local.aws_endpoint import serve
 
@@ -44,9 +44,7 @@ def test_the_local_endpoint_serves_and_lists_such_keys_as_boto3_names_them(tmp_p
     for index, key in enumerate(KEYS):
         s3.put_bytes(f"s3://b/{key}", str(index).encode())
     with serve(s3, tmp_path / "registry.db", "us-east-1") as running:
-        session = boto3.session.Session(
-            region_name="us-east-1", aws_access_key_id="AKIDEXAMPLE", aws_secret_access_key="x"
-        )
+        session = aws_session()
         client = session.client("s3", endpoint_url=running.url)
         listed = [item["Key"] for item in client.list_objects_v2(Bucket="b", Prefix="in/")["Contents"]]
         assert sorted(listed) == sorted(KEYS)

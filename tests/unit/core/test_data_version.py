@@ -6,9 +6,9 @@ import hashlib
 import os
 from pathlib import Path
 
-import boto3
 import pytest
 from botocore.stub import Stubber
+from support.aws_stubs import aws_session
 
 from pipeline.core.data_version import DataVersionError, files_version, fingerprint, local_s3_version, s3_version
 from pipeline.local.s3 import LocalS3
@@ -76,7 +76,7 @@ def listing(*objects: tuple[str, int, str], token: str | None = None) -> dict:
 
 
 def test_s3_version_reads_every_listobjectsv2_page_keys_sizes_and_etags() -> None:
-    client = boto3.Session(aws_access_key_id="k", aws_secret_access_key="s", region_name="us-east-1").client("s3")
+    client = aws_session().client("s3")
     stub = Stubber(client)
     first_page = listing(("data/part-0.csv", 10, '"aaa"'), token="next-1")
     request = {"Bucket": "bucket", "Prefix": "data/"}

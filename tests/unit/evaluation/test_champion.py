@@ -11,13 +11,13 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-import boto3
 import numpy as np
 import pytest
 from botocore.exceptions import ClientError
 from botocore.response import StreamingBody
 from botocore.stub import Stubber
 from sklearn import metrics as skm
+from support.aws_stubs import aws_session
 from support.evaluation_inputs import binary_case, write_job_inputs
 
 from containerlib.linear_learner.model import LinearModel
@@ -45,7 +45,7 @@ CREATED = datetime(2026, 11, 30, 12, 0, tzinfo=timezone.utc)
 
 
 def stubbed_clients() -> tuple[Any, Stubber, Any, Stubber]:
-    session = boto3.session.Session(region_name=REGION, aws_access_key_id="AKIDEXAMPLE", aws_secret_access_key="x")
+    session = aws_session(REGION)
     sagemaker, s3 = session.client("sagemaker"), session.client("s3")
     return sagemaker, Stubber(sagemaker), s3, Stubber(s3)
 
@@ -333,7 +333,7 @@ def endpoint(tmp_path: Path) -> Any:
         register(registry, f"s3://models-bucket/run-{version}/model.tar.gz", status)
         s3.put_bytes(f"s3://models-bucket/run-{version}/model.tar.gz", f"model {version}".encode())
     with serve(s3, registry.db_path, REGION) as running:
-        session = boto3.session.Session(region_name=REGION, aws_access_key_id="AKIDEXAMPLE", aws_secret_access_key="x")
+        session = aws_session(REGION)
         yield (
             running,
             session.client("sagemaker", endpoint_url=running.url),

@@ -9,12 +9,12 @@ import json
 from pathlib import Path
 from typing import Any
 
-import boto3
 import numpy as np
 import pytest
 from botocore.response import StreamingBody
 from botocore.stub import Stubber
 from sklearn import metrics as skm
+from support.aws_stubs import aws_session
 
 from containerlib.linear_learner.model import LinearModel
 from containerlib.linear_learner.writer import artifact_bytes
@@ -52,7 +52,7 @@ TUNED_URI = "s3://models-bucket/pipeline/tune/job-007/output/model.tar.gz"
 
 def run(tmp_path: Path, tuned: str, monkeypatch: pytest.MonkeyPatch) -> tuple[dict[str, Any], np.ndarray, Any]:
     predictions, test, features, labels = inputs(tmp_path, tuned)
-    session = boto3.session.Session(region_name="eu-west-1", aws_access_key_id="AKIDEXAMPLE", aws_secret_access_key="x")
+    session = aws_session("eu-west-1")
     s3 = session.client("s3")
     stub = Stubber(s3)
     artifact = defaults_artifact()

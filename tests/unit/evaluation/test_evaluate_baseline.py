@@ -20,6 +20,7 @@ from sklearn.datasets import load_diabetes, make_classification
 from sklearn.linear_model import LogisticRegressionCV, RidgeCV
 from sklearn.pipeline import make_pipeline
 from sklearn.preprocessing import StandardScaler
+from support.aws_stubs import aws_session
 from support.container import Container
 
 from containerlib.recordio import write_dense
@@ -205,7 +206,6 @@ S3_SAMPLE_ROWS = [*range(0, 10_000), *range(30_000, 40_000), *range(60_000, 70_0
 def test_the_sample_is_read_from_s3_as_far_as_it_needs(tmp_path: Path) -> None:
     """The real local S3 endpoint behind a real boto3 client: one listing, then ranged GetObjects of the shards'
     first bytes, as many as the sample takes."""
-    import boto3
 
     from pipeline.local.aws_endpoint import serve
     from pipeline.local.s3 import LocalS3
@@ -215,9 +215,7 @@ def test_the_sample_is_read_from_s3_as_far_as_it_needs(tmp_path: Path) -> None:
     s3.path("s3://bucket/run/train/.hidden").write_bytes(b"not a shard")
     (tmp_path / "registry").mkdir()
     with serve(s3, tmp_path / "registry" / "registry.db", "us-east-1") as running:
-        session = boto3.session.Session(
-            region_name="us-east-1", aws_access_key_id="AKIDEXAMPLE", aws_secret_access_key="x"
-        )
+        session = aws_session()
         client = session.client("s3", endpoint_url=running.url)
         shards = list_train_shards("s3://bucket/run/train", client)
         sample = read_train_sample(shards, limit=S3_SAMPLE)
@@ -240,14 +238,11 @@ def test_the_sample_makes_the_same_ranged_requests_of_s3_itself(tmp_path: Path) 
     requests, answered with the ranges' bytes as S3 answers them (206, ContentRange)."""
     import io
 
-    import boto3
     from botocore.response import StreamingBody
     from botocore.stub import Stubber
 
     paths = numbered_shards(tmp_path / "train", rows=3 * S3_SHARD_ROWS)
-    client = boto3.session.Session(
-        region_name="us-east-1", aws_access_key_id="AKIDEXAMPLE", aws_secret_access_key="x"
-    ).client("s3")
+    client = aws_session().client("s3")
     stub = Stubber(client)
     contents = [{"Key": f"run/train/{path.name}", "Size": path.stat().st_size} for path in paths]
     contents.append({"Key": "run/train/.hidden", "Size": 11})
@@ -287,7 +282,6 @@ def sparse_shard(path: Path, first: int, rows: int, nonzeros: int) -> None:
 def test_the_top_up_pass_reads_the_same_sample_from_s3_as_from_a_folder(tmp_path: Path) -> None:
     """Records of unequal sizes: the wide shard ends short of its share, the narrow ones are read again for the rest
     (a new ranged read from their start); the sample is the folder reader's, record for record."""
-    import boto3
 
     from pipeline.local.aws_endpoint import serve
     from pipeline.local.s3 import LocalS3
@@ -299,9 +293,7 @@ def test_the_top_up_pass_reads_the_same_sample_from_s3_as_from_a_folder(tmp_path
         sparse_shard(folder / f"part-{index}.pbr", 100_000 * index, rows, nonzeros)
     expected = read_train_sample(find_train_shards(folder), limit=9000)
     with serve(s3, tmp_path / "registry.db", "us-east-1") as running:
-        session = boto3.session.Session(
-            region_name="us-east-1", aws_access_key_id="AKIDEXAMPLE", aws_secret_access_key="x"
-        )
+        session = aws_session()
         sample = read_train_sample(
             list_train_shards("s3://bucket/train", session.client("s3", endpoint_url=running.url)), limit=9000
         )

@@ -9,9 +9,9 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-import boto3
 import pytest
 from botocore.exceptions import ClientError
+from support.aws_stubs import aws_session
 
 from pipeline.local.aws_endpoint import SEND_BLOCK, RunningEndpoint, serve
 from pipeline.local.s3 import LocalS3
@@ -23,7 +23,7 @@ LARGE = 64 << 20  # more than loopback's socket buffers hold (tcp_rmem max 32 MB
 
 def client_of(running: RunningEndpoint) -> Any:
     """A boto3 S3 client of the endpoint with its own connection pool."""
-    session = boto3.session.Session(region_name="us-east-1", aws_access_key_id="AKIDEXAMPLE", aws_secret_access_key="x")
+    session = aws_session()
     return session.client("s3", endpoint_url=running.url)
 
 
@@ -182,7 +182,7 @@ def test_a_bug_while_answering_reaches_the_client_as_internal_error_and_the_file
         raise RuntimeError("a bug")
 
     monkeypatch.setattr(aws_endpoint, "byte_range", broken)
-    session = boto3.session.Session(region_name="us-east-1", aws_access_key_id="AKIDEXAMPLE", aws_secret_access_key="x")
+    session = aws_session()
     client = session.client("s3", endpoint_url=running.url, config=Config(retries={"total_max_attempts": 1}))
     with pytest.raises(ClientError, match=r"InternalError.*RuntimeError: a bug"):
         client.get_object(Bucket="bkt", Key="data.bin", Range="bytes=0-9")
