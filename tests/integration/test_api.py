@@ -11,6 +11,8 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
+from support.drift_table import LABEL
+from support.finished_run import FinishedRun
 from support.settings import FAST
 
 from pipeline import cli
@@ -19,6 +21,8 @@ from pipeline.api._shared import split_options
 from pipeline.api.comparison import side_by_side
 from pipeline.api.execution import LocalExecution, metrics_frame
 from pipeline.core.errors import ConfigError, DataError, ParameterError
+from pipeline.local.executions import ExecutionStore
+from pipeline.local.workdir import Workdir
 
 REPOSITORY = Path(__file__).resolve().parents[2]
 
@@ -30,13 +34,16 @@ def breast_cancer() -> pd.DataFrame:
 
 
 @pytest.fixture(scope="module")
-def two_runs(tmp_path_factory: pytest.TempPathFactory) -> tuple[LocalExecution, LocalExecution, Path]:
-    """Two runs on the same DataFrame in one work dir, the second with more epochs."""
-    workdir = tmp_path_factory.mktemp("api")
-    frame = breast_cancer()
-    first = run_local(frame, "target", "binary_classifier", workdir=workdir, progress=False, **FAST)
+def two_runs(
+    finished_run: FinishedRun, tmp_path_factory: pytest.TempPathFactory
+) -> tuple[LocalExecution, LocalExecution, Path]:
+    """Two runs on the same DataFrame in one work dir: the shared finished run (the drift table at FAST, in a copy of
+    its work dir) and a second one with more epochs."""
+    workdir = finished_run.copy_to(tmp_path_factory.mktemp("api") / "work")
+    record = ExecutionStore(workdir / "executions").load(finished_run.execution_id)
+    first = LocalExecution.in_workdir(record, Workdir(workdir))
     second = run_local(
-        frame.copy(), "target", "binary_classifier", workdir=workdir, progress=False, **{**FAST, "Epochs": 4}
+        finished_run.frame.copy(), LABEL, "binary_classifier", workdir=workdir, progress=False, **{**FAST, "Epochs": 4}
     )
     return first, second, workdir
 
@@ -95,7 +102,7 @@ print(json.dumps({
     assert list(pd.read_csv(staged).columns) == ["a", "b", "c", "d", "label"]
 
 
-def test_the_execution_reads_steps_predictions_plots_and_model(two_runs: tuple) -> None:
+def test_the_execution_reads_steps_predictions_plots_and_model(two_runs: tuple, finished_run: FinishedRun) -> None:
     first, _, _ = two_runs
     assert first.succeeded and first.failure_reason is None
     steps = first.steps
@@ -110,8 +117,9 @@ def test_the_execution_reads_steps_predictions_plots_and_model(two_runs: tuple) 
     assert len(predictions) == report["dataset"]["item_count"]
     # a DataFrame is staged as one CSV file: its data row N is the frame's row N - 1
     assert predictions.file.str.match(r"frame-[0-9a-f]+\.csv$").all()
-    frame = breast_cancer()
-    assert (predictions.label.to_numpy() == frame["target"].to_numpy()[predictions.row.to_numpy() - 1]).all()
+    classes = first.parameters["LabelValues"].split(",")  # the labels as Preprocess encoded them: 0, 1 in this order
+    labels = finished_run.frame[LABEL].map(classes.index).to_numpy()
+    assert (predictions.label.to_numpy() == labels[predictions.row.to_numpy() - 1]).all()
     accuracy = float((predictions.label == predictions.predicted_label).mean())
     assert accuracy == pytest.approx(report["binary_classification_metrics"]["accuracy"]["value"])
     assert predictions.score.between(0, 1).all()
@@ -121,7 +129,7 @@ def test_the_execution_reads_steps_predictions_plots_and_model(two_runs: tuple) 
     assert all(path.read_bytes().startswith(b"\x89PNG") for path in first.plots)
     assert first.model_path.name == "model.tar.gz" and first.model_path.is_file()
     assert first.model_package["version"] == 1 and first.model_package["approval_status"] == "PendingManualApproval"
-    assert first.parameters["Epochs"] == 3 and first.parameters["LabelColumn"] == "target"
+    assert first.parameters["Epochs"] == 3 and first.parameters["LabelColumn"] == LABEL
 
 
 def test_the_same_frame_is_the_same_data_version_and_hits_the_cache(two_runs: tuple) -> None:
@@ -142,7 +150,9 @@ def test_executions_tell_runs_apart_and_compare_shows_what_differs(two_runs: tup
     assert list(listed.id) == [second.id, first.id]
     newest = listed.iloc[0]
     version = first.parameters["DataVersion"]
-    assert newest.data.startswith("frame-") and version in newest.data and "(target, binary_classifier)" in newest.data
+    assert (
+        newest.data.startswith("frame-") and version in newest.data and f"({LABEL}, binary_classifier)" in newest.data
+    )
     assert "Epochs=4" in newest.parameters and "MiniBatchSize=50" in newest.parameters
     assert "DataVersion" not in newest.parameters
     assert newest.gate == f"auc={second.gate['value']:.4f}"

@@ -22,7 +22,8 @@ from pipeline.local.executions import ExecutionRecord
 from pipeline.local.runner import LocalRun, build_local_run
 from pipeline.local.workdir import Workdir
 
-RUN = fast(TrainingInstanceCount=1)
+# one host a job: what changes or stays cached does not depend on how many instances read the data
+RUN = fast(TrainingInstanceCount=1, ProcessingInstanceCount=1)
 CACHEABLE = {"Preprocess", "Train", "Transform"}  # Evaluate reads the registry's champion: never cached
 
 

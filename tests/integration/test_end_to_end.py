@@ -126,32 +126,6 @@ def test_binary_with_three_training_instances_registers_then_hits_the_cache_then
     assert [p.version for p in registered(tmp_path)] == [1, 2]
 
 
-def test_regression_with_one_training_instance(built: LocalRun, tmp_path: Path) -> None:
-    from sklearn.datasets import load_diabetes
-
-    data = write_parts(load_diabetes(as_frame=True).frame, tmp_path / "diabetes")
-    record = local_run(built, tmp_path / "work").execute(
-        user_data(data, "target", "regressor"), {**FAST, "TrainingInstanceCount": "1", "MetricThreshold": "0.1"}
-    )
-    assert record.status == "Succeeded", record.failure_reason
-    assert [Path(log).name for log in record.steps["Train"].logs] == ["algo-1.log"]
-    [package] = registered(tmp_path / "work")
-    assert package.metrics["gate"]["metric"] == "r2"
-
-
-def test_multiclass(built: LocalRun, tmp_path: Path) -> None:
-    from sklearn.datasets import load_iris
-
-    data = write_parts(load_iris(as_frame=True).frame, tmp_path / "iris")
-    record = local_run(built, tmp_path / "work").execute(
-        user_data(data, "target", "multiclass_classifier"),
-        {**FAST, "TrainingInstanceCount": "2", "NumClasses": "3", "MetricThreshold": "0.5"},
-    )
-    assert record.status == "Succeeded", record.failure_reason
-    [package] = registered(tmp_path / "work")
-    assert package.metrics["gate"]["metric"] == "accuracy"
-
-
 def test_impossible_threshold_ends_in_the_fail_step_with_a_non_zero_exit(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -274,32 +248,55 @@ def test_one_test_record_per_host_runs_in_the_image(
     assert_ran_in_the_image(record, image_environment, json.loads(built.definition_json))
 
 
+def loss_table(predictor_type: str, folder: Path) -> str:
+    """The table each Loss of ``predictor_type`` trains on, written in ``folder``; returns its label column. A tiny
+    synthetic one for binary; the real iris (multiclass) and diabetes (regressor) in two parts."""
+    import pandas as pd
+    from sklearn.datasets import load_diabetes, load_iris
+
+    if predictor_type == "multiclass_classifier":
+        write_parts(load_iris(as_frame=True).frame, folder)
+        return "target"
+    if predictor_type == "regressor":
+        write_parts(load_diabetes(as_frame=True).frame, folder)
+        return "target"
+    generator = np.random.default_rng(4)
+    features = generator.normal(size=(150, 3))
+    labels = (features @ np.array([1.5, -1.0, 0.5]) > 0).astype(int)
+    folder.mkdir()
+    frame = pd.DataFrame({"a": features[:, 0], "b": features[:, 1], "c": features[:, 2], "y": labels})
+    frame.to_csv(folder / "table.csv", index=False)
+    return "y"
+
+
+# The first Loss's run of a type at FAST with a gate its model must reach: iris to accuracy 0.5 on two training
+# instances, diabetes to r2 0.1 on one; the type's other Losses at 1 epoch and 1 model with a gate every model passes
+# (auc and accuracy lie in [0, 1]; r2 of a 1-epoch model may be far below 0). Preprocess's settings are the same for
+# all the Losses of a type, so it runs once and comes from the cache after.
+FIRST_LOSS = {
+    "binary_classifier": fast(Epochs=1, NumModels=1, TrainingInstanceCount=1, MetricThreshold=0),
+    "multiclass_classifier": fast(TrainingInstanceCount=2, NumClasses=3, MetricThreshold=0.5),
+    "regressor": fast(TrainingInstanceCount=1, MetricThreshold=0.1),
+}
+OTHER_LOSSES = {
+    "binary_classifier": FIRST_LOSS["binary_classifier"],
+    "regressor": fast(Epochs=1, NumModels=1, TrainingInstanceCount=1, MetricThreshold=-1000000),
+}
+
+
 @pytest.mark.parametrize("predictor_type", ["binary_classifier", "multiclass_classifier", "regressor"])
 def test_every_loss_of_each_predictor_type_ends_in_a_report(
     built: LocalRun, tmp_path: Path, predictor_type: str, image_environment: JobEnvironment
 ) -> None:
     """Each Loss the Train step accepts for the predictor type, one execution each in one work dir (Preprocess
-    comes from the cache after the first): 1 epoch, 1 model, a tiny table."""
-    import pandas as pd
-
-    generator = np.random.default_rng(4)
-    features = generator.normal(size=(150, 3))
-    signal = features @ np.array([1.5, -1.0, 0.5])
-    labels = {
-        "binary_classifier": (signal > 0).astype(int),
-        "multiclass_classifier": np.digitize(signal, [-0.7, 0.7]),
-        "regressor": 3 * signal + 0.1 * generator.normal(size=150),
-    }[predictor_type]
-    (tmp_path / "data").mkdir()
-    frame = pd.DataFrame({"a": features[:, 0], "b": features[:, 1], "c": features[:, 2], "y": labels})
-    frame.to_csv(tmp_path / "data" / "table.csv", index=False)
+    comes from the cache after the first). The first registers version 1 with the type's gate metric (auc, accuracy,
+    r2) on as many training instances as it asked for."""
+    label = loss_table(predictor_type, tmp_path / "data")
     run = local_run(built, tmp_path / "work")
-    parameters = fast(Epochs=1, NumModels=1, TrainingInstanceCount=1)
-    # a gate every model passes (auc and accuracy lie in [0, 1]; r2 of a 1-epoch model may be far below 0)
-    parameters.update(NumClasses="3", MetricThreshold="-1000000" if predictor_type == "regressor" else "0")
     first = None
     for loss in LOSSES_BY_PREDICTOR[predictor_type]:
-        record = run.execute(user_data(tmp_path / "data", "y", predictor_type), {**parameters, "Loss": loss})
+        parameters = FIRST_LOSS[predictor_type] if first is None else OTHER_LOSSES[predictor_type]
+        record = run.execute(user_data(tmp_path / "data", label, predictor_type), {**parameters, "Loss": loss})
         assert record.status == "Succeeded", f"{loss}: {record.failure_reason}"
         report_uri = record.steps["Evaluate"].properties["PropertyFiles"]["EvaluationReport"]
         report = json.loads(run.s3.path(report_uri).read_text())
@@ -309,6 +306,13 @@ def test_every_loss_of_each_predictor_type_ends_in_a_report(
         if first is None:
             first = record
             assert_ran_in_the_image(record, image_environment, json.loads(built.definition_json))
+            hosts = int(parameters["TrainingInstanceCount"])
+            assert [Path(log).name for log in record.steps["Train"].logs] == [
+                f"algo-{h}.log" for h in range(1, hosts + 1)
+            ]
+            [package] = registered(tmp_path / "work")
+            gate_metric = {"binary_classifier": "auc", "multiclass_classifier": "accuracy"}.get(predictor_type, "r2")
+            assert package.metrics["gate"]["metric"] == gate_metric
         else:
             assert record.steps["Preprocess"].cache_hit_source == first.id
     if predictor_type == "binary_classifier":  # the hinge model's margins are not probabilities, yet AUC is ranked

@@ -16,7 +16,8 @@ from pipeline.local.data import example_data
 from pipeline.local.runner import LocalRun, build_local_run
 from pipeline.local.workdir import Workdir
 
-FAST = fast(Epochs=2)
+# one host a job: a limit is per instance, and the messages name whichever host ran out
+FAST = fast(Epochs=2, ProcessingInstanceCount=1, TrainingInstanceCount=1)
 SCALE = 0.00001  # a GB holds 10,737 bytes: the example's files fill some tens of them
 
 

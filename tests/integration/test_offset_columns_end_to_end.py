@@ -24,6 +24,7 @@ from serving.model import load_spec
 
 ROWS = 3000
 WEIGHTS = np.array([1.2, -0.9, 0.7, 0.5])
+IDS = [f"row{row}" for row in range(ROWS)]  # split by id: the same test rows in the plain and the shifted tables
 
 
 @pytest.fixture(scope="module")
@@ -57,6 +58,17 @@ def run_table(built: LocalRun, folder: Path, frame: pd.DataFrame) -> tuple[float
     return report["gate"]["value"], roc_auc_score(frame["y"], scores)
 
 
+@pytest.fixture(scope="module")
+def plain(built: LocalRun, tmp_path_factory: pytest.TempPathFactory) -> tuple[np.ndarray, np.ndarray, float, float]:
+    """The table without offsets, run once for every parametrisation: (features, labels, its test AUC, its served
+    AUC)."""
+    z, y = informative(seed=6)
+    frame = pd.DataFrame({f"x{index}": z[:, index] for index in range(z.shape[1])}).assign(y=y, id=IDS)
+    expected_test, expected_served = run_table(built, tmp_path_factory.mktemp("offsets") / "plain", frame)
+    assert expected_test > 0.85
+    return z, y, expected_test, expected_served
+
+
 @pytest.mark.parametrize(
     "columns",
     [
@@ -66,16 +78,12 @@ def run_table(built: LocalRun, folder: Path, frame: pd.DataFrame) -> tuple[float
     ids=["offsets-1e4-1e8-1e12", "offsets-1e12-1e4-1e8"],
 )
 def test_offsets_and_scales_leave_the_auc_of_the_run_and_of_the_served_model(
-    built: LocalRun, tmp_path: Path, columns: list[tuple[float, float]]
+    built: LocalRun, tmp_path: Path, columns: list[tuple[float, float]], plain: tuple
 ) -> None:
-    z, y = informative(seed=len(columns[0]) + int(columns[0][0]) % 7)
-    ids = [f"row{row}" for row in range(ROWS)]  # split by id: the same test rows in both tables
-    plain = pd.DataFrame({f"x{index}": z[:, index] for index in range(z.shape[1])}).assign(y=y, id=ids)
+    z, y, expected_test, expected_served = plain
     shifted = pd.DataFrame(
         {f"x{index}": offset + scale * z[:, index] for index, (offset, scale) in enumerate(columns)}
-    ).assign(y=y, id=ids)
-    expected_test, expected_served = run_table(built, tmp_path / "plain", plain)
+    ).assign(y=y, id=IDS)
     test, served = run_table(built, tmp_path / "shifted", shifted)
-    assert expected_test > 0.85
     assert test == pytest.approx(expected_test, abs=0.01)
     assert served == pytest.approx(expected_served, abs=0.01)

@@ -74,17 +74,25 @@ def predictions_file(execution: LocalExecution) -> list[dict]:
     return [json.loads(line) for line in (path.parent / "predictions.jsonl").read_text().splitlines()]
 
 
-def test_encoding_parameters_leave_the_test_rows_and_each_prediction_joins_back_to_its_row(
-    built: LocalRun, tmp_path: Path
-) -> None:
+@pytest.fixture(scope="module")
+def three_encodings(built: LocalRun, tmp_path_factory: pytest.TempPathFactory) -> dict:
+    """The table run three times in one work dir: at CategoricalColumns=colour, HashBuckets=4, MissingValues=zero
+    (``first``), rehashed (colour and size in 64 buckets) and with MissingValues=drop. The tests read these runs."""
+    folder = tmp_path_factory.mktemp("three-encodings")
     frame = table().drop(columns="key")
-    where = write_files(frame, tmp_path / "data")
-    work = tmp_path / "work"
-    first = run(built, work, tmp_path / "data", CategoricalColumns="colour", HashBuckets=4, MissingValues="zero")
-    rehashed = run(
-        built, work, tmp_path / "data", CategoricalColumns="colour,size", HashBuckets=64, MissingValues="zero"
-    )
-    dropped = run(built, work, tmp_path / "data", CategoricalColumns="colour", HashBuckets=4, MissingValues="drop")
+    where = write_files(frame, folder / "data")
+    work = folder / "work"
+    first = run(built, work, folder / "data", CategoricalColumns="colour", HashBuckets=4, MissingValues="zero")
+    rehashed = run(built, work, folder / "data", CategoricalColumns="colour,size", HashBuckets=64, MissingValues="zero")
+    dropped = run(built, work, folder / "data", CategoricalColumns="colour", HashBuckets=4, MissingValues="drop")
+    return {"frame": frame, "where": where, "work": work, "first": first, "rehashed": rehashed, "dropped": dropped}
+
+
+def test_encoding_parameters_leave_the_test_rows_and_each_prediction_joins_back_to_its_row(
+    three_encodings: dict,
+) -> None:
+    frame, where = three_encodings["frame"], three_encodings["where"]
+    first, rehashed, dropped = (three_encodings[name] for name in ("first", "rehashed", "dropped"))
 
     test_rows = {}
     for name, execution in (("first", first), ("rehashed", rehashed), ("dropped", dropped)):
@@ -128,14 +136,12 @@ def test_encoding_parameters_leave_the_test_rows_and_each_prediction_joins_back_
 
 
 def test_the_coefficients_name_the_weights_that_made_each_prediction(
-    built: LocalRun, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    three_encodings: dict, capsys: pytest.CaptureFixture[str]
 ) -> None:
     """The report's weights, looked up by feature name (numbers by column, a text value by its hash bucket), give
-    back every score of predictions.jsonl; execution show and the API list them."""
-    frame = table().drop(columns="key")
-    where = write_files(frame, tmp_path / "data")
-    execution = run(built, tmp_path / "work", tmp_path / "data", CategoricalColumns="colour", HashBuckets=4,
-                    MissingValues="zero")  # fmt: skip
+    back every score of predictions.jsonl (of the run at CategoricalColumns=colour, HashBuckets=4,
+    MissingValues=zero); execution show and the API list them."""
+    frame, where, execution = three_encodings["frame"], three_encodings["where"], three_encodings["first"]
     coefficients = execution.coefficients().set_index("feature")
     assert {"x", "size", "(bias)"} <= set(coefficients.index)
     assert {name for name in coefficients.index if name.startswith("colour#")} <= {f"colour#{b}" for b in range(4)}
@@ -150,7 +156,7 @@ def test_the_coefficients_name_the_weights_that_made_each_prediction(
         margin = weight["(bias)"] + weight["size"] * row["size"] + weight["x"] * x + weight[f"colour#{bucket}"]
         assert line["score"] == pytest.approx(1 / (1 + np.exp(-margin)), abs=1e-5)
 
-    assert cli.main(["execution", "show", execution.id, "--workdir", str(tmp_path / "work")]) == 0
+    assert cli.main(["execution", "show", execution.id, "--workdir", str(three_encodings["work"])]) == 0
     shown = capsys.readouterr().out
     assert "Coefficients: the" in shown and "(bias)" in shown
     top = str(coefficients.drop(index="(bias)")["standardised_weight"].abs().idxmax())

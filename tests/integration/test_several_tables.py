@@ -12,15 +12,17 @@ import json
 from pathlib import Path
 from typing import Any
 
+import pandas as pd
 import pytest
 from support import drift_table
+from support.finished_run import FinishedRun
 from support.settings import FAST
 
 from pipeline import cli
-from pipeline.api import run_local
 from pipeline.api._shared import local_source
 from pipeline.core.errors import UsageError
 from pipeline.definition.config import load_config
+from pipeline.local.example_data import EXAMPLE_LABEL_COLUMN, write_example_data
 from pipeline.local.registry import LocalRegistry
 from pipeline.local.runner import build_local_run
 from pipeline.local.s3 import LocalS3
@@ -133,29 +135,31 @@ def test_the_group_name_of_a_table_is_stable_short_and_valid() -> None:
     assert len(table_group_name("g" * 63, FEATURES, "churned")) == 63
 
 
-def test_two_tables_in_one_work_dir_end_to_end(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    """The issue's case: the bundled example approved, then a churn table: before, it failed at DataQuality with 34
-    violations; now it runs in a group of its own and says so; `models list --all-groups` says what each version
-    was trained on."""
-    work = tmp_path / "work"
-    example = run_local(workdir=work, progress=False, **FAST)
-    assert example.status == "Succeeded", example.failure_reason
+def test_two_tables_in_one_work_dir_end_to_end(
+    finished_run: FinishedRun, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The issue's case, with the tables the other way round: a churn table's version approved (the shared finished
+    run, in a copy of its work dir), then the bundled example: before, the second table failed at DataQuality with
+    a violation per column; now it runs in a group of its own and says so; `models list --all-groups` says what each
+    version was trained on."""
+    work = finished_run.copy_to(tmp_path / "work")
     assert cli.main(["models", "approve", "1", "--workdir", str(work)]) == 0
-    churn = tmp_path / "churn.csv"
-    drift_table.table().to_csv(churn, index=False)
-    argv = ["run", "--workdir", str(work), "--quiet", "--data", str(churn), "--label-column", drift_table.LABEL]
-    argv += ["--predictor-type", "binary_classifier", *[f"--param={k}={v}" for k, v in FAST.items()]]
+    [example, *_] = write_example_data(tmp_path / "example")
+    example_columns = [name for name in pd.read_csv(example, nrows=0).columns if name != EXAMPLE_LABEL_COLUMN]
+    argv = ["run", "--workdir", str(work), "--quiet", *[f"--param={k}={v}" for k, v in FAST.items()]]
     capsys.readouterr()
     assert cli.main(argv) == 0
-    own = table_group_name(GROUP, FEATURES, drift_table.LABEL)
+    own = table_group_name(GROUP, example_columns, EXAMPLE_LABEL_COLUMN)
     assert f"it runs in a group of its own, {own}; give that group to the commands" in capsys.readouterr().err
     assert cli.main(["models", "list", "--all-groups", "--json", "--workdir", str(work)]) == 0
     listed = {view["group"]: view for view in json.loads(capsys.readouterr().out)}
     assert sorted(listed) == sorted([GROUP, own])
-    assert listed[GROUP]["trained_on"]["columns"][:2] == ["mean_radius", "mean_texture"]
-    assert len(listed[GROUP]["trained_on"]["columns"]) == 30 and listed[GROUP]["trained_on"]["label"] == "label"
-    assert listed[own]["trained_on"]["columns"] == FEATURES and listed[own]["trained_on"]["label"] == "churned"
-    assert listed[own]["trained_on"]["data"].startswith("s3://llpipe-local/linear-learner-pipeline/input/churn-")
+    assert listed[GROUP]["trained_on"]["columns"] == FEATURES and listed[GROUP]["trained_on"]["label"] == "churned"
+    assert listed[own]["trained_on"]["columns"][:2] == ["mean_radius", "mean_texture"]
+    assert len(listed[own]["trained_on"]["columns"]) == 30 and listed[own]["trained_on"]["label"] == "label"
+    assert listed[own]["trained_on"]["data"].startswith(
+        "s3://llpipe-local/linear-learner-pipeline/input/breast-cancer-"
+    )
     assert cli.main(["models", "list", "--all-groups", "--workdir", str(work)]) == 0
     table = capsys.readouterr().out
     assert "4 columns, label churned" in table and "30 columns, label label" in table
