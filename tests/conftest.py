@@ -141,25 +141,114 @@ SDK_MODULES = frozenset(
 
 # Modules that log to a real ``mlflow server`` (tests/integration/conftest.py's ``mlflow_server``, ~10 s of CPU to
 # start and stop): under xdist they run on one worker, as one unit, so the session starts one server, not one a module.
-MLFLOW_SERVER_MODULES = frozenset({"test_mlflow_in_job", "test_mlflow_tracking"})
+# In this order: test_mlflow_tracking's module fixture runs two local runs while the server comes up, where
+# test_mlflow_in_job's waits for it at once.
+MLFLOW_SERVER_MODULES = ("test_mlflow_tracking", "test_mlflow_in_job")
+
+# What each test took (setup, call and teardown, seconds) in the runs before, kept in pytest's cache by the xdist
+# controller: the scheduler deals the costliest work first. A test never recorded (a new one, or no cache: a fresh
+# checkout, ``-p no:cacheprovider``) counts as a typical test of its tier.
+SECONDS_KEY = "llpipe/test-seconds"
+UNRECORDED_SECONDS = {"integration": 2.0, "contract": 0.3, "unit": 0.1}
+
+
+def _tier(nodeid: str) -> str:
+    parts = nodeid.split("/")
+    return parts[1] if len(parts) > 2 and parts[0] == "tests" else "unit"
+
+
+def _recorded(config: pytest.Config) -> dict[str, float]:
+    cache = getattr(config, "cache", None)
+    return dict(cache.get(SECONDS_KEY, {})) if cache is not None else {}
+
+
+class _Costs:
+    """Sums each test's phases as the xdist controller receives them (or a run without xdist), and records them over
+    those of the runs before (a test not run this time keeps its figure)."""
+
+    def __init__(self, config: pytest.Config) -> None:
+        self.config = config
+        self.seconds: dict[str, float] = {}
+
+    def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
+        self.seconds[report.nodeid] = self.seconds.get(report.nodeid, 0.0) + report.duration
+
+    def pytest_sessionfinish(self, session: pytest.Session) -> None:
+        cache = getattr(self.config, "cache", None)
+        if cache is not None and self.seconds:
+            measured = {nodeid: round(seconds, 3) for nodeid, seconds in self.seconds.items()}
+            cache.set(SECONDS_KEY, {**_recorded(self.config), **measured})
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    if not os.environ.get("PYTEST_XDIST_WORKER"):  # a worker's reports reach the controller, which records them
+        config.pluginmanager.register(_Costs(config), "llpipe-test-costs")
+
+
+def dealing_order(collection: list[str], scope_of: Any, seconds: dict[str, float]) -> list[tuple[str, list[str]]]:
+    """The units of work (scope, its tests) in the order to deal them: costliest first, each unit's cost the sum of
+    its tests' recorded (or typical) seconds, so the long groups start early and the short tests fill the end, and
+    the two workers finish together. The single tests of one module stay together in this order (a worker runs them
+    one after another, so a module fixture of theirs is set up once a worker), ranked by the module's total; within
+    a unit and a module, collection order, the mlflow-server unit's modules in MLFLOW_SERVER_MODULES' order."""
+    cost = {nodeid: seconds.get(nodeid, UNRECORDED_SECONDS.get(_tier(nodeid), 0.1)) for nodeid in collection}
+    units: dict[str, list[str]] = {}
+    for nodeid in collection:
+        units.setdefault(scope_of(nodeid), []).append(nodeid)
+    server_rank = {name: rank for rank, name in enumerate(MLFLOW_SERVER_MODULES)}
+    units["mlflow-server"] = sorted(
+        units.get("mlflow-server", []), key=lambda nodeid: server_rank[Path(nodeid.split("::", 1)[0]).stem]
+    )
+    blocks: dict[str, list[tuple[str, list[str]]]] = {}  # a grouped unit alone; a module's single tests together
+    for scope, nodeids in units.items():
+        if not nodeids:
+            continue
+        single = scope == nodeids[0] and len(nodeids) == 1
+        blocks.setdefault(f"module:{nodeids[0].split('::', 1)[0]}" if single else scope, []).append((scope, nodeids))
+    ranked = sorted(blocks.values(), key=lambda block: -sum(cost[n] for _, nodeids in block for n in nodeids))
+    return [unit for block in ranked for unit in block]
 
 
 def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
     """For the default ``--dist load``: xdist's load-scope scheduler with a module of GROUPED_MODULES as one unit,
     the SDK_MODULES together as one unit, the MLFLOW_SERVER_MODULES together as one unit, and any other test as a
-    unit of its own (scopes with the most tests are dealt first, so the groups start early and single tests fill the
-    end). Any other ``--dist`` is left as asked."""
+    unit of its own, dealt in ``dealing_order`` (xdist's own deals the scopes with the most tests first, whatever
+    they cost). Any other ``--dist`` is left as asked."""
     if config.getvalue("dist") != "load":
         return None
     from xdist.scheduler import LoadScopeScheduling
 
     class GroupedModules(LoadScopeScheduling):
         def _split_scope(self, nodeid: str) -> str:
-            module = nodeid.split("::", 1)[0]
-            if Path(module).stem in SDK_MODULES:
+            module = Path(nodeid.split("::", 1)[0]).stem
+            if module in SDK_MODULES:
                 return "sdk-definitions"
-            if Path(module).stem in MLFLOW_SERVER_MODULES:
+            if module in MLFLOW_SERVER_MODULES:
                 return "mlflow-server"
-            return module if Path(module).stem in GROUPED_MODULES else nodeid
+            return nodeid.split("::", 1)[0] if module in GROUPED_MODULES else nodeid
+
+        def schedule(self) -> None:
+            """xdist's first distribution (LoadScopeScheduling.schedule) with the work queue in dealing order."""
+            if self.collection is not None or not self.collection_is_completed:
+                super().schedule()
+                return
+            if not self._check_nodes_have_same_collection():
+                self.log("**Different tests collected, aborting run**")
+                return
+            self.collection = list(next(iter(self.registered_collections.values())))
+            if not self.collection:
+                return
+            for scope, nodeids in dealing_order(self.collection, self._split_scope, _recorded(config)):
+                self.workqueue[scope] = dict.fromkeys(nodeids, False)
+            for _ in range(len(self.nodes) - len(self.workqueue)):  # more workers than work: end the spare ones
+                spare, _assigned = self.assigned_work.popitem()
+                spare.shutdown()
+            for node in self.nodes:
+                self._assign_work_unit(node)
+            for node in self.nodes:  # each starts with two units where there are enough (xdist's #277)
+                self._reschedule(node)
+            if not self.workqueue:
+                for node in self.nodes:
+                    node.shutdown()
 
     return GroupedModules(config, log)

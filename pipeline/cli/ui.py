@@ -51,7 +51,7 @@ def run(args: argparse.Namespace) -> int:
     try:
         server.wait_ready()
         print(f"MLflow UI of {uri}: {server.url}", flush=True)
-        experiment = _experiment_id(uri, config.experiment_name)
+        experiment = server.experiment_id(config.experiment_name)
         if experiment is not None:
             print(f"  experiment {config.experiment_name}: {server.url}/#/experiments/{experiment}", flush=True)
         print(f"server PID {server.process.pid}, log {server.log} (Ctrl-C to stop)", flush=True)
@@ -63,14 +63,3 @@ def run(args: argparse.Namespace) -> int:
     finally:
         server.stop()  # whatever happened before the wait: the server never outlives the command
     raise LlpipeError(f"mlflow server exited with {code} (log: {server.log})")
-
-
-def _experiment_id(uri: str, name: str) -> str | None:
-    """The id of the experiment ``name`` in the store, None when it has none yet."""
-    from mlflow import MlflowClient
-
-    from pipeline.core.tracking import bounded_requests
-
-    with bounded_requests(uri):
-        experiment = MlflowClient(tracking_uri=uri).get_experiment_by_name(name)
-    return None if experiment is None else str(experiment.experiment_id)

@@ -4,6 +4,7 @@ server's web workers) with SIGTERM, SIGKILL if it lingers. What ``llpipe ui`` ru
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import socket
@@ -11,6 +12,7 @@ import subprocess
 import sys
 import time
 import urllib.error
+import urllib.parse
 import urllib.request
 from dataclasses import dataclass
 from pathlib import Path
@@ -20,7 +22,13 @@ from pipeline.core.errors import LlpipeError, UsageError, opt
 
 START_SECONDS = 300.0  # a cold server migrates its database first: tens of seconds on a busy machine
 STOP_SECONDS = 30.0
+POLL_SECONDS = 0.1  # between /health probes while it starts: a refused connection costs next to nothing
 HOST = "127.0.0.1"
+# MLflow's server also starts a job runner (its GenAI scorers, online scoring, trace archival: processes that import
+# MLflow again, seconds of CPU while the server comes up); the runs it shows here use none of it. Off unless the
+# environment says otherwise.
+JOB_EXECUTION_ENV = "MLFLOW_SERVER_ENABLE_JOB_EXECUTION"
+GET_BY_NAME = "/api/2.0/mlflow/experiments/get-by-name"
 
 
 def mlflow_command() -> list[str]:
@@ -57,8 +65,11 @@ class MlflowUi:
         if artifact_root is not None:
             command += ["--default-artifact-root", artifact_root, "--no-serve-artifacts"]
         log.parent.mkdir(parents=True, exist_ok=True)
+        environment = {JOB_EXECUTION_ENV: "false", **os.environ}
         with log.open("wb") as output:
-            process = processes.start(command, stdout=output, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
+            process = processes.start(
+                command, stdout=output, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, env=environment
+            )
         return cls(process, f"http://{HOST}:{port}", log)
 
     def wait_ready(self, seconds: float = START_SECONDS) -> None:
@@ -72,8 +83,21 @@ class MlflowUi:
                     if answer.status == 200:
                         return
             except (urllib.error.URLError, OSError):
-                time.sleep(0.5)
+                time.sleep(POLL_SECONDS)
         raise LlpipeError(f"mlflow server at {self.url} did not answer /health in {seconds:g} s: {self._tail()}")
+
+    def experiment_id(self, name: str) -> str | None:
+        """The id of the experiment ``name`` as the running server reads its store, None when it has none: asked
+        over its REST API, so this process need not import MLflow (seconds) to look it up."""
+        query = urllib.parse.urlencode({"experiment_name": name})
+        try:
+            with urllib.request.urlopen(f"{self.url}{GET_BY_NAME}?{query}", timeout=30) as got:
+                return str(json.loads(got.read())["experiment"]["experiment_id"])
+        except urllib.error.HTTPError as error:
+            body = error.read().decode(errors="replace")
+            if error.code == 404 and "RESOURCE_DOES_NOT_EXIST" in body:
+                return None
+            raise LlpipeError(f"mlflow server at {self.url} could not look up experiment {name!r}: {body}") from None
 
     def wait(self) -> int:
         """Until the server exits on its own (a stop signal to this process interrupts the wait)."""

@@ -27,6 +27,11 @@ class CollectiveAborted(RuntimeError):
     """Another instance failed (or the server went away), so this instance cannot continue."""
 
 
+class PeerSilent(CollectiveAborted):
+    """A peer published nothing for the heartbeat (stopped or hung): this instance names the root cause, which will
+    not end by itself to report it."""
+
+
 def _configure(sock: socket.socket, timeout: float) -> None:
     sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
     sock.settimeout(timeout)

@@ -30,14 +30,19 @@ from pipeline.core.processes import kill_group
 from pipeline.core.processes import start as start_process
 from pipeline.core.sharding import DISTRIBUTIONS, objects_for_instance
 from pipeline.core.stale import owned_temp_folder_prefix, sweep_temp_folders
-from pipeline.linear_learner.train import HYPERPARAMETERS_FILE, INPUT_DATA_CONFIG_FILE, RESOURCE_CONFIG_FILE
+from pipeline.linear_learner.train import (
+    EXIT_ABORTED,
+    EXIT_PEER_SILENT,
+    HYPERPARAMETERS_FILE,
+    INPUT_DATA_CONFIG_FILE,
+    RESOURCE_CONFIG_FILE,
+)
 
 AUTHKEY_ENV = "LLPIPE_LL_AUTHKEY"
 HEARTBEAT_ENV = "LLPIPE_TRAINING_HEARTBEAT_SECONDS"
 DEFAULT_HEARTBEAT_SECONDS = 60.0
 CONNECT_ENV = "LLPIPE_TRAINING_CONNECT_SECONDS"
 DEFAULT_CONNECT_SECONDS = 300.0
-EXIT_ABORTED = 3  # an instance stopped because another one failed (not the root cause)
 ROOT_CAUSE_WAIT_SECONDS = 30.0  # after an aborted instance ended, the longest wait for the failure that aborted it
 
 
@@ -358,7 +363,9 @@ def _wait(
 
     An instance that stopped because another failed (exit EXIT_ABORTED) may end before the one that failed: the
     failure is reported once a host that was not aborted has ended, or every host has (or, as a guard against a
-    host that never ends, ROOT_CAUSE_WAIT_SECONDS after the first aborted one)."""
+    host that never ends, ROOT_CAUSE_WAIT_SECONDS after the first aborted one). An instance that found a peer silent
+    past the heartbeat (exit EXIT_PEER_SILENT) names the root cause itself: that peer is stopped or hung and will not
+    end to report it, so its report is taken at once (after any host that failed of its own)."""
     aborted_at = None
     while True:
         if stop.is_set():
@@ -379,11 +386,12 @@ def _wait(
         codes = [p.poll() for p in processes]
         failed = [i for i, code in enumerate(codes) if code not in (None, 0)]
         if failed:
-            causes = [i for i in failed if codes[i] != EXIT_ABORTED]
+            causes = [i for i in failed if codes[i] not in (EXIT_ABORTED, EXIT_PEER_SILENT)]
+            silent = [i for i in failed if codes[i] == EXIT_PEER_SILENT]
             aborted_at = aborted_at or time.monotonic()
             everyone_ended = all(code is not None for code in codes)
-            if causes or everyone_ended or time.monotonic() - aborted_at > ROOT_CAUSE_WAIT_SECONDS:
-                index = (causes or failed)[0]
+            if causes or silent or everyone_ended or time.monotonic() - aborted_at > ROOT_CAUSE_WAIT_SECONDS:
+                index = (causes or silent or failed)[0]
                 code = codes[index]
                 limits = watch.limits if watch is not None else Limits(step="training job")
                 peak = watch.peaks.get(index, 0) if watch is not None else 0

@@ -34,7 +34,7 @@ from pathlib import Path
 
 import numpy as np
 
-from pipeline.linear_learner.collective import CollectiveAborted
+from pipeline.linear_learner.collective import PeerSilent
 
 _HEADER_BYTES = 64  # the published round (int64), padded to a cache line
 _SPIN_SECONDS = 200e-6  # yield-spin this long for a peer before blocking: beyond it the peer is likely descheduled
@@ -185,7 +185,7 @@ class SharedMemoryCollective:
 
     def _check(self, rank: int, deadline: float, limit: float) -> None:
         if time.monotonic() > deadline:
-            raise CollectiveAborted(
+            raise PeerSilent(
                 f"{self._names[rank]} sent no update for {limit:g} s: the instance is stopped or hung "
                 "(LLPIPE_TRAINING_HEARTBEAT_SECONDS sets this limit)"
             )

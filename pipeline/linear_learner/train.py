@@ -27,7 +27,8 @@ from pipeline.core.names import RECORDIO, TRAINING_CONTENT_TYPES, media_type
 
 CHANNELS = ("train", "validation", "test")
 EXIT_FAILED = 1
-EXIT_ABORTED = 3
+EXIT_ABORTED = 3  # stopped because another instance failed: not the root cause
+EXIT_PEER_SILENT = 4  # stopped because a peer went silent past the heartbeat: the failure names the root cause
 # the configuration files under the container root (/opt/ml) the launcher writes, as the service's agent does
 HYPERPARAMETERS_FILE = "input/config/hyperparameters.json"
 RESOURCE_CONFIG_FILE = "input/config/resourceconfig.json"
@@ -291,11 +292,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--stream-cache", type=Path, help="decoded objects of channels dealt every epoch (shared)")
     args = parser.parse_args(argv)
     exchange = Exchange(args.exchange, args.heartbeat, args.connect_timeout) if args.exchange else None
-    from pipeline.linear_learner.collective import CollectiveAborted
+    from pipeline.linear_learner.collective import CollectiveAborted, PeerSilent
 
     try:
         run(args.root, args.coordinator, exchange, args.stream_cache)
         return 0
+    except PeerSilent as error:
+        message, code = f"AlgorithmError: {error}", EXIT_PEER_SILENT
     except CollectiveAborted as error:
         message, code = f"AlgorithmError: {error}", EXIT_ABORTED
     except AlgorithmInputError as error:  # SageMaker's algorithms report the customer's errors as ClientError

@@ -270,6 +270,12 @@ class _QuietHandler(http.server.SimpleHTTPRequestHandler):
     def log_message(self, format: str, *args: object) -> None:  # noqa: A002 - the base class's name
         pass
 
+    def end_headers(self) -> None:
+        """Nothing kept in the browser's cache: the every-page check's frames each fetch the same search index and
+        scripts at once, and a cacheable answer makes each wait its turn for the cache entry the first is writing."""
+        self.send_header("Cache-Control", "no-store")
+        super().end_headers()
+
 
 @pytest.fixture(scope="module")
 def chromium() -> str:

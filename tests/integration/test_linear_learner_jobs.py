@@ -447,3 +447,24 @@ def test_when_every_instance_was_aborted_the_first_is_reported_once_all_have_end
     processes = [_ScriptedProcess(None, None, EXIT_ABORTED), _ScriptedProcess(EXIT_ABORTED)]
     failure = _wait(processes, roots, queue.Queue(), lambda line: None, threading.Event())
     assert failure == f"algo-1 failed (exit code {EXIT_ABORTED}): AlgorithmError: server gone"
+
+
+def test_a_peer_named_silent_is_reported_at_once_unless_a_host_failed_of_its_own(tmp_path):
+    """Before: an instance that found its peer silent past the heartbeat (shared-memory exchange) exited as aborted
+    (exit 3), so the launcher waited ROOT_CAUSE_WAIT_SECONDS (30 s) for the stopped peer to end before reporting
+    it (the heartbeat test took 33 s with a 2 s heartbeat). The stopped peer never ends: the report naming it is the
+    root cause (exit 4), taken at once; a host that failed of its own is still named first."""
+    import queue
+    import threading
+
+    from pipeline.linear_learner.launcher import EXIT_PEER_SILENT, _wait
+
+    said = "AlgorithmError: algo-2 sent no update for 2 s: the instance is stopped or hung"
+    roots = _roots_with_failures(tmp_path, said, "", "")
+    processes = [_ScriptedProcess(EXIT_PEER_SILENT), _ScriptedProcess(None)]  # algo-2 SIGSTOPped: it never ends
+    failure = _wait(processes, roots[:2], queue.Queue(), lambda line: None, threading.Event())
+    assert failure == f"algo-1 failed (exit code {EXIT_PEER_SILENT}): {said}"
+    (roots[1] / "output" / "failure").write_text("AlgorithmError: MemoryError: ")
+    processes = [_ScriptedProcess(EXIT_PEER_SILENT), _ScriptedProcess(1), _ScriptedProcess(None)]
+    failure = _wait(processes, roots, queue.Queue(), lambda line: None, threading.Event())
+    assert failure == "algo-2 failed (exit code 1): AlgorithmError: MemoryError:"

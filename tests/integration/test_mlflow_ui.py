@@ -17,6 +17,8 @@ from typing import Any
 import pytest
 from mlflow import MlflowClient
 
+from pipeline.api.tracking import seed_sqlite_store
+
 ROOT = Path(__file__).resolve().parents[2]
 EXPERIMENT = "linear-learner-pipeline"  # the default pipeline's experiment, as the local runs name it
 
@@ -25,6 +27,7 @@ def populate(workdir: Path) -> dict[str, str]:
     """Two runs with an artifact each in ``<workdir>/mlflow.db`` (artifacts beside it, as the local logger keeps
     them): run name -> run id."""
     uri = f"sqlite:///{workdir / 'mlflow.db'}"
+    seed_sqlite_store(uri)  # as a local run makes it: a copy of a migrated empty store
     client = MlflowClient(tracking_uri=uri)
     experiment = client.create_experiment(EXPERIMENT, artifact_location=(workdir / "mlartifacts").as_uri())
     runs = {}

@@ -421,7 +421,8 @@ def test_a_stopped_training_instance_is_reported_within_the_heartbeat(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Before: a SIGSTOPped instance left the others waiting 600 s in silence; now the job fails after the
-    configured heartbeat (LLPIPE_TRAINING_HEARTBEAT_SECONDS) naming the stopped instance."""
+    configured heartbeat (LLPIPE_TRAINING_HEARTBEAT_SECONDS) naming the stopped instance. The report is algo-1's
+    (exit 4, a peer silent): before, it exited as aborted (3) and the launcher waited 30 s more for the stopped one."""
 
     monkeypatch.setenv(launcher.HEARTBEAT_ENV, "2")
     rng = np.random.default_rng(0)
@@ -450,7 +451,8 @@ def test_a_stopped_training_instance_is_reported_within_the_heartbeat(
         "early_stopping_patience": "100000",
     }
     channels = {"train": launcher.Channel(files=files, distribution="ShardedByS3Key", content_type="text/csv")}
-    with pytest.raises(TrainingError, match="algo-2 sent no update for 2 s"):
+    said = rf"algo-1 failed \(exit code {launcher.EXIT_PEER_SILENT}\): AlgorithmError: algo-2 sent no update for 2 s"
+    with pytest.raises(TrainingError, match=said):
         launcher.train(
             hyperparameters, channels, tmp_path / "out", instance_count=2, work_dir=tmp_path / "work", on_log=on_log
         )

@@ -3,6 +3,7 @@ store and artifact folder, waited on by polling ``/health``, stopped by its PID.
 
 from __future__ import annotations
 
+import os
 import socket
 import subprocess
 import sys
@@ -13,7 +14,10 @@ from pathlib import Path
 
 import pytest
 
-SERVER_START_SECONDS = 180  # a cold `mlflow server` migrates its database first; slow on a shared machine
+from pipeline.api.tracking import seed_sqlite_store
+from pipeline.core.mlflow_ui import JOB_EXECUTION_ENV, POLL_SECONDS
+
+SERVER_START_SECONDS = 180  # tens of seconds on a shared machine (imports)
 
 
 def free_port() -> int:
@@ -40,7 +44,7 @@ class Server:
                     if answer.status == 200:
                         return
             except OSError:
-                time.sleep(1)
+                time.sleep(POLL_SECONDS)
         pytest.fail(f"mlflow server at {self.uri} not healthy after {SERVER_START_SECONDS} s: {self.log.read_text()}")
 
     def stop(self) -> None:
@@ -70,6 +74,8 @@ def start_server(folder: Path) -> Server:
         "--artifacts-destination",
         str(folder / "artifacts"),
     ]
+    seed_sqlite_store(f"sqlite:///{folder / 'server.db'}")  # migrated already, as llpipe's runs make their stores
+    environment = {**os.environ, JOB_EXECUTION_ENV: "false"}  # as llpipe ui's: the runs logged here use no jobs
     with log.open("wb") as output:
-        process = subprocess.Popen(command, stdout=output, stderr=subprocess.STDOUT, cwd=folder)
+        process = subprocess.Popen(command, stdout=output, stderr=subprocess.STDOUT, cwd=folder, env=environment)
     return Server(process, f"http://127.0.0.1:{port}", log)
