@@ -68,11 +68,19 @@ def compiled_bundle(python: Path, code: Path, cache_dir: Path) -> Path | None:
 
 
 def place_bytecode(compiled: Path, code: Path) -> None:
-    """Copy the compiled ``__pycache__`` folders beside the instance's copy of the bundle, ``code``."""
-    for pycache in compiled.rglob(PYCACHE):
-        target = code / pycache.relative_to(compiled)
-        if target.parent.is_dir():
-            shutil.copytree(pycache, target, dirs_exist_ok=True)
+    """Copy the compiled ``__pycache__`` folders beside the instance's copy of the bundle, ``code``. A copy that
+    fails (a full disk) is removed whole and the instance compiles its modules itself: the job then meets the disk
+    as it would have, and reports it in its own words."""
+    placed: list[Path] = []
+    try:
+        for pycache in compiled.rglob(PYCACHE):
+            target = code / pycache.relative_to(compiled)
+            if target.parent.is_dir():
+                placed.append(target)
+                shutil.copytree(pycache, target, dirs_exist_ok=True)
+    except (OSError, shutil.Error):
+        for target in placed:
+            shutil.rmtree(target, ignore_errors=True)
 
 
 def bytecode_for(python: Path, code: Path, cache_dir: Path) -> Path | None:

@@ -3,11 +3,14 @@ for other source, with tracebacks naming the instance's files (issue 37)."""
 
 from __future__ import annotations
 
+import errno
 import os
 import shutil
 import subprocess
 import sys
 from pathlib import Path
+
+import pytest
 
 from pipeline.local.jobs.bytecode import bytecode_for, place_bytecode
 
@@ -70,3 +73,29 @@ def test_a_bundle_that_does_not_compile_gets_no_bytecode(tmp_path: Path) -> None
     assert bytecode_for(PYTHON, bundle(tmp_path / "bundle", "def broken(:\n"), cache) is None
     assert list((cache / "bytecode").iterdir()) == []  # the build folder removed
     assert bytecode_for(PYTHON, tmp_path / "empty", cache) is None  # no code input there
+
+
+def test_a_copy_the_disk_cannot_hold_is_removed_and_the_instance_compiles_itself(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Before: a full disk while placing the pycs failed the step with shutil's list of copy errors instead of the
+    job meeting the disk itself and saying so (the disk-full test's work dir)."""
+    compiled = bytecode_for(PYTHON, bundle(tmp_path / "bundle"), tmp_path / "cache")
+    assert compiled is not None
+    copy = shutil.copytree(tmp_path / "bundle", tmp_path / "instance")
+    copied: list[str] = []
+
+    def copy_until_full(source: str, target: str, **_: object) -> str:
+        if copied:
+            raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC), target)
+        copied.append(shutil.copyfile(source, target))
+        return target
+
+    copytree = shutil.copytree
+    monkeypatch.setattr(
+        shutil, "copytree", lambda *args, **kwargs: copytree(*args, **kwargs, copy_function=copy_until_full)
+    )
+    place_bytecode(compiled, copy)
+    monkeypatch.undo()
+    assert copied and not list(copy.rglob("__pycache__"))  # the one pyc copied went with its folder
+    assert run(copy).stdout.strip() == "1"
