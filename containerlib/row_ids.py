@@ -17,7 +17,7 @@ import json
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TextIO
+from typing import Any, TextIO
 
 from containerlib.errors import InputError
 from containerlib.stable_hash import stable_hash64
@@ -40,6 +40,31 @@ def row_ids(values: Sequence[str] | None, file: str | None = None, rows: Sequenc
         return [json.dumps({"id": value}) for value in values]
     name = json.dumps(file)
     return [f'{{"file": {name}, "row": {row}}}' for row in rows]
+
+
+@dataclass(frozen=True)
+class RowIds:
+    """The ids of some rows, kept as their values (the id column's) or as ``file`` and its data ``rows`` (a numpy
+    integer array), made JSON lines (:func:`row_ids`) only as they are written, in the order written: a chunk's
+    row numbers become one string in one join rather than a string per row."""
+
+    values: Sequence[str] | None = None
+    file: str | None = None
+    rows: Any = ()
+
+    def __len__(self) -> int:
+        return len(self.values) if self.values is not None else len(self.rows)
+
+    def lines(self, order: Any) -> str:
+        """The ids at positions ``order`` (a numpy integer array) as :func:`row_ids`' lines, each ending in a
+        newline."""
+        if not len(order):
+            return ""
+        if self.values is not None:
+            values = self.values
+            return "\n".join(row_ids([values[index] for index in order.tolist()])) + "\n"
+        prefix = f'{{"file": {json.dumps(self.file)}, "row": '
+        return prefix + ("}\n" + prefix).join(map(str, self.rows[order].tolist())) + "}\n"
 
 
 @dataclass

@@ -14,7 +14,7 @@ import pandas as pd
 from containerlib.encoding import BadNumber, Encoded, encode_features, impute, numeric_block
 from containerlib.prefetch import InFlight
 from containerlib.recordio.writer import dense_layout
-from containerlib.row_ids import row_ids
+from containerlib.row_ids import RowIds
 from containerlib.tables.chunks import Chunk, read_chunks
 from containerlib.tables.header import read_header
 from preprocessing import PreprocessError
@@ -65,7 +65,7 @@ class Converted:
     category_hashes: dict[str, np.ndarray] = field(default_factory=dict)  # column -> hashes of its distinct values
     unseen: dict[str, int] = field(default_factory=dict)  # one-hot column -> rows whose value was not in its vocabulary
     imputed: dict[str, int] = field(default_factory=dict)  # column -> missing values imputed (MissingValues=impute)
-    test_ids: list[str] = field(default_factory=list)  # the row id of each test row, in order: one JSON line each
+    test_ids: RowIds = field(default_factory=RowIds)  # the row id of each test row, in order
     kept: np.ndarray | None = None  # per chunk row: not dropped by --missing drop (None: every row kept)
 
 
@@ -132,9 +132,9 @@ def convert_chunk(
     split = assign_splits(hashes, fractions)
     test = split == SPLIT_CODES["test"]
     if schema.id_column:
-        test_ids = row_ids(ids[test].astype(str).tolist())
+        test_ids = RowIds(ids[test].astype(str).tolist())
     else:
-        test_ids = row_ids(None, where.source, (where.first_row + np.flatnonzero(keep)[test]).tolist())
+        test_ids = RowIds(file=where.source, rows=where.first_row + np.flatnonzero(keep)[test])
     # encoded here, once: the shards then only gather and write whole frames (rows are never copied twice); every
     # value is finite by now (non-finite features and labels were missing, handled above), so no check is needed
     frames = dense_layout(schema.feature_dim, labelled=True).frames(features, label_values, check=False)

@@ -145,7 +145,12 @@ def _convert_all(
         chunk.release()  # its Arrow tables hold whole read ranges; the dealing below needs only its frame
         return chunk, converted
 
+    def add_to_samples(chunk: Chunk, converted: Converted) -> None:  # on the sampling thread
+        baseline.add(chunk)
+        raw_rows.add(chunk, converted.kept, converted.split, converted.labels, SPLIT_CODES)
+
     release_freed_memory = _free_memory_trimmer()
+    sampler = ThreadPoolExecutor(max_workers=1, thread_name_prefix="sample")
     try:
         for number, path in enumerate(files, start=1):
             file_rows = 0
@@ -160,8 +165,9 @@ def _convert_all(
             with closing(mapped_in_order(convert, chunks, workers)) as converted_chunks, in_flight:
                 for chunk, converted in converted_chunks:
                     release_freed_memory()
-                    baseline.add(chunk)  # in input order: the sample's random keys are drawn chunk after chunk
-                    raw_rows.add(chunk, converted.kept, converted.split, converted.labels, SPLIT_CODES)
+                    # the samples on their own thread while this one deals the chunk: one chunk at a time, in input
+                    # order (their random keys are drawn chunk after chunk), done with before the chunk leaves
+                    sampled = sampler.submit(add_to_samples, chunk, converted)
                     chunk_rows = len(converted.labels) + converted.dropped
                     rows_read += chunk_rows
                     file_rows += chunk_rows
@@ -181,12 +187,14 @@ def _convert_all(
                     for split, rows in chosen.items():
                         stats[split].add(converted.labels[rows], classification)
                     test_rows = chosen.pop("test")
-                    test_split.add(np.take(converted.frames, test_rows, axis=0), converted.test_ids)
+                    test_split.add(converted.frames, test_rows, converted.test_ids)
                     shards.add(converted.frames, chosen)
-                    del chunk, converted, chosen, test_rows  # done with: room for the next in flight
+                    sampled.result()
+                    del chunk, converted, chosen, test_rows, sampled  # done with: room for the next in flight
                     in_flight.leave()
             print(f"[{host.name}] read file {number}/{len(files)} {names(path)} ({file_rows:,} rows)", flush=True)
     finally:
+        sampler.shutdown(wait=True)
         shards.close()
         test_split.close()
 

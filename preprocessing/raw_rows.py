@@ -121,7 +121,7 @@ class RawRowSample:
             picked = rows[mine]
             texts = {column: chunk.frame[column].iloc[picked].to_numpy(dtype=object) for column in sample.texts}
             numbers = _numbers(chunk, self.schema.numeric_columns, picked)
-            sample.add(keys[mine], numbers, texts, np.asarray(labels, dtype=np.float64)[mine])
+            sample.add(keys[mine], numbers, texts, labels[mine].astype(np.float64))  # the rows' labels alone widened
 
     def writes(self, folder: Path, host_name: str) -> list[Callable[[], Path]]:
         """One call per split that writes its sample as ``<split>-<host>.parquet`` in ``folder`` and returns the

@@ -29,7 +29,13 @@ class SplitStats:
         if not len(labels):
             return
         if classification:
-            values, counts = np.unique(labels.astype(np.int64), return_counts=True)
+            classes = labels.astype(np.int64)
+            if classes.min() >= 0 and classes.max() < len(classes):  # class indices: counted, not sorted
+                counts = np.bincount(classes)
+                values = np.flatnonzero(counts)
+                counts = counts[values]
+            else:
+                values, counts = np.unique(classes, return_counts=True)
             for label, count in np.column_stack([values, counts]).tolist():
                 self.label_counts[label] = self.label_counts.get(label, 0) + count
         as_double = labels.astype(np.float64)

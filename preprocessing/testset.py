@@ -12,7 +12,7 @@ import numpy as np
 
 from containerlib.hosts import Host
 from containerlib.names import SHARD_SUFFIX
-from containerlib.row_ids import IDS_SUFFIX
+from containerlib.row_ids import IDS_SUFFIX, RowIds
 from preprocessing.hashing import SPLIT_CODES, rng_entropy
 
 
@@ -29,10 +29,11 @@ class TestSetWriter:
         self._frames: BinaryIO | None = None
         self._lines: TextIO | None = None
 
-    def add(self, frames: np.ndarray, ids: list[str]) -> None:
-        """Rows' frames (uint8, one row each) and their ids (JSON lines), in the same order."""
-        if len(frames) != len(ids):
-            raise ValueError(f"{len(frames)} test rows but {len(ids)} ids")
+    def add(self, frames: np.ndarray, rows: np.ndarray, ids: RowIds) -> None:
+        """The test rows ``rows`` of a chunk's ``frames`` (uint8, one row each) and their ids, in the same order;
+        the rows are gathered once, already shuffled (not taken out of the chunk, then shuffled)."""
+        if len(rows) != len(ids):
+            raise ValueError(f"{len(rows)} test rows but {len(ids)} ids")
         if not len(ids):
             return
         if self._frames is None:
@@ -40,8 +41,8 @@ class TestSetWriter:
             self._lines = open(self.ids, "w", encoding="utf-8")  # noqa: SIM115
         assert self._lines is not None
         order = self.rng.permutation(len(ids))
-        self._frames.write(np.take(frames, order, axis=0).data)
-        self._lines.write("\n".join(ids[index] for index in order.tolist()) + "\n")
+        self._frames.write(np.take(frames, rows[order], axis=0).data)
+        self._lines.write(ids.lines(order))
         self.rows += len(ids)
 
     def close(self) -> None:

@@ -112,8 +112,12 @@ class DenseLayout:
         return int(self.template.size)
 
     def empty(self, n_rows: int) -> np.ndarray:
-        """[n_rows, length] uint8 frames with every byte but the numbers already in place."""
-        return np.tile(self.template, (n_rows, 1))  # whole rows copied: faster than writing around the numbers
+        """[n_rows, length] uint8 frames with every byte but the numbers already in place: whole rows copied (faster
+        than writing around the numbers) by an assignment, which releases the GIL (``np.tile`` held it throughout,
+        while the other threads converting chunks waited)."""
+        frames = np.empty((n_rows, self.length), dtype=np.uint8)
+        frames[...] = self.template
+        return frames
 
     def fill(
         self, frames: np.ndarray, X: np.ndarray, y: np.ndarray | None, first_row: int = 0, check: bool = True
