@@ -48,9 +48,12 @@ def test_other_bytes_values_or_rows_decide_again(tmp_path: Path) -> None:
     changed = schema_cache.inferred(kept, files, base, 100, VALUES, set(), PREFIX)
     assert changed == infer(sample_local(files, base, 100), VALUES, set(), PREFIX) and changed.body != first.body
     given = {**VALUES, "CategoricalColumns": ""}
-    assert json.loads(schema_cache.inferred(kept, files, base, 100, given, {"CategoricalColumns"}, PREFIX).body)[
-        "categorical_columns"
-    ] == []
+    assert (
+        json.loads(schema_cache.inferred(kept, files, base, 100, given, {"CategoricalColumns"}, PREFIX).body)[
+            "categorical_columns"
+        ]
+        == []
+    )
     fewer = schema_cache.inferred(kept, files, base, 3, VALUES, set(), PREFIX)
     assert fewer == infer(sample_local(files, base, 3), VALUES, set(), PREFIX)
     assert len(list(kept.iterdir())) == 4
