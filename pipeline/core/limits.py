@@ -56,9 +56,11 @@ def held_bytes(folders: Iterable[Path]) -> int:
     return total
 
 
-def group_rss(group: int) -> int:
-    """The resident memory of every process in process group ``group`` (a job instance and what it started)."""
-    total = 0
+def groups_rss(groups: Iterable[int]) -> dict[int, int]:
+    """Each process group of ``groups`` (a job instance and what it started) -> the resident memory of its
+    processes, from one pass over ``/proc`` (a job's instances
+    are measured together: a pass reads every process's ``stat`` on the machine, whichever groups are asked for)."""
+    totals = dict.fromkeys(groups, 0)
     for entry in os.scandir("/proc"):
         if not entry.name.isdigit():
             continue
@@ -68,9 +70,10 @@ def group_rss(group: int) -> int:
         except OSError:
             continue
         # after the command: state ppid pgrp ... ; rss is field 24 (1-based), index 21 here
-        if int(fields[2]) == group:
-            total += int(fields[21]) * PAGE_BYTES
-    return total
+        group = int(fields[2])
+        if group in totals:
+            totals[group] += int(fields[21]) * PAGE_BYTES
+    return totals
 
 
 @dataclass(frozen=True)

@@ -11,9 +11,14 @@ literals (its joined text); fields that read step properties are known only whil
 
 from __future__ import annotations
 
+import contextlib
 import difflib
+import hashlib
+import json
+import os
 import re
 from collections.abc import Iterable, Mapping
+from pathlib import Path
 from typing import Any
 
 from pipeline.core.errors import ParameterError, opt
@@ -63,8 +68,49 @@ def check_service_limits(
     steps: Iterable[tuple[str, str, Mapping[str, Any]]], values: Mapping[str, Any], model: Any = None
 ) -> None:
     """``steps``: (name, type, arguments) of each step; ``values``: every parameter's value. ``ParameterError`` naming
-    the parameter, its value, the request field it fills and what the service allows, for the first refused."""
-    model = model or service_model()
+    the parameter, its value, the request field it fills and what the service allows, for the first refused.
+
+    Without ``model``, botocore's own (:func:`service_model`), and the same steps and values checked against the same
+    botocore before pass without parsing it again (:func:`passed_before`): most runs check the definition they ran."""
+    steps = list(steps)
+    memo = passed_before(steps, values) if model is None else None
+    if memo is not None and memo.exists():
+        return
+    _check(steps, values, model or service_model())
+    if memo is not None:
+        with contextlib.suppress(OSError):
+            memo.parent.mkdir(parents=True, exist_ok=True)
+            memo.touch()
+
+
+def passed_before(steps: list[tuple[str, str, Mapping[str, Any]]], values: Mapping[str, Any]) -> Path | None:
+    """The marker a pass of these steps and values leaves in the user cache dir, named by the SHA-256 of them, of
+    this module's source and of botocore's version and model paths (only a pass is kept: a refusal is checked, and
+    said alike, every time); None when there is no cache dir to keep it in."""
+    from importlib.metadata import version
+
+    from pipeline.core.errors import ConfigError
+    from pipeline.core.files import user_cache_dir
+
+    try:
+        folder = user_cache_dir() / "service-limits"
+        models = Path("~/.aws/models").expanduser()
+        checked = {
+            "steps": [list(step) for step in steps],
+            "values": {str(name): [type(value).__name__, value] for name, value in values.items()},
+            "code": hashlib.sha256(Path(__file__).read_bytes()).hexdigest(),
+            "botocore": version("botocore"),
+            "data_path": os.environ.get("AWS_DATA_PATH", ""),
+            "user_models": models.stat().st_mtime_ns if models.exists() else None,
+        }
+    except (ConfigError, OSError, ImportError):  # no cache dir, or botocore's version unknown: checked each time
+        return None
+    key = hashlib.sha256(json.dumps(checked, sort_keys=True, default=repr).encode()).hexdigest()
+    return folder / f"passed-{key}"
+
+
+def _check(steps: list[tuple[str, str, Mapping[str, Any]]], values: Mapping[str, Any], model: Any) -> None:
+    """:func:`check_service_limits` against ``model``."""
     value_shape = model.shape_for(PARAMETER_SHAPE).members["Value"]
     for name, value in values.items():
         problem = _refusal(value_shape, _text(value))

@@ -24,7 +24,7 @@ from pathlib import Path
 
 from pipeline.core.errors import TrainingError
 from pipeline.core.files import atomic_path, write_text_atomically
-from pipeline.core.limits import Limits, group_rss, held_bytes
+from pipeline.core.limits import Limits, groups_rss, held_bytes
 from pipeline.core.names import RECORDIO, TRAINING_CONTENT_TYPES, media_type
 from pipeline.core.processes import kill_group
 from pipeline.core.processes import start as start_process
@@ -226,9 +226,11 @@ class Watch:
             return None
         self.measured = time.monotonic()
         # fewer processes than roots when stopped while they started
+        running = {process.pid for process, _ in zip(processes, roots, strict=False) if process.poll() is None}
+        measured = groups_rss(running)  # every instance from one pass over /proc
         for index, (process, root) in enumerate(zip(processes, roots, strict=False)):
-            if process.poll() is None:
-                rss = group_rss(process.pid)
+            if process.pid in running:
+                rss = measured[process.pid]
                 self.peaks[index] = max(self.peaks.get(index, 0), rss)
                 error = self.limits.memory_error(host_name(index), rss)
                 error = error or self.limits.volume_error(host_name(index), self.held(root))

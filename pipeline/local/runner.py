@@ -123,11 +123,17 @@ class LocalRun:
             values.update(self.sizes(data, values, requested, rows))
         inferred = None
         if sample_rows is not None and "SchemaUrl" not in requested:
-            from pipeline.definition.schema import sample_local
-            from pipeline.definition.schema_inference import infer
+            from pipeline.local import schema_cache
 
-            sample = sample_local(data.files, data.base, sample_rows)
-            inferred = infer(sample, values, set(requested), self.config.pipeline_prefix)
+            inferred = schema_cache.inferred(
+                self.workdir.schemas,
+                data.files,
+                data.base,
+                sample_rows,
+                values,
+                set(requested),
+                self.config.pipeline_prefix,
+            )
             values.update(check_overrides(plan.parameters, inferred.parameters))  # a value given is never replaced
             requested = {**requested, **inferred.parameters}
             # another table than the group's approved version's: in the default group it runs in a group of its

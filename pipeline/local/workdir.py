@@ -78,6 +78,11 @@ class Workdir:
         return self.root / "example-data"
 
     @property
+    def schemas(self) -> Path:
+        """Schemas decided for local runs, each named by what decided it (``pipeline.local.schema_cache``)."""
+        return self.root / "schemas"
+
+    @property
     def frames(self) -> Path:
         """DataFrames handed to ``run_local``, each written once as a CSV named by its content."""
         return self.root / "frames"

@@ -31,7 +31,7 @@ from pathlib import Path
 from typing import Any
 
 from pipeline.core.errors import one_line
-from pipeline.core.limits import Limits, group_rss, held_bytes
+from pipeline.core.limits import Limits, groups_rss, held_bytes
 from pipeline.core.names import EXIT_MESSAGE_BYTES, EXIT_MESSAGE_FILE, RESOURCE_CONFIG
 from pipeline.core.processes import kill_group
 from pipeline.core.processes import start as start_process
@@ -298,14 +298,15 @@ def past_limits(
     """Why the first instance past its memory (its process group's RSS) or, when ``volume``, past its storage volume
     (its sandbox's files: the inputs it downloaded and what it wrote) must fail, else None; ``peaks`` keeps the most
     each instance's processes were measured to hold."""
-    for index, process in enumerate(processes):
-        if process.poll() is None:
-            rss = group_rss(process.pid)
-            if peaks is not None:
-                peaks[index] = max(peaks.get(index, 0), rss)
-            error = limits.memory_error(host_name(index), rss)
-            if error:
-                return error
+    running = [index for index, process in enumerate(processes) if process.poll() is None]
+    measured = groups_rss(processes[index].pid for index in running)
+    for index in running:
+        rss = measured[processes[index].pid]
+        if peaks is not None:
+            peaks[index] = max(peaks.get(index, 0), rss)
+        error = limits.memory_error(host_name(index), rss)
+        if error:
+            return error
     if volume:
         for index, root in enumerate(roots):
             error = limits.volume_error(host_name(index), held_bytes([root]))

@@ -120,3 +120,35 @@ def test_a_count_over_the_services_bound_is_refused(definition: dict[str, Any], 
                        r"Preprocess's CreateProcessingJob field ProcessingResources\.ClusterConfig\.InstanceCount: "
                        "expected at most 100"):  # fmt: skip
         check(definition, ProcessingInstanceCount=str(count))
+
+
+def test_a_pass_is_kept_and_a_refusal_is_checked_again(
+    definition: dict[str, Any], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A run that checked these steps and values against this botocore before passes without parsing its model; a
+    refused value leaves nothing, so it is refused (with the same message) every time."""
+    from pipeline.definition import service_limits
+
+    monkeypatch.setenv("LLPIPE_CACHE_DIR", str(tmp_path))
+    values = resolve_parameters(definition["Parameters"], {})
+    check_service_limits(definition_steps(definition), values)
+    (marker,) = (tmp_path / "service-limits").iterdir()
+    assert marker == service_limits.passed_before(definition_steps(definition), values)
+    other = resolve_parameters(definition["Parameters"], {"ProcessingInstanceType": "ml.c5.9xlarge"})
+    assert service_limits.passed_before(definition_steps(definition), other) != marker
+
+    def unparsed() -> Any:
+        raise AssertionError("the model was parsed for a check that passed before")
+
+    monkeypatch.setattr(service_limits, "service_model", unparsed)
+    check_service_limits(definition_steps(definition), values)
+    monkeypatch.undo()
+    monkeypatch.setenv("LLPIPE_CACHE_DIR", str(tmp_path))
+    refused = resolve_parameters(definition["Parameters"], {"TransformInstanceType": "m5.large"})
+    messages = []
+    for _ in range(2):
+        with pytest.raises(ParameterError) as error:
+            check_service_limits(definition_steps(definition), refused)
+        messages.append(str(error.value))
+    assert messages[0] == messages[1] and "TransformInstanceType (the nearest: ml.m5.large" in messages[0]
+    assert list((tmp_path / "service-limits").iterdir()) == [marker]
