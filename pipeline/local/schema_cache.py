@@ -3,11 +3,12 @@ sample's parsing and the decision (pandas' import and a pass over every sampled 
 itself spends on a small table).
 
 An entry's key is the SHA-256 of everything :func:`~pipeline.definition.schema.sample_local` and
-:func:`~pipeline.definition.schema_inference.infer` read: the bytes they sample of each file (a CSV file's first
-lines, a Parquet file whole), the files' names and the folder's name, the rows per file, the parameter values, the
-names the user gave, the pipeline prefix, the source of the code that decides (``pipeline/definition``,
-``pipeline/core``, ``containerlib``) and the versions of the libraries that read the sample. Only a decision that
-succeeded is kept: a refused table is decided (and refused, with the same message) again each run.
+:func:`~pipeline.definition.schema_inference.infer` read: the bytes they sample of a CSV file (its first lines), a
+Parquet file's size and change time (as the data version has them), the files' names and the folder's name, the rows
+per file, the parameter values, the names the user gave, the pipeline prefix, the source of the code that decides
+(``pipeline/definition``, ``pipeline/core``, ``containerlib``) and the versions of the libraries that read the
+sample. Only a decision that succeeded is kept: a refused table is decided (and refused, with the same message)
+again each run.
 """
 
 from __future__ import annotations
@@ -75,8 +76,10 @@ def decision_key(
     for path in files:
         name = path.relative_to(base).as_posix() if path.is_relative_to(base) else str(path)
         try:
-            if is_parquet(path):
-                data = path.read_bytes()
+            if is_parquet(path):  # its size and change time, as the data version has it: reading it whole would
+                # take time and memory growing with the data on every run (a Parquet file can hold gigabytes)
+                stat = path.stat()
+                data = f"{stat.st_size}:{stat.st_mtime_ns}".encode()
             else:
                 import gzip
 

@@ -90,3 +90,29 @@ def test_the_code_digest_covers_the_deciding_packages() -> None:
     root = Path(schema_cache.__file__).resolve().parents[2]
     assert all((root / package).is_dir() for package in schema_cache.CODE_PACKAGES)
     assert len(schema_cache.code_digest()) == 64
+
+
+def test_a_parquet_file_is_keyed_by_its_size_and_change_time_not_read_whole(tmp_path: Path) -> None:
+    """A Parquet file can hold gigabytes: its key is its size and change time (as the data version's), so a rewrite
+    decides again and the key never reads the file (a file the key read would fail here: it is not Parquet)."""
+    import os
+
+    import pandas as pd
+
+    base = tmp_path / "data"
+    base.mkdir()
+    path = base / "part.parquet"
+    frame = pd.DataFrame({"y": ["No", "Yes"] * 30, "x": [float(row) for row in range(60)], "colour": ["red"] * 60})
+    frame.to_parquet(path, index=False)
+    kept = tmp_path / "schemas"
+    first = schema_cache.inferred(kept, [path], base, 100, VALUES, set(), PREFIX)
+    assert first == infer(sample_local([path], base, 100), VALUES, set(), PREFIX)
+    frame.assign(colour=["red", "blue", "green"] * 20).to_parquet(path, index=False)
+    os.utime(path, ns=(path.stat().st_atime_ns, path.stat().st_mtime_ns + 1_000_000_000))
+    rewritten = schema_cache.inferred(kept, [path], base, 100, VALUES, set(), PREFIX)
+    assert rewritten.body != first.body and len(list(kept.iterdir())) == 2
+    stat = path.stat()
+    path.write_bytes(b"x" * stat.st_size)  # the same size and change time, other bytes: the key does not read them
+    os.utime(path, ns=(stat.st_atime_ns, stat.st_mtime_ns))
+    key = schema_cache.decision_key([path], base, 100, VALUES, set(), PREFIX)
+    assert key is not None and (kept / f"{key}.json").is_file()
