@@ -42,6 +42,7 @@ PREDICTIONS_SUFFIX = ".out"  # batch transform's output for input object F: F.ou
 SCHEMA_FORMAT = "llpipe-schema/1"  # the schema the client decides and Preprocess reads
 SUMMARY_FORMAT = "llpipe-preprocess-summary/1"  # Preprocess's summary
 SPLITS = ("train", "validation", "test")  # Preprocess's output folders, in split-code order
+SPLIT_CODES = {name: code for code, name in enumerate(SPLITS)}  # a split's code in the raw rows' hash
 
 # ----------------------------------------------------------------------------------------- serving
 # the featurizer's model data (Preprocess writes it as model/model.tar.gz, the serving containers read it)

@@ -12,13 +12,14 @@ import numpy as np
 import pandas as pd
 
 from containerlib.encoding import BadNumber, Encoded, encode_features, impute, numeric_block
+from containerlib.names import SPLIT_CODES
 from containerlib.prefetch import InFlight
 from containerlib.recordio.writer import dense_layout
 from containerlib.row_ids import RowIds
 from containerlib.tables.chunks import Chunk, read_chunks
 from containerlib.tables.header import read_header
 from preprocessing import PreprocessError
-from preprocessing.hashing import SPLIT_CODES, assign_splits, hash_texts, raw_row_hashes
+from preprocessing.hashing import assign_splits, hash_texts, raw_row_hashes
 from preprocessing.labels import LabelSpec, encode_labels
 from preprocessing.layout import Schema, check_columns
 from preprocessing.values import RowLocator, describe_missing, show

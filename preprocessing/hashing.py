@@ -8,10 +8,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from containerlib.names import SPLITS
 from containerlib.stable_hash import stable_hash64
 
-SPLIT_CODES = {name: code for code, name in enumerate(SPLITS)}
 _M1 = np.uint64(0xBF58476D1CE4E5B9)
 _M2 = np.uint64(0x94D049BB133111EB)
 

@@ -16,7 +16,7 @@ import numpy as np
 
 from containerlib.encoding import HASHED
 from containerlib.hosts import Host, read_resource_config
-from containerlib.names import SPLITS
+from containerlib.names import SPLIT_CODES, SPLITS
 from containerlib.prefetch import InFlight, mapped_in_order
 from containerlib.tables.chunks import Chunk
 from containerlib.tables.files import is_parquet
@@ -24,7 +24,6 @@ from containerlib.tables.header import read_header
 from preprocessing import PreprocessError
 from preprocessing.baseline import BASELINE, BaselineSample
 from preprocessing.conversion import Converted, convert_chunk, iter_chunks
-from preprocessing.hashing import SPLIT_CODES
 from preprocessing.inputs import InputNames, list_input_files, load_decided
 from preprocessing.labels import LabelSpec, make_label_spec
 from preprocessing.layout import Schema, resolve_schema

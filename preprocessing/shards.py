@@ -15,9 +15,9 @@ from typing import BinaryIO
 import numpy as np
 
 from containerlib.hosts import Host
-from containerlib.names import SHARD_SUFFIX, SPLITS
+from containerlib.names import SHARD_SUFFIX, SPLIT_CODES, SPLITS
 from containerlib.recordio.writer import dense_layout
-from preprocessing.hashing import SPLIT_CODES, rng_entropy
+from preprocessing.hashing import rng_entropy
 
 MEMORY_BUDGET = 32 * 1024 * 1024  # bytes of frames held in memory before rows spill to disk
 BLOCK_BYTES = 8 * 1024 * 1024  # bytes of frames read, dealt or put in order at a time once spilled

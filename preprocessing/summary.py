@@ -10,17 +10,18 @@ import json
 import math
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from containerlib.hosts import Host
-from containerlib.names import SPLITS, SUMMARY_FORMAT
-from preprocessing.hashing import SPLIT_CODES
-from preprocessing.labels import LabelSpec
-from preprocessing.layout import Schema
-from preprocessing.settings import Settings
-from preprocessing.stats import SplitStats
+from containerlib.names import SPLIT_CODES, SPLITS, SUMMARY_FORMAT
+
+if TYPE_CHECKING:  # the job's types: reading a summary back (llpipe's own process) imports no pandas through them
+    from containerlib.hosts import Host
+    from preprocessing.labels import LabelSpec
+    from preprocessing.layout import Schema
+    from preprocessing.settings import Settings
+    from preprocessing.stats import SplitStats
 
 
 def build_summary(

@@ -11,9 +11,9 @@ from typing import BinaryIO, TextIO
 import numpy as np
 
 from containerlib.hosts import Host
-from containerlib.names import SHARD_SUFFIX
+from containerlib.names import SHARD_SUFFIX, SPLIT_CODES
 from containerlib.row_ids import IDS_SUFFIX, RowIds
-from preprocessing.hashing import SPLIT_CODES, rng_entropy
+from preprocessing.hashing import rng_entropy
 
 
 class TestSetWriter:

@@ -51,7 +51,8 @@ def train_rows(frames: list[pd.DataFrame], values: Mapping[str, Any], label: str
                 f"every one of the {total} sampled row(s): a Parquet sample's rows cannot be hashed as Preprocess "
                 "hashes them to split (set IdColumn to split by an id)",
             )
-        from preprocessing.hashing import SPLIT_CODES, assign_splits
+        from containerlib.names import SPLIT_CODES
+        from preprocessing.hashing import assign_splits
 
         masks.append((assign_splits(hashes, fractions) == SPLIT_CODES["train"]) & frame[label].notna().to_numpy())
     mask = np.concatenate(masks) if masks else np.zeros(0, dtype=bool)
