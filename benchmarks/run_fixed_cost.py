@@ -20,6 +20,7 @@ import resource
 import subprocess
 import sys
 import tempfile
+from collections.abc import Iterator
 from pathlib import Path
 
 REPOSITORY = Path(__file__).resolve().parents[1]
@@ -69,42 +70,45 @@ def cpu_seconds(command: list[str], code: Path, cwd: Path, env: dict[str, str] |
     return (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
 
 
-def runs(codes: dict[str, Path], repeat: int, folder: Path) -> None:
-    command = [sys.executable, "-m", "pipeline", "run", "--quiet", "--param", "Epochs=2"]
-    figures: dict[tuple[str, str], list[float]] = {}
+def sittings(codes: dict[str, Path], repeat: int, folder: Path) -> Iterator[tuple[str, Path, str, Path, str]]:
+    """(code's name, its tree, round, work dir, "fresh" or "second") in the order the runs alternate: each round runs
+    every code in a new work dir of its own, then again in the same one."""
     for index in range(repeat):
         for name, code in codes.items():
             work = folder / f"{name}-{index}"
             work.mkdir()
             for which in ("fresh", "second"):
-                seconds = cpu_seconds(command, code, work)
-                figures.setdefault((name, which), []).append(seconds)
-                print(f"{name:10s} {which:6s} {seconds:6.2f} CPU-s  (load {os.getloadavg()[0]:.1f})", flush=True)
+                yield name, code, str(index), work, which
+
+
+def runs(codes: dict[str, Path], repeat: int, folder: Path) -> None:
+    command = [sys.executable, "-m", "pipeline", "run", "--quiet", "--param", "Epochs=2"]
+    figures: dict[tuple[str, str], list[float]] = {}
+    for name, code, _, work, which in sittings(codes, repeat, folder):
+        seconds = cpu_seconds(command, code, work)
+        figures.setdefault((name, which), []).append(seconds)
+        print(f"{name:10s} {which:6s} {seconds:6.2f} CPU-s  (load {os.getloadavg()[0]:.1f})", flush=True)
     report(figures, codes)
 
 
 def jobs(codes: dict[str, Path], repeat: int, folder: Path) -> None:
     """The runs' CPU by job process (the sum over a step's instances) and the llpipe process's rest."""
     figures: dict[tuple[str, str], list[float]] = {}
-    for index in range(repeat):
-        for name, code in codes.items():
-            work = folder / f"{name}-{index}"
-            work.mkdir()
-            for which in ("fresh", "second"):
-                times = folder / f"times-{name}-{index}-{which}"
-                times.mkdir()
-                command = [sys.executable, "-c", TIMED, str(times), "run", "--quiet", "--param", "Epochs=2"]
-                total = cpu_seconds(command, code, work)
-                steps: dict[str, float] = {}
-                for path in times.glob("*.time"):
-                    user, system, label = path.read_text().split()[-3:]
-                    steps[label] = steps.get(label, 0.0) + float(user) + float(system)
-                steps["llpipe process"] = total - sum(steps.values())
-                steps["whole run"] = total
-                for label, seconds in steps.items():
-                    figures.setdefault((f"{name} {which}", label), []).append(seconds)
-                line = "  ".join(f"{label} {seconds:.2f}" for label, seconds in sorted(steps.items()))
-                print(f"{name:8s} {which:6s} {line}  (load {os.getloadavg()[0]:.1f})", flush=True)
+    for name, code, index, work, which in sittings(codes, repeat, folder):
+        times = folder / f"times-{name}-{index}-{which}"
+        times.mkdir()
+        command = [sys.executable, "-c", TIMED, str(times), "run", "--quiet", "--param", "Epochs=2"]
+        total = cpu_seconds(command, code, work)
+        steps: dict[str, float] = {}
+        for path in times.glob("*.time"):
+            user, system, label = path.read_text().split()[-3:]
+            steps[label] = steps.get(label, 0.0) + float(user) + float(system)
+        steps["llpipe process"] = total - sum(steps.values())
+        steps["whole run"] = total
+        for label, seconds in steps.items():
+            figures.setdefault((f"{name} {which}", label), []).append(seconds)
+        line = "  ".join(f"{label} {seconds:.2f}" for label, seconds in sorted(steps.items()))
+        print(f"{name:8s} {which:6s} {line}  (load {os.getloadavg()[0]:.1f})", flush=True)
     for (name, label), values in sorted(figures.items()):
         print(f"{name:16s} {label:16s} min {min(values):5.2f}  all {' '.join(f'{v:.2f}' for v in values)}")
 
