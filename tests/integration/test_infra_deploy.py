@@ -8,13 +8,12 @@ from __future__ import annotations
 
 import json
 import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
 import boto3
-import yaml
 from support.cloudformation import actions, create_stack, delivered_events, load_template
+from support.codebuild import run_buildspec
 from support.moto_additions import moto_server
 
 REPOSITORY = Path(__file__).resolve().parents[2]
@@ -147,42 +146,16 @@ def test_the_template_grants_what_the_iam_document_grants() -> None:
 # ------------------------------------------------------------------------------------------------ the buildspec
 
 
-def build_script() -> tuple[dict[str, str], str]:
-    spec = yaml.safe_load((REPOSITORY / "deploy" / "buildspec.yml").read_text())
-    commands = [
-        command
-        for phase in ("install", "pre_build", "build", "post_build")
-        for command in spec["phases"].get(phase, {}).get("commands", [])
-        if "pip install" not in command
-    ]
-    return {k: str(v) for k, v in spec["env"]["variables"].items()}, "\n".join(commands) + "\n"
-
-
 def run_build(url: str, tmp_path: Path, **variables: str) -> subprocess.CompletedProcess[str]:
-    defaults, script = build_script()
-    environment = {
-        "PATH": f"{Path(sys.executable).parent}:/usr/bin:/bin",
-        "PYTHONPATH": str(REPOSITORY),  # this checkout, as the build's `pip install .` makes it
-        "HOME": str(tmp_path),
-        "AWS_ENDPOINT_URL": url,
-        "AWS_REGION": "us-east-1",
-        "AWS_ACCESS_KEY_ID": "testing",
-        "AWS_SECRET_ACCESS_KEY": "testing",
-        "AWS_CONFIG_FILE": "/dev/null",
+    """The deploy buildspec's commands as CodeBuild runs them (``support.codebuild``) for project churn."""
+    project = {
         "ARTIFACT_BUCKET": "my-bucket",
         "SAGEMAKER_PIPELINE_ROLE_ARN": "arn:aws:iam::123456789012:role/PipelineRole",
         "SAGEMAKER_PROJECT_NAME": "churn",
         "SAGEMAKER_PROJECT_ID": "p-abc123",
         "COLUMNS": "200",
     }
-    return subprocess.run(
-        ["sh", "-e", "-c", script],
-        cwd=tmp_path,
-        env={**defaults, **environment, **variables},
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
+    return run_buildspec(REPOSITORY / "deploy" / "buildspec.yml", tmp_path, url, "us-east-1", **project, **variables)
 
 
 def test_the_deploy_buildspec_refuses_an_unapproved_version_and_an_unpassed_promotion(tmp_path: Path) -> None:

@@ -12,13 +12,12 @@ import ast
 import json
 import os
 import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
 import boto3
-import yaml
 from support.cloudformation import actions, create_stack, delivered_events, load_template
+from support.codebuild import buildspec_commands, run_buildspec
 
 REPOSITORY = Path(__file__).resolve().parents[2]
 TEMPLATE = REPOSITORY / "infra" / "pipeline.yaml"
@@ -155,42 +154,11 @@ def test_the_project_runs_the_forward_buildspec_with_the_pipeline_and_the_mlflow
 # ------------------------------------------------------------------------------------------------ the buildspec
 
 
-def build_commands() -> tuple[dict[str, str], list[str]]:
-    spec = yaml.safe_load(BUILDSPEC.read_text())
-    commands = [
-        command
-        for phase in ("install", "pre_build", "build", "post_build")
-        for command in spec["phases"].get(phase, {}).get("commands", [])
-        if "pip install" not in command
-    ]
-    return {k: str(v) for k, v in spec["env"]["variables"].items()}, commands
-
-
 def run_build(tmp_path: Path, endpoint: str, **variables: str) -> subprocess.CompletedProcess[str]:
-    """The buildspec's commands in sh, as CodeBuild runs them: its variables, the project's environment (AWS at
-    ``endpoint``, this checkout's llpipe) and ``variables`` (the rule's overrides)."""
-    defaults, commands = build_commands()
-    environment = {
-        "PATH": f"{Path(sys.executable).parent}:/usr/bin:/bin",
-        "PYTHONPATH": str(REPOSITORY),  # this checkout, as the build's `pip install .` makes it
-        "HOME": str(tmp_path),
-        "AWS_ENDPOINT_URL": endpoint,
-        "AWS_REGION": REGION,
-        "AWS_ACCESS_KEY_ID": "testing",
-        "AWS_SECRET_ACCESS_KEY": "testing",
-        "AWS_CONFIG_FILE": "/dev/null",
-        "SAGEMAKER_PROJECT_NAME": "mypipeline",
-        "SAGEMAKER_PROJECT_ID": "123",
-        "LLPIPE_MLFLOW_ARN": MLFLOW_ARN,
-    }
-    return subprocess.run(
-        ["sh", "-e", "-c", "\n".join(commands) + "\n"],
-        cwd=tmp_path,
-        env={**defaults, **environment, **variables},
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
+    """The buildspec's commands as CodeBuild runs them, in the project's environment (``support.codebuild``), with
+    ``variables`` (the rule's overrides)."""
+    project = {"SAGEMAKER_PROJECT_NAME": "mypipeline", "SAGEMAKER_PROJECT_ID": "123", "LLPIPE_MLFLOW_ARN": MLFLOW_ARN}
+    return run_buildspec(BUILDSPEC, tmp_path, endpoint, REGION, **project, **variables)
 
 
 def test_the_buildspec_command_is_the_clis_forward_of_the_events_execution() -> None:
@@ -198,7 +166,7 @@ def test_the_buildspec_command_is_the_clis_forward_of_the_events_execution() -> 
     from pipeline.cli import build_parser
     from pipeline.cli.execution import run
 
-    defaults, [command] = build_commands()
+    defaults, [command] = buildspec_commands(BUILDSPEC)
     assert defaults == {"EXECUTION_ARN": ""}
     arn = event("succeeded")["detail"]["pipelineExecutionArn"]
     shell = subprocess.run(
