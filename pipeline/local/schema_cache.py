@@ -95,13 +95,14 @@ def decision_key(
 
 @cache
 def code_digest() -> str:
-    """The SHA-256 of the source files of :data:`CODE_PACKAGES` (their paths and bytes)."""
+    """The SHA-256 of the source files of :data:`CODE_PACKAGES`: each package's ``source_digest``, the one the
+    definition cache keys its entries by."""
+    from pipeline.definition.cache import source_digest
+
     root = Path(__file__).resolve().parents[2]
     digest = hashlib.sha256()
     for package in CODE_PACKAGES:
-        for path in sorted((root / package).rglob("*.py")):
-            digest.update(path.relative_to(root).as_posix().encode() + b"\0")
-            digest.update(path.read_bytes())
+        digest.update(f"{package}\0{source_digest(root / package)}".encode())
     return digest.hexdigest()
 
 

@@ -17,6 +17,7 @@ import tempfile
 from pathlib import Path
 
 from pipeline.core.stale import owned_temp_folder_prefix, sweep_temp_folders
+from pipeline.definition.cache import source_digest
 
 BUILD_KIND = "llpipe-bytecode"  # a compilation's own folder in the cache: llpipe-bytecode-<pid>-*, swept once gone
 PYCACHE = "__pycache__"
@@ -24,12 +25,9 @@ COMPILE_TIMEOUT_SECONDS = 120
 
 
 def bundle_digest(python: Path, code: Path) -> str:
-    """What names the bundle's bytecode: the interpreter and every source file's path and bytes."""
-    digest = hashlib.sha256(str(python).encode() + b"\0")
-    for path in sorted(code.rglob("*.py")):
-        digest.update(path.relative_to(code).as_posix().encode() + b"\0")
-        digest.update(hashlib.sha256(path.read_bytes()).digest())
-    return digest.hexdigest()[:32]
+    """What names the bundle's bytecode: the interpreter and every source file's path and bytes (``source_digest``,
+    as the definition cache digests the package)."""
+    return hashlib.sha256(f"{python}\0{source_digest(code)}".encode()).hexdigest()[:32]
 
 
 def compiled_bundle(python: Path, code: Path, cache_dir: Path) -> Path | None:
