@@ -21,7 +21,9 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
-from support.settings import fast_params
+from support import drift_table
+from support.finished_run import FinishedRun
+from support.settings import FAST, fast_params
 
 from pipeline import cli
 from pipeline.core.errors import TrainingError
@@ -323,25 +325,27 @@ def test_temporary_names_differ_even_for_writers_with_the_same_pid(
 # ------------------------------------------------------------------------------------------------- the cache
 
 
-def test_a_cached_step_whose_outputs_were_deleted_runs_again(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str]
-) -> None:
-    """Before: the cache hit was taken and Train failed with 'no S3 objects found' under the deleted prefix."""
-    data = binary_csv(tmp_path / "data.csv")
-    argv = ["run", "--workdir", str(tmp_path / "w"), "--data", str(data), "--label-column", "label"]
-    argv += ["--predictor-type", "binary_classifier", "--json", *FAST_ARGS]
-    assert cli.main(argv) == 0, capsys.readouterr().err
-    first = json.loads(capsys.readouterr().out)
-    train = next((tmp_path / "w" / "s3").rglob("preprocess/train"))
-    for shard in train.rglob("*"):
-        if shard.is_file():
-            shard.unlink()
-    assert cli.main(argv) == 0, capsys.readouterr().err
-    second = json.loads(capsys.readouterr().out)
-    record = ExecutionStore(tmp_path / "w" / "executions").load(second["execution_id"])
+def test_a_cached_step_whose_outputs_were_deleted_runs_again(finished_run: FinishedRun, tmp_path: Path) -> None:
+    """Before: the cache hit was taken and Train failed with 'no S3 objects found' under the deleted prefix.
+
+    The shared finished run's copy is the first run (its Preprocess the cache entry); the same run again, with the
+    entry's train shards deleted, must run Preprocess instead of taking the hit."""
+    from pipeline.api import run_local
+
+    workdir = finished_run.copy_to(tmp_path / "w")
+    train = next((workdir / "s3").rglob("preprocess/train"))
+    shards = [shard for shard in train.rglob("*") if shard.is_file()]
+    assert shards
+    for shard in shards:
+        shard.unlink()
+    execution = run_local(
+        finished_run.frame, drift_table.LABEL, "binary_classifier", workdir=workdir, progress=False, **FAST
+    )
+    assert execution.status == "Succeeded", execution.failure_reason
+    record = ExecutionStore(workdir / "executions").load(execution.id)
     preprocess = record.steps["Preprocess"]
     assert preprocess.cache_hit_source is None and "is gone; re-running" in preprocess.detail
-    assert first["execution_id"] in preprocess.detail
+    assert finished_run.execution_id in preprocess.detail
 
 
 # ------------------------------------------------------------------------------------------------- signals
