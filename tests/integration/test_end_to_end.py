@@ -12,6 +12,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from support.partial_runs import partial_run
 from support.settings import FAST, fast
 
 from containerlib.recordio import read as read_recordio
@@ -39,26 +40,9 @@ def local_run(built: LocalRun, workdir: Path) -> LocalRun:
     return LocalRun(built.config, Workdir(workdir), built.definition_json, built.uploads)
 
 
-# The steps that do not read the model's Loss: the data-quality check of the input (Train waits for it) and the gate
-# with its registration
-NOT_OF_THE_LOSS = ("DataQuality", "QualityGate")
-
-
-def up_to_the_report(built: LocalRun, workdir: Path) -> LocalRun:
-    """The built definition up to Evaluate's report: Preprocess, Train, CreateModel, Transform and Evaluate with
-    their own arguments, without the steps NOT_OF_THE_LOSS (Train no longer waits for the check)."""
-    definition = json.loads(built.definition_json)
-    definition["Steps"] = [step for step in definition["Steps"] if step["Name"] not in NOT_OF_THE_LOSS]
-    for step in definition["Steps"]:
-        step.pop("DependsOn", None)
-    assert [step["Name"] for step in definition["Steps"]] == [
-        "Preprocess",
-        "Train",
-        "CreateModel",
-        "Transform",
-        "Evaluate",
-    ]
-    return LocalRun(built.config, Workdir(workdir), json.dumps(definition), built.uploads)
+# The steps a Loss is proven by: its model trained, used and scored; the data-quality check of the input (Train waits
+# for it) and the gate with its registration read no Loss
+UP_TO_THE_REPORT = ("Preprocess", "Train", "CreateModel", "Transform", "Evaluate")
 
 
 def write_parts(frame, folder: Path, parts: int = 2) -> Path:
@@ -315,7 +299,7 @@ def test_every_loss_of_each_predictor_type_ends_in_a_report(
     gate metric (auc, accuracy, r2) on as many training instances as it asked for; the others run it up to
     Evaluate's report (the data-quality check and the registration read no Loss)."""
     label = loss_table(predictor_type, tmp_path / "data")
-    whole, lean = local_run(built, tmp_path / "work"), up_to_the_report(built, tmp_path / "work")
+    whole, lean = local_run(built, tmp_path / "work"), partial_run(built, tmp_path / "work", UP_TO_THE_REPORT)
     first = None
     for loss in LOSSES_BY_PREDICTOR[predictor_type]:
         parameters = FIRST_LOSS[predictor_type] if first is None else OTHER_LOSSES[predictor_type]
@@ -338,6 +322,7 @@ def test_every_loss_of_each_predictor_type_ends_in_a_report(
             gate_metric = {"binary_classifier": "auc", "multiclass_classifier": "accuracy"}.get(predictor_type, "r2")
             assert package.metrics["gate"]["metric"] == gate_metric
         else:
+            assert set(record.steps) == set(UP_TO_THE_REPORT)
             assert record.steps["Preprocess"].cache_hit_source == first.id
     if predictor_type == "binary_classifier":  # the hinge model's margins are not probabilities, yet AUC is ranked
         transform = record.steps["Transform"].properties["TransformOutput"]["S3OutputPath"]

@@ -12,6 +12,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
+from support.partial_runs import partial_run
 from support.settings import FAST
 
 from pipeline import cli
@@ -73,15 +74,6 @@ def test_the_default_table_runs_with_no_other_flags(tmp_path: Path, capsys: pyte
     assert shown == 0 and f"SchemaUrl={schema_url}" in capsys.readouterr().out.replace("\n", "")
 
 
-def preprocess_only(built: LocalRun, workdir: Path) -> LocalRun:
-    """The built definition with its Preprocess step alone (the same arguments, parameters and code), run locally:
-    what a step after it would read, without the steps that read it."""
-    definition = json.loads(built.definition_json)
-    definition["Steps"] = [step for step in definition["Steps"] if step["Name"] == "Preprocess"]
-    assert definition["Steps"], "the definition has a Preprocess step"
-    return LocalRun(built.config, Workdir(workdir), json.dumps(definition), built.uploads)
-
-
 def test_multiclass_text_labels_shuffled_columns_two_processing_three_training_instances(
     built: LocalRun, tmp_path: Path
 ) -> None:
@@ -108,7 +100,7 @@ def test_multiclass_text_labels_shuffled_columns_two_processing_three_training_i
         if folder == aligned:
             run = LocalRun(built.config, Workdir(workdir), built.definition_json, built.uploads)
         else:
-            run = preprocess_only(built, workdir)
+            run = partial_run(built, workdir, ["Preprocess"])
         source = user_data(folder, "species", "multiclass_classifier")
         overrides = {**FAST, "ProcessingInstanceCount": "2", "TrainingInstanceCount": "3", "MissingValues": "zero"}
         prepared = run.prepare(source, overrides, sample_rows=1000)
