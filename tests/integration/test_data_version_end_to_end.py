@@ -1,5 +1,8 @@
 """New data re-runs the pipeline, unchanged data comes from the cache: the real DAG run locally three times, with
 ``--data`` and with an ``InputDataUrl`` in the local S3, changing the data in place between the first two runs.
+
+The runs stop at Evaluate's report (``support.partial_runs.UP_TO_THE_REPORT``): the data-quality check and the
+registration after the gate are never cached, so they add nothing to what is rerun or reused.
 """
 
 from __future__ import annotations
@@ -9,6 +12,7 @@ from pathlib import Path
 
 import pytest
 from rich.console import Console
+from support.partial_runs import UP_TO_THE_REPORT, partial_run
 from support.settings import fast
 
 from pipeline.api.execution import LocalExecution
@@ -106,7 +110,7 @@ def test_data_changed_in_place_reruns_everything_and_unchanged_data_hits_the_cac
     frame = load_breast_cancer(as_frame=True).frame
     for part in range(2):
         frame.iloc[part::2].to_csv(folder / f"part-{part}.csv", index=False)
-    run = LocalRun(built.config, Workdir(tmp_path / "work"), built.definition_json, built.uploads)
+    run = partial_run(built, tmp_path / "work", UP_TO_THE_REPORT)
 
     def execute() -> ExecutionRecord:
         return run.execute(user_data(folder, "target", "binary_classifier"), RUN)
@@ -121,7 +125,7 @@ def test_data_changed_in_place_reruns_everything_and_unchanged_data_hits_the_cac
 def test_input_data_url_changed_in_place_reruns_everything_and_unchanged_hits_the_cache(
     built: LocalRun, tmp_path: Path
 ) -> None:
-    run = LocalRun(built.config, Workdir(tmp_path), built.definition_json, built.uploads)
+    run = partial_run(built, tmp_path, UP_TO_THE_REPORT)
     uri = f"s3://{run.config.bucket}/datasets/breast-cancer/"
     [first_part, *_] = write_example_data(run.s3.path(uri))
     overrides = {**RUN, "InputDataUrl": uri}

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from support.partial_runs import partial_run
+from support.partial_runs import UP_TO_THE_REPORT, partial_run
 from support.settings import FAST, fast
 
 from containerlib.recordio import read as read_recordio
@@ -38,11 +38,6 @@ def built(tmp_path_factory: pytest.TempPathFactory) -> LocalRun:
 
 def local_run(built: LocalRun, workdir: Path) -> LocalRun:
     return LocalRun(built.config, Workdir(workdir), built.definition_json, built.uploads)
-
-
-# The steps a Loss is proven by: its model trained, used and scored; the data-quality check of the input (Train waits
-# for it) and the gate with its registration read no Loss
-UP_TO_THE_REPORT = ("Preprocess", "Train", "CreateModel", "Transform", "Evaluate")
 
 
 def write_parts(frame, folder: Path, parts: int = 2) -> Path:

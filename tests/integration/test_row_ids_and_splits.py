@@ -12,6 +12,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
+from support.partial_runs import UP_TO_THE_REPORT, partial_run
 from support.settings import fast
 
 import pipeline
@@ -59,7 +60,9 @@ def write_files(frame: pd.DataFrame, folder: Path) -> dict[tuple[str, int], int]
 
 
 def run(built: LocalRun, workdir: Path, folder: Path, **parameters: object) -> LocalExecution:
-    local = LocalRun(built.config, Workdir(workdir), built.definition_json, built.uploads)
+    """The run up to Evaluate's report (its predictions and coefficients; the data-quality check and the registration
+    read no row id)."""
+    local = partial_run(built, workdir, UP_TO_THE_REPORT)
     record = local.execute(
         user_data(folder, "label", "binary_classifier"),
         fast(MetricThreshold=0, TrainingInstanceCount=1, **parameters),

@@ -11,6 +11,11 @@ from pathlib import Path
 from pipeline.local.runner import LocalRun
 from pipeline.local.workdir import Workdir
 
+# The steps that train a model, use it and score it, up to Evaluate's report: without the data-quality check of the
+# input (Train waits for it) and the gate with its registration, for a test whose proof is in the model, its scores
+# or the cache of these steps
+UP_TO_THE_REPORT = ("Preprocess", "Train", "CreateModel", "Transform", "Evaluate")
+
 
 def partial_run(built: LocalRun, workdir: Path, steps: Collection[str]) -> LocalRun:
     """``built``'s definition with only the top-level ``steps`` (each one of its steps), run in ``workdir``; a kept
