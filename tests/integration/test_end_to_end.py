@@ -234,7 +234,7 @@ def test_one_test_record_per_host_runs_in_the_image(
     folder.mkdir()
     for part, test_row in enumerate(test_rows):  # each host gets one file, so one test record
         frame.iloc[[*others[part::2], test_row]].to_csv(folder / f"part-{part}.csv", index=False)
-    record = local_run(built, tmp_path / "work").execute(
+    record = partial_run(built, tmp_path / "work", UP_TO_THE_REPORT).execute(  # the codec is read up to Evaluate
         user_data(folder, "label", "binary_classifier"),
         {**FAST, "ProcessingInstanceCount": "2", "TrainingInstanceCount": "1", "MetricThreshold": "0"},
     )

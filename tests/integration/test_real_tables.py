@@ -12,7 +12,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
-from support.partial_runs import partial_run
+from support.partial_runs import UP_TO_THE_REPORT, partial_run
 from support.settings import FAST
 
 from pipeline import cli
@@ -141,7 +141,7 @@ def test_regression_with_a_text_feature_and_a_collision_warning(built: LocalRun,
     x = rng.normal(size=400)
     price = 3 * x + np.where(city == "Paris", 5.0, 0.0) + rng.normal(scale=0.1, size=400)
     pd.DataFrame({"city": city, "x": x, "price": price}).to_parquet(tmp_path / "houses.pq", index=False)
-    run = LocalRun(built.config, Workdir(tmp_path / "work"), built.definition_json, built.uploads)
+    run = partial_run(built, tmp_path / "work", UP_TO_THE_REPORT)  # the warning is Preprocess's, in the summary
     source = user_data(tmp_path / "houses.pq", "price", "regressor")  # .pq was refused by --data before
     overrides = {**FAST, "HashBuckets": "2"}
     prepared = run.prepare(source, overrides, sample_rows=100)
