@@ -9,6 +9,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
+from support.partial_runs import UP_TO_THE_REPORT, partial_run
 from support.settings import FAST
 
 from pipeline.definition.config import load_config
@@ -44,7 +45,7 @@ def test_every_row_of_files_with_url_characters_in_their_names_is_read(built: Lo
     folder = tmp_path / "data"
     (folder / "sub?dir#1").mkdir(parents=True)
     total = write(folder, NAMES[:3], seed=3) + write(folder / "sub?dir#1", NAMES[3:], seed=4)
-    run = LocalRun(built.config, Workdir(tmp_path / "work"), built.definition_json, built.uploads)
+    run = partial_run(built, tmp_path / "work", UP_TO_THE_REPORT)  # the names reach the predictions' row ids
     prepared = run.prepare(user_data(folder, "y", "binary_classifier"), {**FAST, "ProcessingInstanceCount": "2"})
     record = prepared.execute()
     assert record.status == "Succeeded", record.failure_reason
