@@ -98,6 +98,7 @@ GROUPED_MODULES = frozenset(
         "test_docs",
         "test_encoding_end_to_end",
         "test_linear_learner_jobs",
+        "test_local_limits",
         "test_monitor",
         "test_monitor_training_file",
         "test_offset_columns_end_to_end",
