@@ -499,19 +499,17 @@ class LocalExecution(Execution):
 
     @property
     def plots(self) -> list[Path]:
-        """PNG plots of the report (:mod:`pipeline.api.plots`), rendered once into ``executions/<id>/plots/``, then
-        those of the data-quality violations (``plots/data-quality/``). Reused only while they are what the report
-        and the plotting code gave (:func:`~pipeline.core.verified.reuse_or_build`): damaged ones are rendered again."""
-        from pipeline.api import plots
-        from pipeline.core.verified import reuse_or_build
+        """PNG plots of the report (:mod:`pipeline.api.plots`) in ``executions/<id>/plots/``, then those of the
+        data-quality violations (``plots/data-quality/``). A report is rendered once per content in the work dir's
+        ``plots-cache/`` and copied (:func:`~pipeline.api.plots_cache.execution_plots`, as the end-of-run summary
+        shows them); reused only while they are what the report and the plotting code gave: damaged ones are
+        rendered again."""
+        from pipeline.api.plots_cache import execution_plots
 
         report_path = self.report_path
         if not report_path:
             return self.drift_plots()
-        folder = self.record.folder / "plots"
-        key = plots.plots_key(report_path)
-        report_plots = reuse_or_build(folder, key, lambda: plots.render_plots(report_path, folder), earlier="*.png")
-        return report_plots + self.drift_plots()
+        return execution_plots(report_path, self.record.folder / "plots") + self.drift_plots()
 
     def drift_plots(self) -> list[Path]:
         """A plot per feature a data-quality violation names, its baseline distribution beside this run's, rendered

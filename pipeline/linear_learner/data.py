@@ -1,19 +1,26 @@
 """Reading a channel's files (RecordIO-protobuf or headerless CSV with the label first), piece by piece, into blocks
-on disk or one in-memory dataset, with clear errors naming the file, the record and what was expected."""
+on disk or one in-memory dataset, with clear errors naming the file, the record and what was expected.
+
+The trainer's modules (``Dataset``, ``blocks``) are imported where a channel is read for training: Batch Transform
+reads its files through :func:`iter_file` in ``llpipe``'s own process, which then skips the trainer's imports
+(scipy.special among them, about 0.35 CPU-s)."""
 
 from __future__ import annotations
 
 import sys
 from collections.abc import Iterator, Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 import scipy.sparse as sp
 
 from pipeline.core.errors import AlgorithmInputError
 from pipeline.core.names import CSV
-from pipeline.linear_learner.blocks import BlockChannel, write_blocks
-from pipeline.linear_learner.trainer import Dataset
+
+if TYPE_CHECKING:
+    from pipeline.linear_learner.blocks import BlockChannel
+    from pipeline.linear_learner.trainer import Dataset
 
 
 def channel_files(directory: Path) -> list[Path]:
@@ -126,6 +133,8 @@ def checked_records(
 ) -> Iterator[Dataset]:
     """Every record of a channel, checked, as pieces of up to ``records``: each must have a valid label and
     ``feature_dim`` features (or as many as the first file's)."""
+    from pipeline.linear_learner.trainer import Dataset
+
     width = feature_dim
     seen = False
     for path in files:
@@ -158,6 +167,8 @@ def read_channel(
     num_classes: int,
 ) -> Dataset:
     """All files of a channel as one in-memory Dataset (see :func:`checked_records`)."""
+    from pipeline.linear_learner.trainer import Dataset
+
     parts = list(
         checked_records(
             name,
@@ -188,6 +199,8 @@ def open_channel(
     multiple_of: int = 1,
 ) -> BlockChannel:
     """A channel checked once and stored in ``folder`` as blocks read back one at a time (``blocks.py``)."""
+    from pipeline.linear_learner.blocks import write_blocks
+
     records = checked_records(
         name, files, content_type, feature_dim=feature_dim, predictor_type=predictor_type, num_classes=num_classes
     )

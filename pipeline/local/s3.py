@@ -53,13 +53,21 @@ class LocalS3:
         return f"s3://{bucket}/{'/'.join(key)}"
 
     def list_objects(self, uri: str) -> list[str]:
-        """Every object whose key starts with the URI's key, as S3 lists a prefix: sorted by key."""
+        """Every object whose key starts with the URI's key, as S3 lists a prefix: sorted by key. Only the folder of
+        the key's last ``/`` is walked (every such key is under it), not the whole bucket, which holds every
+        execution's outputs."""
         bucket, prefix = split_uri(uri)
         base = self.root / bucket
-        if not base.is_dir():
+        folder, _, _ = prefix.rpartition("/")
+        parts = folder.split("/") if folder else []
+        start = base.joinpath(*parts)
+        linked = any(base.joinpath(*parts[: depth + 1]).is_symlink() for depth in range(len(parts)))
+        if linked or {"", ".", ".."} & set(parts):  # as the whole bucket's walk sees them: it enters no link
+            start = base
+        if not start.is_dir():
             return []
         found = []
-        for path in base.rglob("*"):
+        for path in start.rglob("*"):
             if path.is_file():
                 key = path.relative_to(base).as_posix()
                 if key.startswith(prefix):

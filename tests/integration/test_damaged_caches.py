@@ -66,6 +66,7 @@ def test_a_damaged_frame_file_is_rewritten_with_a_warning(tmp_path: Path, damage
 def test_the_plots_cache_and_an_executions_plots_are_rendered_again_when_damaged(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, damage
 ) -> None:
+    monkeypatch.setenv("LLPIPE_CACHE_DIR", str(tmp_path / "user-cache"))
     report = report_file(tmp_path, "binary_classifier", seed=3)
     calls = []
     render = pipeline.api.plots.render_plots
@@ -74,18 +75,44 @@ def test_the_plots_cache_and_an_executions_plots_are_rendered_again_when_damaged
     first = [Path(path) for path in _plots(report, executions / "one" / "plots")]
     whole = {path.name: path.read_bytes() for path in first}
     (shared,) = (tmp_path / "work" / "plots-cache").iterdir()
+    (user,) = (tmp_path / "user-cache" / "plots").iterdir()
 
     damage(shared / "precision_recall_curve.png")  # the work dir's cache: a second execution copies from it
     with pytest.warns(DamagedCacheEntry, match=f"cache entry {shared} is damaged .*precision_recall_curve.png"):
         second = [Path(path) for path in _plots(report, executions / "two" / "plots")]
-    assert len(calls) == 2, "rendered again"
+    assert len(calls) == 1, "copied again from the user cache's (whole) rendering, not rendered"
     assert {path.name: path.read_bytes() for path in second} == whole
+
+    damage(shared / "roc_curve.png")  # both caches: rendered again
+    damage(user / "roc_curve.png")
+    with pytest.warns(DamagedCacheEntry) as caught:
+        third = [Path(path) for path in _plots(report, executions / "three" / "plots")]
+    assert sorted(str(warning.message).split(" is damaged")[0] for warning in caught) == sorted(
+        f"cache entry {folder}" for folder in (shared, user)
+    )
+    assert len(calls) == 2, "rendered again"
+    assert {path.name: path.read_bytes() for path in third} == whole
 
     damage(first[0])  # an execution's own copy
     with pytest.warns(DamagedCacheEntry, match=f"cache entry {first[0].parent} is damaged .*{first[0].name}"):
         again = [Path(path) for path in _plots(report, executions / "one" / "plots")]
     assert {path.name: path.read_bytes() for path in again} == whole
     assert len(calls) == 2, "copied from the (whole) work dir cache, not rendered"
+
+
+def test_a_fresh_work_dir_copies_the_plots_another_rendered_into_the_user_cache(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("LLPIPE_CACHE_DIR", str(tmp_path / "user-cache"))
+    report = report_file(tmp_path, "binary_classifier", seed=5)
+    calls = []
+    render = pipeline.api.plots.render_plots
+    monkeypatch.setattr(pipeline.api.plots, "render_plots", lambda *args: calls.append(args) or render(*args))
+    first = [Path(path) for path in _plots(report, tmp_path / "one" / "executions" / "a" / "plots")]
+    other = [Path(path) for path in _plots(report, tmp_path / "two" / "executions" / "b" / "plots")]
+    assert len(calls) == 1 and [path.name for path in other] == [path.name for path in first]
+    assert [path.read_bytes() for path in other] == [path.read_bytes() for path in first]
+    assert (tmp_path / "two" / "plots-cache").is_dir(), "the work dir keeps its own rendering as before"
 
 
 @pytest.mark.parametrize("index", ['{"key": ', "[]", '{"key": 5, "names": "x"}'])

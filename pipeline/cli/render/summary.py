@@ -10,9 +10,6 @@ steps' timings and notes.
 from __future__ import annotations
 
 import json
-import os
-import shutil
-import tempfile
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -222,51 +219,11 @@ def _compute(record: ExecutionRecord) -> list[dict[str, Any]]:
 
 
 def _plots(report_path: Path, folder: Path) -> list[str]:
-    """PNG plots of the report (pipeline.api.plots) in the execution's folder. A report is rendered once per content and
-    plotting code, in ``<workdir>/plots-cache/``, and copied from there: a cached re-run imports no matplotlib. Both
-    the shared rendering and the execution's copies are checked against their entry before reuse
-    (:mod:`pipeline.core.verified`): damaged ones are rendered again, with a warning naming them."""
-    import pipeline.api.plots
-    from pipeline.core.verified import reuse_or_build
+    """PNG plots of the report in the execution's folder, as the MLflow logger shows them
+    (:func:`pipeline.api.plots_cache.execution_plots`: rendered once per report content and plotting code)."""
+    from pipeline.api.plots_cache import execution_plots
 
-    key = pipeline.api.plots.plots_key(report_path)
-    cache_root = folder.parent.parent.parent / "plots-cache"  # <workdir>/executions/<id>/plots
-
-    def copy() -> list[Path]:
-        rendered, names = _shared_rendering(report_path, cache_root, key)
-        folder.mkdir(parents=True, exist_ok=True)
-        for name in names:
-            shutil.copyfile(rendered / name, folder / name)
-        return [folder / name for name in names]
-
-    return [str(path) for path in reuse_or_build(folder, key, copy) if path.name != TUNING_PLOT]
-
-
-def _shared_rendering(report_path: Path, cache_root: Path, key: str) -> tuple[Path, list[str]]:
-    """The folder of the report's rendering in the work dir's plots cache and its plots' names, rendered now when
-    absent or damaged: privately, then renamed, so runs at once in one work dir never share a folder."""
-    import pipeline.api.plots
-    from pipeline.core.verified import ENTRY_FILE, entry_document, verified_names
-
-    rendered = cache_root / key[:32]
-    names = verified_names(rendered, key)
-    if names is not None:
-        return rendered, names
-    cache_root.mkdir(parents=True, exist_ok=True)
-    staging = Path(tempfile.mkdtemp(dir=cache_root, prefix=".rendering-"))
-    try:
-        paths = pipeline.api.plots.render_plots(report_path, staging)
-        (staging / ENTRY_FILE).write_text(json.dumps(entry_document(key, paths)))
-        shutil.rmtree(rendered, ignore_errors=True)  # damaged or of an older layout
-        os.rename(staging, rendered)
-    except OSError:  # another run renamed its rendering first: its own, if whole
-        names = verified_names(rendered, key)
-        if names is not None:
-            return rendered, names
-        raise
-    finally:
-        shutil.rmtree(staging, ignore_errors=True)  # gone once renamed
-    return rendered, [path.name for path in paths]
+    return [str(path) for path in execution_plots(report_path, folder) if path.name != TUNING_PLOT]
 
 
 def _tuning_plot(properties: dict[str, Any], folder: Path) -> list[str]:

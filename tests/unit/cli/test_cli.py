@@ -86,6 +86,28 @@ def test_a_run_refused_before_any_step_leaves_no_empty_step_table_on_the_termina
     assert erased.count("\x1b[1A\x1b[2K") == 5  # the five lines of the empty table
 
 
+def test_the_live_table_is_drawn_at_once_when_a_step_changes_status(tmp_path: Path) -> None:
+    """It is drawn again once a second (each draw to a terminal costs about 13 ms); a step that starts or ends is
+    shown without waiting for the next one."""
+    import io
+
+    from rich.console import Console
+
+    from pipeline.cli.render.progress import LiveSteps
+    from pipeline.local.executions import ExecutionRecord, StepRecord
+
+    terminal = io.StringIO()
+    record = ExecutionRecord("e1", "p", tmp_path)
+    step = record.steps["Train"] = StepRecord("Train", "Training")
+    with LiveSteps(Console(file=terminal, force_terminal=True, width=120)) as live:
+        step.status = "Executing"
+        live.update(record, step)
+        assert "Executing" in terminal.getvalue()
+        step.status = "Succeeded"
+        live.update(record, step)
+        assert "Succeeded" in terminal.getvalue()
+
+
 def test_endpoints_show_every_stages_url_whole_in_80_columns(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

@@ -37,6 +37,21 @@ def test_objects_round_trip_and_prefix_listing(tmp_path: Path) -> None:
     assert not list(tmp_path.rglob(".*.tmp")), "atomic writes leave no temporary files"
 
 
+def test_a_deep_prefix_lists_what_the_whole_bucket_s_walk_listed(tmp_path: Path) -> None:
+    """A listing walks only the folder of the key's last ``/`` (the bucket holds every execution's outputs); the
+    keys it finds are those a walk of the whole bucket finds: a partial last segment, a file where a folder would
+    be, a folder that is a link (which the bucket's walk never entered)."""
+    s3 = LocalS3(tmp_path)
+    for key in ("run/a/b/c.txt", "run/a/b/cd/e.txt", "run/a/bc/x", "run/ab/c", "other/q"):
+        s3.put_bytes(f"s3://b/{key}", b"x")
+    (tmp_path / "b" / "run" / "link").symlink_to(tmp_path / "b" / "other")
+    assert s3.list_objects("s3://b/run/a/b/c") == ["s3://b/run/a/b/c.txt", "s3://b/run/a/b/cd/e.txt"]
+    assert s3.list_objects("s3://b/run/a/b") == ["s3://b/run/a/b/c.txt", "s3://b/run/a/b/cd/e.txt", "s3://b/run/a/bc/x"]
+    assert s3.list_objects("s3://b/run/a/b/c.txt/x") == []
+    assert s3.list_objects("s3://b/run/link/") == [] == s3.list_objects("s3://b/run/link/q")
+    assert s3.list_objects("s3://b/nowhere/x") == []
+
+
 def test_keys_cannot_escape_the_folder(tmp_path: Path) -> None:
     with pytest.raises(ValueError, match="escapes"):
         LocalS3(tmp_path / "s3").path("s3://b/../../etc/passwd")
