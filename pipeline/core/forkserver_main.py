@@ -142,8 +142,13 @@ def child(request: dict, stdio, server: int, control: socket.socket) -> None:
         control.detach()
         close_other_fds()
         os.chdir(request["cwd"])
+        env = dict(request["env"])
+        # a C locale coerced at start (PEP 538) sets LC_CTYPE, as a fresh interpreter with the same locale
+        # variables (part of the server's key) would set it for the job
+        if "LC_CTYPE" in os.environ and "LC_CTYPE" not in env:
+            env["LC_CTYPE"] = os.environ["LC_CTYPE"]
         os.environ.clear()  # putenv/unsetenv too: C libraries see the job's variables
-        os.environ.update(request["env"])
+        os.environ.update(env)
         open_stdio()
         code = run(request)
     except BaseException:  # the set-up failed: say so as an interpreter would and exit 1
@@ -189,8 +194,8 @@ def open_stdio() -> None:
                     buffered,
                     encoding=encoding,
                     errors=errors,
-                    line_buffering=tty or fd == 2,
-                    write_through=unbuffered and fd > 0,
+                    line_buffering=not unbuffered and (tty or fd == 2),
+                    write_through=unbuffered,
                 )
             )
         except OSError:  # a closed descriptor: None, as the interpreter leaves it
