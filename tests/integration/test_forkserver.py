@@ -29,7 +29,9 @@ PROBE = textwrap.dedent(
         "argv": sys.argv, "cwd": os.getcwd(), "path": sys.path, "name": __name__,
         "file": globals().get("__file__"), "spec": getattr(__spec__, "origin", None),
         "env": {k: v for k, v in os.environ.items() if k.startswith(("PROBE_", "PYTHON", "OMP_"))},
-        "env_count": len(os.environ), "c_env": subprocess.run("echo $PROBE_VALUE", shell=True, capture_output=True, text=True).stdout.strip(),
+        "env_count": len(os.environ), "c_env": subprocess.run(
+            "echo $PROBE_VALUE", shell=True, capture_output=True, text=True
+        ).stdout.strip(),
         "own_session": os.getsid(0) == os.getpid(), "own_group": os.getpgid(0) == os.getpid(),
         "fds": sorted(os.listdir("/proc/self/fd")),
         "signals": {n: str(signal.getsignal(getattr(signal, n))) for n in ("SIGINT", "SIGTERM", "SIGCHLD", "SIGPIPE")},
