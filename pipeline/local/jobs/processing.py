@@ -55,7 +55,7 @@ VOLUME_CHECK_SECONDS = 0.5  # how often an instance's sandbox is measured agains
 # entry script -> the libraries its fork server imports once for all its instances: only what the job imports on every
 # run (tests/contract/test_preload_lists.py), so an instance's memory is what a fresh process's would be
 PROCESSING_PRELOAD = {
-    "preprocess.py": ("numpy", "pandas", "pyarrow", "pyarrow.compute", "pyarrow.csv"),
+    "preprocess.py": ("numpy", "pandas", "pyarrow", "pyarrow.csv"),  # a Parquet input imports pyarrow.parquet itself
     "evaluate.py": ("numpy", "sklearn.metrics"),
     "analyze.py": ("numpy", "pandas"),
 }
