@@ -225,17 +225,27 @@ class PreparedRun:
         DataVersion (unless given) is the data's version: of the source's files, or of the objects under the
         ``InputDataUrl`` override."""
         try:
-            if self.fork_servers is not None and any(
-                step.type in ("Training", "Tuning") for step in self.plan.steps.values()
-            ):
-                # the training instances' server preloads while the code, schema and data are written
-                from pipeline.linear_learner.launcher import TRAINING_PRELOAD
-
-                self.fork_servers.warm(sys.executable, TRAINING_PRELOAD, os.environ)
+            self._warm_fork_servers()
             return self._execute()
         finally:  # on every way out (a stop signal raises Interrupted): the run's own servers end with it
             if self.own_servers is not None:
                 self.own_servers.close()
+
+    def _warm_fork_servers(self) -> None:
+        """Start the fork servers of the plan's processing and training jobs, which preload while the code, schema
+        and data are written (those whose environment is not built yet start with their first job)."""
+        if self.fork_servers is None:
+            return
+        from pipeline.linear_learner.launcher import TRAINING_PRELOAD
+        from pipeline.local.jobs.processing import ProcessingJobs
+
+        processing = self.interpreter.runners.get("Processing")
+        types = {step.type for step in self.plan.steps.values()}
+        if types & {"Training", "Tuning"}:
+            self.fork_servers.warm(sys.executable, TRAINING_PRELOAD, os.environ)
+        for step in self.plan.steps.values():
+            if step.type == "Processing" and isinstance(processing, ProcessingJobs):
+                processing.warm(step.arguments)
 
     def _execute(self) -> ExecutionRecord:
         s3 = self.run.s3

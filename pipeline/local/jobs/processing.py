@@ -33,6 +33,7 @@ from typing import Any
 
 from pipeline.core.errors import one_line
 from pipeline.core.forkserver import ForkServers
+from pipeline.core.images import image_for_uri
 from pipeline.core.limits import Limits, groups_rss, held_bytes
 from pipeline.core.names import EXIT_MESSAGE_BYTES, EXIT_MESSAGE_FILE, RESOURCE_CONFIG
 from pipeline.core.processes import kill_group
@@ -159,6 +160,22 @@ class ProcessingJobs:
             shutil.rmtree(sandbox, ignore_errors=True)
         return described
 
+    def warm(self, arguments: dict[str, Any]) -> None:
+        """Start the fork server of a processing step's instances now (``arguments``: the step's, as written), its
+        preloading overlapping the run's set-up; nothing when its image's environment is not built yet, or its image
+        or entry point is a value only the run decides."""
+        app = arguments.get("AppSpecification") or {}
+        image_uri, entrypoint = app.get("ImageUri"), app.get("ContainerEntrypoint")
+        if self.fork_servers is None or not isinstance(image_uri, str) or not isinstance(entrypoint, list):
+            return
+        preload = processing_preload([str(part) for part in entrypoint])
+        image = image_for_uri(image_uri)
+        environment = self.environments.cached(image) if preload and image is not None else None
+        if environment is not None:
+            written = arguments.get("Environment") or {}
+            variables = {str(k): str(v) for k, v in written.items() if isinstance(v, str)}
+            self.fork_servers.warm(environment.python, preload, job_variables(environment, variables, Path("/")))
+
     def _environment(self, job: Job, image_uri: str) -> JobEnvironment:
         """The image's environment (built on first use, progress shown), recorded in ``environment.json``."""
         environment = self.environments.for_image_uri(image_uri, job.report)
@@ -252,14 +269,7 @@ class ProcessingJobs:
                 command = [str(environment.python), *arguments]
                 log_path = logs / f"{host_name(index)}.log"
                 job.add_log(log_path)
-                env = {
-                    **without_aws(clean_variables(os.environ)),
-                    **environment.variables,
-                    # a path the container reads from its variables is in its sandbox too
-                    **{name: remap(value, root) for name, value in variables.items()},
-                    "PYTHONUNBUFFERED": "1",
-                    "PYTHONNOUSERSITE": "1",  # the container has no user site-packages
-                }
+                env = job_variables(environment, variables, root)
                 with log_path.open("w") as log:
                     # its own process group, ended as a whole; dies with llpipe
                     if self.fork_servers is None:
@@ -306,6 +316,19 @@ class ProcessingJobs:
         return (failed[0], processes[failed[0]].returncode) if failed else None
 
 
+def job_variables(environment: JobEnvironment, variables: dict[str, str], root: Path) -> dict[str, str]:
+    """An instance's environment variables: this process's less the project's path and AWS configuration, the image's,
+    the job's (``/opt/ml`` paths in them mapped into the instance's sandbox ``root``), unbuffered output."""
+    return {
+        **without_aws(clean_variables(os.environ)),
+        **environment.variables,
+        # a path the container reads from its variables is in its sandbox too
+        **{name: remap(value, root) for name, value in variables.items()},
+        "PYTHONUNBUFFERED": "1",
+        "PYTHONNOUSERSITE": "1",  # the container has no user site-packages
+    }
+
+
 def processing_preload(entrypoint: Sequence[str]) -> tuple[str, ...]:
     """The modules the fork server preloads for a job whose entry script is ``entrypoint[1]`` (``preprocess.py``...);
     none for a script the table does not know."""
@@ -313,12 +336,12 @@ def processing_preload(entrypoint: Sequence[str]) -> tuple[str, ...]:
 
 
 def record_starts(path: Path, starts: list[str]) -> None:
-    """Add how the instances' processes started to ``environment.json``: ``process_start`` per instance."""
+    """Add how the instances' processes started to ``environment.json``: ``instances_started`` per instance."""
     try:
         document = json.loads(path.read_text())
     except (OSError, ValueError):
         document = {}
-    document["process_start"] = starts
+    document["instances_started"] = starts
     write_json_atomically(path, document)
 
 
