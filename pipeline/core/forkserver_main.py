@@ -26,6 +26,7 @@ import atexit
 import ctypes
 import ctypes.util
 import importlib
+import importlib.machinery
 import io
 import json
 import os
@@ -216,6 +217,8 @@ def run(request: dict) -> int:
     if "numpy.random" in sys.modules:  # a fresh interpreter draws the legacy global state from the OS
         sys.modules["numpy.random"].seed()
     argv = list(request["argv"])  # what follows the interpreter: script and arguments, or -m, module and arguments
+    if hasattr(sys, "orig_argv"):  # 3.10+: the command line as the interpreter got it
+        sys.orig_argv = [sys.orig_argv[0], *argv]
     module = argv[1] if argv[0] == "-m" else None
     try:
         if module:
@@ -230,6 +233,7 @@ def run(request: dict) -> int:
             main = fresh_main()
             main.__file__ = argv[0]
             main.__cached__ = None
+            main.__loader__ = importlib.machinery.SourceFileLoader("__main__", argv[0])
             with io.open_code(script) as handle:
                 source = handle.read()
             code = compile(source, argv[0], "exec", dont_inherit=True)

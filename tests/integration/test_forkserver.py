@@ -28,6 +28,8 @@ PROBE = textwrap.dedent(
     report = {
         "argv": sys.argv, "cwd": os.getcwd(), "path": sys.path, "name": __name__,
         "file": globals().get("__file__"), "spec": getattr(__spec__, "origin", None),
+        "loader": type(globals().get("__loader__")).__name__,
+        "orig_argv": getattr(sys, "orig_argv", [None])[1:],
         "env": {k: v for k, v in os.environ.items() if k.startswith(("PROBE_", "PYTHON", "OMP_"))},
         "env_count": len(os.environ), "c_env": subprocess.run(
             "echo $PROBE_VALUE", shell=True, capture_output=True, text=True
