@@ -253,3 +253,41 @@ def wait_until_gone(pid: int) -> None:
             return
         time.sleep(0.05)
     raise AssertionError(f"process {pid} is still running")
+
+
+JOB = """
+import json, os, pathlib, sys
+host = json.loads(pathlib.Path(sys.argv[sys.argv.index("--resource-config") + 1]).read_text())["current_host"]
+print("hello from", host, os.environ.get("GREETING"), "pandas" in sys.modules, flush=True)
+"""
+
+
+@pytest.mark.parametrize(
+    ("entry", "setting", "started"),
+    [
+        ("preprocess.py", "1", "fork server"),
+        ("preprocess.py", "0", f"fresh process: {SETTING} is off"),
+        ("job.py", "1", "fresh process: no preload list for this job"),
+    ],
+)
+def test_a_processing_job_records_how_its_instances_started(tmp_path: Path, entry: str, setting: str, started: str):
+    from support.processing_jobs import processing_definition, run
+
+    from pipeline.local.jobs import local_runners
+    from pipeline.local.s3 import LocalS3
+    from pipeline.local.workdir import Workdir
+
+    s3 = LocalS3(tmp_path / "s3")
+    s3.put_bytes(f"s3://bkt/code/{entry}", JOB.encode())
+    s3.put_bytes("s3://bkt/data/a.csv", b"x\n")
+    definition = processing_definition(instances=2)
+    app = definition["Steps"][0]["Arguments"]["AppSpecification"]
+    app["ContainerEntrypoint"][1] = f"/opt/ml/processing/input/code/{entry}"
+    with ForkServers({SETTING: setting}) as servers:
+        runners = local_runners(Workdir(tmp_path), region="us-east-1", account="1", fork_servers=servers)
+        record, _ = run(tmp_path, definition, runners)
+    assert record.status == "Succeeded", record.failure_reason
+    step = record.folder / "steps" / "Job"
+    assert json.loads((step / "environment.json").read_text())["instances_started"] == [started, started]
+    preloaded = started == "fork server"  # the server's pandas is in the job's sys.modules, as Preprocess imports it
+    assert (step / "logs" / "algo-2.log").read_text() == f"hello from algo-2 hi {preloaded}\n"
