@@ -52,6 +52,7 @@ START_PREFIXES = ("PYTHON", "OMP_", "OPENBLAS_", "GOTO_", "MKL_", "BLIS_", "NPY_
 START_NAMES = ("HOME", "PATH", "TMPDIR", "LANG", "LANGUAGE", "LC_ALL", "LC_CTYPE")
 READY_SECONDS = 120.0  # how long the first job waits for a server's preloading before starting fresh
 MAX_PACKET = 1 << 20
+TITLE_ROOM = " " * 4096
 # the pool a caller shares across the runs it starts (``sharing``); a run without one makes its own
 _SHARED: ContextVar[ForkServers | None] = ContextVar("llpipe_fork_servers", default=None)
 
@@ -153,7 +154,8 @@ class ForkServer:
         self._socket, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
         try:
             self.process = subprocess.Popen(
-                [python, str(SERVER_SCRIPT), str(os.getpid()), ",".join(preload), str(theirs.fileno())],
+                # the padding is room for each child's command line (ps, /proc/<pid>/cmdline): see set_title
+                [python, str(SERVER_SCRIPT), str(os.getpid()), ",".join(preload), str(theirs.fileno()), TITLE_ROOM],
                 pass_fds=(theirs.fileno(),),
                 env=dict(variables),
                 stdin=subprocess.DEVNULL,
@@ -188,7 +190,7 @@ class ForkServer:
         self, argv: Sequence[str], env: Mapping[str, str], cwd: str, stdio: tuple[int, int, int]
     ) -> tuple[int, int]:
         """Fork a child running ``argv`` (what follows the interpreter); its pid and its status pipe's read end."""
-        request = json.dumps({"argv": list(argv), "env": dict(env), "cwd": cwd}).encode()
+        request = json.dumps({"interpreter": self.python, "argv": list(argv), "env": dict(env), "cwd": cwd}).encode()
         status_read, status_write = os.pipe()
         try:
             with self._lock:

@@ -151,6 +151,7 @@ def child(request: dict, stdio, server: int, control: socket.socket) -> None:
         os.environ.clear()  # putenv/unsetenv too: C libraries see the job's variables
         os.environ.update(env)
         open_stdio()
+        set_title([request["interpreter"], *request["argv"]])
         code = run(request)
     except BaseException:  # the set-up failed: say so as an interpreter would and exit 1
         try:
@@ -203,6 +204,23 @@ def open_stdio() -> None:
             made.append(None)
     sys.stdin, sys.stdout, sys.stderr = made
     sys.__stdin__, sys.__stdout__, sys.__stderr__ = made
+
+
+def set_title(command) -> None:
+    """Show the job's command line in ``ps`` and ``/proc/<pid>/cmdline`` instead of the server's, as setproctitle
+    does: written over the server's own argument area (the client pads it), space-separated and ended by a NUL, with
+    the area's last byte left non-NUL so that the kernel reads it up to that NUL. Longer commands are cut."""
+    try:
+        with open("/proc/self/stat", "rb") as handle:
+            fields = handle.read().rsplit(b")", 1)[1].split()
+        start, end = int(fields[45]), int(fields[46])  # arg_start, arg_end (fields 48 and 49 of stat)
+    except (OSError, IndexError, ValueError):
+        return
+    size = end - start
+    if size < 2:
+        return
+    title = " ".join(command).encode("utf-8", "replace")[: size - 2]
+    ctypes.memmove(start, title + b"\0" + b" " * (size - len(title) - 1), size)
 
 
 def fresh_main() -> types.ModuleType:

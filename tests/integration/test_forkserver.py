@@ -149,8 +149,10 @@ def test_a_job_killed_by_its_group_takes_what_it_started(pool: ForkServers, tmp_
         f"open({str(pids)!r}, 'w').write(str(child.pid))\n"
         "time.sleep(600)\n"
     )
-    started = pool.start([sys.executable, str(script)], env=job_environment(), preload=PRELOAD)
+    started = pool.start([sys.executable, str(script), "--flag"], env=job_environment(), preload=PRELOAD)
     grandchild = int(wait_for_text(pids))
+    shown = Path(f"/proc/{started.process.pid}/cmdline").read_bytes().split(b"\0")[0].decode()
+    assert shown == f"{sys.executable} {script} --flag"  # ps shows the job, not its server
     kill_group(started.process)
     assert started.process.wait() == -signal.SIGKILL
     wait_until_gone(grandchild)
