@@ -232,18 +232,24 @@ class PreparedRun:
                 self.own_servers.close()
 
     def _warm_fork_servers(self) -> None:
-        """Start the fork servers of the plan's processing and training jobs, which preload while the code, schema
-        and data are written (those whose environment is not built yet start with their first job)."""
+        """Start the fork servers of the plan's processing and training jobs that will run, which preload while the
+        code, schema and data are written. A step the cache may skip is left to start its server with its first job
+        (a server preloading for a cache hit is CPU for nothing), as is one whose environment is not built yet."""
         if self.fork_servers is None:
             return
         from pipeline.linear_learner.launcher import TRAINING_PRELOAD
+        from pipeline.local.cache import caching_enabled
         from pipeline.local.jobs.processing import ProcessingJobs
 
         processing = self.interpreter.runners.get("Processing")
-        types = {step.type for step in self.plan.steps.values()}
-        if types & {"Training", "Tuning"}:
+        runs = [
+            step
+            for step in self.plan.steps.values()
+            if not (self.interpreter.use_cache and caching_enabled(step.definition))
+        ]
+        if any(step.type in ("Training", "Tuning") for step in runs):
             self.fork_servers.warm(sys.executable, TRAINING_PRELOAD, os.environ)
-        for step in self.plan.steps.values():
+        for step in runs:
             if step.type == "Processing" and isinstance(processing, ProcessingJobs):
                 processing.warm(step.arguments)
 
