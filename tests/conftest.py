@@ -13,6 +13,7 @@ from support.container import Container
 from support.mlflow_store import fresh_store, migrated_template
 from support.protobuf_oracle import compile_record_protobuf
 
+from pipeline.core.forkserver import ForkServers, sharing
 from pipeline.core.images import DEFAULT_PROCESSING_IMAGE
 from pipeline.local.environments import EnvironmentBuildError, ImageEnvironments, JobEnvironment
 
@@ -81,6 +82,15 @@ def definition_cache_of_this_session(tmp_path_factory: pytest.TempPathFactory) -
         os.environ.pop("LLPIPE_DEFINITION_CACHE_DIR", None)
     else:
         os.environ["LLPIPE_DEFINITION_CACHE_DIR"] = previous
+
+
+@pytest.fixture(scope="session", autouse=True)
+def fork_servers_of_this_worker() -> Iterator[ForkServers]:
+    """One pool of fork servers for every local run this worker starts in its own thread (``sharing``): each job
+    kind's libraries are imported once per worker, not once per run. Runs in a subprocess (``llpipe run`` as a
+    command) or in another thread have their own, as a user's runs do."""
+    with ForkServers() as pool, sharing(pool):
+        yield pool
 
 
 # Modules whose module-scoped fixtures are expensive (a real local run, a served model, a definition built by the

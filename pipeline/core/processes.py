@@ -15,7 +15,7 @@ import signal
 import subprocess
 import sys
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import Any, Protocol
 
 PR_SET_PDEATHSIG = 1
 
@@ -38,12 +38,26 @@ def _die_with_parent() -> Callable[[], None] | None:
     return in_child
 
 
+class JobProcess(Protocol):
+    """What the callers use of a job process: ``subprocess.Popen`` or a fork server's child
+    (``pipeline.core.forkserver.ForkedProcess``), with Popen's conventions (``returncode`` -9: ended by SIGKILL)."""
+
+    pid: int
+    returncode: int | None
+
+    def poll(self) -> int | None: ...
+
+    def wait(self, timeout: float | None = None) -> int: ...
+
+    def kill(self) -> None: ...
+
+
 def start(command: Sequence[str], **popen_arguments: Any) -> subprocess.Popen:
     """``subprocess.Popen(command)`` in a new process group, killed by the kernel if this process dies first."""
     return subprocess.Popen(command, start_new_session=True, preexec_fn=_die_with_parent(), **popen_arguments)
 
 
-def kill_group(process: subprocess.Popen) -> None:
+def kill_group(process: JobProcess) -> None:
     """End a job process and everything it started (its process group, made by ``start``)."""
     try:
         os.killpg(process.pid, signal.SIGKILL)

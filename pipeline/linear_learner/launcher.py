@@ -21,12 +21,13 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from pipeline.core.errors import TrainingError
 from pipeline.core.files import atomic_path, write_text_atomically
 from pipeline.core.limits import Limits, groups_rss, held_bytes
 from pipeline.core.names import RECORDIO, TRAINING_CONTENT_TYPES, media_type
-from pipeline.core.processes import kill_group
+from pipeline.core.processes import JobProcess, kill_group
 from pipeline.core.processes import start as start_process
 from pipeline.core.sharding import DISTRIBUTIONS, objects_for_instance
 from pipeline.core.stale import owned_temp_folder_prefix, sweep_temp_folders
@@ -38,12 +39,17 @@ from pipeline.linear_learner.train import (
     RESOURCE_CONFIG_FILE,
 )
 
+if TYPE_CHECKING:
+    from pipeline.core.forkserver import ForkServers
+
 AUTHKEY_ENV = "LLPIPE_LL_AUTHKEY"
 HEARTBEAT_ENV = "LLPIPE_TRAINING_HEARTBEAT_SECONDS"
 DEFAULT_HEARTBEAT_SECONDS = 60.0
 CONNECT_ENV = "LLPIPE_TRAINING_CONNECT_SECONDS"
 DEFAULT_CONNECT_SECONDS = 300.0
 ROOT_CAUSE_WAIT_SECONDS = 30.0  # after an aborted instance ended, the longest wait for the failure that aborted it
+# what a fork server imports once for all the instances (pipeline.core.forkserver): only what train imports anyway
+TRAINING_PRELOAD = ("numpy",)
 
 
 @dataclass(frozen=True)
@@ -90,12 +96,13 @@ def train(
     on_log: Callable[[str], None] | None = None,
     stop: threading.Event | None = None,
     limits: Limits | None = None,
+    fork_servers: ForkServers | None = None,
 ) -> TrainingResult:
     """Train on ``instance_count`` local processes and write ``model.tar.gz``, ``metrics.json``, ``training.json``.
 
     Setting ``stop`` ends every instance's process group and raises ``TrainingError``; so does an instance past
     ``limits`` (its volume: the channels it downloaded, not those streamed in Pipe mode, and what it wrote; its
-    memory: its process's RSS)."""
+    memory: its process's RSS). ``fork_servers`` starts the instances' processes (None: fresh processes)."""
     if instance_count < 1:
         raise TrainingError(f"instance_count must be at least 1, got {instance_count}")
     _check_channels(channels, instance_count)
@@ -114,7 +121,8 @@ def train(
         ]
         try:
             streamed = tuple(name for name, channel in channels.items() if channel.input_mode == "Pipe")
-            _run_instances(roots, log, stop or threading.Event(), Watch(limits, streamed) if limits else None)
+            watch = Watch(limits, streamed) if limits else None
+            _run_instances(roots, log, stop or threading.Event(), watch, fork_servers)
         except TrainingError as error:  # name the user's files, not the instances' copies (often removed by now)
             raise TrainingError(_with_sources(str(error), sources)) from None
         return _collect(roots, output_dir, hyperparameters)
@@ -220,7 +228,7 @@ class Watch:
         channels = [path for path in data.iterdir() if path.name not in self.streamed] if data.is_dir() else []
         return held_bytes([*channels, root / "model", root / "output"])
 
-    def check(self, processes: list[subprocess.Popen], roots: list[Path]) -> str | None:
+    def check(self, processes: list[JobProcess], roots: list[Path]) -> str | None:
         """Why the first instance past its memory or volume must fail (at most every ``interval``), else None."""
         if time.monotonic() - self.measured < self.interval:
             return None
@@ -240,7 +248,11 @@ class Watch:
 
 
 def _run_instances(
-    roots: list[Path], log: Callable[[str], None], stop: threading.Event, watch: Watch | None = None
+    roots: list[Path],
+    log: Callable[[str], None],
+    stop: threading.Event,
+    watch: Watch | None = None,
+    fork_servers: ForkServers | None = None,
 ) -> None:
     """Start one process per root, stream their logs and raise ``TrainingError`` as soon as one fails."""
     from pipeline.linear_learner import shared
@@ -282,13 +294,16 @@ def _run_instances(
         for index, root in enumerate(roots):
             if stop.is_set():  # stopped while the instances start (hundreds take a while): start no more
                 raise TrainingError("stopped while the instances were starting")
-            process = start_process(  # its own process group, ended as a whole; dies with this process
-                [sys.executable, "-m", "pipeline.linear_learner.train", "--root", str(root), *extra_args],
-                stdout=subprocess.PIPE,
-                stderr=subprocess.STDOUT,
-                text=True,
-                env=env,
-            )
+            # its own process group, ended as a whole; dies with this process
+            command = [sys.executable, "-m", "pipeline.linear_learner.train", "--root", str(root), *extra_args]
+            output = {"stdout": subprocess.PIPE, "stderr": subprocess.STDOUT, "text": True}
+            if fork_servers is None:
+                process: JobProcess = start_process(command, env=env, **output)
+            else:
+                begun = fork_servers.start(command, env=env, preload=TRAINING_PRELOAD, **output)
+                process = begun.process
+                if not begun.forked and index == 0:  # why the instances start fresh, once per job
+                    log(f"[llpipe] instances start as fresh processes: {begun.reason}")
             processes.append(process)
             reader = threading.Thread(target=_pump, args=(process, host_name(index), lines), daemon=True)
             reader.start()
@@ -313,7 +328,7 @@ def _run_instances(
         _drain(lines, log)
 
 
-def _pump(process: subprocess.Popen, host: str, lines: queue.Queue) -> None:
+def _pump(process: JobProcess, host: str, lines: queue.Queue) -> None:
     assert process.stdout is not None
     with process.stdout:  # closed at the end of the output, not left open for the garbage collector
         for line in process.stdout:
@@ -353,7 +368,7 @@ def _seconds(variable: str, default: float) -> float:
 
 
 def _wait(
-    processes: list[subprocess.Popen],
+    processes: list[JobProcess],
     roots: list[Path],
     lines: queue.Queue,
     log: Callable[[str], None],

@@ -10,12 +10,15 @@ interpreter runs the plan. The work dir (``pipeline.local.workdir``) holds every
 from __future__ import annotations
 
 import json
+import os
+import sys
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
 from typing import Any
 
 from pipeline.core.data_version import PARAMETER as DATA_VERSION
 from pipeline.core.errors import DataError, opt
+from pipeline.core.forkserver import ForkServers, shared_pool
 from pipeline.definition.config import DEFAULT_MODEL_PACKAGE_GROUP, PipelineConfig
 from pipeline.definition.schema_inference import Inferred
 from pipeline.local import preflight
@@ -57,6 +60,9 @@ class LocalRun:
     # size the jobs' counts and volumes from the data and refuse a given volume too small for it (False: the values
     # as given, so a test can show a job failing past its volume)
     size_from_data: bool = True
+    # the fork servers its job processes start from, shared with other runs and closed by the caller
+    # (pipeline.core.forkserver.sharing makes one current); None: the run starts and ends its own
+    fork_servers: ForkServers | None = None
 
     @property
     def s3(self) -> LocalS3:
@@ -66,12 +72,16 @@ class LocalRun:
     def store(self) -> ExecutionStore:
         return ExecutionStore(self.workdir.executions)
 
-    def _interpreter(self) -> Interpreter:
+    def _interpreter(self, fork_servers: ForkServers) -> Interpreter:
         """The interpreter with a job runner for every step type, built once per prepared run."""
         account = self.config.role_arn.split(":")[4]
         return Interpreter(
             runners=local_runners(
-                self.workdir, region=self.config.region, account=account, environments=self.environments
+                self.workdir,
+                region=self.config.region,
+                account=account,
+                environments=self.environments,
+                fork_servers=fork_servers,
             ),
             store=self.store,
             read_json=lambda uri: json.loads(self.s3.path(uri).read_text()),
@@ -102,7 +112,9 @@ class LocalRun:
         checks: label values that fit the predictor type, at least 3 classes, a matching ``NumClasses``)."""
         from pipeline.definition.parameters import check_overrides
 
-        interpreter = self._interpreter()
+        shared = self.fork_servers or shared_pool()
+        servers = shared or ForkServers()  # started on demand, so a run prepared but never executed starts none
+        interpreter = self._interpreter(servers)
         requested = merge_parameters(source.parameters, overrides)
         plan, values = interpreter.prepare(load_definition(self.definition_json), requested)
         preflight.check_parameters(plan, values)  # before the data is read (only its own faults, scan_data, come first)
@@ -145,7 +157,9 @@ class LocalRun:
                 if group != DEFAULT_MODEL_PACKAGE_GROUP:
                     raise
                 return self._in_own_group(other, source, overrides, sample_rows, scanned)
-        return PreparedRun(self, plan, values, frozenset(requested), data, inferred, interpreter, tuple(warnings))
+        own = None if shared else servers
+        prepared = PreparedRun(self, plan, values, frozenset(requested), data, inferred, interpreter, tuple(warnings))
+        return replace(prepared, fork_servers=servers, own_servers=own)
 
     def _in_own_group(
         self,
@@ -202,12 +216,44 @@ class PreparedRun:
     inferred: Inferred | None
     interpreter: Interpreter
     warnings: tuple[str, ...] = ()  # what the user should hear before it starts (preflight.scaling_warnings)
+    fork_servers: ForkServers | None = None  # what the job processes start from
+    own_servers: ForkServers | None = None  # the run's own pool (not a caller's): ended with the run
 
     def execute(self) -> ExecutionRecord:
         """Write the code bundles and the schema, stage the data, interpret the plan; the finished record.
 
         DataVersion (unless given) is the data's version: of the source's files, or of the objects under the
         ``InputDataUrl`` override."""
+        try:
+            self._warm_fork_servers()
+            return self._execute()
+        finally:  # on every way out (a stop signal raises Interrupted): the run's own servers end with it
+            if self.own_servers is not None:
+                self.own_servers.close()
+
+    def _warm_fork_servers(self) -> None:
+        """Start the fork servers of the plan's processing and training jobs that will run, which preload while the
+        code, schema and data are written. A step the cache may skip is left to start its server with its first job
+        (a server preloading for a cache hit is CPU for nothing), as is one whose environment is not built yet."""
+        if self.fork_servers is None:
+            return
+        from pipeline.linear_learner.launcher import TRAINING_PRELOAD
+        from pipeline.local.cache import caching_enabled
+        from pipeline.local.jobs.processing import ProcessingJobs
+
+        processing = self.interpreter.runners.get("Processing")
+        runs = [
+            step
+            for step in self.plan.steps.values()
+            if not (self.interpreter.use_cache and caching_enabled(step.definition))
+        ]
+        if any(step.type in ("Training", "Tuning") for step in runs):
+            self.fork_servers.warm(sys.executable, TRAINING_PRELOAD, os.environ)
+        for step in runs:
+            if step.type == "Processing" and isinstance(processing, ProcessingJobs):
+                processing.warm(step.arguments)
+
+    def _execute(self) -> ExecutionRecord:
         s3 = self.run.s3
         schemas = {self.inferred.uri: self.inferred.body} if self.inferred else {}
         for uri, body in {**self.run.uploads, **schemas}.items():

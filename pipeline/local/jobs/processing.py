@@ -20,6 +20,7 @@ credentials: its AWS calls fail, as they do in an isolated container.
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import subprocess
@@ -31,6 +32,8 @@ from pathlib import Path
 from typing import Any
 
 from pipeline.core.errors import one_line
+from pipeline.core.forkserver import ForkServers
+from pipeline.core.images import image_for_uri
 from pipeline.core.limits import Limits, groups_rss, held_bytes
 from pipeline.core.names import EXIT_MESSAGE_BYTES, EXIT_MESSAGE_FILE, RESOURCE_CONFIG
 from pipeline.core.processes import kill_group
@@ -50,6 +53,13 @@ PYTHON_COMMANDS = ("python", "python3")
 CODE_INPUT = "code"  # the input a job's code bundle comes in (the definition's ProcessingInput of its bundle)
 MEMORY_CHECK_SECONDS = 0.2  # how often an instance's process group is measured against its memory
 VOLUME_CHECK_SECONDS = 0.5  # how often an instance's sandbox is measured against its volume
+# entry script -> the libraries its fork server imports once for all its instances: only what the job imports on every
+# run (tests/contract/test_preload_lists.py), so an instance's memory is what a fresh process's would be
+PROCESSING_PRELOAD = {
+    "preprocess.py": ("numpy", "pandas", "pyarrow", "pyarrow.csv"),  # a Parquet input imports pyarrow.parquet itself
+    "evaluate.py": ("numpy", "sklearn.metrics"),
+    "analyze.py": ("numpy", "pandas"),
+}
 
 
 def host_name(index: int) -> str:
@@ -75,6 +85,8 @@ class ProcessingJobs:
     environments: ImageEnvironments = field(default_factory=ImageEnvironments.default)
     registry_db: Path | None = None
     region: str = "us-east-1"
+    # the fork servers that start the instances' processes (None: fresh processes, as before)
+    fork_servers: ForkServers | None = None
 
     def __call__(self, job: Job) -> dict[str, Any]:
         return self.run(job, job.arguments)
@@ -147,6 +159,22 @@ class ProcessingJobs:
         finally:
             shutil.rmtree(sandbox, ignore_errors=True)
         return described
+
+    def warm(self, arguments: dict[str, Any]) -> None:
+        """Start the fork server of a processing step's instances now (``arguments``: the step's, as written), its
+        preloading overlapping the run's set-up; nothing when its image's environment is not built yet, or its image
+        or entry point is a value only the run decides."""
+        app = arguments.get("AppSpecification") or {}
+        image_uri, entrypoint = app.get("ImageUri"), app.get("ContainerEntrypoint")
+        if self.fork_servers is None or not isinstance(image_uri, str) or not isinstance(entrypoint, list):
+            return
+        preload = processing_preload([str(part) for part in entrypoint])
+        image = image_for_uri(image_uri)
+        environment = self.environments.cached(image) if preload and image is not None else None
+        if environment is not None:
+            written = arguments.get("Environment") or {}
+            variables = {str(k): str(v) for k, v in written.items() if isinstance(v, str)}
+            self.fork_servers.warm(environment.python, preload, job_variables(environment, variables, Path("/")))
 
     def _environment(self, job: Job, image_uri: str) -> JobEnvironment:
         """The image's environment (built on first use, progress shown), recorded in ``environment.json``."""
@@ -230,6 +258,8 @@ class ProcessingJobs:
         """Run every instance until all end, one fails or the execution stops; the failed instance and its exit code,
         or why an instance was ended past its volume or memory (``limits``)."""
         processes = []
+        starts: list[str] = []  # how each instance's process started: by a fork server, or fresh and why
+        preload = processing_preload(entrypoint)
         started = time.monotonic()
         checked = measured = 0.0
         exceeded = None
@@ -239,23 +269,19 @@ class ProcessingJobs:
                 command = [str(environment.python), *arguments]
                 log_path = logs / f"{host_name(index)}.log"
                 job.add_log(log_path)
+                env = job_variables(environment, variables, root)
                 with log_path.open("w") as log:
-                    processes.append(  # its own process group, ended as a whole; dies with llpipe
-                        start_process(
-                            command,
-                            stdout=log,
-                            stderr=subprocess.STDOUT,
-                            cwd=root,
-                            env={
-                                **without_aws(clean_variables(os.environ)),
-                                **environment.variables,
-                                # a path the container reads from its variables is in its sandbox too
-                                **{name: remap(value, root) for name, value in variables.items()},
-                                "PYTHONUNBUFFERED": "1",
-                                "PYTHONNOUSERSITE": "1",  # the container has no user site-packages
-                            },
+                    # its own process group, ended as a whole; dies with llpipe
+                    if self.fork_servers is None:
+                        process = start_process(command, stdout=log, stderr=subprocess.STDOUT, cwd=root, env=env)
+                        starts.append("fresh process")
+                    else:
+                        begun = self.fork_servers.start(
+                            command, env=env, preload=preload, cwd=root, stdout=log, stderr=subprocess.STDOUT
                         )
-                    )
+                        process = begun.process
+                        starts.append(begun.how)
+                    processes.append(process)
             while any(process.poll() is None for process in processes):
                 failed = [i for i, process in enumerate(processes) if process.returncode not in (None, 0)]
                 if failed or job.stop.is_set():
@@ -270,6 +296,8 @@ class ProcessingJobs:
                 job.report(f"{len(roots)} instance(s) running, {time.monotonic() - started:.0f}s")
                 time.sleep(0.05)
         finally:
+            if starts:
+                record_starts(job.folder / "environment.json", starts)
             killed = set()
             for index, process in enumerate(processes):
                 if process.poll() is None:
@@ -286,6 +314,35 @@ class ProcessingJobs:
         failed = [i for i, process in enumerate(processes) if process.returncode != 0 and i not in killed]
         failed = failed or [i for i, process in enumerate(processes) if process.returncode != 0]
         return (failed[0], processes[failed[0]].returncode) if failed else None
+
+
+def job_variables(environment: JobEnvironment, variables: dict[str, str], root: Path) -> dict[str, str]:
+    """An instance's environment variables: this process's less the project's path and AWS configuration, the image's,
+    the job's (``/opt/ml`` paths in them mapped into the instance's sandbox ``root``), unbuffered output."""
+    return {
+        **without_aws(clean_variables(os.environ)),
+        **environment.variables,
+        # a path the container reads from its variables is in its sandbox too
+        **{name: remap(value, root) for name, value in variables.items()},
+        "PYTHONUNBUFFERED": "1",
+        "PYTHONNOUSERSITE": "1",  # the container has no user site-packages
+    }
+
+
+def processing_preload(entrypoint: Sequence[str]) -> tuple[str, ...]:
+    """The modules the fork server preloads for a job whose entry script is ``entrypoint[1]`` (``preprocess.py``...);
+    none for a script the table does not know."""
+    return PROCESSING_PRELOAD.get(Path(entrypoint[1]).name, ()) if len(entrypoint) > 1 else ()
+
+
+def record_starts(path: Path, starts: list[str]) -> None:
+    """Add how the instances' processes started to ``environment.json``: ``instances_started`` per instance."""
+    try:
+        document = json.loads(path.read_text())
+    except (OSError, ValueError):
+        document = {}
+    document["instances_started"] = starts
+    write_json_atomically(path, document)
 
 
 def past_limits(

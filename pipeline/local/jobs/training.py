@@ -12,7 +12,7 @@ import shutil
 import threading
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pipeline.core.images import is_linear_learner
 from pipeline.core.names import RECORDIO, media_type
@@ -22,6 +22,9 @@ from pipeline.local.jobs.limits import job_limits
 from pipeline.local.jobs.storage import list_prefix, upload_file
 from pipeline.local.s3 import LocalS3
 
+if TYPE_CHECKING:
+    from pipeline.core.forkserver import ForkServers
+
 _HOST_LINE = re.compile(r"^\[(algo-\d+)\] (.*)$")
 
 
@@ -30,6 +33,7 @@ class TrainingJobs:
     """Runs Training steps against one local S3 folder."""
 
     s3: LocalS3
+    fork_servers: ForkServers | None = None  # what starts the instances' processes (None: fresh processes)
 
     def __call__(self, job: Job) -> dict[str, Any]:
         from pipeline.linear_learner import launcher
@@ -69,6 +73,7 @@ class TrainingJobs:
                 on_log=logs.write,
                 stop=job.stop,
                 limits=job_limits(job.step.name, resources, written_resources(job.step.arguments)),
+                fork_servers=self.fork_servers,
             )
         except launcher.TrainingError as error:
             raise StepFailed(str(error)) from None

@@ -18,7 +18,7 @@ import json
 import math
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pipeline.core.names import TRAINING_JOB_SETTINGS
 from pipeline.local.executions import now
@@ -26,6 +26,9 @@ from pipeline.local.jobs.contract import Job, StepFailed
 from pipeline.local.jobs.training import TrainingJobs
 from pipeline.local.s3 import LocalS3
 from pipeline.local.search import Observation, RangeError, Search, dimensions
+
+if TYPE_CHECKING:
+    from pipeline.core.forkserver import ForkServers
 
 STRATEGIES = {"Random": "random", "Bayesian": "gp-ei"}
 TUNING_JOB_NAME_MAX_LENGTH = 32
@@ -50,6 +53,7 @@ class TuningJobs:
     """Runs Tuning steps against one local S3 folder."""
 
     s3: LocalS3
+    fork_servers: ForkServers | None = None  # what starts the trials' processes (None: fresh processes)
 
     def __call__(self, job: Job) -> dict[str, Any]:
         arguments = job.arguments
@@ -132,7 +136,7 @@ class TuningJobs:
         )
         started = now()
         try:
-            described = TrainingJobs(self.s3)(candidate)
+            described = TrainingJobs(self.s3, self.fork_servers)(candidate)
         except StepFailed as error:
             return Trial(index, name, values, "Failed", None, started, now(), str(error))
         (folder / "training-job.json").write_text(json.dumps(described, indent=2, sort_keys=True, default=str))
