@@ -13,7 +13,7 @@ import preprocessing
 from containerlib import exit_message
 from containerlib.errors import InputError
 from containerlib.names import PREDICTOR_TYPES
-from containerlib.stop_signals import Stopped, stop_signals_raise
+from containerlib.stop_signals import Stopped, stop_signals_checked
 from preprocessing.baseline import DEFAULT_BASELINE_ROWS
 from preprocessing.job import preprocess
 from preprocessing.raw_rows import DEFAULT_RAW_ROWS
@@ -194,8 +194,9 @@ def settings_from(args: argparse.Namespace) -> Settings:
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
-        with stop_signals_raise():  # so that a stopped job removes what it had written, like a failed one
-            summary = preprocess(settings_from(args))
+        # a stopped job removes what it had written, like a failed one; raised where the job checks, as it has threads
+        with stop_signals_checked() as stop:
+            summary = preprocess(settings_from(args), stop.check)
     except Stopped as stop:
         print(f"preprocess: {stop}", file=sys.stderr, flush=True)
         return stop.exit_code

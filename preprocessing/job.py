@@ -18,6 +18,7 @@ from containerlib.encoding import HASHED
 from containerlib.hosts import Host, read_resource_config
 from containerlib.names import SPLIT_CODES, SPLITS
 from containerlib.prefetch import InFlight, mapped_in_order
+from containerlib.stop_signals import no_stop
 from containerlib.tables.chunks import Chunk
 from containerlib.tables.files import is_parquet
 from containerlib.tables.header import read_header
@@ -58,9 +59,11 @@ def _free_memory_trimmer() -> Callable[[], object]:
     return lambda: trim(0)
 
 
-def preprocess(settings: Settings) -> dict[str, Any]:
+def preprocess(settings: Settings, check_stop: Callable[[], None] = no_stop) -> dict[str, Any]:
     """Run the job for this host; returns its summary part. Raises an InputError (PreprocessError, or TableError
-    for a file that cannot be read as a table) on bad input."""
+    for a file that cannot be read as a table) on bad input. ``check_stop`` raises a stop signal received
+    (containerlib.stop_signals.stop_signals_checked): called once a chunk, a file, a shard block and a stage, so a
+    stop leaves the threads' code where it is safe to, and the output is removed as on a failure."""
     started = time.monotonic()
     host = read_resource_config(settings.resource_config)
     fractions = settings.fractions()
@@ -93,11 +96,14 @@ def preprocess(settings: Settings) -> dict[str, Any]:
     transaction.begin()
     failed = True
     try:
-        summary = _convert_all(settings, host, schema, labels, files, fractions, shard_counts, transaction, names)
+        summary = _convert_all(
+            settings, host, schema, labels, files, fractions, shard_counts, transaction, names, check_stop
+        )
         if host.index == 0:  # the serving featurizer's model data: host-independent, so one host writes it
             model_data = transaction.work_dir / MODEL_DATA
             write_model_data(model_data, resolved_schema(decided, schema, labels, settings.missing), summary)
             transaction.commit(model_data, MODEL)
+        check_stop()  # the last point where a stop still removes the output
         failed = False
     finally:
         transaction.cleanup(failed)
@@ -122,6 +128,7 @@ def _convert_all(
     shard_counts: dict[str, int],
     transaction: OutputTransaction,
     names: InputNames,
+    check_stop: Callable[[], None],
 ) -> dict[str, Any]:
     classification = labels.predictor_type != "regressor"
     stats = {split: SplitStats() for split in SPLITS}
@@ -152,6 +159,7 @@ def _convert_all(
     sampler = ThreadPoolExecutor(max_workers=1, thread_name_prefix="sample")
     try:
         for number, path in enumerate(files, start=1):
+            check_stop()
             file_rows = 0
             source = path.relative_to(settings.input_dir).as_posix()
             # Parquet: two chunks converted at once while this thread deals; CSV: one, as Arrow's CSV parser keeps
@@ -163,6 +171,8 @@ def _convert_all(
             # reader waiting for room, then the map's threads are joined
             with closing(mapped_in_order(convert, chunks, workers)) as converted_chunks, in_flight:
                 for chunk, converted in converted_chunks:
+                    # a stop leaves here, between chunks: the contexts above then end the threads in their order
+                    check_stop()
                     release_freed_memory()
                     # the samples on their own thread while this one deals the chunk: one chunk at a time, in input
                     # order (their random keys are drawn chunk after chunk), done with before the chunk leaves
@@ -197,6 +207,7 @@ def _convert_all(
         shards.close()
         test_split.close()
 
+    check_stop()
     kept = sum(stats[split].rows for split in SPLITS)
     where = f"{len(files)} input file(s) of host {host.name}"
     if rows_read == 0:
@@ -230,9 +241,10 @@ def _convert_all(
         sample_written = side.submit(baseline.write, sample)
         rows_written = [side.submit(write) for write in raw_rows.writes(transaction.work_dir / ROWS, host.name)]
         dealt = [split for split in splits if split != "test"]
-        built = write_shards(shards, dealt, shard_counts, settings.seed, host, transaction.work_dir)
+        built = write_shards(shards, dealt, shard_counts, settings.seed, host, transaction.work_dir, check_stop)
         wrote_sample = sample_written.result()
         built_rows = [written.result() for written in rows_written]
+    check_stop()
     input_names = [path.relative_to(settings.input_dir).as_posix() for path in files]
     for target, split in built:
         stats[split].files.append(transaction.commit(target, split))

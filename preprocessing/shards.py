@@ -6,7 +6,7 @@ from __future__ import annotations
 import math
 import os
 from collections import deque
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
@@ -17,6 +17,7 @@ import numpy as np
 from containerlib.hosts import Host
 from containerlib.names import SHARD_SUFFIX, SPLIT_CODES, SPLITS
 from containerlib.recordio.writer import dense_layout
+from containerlib.stop_signals import no_stop
 from preprocessing.hashing import rng_entropy
 
 MEMORY_BUDGET = 32 * 1024 * 1024  # bytes of frames held in memory before rows spill to disk
@@ -173,31 +174,34 @@ class ShardBuffer:
         for first in range(0, count, step):
             yield rng.integers(0, buckets, size=min(step, count - first)).astype(kind)
 
-    def write_spilled(self, plan: SpillPlan, target: Path) -> None:
-        """Write the planned shard to ``target`` a block at a time, deleting the spill and bucket files once read."""
+    def write_spilled(self, plan: SpillPlan, target: Path, check_stop: Callable[[], None] = no_stop) -> None:
+        """Write the planned shard to ``target`` a block at a time, deleting the spill and bucket files once read;
+        ``check_stop`` is called before each block read or written (a stop signal raised there ends the shard's
+        thread early)."""
         if plan.orders is not None:
             paths, orders = [plan.spill], iter(plan.orders)
         else:
-            paths = self._deal_to_buckets(plan)
+            paths = self._deal_to_buckets(plan, check_stop)
             draws = _generator(plan.order_draws)
             orders = (_permutation(rows, draws) for rows in plan.counts)  # one bucket's at a time, in order
         with open(target, "wb") as out:
             for path, order in zip(paths, orders):
-                for block in self._permuted(path, order):
+                for block in self._permuted(path, order, check_stop):
+                    check_stop()
                     out.write(block.data)
 
-    def _deal_to_buckets(self, plan: SpillPlan) -> list[Path]:
+    def _deal_to_buckets(self, plan: SpillPlan, check_stop: Callable[[], None]) -> list[Path]:
         """Move a spill file's rows to the files of their planned buckets."""
         buckets = len(plan.counts)
         paths = [plan.spill.with_name(f"{plan.spill.name}.bucket-{index:05d}") for index in range(buckets)]
         blocks = self._bucket_blocks(_generator(plan.bucket_draws), sum(plan.counts), buckets)
-        _deal(plan.spill, self.width, self._block_rows(), blocks, paths)
+        _deal(plan.spill, self.width, self._block_rows(), blocks, paths, check_stop)
         return paths
 
     def _block_rows(self) -> int:
         return max(1, BLOCK_BYTES // self.width)
 
-    def _permuted(self, path: Path, order: np.ndarray) -> Iterator[np.ndarray]:
+    def _permuted(self, path: Path, order: np.ndarray, check_stop: Callable[[], None]) -> Iterator[np.ndarray]:
         """The rows of ``path`` (deleted once read) in ``order``, in blocks of at most ``_block_rows`` rows (more when
         there would be more than MAX_PARTS blocks): rows are first dealt, in file order, to one part file per output
         block, then each part is read back and put in its block's order."""
@@ -213,7 +217,12 @@ class ShardBuffer:
         part_of_row[order] = np.arange(count, dtype=order.dtype) // step  # the output block each row goes to
         part_paths = [path.with_name(f"{path.name}.part-{index:05d}") for index in range(parts)]
         _deal(
-            path, self.width, step, (part_of_row[first : first + step] for first in range(0, count, step)), part_paths
+            path,
+            self.width,
+            step,
+            (part_of_row[first : first + step] for first in range(0, count, step)),
+            part_paths,
+            check_stop,
         )
         del part_of_row
         for index, part in enumerate(part_paths):
@@ -253,13 +262,21 @@ def _permutation(count: int, rng: np.random.Generator) -> np.ndarray:
     return order
 
 
-def _deal(source: Path, width: int, block_rows: int, groups: Iterator[np.ndarray], paths: list[Path]) -> None:
+def _deal(
+    source: Path,
+    width: int,
+    block_rows: int,
+    groups: Iterator[np.ndarray],
+    paths: list[Path],
+    check_stop: Callable[[], None],
+) -> None:
     """Move the rows of ``source`` (deleted after) to the files of their groups, ``block_rows`` at a time; ``groups``
-    gives each block's group per row."""
+    gives each block's group per row. ``check_stop`` is called before each block."""
     handles = [open(path, "wb") for path in paths]  # noqa: SIM115
     try:
         with open(source, "rb") as rows_in:
             while block := rows_in.read(block_rows * width):
+                check_stop()
                 rows = np.frombuffer(block, dtype=np.uint8).reshape(-1, width)
                 group_of_row = next(groups)
                 if len(group_of_row) != len(rows):  # the plan and the spill file disagree: a bug
@@ -286,12 +303,19 @@ SPILLED_WRITERS = 2  # spilled shards written at once
 
 
 def write_shards(
-    shards: ShardBuffer, splits: list[str], shard_counts: dict[str, int], seed: int, host: Host, work_dir: Path
+    shards: ShardBuffer,
+    splits: list[str],
+    shard_counts: dict[str, int],
+    seed: int,
+    host: Host,
+    work_dir: Path,
+    check_stop: Callable[[], None] = no_stop,
 ) -> list[tuple[Path, str]]:
     """Shuffle each shard of the splits that have rows and write its frames; returns (file, split) in order. The
     shuffles are drawn in a fixed order on this thread; the shards are then gathered and written by a few threads
     (numpy's copies and file writes release the GIL): from memory all at once, spilled ones SPILLED_WRITERS at a
-    time (each holds its shuffle's plan and a few blocks)."""
+    time (each holds its shuffle's plan and a few blocks). ``check_stop`` is called before each shard here and each
+    block on the writing threads: a stop signal raised there ends the writing within a block."""
     built = []
     pool = ThreadPoolExecutor(max_workers=min(4, os.cpu_count() or 1), thread_name_prefix="write")
     writing: deque[Future[None]] = deque()
@@ -299,12 +323,17 @@ def write_shards(
         for split in splits:
             rng = np.random.default_rng([rng_entropy(seed), host.index, SPLIT_CODES[split], 1])
             for shard in range(shard_counts[split]):
+                check_stop()
                 target = work_dir / f"{split}-{host.name}-{shard:05d}{SHARD_SUFFIX}"
                 built.append((target, split))
                 if shards.in_memory:
-                    writing.append(pool.submit(_write_shard, target, *shards.shuffled_in_memory(split, shard, rng)))
+                    shuffled = shards.shuffled_in_memory(split, shard, rng)
+                    writing.append(pool.submit(_write_shard, target, *shuffled, check_stop))
+                    del shuffled  # held by its task only: freed once written
                     continue
-                writing.append(pool.submit(shards.write_spilled, shards.plan_spilled(split, shard, rng), target))
+                writing.append(
+                    pool.submit(shards.write_spilled, shards.plan_spilled(split, shard, rng), target, check_stop)
+                )
                 while len(writing) >= SPILLED_WRITERS:
                     writing.popleft().result()
         while writing:
@@ -314,7 +343,8 @@ def write_shards(
     return built
 
 
-def _write_shard(target: Path, rows: _DealtRows, order: np.ndarray) -> None:
+def _write_shard(target: Path, rows: _DealtRows, order: np.ndarray, check_stop: Callable[[], None]) -> None:
     with open(target, "wb") as out:
         for start in range(0, len(order), WRITE_ROWS):
+            check_stop()
             out.write(rows.take(order[start : start + WRITE_ROWS]).data)

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import signal
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from types import FrameType
 
@@ -60,14 +60,18 @@ def stop_signals_raise() -> Iterator[None]:
 
 
 @contextmanager
-def stop_signals_deferred() -> Iterator[None]:
+def stop_signals_deferred() -> Iterator[Callable[[], None]]:
     """Stop signals arriving during the block are noted and acted on when it ends (the first is raised again): for
     the statements that must not be cut in half (creating a record and entering the ``try`` that marks it stopped;
-    starting a server and recording it). Noted by handlers, not held by the thread's signal mask: a signal sent to
-    the process passes a mask through any other thread (OpenBLAS's, started with numpy), and the processes the block
-    starts would inherit the mask and ignore their own stops."""
+    starting a server and recording it), and for a main thread that waits on other threads' locks and futures,
+    where a stop raised at an arbitrary point can leave a lock held and hang the clean-up. The yielded function acts
+    on a noted signal at once, at a point the block chooses, and ends the deferral (the previous handlers are back).
+
+    Noted by handlers, not held by the thread's signal mask: a signal sent to the process passes a mask through any
+    other thread (OpenBLAS's, started with numpy), and the processes the block starts would inherit the mask and
+    ignore their own stops."""
     if threading.current_thread() is not threading.main_thread():
-        yield
+        yield lambda: None
         return
     held: list[int] = []
 
@@ -75,10 +79,21 @@ def stop_signals_deferred() -> Iterator[None]:
         held.append(number)
 
     previous = {number: signal.signal(number, note) for number in STOP_SIGNALS}
-    try:
-        yield
-    finally:
+
+    def restore() -> None:
         for number, old in previous.items():
             signal.signal(number, old if old is not None else signal.SIG_DFL)
+        previous.clear()
+
+    def act() -> None:
         if held:
-            signal.raise_signal(held[0])  # to the handler the block had replaced
+            number = held[0]
+            held.clear()
+            restore()
+            signal.raise_signal(number)  # to the handler the block had replaced, which notes any later one
+
+    try:
+        yield act
+    finally:
+        restore()
+        act()

@@ -129,7 +129,11 @@ class Interpreter:
         running: dict[Future, str] = {}
         with ThreadPoolExecutor(max_workers=max(1, self.max_parallel)) as pool:
             try:
-                self._schedule(checked, record, context, stop, pool, running)
+                # a stop acts between waits: raised inside one (concurrent.futures.wait, Future.result, submit hold
+                # the futures' and the pool's locks in Python code) it could leave a lock held, which the job's
+                # thread then waited for forever, and so did _stop_and_wait
+                with stop_signals_deferred() as act_on_stop:
+                    self._schedule(checked, record, context, stop, pool, running, act_on_stop)
             except BaseException:
                 _stop_and_wait(stop, running)
                 raise
@@ -142,8 +146,10 @@ class Interpreter:
         stop: threading.Event,
         pool: ThreadPoolExecutor,
         running: dict[Future, str],
+        act_on_stop: Callable[[], None],
     ) -> None:
         while True:
+            act_on_stop()
             failed = any(step.status == StepStatus.FAILED for step in record.steps.values())
             for spec in checked.steps.values():
                 step = record.steps[spec.name]
@@ -158,7 +164,8 @@ class Interpreter:
             if not running:
                 break  # every step is now finished or skipped: a pending step is ready or blocked
             done: set[Future] = set()
-            while not done:  # in slices: a stop signal received by a job's thread is handled here within one
+            while not done:  # in slices: a stop signal is acted on here within one
+                act_on_stop()
                 done, _ = wait(running, timeout=SIGNAL_CHECK_SECONDS, return_when=FIRST_COMPLETED)
             for future in done:
                 running.pop(future)

@@ -680,6 +680,80 @@ def test_a_second_interrupt_still_waits_for_the_jobs_to_clean_up(tmp_path: Path)
     assert outcome == {"outcome": "interrupted", "cleaned": ["Slow"], "status": "Stopped", "step": "Stopped"}
 
 
+STOP_INSIDE_WAIT = """
+import json, os, signal, sys
+from pathlib import Path
+
+from support.definitions import definition, processing
+
+from pipeline.local import interpreter as module
+from pipeline.local.executions import ExecutionStore
+from pipeline.local.interpreter import Interpreter
+from pipeline.local.jobs.contract import StepFailed
+
+folder = Path(sys.argv[1])
+real_wait, slices = module.wait, []
+
+
+def signalling_wait(futures, *args, **kwargs):  # the third slice: SIGTERM lands with a future's condition held
+    slices.append(len(slices))
+    if len(slices) == 3:
+        for future in futures:
+            condition, acquire = future._condition, future._condition.acquire
+
+            def acquired_then_signalled(*given, condition=condition, acquire=acquire):
+                got = acquire(*given)
+                condition.acquire = acquire
+                os.kill(os.getpid(), signal.SIGTERM)  # the handler runs now, inside concurrent.futures.wait
+                return got
+
+            condition.acquire = acquired_then_signalled
+    return real_wait(futures, *args, **kwargs)
+
+
+def until_stopped(job):
+    assert job.stop.wait(60)
+    raise StepFailed("stopped")
+
+
+module.wait = signalling_wait
+interpreter = Interpreter(
+    runners={"Processing": until_stopped},
+    store=ExecutionStore(folder / "executions"),
+    read_json=lambda uri: {},
+    pipeline_name="p",
+)
+try:
+    interpreter.run(definition(processing("Slow")), {})
+    outcome = "returned"
+except KeyboardInterrupt as interrupt:
+    outcome = f"interrupted by {interrupt.signal_name}"
+[record] = ExecutionStore(folder / "executions").list()
+print(json.dumps({"outcome": outcome, "status": record.status, "step": record.steps["Slow"].status}))
+"""
+
+
+def test_a_stop_landing_inside_the_wait_for_the_jobs_does_not_hang(tmp_path: Path) -> None:
+    """Before: the interpreter's main thread waits for its jobs in slices, in concurrent.futures.wait, which takes
+    each running future's lock in Python code; SIGTERM raised right after such an acquisition left the lock held by
+    the main thread, the job's thread then blocked setting its result, and llpipe hung in the stop's wait for the
+    jobs, ignoring further SIGTERMs, until SIGKILL. Now a stop is acted on between the slices. Run in a child
+    process: the signal goes to that process, never to the test runner."""
+    tests = Path(__file__).resolve().parents[1]
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(tests), str(tests.parent)])}
+    result = subprocess.run(
+        [sys.executable, "-c", STOP_INSIDE_WAIT, str(tmp_path)],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=120,
+        check=False,
+    )
+    assert result.returncode == 0, result.stderr
+    outcome = json.loads(result.stdout.strip().splitlines()[-1])
+    assert outcome == {"outcome": "interrupted by SIGTERM", "status": "Stopped", "step": "Stopped"}
+
+
 def _dead_pid() -> int:
     """The pid of a process that has ended (and been reaped)."""
     process = subprocess.Popen([sys.executable, "-c", "pass"])

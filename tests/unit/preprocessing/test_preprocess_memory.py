@@ -13,6 +13,7 @@ from test_preprocess_pinned import CASES, output_digest, write_inputs
 
 from containerlib.hosts import Host
 from containerlib.prefetch import InFlight
+from containerlib.stop_signals import no_stop
 from containerlib.tables import chunks, csv_reader
 from containerlib.tables.chunks import Chunk
 from preprocessing import job, shards
@@ -89,7 +90,7 @@ def test_past_the_budget_rows_are_on_disk_and_read_back_a_block_at_a_time(
     assert spilled.spill_path("train", 0).stat().st_size == 1_000 * spilled.width
     monkeypatch.setattr(shards, "BLOCK_BYTES", 64 * spilled.width)
     plan = spilled.plan_spilled("train", 0, np.random.default_rng(3))
-    placed = list(spilled._permuted(plan.spill, plan.orders[0]))  # 16 parts, each put in order in memory
+    placed = list(spilled._permuted(plan.spill, plan.orders[0], no_stop))  # 16 parts, each put in order in memory
     assert [len(block) for block in placed] == [64] * 15 + [40]
     assert np.array_equal(np.concatenate(placed), expected)
     again = ShardBuffer(tmp_path / "disk", 3, counts, 0, host, 10**9, 0)  # spilled from the first chunk
