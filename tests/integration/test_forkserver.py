@@ -293,3 +293,21 @@ def test_a_processing_job_records_how_its_instances_started(tmp_path: Path, entr
     assert json.loads((step / "environment.json").read_text())["instances_started"] == [started, started]
     preloaded = started == "fork server"  # the server's pandas is in the job's sys.modules, as Preprocess imports it
     assert (step / "logs" / "algo-2.log").read_text() == f"hello from algo-2 hi {preloaded}\n"
+
+
+def test_each_forked_job_draws_its_own_random_state(pool: ForkServers, tmp_path: Path):
+    """numpy's legacy global state and Python's ``random`` as a fresh interpreter has them: from the OS, per process
+    (a forked child would otherwise repeat its server's draws)."""
+    script = tmp_path / "draw.py"
+    script.write_text("import random, numpy\nprint(random.random(), numpy.random.rand())\n")
+    draws = []
+    for _ in range(2):
+        started = pool.start(
+            [sys.executable, str(script)], env=job_environment(), preload=PRELOAD, stdout=subprocess.PIPE, text=True
+        )
+        assert started.forked, started.reason
+        with started.process.stdout as output:  # a pipe, closed by its reader as Popen's
+            draws.append(output.read())
+        assert started.process.wait() == 0
+    first, second = (line.split() for line in draws)
+    assert first[0] != second[0] and first[1] != second[1]
