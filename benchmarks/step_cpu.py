@@ -1,15 +1,18 @@
 """One processing step of a finished local run, run again as its job ran it, and its CPU per run measured.
 
-python benchmarks/step_cpu.py --workdir W --step Evaluate --code TREE [--repeat N] [--keep DIR] [-- PREFIX ...]
+python benchmarks/step_cpu.py [--workdir W] [--step Evaluate] [--code TREE] [--compare TREE] [--repeat N]
+    [--keep DIR] [-- PREFIX ...]
 
 The step's record (``<workdir>/executions/<newest>/steps/<step>/arguments.json``) gives the command, the inputs and
 the outputs; the inputs are copied from the run's local S3 folder into a sandbox of one instance (``algo-1``), the
 code bundle's files are taken from ``--code`` (so two trees can be compared on the same inputs) and compiled once as
 the local backend does, and the job's AWS calls go to the local backend's stand-in endpoint over the run's S3 folder
 and registry (a job with a ``ContainerEntrypoint``: not DataQuality's analyzer, whose command the local backend
-makes). Each run's CPU is the child's user + system time (``getrusage``); the first run is a warm-up (the
-page cache, the bundle's bytecode) and is not counted when there are more. ``--keep`` copies the last run's outputs
-and log there (to compare two trees' outputs byte for byte). After ``--``, a command the job's is appended to: e.g.
+makes). Each run's CPU is the child's user + system time (``getrusage``); the first run is a warm-up (the page
+cache, the bundle's bytecode) and is not counted when there are more. ``--keep`` copies the outputs and log of
+``--code``'s last run there, to compare two trees' outputs byte for byte. Without ``--workdir``, a new run of the
+bundled example in a temporary folder (``EXAMPLE_RUN``); with ``--compare``, that tree's runs after ``--code``'s and
+the ratio of their medians. After ``--``, a command the job's is appended to: e.g.
 ``-- py-spy record -o out.svg --`` (the job's interpreter follows) or, with ``--no-interpreter``,
 ``-- PYTHON -m cProfile -o out.prof`` (the job's script and arguments follow).
 """
@@ -62,33 +65,40 @@ def prepare(arguments: dict[str, Any], s3: LocalS3, code: Path, root: Path, pyth
         Path(remap(output["S3Output"]["LocalPath"], root)).mkdir(parents=True, exist_ok=True)
 
 
-def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--workdir", type=Path, required=True, help="a finished local run's work dir")
-    parser.add_argument("--step", required=True, help="a processing step of it, e.g. Evaluate, Preprocess")
-    parser.add_argument("--code", type=Path, required=True, help="the tree whose code the step runs")
-    parser.add_argument("--repeat", type=int, default=4)
-    parser.add_argument("--keep", type=Path, help="copy the last run's outputs and log here")
-    parser.add_argument("--no-interpreter", action="store_true", help="the prefix brings its own interpreter")
-    arguments_, prefix = parser.parse_known_args()
-    prefix = prefix[1:] if prefix[:1] == ["--"] else prefix
-    execution = sorted((arguments_.workdir / "executions").iterdir(), key=lambda path: path.stat().st_mtime)[-1]
-    arguments = json.loads((execution / "steps" / arguments_.step / "arguments.json").read_text())
+REPOSITORY = Path(__file__).resolve().parent.parent
+EXAMPLE_RUN = [
+    "--quiet",
+    "--no-tracking",
+    "--param",
+    "Epochs=3",
+    "--param",
+    "NumModels=2",
+    "--param",
+    "MiniBatchSize=50",
+]
+
+
+def step_cpu(
+    workdir: Path, step: str, code: Path, repeat: int, prefix: list[str], interpreter: bool, keep: Path | None
+) -> list[float]:
+    """The step's CPU-s of each of ``repeat`` runs on the run's recorded inputs with ``code``'s files."""
+    execution = sorted((workdir / "executions").iterdir(), key=lambda path: path.stat().st_mtime)[-1]
+    arguments = json.loads((execution / "steps" / step / "arguments.json").read_text())
     app = arguments["AppSpecification"]
     if "ContainerEntrypoint" not in app:
-        raise SystemExit(f"{arguments_.step}: no ContainerEntrypoint in its record (not a processing job's)")
+        raise SystemExit(f"{step}: no ContainerEntrypoint in its record (not a processing job's)")
     environments = ImageEnvironments.default()
     environment = environments.for_image_uri(app["ImageUri"])
-    s3 = LocalS3(arguments_.workdir / "s3")
+    s3 = LocalS3(workdir / "s3")
     cpus = []
     with tempfile.TemporaryDirectory(prefix="step-cpu-") as folder:
         root = Path(folder) / "algo-1"
-        for _ in range(arguments_.repeat):
+        for _ in range(repeat):
             shutil.rmtree(root, ignore_errors=True)
-            prepare(arguments, s3, arguments_.code, root, environment.python, environments.cache_dir)
+            prepare(arguments, s3, code, root, environment.python, environments.cache_dir)
             command = [remap(part, root) for part in app["ContainerEntrypoint"][1:] + app.get("ContainerArguments", [])]
-            command = [*prefix, *([] if arguments_.no_interpreter else [str(environment.python)]), *command]
-            with serve(s3, arguments_.workdir / "registry.db", "us-east-1") as endpoint:
+            command = [*prefix, *([str(environment.python)] if interpreter else []), *command]
+            with serve(s3, workdir / "registry.db", "us-east-1") as endpoint:
                 variables = {
                     **without_aws(clean_variables(os.environ)),
                     **environment.variables,
@@ -105,19 +115,49 @@ def main() -> int:
                 after = resource.getrusage(resource.RUSAGE_CHILDREN)
             if done.returncode:
                 sys.stdout.buffer.write(done.stdout[-3000:])
-                raise SystemExit(f"{arguments_.step} exited with {done.returncode}")
+                raise SystemExit(f"{step} exited with {done.returncode}")
             cpus.append(after.ru_utime - before.ru_utime + after.ru_stime - before.ru_stime)
-        if arguments_.keep is not None:
-            shutil.rmtree(arguments_.keep, ignore_errors=True)
+        if keep is not None:
+            shutil.rmtree(keep, ignore_errors=True)
             for output in arguments.get("ProcessingOutputConfig", {}).get("Outputs", []):
-                local = Path(remap(output["S3Output"]["LocalPath"], root))
-                shutil.copytree(local, arguments_.keep / output["OutputName"])
-            (arguments_.keep / "log.txt").write_bytes(done.stdout)
-    counted = sorted(cpus[1:] or cpus)
-    print(
-        f"{arguments_.step} ({arguments_.code}): CPU s per run {', '.join(f'{cpu:.2f}' for cpu in counted)}; "
-        f"median {counted[len(counted) // 2]:.2f}; load {os.getloadavg()[0]:.2f}"
-    )
+                shutil.copytree(Path(remap(output["S3Output"]["LocalPath"], root)), keep / output["OutputName"])
+            (keep / "log.txt").write_bytes(done.stdout)
+    return sorted(cpus[1:] or cpus)  # the first run warms the page cache and the bundle's bytecode
+
+
+def example_run(folder: Path) -> Path:
+    """A finished local run of the bundled example in ``folder`` (this repository's code)."""
+    variables = {**os.environ, "PYTHONPATH": str(REPOSITORY)}
+    command = [sys.executable, "-m", "pipeline", "run", "--workdir", str(folder), *EXAMPLE_RUN]
+    subprocess.run(command, check=True, env=variables, stdout=subprocess.DEVNULL)
+    return folder
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--workdir", type=Path, help="a finished local run's work dir (default: a new example run)")
+    parser.add_argument("--step", default="Evaluate", help="a processing step of it, e.g. Evaluate, Preprocess")
+    parser.add_argument("--code", type=Path, default=REPOSITORY, help="the tree whose code the step runs")
+    parser.add_argument("--compare", type=Path, help="a tree to run in turn with --code (the baseline of the ratio)")
+    parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--keep", type=Path, help="copy the last run's outputs and log here")
+    parser.add_argument("--no-interpreter", action="store_true", help="the prefix brings its own interpreter")
+    options, prefix = parser.parse_known_args()
+    prefix = prefix[1:] if prefix[:1] == ["--"] else prefix
+    with tempfile.TemporaryDirectory(prefix="step-cpu-run-") as folder:
+        workdir = options.workdir or example_run(Path(folder) / "work")
+        trees = [options.code] + ([options.compare] if options.compare else [])
+        medians = {}
+        for tree in trees:
+            keep = options.keep if tree is options.code else None  # the outputs of --code's last run
+            cpus = step_cpu(workdir, options.step, tree, options.repeat, prefix, not options.no_interpreter, keep)
+            medians[tree] = cpus[len(cpus) // 2]
+            print(
+                f"{options.step} ({tree}): CPU s per run {', '.join(f'{cpu:.2f}' for cpu in cpus)}; "
+                f"median {medians[tree]:.2f}; load {os.getloadavg()[0]:.2f}"
+            )
+        if options.compare:
+            print(f"ratio {medians[options.compare] / medians[options.code]:.2f} ({options.compare} / {options.code})")
     return 0
 
 
