@@ -189,6 +189,53 @@ def test_the_first_stop_signal_raises_and_later_ones_do_not_cut_the_clean_up_sho
     assert result.stdout.strip() == str(["clean-up ran to its end", "stopped by SIGTERM -> exit 143", "restored: True"])
 
 
+CHECKED_CHILD = """
+import os, signal, sys
+from containerlib.stop_signals import Stopped, stop_signals_checked
+
+seen = []
+for first, later, checks in ((signal.SIGTERM, signal.SIGINT, True), (signal.SIGINT, signal.SIGHUP, True),
+                             (signal.SIGHUP, signal.SIGTERM, False)):
+    try:
+        with stop_signals_checked() as stop:
+            stop.check()
+            os.kill(os.getpid(), first)  # noted only: the handler runs before the next line, which runs
+            seen.append("went on")
+            os.kill(os.getpid(), later)  # ignored: the first is the one raised
+            if checks:
+                stop.check()
+                seen.append("not stopped")
+    except (Stopped, KeyboardInterrupt) as stop:
+        seen.append(f"{type(stop).__name__} {stop}".strip() + (" at a check" if checks else " on leaving"))
+handlers = [signal.getsignal(signum) for signum in (signal.SIGTERM, signal.SIGHUP, signal.SIGINT)]
+seen.append(f"restored: {handlers == [signal.SIG_DFL, signal.SIG_DFL, signal.default_int_handler]}")
+print(seen)
+"""
+
+
+def test_a_checked_stop_signal_is_raised_where_the_job_checks_or_on_leaving() -> None:
+    result = subprocess.run(
+        [sys.executable, "-c", CHECKED_CHILD],
+        cwd=REPOSITORY,
+        capture_output=True,
+        text=True,
+        check=False,
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),  # Python's KeyboardInterrupt handler
+    )
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip() == str(
+        [
+            "went on",
+            "Stopped stopped by SIGTERM at a check",
+            "went on",
+            "KeyboardInterrupt at a check",
+            "went on",
+            "Stopped stopped by SIGHUP on leaving",
+            "restored: True",
+        ]
+    )
+
+
 EVALUATE_CHILD = """
 import os, signal, sys
 import evaluation.command as command
