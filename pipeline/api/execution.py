@@ -501,10 +501,10 @@ class LocalExecution(Execution):
     def plots(self) -> list[Path]:
         """PNG plots of the report (:mod:`pipeline.api.plots`) in ``executions/<id>/plots/``, then those of the
         data-quality violations (``plots/data-quality/``). A report is rendered once per content in the work dir's
-        ``plots-cache/`` and copied (:func:`~pipeline.api.plots_cache.execution_plots`, as the end-of-run summary
+        ``plots-cache/`` and copied (:func:`~pipeline.api._plots_cache.execution_plots`, as the end-of-run summary
         shows them); reused only while they are what the report and the plotting code gave: damaged ones are
         rendered again."""
-        from pipeline.api.plots_cache import execution_plots
+        from pipeline.api._plots_cache import execution_plots
 
         report_path = self.report_path
         if not report_path:

@@ -220,8 +220,8 @@ def _compute(record: ExecutionRecord) -> list[dict[str, Any]]:
 
 def _plots(report_path: Path, folder: Path) -> list[str]:
     """PNG plots of the report in the execution's folder, as the MLflow logger shows them
-    (:func:`pipeline.api.plots_cache.execution_plots`: rendered once per report content and plotting code)."""
-    from pipeline.api.plots_cache import execution_plots
+    (:func:`pipeline.api._plots_cache.execution_plots`: rendered once per report content and plotting code)."""
+    from pipeline.api._plots_cache import execution_plots
 
     return [str(path) for path in execution_plots(report_path, folder) if path.name != TUNING_PLOT]
 
