@@ -54,6 +54,7 @@ def test_a_fresh_work_dir_copies_the_example_from_the_user_cache(tmp_path: Path)
 
 
 def test_a_report_is_rendered_once_and_copied_into_each_execution(tmp_path: Path, monkeypatch) -> None:
+    monkeypatch.setenv("LLPIPE_CACHE_DIR", str(tmp_path / "cache"))  # not a rendering another test left there
     report = report_file(tmp_path, "binary_classifier")
     calls = []
     render = pipeline.api.plots.render_plots
