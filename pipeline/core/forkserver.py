@@ -153,7 +153,7 @@ class ForkServer:
         self.variables = variables
         self._socket, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
         try:
-            self.process = subprocess.Popen(
+            self.process = start_fresh(  # its own session; dies with this process (and its children with it)
                 # the padding is room for each child's command line (ps, /proc/<pid>/cmdline): see set_title
                 [python, str(SERVER_SCRIPT), str(os.getpid()), ",".join(preload), str(theirs.fileno()), TITLE_ROOM],
                 pass_fds=(theirs.fileno(),),
@@ -161,7 +161,6 @@ class ForkServer:
                 stdin=subprocess.DEVNULL,
                 stdout=subprocess.DEVNULL,
                 stderr=subprocess.DEVNULL,
-                start_new_session=True,
                 cwd="/",
             )
         except OSError as error:
